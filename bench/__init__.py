@@ -1,0 +1,1 @@
+"""dlzbench: runner, server control and command-line interface."""

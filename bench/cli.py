@@ -1,0 +1,33 @@
+"""`python3 -m bench <command>`: the command-line interface."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from bench.errors import UserError
+
+# Subcommand name -> module in bench/commands.
+COMMANDS: list[str] = []
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m bench",
+                                     description="dlzbench: BIND DLZ driver benchmarks")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"bench.commands.{name}").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

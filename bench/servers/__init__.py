@@ -1,0 +1,1 @@
+"""Private instances of the real servers (PostgreSQL, MariaDB, slapd, named), one module each."""

@@ -1,0 +1,207 @@
+"""Start, watch and stop one private server process; shared by every server module.
+
+Every process is started in its own session (process group) so that stopping it also stops
+whatever it forked, and is remembered until stopped so that an exit, an exception, Ctrl-C or
+SIGTERM never leaves one behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import random
+import secrets
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from bench.errors import UserError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_LIVE: dict[int, ManagedProcess] = {}
+
+# Ports below this are left alone: the standard ports of every server we run are under it.
+_PORT_RANGE = (20000, 60000)
+
+
+def new_run_dir(kind: str, base: Path | None = None) -> Path:
+    """A fresh, uniquely named directory for one instance (two runs at once never share one)."""
+    root = Path(base or os.environ.get("DLZBENCH_RUN_DIR") or REPO_ROOT / "run")
+    path = root / f"{kind}-{os.getpid()}-{secrets.token_hex(3)}"
+    path.mkdir(parents=True)
+    return path
+
+
+def _port_is_free(port: int) -> bool:
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def free_port() -> int:
+    """A loopback port free for both TCP and UDP, picked at random to keep parallel runs apart."""
+    for _ in range(200):
+        port = random.randint(*_PORT_RANGE)
+        if _port_is_free(port):
+            return port
+    raise UserError("no free loopback port found")
+
+
+class ManagedProcess:
+    """One server process with its log file; a context manager that always stops it."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path, *,
+                 cwd: Path | None = None, env: dict[str, str] | None = None,
+                 user: str | None = None) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.cwd = cwd
+        self.env = env
+        self.user = user
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.exec_time = 0.0  # time.monotonic() just before exec, for startup timing
+
+    @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise RuntimeError(f"{self.name} is not running")
+        return self.proc.pid
+
+    def start(self) -> None:
+        _install_signal_handlers()
+        with open(self.log_path, "ab") as log:
+            self.exec_time = time.monotonic()
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    cwd=self.cwd, env=self.env, user=self.user, start_new_session=True)
+            except OSError as exc:
+                raise UserError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
+        _LIVE[self.proc.pid] = self
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, check: Callable[[], bool], timeout: float) -> None:
+        """Poll `check` until it is true; fail with the log's tail if the process dies or stalls."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.running():
+                self.stop()
+                raise UserError(f"{self.name} exited during start-up; log {self.log_path}:\n"
+                                f"{self.log_tail()}")
+            if check():
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise UserError(f"{self.name} did not answer within {timeout:.0f}s; log "
+                                f"{self.log_path}:\n{self.log_tail()}")
+            time.sleep(0.02)
+
+    def stop(self, timeout: float = 15.0, sig: int = signal.SIGTERM) -> None:
+        """Signal the whole process group, wait, and SIGKILL whatever is left after `timeout`."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        _LIVE.pop(proc.pid, None)
+        _signal_group(proc.pid, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        # Children that outlived their parent (e.g. postgres backends) share its group.
+        _signal_group(proc.pid, signal.SIGKILL)
+
+    def pids(self) -> list[int]:
+        """The process and all its descendants, for CPU and memory accounting."""
+        return [self.pid, *descendants(self.pid)] if self.running() else []
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> ManagedProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendants of pid, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
+                cwd: Path | None = None, input_bytes: bytes | None = None,
+                timeout: float = 600) -> str:
+    """Run a set-up command (initdb, slapadd, …); a failure is a UserError with its output."""
+    try:
+        done = subprocess.run(list(argv), input=input_bytes, capture_output=True, cwd=cwd,
+                              user=user, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"{what} failed: {exc}") from exc
+    out = (done.stdout + done.stderr).decode(errors="replace")
+    if done.returncode != 0:
+        tail = "\n".join(out.splitlines()[-20:])
+        raise UserError(f"{what} failed (exit {done.returncode}):\n{tail}")
+    return out
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_all() -> None:
+    for proc in list(_LIVE.values()):
+        proc.stop(timeout=5)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+_handlers_installed = False
+
+
+def _install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C, so every with-block stops its servers."""
+    global _handlers_installed
+    if _handlers_installed or threading.current_thread() is not threading.main_thread():
+        return
+    _handlers_installed = True
+    atexit.register(stop_all)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _raise_interrupt)

@@ -1,0 +1,77 @@
+"""The one interface the runner, `serve` and `verify` see: a Store.
+
+Every backend is one module in loaders/ that subclasses `Store` and is listed once in
+loaders/__init__.py. Nothing outside that module knows which database is behind it.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loaders.model import Zone
+
+
+@dataclass
+class LoadStats:
+    store: str
+    zones: int = 0
+    records: int = 0
+    seconds: float = 0.0
+
+    @property
+    def records_per_second(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+class Store(ABC):
+    """A place zone data lives, plus how to start it and how named's DLZ driver reaches it."""
+
+    name: str = ""
+    # Driver names this store serves (`--driver` values): usually just the store name.
+    variants: tuple[str, ...] = ()
+
+    @abstractmethod
+    def server(self, run_dir: Path) -> AbstractContextManager[Any]:
+        """Start the store's private server (if it has one) under run_dir; yield its target.
+
+        The target is whatever the other methods need to reach the data (a DSN, a directory).
+        Leaving the context stops the server and leaves no process behind.
+        """
+
+    @abstractmethod
+    def load(self, zones: Iterable[Zone], target: Any) -> LoadStats:
+        """Write zones with the store's bulk path; a zone already present is replaced whole."""
+
+    def update(self, zone: Zone, target: Any) -> None:
+        """Replace one zone while named may be reading it (the runner's update visibility)."""
+        self.load([zone], target)
+
+    @abstractmethod
+    def read_back(self, target: Any) -> Iterator[Zone]:
+        """Every zone in the store, in the model's form (for round-trip tests)."""
+
+    @abstractmethod
+    def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
+        """named.conf text that serves this store's zones (a dlz{} or, for native, zone{}s)."""
+
+    def server_pids(self, target: Any) -> list[int]:
+        """Processes of the store's server, for CPU and memory accounting."""
+        return []
+
+
+class Timer:
+    """Wall-clock seconds of a with-block, for LoadStats."""
+
+    def __enter__(self) -> Timer:
+        self.start = time.monotonic()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.monotonic() - self.start
