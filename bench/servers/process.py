@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pwd
 import random
 import secrets
 import signal
@@ -83,7 +84,7 @@ class ManagedProcess:
             try:
                 self.proc = subprocess.Popen(
                     self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    cwd=self.cwd, env=self.env, user=self.user, start_new_session=True)
+                    cwd=self.cwd, env=self.env, start_new_session=True, **as_user(self.user))
             except OSError as exc:
                 raise UserError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
         _LIVE[self.proc.pid] = self
@@ -160,13 +161,29 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
+def as_user(user: str | None) -> dict[str, object]:
+    """Popen arguments that run a child as `user` with that user's own groups.
+
+    Popen's `user=` alone changes only the uid: the child would keep root's group and
+    supplementary groups, and the files it creates would belong to group root.
+    """
+    if user is None:
+        return {}
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError as exc:
+        raise UserError(f"system user {user!r} does not exist") from exc
+    return {"user": entry.pw_uid, "group": entry.pw_gid,
+            "extra_groups": os.getgrouplist(user, entry.pw_gid)}
+
+
 def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
                 cwd: Path | None = None, input_bytes: bytes | None = None,
                 timeout: float = 600) -> str:
     """Run a set-up command (initdb, slapadd, …); a failure is a UserError with its output."""
     try:
         done = subprocess.run(list(argv), input=input_bytes, capture_output=True, cwd=cwd,
-                              user=user, timeout=timeout, check=False)
+                              timeout=timeout, check=False, **as_user(user))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UserError(f"{what} failed: {exc}") from exc
     out = (done.stdout + done.stderr).decode(errors="replace")

@@ -1,0 +1,155 @@
+"""A private MariaDB 10.11 instance: its own data directory, socket and loopback port.
+
+Both mariadb-install-db and mariadbd run with --no-defaults, so nothing in /etc/mysql (the
+distribution's instance, its socket, its port) has any say. The instance is a scratch
+benchmark database whose data is reloaded from the zone model whenever needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import MySQLdb
+
+from bench.errors import UserError
+from bench.servers.process import ManagedProcess, free_port, run_checked
+
+MARIADBD = "/usr/sbin/mariadbd"
+INSTALL_DB = "/usr/bin/mariadb-install-db"
+
+# sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
+_MAX_SOCKET_PATH = 107
+
+_START_TIMEOUT = 120.0
+
+
+class Mariadb:
+    """One private mariadbd; `with Mariadb(dir) as db:` starts it and always stops it."""
+
+    database = "dlz"
+    user = "dlz"
+    password = "dlz"
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.data_dir = self.run_dir / "data"
+        self.socket = str(self.run_dir / "mariadb.sock")
+        self.port = free_port()
+        self.log_path = self.run_dir / "mariadb.log"
+        self._proc: ManagedProcess | None = None
+        if len(self.socket) > _MAX_SOCKET_PATH:
+            raise UserError(f"run directory {self.run_dir} is too deep for a unix socket "
+                            f"({self.socket} is longer than {_MAX_SOCKET_PATH} bytes)")
+
+    def _server_argv(self) -> list[str]:
+        return [
+            MARIADBD, "--no-defaults",
+            f"--datadir={self.data_dir}", f"--socket={self.socket}", f"--port={self.port}",
+            f"--pid-file={self.run_dir / 'mariadb.pid'}", f"--tmpdir={self.run_dir / 'tmp'}",
+            "--bind-address=127.0.0.1", "--user=root", "--skip-name-resolve",
+            "--local-infile=1",
+            # named opens one connection per worker thread and per zone-transfer client.
+            "--max-connections=600",
+            # Exact, byte-wise key comparison unless a schema asks for something else.
+            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_bin",
+            # Scratch benchmark instance: durability traded for load speed, and every start
+            # is a cold start (no buffer pool dump carried over from the previous run).
+            "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=256M",
+            "--innodb-buffer-pool-dump-at-shutdown=0", "--innodb-buffer-pool-load-at-startup=0",
+            "--skip-log-bin",
+        ]
+
+    def _install_db(self) -> None:
+        run_checked([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}", "--user=root",
+                     "--skip-test-db", "--auth-root-authentication-method=socket"],
+                    "mariadb-install-db", cwd=self.run_dir)
+
+    def _create_user(self) -> None:
+        """Database dlz and user dlz (idempotent, so it simply runs at every start)."""
+        # LOAD DATA LOCAL INFILE needs no global privilege, only INSERT on the target table
+        # and local_infile enabled on both ends.
+        statements = [f"CREATE DATABASE IF NOT EXISTS `{self.database}`"]
+        for host in ("localhost", "127.0.0.1"):
+            account = f"'{self.user}'@'{host}'"
+            statements += [
+                f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY '{self.password}'",
+                f"GRANT ALL PRIVILEGES ON `{self.database}`.* TO {account}",
+            ]
+        conn = self._root_connection()
+        try:
+            cursor = conn.cursor()
+            for sql in statements:
+                cursor.execute(sql)
+        finally:
+            conn.close()
+
+    def _root_connection(self) -> MySQLdb.Connection:
+        # install-db gave root@localhost unix_socket authentication; this process is root.
+        return MySQLdb.connect(unix_socket=self.socket, user="root", connect_timeout=2)
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._proc is not None:
+            return
+        (self.run_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        if not (self.data_dir / "mysql").is_dir():
+            self._install_db()
+        # No --log-error: mariadbd then logs to stderr, which goes to our log file.
+        proc = ManagedProcess("mariadbd", self._server_argv(), self.log_path, cwd=self.run_dir)
+        self._proc = proc
+        try:
+            proc.start()
+            proc.wait_ready(self._answers, _START_TIMEOUT)
+            self._create_user()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        try:
+            self._root_connection().close()
+        except MySQLdb.OperationalError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.stop(timeout=60)  # SIGTERM: InnoDB shuts down cleanly
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> Mariadb:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- clients ------------------------------------------------------------------------------
+
+    def connect(self, **kw: Any) -> MySQLdb.Connection:
+        """A new connection as user dlz to database dlz over the socket; kw overrides."""
+        args: dict[str, Any] = {"unix_socket": self.socket, "user": self.user,
+                                "password": self.password, "database": self.database,
+                                "local_infile": 1, "charset": "utf8mb4"}
+        args.update(kw)
+        return MySQLdb.connect(**args)
+
+    def pids(self) -> list[int]:
+        return self._proc.pids() if self._proc is not None else []
+
+    def version(self) -> str:
+        conn = self.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT VERSION()")
+            (text,) = cursor.fetchone()
+        finally:
+            conn.close()
+        # "10.11.14-MariaDB-0+deb12u2" -> "MariaDB 10.11.14"
+        return f"MariaDB {text.split('-')[0]}"

@@ -1,0 +1,190 @@
+"""A private PostgreSQL 15 instance: its own data directory, socket directory and loopback port.
+
+The instance is a scratch benchmark database: everything in it can be reloaded from the zone
+model at any time, so it trades durability for load speed. It never touches the distribution's
+clusters (/etc/postgresql, /var/lib/postgresql) or the standard port.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+from pathlib import Path
+
+import psycopg
+
+from bench.errors import UserError
+from bench.servers.process import ManagedProcess, free_port, run_checked
+
+# The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
+# cluster from /etc/postgresql, and a fresh machine has no symlinks in /usr/local/bin.
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+# PostgreSQL refuses to run as root; Debian's package creates this system user.
+PG_SYSTEM_USER = "postgres"
+
+# sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
+_MAX_SOCKET_PATH = 107
+
+_START_TIMEOUT = 60.0
+
+
+def _settings(port: int, socket_dir: Path) -> str:
+    return f"""
+# --- dlzbench: a scratch benchmark instance -------------------------------------------------
+# Its data is reloaded from the zone model whenever needed, so crash safety is switched off
+# for load speed; never copy these settings to a database that matters.
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+wal_level = minimal
+max_wal_senders = 0
+max_wal_size = 2GB
+shared_buffers = 256MB
+# named opens one connection per worker thread and per zone-transfer client.
+max_connections = 400
+listen_addresses = '127.0.0.1'
+port = {port}
+unix_socket_directories = '{socket_dir}'
+logging_collector = off
+"""
+
+
+_HBA = """\
+# dlzbench: trust on this instance's own socket and on 127.0.0.1 only.
+local all all trust
+host  all all 127.0.0.1/32 trust
+"""
+
+
+class Postgres:
+    """One private postmaster; `with Postgres(dir) as pg:` starts it and always stops it."""
+
+    dbname = "dlz"
+    user = "dlz"
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.data_dir = self.run_dir / "data"
+        self.host = str(self.run_dir / "socket")
+        self.port = free_port()
+        self.log_path = self.run_dir / "postgres.log"
+        self._proc: ManagedProcess | None = None
+        socket_file = f"{self.host}/.s.PGSQL.{self.port}"
+        if len(socket_file) > _MAX_SOCKET_PATH:
+            raise UserError(f"run directory {self.run_dir} is too deep for a unix socket "
+                            f"({socket_file} is longer than {_MAX_SOCKET_PATH} bytes)")
+
+    # --- set-up -------------------------------------------------------------------------------
+
+    def _run_as(self) -> str | None:
+        return PG_SYSTEM_USER if os.geteuid() == 0 else None
+
+    def _prepare_dirs(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        Path(self.host).mkdir(exist_ok=True)
+        user = self._run_as()
+        if user is None:
+            return
+        _make_path_traversable(self.run_dir)
+        for path in (self.run_dir, Path(self.host)):
+            shutil.chown(path, user, user)
+
+    def _initdb(self) -> None:
+        # The bootstrap superuser is dlz itself, so no separate role has to be created.
+        # C locale: byte-order comparison, which is what exact key lookups want, and no
+        # dependency on the locales installed on the machine.
+        run_checked([str(PG_BIN / "initdb"), "-D", str(self.data_dir), "-U", self.user,
+                     "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"],
+                    "initdb (PostgreSQL)", user=self._run_as(), cwd=self.run_dir)
+        with open(self.data_dir / "postgresql.conf", "a") as conf:
+            conf.write(_settings(self.port, Path(self.host)))
+        (self.data_dir / "pg_hba.conf").write_text(_HBA)
+
+    def _create_database(self) -> None:
+        with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                                  (self.dbname,)).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{self.dbname}"')
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._proc is not None:
+            return
+        self._prepare_dirs()
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        proc = ManagedProcess("postgres", [str(PG_BIN / "postgres"), "-D", str(self.data_dir)],
+                              self.log_path, cwd=self.run_dir, user=self._run_as())
+        self._proc = proc
+        try:
+            proc.start()
+            proc.wait_ready(self._answers, _START_TIMEOUT)
+            self._create_database()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        try:
+            with psycopg.connect(self._conninfo("postgres"), connect_timeout=2):
+                return True
+        except psycopg.OperationalError:
+            return False
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            # SIGINT is PostgreSQL's "fast" shutdown: it ends open sessions instead of
+            # waiting for them (SIGTERM, "smart", would wait for every client). The timeout
+            # leaves room for the shutdown checkpoint after a bulk load.
+            proc.stop(timeout=60, sig=signal.SIGINT)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> Postgres:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- clients ------------------------------------------------------------------------------
+
+    def _conninfo(self, dbname: str) -> str:
+        return f"host={self.host} port={self.port} dbname={dbname} user={self.user}"
+
+    def conninfo(self) -> str:
+        """libpq key=value string for database dlz (the DLZ driver's connection string)."""
+        return self._conninfo(self.dbname)
+
+    def connect(self) -> psycopg.Connection:
+        """A new connection to database dlz as user dlz, autocommit off."""
+        return psycopg.connect(self.conninfo(), autocommit=False)
+
+    def pids(self) -> list[int]:
+        """The postmaster and every backend and helper process it forked."""
+        return self._proc.pids() if self._proc is not None else []
+
+    def version(self) -> str:
+        with psycopg.connect(self.conninfo()) as conn:
+            number = conn.info.server_version  # e.g. 150018 for 15.18
+        return f"PostgreSQL {number // 10000}.{number % 10000}"
+
+
+def _make_path_traversable(path: Path) -> None:
+    """Give others search (x) permission on every ancestor of `path` that lacks it.
+
+    The server runs as the postgres user, which must be able to reach its data directory;
+    search permission lets it pass through a directory without listing it.
+    """
+    for parent in path.parents:
+        mode = parent.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            os.chmod(parent, stat.S_IMODE(mode) | stat.S_IXOTH)

@@ -1,0 +1,375 @@
+"""The private server instances, for real: PostgreSQL, MariaDB and named.
+
+Each one starts and answers, stops without leaving a process behind, runs next to a second
+instance, survives a restart with its data, fails with its own log line when it cannot start,
+and is cleaned up when the Python process that started it gets SIGINT or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dns.flags
+import dns.rcode
+import psycopg
+import pytest
+
+from bench.errors import UserError
+from bench.servers.mariadb import Mariadb
+from bench.servers.named import Named
+from bench.servers.postgres import Postgres
+from bench.servers.process import REPO_ROOT
+
+
+def is_running(pid: int) -> bool:
+    """A zombie counts as gone: it runs nothing and holds no port (PID 1 may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def still_running(pids: list[int], grace: float = 10.0) -> list[int]:
+    """The pids still running once `grace` seconds have passed (SIGKILL is not instant)."""
+    deadline = time.monotonic() + grace
+    while (left := [pid for pid in pids if is_running(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def owner(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return pwd.getpwuid(int(line.split()[1])).pw_name
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+def pg_select_one(pg: Postgres) -> int:
+    with pg.connect() as conn:
+        row = conn.execute("SELECT 1").fetchone()
+    return row[0] if row else 0
+
+
+@pytest.fixture(scope="module")
+def pg(run_dir: Path) -> Iterator[Postgres]:
+    with Postgres(run_dir / "pg-a") as server:
+        yield server
+
+
+def test_postgres_answers_as_dlz(pg: Postgres):
+    assert pg_select_one(pg) == 1
+    with pg.connect() as conn:
+        assert conn.autocommit is False
+        assert conn.execute("SELECT current_user, current_database()").fetchone() == (
+            "dlz", "dlz")
+    assert pg.version().startswith("PostgreSQL 15.")
+
+
+def test_postgres_runs_as_postgres_user_on_loopback(pg: Postgres):
+    assert owner(pg.pids()[0]) == "postgres"
+    assert Path(pg.host).is_relative_to(pg.run_dir)
+    with pg.connect() as conn:
+        assert conn.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)
+        assert conn.execute("SHOW fsync").fetchone() == ("off",)
+    tcp = pg.conninfo().replace(f"host={pg.host}", "host=127.0.0.1")
+    with psycopg.connect(tcp) as conn:
+        assert conn.execute("SELECT inet_server_port()").fetchone() == (pg.port,)
+
+
+def test_postgres_conninfo_is_plain_key_value(pg: Postgres):
+    pairs = dict(part.split("=", 1) for part in pg.conninfo().split())
+    assert pairs == {"host": pg.host, "port": str(pg.port), "dbname": "dlz", "user": "dlz"}
+
+
+def test_postgres_pids_include_backends(pg: Postgres):
+    with pg.connect() as conn:
+        backend = conn.info.backend_pid
+        assert backend in pg.pids()
+
+
+def test_postgres_restart_keeps_data(pg: Postgres):
+    with pg.connect() as conn:
+        conn.execute("CREATE TABLE kept (v text)")
+        conn.execute("INSERT INTO kept VALUES ('still here')")
+        conn.commit()
+    before = pg.pids()
+    pg.restart()
+    assert still_running(before) == []
+    with pg.connect() as conn:
+        assert conn.execute("SELECT v FROM kept").fetchall() == [("still here",)]
+
+
+def test_postgres_second_instance_then_stop_leaves_nothing(pg: Postgres, run_dir: Path):
+    other = Postgres(run_dir / "pg-b")
+    with other:
+        assert other.port != pg.port and other.host != pg.host
+        assert pg_select_one(other) == 1 and pg_select_one(pg) == 1
+        conn = other.connect()  # a live backend must go too
+        pids = other.pids()
+        assert conn.info.backend_pid in pids
+    assert still_running(pids) == []
+    assert other.pids() == []
+    assert pg_select_one(pg) == 1
+
+
+def test_postgres_that_cannot_start_reports_its_log(pg: Postgres, run_dir: Path):
+    clash = Postgres(run_dir / "pg-clash")
+    clash.port = pg.port  # the port is taken by the running instance
+    with pytest.raises(UserError) as failure:
+        clash.start()
+    assert "could not bind IPv4 address" in str(failure.value)
+    assert clash.pids() == []
+
+
+# --- MariaDB ------------------------------------------------------------------------------------
+
+
+def my_select_one(db: Mariadb, **kw: object) -> int:
+    conn = db.connect(**kw)
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SELECT 1")
+        return cursor.fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def my(run_dir: Path) -> Iterator[Mariadb]:
+    with Mariadb(run_dir / "my-a") as server:
+        yield server
+
+
+def test_mariadb_answers_over_socket_and_tcp(my: Mariadb):
+    assert my_select_one(my) == 1
+    assert my_select_one(my, host="127.0.0.1", port=my.port) == 1
+    assert my.version().startswith("MariaDB 10.11.")
+
+
+def test_mariadb_load_data_local_infile(my: Mariadb, tmp_path: Path):
+    data = tmp_path / "rows.tsv"
+    data.write_text("a\nb\nc\n")
+    conn = my.connect()
+    try:
+        cursor = conn.cursor()
+        cursor.execute("CREATE TABLE loaded (v VARCHAR(10))")
+        cursor.execute(f"LOAD DATA LOCAL INFILE '{data}' INTO TABLE loaded")
+        conn.commit()
+        cursor.execute("SELECT COUNT(*) FROM loaded")
+        assert cursor.fetchone() == (3,)
+    finally:
+        conn.close()
+
+
+def test_mariadb_restart_keeps_data(my: Mariadb):
+    conn = my.connect()
+    try:
+        conn.cursor().execute("CREATE TABLE kept (v VARCHAR(20)) ENGINE=InnoDB")
+        conn.cursor().execute("INSERT INTO kept VALUES ('still here')")
+        conn.commit()
+    finally:
+        conn.close()
+    before = my.pids()
+    my.restart()
+    assert still_running(before) == []
+    conn = my.connect()
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SELECT v FROM kept")
+        assert cursor.fetchall() == (("still here",),)
+    finally:
+        conn.close()
+
+
+def test_mariadb_second_instance_then_stop_leaves_nothing(my: Mariadb, run_dir: Path):
+    other = Mariadb(run_dir / "my-b")
+    with other:
+        assert other.port != my.port and other.socket != my.socket
+        assert my_select_one(other) == 1 and my_select_one(my) == 1
+        pids = other.pids()
+        assert pids
+    assert still_running(pids) == []
+    assert other.pids() == []
+    assert my_select_one(my) == 1
+
+
+def test_mariadb_that_cannot_start_reports_its_log(my: Mariadb, run_dir: Path):
+    clash = Mariadb(run_dir / "my-clash")
+    clash.port = my.port
+    with pytest.raises(UserError) as failure:
+        clash.start()
+    assert "Address already in use" in str(failure.value)
+    assert clash.pids() == []
+
+
+# --- named --------------------------------------------------------------------------------------
+
+ZONE = """$TTL 300
+@    IN SOA ns1 hostmaster 1 3600 600 86400 300
+@    IN NS  ns1
+ns1  IN A   192.0.2.53
+www  IN A   192.0.2.1
+"""
+
+
+def zone_body(zone_file: Path) -> str:
+    return f'zone "example.test" {{ type primary; file "{zone_file}"; }};'
+
+
+@pytest.fixture(scope="module")
+def zone_file(run_dir: Path) -> Path:
+    path = run_dir / "example.test.db"
+    path.write_text(ZONE)
+    return path
+
+
+@pytest.fixture(scope="module")
+def ns(run_dir: Path, zone_file: Path) -> Iterator[Named]:
+    with Named(run_dir / "ns-a", zone_body(zone_file), threads=2) as server:
+        yield server
+
+
+def answer_of(ns: Named, qname: str, rdtype: str = "A", *, tcp: bool = False) -> list[str]:
+    response = ns.query(qname, rdtype, tcp=tcp)
+    assert response.flags & dns.flags.AA
+    return sorted(rdata.to_text() for rrset in response.answer for rdata in rrset)
+
+
+def test_named_answers_udp_and_tcp(ns: Named):
+    assert answer_of(ns, "www.example.test") == ["192.0.2.1"]
+    assert answer_of(ns, "www.example.test", tcp=True) == ["192.0.2.1"]
+    assert ns.query("nothing.example.test", "A").rcode() == dns.rcode.NXDOMAIN
+    assert ns.wait_answers("example.test") >= 0
+    assert ns.version().startswith("BIND 9.18.")
+
+
+def test_named_keeps_its_files_in_run_dir(ns: Named):
+    assert ns.conf_path.parent == ns.run_dir and ns.log_path.parent == ns.run_dir
+    assert (ns.run_dir / "named.pid").read_text().strip() == str(ns.pids()[0])
+    assert "running" in ns.log_path.read_text()
+
+
+def test_named_reload_picks_up_new_data(ns: Named, zone_file: Path):
+    zone_file.write_text(ZONE.replace("hostmaster 1 ", "hostmaster 2 ")
+                         + "new  IN A   192.0.2.2\n")
+    ns.reload()
+    deadline = time.monotonic() + 30
+    while not answer_of(ns, "new.example.test") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert answer_of(ns, "new.example.test") == ["192.0.2.2"]
+
+
+def test_named_second_instance_then_stop_leaves_nothing(ns: Named, run_dir: Path,
+                                                        zone_file: Path):
+    other = Named(run_dir / "ns-b", zone_body(zone_file))
+    with other:
+        assert other.port != ns.port
+        assert answer_of(other, "www.example.test") == ["192.0.2.1"]
+        assert answer_of(ns, "www.example.test") == ["192.0.2.1"]
+        pids = other.pids()
+        assert pids
+    assert still_running(pids) == []
+    assert other.pids() == []
+
+
+def test_named_start_again_after_stop(run_dir: Path, zone_file: Path):
+    server = Named(run_dir / "ns-again", zone_body(zone_file))
+    for _ in range(2):
+        server.start()
+        try:
+            assert server.wait_answers("www.example.test", "A") >= 0
+            assert answer_of(server, "www.example.test") == ["192.0.2.1"]
+        finally:
+            pids = server.pids()
+            server.stop()
+        assert still_running(pids) == []
+
+
+def test_named_broken_config_fails_with_its_error_line(run_dir: Path):
+    server = Named(run_dir / "ns-broken", 'zone "x.test" { type primary; no-such-option; };')
+    with pytest.raises(UserError) as failure:
+        server.__enter__()
+    assert "unknown option 'no-such-option'" in str(failure.value)
+    assert server.pids() == []
+
+
+def test_named_driver_that_will_not_load_fails_with_log_line(run_dir: Path):
+    body = 'dlz "broken" { database "dlopen /nonexistent/dlz_none.so"; };'
+    server = Named(run_dir / "ns-nodriver", body)
+    with pytest.raises(UserError) as failure:
+        server.__enter__()
+    assert "dlz_dlopen failed to open library" in str(failure.value)
+    assert server.pids() == []
+
+
+def test_named_wait_answers_times_out_with_log(run_dir: Path):
+    server = Named(run_dir / "ns-nozone", 'zone "x.test" { type primary; file "missing.db"; };')
+    server.start()
+    with pytest.raises(UserError) as failure:
+        server.wait_answers("x.test", timeout=2)
+    assert "file not found" in str(failure.value)
+    assert server.pids() == []
+
+
+# --- interrupted by a signal --------------------------------------------------------------------
+
+# Runs in a child Python: start one server, print its pids, then wait to be signalled.
+CHILD = """
+import json, sys, time
+from pathlib import Path
+from bench.servers.named import Named
+from bench.servers.postgres import Postgres
+
+kind, run_dir = sys.argv[1], Path(sys.argv[2])
+if kind == "postgres":
+    server = Postgres(run_dir)
+else:
+    run_dir.mkdir(parents=True)
+    (run_dir / "z.db").write_text(sys.argv[3])
+    server = Named(run_dir / "ns", sys.argv[4])
+with server:
+    if kind == "postgres":
+        conn = server.connect()
+    print(json.dumps(server.pids()), flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize(("kind", "sig"), [("named", signal.SIGINT), ("named", signal.SIGTERM),
+                                           ("postgres", signal.SIGINT),
+                                           ("postgres", signal.SIGTERM)])
+def test_signal_to_owner_stops_server(kind: str, sig: signal.Signals, run_dir: Path):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    own_dir = run_dir / f"sig-{kind}-{sig.name}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, kind, str(own_dir), ZONE, zone_body(own_dir / "z.db")],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line, f"child failed: {child.communicate(timeout=30)[1]}"
+        pids = json.loads(line)
+        assert len(pids) >= (2 if kind == "postgres" else 1)
+        child.send_signal(sig)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    left = still_running(pids)
+    for pid in left:  # so that a failing test does not leave a server behind either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+    assert child.returncode != 0
