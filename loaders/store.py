@@ -16,6 +16,9 @@ from typing import Any
 
 from loaders.model import Zone
 
+# Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
+DEFAULT_XFR_CLIENTS: tuple[str, ...] = ("127.0.0.1", "::1")
+
 
 @dataclass
 class LoadStats:

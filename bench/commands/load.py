@@ -1,0 +1,44 @@
+"""`python3 -m bench load`: put one data set into stores, reporting records/s per store."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.datasets import add_data_options, zone_source
+from bench.progress import ZoneProgress
+from bench.servers.process import REPO_ROOT
+from loaders import parse_store_list
+from loaders.store import LoadStats
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("load", help="load zone data into stores")
+    add_data_options(p)
+    p.add_argument("--stores", default="all",
+                   help="'all' or a comma list, e.g. pg,mysql,ldap,fs,bdb,bdbhpt")
+    p.add_argument("--data", type=Path, default=REPO_ROOT / "run" / "data",
+                   help="directory holding every store's instance (default: run/data)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    stores = parse_store_list(args.stores)
+    stream, total = zone_source(args)
+    results: list[LoadStats] = []
+    for store in stores:
+        with store.server(args.data / store.name) as target:
+            progress = ZoneProgress(f"loading {store.name}", total)
+            stats = store.load(progress.wrap(stream()), target)
+            results.append(stats)
+            print(f"{store.name}: {stats.zones} zones, {stats.records} records in "
+                  f"{stats.seconds:.1f}s ({stats.records_per_second:,.0f} records/s)", flush=True)
+    print_summary(results)
+    return 0
+
+
+def print_summary(results: list[LoadStats]) -> None:
+    print(f"\n{'store':<8} {'zones':>9} {'records':>11} {'seconds':>9} {'records/s':>11}")
+    for s in results:
+        print(f"{s.store:<8} {s.zones:>9} {s.records:>11} {s.seconds:>9.1f} "
+              f"{s.records_per_second:>11,.0f}")
