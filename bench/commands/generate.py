@@ -1,0 +1,76 @@
+"""`python3 -m bench generate`: a synthetic data set as zone files plus a dnsperf query file."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench.errors import UserError
+from loaders.generator import appendix_b, coverage_zones, generate
+from loaders.model import Zone
+from loaders.queries import DEFAULT_QUERY_MIX, QuerySampler, parse_mix
+from loaders.zonefiles import write_zone_dir
+
+QUERY_FILE = "queries.txt"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("generate", help="write a synthetic data set (zone files, query file)")
+    p.add_argument("--zones", type=int, default=0, help="generated zones (z000000.bench.test, …)")
+    p.add_argument("--records", type=int, default=10, help="records per generated zone")
+    p.add_argument("--seed", type=int, default=1, help="same seed, same bytes (default 1)")
+    p.add_argument("--appendix-b", type=int, metavar="HOSTS", default=0,
+                   help="add seed 000's Appendix B set: zone pti. with HOSTS A records + PTRs")
+    p.add_argument("--coverage", action="store_true",
+                   help="add the coverage set (every record type and awkward name)")
+    p.add_argument("--out", type=Path, required=True, help="new or empty output directory")
+    p.add_argument("--queries", type=int, default=10000, metavar="COUNT",
+                   help=f"queries to sample into {QUERY_FILE} (0: none; default 10000)")
+    p.add_argument("--mix", type=parse_mix, default=dict(DEFAULT_QUERY_MIX),
+                   help="query mix, e.g. hit=0.8,nxdomain=0.1,nodata=0.1")
+    p.add_argument("--shard", type=int, default=1000,
+                   help="sub-directories the zone files are spread over (1: none)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_args(args)
+    zones = _selected_zones(args)
+    records = 0
+
+    def counted(stream: Iterator[Zone]) -> Iterator[Zone]:
+        nonlocal records
+        for zone in stream:
+            records += len(zone.records)
+            yield zone
+
+    sampler = QuerySampler(args.queries, args.mix, args.seed)
+    written = write_zone_dir(sampler.watch(counted(zones)), args.out, shard=args.shard)
+    print(f"wrote {written} zones ({records} records) under {args.out}")
+    if args.queries:
+        per_kind = sampler.write(args.out / QUERY_FILE)
+        kinds = ", ".join(f"{kind} {n}" for kind, n in per_kind.items())
+        print(f"wrote {args.queries} queries ({kinds}) to {args.out / QUERY_FILE}")
+    return 0
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if min(args.zones, args.records, args.appendix_b, args.queries) < 0:
+        raise UserError("--zones, --records, --appendix-b and --queries must not be negative")
+    if not (args.zones or args.appendix_b or args.coverage):
+        raise UserError("nothing to generate: give --zones N, --appendix-b HOSTS or --coverage")
+    if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+        raise UserError(f"--out {args.out} exists and is not an empty directory")
+
+
+def _selected_zones(args: argparse.Namespace) -> Iterator[Zone]:
+    sources: list[Iterator[Zone]] = []
+    if args.coverage:
+        sources.append(iter(coverage_zones(args.seed)))
+    if args.appendix_b:
+        sources.append(appendix_b(args.appendix_b, args.seed))
+    if args.zones:
+        sources.append(generate(args.zones, args.records, args.seed))
+    return itertools.chain(*sources)

@@ -1,0 +1,242 @@
+"""dnsperf query files: sampled from zones as they stream past, read back for verify and probing.
+
+One pass over a data set both feeds a store and samples queries: `QuerySampler.watch(zones)`
+passes every zone through while keeping bounded reservoirs of candidates, so memory does not
+grow with the data set. A query file line is `<name> <TYPE>`, the name absolute with its final
+dot.
+
+Three kinds of query, by what an authoritative server must answer:
+  hit       an existing owner and one of its types (answer records);
+  nodata    an existing name (owner or empty non-terminal) and a type it lacks;
+  nxdomain  a name that does not exist and that no wildcard covers.
+Names at or below a zone cut (delegation point, glue) and below a DNAME get referrals or
+synthesized answers rather than these three outcomes, so they are never sampled; nor are CNAME
+owners for nodata (a CNAME answers every type).
+
+dnsperf 2.10 reads `\\DDD` escapes in names as base-7 numbers (only `\\000` comes out right), so
+names holding octets other than printable ASCII and NUL are not sampled: the file means the
+same to dnsperf and to dnspython.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dns.exception
+import dns.name
+
+from bench.errors import UserError
+from loaders.model import Zone, empty_nonterminals
+
+DEFAULT_QUERY_MIX: dict[str, float] = {"hit": 0.8, "nxdomain": 0.1, "nodata": 0.1}
+QUERY_KINDS = ("hit", "nxdomain", "nodata")
+# Types asked for in nodata queries: common, and known to dnsperf's type table.
+NODATA_TYPES = ("A", "AAAA", "MX", "TXT", "SRV", "CAA", "NAPTR", "SSHFP", "HINFO", "LOC", "PTR")
+# nxdomain names are `<prefix><random hex>.<zone>`; a zone with a label under its apex starting
+# with this prefix is skipped, which makes every such name certain not to exist.
+NXDOMAIN_PREFIX = "nxd-"
+_DNSPERF_SAFE_OCTETS = frozenset(range(0x21, 0x7F)) | {0}
+
+
+def parse_mix(text: str) -> dict[str, float]:
+    """'hit=0.8,nxdomain=0.1,nodata=0.1' -> shares that sum to 1 (missing kinds are 0)."""
+    mix = dict.fromkeys(QUERY_KINDS, 0.0)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        kind, sep, value = part.partition("=")
+        if not sep or kind.strip() not in mix:
+            raise UserError(f"bad query mix entry {part!r}: expected one of "
+                            f"{', '.join(QUERY_KINDS)} as kind=share")
+        try:
+            mix[kind.strip()] = float(value)
+        except ValueError as exc:
+            raise UserError(f"bad query mix share {value!r} for {kind.strip()}") from exc
+    return _normalized_mix(mix)
+
+
+def _normalized_mix(mix: Mapping[str, float]) -> dict[str, float]:
+    unknown = set(mix) - set(QUERY_KINDS)
+    if unknown:
+        raise UserError(f"unknown query kinds {', '.join(sorted(unknown))} "
+                        f"(known: {', '.join(QUERY_KINDS)})")
+    if any(share < 0 for share in mix.values()) or sum(mix.values()) <= 0:
+        raise UserError("query mix shares must be non-negative and not all zero")
+    total = sum(mix.values())
+    return {kind: mix.get(kind, 0.0) / total for kind in QUERY_KINDS}
+
+
+def split_count(count: int, mix: Mapping[str, float]) -> dict[str, int]:
+    """Queries per kind: shares of `count`, rounded so that they add up to `count` exactly."""
+    exact = {kind: count * mix.get(kind, 0.0) for kind in QUERY_KINDS}
+    counts = {kind: int(value) for kind, value in exact.items()}
+    by_remainder = sorted(QUERY_KINDS, key=lambda k: (counts[k] - exact[k], QUERY_KINDS.index(k)))
+    for kind in by_remainder[: count - sum(counts.values())]:
+        counts[kind] += 1
+    return counts
+
+
+@dataclass
+class _Reservoir:
+    """Uniform sample of at most `size` items from a stream of unknown length (Algorithm R)."""
+
+    size: int
+    rng: random.Random
+    items: list = field(default_factory=list)
+    seen: int = 0
+
+    def offer(self, item: object) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+            return
+        slot = self.rng.randrange(self.seen)
+        if slot < self.size:
+            self.items[slot] = item
+
+
+class QuerySampler:
+    """Samples hit / nxdomain / nodata queries from zones seen once each, in bounded memory."""
+
+    def __init__(self, count: int, mix: Mapping[str, float] = DEFAULT_QUERY_MIX,
+                 seed: int = 1) -> None:
+        if count < 0:
+            raise UserError("query count must not be negative")
+        self.count = count
+        self.targets = split_count(count, _normalized_mix(mix))
+        self.rng = random.Random(f"dlzbench-queries:{seed}")
+        self.reservoirs = {kind: _Reservoir(self.targets[kind], self.rng) for kind in QUERY_KINDS}
+
+    def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
+        """Pass every zone through, observing it on the way."""
+        for zone in zones:
+            self.observe(zone)
+            yield zone
+
+    def observe(self, zone: Zone) -> None:
+        facts = _ZoneFacts(zone)
+        if self.targets["hit"]:
+            for owner, rdtype in facts.hits():
+                self.reservoirs["hit"].offer((owner, rdtype))
+        if self.targets["nodata"]:
+            for name, present in facts.nodata_names():
+                missing = [t for t in NODATA_TYPES if t not in present]
+                self.reservoirs["nodata"].offer((name, self.rng.choice(missing)))
+        if self.targets["nxdomain"] and facts.nxdomain_eligible():
+            self.reservoirs["nxdomain"].offer(zone.origin)
+
+    def queries(self) -> list[tuple[str, str]]:
+        """The sampled queries, kinds interleaved; a kind short of candidates repeats its own."""
+        out: list[tuple[str, str]] = []
+        for kind in QUERY_KINDS:
+            wanted, items = self.targets[kind], self.reservoirs[kind].items
+            if wanted and not items:
+                raise UserError(f"the zones offer no {kind} queries (asked for {wanted})")
+            if kind == "nxdomain":
+                out += [(self._nxdomain_name(items[i % len(items)]), "A") for i in range(wanted)]
+            else:
+                out += [(query_text(name), rdtype)
+                        for name, rdtype in (items[i % len(items)] for i in range(wanted))]
+        self.rng.shuffle(out)
+        return out
+
+    def _nxdomain_name(self, origin: dns.name.Name) -> str:
+        label = f"{NXDOMAIN_PREFIX}{self.rng.getrandbits(48):012x}"
+        return query_text(dns.name.Name([label.encode(), *origin.labels]))
+
+    def write(self, path: Path) -> dict[str, int]:
+        """Write the query file; return queries per kind."""
+        lines = [f"{name} {rdtype}\n" for name, rdtype in self.queries()]
+        Path(path).write_text("".join(lines), encoding="ascii")
+        return dict(self.targets)
+
+
+def write_query_file(zones: Iterable[Zone], path: Path, count: int,
+                     mix: Mapping[str, float] = DEFAULT_QUERY_MIX,
+                     seed: int = 1) -> Iterator[Zone]:
+    """Pass zones through; once they are exhausted, write `count` queries sampled from them."""
+    sampler = QuerySampler(count, mix, seed)
+    yield from sampler.watch(zones)
+    sampler.write(path)
+
+
+def query_text(name: dns.name.Name) -> str:
+    """A name as dnsperf and dnspython both read it: absolute, `\\X` escapes only."""
+    return name.to_text()
+
+
+def dnsperf_safe(name: dns.name.Name) -> bool:
+    return all(octet in _DNSPERF_SAFE_OCTETS for label in name.labels for octet in label)
+
+
+def read_query_file(path: Path) -> list[tuple[str, str]]:
+    """(name, TYPE) pairs of a dnsperf query file; blank lines and `#`/`;` comments skipped."""
+    try:
+        text = Path(path).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read query file {path}: {exc}") from exc
+    queries = []
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith(("#", ";")):
+            continue
+        if len(fields) != 2:
+            raise UserError(f"{path}:{number}: expected '<name> <TYPE>', got {line!r}")
+        try:
+            dns.name.from_text(fields[0])
+        except dns.exception.DNSException as exc:
+            raise UserError(f"{path}:{number}: bad name {fields[0]!r}: {exc}") from exc
+        queries.append((fields[0], fields[1].upper()))
+    return queries
+
+
+class _ZoneFacts:
+    """What one zone answers, as far as sampling needs it."""
+
+    def __init__(self, zone: Zone) -> None:
+        self.origin = zone.origin
+        self.types: dict[dns.name.Name, set[str]] = {}
+        for record in zone.records:
+            self.types.setdefault(record.owner, set()).add(record.rdtype)
+        self.ents = empty_nonterminals(zone)
+        self.cuts = {owner for owner, types in self.types.items()
+                     if owner != self.origin and ("NS" in types or "DNAME" in types)}
+        self.dnames = {owner for owner, types in self.types.items() if "DNAME" in types}
+
+    def _answerable(self, name: dns.name.Name) -> bool:
+        """Not at/below a zone cut nor below a DNAME, and dnsperf can encode it."""
+        if not dnsperf_safe(name):
+            return False
+        ancestor = name
+        while len(ancestor) > len(self.origin):
+            if ancestor in self.cuts and (ancestor != name or ancestor not in self.dnames):
+                return False
+            ancestor = ancestor.parent()
+        return True
+
+    def hits(self) -> Iterator[tuple[dns.name.Name, str]]:
+        for owner in sorted(self.types):
+            if self._answerable(owner):
+                for rdtype in sorted(self.types[owner]):
+                    yield owner, rdtype
+
+    def nodata_names(self) -> Iterator[tuple[dns.name.Name, set[str]]]:
+        for name in sorted([*self.types, *self.ents]):
+            present = self.types.get(name, set())
+            if "CNAME" not in present and self._answerable(name):
+                yield name, present
+
+    def nxdomain_eligible(self) -> bool:
+        """True if every `nxd-…` label right under the apex is certain not to exist."""
+        apex_types = self.types.get(self.origin, set())
+        if "DNAME" in apex_types or not dnsperf_safe(self.origin):
+            return False
+        prefix = NXDOMAIN_PREFIX.encode()
+        depth = len(self.origin) + 1
+        for name in [*self.types, *self.ents]:
+            if len(name) >= depth:
+                label = name.labels[-depth]
+                if label == b"*" or label.lower().startswith(prefix):
+                    return False
+        return True
