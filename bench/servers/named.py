@@ -20,6 +20,7 @@ from typing import NoReturn
 import dns.exception
 import dns.flags
 import dns.message
+import dns.name
 import dns.query
 import dns.rcode
 
@@ -231,7 +232,7 @@ options {{
 
     # --- clients ------------------------------------------------------------------------------
 
-    def query(self, qname: str, rdtype: str, *, tcp: bool = False,
+    def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
               timeout: float = 5.0) -> dns.message.Message:
         query = dns.message.make_query(qname, rdtype)
         query.flags &= ~dns.flags.RD

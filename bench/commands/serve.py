@@ -1,0 +1,37 @@
+"""`python3 -m bench serve`: one driver (or native BIND) serving a data set until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+
+from bench.datasets import add_data_options, zone_source
+from bench.servers.process import new_run_dir
+from bench.serving import serving
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve a data set with one driver until Ctrl-C")
+    p.add_argument("--driver", required=True, help="native, memory, pg, mysql, ldap, fs, "
+                   "bdb-btree, bdb-hash, bdbhpt-t, bdbhpt-c or bdbhpt-p")
+    add_data_options(p)
+    p.add_argument("--port", type=int, default=None, help="UDP/TCP port on 127.0.0.1 "
+                   "(default: a free one)")
+    p.add_argument("--threads", type=int, default=1, help="named worker threads (-n)")
+    p.add_argument("--connections", type=int, default=None,
+                   help="driver connections (default: one per thread)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    stream, _ = zone_source(args)
+    run_dir = new_run_dir(f"serve-{args.driver}")
+    with serving(args.driver, stream, run_dir, threads=args.threads,
+                 connections=args.connections, port=args.port) as served:
+        print(f"{args.driver}: {served.load.zones} zones, {served.load.records} records; "
+              f"named -n {args.threads} (pid {served.named.pids()[0]}) on 127.0.0.1 port "
+              f"{served.named.port}; run directory {run_dir}", flush=True)
+        print(f"try: dig @127.0.0.1 -p {served.named.port} {served.last_zone}. SOA", flush=True)
+        print("Ctrl-C stops everything.", flush=True)
+        signal.pause()
+    return 0
