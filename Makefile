@@ -68,6 +68,7 @@ $(VENV)/.installed: requirements.txt
 
 build drivers: apt-packages
 	$(MAKE) -C drivers
+	$(MAKE) -C bench/prober
 
 test: deps build
 	$(PY) -m ruff check bench loaders tests

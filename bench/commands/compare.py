@@ -1,0 +1,116 @@
+"""`python3 -m bench compare A B`: the change of every figure from results A to results B.
+
+Cells are matched by (driver, threads), startup-scaling points by (driver, zones). A cell that
+is not "ok" on either side shows its status instead of a change; a cell present on one side
+only is listed as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.prober import LatencyStats
+from bench.report import fmt_change, fmt_number
+from bench.results import Cell, Results, StartupPoint, load_results
+
+Figure = tuple[str, Callable[[Cell], float | None]]
+
+
+def _latency(kind: str, attr: str) -> Callable[[Cell], float | None]:
+    def figure(cell: Cell) -> float | None:
+        stats: LatencyStats | None = getattr(cell, f"latency_{kind}")
+        return None if stats is None else getattr(stats, attr)
+    return figure
+
+
+CELL_FIGURES: list[Figure] = [
+    ("QPS median", lambda c: c.qps.median),
+    ("QPS min", lambda c: c.qps.min),
+    ("QPS max", lambda c: c.qps.max),
+    *[(f"{kind} latency {attr.removesuffix('_us')} (us)", _latency(kind, attr))
+      for kind in ("unloaded", "loaded")
+      for attr in ("mean_us", "p50_us", "p90_us", "p99_us", "max_us")],
+    ("startup (ms)", lambda c: c.startup_ms),
+    ("update visibility (ms)", lambda c: c.update_visibility_ms),
+    ("CPU us/query named", lambda c: c.cpu_us_per_query.get("named")),
+    ("CPU us/query db", lambda c: c.cpu_us_per_query.get("db")),
+    ("CPU us/query dnsperf", lambda c: c.cpu_us_per_query.get("dnsperf")),
+    ("peak RSS named (kB)", lambda c: c.peak_rss_kb.get("named")),
+    ("peak RSS db (kB)", lambda c: c.peak_rss_kb.get("db")),
+]
+
+STARTUP_FIGURES: list[tuple[str, Callable[[StartupPoint], float | None]]] = [
+    ("startup (ms)", lambda p: p.startup_ms),
+    ("named RSS (kB)", lambda p: p.named_rss_kb),
+    ("store size (bytes)", lambda p: p.store_bytes),
+]
+
+HEADER = "| driver | threads/zones | figure | A | B | change | change % |\n" \
+         "|---|---:|---|---:|---:|---:|---:|"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="print the change of every figure between two "
+                                       "results directories")
+    p.add_argument("a", type=Path, help="results directory (or results.json) A, the base")
+    p.add_argument("b", type=Path, help="results directory (or results.json) B")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(compare(load_results(args.a), load_results(args.b), str(args.a), str(args.b)),
+          end="")
+    return 0
+
+
+def _row(driver: str, where: object, figure: str, old: float | None,
+         new: float | None) -> str:
+    change, relative = fmt_change(old, new)
+    return (f"| {driver} | {where} | {figure} | {fmt_number(old)} | {fmt_number(new)} "
+            f"| {change} | {relative} |")
+
+
+def compare_cells(a: Cell, b: Cell) -> list[str]:
+    if a.status != "ok" or b.status != "ok":
+        return [f"| {a.driver} | {a.threads} | status | {a.status.upper()} | "
+                f"{b.status.upper()} | – | – |"]
+    return [_row(a.driver, a.threads, name, get(a), get(b)) for name, get in CELL_FIGURES]
+
+
+def compare_startup(a: StartupPoint, b: StartupPoint) -> list[str]:
+    if a.status != "ok" or b.status != "ok":
+        return [f"| {a.driver} | {a.zones} zones | status | {a.status.upper()} | "
+                f"{b.status.upper()} | – | – |"]
+    return [_row(a.driver, f"{a.zones} zones", name, get(a), get(b))
+            for name, get in STARTUP_FIGURES]
+
+
+def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str:
+    """A markdown report of every figure's change from `a` to `b`."""
+    lines = [f"# Changes from A = {a_name} to B = {b_name}", "", HEADER]
+    if a.prober_floor is not None and b.prober_floor is not None:
+        for attr in ("mean_us", "p50_us", "p99_us"):
+            lines.append(_row("prober floor", "–", attr, getattr(a.prober_floor, attr),
+                              getattr(b.prober_floor, attr)))
+    cells_a = {c.key: c for c in a.cells}
+    cells_b = {c.key: c for c in b.cells}
+    only: list[str] = []
+    for key in sorted(cells_a.keys() | cells_b.keys()):
+        if key in cells_a and key in cells_b:
+            lines += compare_cells(cells_a[key], cells_b[key])
+        else:
+            only.append(f"- {key[0]} at {key[1]} thread(s): only in "
+                        f"{'A' if key in cells_a else 'B'}")
+    points_a = {(p.driver, p.zones): p for p in a.startup_scaling}
+    points_b = {(p.driver, p.zones): p for p in b.startup_scaling}
+    for key in sorted(points_a.keys() | points_b.keys()):
+        if key in points_a and key in points_b:
+            lines += compare_startup(points_a[key], points_b[key])
+        else:
+            only.append(f"- startup of {key[0]} with {key[1]} zones: only in "
+                        f"{'A' if key in points_a else 'B'}")
+    if only:
+        lines += ["", "Not compared:", *only]
+    return "\n".join(lines) + "\n"

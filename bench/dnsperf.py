@@ -1,0 +1,245 @@
+"""Run dnsperf 2.10 (Debian's /usr/bin/dnsperf) and parse every figure of its report.
+
+Two ways to run it: `run_dnsperf` for one timed QPS run, and `start_background` for a load
+that holds the server at its maximum while something else (the latency prober) measures, and
+that is stopped early with SIGINT (dnsperf then prints its report for the part it ran).
+
+dnsperf's CPU time is read from the kernel when the process is reaped (wait4's rusage), so
+it is exact even though the process is gone by then.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.errors import UserError
+from bench.servers.process import ManagedProcess, new_run_dir
+
+DNSPERF = "/usr/bin/dnsperf"
+TASKSET = "/usr/bin/taskset"
+# dnsperf's stdout is a file here, so stdio would hold "Sending queries" back until exit.
+STDBUF = ("/usr/bin/stdbuf", "-oL")
+
+# Per-query messages are noise in the kept output; lost queries are counted in the report.
+_SUPPRESS = "suppress=timeouts,unexpected"
+
+_INT_FIELDS = {
+    "Queries sent": "queries_sent",
+    "Queries completed": "queries_completed",
+    "Queries lost": "queries_lost",
+    "Queries interrupted": "queries_interrupted",
+}
+_FLOAT_FIELDS = {
+    "Run time (s)": "run_time_s",
+    "Queries per second": "qps",
+    "Latency StdDev (s)": "latency_stddev_s",
+}
+_LINE = re.compile(r"^\s*([A-Za-z ()/]+?):\s*(.*)$")
+_RCODE = re.compile(r"(\S+) (\d+) \(")
+_PACKET = re.compile(r"request ([\d.]+), response ([\d.]+)")
+_LATENCY = re.compile(r"([\d.]+) \(min ([\d.]+), max ([\d.]+)\)")
+_COMPLETE = re.compile(r"\[Status\] Testing complete \((.*)\)")
+
+
+@dataclass
+class DnsperfRun:
+    """One dnsperf run: every figure of its report, the command line and its raw output."""
+
+    argv: list[str]
+    queries_sent: int = 0
+    queries_completed: int = 0
+    queries_lost: int = 0
+    queries_interrupted: int = 0
+    rcodes: dict[str, int] = field(default_factory=dict)
+    request_bytes: float = 0.0
+    response_bytes: float = 0.0
+    run_time_s: float = 0.0
+    qps: float = 0.0
+    latency_avg_s: float = 0.0
+    latency_min_s: float = 0.0
+    latency_max_s: float = 0.0
+    latency_stddev_s: float | None = None  # dnsperf omits it when nothing was answered
+    stopped_by: str = ""  # "time limit", "end of file" or "interruption"
+    cpu_s: float | None = None  # dnsperf's own user+system CPU time
+    returncode: int = 0
+    stdout: str = ""
+
+    @property
+    def loss_fraction(self) -> float:
+        """Lost queries over sent ones (interrupted ones were still in flight, not lost)."""
+        return self.queries_lost / self.queries_sent if self.queries_sent else 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> DnsperfRun:
+        return cls(**data)
+
+
+def parse_output(stdout: str, argv: Sequence[str]) -> DnsperfRun:
+    """Parse dnsperf's report; a report without its statistics block is a UserError."""
+    if "Statistics:" not in stdout:
+        raise UserError(f"dnsperf printed no statistics ({' '.join(argv)}):\n"
+                        f"{_tail(stdout)}")
+    run = DnsperfRun(argv=list(argv), stdout=stdout)
+    for line in stdout.splitlines():
+        _parse_line(run, line)
+    return run
+
+
+def _parse_line(run: DnsperfRun, line: str) -> None:
+    complete = _COMPLETE.search(line)
+    if complete:
+        run.stopped_by = complete.group(1)
+        return
+    match = _LINE.match(line)
+    if not match:
+        return
+    label, value = match.group(1), match.group(2)
+    if label in _INT_FIELDS:
+        setattr(run, _INT_FIELDS[label], int(value.split()[0]))
+    elif label in _FLOAT_FIELDS:
+        setattr(run, _FLOAT_FIELDS[label], float(value.split()[0]))
+    elif label == "Response codes":
+        run.rcodes = {code: int(n) for code, n in _RCODE.findall(value)}
+    elif label == "Average packet size":
+        packet = _PACKET.search(value)
+        if packet:
+            run.request_bytes, run.response_bytes = map(float, packet.groups())
+    elif label == "Average Latency (s)":
+        latency = _LATENCY.search(value)
+        if latency:
+            run.latency_avg_s, run.latency_min_s, run.latency_max_s = map(
+                float, latency.groups())
+
+
+def build_argv(server: str, port: int, query_file: Path, *, duration: float,
+               clients: int = 1, queue_depth: int = 100, threads: int = 1,
+               timeout: float = 5.0, cpu_list: str | None = None,
+               extra: Sequence[str] = ()) -> list[str]:
+    """The dnsperf command line, under `taskset -c cpu_list` when pinned, line-buffered."""
+    argv = [DNSPERF, "-s", server, "-p", str(port), "-d", str(query_file),
+            "-l", f"{duration:g}", "-c", str(clients), "-q", str(queue_depth),
+            "-T", str(threads), "-t", f"{timeout:g}", "-O", _SUPPRESS, *extra]
+    if cpu_list:
+        argv = [TASKSET, "-c", cpu_list, *argv]
+    return [*STDBUF, *argv]
+
+
+def run_dnsperf(server: str, port: int, query_file: Path, *, duration: float,
+                clients: int = 1, queue_depth: int = 100, threads: int = 1,
+                timeout: float = 5.0, cpu_list: str | None = None,
+                extra: Sequence[str] = ()) -> DnsperfRun:
+    """One dnsperf run of `duration` seconds, waited for; its parsed report."""
+    argv = build_argv(server, port, query_file, duration=duration, clients=clients,
+                      queue_depth=queue_depth, threads=threads, timeout=timeout,
+                      cpu_list=cpu_list, extra=extra)
+    with DnsperfLoad(argv) as load:
+        # dnsperf stops by itself after `duration`, then waits up to `timeout` for stragglers.
+        return load.wait(duration + timeout + 30)
+
+
+def start_background(server: str, port: int, query_file: Path, *, duration: float = 3600,
+                     clients: int = 1, queue_depth: int = 100, threads: int = 1,
+                     timeout: float = 5.0, cpu_list: str | None = None,
+                     extra: Sequence[str] = ()) -> DnsperfLoad:
+    """Start dnsperf without waiting; use as a context manager and call `stop()` for its
+    report. Leaving the with-block without `stop()` kills it."""
+    argv = build_argv(server, port, query_file, duration=duration, clients=clients,
+                      queue_depth=queue_depth, threads=threads, timeout=timeout,
+                      cpu_list=cpu_list, extra=extra)
+    load = DnsperfLoad(argv)
+    try:
+        load.wait_sending(timeout=10)
+    except BaseException:
+        load.close()
+        raise
+    return load
+
+
+class DnsperfLoad:
+    """A running dnsperf process; always stopped when its with-block ends."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+        self._dir = new_run_dir("dnsperf")
+        self._out = self._dir / "dnsperf.out"
+        self._process = ManagedProcess("dnsperf", self.argv, self._out)
+        self._process.start()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def wait_sending(self, timeout: float) -> None:
+        """Block until dnsperf reports that it sends queries (its set-up is done)."""
+        self._process.wait_ready(lambda: "Sending queries" in self._read_output(),
+                                 timeout)
+
+    def stop(self, timeout: float = 30) -> DnsperfRun:
+        """Interrupt dnsperf (it reports on what it ran so far) and return that report."""
+        proc = self._process.proc
+        if proc is not None and proc.returncode is None:
+            # Not proc.poll(): that would reap dnsperf and lose its CPU time.
+            os.kill(proc.pid, signal.SIGINT)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float) -> DnsperfRun:
+        """Wait for dnsperf to exit by itself; parse its report."""
+        proc = self._process.proc
+        if proc is None:
+            raise UserError("dnsperf was already stopped")
+        cpu_s = _reap(proc, timeout)
+        self._process.stop(timeout=1)
+        if proc.returncode is None:
+            raise UserError(f"dnsperf did not finish within {timeout:.0f}s: "
+                            f"{' '.join(self.argv)}")
+        run = parse_output(self._read_output(), self.argv)
+        run.cpu_s, run.returncode = cpu_s, proc.returncode
+        return run
+
+    def _read_output(self) -> str:
+        try:
+            return self._out.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        self._process.stop(timeout=2, sig=signal.SIGKILL)
+        self._out.unlink(missing_ok=True)
+        self._dir.rmdir()
+
+    def __enter__(self) -> DnsperfLoad:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reap(proc: subprocess.Popen[bytes], timeout: float) -> float | None:
+    """Wait up to `timeout` for proc's exit, setting its returncode; its CPU seconds, or None
+    when it did not exit or was already reaped elsewhere (then its rusage is gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            done, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            proc.poll()
+            return None
+        if done:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return usage.ru_utime + usage.ru_stime
+        time.sleep(0.01)
+    return None
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,142 @@
+"""What a result was measured on: software versions, machine, repository state, date.
+
+Every probe turns a missing tool into "not installed" and an unreadable file into "unknown":
+collecting metadata never fails a run. Nothing that names the machine (hostname) is kept.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.servers.process import REPO_ROOT
+
+NOT_INSTALLED = "not installed"
+UNKNOWN = "unknown"
+
+# key -> command whose first output line is the version (slapd -VV writes to stderr).
+_VERSION_COMMANDS: dict[str, list[str]] = {
+    "bind": ["/usr/sbin/named", "-v"],
+    "postgresql": ["/usr/lib/postgresql/15/bin/postgres", "--version"],
+    "mariadb": ["/usr/sbin/mariadbd", "--version"],
+    "slapd": ["/usr/sbin/slapd", "-VV"],
+    "berkeley_db": ["/usr/bin/db_stat", "-V"],
+}
+
+
+def command_output(argv: Sequence[str]) -> str:
+    """First non-empty line of a command's stdout+stderr; NOT_INSTALLED if it cannot run."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=20,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return NOT_INSTALLED
+    for line in (done.stdout + "\n" + done.stderr).splitlines():
+        if line.strip():
+            return _tidy(line, argv[0])
+    return UNKNOWN
+
+
+def _tidy(line: str, program: str) -> str:
+    """Drop what is not version: slapd's "@(#) $OpenLDAP: ... $" frame, a program's path."""
+    line = line.strip().removeprefix("@(#) $OpenLDAP: ").removesuffix("$").strip()
+    if line.startswith(program):
+        line = Path(program).name + " " + line.removeprefix(program).strip()
+    return line
+
+
+def package_version(package: str) -> str:
+    """A Debian package's installed version, via dpkg-query."""
+    out = command_output(["dpkg-query", "-W", "-f=${Status} ${Version}", package])
+    parts = out.split()
+    if len(parts) == 4 and parts[2] == "installed":
+        return parts[3]
+    return NOT_INSTALLED
+
+
+def dnsperf_version() -> str:
+    """dnsperf prints its version only with its usage text: take the "Version" line."""
+    try:
+        done = subprocess.run(["/usr/bin/dnsperf", "-h"], capture_output=True, text=True,
+                              timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return NOT_INSTALLED
+    for line in (done.stdout + done.stderr).splitlines():
+        if line.startswith("Version"):
+            return f"dnsperf {line.split()[-1]} (Debian {package_version('dnsperf')})"
+    return UNKNOWN
+
+
+def cpu_description() -> dict[str, object]:
+    """CPU model, logical CPUs, and those this process may run on."""
+    model = UNKNOWN
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu_model": model, "cpu_count": os.cpu_count() or 0,
+            "cpu_usable": len(os.sched_getaffinity(0))}
+
+
+def memory_kb() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def os_release() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return UNKNOWN
+
+
+def git_state() -> dict[str, object]:
+    """The repository's commit and whether the working tree differs from it."""
+    commit = command_output(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"])
+    if len(commit) != 40:
+        return {"git_commit": UNKNOWN, "git_dirty": None}
+    try:
+        status = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain"],
+                                capture_output=True, text=True, timeout=20, check=False)
+        dirty: bool | None = bool(status.stdout.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        dirty = None
+    return {"git_commit": commit, "git_dirty": dirty}
+
+
+def collect() -> dict[str, object]:
+    """Versions, machine and repository state, as a flat JSON-ready dict."""
+    meta: dict[str, object] = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+    for key, argv in _VERSION_COMMANDS.items():
+        meta[key] = command_output(argv)
+    meta["dnsperf"] = dnsperf_version()
+    meta["python"] = platform.python_version()
+    meta["kernel"] = platform.release()
+    meta["os"] = os_release()
+    meta["machine"] = platform.machine()
+    meta.update(cpu_description())
+    meta["memory_kb"] = memory_kb()
+    meta.update(git_state())
+    return meta
+
+
+METADATA_KEYS = ("date", *_VERSION_COMMANDS, "dnsperf", "python", "kernel", "os", "machine",
+                 "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
+                 "git_dirty")

@@ -1,0 +1,344 @@
+/*
+ * prober: measures DNS latency one query at a time.
+ *
+ *   prober [-n COUNT] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE
+ *       Sends COUNT queries (the query file's lines, cycled) to ADDR:PORT over UDP, each only
+ *       after the previous one was answered or timed out, and writes one latency in
+ *       nanoseconds per answered query, one per line, to FILE (default stdout). A last line on
+ *       stderr sums up: "summary sent=N answered=N lost=N".
+ *   prober --responder PORT
+ *       Answers every UDP datagram on 127.0.0.1:PORT with the datagram itself, QR bit set, so
+ *       that the prober's own floor on loopback can be measured. Port 0 picks a free port; the
+ *       port in use is printed first as "port N".
+ *
+ * The query file has dnsperf's format: "NAME TYPE" per line, ';' starts a comment line.
+ * Queries are built like dnsperf builds them (RD set, no EDNS, class IN) so that both tools
+ * ask the server the same questions.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_WIRE_NAME 255
+#define MAX_LABEL 63
+#define HEADER_LEN 12
+#define MAX_QUERY (HEADER_LEN + MAX_WIRE_NAME + 4)
+#define MAX_DATAGRAM 65535
+
+struct query {
+    unsigned char wire[MAX_QUERY];
+    size_t len;
+};
+
+struct type_name {
+    const char *name;
+    uint16_t code;
+};
+
+static const struct type_name TYPES[] = {
+    {"A", 1},      {"NS", 2},     {"CNAME", 5},  {"SOA", 6},    {"PTR", 12},
+    {"HINFO", 13}, {"MX", 15},    {"TXT", 16},   {"AAAA", 28},  {"LOC", 29},
+    {"SRV", 33},   {"NAPTR", 35}, {"DNAME", 39}, {"DS", 43},    {"SSHFP", 44},
+    {"AXFR", 252}, {"ANY", 255},  {"CAA", 257},
+};
+
+static void die(const char *what)
+{
+    fprintf(stderr, "prober: %s\n", what);
+    exit(2);
+}
+
+static void die_line(const char *what, size_t lineno)
+{
+    fprintf(stderr, "prober: query file line %zu: %s\n", lineno, what);
+    exit(2);
+}
+
+static int parse_type(const char *text, uint16_t *code)
+{
+    for (size_t i = 0; i < sizeof(TYPES) / sizeof(TYPES[0]); i++) {
+        if (strcasecmp(text, TYPES[i].name) == 0) {
+            *code = TYPES[i].code;
+            return 0;
+        }
+    }
+    if (strncasecmp(text, "TYPE", 4) == 0 && isdigit((unsigned char)text[4])) {
+        char *end;
+        unsigned long value = strtoul(text + 4, &end, 10);
+        if (*end == '\0' && value <= 65535) {
+            *code = (uint16_t)value;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One character of a label: "\DDD" (decimal byte), "\X" (X literally) or a plain byte. */
+static int next_label_byte(const char **p, unsigned char *out)
+{
+    const char *s = *p;
+    if (*s != '\\') {
+        *out = (unsigned char)*s;
+        *p = s + 1;
+        return 0;
+    }
+    if (isdigit((unsigned char)s[1])) {
+        if (!isdigit((unsigned char)s[2]) || !isdigit((unsigned char)s[3]))
+            return -1;
+        int value = (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+        if (value > 255)
+            return -1;
+        *out = (unsigned char)value;
+        *p = s + 4;
+        return 0;
+    }
+    if (s[1] == '\0')
+        return -1;
+    *out = (unsigned char)s[1];
+    *p = s + 2;
+    return 0;
+}
+
+/* Presentation name -> wire name; returns its length or -1. "." and "" are the root. */
+static int name_to_wire(const char *text, unsigned char *wire)
+{
+    size_t pos = 0;
+    const char *p = text;
+    if (strcmp(text, ".") == 0)
+        p = "";
+    while (*p != '\0') {
+        size_t label_at = pos++;
+        size_t label_len = 0;
+        while (*p != '\0' && *p != '.') {
+            unsigned char byte;
+            if (next_label_byte(&p, &byte) != 0)
+                return -1;
+            if (label_len == MAX_LABEL || pos + 1 >= MAX_WIRE_NAME)
+                return -1;
+            wire[pos++] = byte;
+            label_len++;
+        }
+        if (label_len == 0)
+            return -1; /* empty label: ".." or a leading dot */
+        wire[label_at] = (unsigned char)label_len;
+        if (*p == '.')
+            p++;
+    }
+    wire[pos++] = 0;
+    return (int)pos;
+}
+
+static void build_query(const char *name, uint16_t type, struct query *q, size_t lineno)
+{
+    unsigned char *w = q->wire;
+    memset(w, 0, HEADER_LEN);
+    w[2] = 0x01; /* RD, as dnsperf sends it */
+    w[5] = 1;    /* QDCOUNT */
+    int name_len = name_to_wire(name, w + HEADER_LEN);
+    if (name_len < 0)
+        die_line("bad name", lineno);
+    size_t pos = HEADER_LEN + (size_t)name_len;
+    w[pos++] = (unsigned char)(type >> 8);
+    w[pos++] = (unsigned char)(type & 0xff);
+    w[pos++] = 0;
+    w[pos++] = 1; /* class IN */
+    q->len = pos;
+}
+
+static struct query *read_queries(const char *path, size_t *count)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        die("cannot open the query file");
+    struct query *queries = NULL;
+    size_t n = 0, cap = 0, lineno = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    while (getline(&line, &line_cap, f) >= 0) {
+        lineno++;
+        char name[1024], type[64];
+        if (line[0] == ';')
+            continue;
+        int fields = sscanf(line, "%1023s %63s", name, type);
+        if (fields <= 0)
+            continue;
+        if (fields != 2)
+            die_line("expected NAME TYPE", lineno);
+        uint16_t code;
+        if (parse_type(type, &code) != 0)
+            die_line("unknown type", lineno);
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            queries = realloc(queries, cap * sizeof(*queries));
+            if (queries == NULL)
+                die("out of memory");
+        }
+        build_query(name, code, &queries[n++], lineno);
+    }
+    free(line);
+    fclose(f);
+    if (n == 0)
+        die("the query file holds no query");
+    *count = n;
+    return queries;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int connect_udp(const char *addr, const char *port)
+{
+    struct sockaddr_in6 sa6;
+    struct sockaddr_in sa4;
+    char *end;
+    unsigned long port_num = strtoul(port, &end, 10);
+    if (*end != '\0' || port_num == 0 || port_num > 65535)
+        die("bad port");
+    memset(&sa4, 0, sizeof(sa4));
+    memset(&sa6, 0, sizeof(sa6));
+    int fd;
+    int rc;
+    if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
+        sa4.sin_family = AF_INET;
+        sa4.sin_port = htons((uint16_t)port_num);
+        fd = socket(AF_INET, SOCK_DGRAM, 0);
+        rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa4, sizeof(sa4));
+    } else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
+        sa6.sin6_family = AF_INET6;
+        sa6.sin6_port = htons((uint16_t)port_num);
+        fd = socket(AF_INET6, SOCK_DGRAM, 0);
+        rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa6, sizeof(sa6));
+    } else {
+        die("bad address (give a numeric IPv4 or IPv6 address)");
+    }
+    if (rc != 0)
+        die("cannot open a UDP socket to the server");
+    return fd;
+}
+
+/* Waits for the reply carrying `id`; stale replies to earlier, timed-out queries are skipped. */
+static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
+{
+    unsigned char buf[MAX_DATAGRAM];
+    for (;;) {
+        int64_t left_ns = deadline_ns - now_ns();
+        if (left_ns <= 0)
+            return -1;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int ready = poll(&pfd, 1, (int)((left_ns + 999999) / 1000000));
+        if (ready < 0 && errno != EINTR)
+            die("poll failed");
+        if (ready <= 0)
+            continue;
+        ssize_t got = recv(fd, buf, sizeof(buf), 0);
+        if (got < 0) {
+            /* ICMP port unreachable shows up as ECONNREFUSED: the query is lost. */
+            if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN)
+                continue;
+            die("recv failed");
+        }
+        if (got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == id)
+            return 0;
+    }
+}
+
+static int run_prober(int argc, char **argv)
+{
+    long count = 1000, timeout_ms = 1000;
+    const char *out_path = NULL;
+    int opt;
+    while ((opt = getopt(argc, argv, "n:t:o:")) != -1) {
+        switch (opt) {
+        case 'n': count = strtol(optarg, NULL, 10); break;
+        case 't': timeout_ms = strtol(optarg, NULL, 10); break;
+        case 'o': out_path = optarg; break;
+        default: return 2;
+        }
+    }
+    if (argc - optind != 3 || count <= 0 || timeout_ms <= 0)
+        die("usage: prober [-n COUNT] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE");
+    size_t nqueries;
+    struct query *queries = read_queries(argv[optind + 2], &nqueries);
+    int fd = connect_udp(argv[optind], argv[optind + 1]);
+    FILE *out = out_path ? fopen(out_path, "w") : stdout;
+    if (out == NULL)
+        die("cannot open the output file");
+
+    uint16_t id = (uint16_t)(now_ns() & 0xffff);
+    long answered = 0;
+    for (long i = 0; i < count; i++) {
+        struct query *q = &queries[(size_t)i % nqueries];
+        id++;
+        q->wire[0] = (unsigned char)(id >> 8);
+        q->wire[1] = (unsigned char)(id & 0xff);
+        int64_t start = now_ns();
+        if (send(fd, q->wire, q->len, 0) != (ssize_t)q->len) {
+            if (errno != ECONNREFUSED)
+                die("send failed");
+            continue; /* a refused send is a lost query, like a timeout */
+        }
+        if (await_reply(fd, id, start + timeout_ms * 1000000) == 0) {
+            fprintf(out, "%lld\n", (long long)(now_ns() - start));
+            answered++;
+        }
+    }
+    if (fclose(out) != 0)
+        die("cannot write the latencies");
+    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld\n", count, answered,
+            count - answered);
+    free(queries);
+    close(fd);
+    return 0;
+}
+
+static _Noreturn void run_responder(const char *port_text)
+{
+    char *end;
+    unsigned long port = strtoul(port_text, &end, 10);
+    if (*end != '\0' || port > 65535)
+        die("bad responder port");
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sa_len = sizeof(sa);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sa_len) != 0)
+        die("cannot bind the responder socket");
+    printf("port %u\n", ntohs(sa.sin_port));
+    fflush(stdout);
+    unsigned char buf[MAX_DATAGRAM];
+    for (;;) {
+        struct sockaddr_storage from;
+        socklen_t from_len = sizeof(from);
+        ssize_t got = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &from_len);
+        if (got < HEADER_LEN)
+            continue;
+        buf[2] |= 0x80;
+        sendto(fd, buf, (size_t)got, 0, (struct sockaddr *)&from, from_len);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--responder") == 0)
+        run_responder(argv[2]);
+    return run_prober(argc, argv);
+}

@@ -1,0 +1,222 @@
+"""The results.json schema (version 1): dataclasses with to_dict/from_dict, load and save.
+
+{ "schema": 1,
+  "meta": {metadata.collect() + every run parameter: profile, threads, connections, duration,
+           runs, queue_depth, clients, pin, dataset, loss_threshold, ...},
+  "prober_floor": LatencyStats | null,
+  "cells": [Cell, ...],                       one per (driver, threads, connections)
+  "startup_scaling": [StartupPoint, ...] }
+
+Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
+every latency sample, so a report can be re-rendered or re-analysed from the file alone.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.dnsperf import DnsperfRun
+from bench.errors import UserError
+from bench.prober import LatencyStats
+
+SCHEMA = 1
+RESULTS_FILE = "results.json"
+STATUSES = ("ok", "wrong", "failed")
+# A QPS run that lost more than this fraction of its queries is flagged in the report.
+DEFAULT_LOSS_THRESHOLD = 0.01
+# Report column order: the references first, then seed 003's order of drivers.
+DRIVER_ORDER = ("native", "memory", "pg", "mysql", "ldap", "fs", "bdb-btree", "bdb-hash",
+                "bdbhpt-t", "bdbhpt-c", "bdbhpt-p")
+
+
+@dataclass
+class QpsSummary:
+    """Median, min and max QPS over the measured (not warm-up) runs."""
+
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+    @classmethod
+    def from_runs(cls, runs: list[DnsperfRun]) -> QpsSummary:
+        values = [r.qps for r in runs]
+        if not values:
+            return cls()
+        return cls(median=statistics.median(values), min=min(values), max=max(values))
+
+    def to_dict(self) -> dict:
+        return {"median": self.median, "min": self.min, "max": self.max}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> QpsSummary:
+        return cls(**data)
+
+
+@dataclass
+class Cell:
+    """Every figure of one driver at one thread (and connection) count."""
+
+    driver: str
+    threads: int
+    connections: int
+    status: str = "ok"  # "ok", "wrong" (answers differ from native) or "failed"
+    error: str | None = None
+    mismatches: int = 0
+    startup_ms: float | None = None
+    warmup_run: DnsperfRun | None = None
+    qps_runs: list[DnsperfRun] = field(default_factory=list)
+    qps: QpsSummary = field(default_factory=QpsSummary)
+    latency_unloaded: LatencyStats | None = None
+    latency_loaded: LatencyStats | None = None
+    loaded_run: DnsperfRun | None = None  # the load dnsperf held during the loaded probe
+    update_visibility_ms: float | None = None
+    cpu_us_per_query: dict[str, float | None] = field(default_factory=dict)
+    peak_rss_kb: dict[str, int | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"cell status {self.status!r} is not one of {STATUSES}")
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.driver, self.threads
+
+    def to_dict(self) -> dict:
+        return {
+            "driver": self.driver, "threads": self.threads, "connections": self.connections,
+            "status": self.status, "error": self.error, "mismatches": self.mismatches,
+            "startup_ms": self.startup_ms,
+            "warmup_run": _opt_dict(self.warmup_run),
+            "qps_runs": [r.to_dict() for r in self.qps_runs],
+            "qps": self.qps.to_dict(),
+            "latency_unloaded": _opt_dict(self.latency_unloaded),
+            "latency_loaded": _opt_dict(self.latency_loaded),
+            "loaded_run": _opt_dict(self.loaded_run),
+            "update_visibility_ms": self.update_visibility_ms,
+            "cpu_us_per_query": dict(self.cpu_us_per_query),
+            "peak_rss_kb": dict(self.peak_rss_kb),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Cell:
+        d = dict(data)
+        d["warmup_run"] = _opt(DnsperfRun, d.get("warmup_run"))
+        d["qps_runs"] = [DnsperfRun.from_dict(r) for r in d.get("qps_runs", [])]
+        d["qps"] = QpsSummary.from_dict(d.get("qps") or {})
+        d["latency_unloaded"] = _opt(LatencyStats, d.get("latency_unloaded"))
+        d["latency_loaded"] = _opt(LatencyStats, d.get("latency_loaded"))
+        d["loaded_run"] = _opt(DnsperfRun, d.get("loaded_run"))
+        return cls(**d)
+
+
+@dataclass
+class StartupPoint:
+    """Startup of named with one driver over a store holding `zones` zones."""
+
+    driver: str
+    zones: int
+    startup_ms: float | None = None
+    named_rss_kb: int | None = None
+    store_bytes: int | None = None
+    status: str = "ok"
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> StartupPoint:
+        return cls(**data)
+
+
+@dataclass
+class Results:
+    meta: dict = field(default_factory=dict)
+    prober_floor: LatencyStats | None = None
+    cells: list[Cell] = field(default_factory=list)
+    startup_scaling: list[StartupPoint] = field(default_factory=list)
+    schema: int = SCHEMA
+
+    @property
+    def loss_threshold(self) -> float:
+        return float(self.meta.get("loss_threshold", DEFAULT_LOSS_THRESHOLD))
+
+    def thread_counts(self) -> list[int]:
+        return sorted({c.threads for c in self.cells})
+
+    def drivers(self) -> list[str]:
+        """Drivers present, in report order (unknown names last, alphabetically)."""
+        present = {c.driver for c in self.cells}
+        known = [d for d in DRIVER_ORDER if d in present]
+        return known + sorted(present - set(DRIVER_ORDER))
+
+    def cells_for(self, threads: int) -> list[Cell]:
+        order = {d: i for i, d in enumerate(self.drivers())}
+        return sorted((c for c in self.cells if c.threads == threads),
+                      key=lambda c: (order[c.driver], c.connections))
+
+    def cell(self, driver: str, threads: int) -> Cell | None:
+        """The cell of (driver, threads); with several connection counts, the first."""
+        for c in self.cells_for(threads):
+            if c.driver == driver:
+                return c
+        return None
+
+    def to_dict(self) -> dict:
+        return {"schema": self.schema, "meta": self.meta,
+                "prober_floor": _opt_dict(self.prober_floor),
+                "cells": [c.to_dict() for c in self.cells],
+                "startup_scaling": [p.to_dict() for p in self.startup_scaling]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Results:
+        schema = data.get("schema")
+        if schema != SCHEMA:
+            raise UserError(f"results schema {schema!r} is not supported (expected {SCHEMA})")
+        return cls(meta=data.get("meta", {}),
+                   prober_floor=_opt(LatencyStats, data.get("prober_floor")),
+                   cells=[Cell.from_dict(c) for c in data.get("cells", [])],
+                   startup_scaling=[StartupPoint.from_dict(p)
+                                    for p in data.get("startup_scaling", [])],
+                   schema=schema)
+
+
+def _opt_dict(value: DnsperfRun | LatencyStats | None) -> dict | None:
+    return None if value is None else value.to_dict()
+
+
+def _opt(kind: type, data: dict | None) -> object:
+    return None if data is None else kind.from_dict(data)
+
+
+def results_path(path: Path) -> Path:
+    """A results directory's results.json (a path to the file itself is accepted too)."""
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def load_results(path: Path) -> Results:
+    """Read results.json from a results directory (or the file's own path)."""
+    file = results_path(path)
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError as exc:
+        raise UserError(f"no results found: {file} does not exist") from exc
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"cannot read {file}: {exc}") from exc
+    try:
+        return Results.from_dict(data)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise UserError(f"{file} does not follow the results schema: {exc}") from exc
+
+
+def save_results(results: Results, directory: Path) -> Path:
+    """Write directory/results.json (atomically: a crash never leaves half a file)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    file = directory / RESULTS_FILE
+    tmp = file.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(results.to_dict(), indent=1) + "\n")
+    tmp.replace(file)
+    return file

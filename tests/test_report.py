@@ -1,0 +1,262 @@
+"""results.json round trip, results.md, plots and compare.
+
+Two kinds of input, kept apart:
+- `measured`: figures of real runs made here (prober floor, a tiny named probed and loaded
+  by dnsperf for a second or two). They are only checked for being complete and rendered,
+  never for their size: no claim of speed.
+- `handwritten()`: invented numbers for every driver, to check the layout, the % columns,
+  WRONG/FAILED cells and loss flags exactly. They describe no machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import accounting, metadata
+from bench.cli import main
+from bench.commands.compare import compare
+from bench.dnsperf import DnsperfRun, run_dnsperf, start_background
+from bench.prober import LatencyStats, measure_floor, probe
+from bench.report import render_markdown, render_plots, write_report
+from bench.results import (
+    DRIVER_ORDER,
+    Cell,
+    QpsSummary,
+    Results,
+    StartupPoint,
+    load_results,
+    save_results,
+)
+from tests.test_measure import tiny_named, write_query_file
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------- measured figures
+
+@pytest.fixture(scope="module")
+def measured(run_dir: Path) -> Results:
+    """One real cell (native BIND, 1 thread) measured the way the runner will."""
+    query_file = write_query_file(run_dir)
+    floor = measure_floor(100)
+    with tiny_named(run_dir / "named") as named:
+        startup_ms = 1000 * named.wait_answers("example.test", "SOA")
+        unloaded = probe("127.0.0.1", named.port, query_file, 100)
+        warmup = run_dnsperf("127.0.0.1", named.port, query_file, duration=0.5,
+                             queue_depth=10)
+        with accounting.CpuMeter(named.pids()) as named_cpu:
+            run = run_dnsperf("127.0.0.1", named.port, query_file, duration=1,
+                              queue_depth=10)
+        with start_background("127.0.0.1", named.port, query_file, queue_depth=10) as load:
+            loaded = probe("127.0.0.1", named.port, query_file, 100)
+            loaded_run = load.stop()
+        rss = accounting.peak_rss_kb(named.pids())
+    cell = Cell(driver="native", threads=1, connections=1, startup_ms=startup_ms,
+                warmup_run=warmup, qps_runs=[run], qps=QpsSummary.from_runs([run]),
+                latency_unloaded=unloaded, latency_loaded=loaded, loaded_run=loaded_run,
+                cpu_us_per_query={
+                    "named": accounting.us_per_query(named_cpu.seconds,
+                                                     run.queries_completed),
+                    "db": None,
+                    "dnsperf": accounting.us_per_query(run.cpu_s, run.queries_completed)},
+                peak_rss_kb={"named": rss, "db": None})
+    meta = metadata.collect() | {"profile": "test", "threads": [1], "runs": 1,
+                                 "duration": 1, "queue_depth": 10, "clients": 1}
+    return Results(meta=meta, prober_floor=floor, cells=[cell])
+
+
+def test_measured_results_round_trip(measured, tmp_path):
+    path = save_results(measured, tmp_path)
+    assert path.name == "results.json"
+    assert load_results(tmp_path).to_dict() == measured.to_dict()
+
+
+def test_measured_results_render(measured, tmp_path):
+    markdown = write_report(measured, tmp_path)
+    assert (tmp_path / "results.md").read_text() == markdown
+    table = _table_after(markdown, "## 1 thread")
+    assert table[0][1:] == ["native"]
+    for label, value in _rows(table):
+        assert value[0] not in ("", "None", "nan"), label
+    assert _row(table, "% of native") == ["100.0%"]
+    assert "Prober floor" in markdown and "None" not in markdown
+    _assert_pngs(tmp_path, ["qps.png", "latency.png", "cpu.png"])
+
+
+# ---------------------------------------------------------------- hand-written figures
+
+def _run(qps: float, sent: int = 10000, lost: int = 0) -> DnsperfRun:
+    completed = sent - lost
+    return DnsperfRun(argv=["handwritten"], queries_sent=sent, queries_completed=completed,
+                      queries_lost=lost, rcodes={"NOERROR": completed}, run_time_s=1.0,
+                      qps=qps, stopped_by="time limit")
+
+
+def _latency(base_us: float) -> LatencyStats:
+    return LatencyStats.from_samples([int(base_us * 1000 * (1 + i / 100)) for i in range(100)])
+
+
+def handwritten() -> Results:
+    """Invented numbers (no machine measured them): every driver at 1 and 2 threads."""
+    qps = {"native": 10000, "memory": 8000, "pg": 400, "mysql": 600, "ldap": 80, "fs": 200,
+           "bdb-btree": 1000, "bdb-hash": 900, "bdbhpt-t": 4000, "bdbhpt-c": 5000,
+           "bdbhpt-p": 6000}
+    cells = []
+    for threads in (1, 2):
+        for driver, value in qps.items():
+            runs = [_run(value * 0.9), _run(value), _run(value * 1.1)]
+            cells.append(Cell(
+                driver=driver, threads=threads, connections=threads, startup_ms=5.0,
+                qps_runs=runs, qps=QpsSummary.from_runs(runs),
+                latency_unloaded=_latency(50), latency_loaded=_latency(900),
+                update_visibility_ms=None if driver == "native" else 2.5,
+                cpu_us_per_query={"named": 20.0, "db": None if driver == "native" else 30.0,
+                                  "dnsperf": 5.0},
+                peak_rss_kb={"named": 20000, "db": None if driver == "native" else 50000}))
+    _by(cells, "ldap", 2).status, _by(cells, "ldap", 2).error = "failed", "slapd exited"
+    wrong = _by(cells, "fs", 2)
+    wrong.status, wrong.mismatches, wrong.error = "wrong", 3, "www.example.test/A differs"
+    lossy = _by(cells, "mysql", 1)
+    lossy.qps_runs[1] = _run(600, sent=10000, lost=500)
+    return Results(meta={"profile": "handwritten", "runs": 3, "duration": 1},
+                   prober_floor=_latency(10), cells=cells,
+                   startup_scaling=[StartupPoint(d, z, startup_ms=z / 10, named_rss_kb=z + 9000,
+                                                 store_bytes=z * 300)
+                                    for d in ("native", "pg") for z in (10, 100, 1000)])
+
+
+def _by(cells: list[Cell], driver: str, threads: int) -> Cell:
+    return next(c for c in cells if (c.driver, c.threads) == (driver, threads))
+
+
+def _table_after(markdown: str, heading: str) -> list[list[str]]:
+    """The first table after the heading line starting with `heading`, as cells."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif rows:
+            break
+    return [rows[0]] + rows[2:]  # drop the alignment row
+
+
+def _rows(table: list[list[str]]) -> list[tuple[str, list[str]]]:
+    return [(row[0], row[1:]) for row in table[1:]]
+
+
+def _row(table: list[list[str]], label: str) -> list[str]:
+    return next(values for name, values in _rows(table) if name == label)
+
+
+def _notes_after(markdown: str, heading: str) -> str:
+    section = markdown.split(heading, 1)[1]
+    return section.split("\n## ", 1)[0]
+
+
+def test_tables_have_seed_003_layout_and_every_cell():
+    markdown = render_markdown(handwritten())
+    for threads, title in ((1, "## 1 thread "), (2, "## 2 threads ")):
+        table = _table_after(markdown, title)
+        assert table[0][1:] == list(DRIVER_ORDER)
+        assert [name for name, _ in _rows(table)] == [
+            "QPS", "% of native", "% of memory", "Loaded (us)", "Unloaded (us)",
+            "Startup (ms)", "Update visible (ms)"]
+        for name, values in _rows(table):
+            assert len(values) == len(DRIVER_ORDER) and all(values), (threads, name)
+
+
+def test_percent_columns_come_from_the_same_run():
+    table = _table_after(render_markdown(handwritten()), "## 1 thread ")
+    columns = table[0][1:]
+    native = dict(zip(columns, _row(table, "% of native"), strict=True))
+    memory = dict(zip(columns, _row(table, "% of memory"), strict=True))
+    assert (native["native"], native["memory"], native["pg"]) == ("100.0%", "80.0%", "4.0%")
+    assert (memory["memory"], memory["pg"], memory["bdbhpt-p"]) == ("100.0%", "5.0%", "75.0%")
+    qps = dict(zip(columns, _row(table, "QPS"), strict=True))
+    assert qps["native"] == "10,000 (9,000–11,000)"
+
+
+def test_wrong_and_failed_cells_show_no_number_and_give_the_reason():
+    markdown = render_markdown(handwritten())
+    table = _table_after(markdown, "## 2 threads ")
+    columns = table[0][1:]
+    for name, values in _rows(table):
+        cells = dict(zip(columns, values, strict=True))
+        assert re.fullmatch(r"FAILED \[\d+\]", cells["ldap"]), name
+        assert re.fullmatch(r"WRONG \[\d+\]", cells["fs"]), name
+    notes = _notes_after(markdown, "## 2 threads ")
+    assert "ldap, 2 thread(s): FAILED: slapd exited" in notes
+    assert "fs, 2 thread(s): WRONG: 3 answers differ from native BIND's" in notes
+    percentiles = _table_after(markdown, "## Latency percentiles")
+    failed_row = next(r for r in percentiles if r[:2] == ["ldap", "2"])
+    assert set(failed_row[2:]) == {"FAILED"}
+
+
+def test_lossy_run_is_flagged():
+    markdown = render_markdown(handwritten())
+    table = _table_after(markdown, "## 1 thread ")
+    qps = dict(zip(table[0][1:], _row(table, "QPS"), strict=True))
+    assert "⚠" in qps["mysql"] and "⚠" not in qps["pg"]
+    assert "mysql, 1 thread(s): run 2 lost 5.0% of its queries (threshold 1%)" in \
+        _notes_after(markdown, "## 1 thread ")
+
+
+def test_detail_tables_are_present():
+    markdown = render_markdown(handwritten())
+    costs = _table_after(markdown, "## Cost per query")
+    assert costs[0][:3] == ["driver", "threads", "CPU us/query named"]
+    assert len(costs) == 1 + 22
+    startup = _table_after(markdown, "## Startup against zone count")
+    assert len(startup) == 1 + 6
+    assert "Prober floor" in markdown
+
+
+def test_plots_are_pngs(tmp_path):
+    written = render_plots(handwritten(), tmp_path)
+    assert sorted(p.name for p in written) == ["cpu.png", "latency.png", "qps.png",
+                                               "startup.png"]
+    _assert_pngs(tmp_path, ["cpu.png", "latency.png", "qps.png", "startup.png"])
+
+
+def _assert_pngs(directory: Path, names: list[str]) -> None:
+    for name in names:
+        data = (directory / name).read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 5000, name
+
+
+def test_compare_gives_absolute_and_relative_change():
+    base = handwritten()
+    changed = copy.deepcopy(base)
+    pg = _by(changed.cells, "pg", 1)
+    pg.qps = QpsSummary(median=440, min=400, max=480)
+    changed.cells.remove(_by(changed.cells, "bdb-hash", 2))
+    text = compare(base, changed)
+    assert "| pg | 1 | QPS median | 400 | 440 | +40.00 | +10.0% |" in text
+    assert "| ldap | 2 | status | FAILED | FAILED | – | – |" in text
+    assert "- bdb-hash at 2 thread(s): only in A" in text
+    assert "| native | 10 zones | startup (ms) | 1.00 | 1.00 | +0.00 | +0.0% |" in text
+
+
+def test_cli_report_and_compare(tmp_path, capsys):
+    save_results(handwritten(), tmp_path / "a")
+    save_results(handwritten(), tmp_path / "b")
+    assert main(["report", str(tmp_path / "a")]) == 0
+    printed = capsys.readouterr().out
+    assert printed == (tmp_path / "a" / "results.md").read_text()
+    _assert_pngs(tmp_path / "a", ["qps.png", "latency.png", "cpu.png", "startup.png"])
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "| pg | 1 | QPS median | 400 | 400 | +0.00 | +0.0% |" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing")]) == 1
+    assert "no results found" in capsys.readouterr().err
+
+
+def test_empty_results_render(tmp_path):
+    markdown = write_report(Results(), tmp_path)
+    assert markdown.startswith("# dlzbench results")
+    _assert_pngs(tmp_path, ["qps.png", "latency.png", "cpu.png"])
