@@ -1,0 +1,454 @@
+"""The fs, bdb and bdbhpt layouts, checked the way their C drivers will read them.
+
+Beyond the generic round trip of tests/test_stores.py: the filesystem path encoding against a
+pure-Python reference of the driver's path computation (hostile keys stay inside the root), the
+Berkeley DB access methods as DB_UNKNOWN detects them, each bdbhpt mode opened as its driver
+opens it (a reader process sees a loader update in the shared modes), a hand-built awkward zone
+set, atomic replacement, and the purge of replaced generations.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dns.name
+import pytest
+from berkeleydb import db
+
+from loaders import bdb, bdbhpt, fs
+from loaders.bdbcommon import prepare_zone
+from loaders.generator import coverage_zones
+from loaders.model import (
+    Record,
+    Zone,
+    canonical_set,
+    empty_nonterminals,
+    make_record,
+    name_key,
+    relative_key,
+)
+from loaders.store import DEFAULT_XFR_CLIENTS, Store
+
+STORES: dict[str, Store] = {"fs": fs.STORE, "bdb": bdb.STORE, "bdbhpt": bdbhpt.STORE}
+
+# --- a reference of the filesystem driver's path computation --------------------------------
+# Written the way the C driver walks the key text BIND hands over: one character at a time,
+# rejecting (None) whatever BIND's dns_name_totext never produces.
+
+NAME_MAX = 255
+PATH_MAX = 4096
+MAX_KEY = 1024
+
+
+def ref_labels(text: str) -> list[str] | None:
+    """Label texts of a key, leftmost first, or None when the driver must answer NOTFOUND."""
+    if text == ".":
+        return []
+    if not text or len(text) > MAX_KEY:
+        return None
+    labels: list[str] = []
+    label = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if not "!" <= c <= "~":  # BIND writes every byte outside 0x21..0x7e as \DDD
+            return None
+        if c == "\\":
+            if text[i + 1:i + 4].isdigit() and len(text[i + 1:i + 4]) == 3:
+                label += text[i:i + 4]
+                i += 4
+                continue
+            if i + 1 >= len(text) or not "!" <= text[i + 1] <= "~":
+                return None
+            label += text[i:i + 2]
+            i += 2
+            continue
+        if c == ".":
+            if not label:
+                return None  # empty label: '..', a leading or trailing dot
+            labels.append(label)
+            label = ""
+        else:
+            label += c
+        i += 1
+    if not label:
+        return None
+    labels.append(label)
+    return labels
+
+
+def ref_component(label: str) -> str | None:
+    out = "".join("\\047" if c == "/" else c for c in label)
+    return out if len(out) + len(".rr") <= NAME_MAX else None
+
+
+def ref_components(text: str) -> list[str] | None:
+    """Path components of a key, rightmost label first (the tree's order)."""
+    labels = ref_labels(text)
+    if labels is None:
+        return None
+    parts = [ref_component(label) for label in reversed(labels)]
+    return None if None in parts else parts  # type: ignore[return-value]
+
+
+def ref_zone_dir(zone: str) -> str | None:
+    """findzonedb(zone): the path whose existence says zone is a zone."""
+    parts = ref_components(zone)
+    return None if parts is None else "/".join(["zones", *parts, ".zone"])
+
+
+def ref_lookup_path(zone: str, relname: str) -> str | None:
+    """lookup(zone, relname) with BIND's relative name ('@' at the apex): the node file."""
+    zone_dir = ref_zone_dir(zone)
+    parts = [] if relname == "@" else ref_components(relname)
+    if zone_dir is None or parts is None:
+        return None
+    node = ".rr" if not parts else "/".join([*parts[:-1], parts[-1] + ".rr"])
+    path = f"{zone_dir}/{node}"
+    return path if len(path) < PATH_MAX else None
+
+
+HOSTILE_KEYS = [
+    "..", "\\.\\.", "/", "../../etc", "..\\/..\\/etc", "a/../../b", "\\000", "\x00", "a\x00b",
+    ".", "", "a..b", ".a", "a.", "\\", "a\\", "a b", "\\047", "\\/", "@", "$", "*", ".rr",
+    ".zone", "a.rr", "\\.rr", "-" * 63, "x" * 64, "\\255" * 63,
+    ".".join(["a" * 63] * 4), ".".join(["\\000" * 63] * 4), ".".join(["/" * 63] * 4),
+    ".".join(["a"] * 127), ".".join(["a"] * 200), "a" * 5000, "é", "\t", "\n",
+]
+
+
+def _inside(root: Path, relpath: str) -> bool:
+    parts = relpath.split("/")
+    if any(p in ("", ".", "..") or "\x00" in p or len(p) > NAME_MAX for p in parts):
+        return False
+    resolved = os.path.normpath(os.path.join(root, relpath))
+    return resolved.startswith(str(root) + os.sep)
+
+
+@pytest.mark.parametrize("key", HOSTILE_KEYS)
+def test_hostile_keys_never_leave_the_root(key: str, tmp_path: Path) -> None:
+    for path in (ref_zone_dir(key), ref_lookup_path("example.com", key),
+                 ref_lookup_path(key, "www")):
+        assert path is None or _inside(tmp_path, path), path
+
+
+def test_longest_labels_fit_a_component() -> None:
+    for label in ("\\000" * 63, "/" * 63, "\\." * 63):
+        parts = ref_components(label)
+        assert parts is not None and len(parts[0]) + len(".rr") <= NAME_MAX
+
+
+def _random_label(rng: random.Random) -> bytes:
+    alphabet = b"/.\\@$ \x00\"'();*-az09\xff"
+    return bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 63)))
+
+
+def test_reference_matches_loader_on_random_names() -> None:
+    rng = random.Random(7)
+    zone = dns.name.from_text("z.test.")
+    for _ in range(2000):
+        name = dns.name.Name([_random_label(rng) for _ in range(rng.randint(1, 3))]
+                             + list(zone.labels))
+        key = name_key(name)
+        expected = fs.node_file(fs.relative_components(name_key(zone), key))
+        assert ref_lookup_path("z.test", relative_key(name, zone)) == (
+            f"zones/test/z/.zone/{expected}")
+        assert ref_zone_dir(key) == fs.zone_link_path(key)
+
+
+# --- a hand-built awkward zone set ----------------------------------------------------------
+
+PARENT = dns.name.from_text("parent.test.")
+CHILD = dns.name.from_text("kid.parent.test.")
+
+
+def _n(origin: dns.name.Name, *labels: bytes) -> dns.name.Name:
+    return dns.name.Name([*labels, *origin.labels])
+
+
+def awkward_zones() -> list[Zone]:
+    """Parent and child sharing the cut, hostile labels, long names, ENT chains, odd rdata."""
+    soa = "ns.parent.test. hostmaster.parent.test. 1 3600 900 604800 300"
+    long_name = _n(PARENT, *([b"\x00" * 63] * 3), b"/" * 47)  # 253 octets, the limit is 255
+    parent = [
+        make_record(PARENT, 3600, "SOA", soa),
+        make_record(PARENT, 3600, "NS", "ns.parent.test."),
+        make_record(_n(PARENT, b"ns"), 300, "A", "192.0.2.1"),
+        make_record(CHILD, 3600, "NS", "ns.kid.parent.test."),
+        make_record(_n(CHILD, b"ns"), 3600, "A", "192.0.2.2"),
+        make_record(_n(PARENT, b"*"), 60, "TXT", '"wild \\"one\\" \\\\ ; x"'),
+        make_record(_n(PARENT, b"leaf", b"ent2", b"ent1"), 60, "A", "192.0.2.3"),
+        make_record(_n(PARENT, b".."), 60, "A", "192.0.2.4"),
+        make_record(_n(PARENT, b"../../etc"), 60, "A", "192.0.2.5"),
+        make_record(_n(PARENT, b"/", b"."), 60, "A", "192.0.2.6"),
+        make_record(_n(PARENT, b"\x00"), 60, "TXT", '"nul\\000byte" "\\255"'),
+        make_record(_n(PARENT, b".rr"), 60, "A", "192.0.2.7"),
+        make_record(_n(PARENT, b".zone"), 60, "A", "192.0.2.8"),
+        make_record(_n(PARENT, b"@"), 60, "A", "192.0.2.9"),
+        make_record(_n(PARENT, b"a" * 63), 60, "AAAA", "2001:db8::1"),
+        make_record(long_name, 60, "A", "192.0.2.10"),
+        make_record(_n(PARENT, b"apl"), 60, "APL", ""),
+        make_record(_n(PARENT, b"Mixed", b"CASE"), 60, "A", "192.0.2.11"),
+    ]
+    child = [
+        make_record(CHILD, 7200, "SOA", soa.replace(" 1 ", " 7 ")),
+        make_record(CHILD, 7200, "NS", "ns.kid.parent.test."),
+        make_record(_n(CHILD, b"ns"), 7200, "A", "192.0.2.2"),
+        make_record(_n(CHILD, b"www"), 7200, "CNAME", "parent.test."),
+    ]
+    root = [make_record(dns.name.root, 86400, "SOA",
+                        "a.root.test. nstld.test. 1 1800 900 604800 86400"),
+            make_record(dns.name.root, 86400, "NS", "a.root.test.")]
+    return [Zone(PARENT, parent), Zone(CHILD, child), Zone(dns.name.root, root)]
+
+
+DATA_SETS = {"awkward": awkward_zones, "coverage": coverage_zones}
+
+
+@pytest.fixture(params=list(STORES))
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Any]]:
+    store = STORES[request.param]
+    with store.server(tmp_path) as target:
+        yield store, target
+
+
+@pytest.mark.parametrize("data", list(DATA_SETS))
+def test_round_trip(store_target: tuple[Store, Any], data: str) -> None:
+    store, target = store_target
+    zones = DATA_SETS[data]()
+    stats = store.load(zones, target)
+    assert (stats.zones, stats.records) == (len(zones), sum(len(z.records) for z in zones))
+    assert canonical_set(store.read_back(target)) == canonical_set(zones)
+
+
+class _RaisesHalfWay(list):
+    def __iter__(self) -> Iterator[Any]:
+        for i, item in enumerate(list.__iter__(self)):
+            if i == len(self) // 2:
+                raise RuntimeError("half-way")
+            yield item
+
+
+def test_failed_replace_keeps_old_zone(store_target: tuple[Store, Any]) -> None:
+    store, target = store_target
+    zones = awkward_zones()
+    store.load(zones, target)
+    changed = dataclasses.replace(zones[0], records=_RaisesHalfWay(zones[0].records[:6]))
+    with pytest.raises(RuntimeError, match="half-way"):
+        store.load([zones[1], changed], target)
+    assert canonical_set(store.read_back(target)) == canonical_set(zones)
+
+
+def test_replace_is_whole(store_target: tuple[Store, Any]) -> None:
+    store, target = store_target
+    zones = awkward_zones()
+    store.load(zones, target)
+    smaller = Zone(PARENT, zones[0].records[:3])
+    store.update(smaller, target)
+    back = {z.key: z for z in store.read_back(target)}
+    assert back["parent.test"].canonical() == smaller.canonical()
+    assert back["kid.parent.test"].canonical() == zones[1].canonical()
+
+
+# --- filesystem layout ----------------------------------------------------------------------
+
+def _expected_nodes(zone: Zone) -> dict[str, list[str]]:
+    """relname -> sorted record lines, ENTs with none."""
+    nodes: dict[str, list[str]] = {relative_key(e, zone.origin): []
+                                   for e in empty_nonterminals(zone)}
+    for r in zone.records:
+        nodes.setdefault(relative_key(r.owner, zone.origin), []).append(
+            f"{r.rdtype} {r.ttl} {r.rdata}")
+    return {k: sorted(v) for k, v in nodes.items()}
+
+
+@pytest.mark.parametrize("data", list(DATA_SETS))
+def test_fs_reference_paths_find_every_node(tmp_path: Path, data: str) -> None:
+    zones = DATA_SETS[data]()
+    fs.STORE.load(zones, tmp_path)
+    for zone in zones:
+        zone_dir = ref_zone_dir(zone.key)
+        assert zone_dir is not None and (tmp_path / zone_dir).is_dir()
+        for relname, lines in _expected_nodes(zone).items():
+            path = ref_lookup_path(zone.key, relname)
+            assert path is not None, relname
+            assert sorted((tmp_path / path).read_text("ascii").splitlines()) == lines
+        acl = (tmp_path / zone_dir / ".acl").read_text().splitlines()
+        assert acl == list(DEFAULT_XFR_CLIENTS)
+        axfr = sorted(fs.axfr_lines(tmp_path, zone.key))
+        assert axfr == sorted(f"{name_key(r.owner)} {r.rdtype} {r.ttl} {r.rdata}"
+                              for r in zone.records)
+
+
+def test_fs_child_zone_is_not_an_ent_of_parent(tmp_path: Path) -> None:
+    fs.STORE.load(awkward_zones(), tmp_path)
+    # The delegation point holds the parent's NS, the child's apex holds its SOA.
+    parent_cut = tmp_path / ref_lookup_path("parent.test", "kid")
+    child_apex = tmp_path / ref_lookup_path("kid.parent.test", "@")
+    assert parent_cut.read_text().startswith("NS ")
+    assert "SOA" in child_apex.read_text()
+    assert not (tmp_path / ref_lookup_path("parent.test", "www.kid")).exists()
+
+
+def test_fs_replace_swaps_generation_and_purges_later(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    zones = awkward_zones()
+    fs.STORE.load(zones, tmp_path)
+    link = tmp_path / fs.zone_link_path("parent.test")
+    old = link.resolve()
+    fs.STORE.update(Zone(PARENT, zones[0].records[:3]), tmp_path)
+    assert link.resolve() != old
+    # A lookup that resolved the old link just before the swap still reads the old subtree.
+    assert (old / ".rr").exists()
+    monkeypatch.setattr(fs, "RETIRE_GRACE_SECONDS", 0.0)
+    fs.STORE.update(zones[1], tmp_path)
+    assert not old.exists()
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+# --- Berkeley DB ----------------------------------------------------------------------------
+
+def test_bdb_access_method_is_detectable(tmp_path: Path) -> None:
+    bdb.STORE.load(awkward_zones(), tmp_path)
+    for variant, method in bdb.ACCESS_METHODS.items():
+        handle = db.DB()
+        handle.open(str(tmp_path / bdb.VARIANT_FILES[variant]), None, db.DB_UNKNOWN,
+                    db.DB_RDONLY)
+        try:
+            assert handle.get_type() == method
+            assert handle.get(b"Z parent.test") == b""
+            assert handle.get(b"Z kid.parent.test") == b""
+            assert handle.get(b"Z www.parent.test") is None
+            assert handle.get(b"D parent.test ent1.parent.test") == b""  # ENT marker
+            assert handle.get(b"D parent.test ns.parent.test") == b"A 300 192.0.2.1\n"
+            assert handle.get(b"A parent.test") == b"127.0.0.1\n::1\n"
+            assert (handle.get(b"X parent.test") is not None) == (method == db.DB_HASH)
+        finally:
+            handle.close()
+
+
+def test_bdb_clause_names_the_variant_file(tmp_path: Path) -> None:
+    clause = bdb.STORE.dlz_clause("bdb-hash", tmp_path, 4, 3)
+    assert clause.startswith(f'dlz "bdb-hash" {{ database "dlopen {bdb.STORE.driver_file("")} ')
+    assert f"connections=3 file={tmp_path.resolve()}/hash.db" in clause
+
+
+def test_which_variants_see_updates_only_after_reload() -> None:
+    needs = {v: s.update_needs_reload(v) for s in STORES.values() for v in s.variants}
+    assert needs == {"fs": False, "bdb-btree": True, "bdb-hash": True, "bdbhpt-t": False,
+                     "bdbhpt-c": False, "bdbhpt-p": True}
+
+
+# --- BDBHPT ---------------------------------------------------------------------------------
+
+_READER = textwrap.dedent("""
+    import sys, time
+    from berkeleydb import db
+    from loaders.bdbhpt import ENV_FLAGS
+    home, mode, zone = sys.argv[1:]
+    env = db.DBEnv()
+    env.open(home, ENV_FLAGS[mode])
+    zones = db.DB(env)
+    zones.open("dns.db", "dns_zone", db.DB_UNKNOWN, db.DB_RDONLY | db.DB_THREAD)
+    data = db.DB(env)
+    data.open("dns.db", "dns_data", db.DB_UNKNOWN, db.DB_RDONLY | db.DB_THREAD)
+    def apex():
+        gen = zones.get(zone.encode())
+        return data.get(gen + b" " + zone.encode())
+    first = apex()
+    print("ready", flush=True)
+    deadline = time.monotonic() + 30
+    while apex() == first and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print(next(l for l in apex().decode().splitlines() if l.startswith("SOA")), flush=True)
+    zones.close(); data.close(); env.close()
+""")
+
+
+@pytest.mark.parametrize("mode", ["transactional", "concurrent"])
+def test_bdbhpt_reader_sees_update_while_open(tmp_path: Path, mode: str) -> None:
+    """A process holding the environment open, as named does, sees the loader's update."""
+    zones = awkward_zones()
+    bdbhpt.STORE.load(zones, tmp_path)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER, str(tmp_path / mode), mode, "parent.test"],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert reader.stdout is not None
+        assert reader.stdout.readline().strip() == "ready"
+        new_soa = make_record(PARENT, 3600, "SOA",
+                              "ns.parent.test. hostmaster.parent.test. 99 3600 900 604800 300")
+        bdbhpt.STORE.update(Zone(PARENT, [new_soa, *zones[0].records[1:]]), tmp_path)
+        assert reader.stdout.readline().split()[:6] == ["SOA", "3600", "ns.parent.test.",
+                                                        "hostmaster.parent.test.", "99",
+                                                        "3600"]
+        assert reader.wait(timeout=30) == 0
+    finally:
+        reader.kill()
+        reader.wait()
+
+
+@pytest.mark.parametrize("variant", list(bdbhpt.VARIANT_MODES))
+def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, variant: str) -> None:
+    zones = awkward_zones()
+    bdbhpt.STORE.load(zones, tmp_path)
+    mode = bdbhpt.VARIANT_MODES[variant]
+    assert canonical_set(bdbhpt.read_mode(tmp_path, mode)) == canonical_set(zones)
+    clause = bdbhpt.STORE.dlz_clause(variant, tmp_path, 4, 2)
+    assert f"mode={mode} env={(tmp_path / mode).resolve()} connections=2" in clause
+
+
+def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
+    """Why there is one home per mode: regions fix an environment's locking mode (BDB1540)."""
+    bdbhpt.STORE.load(awkward_zones(), tmp_path)
+    join = {"transactional": db.DB_INIT_TXN | db.DB_INIT_LOG | db.DB_INIT_LOCK | db.DB_INIT_MPOOL,
+            "concurrent": db.DB_INIT_CDB | db.DB_INIT_MPOOL}
+    for home, other in (("transactional", "concurrent"), ("concurrent", "transactional")):
+        env = db.DBEnv()
+        with pytest.raises(db.DBInvalidArgError, match="BDB1540"):
+            env.open(str(tmp_path / home), join[other])
+        env.close()
+
+
+def _generations(target: Path, mode: str) -> set[bytes]:
+    env = db.DBEnv()
+    env.open(str(target / mode), bdbhpt.ENV_FLAGS[mode])
+    xfr = db.DB(env)
+    xfr.open("dns.db", "dns_xfr", db.DB_UNKNOWN, db.DB_RDONLY)
+    data = db.DB(env)
+    data.open("dns.db", "dns_data", db.DB_UNKNOWN, db.DB_RDONLY)
+    try:
+        return set(xfr.keys()) | {key.split(b" ", 1)[0] for key in data.keys()}
+    finally:
+        xfr.close()
+        data.close()
+        env.close()
+
+
+def test_bdbhpt_replaced_generations_are_purged(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    zones = awkward_zones()
+    bdbhpt.STORE.load(zones, tmp_path)
+    bdbhpt.STORE.update(zones[0], tmp_path)
+    for mode in bdbhpt.MODES:
+        assert len(_generations(tmp_path, mode)) == len(zones) + 1  # old one within its grace
+    monkeypatch.setattr(bdbhpt, "RETIRE_GRACE_SECONDS", 0.0)
+    bdbhpt.STORE.update(zones[1], tmp_path)
+    for mode in bdbhpt.MODES:
+        assert len(_generations(tmp_path, mode)) == len(zones) + 1  # only the newest retired
+
+
+def test_record_values_are_one_line_per_record() -> None:
+    owner = dns.name.from_text("x.test.")
+    record = Record(owner, 5, "TXT", '"a b" "c\\010d"')
+    zone = Zone(dns.name.from_text("test."), [record])
+    prepared = prepare_zone(zone)
+    assert [n.value for n in prepared.nodes] == [b'TXT 5 "a b" "c\\010d"\n']
