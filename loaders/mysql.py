@@ -1,0 +1,171 @@
+"""The MariaDB store: schemas/mysql.sql in a private MariaDB 10.11 (InnoDB), loaded with
+LOAD DATA LOCAL INFILE."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+import MySQLdb
+import MySQLdb.cursors
+
+from bench.servers.mariadb import Mariadb
+from loaders import sql
+from loaders.model import ENT_TYPE, Zone
+from loaders.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+
+SCHEMA = sql.SCHEMA_DIR / "mysql.sql"
+TABLES = ("zones", "records", "xfr_clients")
+
+# The file's bytes go in as they are (CHARACTER SET binary); backslash escapes tab, newline,
+# NUL and itself, so no key or rdata text can end a field or a line early.
+_LOAD_RECORDS = ("LOAD DATA LOCAL INFILE %s INTO TABLE records CHARACTER SET binary "
+                 "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "
+                 "(zone_id, name, seq, type, ttl, data)")
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
+
+# Every zone with its records (ENT markers are not records), grouped by zone for streaming.
+_READ_BACK = """
+SELECT z.name, r.name, r.ttl, r.type, r.data
+  FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.type <> %s
+ ORDER BY z.id
+"""
+
+
+class MysqlStore(Store):
+    name = "mysql"
+    variants = ("mysql",)
+
+    @contextmanager
+    def server(self, run_dir: Path) -> Iterator[Mariadb]:
+        with Mariadb(run_dir) as db:
+            _connect(db).close()
+            yield db
+
+    def load(self, zones: Iterable[Zone], target: Mariadb) -> LoadStats:
+        stats = LoadStats(self.name)
+        with Timer() as timer, tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
+            conn = _connect(target)
+            try:
+                for batch in sql.zone_batches(zones):
+                    _replace_in_transaction(conn, batch, rows_file)
+                    stats.zones += len(batch)
+                    stats.records += sql.record_count(batch)
+            finally:
+                conn.close()
+        stats.seconds = timer.seconds
+        return stats
+
+    def read_back(self, target: Mariadb) -> Iterator[Zone]:
+        conn = _connect(target)
+        try:
+            cursor = conn.cursor(MySQLdb.cursors.SSCursor)
+            cursor.execute(_READ_BACK, (ENT_TYPE,))
+            yield from sql.zones_from_rows(_decoded(cursor))
+        finally:
+            conn.close()
+
+    def dlz_clause(self, variant: str, target: Mariadb, threads: int, connections: int) -> str:
+        # threads are named's own; the driver opens `connections` sessions over the socket.
+        return sql.dlz_clause(self.name, self.driver_file(variant), [
+            f"connections={connections}", f"socket={target.socket}", f"user={target.user}",
+            f"password={target.password}", f"database={target.database}"])
+
+    def driver_file(self, variant: str) -> Path:
+        return sql.driver_file("mysql")
+
+    def restart_server(self, target: Mariadb) -> None:
+        target.restart()
+
+    def server_pids(self, target: Mariadb) -> list[int]:
+        return target.pids()
+
+
+def _connect(target: Mariadb) -> MySQLdb.Connection:
+    """A connection (autocommit off, LOAD DATA LOCAL allowed) to a database with the schema."""
+    conn = target.connect(local_infile=1)
+    try:
+        ensure_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def ensure_schema(conn: MySQLdb.Connection) -> None:
+    """Apply schemas/mysql.sql unless its tables are all there already."""
+    cursor = conn.cursor()
+    cursor.execute("SELECT COUNT(*) FROM information_schema.tables "
+                   "WHERE table_schema = DATABASE() AND table_name IN (%s, %s, %s)", TABLES)
+    (present,) = cursor.fetchone()
+    if present != len(TABLES):
+        apply_schema(conn)
+
+
+def apply_schema(conn: MySQLdb.Connection) -> None:
+    """Every statement of schemas/mysql.sql (each is idempotent; DDL commits by itself)."""
+    cursor = conn.cursor()
+    for statement in sql.schema_statements(SCHEMA):
+        cursor.execute(statement)
+
+
+def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]
+                            ) -> None:
+    """One transaction: a reader sees each zone old or new; a failure leaves it as it was."""
+    try:
+        _replace_zones(conn, batch, rows_file)
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]) -> None:
+    """Delete the batch's zones (cascading to their rows) and write them anew."""
+    cursor = conn.cursor()
+    keys = sql.zone_keys(batch)
+    in_keys = ", ".join(["%s"] * len(keys))
+    cursor.execute(f"DELETE FROM zones WHERE name IN ({in_keys})", keys)
+    cursor.executemany("INSERT INTO zones (name) VALUES (%s)", [(key,) for key in keys])
+    cursor.execute(f"SELECT name, id FROM zones WHERE name IN ({in_keys})", keys)
+    ids = {name.decode(): zone_id for name, zone_id in cursor.fetchall()}
+    written = _write_rows_file(rows_file, batch, ids)
+    cursor.execute(_LOAD_RECORDS, (rows_file.name,))
+    # LOCAL turns data errors into warnings and skips the row; a short count is a lost row.
+    if cursor.rowcount != written:
+        raise RuntimeError(f"LOAD DATA stored {cursor.rowcount} of {written} record rows")
+    cursor.executemany("INSERT INTO xfr_clients (zone_id, client) VALUES (%s, %s)",
+                       [(zone_id, client) for zone_id in ids.values()
+                        for client in DEFAULT_XFR_CLIENTS])
+
+
+def _write_rows_file(rows_file: IO[bytes], batch: list[Zone], ids: dict[str, int]) -> int:
+    """The batch's record rows as LOAD DATA text, replacing the file's content; row count."""
+    rows_file.seek(0)
+    rows_file.truncate()
+    written = 0
+    for zone in batch:
+        zone_id = ids[zone.key]
+        # seq numbers a zone's rows so that (name, zone_id, seq) is a key even for two
+        # rows of the same owner.
+        for seq, (name, rdtype, ttl, data) in enumerate(sql.zone_rows(zone)):
+            fields = (str(zone_id), name, str(seq), rdtype, str(ttl), data)
+            rows_file.write(("\t".join(f.translate(_ESCAPES) for f in fields) + "\n").encode())
+            written += 1
+    rows_file.flush()
+    return written
+
+
+def _decoded(rows: Iterable[tuple]) -> Iterator[sql.ReadBackRow]:
+    """Read-back rows with the VARBINARY/BLOB columns turned back into text."""
+    for zone, owner, ttl, rdtype, data in rows:
+        if owner is None:
+            yield zone.decode(), None, None, None, None
+        else:
+            yield zone.decode(), owner.decode(), ttl, rdtype.decode(), data.decode()
+
+
+STORE = MysqlStore()

@@ -1,0 +1,92 @@
+-- dlzbench: the MariaDB/MySQL store (driver dlz_mysql.so), MariaDB 10.11, InnoDB.
+--
+-- Applied by loaders/mysql.py whenever a store is first used; every statement is idempotent.
+-- Statements end with ';' at the end of a line (the loader splits on that).
+--
+-- Keys (zones.name, records.name) are the model's name keys: BIND's lower-case presentation
+-- text without the final dot, e.g. `www.example.com`, `a\.b.example.com`, `\000.example.com`.
+-- They are ASCII and at most 1,003 characters (a 255-octet name whose bytes are all written
+-- `\DDD`). VARBINARY compares bytes: no collation, no PAD SPACE, no case folding can make two
+-- different keys equal. InnoDB's index key limit is 3,072 bytes (16 KiB pages, DYNAMIC row
+-- format); the longest index here, records' primary key, takes 1,102 + 4 + 4 bytes.
+
+CREATE TABLE IF NOT EXISTS zones (
+    id   INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    name VARBINARY(1100) NOT NULL,
+    UNIQUE KEY zones_name (name)
+) ENGINE=InnoDB ROW_FORMAT=DYNAMIC;
+
+-- One row per resource record, plus one marker row per empty non-terminal (type 'ENT',
+-- ttl 0, data '') so that "name exists without data" is one exact lookup too.
+-- `name` is the absolute owner key; `data` is the rdata in presentation form, names absolute
+-- (MEDIUMBLOB: a 64 KiB TXT rdata is up to four times longer as text).
+-- The primary key leads with the owner key: the driver's statement per query reads its few
+-- rows straight from the clustered index, however large their zone. records_zone (whose
+-- entries carry the primary key, so they are in (zone_id, name) order) serves zone transfer
+-- and the cascading delete that replaces a zone. `seq`, the row's number within its zone
+-- (given by the loader), only makes the key unique.
+CREATE TABLE IF NOT EXISTS records (
+    zone_id INT UNSIGNED NOT NULL,
+    name    VARBINARY(1100) NOT NULL,
+    seq     INT UNSIGNED NOT NULL,
+    type    VARBINARY(16) NOT NULL,
+    ttl     INT UNSIGNED NOT NULL,
+    data    MEDIUMBLOB NOT NULL,
+    PRIMARY KEY (name, zone_id, seq),
+    KEY records_zone (zone_id),
+    CONSTRAINT records_zone_fk FOREIGN KEY (zone_id) REFERENCES zones (id) ON DELETE CASCADE
+) ENGINE=InnoDB ROW_FORMAT=DYNAMIC;
+
+-- Who may transfer (AXFR) a zone: client addresses as BIND's sdlz layer formats them
+-- (`127.0.0.1`, `::1`), compared as bytes.
+CREATE TABLE IF NOT EXISTS xfr_clients (
+    zone_id INT UNSIGNED NOT NULL,
+    client  VARBINARY(64) NOT NULL,
+    PRIMARY KEY (zone_id, client),
+    CONSTRAINT xfr_clients_zone_fk FOREIGN KEY (zone_id) REFERENCES zones (id) ON DELETE CASCADE
+) ENGINE=InnoDB ROW_FORMAT=DYNAMIC;
+
+-- The driver's statements, as server-side prepared statements (mysql_stmt_prepare; MariaDB
+-- optimizes every execution with the bound values, so there is no generic-plan question):
+--
+-- 1. Per DNS query, one round trip. A prepared statement has a fixed number of placeholders,
+--    so both lists have room for the most a name (127 labels) can need: the first list (128
+--    places) takes every suffix of the query name Q (Q, its parent, ..., its last label, and
+--    '.'), the second (256 places) takes Q, each of its ancestors, and the wildcard below
+--    each of those ('*.' + name; '*' below the root). Unused places are bound to '' (the
+--    empty string), which is never a key ('.' is the root's) and so matches nothing.
+--    Every zone among the suffixes comes back at least once (r.* NULL when none of its names
+--    matches); the driver keeps the deepest zone's rows.
+--
+--    SELECT z.name, r.name, r.type, r.ttl, r.data
+--      FROM zones z
+--      LEFT JOIN records r FORCE INDEX (PRIMARY)
+--        ON r.zone_id = z.id AND r.name IN (?, ?, ... 256 places)
+--     WHERE z.name IN (?, ?, ... 128 places);
+--
+--    EXPLAIN (prepared, executed with bound values) with 1,005 zones and 24,672 rows:
+--      z  range  key zones_name  (key_len 1102)  Using where; Using index
+--      r  range  key PRIMARY     (key_len 1102)  Using where; Using join buffer (flat, BNL join)
+--    and an executed trace (ANALYZE FORMAT=JSON) of a query into a zone of 30,000 records
+--    read one records row. Without FORCE INDEX the optimizer picks the same plan today; the
+--    hint keeps it from ever trading the range on names for `ref` on records_zone
+--    (zone_id = z.id, names filtered), which reads every row of the zone: with the keys the
+--    other way round, (zone_id, name), that is what MariaDB did, as IN on the second key part
+--    of a join is not a `ref` condition. tests/test_sql_stores.py checks these plans (with
+--    20,000 zones added; on a table of a few zones a full index scan is rightly cheaper).
+--
+-- 2. Zone transfer: every record of zone ?, by owner (ENT markers are not records).
+--
+--    SELECT r.name, r.type, r.ttl, r.data
+--      FROM records r
+--     WHERE r.zone_id = (SELECT id FROM zones WHERE name = ?) AND r.type <> 'ENT'
+--     ORDER BY r.name;
+--
+--    Plan: zones const on zones_name, records ref on records_zone; no filesort.
+--
+-- 3. allowzonexfr: may client ? transfer zone ?
+--
+--    SELECT 1 FROM zones z JOIN xfr_clients x ON x.zone_id = z.id
+--     WHERE z.name = ? AND x.client = ?;
+--
+--    Plan: zones const on zones_name, xfr_clients const on its primary key.
