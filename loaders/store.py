@@ -63,6 +63,25 @@ class Store(ABC):
     def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
         """named.conf text that serves this store's zones (a dlz{} or, for native, zone{}s)."""
 
+    def restart_server(self, target: Any) -> None:
+        """Restart the store's server with its data kept (a fresh start between measurements).
+
+        Stores without a server have nothing to restart.
+        """
+        return None
+
+    def update_needs_reload(self, variant: str) -> bool:
+        """Whether named sees an update only after `rndc reload` (zone files, the memory driver)."""
+        return False
+
+    def driver_file(self, variant: str) -> Path | None:
+        """The DLZ module (.so) this variant loads into named; None for native BIND."""
+        return None
+
+    def is_built(self, variant: str) -> bool:
+        path = self.driver_file(variant)
+        return path is None or path.exists()
+
     def server_pids(self, target: Any) -> list[int]:
         """Processes of the store's server, for CPU and memory accounting."""
         return []
