@@ -1,7 +1,7 @@
 """One driver serving one data set: the store's server, the data loaded, and `named` on top.
 
-`serve`, `verify` and the runner all start a driver through `serving`, so none of them knows
-which database is behind it.
+`serve`, `verify` and the runner all start a driver through these functions, so none of them
+knows which database is behind it.
 """
 
 from __future__ import annotations
@@ -19,16 +19,29 @@ from loaders.store import LoadStats, Store
 
 
 @dataclass
-class Served:
+class LoadedStore:
     driver: str
     store: Store
+    variant: str
     target: Any
-    named: Named
     load: LoadStats
     last_zone: str  # key of the last zone loaded: startup is timed until it answers
 
+    def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
+              port: int | None = None) -> Named:
+        """A named (not started) whose config serves this store through its driver."""
+        body = self.store.dlz_clause(self.variant, self.target, threads, connections or threads)
+        return Named(run_dir / f"named-{self.driver}-{threads}", body, threads=threads,
+                     port=port)
+
     def server_pids(self) -> list[int]:
         return self.store.server_pids(self.target)
+
+
+@dataclass
+class Served:
+    loaded: LoadedStore
+    named: Named
 
 
 class _LastZone:
@@ -44,29 +57,22 @@ class _LastZone:
 
 
 @contextmanager
-def serving(driver: str, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
-            threads: int = 1, connections: int | None = None, port: int | None = None,
-            wait: bool = True) -> Iterator[Served]:
-    """Load the data into the driver's store and run named over it until the block ends.
-
-    With wait=False named is only exec'd (for startup timing: the caller polls); otherwise the
-    block starts once named answers.
-    """
+def loaded_store(driver: str, stream: Callable[[], Iterator[Zone]],
+                 run_dir: Path) -> Iterator[LoadedStore]:
+    """The driver's store running under run_dir with the data set loaded."""
     store, variant = store_for_driver(driver)
     last = _LastZone()
     with store.server(run_dir / store.name) as target:
         stats = store.load(last.watch(stream()), target)
-        body = store.dlz_clause(variant, target, threads, connections or threads)
-        named = Named(run_dir / f"named-{driver}", body, threads=threads, port=port)
-        with named if wait else _exec_only(named):
-            yield Served(driver, store, target, named, stats, last.key)
+        yield LoadedStore(driver, store, variant, target, stats, last.key)
 
 
 @contextmanager
-def _exec_only(named: Named) -> Iterator[Named]:
-    """named exec'd but not waited for, stopped at the end like `with named`."""
-    named.start()
-    try:
-        yield named
-    finally:
-        named.stop()
+def serving(driver: str, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
+            threads: int = 1, connections: int | None = None,
+            port: int | None = None) -> Iterator[Served]:
+    """Load the data into the driver's store and run named over it until the block ends."""
+    with loaded_store(driver, stream, run_dir) as loaded:
+        with loaded.named(run_dir, threads=threads, connections=connections,
+                          port=port) as named:
+            yield Served(loaded, named)

@@ -28,10 +28,11 @@ def run(args: argparse.Namespace) -> int:
     run_dir = new_run_dir(f"serve-{args.driver}")
     with serving(args.driver, stream, run_dir, threads=args.threads,
                  connections=args.connections, port=args.port) as served:
-        print(f"{args.driver}: {served.load.zones} zones, {served.load.records} records; "
-              f"named -n {args.threads} (pid {served.named.pids()[0]}) on 127.0.0.1 port "
-              f"{served.named.port}; run directory {run_dir}", flush=True)
-        print(f"try: dig @127.0.0.1 -p {served.named.port} {served.last_zone}. SOA", flush=True)
+        load, named = served.loaded.load, served.named
+        print(f"{args.driver}: {load.zones} zones, {load.records} records; named -n "
+              f"{args.threads} (pid {named.pids()[0]}) on 127.0.0.1 port {named.port}; "
+              f"run directory {run_dir}", flush=True)
+        print(f"try: dig @127.0.0.1 -p {named.port} {served.loaded.last_zone}. SOA", flush=True)
         print("Ctrl-C stops everything.", flush=True)
         signal.pause()
     return 0

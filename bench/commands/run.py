@@ -1,0 +1,107 @@
+"""`python3 -m bench run`: the benchmark; results.json, results.md and plots in one directory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from bench import metadata
+from bench.commands.verify import selected_drivers
+from bench.datasets import zone_source
+from bench.errors import UserError
+from bench.report import write_report
+from bench.results import Results, save_results
+from bench.runner import PROFILES, Runner, Setup
+from bench.servers.process import REPO_ROOT, new_run_dir
+from loaders import queries
+from loaders.model import Zone
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the benchmark and write results.json, results.md, plots")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
+                   help="quick (default, minutes), full (seed 003's method), tiny (tests)")
+    p.add_argument("--drivers", default="all", help="'all' (every built driver) or a comma list; "
+                   "native BIND is always measured first, as the reference")
+    p.add_argument("--threads", default=None, help="comma list of named thread counts "
+                   "(default from the profile: 1,2,4)")
+    p.add_argument("--connections", type=int, default=None,
+                   help="driver connections (default: one per thread)")
+    p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
+                   help="server (named + database) and load generator on separate CPUs")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--zones", type=Path, metavar="DIR", help="zone files instead of generated")
+    src.add_argument("--generate", type=int, metavar="N", help="generated zones (profile default)")
+    src.add_argument("--coverage", action="store_true", help="the coverage data set")
+    p.add_argument("--records", type=int, default=None, help="records per generated zone")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--queries", type=Path, metavar="FILE",
+                   help="dnsperf query file (default: derived from the data set)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="results directory (default: results/<timestamp>)")
+    p.set_defaults(func=run)
+
+
+def _threads(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    if text is None:
+        return default
+    try:
+        values = tuple(int(t) for t in text.split(","))
+    except ValueError as exc:
+        raise UserError(f"--threads takes a comma list of numbers, not {text!r}") from exc
+    if not values or min(values) < 1:
+        raise UserError("--threads needs counts of at least 1")
+    return values
+
+
+def run(args: argparse.Namespace) -> int:
+    profile = PROFILES[args.profile]
+    if args.zones is None and not args.coverage and args.generate is None:
+        args.generate = profile.zones
+    if args.records is None:
+        args.records = profile.records
+    stream, _ = zone_source(args)
+    drivers = ["native", *[d for d in selected_drivers(args.drivers) if d != "native"]]
+    out = args.out or REPO_ROOT / "results" / time.strftime("%Y%m%d-%H%M%S")
+    run_dir = new_run_dir("bench")
+    query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
+    setup = Setup(drivers, stream, _describe(args), query_file, run_dir, out,
+                  _threads(args.threads, profile.threads), args.connections, args.pin)
+    results = Results(meta={**metadata.collect(), "profile": profile.name,
+                            "parameters": {**profile.__dict__, "threads": list(setup.threads)},
+                            "connections": args.connections or "threads", "pin": args.pin,
+                            "dataset": setup.dataset, "drivers": drivers})
+    print(f"dlzbench {profile.name}: {', '.join(drivers)}; threads "
+          f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
+    try:
+        Runner(profile, setup, results).run()
+    except KeyboardInterrupt:
+        print("interrupted: keeping the results gathered so far", file=sys.stderr)
+        _finish(results, out)
+        return 130
+    print(_finish(results, out))
+    return 0
+
+
+def _finish(results: Results, out: Path) -> str:
+    save_results(results, out)
+    return write_report(results, out)
+
+
+def _derive_query_file(stream: Callable[[], Iterator[Zone]], run_dir: Path, count: int,
+                       seed: int) -> Path:
+    path = run_dir / "queries.txt"
+    for _ in queries.write_query_file(stream(), path, count, seed=seed):
+        pass
+    return path
+
+
+def _describe(args: argparse.Namespace) -> str:
+    if args.zones is not None:
+        return f"zone files from {args.zones}"
+    if args.coverage:
+        return "coverage data set"
+    return f"{args.generate} generated zones x ~{args.records} records (seed {args.seed})"
