@@ -8,7 +8,16 @@ from bench.errors import UserError
 from loaders.store import Store
 
 # One line per backend: store name -> module in this package defining `STORE`.
-_MODULES: dict[str, str] = {}
+_MODULES: dict[str, str] = {
+    "native": "native",
+    "memory": "memory",
+    "pg": "pg",
+    "mysql": "mysql",
+    "ldap": "ldap",
+    "fs": "fs",
+    "bdb": "bdb",
+    "bdbhpt": "bdbhpt",
+}
 
 
 def store_names() -> list[str]:
@@ -34,5 +43,9 @@ def store_for_driver(driver: str) -> tuple[Store, str]:
         store = get_store(name)
         if driver in store.variants:
             return store, driver
-    known = [v for n in _MODULES for v in get_store(n).variants]
-    raise UserError(f"unknown driver {driver!r} (known: {', '.join(known) or 'none'})")
+    raise UserError(f"unknown driver {driver!r} (known: {', '.join(all_drivers()) or 'none'})")
+
+
+def all_drivers() -> list[str]:
+    """Every `--driver` value of every registered store, in registry order."""
+    return [v for name in _MODULES for v in get_store(name).variants]

@@ -1,0 +1,108 @@
+/* Internals of the shared core; drivers include dlz_driver.h only. */
+#ifndef DLZ_CORE_H
+#define DLZ_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlz_driver.h"
+
+/* ---- log.c ------------------------------------------------------------------------------ */
+
+/* Route dlz_log through BIND's callback (NULL: stderr) with "dlz_<name>: " in front. */
+void log_setup(log_t *callback, const char *backend_name);
+
+/* ---- args.c ----------------------------------------------------------------------------- */
+
+struct dlz_args {
+	unsigned count;
+	char **keys;
+	char **values;
+};
+
+/* Parse argv[0..argc-1] ("key=value" words); a word without '=', a repeated key or a key in
+ * neither list is an error, logged with the word. NULL on error. */
+struct dlz_args *args_parse(unsigned argc, char *const argv[], const char *const *core_keys,
+			    const char *const *backend_keys);
+void args_free(struct dlz_args *args);
+
+/* ---- rowset.c --------------------------------------------------------------------------- */
+
+struct dlz_row {
+	const char *zone;
+	const char *owner;
+	const char *type;
+	const char *rdata;
+	uint32_t ttl;
+	uint32_t owner_len;
+};
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t size;
+	size_t used;
+	char data[];
+};
+
+struct dlz_rowset {
+	struct dlz_row *rows;
+	size_t nrows;
+	size_t rows_cap;
+	const char **zones;
+	size_t nzones;
+	size_t zones_cap;
+	struct arena_chunk *chunks; /* newest first */
+};
+
+/* Forget the rows, keep (and merge) the memory for the next fetch. */
+void rowset_reset(struct dlz_rowset *rs);
+void rowset_free(struct dlz_rowset *rs);
+/* Is zone among the zones the fetch reported? */
+bool rowset_has_zone(const struct dlz_rowset *rs, const char *zone);
+
+/* ---- names.c ---------------------------------------------------------------------------- */
+
+/* Offsets of the names of key (key itself, then each ancestor) into offs[]; their count.
+ * Dots escaped with a backslash do not separate labels. The root "." has none. */
+unsigned key_ancestors(const char *key, size_t len, unsigned offs[DLZ_MAX_LABELS]);
+/* A name as BIND writes it (dns_name_totext, maybe upper case, as in wildcard probes) into a
+ * key (dst of DLZ_KEY_MAX): the same text in lower case. False if too long. */
+bool key_from_bind(char *dst, const char *src);
+/* dst = key of the absolute name of relative (BIND's text, "@" = the apex) in zone (a key). */
+bool key_absolute(char *dst, const char *zone, const char *relative);
+
+/* ---- pool.c ----------------------------------------------------------------------------- */
+
+struct pool_slot {
+	pthread_mutex_t lock;
+	void *conn;
+	bool fresh; /* connected for this checkout: a failure is not a stale connection */
+} __attribute__((aligned(64)));
+
+struct pool {
+	const struct dlz_backend *backend;
+	void *state;
+	unsigned count;
+	struct pool_slot *slots;
+};
+
+bool pool_init(struct pool *pool, const struct dlz_backend *backend, void *state,
+	       unsigned count);
+void pool_destroy(struct pool *pool);
+/* A locked slot with an open connection: the thread's home slot if free, else any free one,
+ * else waits for home. NULL if no connection could be opened (logged). */
+struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
+/* Unlock; a broken connection is closed and reopened on the next checkout. */
+void pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken);
+
+/* ---- emit.c ----------------------------------------------------------------------------- */
+
+/* One record to a lookup; false (logged) if BIND rejected it. */
+bool emit_rr(dns_sdlz_putrr_t *putrr, dns_sdlzlookup_t *lookup, const struct dlz_row *row);
+/* One record of a zone transfer, owner given as an absolute key. */
+bool emit_named(dns_sdlz_putnamedrr_t *putnamedrr, dns_sdlzallnodes_t *allnodes,
+		const char *owner, const char *type, uint32_t ttl, const char *rdata);
+
+#endif /* DLZ_CORE_H */

@@ -1,0 +1,138 @@
+/*
+ * What a dlzbench DLZ driver implements and what the shared core gives it.
+ *
+ * The core (drivers/common) owns every dlz_* entry point and all of the DNS logic: how BIND's
+ * sdlz layer calls a driver, zone finding, wildcards (RFC 4592 closest encloser), empty
+ * non-terminals, the per-thread memo that makes one backend round trip per DNS query, the
+ * connection pool, reconnects, argument parsing and logging. A driver is one `struct
+ * dlz_backend` named `dlz_backend` that reads its store; it never sees a BIND type.
+ *
+ * Names are *keys*, spelled as loaders.model.name_key writes them into every store: absolute
+ * names in presentation form without the final dot, lower case ("www.example.com",
+ * "a\\032b.example", "*.w.example"), with "@" and "$" unescaped; the root is ".". The core
+ * turns BIND's spelling (which escapes "@" and "$") into keys, so every lookup a backend
+ * makes is an exact match on keys.
+ */
+#ifndef DLZ_DRIVER_H
+#define DLZ_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlz_abi.h"
+
+/* Return values of the backend functions. */
+enum {
+	DLZ_OK = 0,
+	DLZ_ERROR = -1,    /* backend failure: the core drops the connection and answers SERVFAIL */
+	DLZ_NOTFOUND = 1,  /* allowxfr/allnodes: no such zone */
+	DLZ_DENIED = 2,    /* allowxfr: zone exists, client not in its ACL */
+};
+
+/* Longest key text: a 255-octet name written with \DDD escapes stays below this. */
+#define DLZ_KEY_MAX 1024
+/* A name has at most 127 labels besides the root. */
+#define DLZ_MAX_LABELS 128
+/* Marker type of an empty non-terminal row: the name exists but owns no record. */
+#define DLZ_ENT_TYPE "ENT"
+
+/* ---- logging: "dlz_<backend name>: " is prefixed ------------------------------------------ */
+
+void dlz_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Like dlz_log at ERROR, but at most one message per second per process (outages). */
+void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- arguments: the key=value words after the library path in named.conf ------------------ */
+
+struct dlz_args;
+/* The value of key, or def when absent. */
+const char *dlz_arg_str(const struct dlz_args *args, const char *key, const char *def);
+/* The integer value of key in [min, max] into *out (def when absent); false (logged) if bad. */
+bool dlz_arg_long(const struct dlz_args *args, const char *key, long def, long min, long max,
+		  long *out);
+/* yes/no/true/false/1/0 into *out (def when absent); false (logged) if bad. */
+bool dlz_arg_bool(const struct dlz_args *args, const char *key, bool def, bool *out);
+
+/* ---- one fetch: everything one DNS query needs, in one round trip -------------------------- */
+
+/*
+ * The query name Q and its ancestors: names[0] = Q, names[i] = Q without its i leftmost
+ * labels, names[nnames - 1] = the last (top-level) label. Every names[i] is a candidate zone.
+ * wilds[i] = "*." + names[i] for i >= 1 (wilds[0] is NULL): the wildcards that may cover Q.
+ *
+ * The zone whose rows are wanted, Z = names[z]: z = zone_index if zone_index >= 0, else the
+ * smallest i for which names[i] is a zone in the store (the deepest zone). The candidate
+ * owners inside Z are names[0..z] and wilds[1..z]. For a one-round-trip backend, `owners`
+ * lists all names and all wilds (nowners = 2 * nnames - 1), deepest first.
+ */
+struct dlz_fetch_req {
+	const char *qname;
+	unsigned nnames;
+	const char *const *names;
+	const char *const *wilds;
+	int zone_index;
+	unsigned nowners;
+	const char *const *owners;
+};
+
+/*
+ * What fetch reports. Contract:
+ *  - dlz_rowset_add_zone() for every names[i] that is a zone in the store (any order);
+ *  - dlz_rowset_add_row() for every record of Z (see above) whose owner is a candidate owner
+ *    inside Z, ENT marker rows included. Rows of other zones may be added too (a single SQL
+ *    query may find them): the core ignores them. Records in any order.
+ * The _ref variants store the pointers without copying: only for strings that outlive the
+ * next fetch on this thread (the memory backend's immutable table). The others copy into
+ * per-thread buffers that are reused from query to query.
+ * Each returns false when out of memory; fetch then returns DLZ_ERROR.
+ */
+struct dlz_rowset;
+bool dlz_rowset_add_zone(struct dlz_rowset *rs, const char *zone);
+bool dlz_rowset_add_zone_ref(struct dlz_rowset *rs, const char *zone);
+bool dlz_rowset_add_row(struct dlz_rowset *rs, const char *zone, const char *owner,
+			const char *type, uint32_t ttl, const char *rdata);
+bool dlz_rowset_add_row_ref(struct dlz_rowset *rs, const char *zone, const char *owner,
+			    const char *type, uint32_t ttl, const char *rdata);
+/* Rows whose strings come with lengths (not NUL-terminated): copied. */
+bool dlz_rowset_add_row_n(struct dlz_rowset *rs, const char *zone, size_t zone_len,
+			  const char *owner, size_t owner_len, const char *type, size_t type_len,
+			  uint32_t ttl, const char *rdata, size_t rdata_len);
+
+/* allnodes: one call per record of the zone, owner as an absolute key; ENT rows allowed. */
+typedef int dlz_node_cb(void *ctx, const char *owner, const char *type, uint32_t ttl,
+			const char *rdata);
+
+/* ---- the backend a driver defines ----------------------------------------------------------- */
+
+struct dlz_backend {
+	const char *name;             /* log prefix "dlz_<name>" */
+	bool thread_safe;             /* different connections may be used concurrently */
+	const char *const *arg_keys;  /* NULL-terminated keys it accepts besides the core's */
+
+	/* Once at dlz_create, after arguments are checked; *state goes to connect(). */
+	int (*init)(const struct dlz_args *args, void **state);
+	void (*fini)(void *state);
+
+	/* One connection (any pointer the other calls get as conn); DLZ_OK or DLZ_ERROR. */
+	int (*connect)(void *state, void **conn);
+	void (*disconnect)(void *state, void *conn);
+
+	/* DLZ_OK (even when nothing matched) or DLZ_ERROR. */
+	int (*fetch)(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out);
+	/* DLZ_OK, DLZ_NOTFOUND (no such zone), DLZ_ERROR; cb's non-zero return stops the walk and
+	 * is returned. */
+	int (*allnodes)(void *conn, const char *zone, dlz_node_cb *cb, void *ctx);
+	/* DLZ_OK (allowed), DLZ_DENIED, DLZ_NOTFOUND (no such zone), DLZ_ERROR. */
+	int (*allowxfr)(void *conn, const char *zone, const char *client);
+};
+
+/* Each driver defines exactly this object. */
+extern const struct dlz_backend dlz_backend;
+
+/* ---- small helpers for backends ------------------------------------------------------------- */
+
+/* Does key lie in zone (equal or below)? Both keys; the root "." contains everything. */
+bool dlz_key_in_zone(const char *key, const char *zone);
+
+#endif /* DLZ_DRIVER_H */

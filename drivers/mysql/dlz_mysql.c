@@ -1,0 +1,707 @@
+/*
+ * The MariaDB/MySQL driver: schemas/mysql.sql read through the libmysqlclient API (on Debian
+ * the MariaDB Connector/C implements it).
+ *
+ * Every statement is a server-side prepared statement with bound parameters, prepared on
+ * first use on each connection (a new connection after a failure prepares them again); a
+ * query name only ever travels as a parameter value. One DNS query is one execution of the
+ * fetch statement (schemas/mysql.sql, statement 1): zones joined with records on the
+ * candidate owner names. A prepared statement has a fixed number of placeholders, so there
+ * is one fetch statement per size class of query name: up to 4, 8, 16, 32 and 128 labels
+ * (k names: k zone places, 2k - 1 owner places). A query takes the smallest class that fits
+ * and binds '' (never a key: the root's key is ".") to the places it does not need. Almost
+ * every name has at most 4 labels, so a connection usually prepares that statement alone.
+ *
+ * Result rows are read unbuffered straight into buffers bound once per connection; a value
+ * longer than its buffer (MYSQL_DATA_TRUNCATED: a long TXT rdata) grows the buffer and that
+ * column is fetched again, so the connection's buffers end up as large as its largest row.
+ *
+ * Connections run in autocommit mode (the server's default; nothing is sent to set it), so
+ * each statement reads the latest committed data and costs no BEGIN/COMMIT round trip. No
+ * automatic reconnect (MYSQL_OPT_RECONNECT stays off, its default): a lost connection fails
+ * the call, the core drops it and connects anew, and the new connection re-prepares.
+ */
+#include <mysql.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/dlz_driver.h"
+
+/* A dead or stuck server costs a named worker at most this long per call. */
+#define CONNECT_TIMEOUT_S 2
+#define IO_TIMEOUT_S 3
+
+/* Placeholder classes of the fetch statement, by the number of names they take. */
+static const unsigned fetch_classes[] = { 4, 8, 16, 32, DLZ_MAX_LABELS };
+#define NCLASSES (sizeof(fetch_classes) / sizeof(fetch_classes[0]))
+/* k names take k zone places and 2k - 1 owner places. */
+#define MAX_PARAMS (3 * DLZ_MAX_LABELS - 1)
+
+/* Initial buffer sizes; keys are at most 1,100 bytes (VARBINARY(1100)), so only rdata can
+ * outgrow its buffer in practice. */
+#define KEY_BUF 1104
+#define TYPE_BUF 32
+#define DATA_BUF 2048
+
+/* The flag type MYSQL_BIND points to: my_bool in Connector/C, bool in MySQL 8's client. */
+typedef __typeof__(*((MYSQL_BIND *)NULL)->is_null) bind_flag;
+
+/* Every record of a zone by owner (schemas/mysql.sql, statement 2): ref on records_zone,
+ * whose entries are in (zone_id, name) order, so no sort. No row: no such zone (a zone in the
+ * store has its SOA at least). */
+static const char XFR_SQL[] =
+	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
+	" WHERE r.zone_id = (SELECT id FROM zones WHERE name = ?) AND r.type <> 'ENT'"
+	" ORDER BY r.name";
+
+/* One row: 1 if the client may transfer the zone, else 0; no row: no such zone. */
+static const char ACL_SQL[] =
+	"SELECT x.client IS NOT NULL"
+	" FROM zones z LEFT JOIN xfr_clients x ON x.zone_id = z.id AND x.client = ?"
+	" WHERE z.name = ?";
+
+/* The result columns the fetch statement returns; zone transfer returns COL_OWNER on. */
+enum { COL_ZONE, COL_OWNER, COL_TYPE, COL_TTL, COL_DATA, NCOLS };
+
+struct settings {
+	const char *host;
+	const char *socket;
+	const char *user;
+	const char *password;
+	const char *database;
+	unsigned port;
+	char *fetch_sql[NCLASSES];
+};
+
+struct stmt {
+	MYSQL_STMT *handle;
+	unsigned bound_gen; /* the conn's buffer generation its result is bound to */
+};
+
+struct conn {
+	const struct settings *settings;
+	MYSQL *db;
+	struct stmt fetch[NCLASSES];
+	struct stmt xfr;
+	struct stmt acl;
+	MYSQL_BIND params[MAX_PARAMS];
+	unsigned long param_lens[MAX_PARAMS];
+	/* Result buffers shared by the fetch and transfer statements. */
+	MYSQL_BIND cols[NCOLS];
+	char *bufs[NCOLS];
+	size_t caps[NCOLS];
+	unsigned long lens[NCOLS];
+	bind_flag nulls[NCOLS];
+	bind_flag errors[NCOLS];
+	uint32_t ttl;
+	unsigned gen; /* changes whenever a buffer moves: statements bound earlier rebind */
+	MYSQL_BIND acl_col;
+	int32_t acl_allowed; /* MYSQL_TYPE_LONG: 32 bits */
+	bind_flag acl_null;
+};
+
+/* ---- the client library: once per process, and per thread ------------------------------- */
+
+/*
+ * libmysqlclient asks every thread that uses it to call mysql_thread_init first and
+ * mysql_thread_end before it exits. named's worker threads are not ours, so a thread attaches
+ * on its first call into this driver and a thread-specific key's destructor detaches it.
+ * (MariaDB Connector/C 3.x keeps no per-thread state: both are no-ops there, and this costs
+ * one thread-local read per call.) The key lives while any instance does: deleting it before
+ * the library can be unloaded means no destructor of ours runs after that.
+ */
+static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned lib_users;
+static atomic_uint lib_generation;
+static pthread_key_t thread_end_key;
+static __thread unsigned thread_generation;
+
+static void
+thread_detach(void *unused) {
+	(void)unused;
+	mysql_thread_end();
+}
+
+static bool
+library_acquire(void) {
+	bool ok = true;
+
+	pthread_mutex_lock(&lib_lock);
+	if (lib_users == 0) {
+		if (mysql_library_init(0, NULL, NULL) != 0) {
+			ok = false;
+		} else if (pthread_key_create(&thread_end_key, thread_detach) != 0) {
+			mysql_library_end();
+			ok = false;
+		} else {
+			atomic_fetch_add(&lib_generation, 1);
+		}
+	}
+	if (ok) {
+		lib_users++;
+	}
+	pthread_mutex_unlock(&lib_lock);
+	return ok;
+}
+
+static void
+library_release(void) {
+	pthread_mutex_lock(&lib_lock);
+	if (--lib_users == 0) {
+		pthread_key_delete(thread_end_key);
+		mysql_library_end();
+	}
+	pthread_mutex_unlock(&lib_lock);
+}
+
+static bool
+thread_attach(void) {
+	unsigned gen = atomic_load_explicit(&lib_generation, memory_order_relaxed);
+
+	if (thread_generation == gen) {
+		return true;
+	}
+	if (mysql_thread_init() != 0) {
+		dlz_log_error_limited("mysql_thread_init failed");
+		return false;
+	}
+	pthread_setspecific(thread_end_key, &thread_generation);
+	thread_generation = gen;
+	return true;
+}
+
+/* ---- settings ------------------------------------------------------------------------- */
+
+/* "?, ?, ?" with n places onto text at *pos. */
+static void
+append_places(char *text, size_t *pos, unsigned n) {
+	for (unsigned i = 0; i < n; i++) {
+		if (i > 0) {
+			memcpy(text + *pos, ", ", 2);
+			*pos += 2;
+		}
+		text[(*pos)++] = '?';
+	}
+}
+
+/* schemas/mysql.sql statement 1 for k names. */
+static char *
+fetch_sql(unsigned k) {
+	static const char head[] =
+		"SELECT z.name, r.name, r.type, r.ttl, r.data"
+		" FROM zones z LEFT JOIN records r FORCE INDEX (PRIMARY)"
+		" ON r.zone_id = z.id AND r.name IN (";
+	static const char middle[] = ") WHERE z.name IN (";
+	char *text = malloc(sizeof(head) + sizeof(middle) + 3 * 3 * k + 2);
+	size_t pos;
+
+	if (text == NULL) {
+		return NULL;
+	}
+	pos = (size_t)sprintf(text, "%s", head);
+	append_places(text, &pos, 2 * k - 1);
+	pos += (size_t)sprintf(text + pos, "%s", middle);
+	append_places(text, &pos, k);
+	sprintf(text + pos, ")");
+	return text;
+}
+
+static void
+backend_fini(void *state) {
+	struct settings *s = state;
+
+	for (unsigned i = 0; i < NCLASSES; i++) {
+		free(s->fetch_sql[i]);
+	}
+	free(s);
+	library_release();
+}
+
+static int
+backend_init(const struct dlz_args *args, void **state) {
+	struct settings *s;
+	long port;
+
+	if (!dlz_arg_long(args, "port", 0, 0, 65535, &port)) {
+		return DLZ_ERROR;
+	}
+	/* dlz_version already told named we are thread-safe: refuse a client that is not. */
+	if (!mysql_thread_safe()) {
+		dlz_log(ISC_LOG_ERROR, "the client library %s is not thread-safe",
+			mysql_get_client_info());
+		return DLZ_ERROR;
+	}
+	if (!library_acquire()) {
+		dlz_log(ISC_LOG_ERROR, "mysql_library_init failed");
+		return DLZ_ERROR;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		library_release();
+		return DLZ_ERROR;
+	}
+	*state = s; /* from here on the core calls fini, also on failure */
+	s->host = dlz_arg_str(args, "host", NULL);
+	s->socket = dlz_arg_str(args, "socket", NULL);
+	s->user = dlz_arg_str(args, "user", NULL);
+	s->password = dlz_arg_str(args, "password", NULL);
+	s->database = dlz_arg_str(args, "database", NULL);
+	s->port = (unsigned)port;
+	for (unsigned i = 0; i < NCLASSES; i++) {
+		s->fetch_sql[i] = fetch_sql(fetch_classes[i]);
+		if (s->fetch_sql[i] == NULL) {
+			return DLZ_ERROR;
+		}
+	}
+	if (s->database == NULL) {
+		dlz_log(ISC_LOG_ERROR, "argument database=<name> is required");
+		return DLZ_ERROR;
+	}
+	dlz_log(ISC_LOG_INFO, "client library %s", mysql_get_client_info());
+	return DLZ_OK;
+}
+
+/* ---- connections ------------------------------------------------------------------------- */
+
+static void
+close_stmt(struct stmt *st) {
+	if (st->handle != NULL) {
+		mysql_stmt_close(st->handle);
+		st->handle = NULL;
+	}
+}
+
+static void
+conn_free(struct conn *c) {
+	for (unsigned i = 0; i < NCLASSES; i++) {
+		close_stmt(&c->fetch[i]);
+	}
+	close_stmt(&c->xfr);
+	close_stmt(&c->acl);
+	if (c->db != NULL) {
+		mysql_close(c->db);
+	}
+	for (unsigned i = 0; i < NCOLS; i++) {
+		free(c->bufs[i]);
+	}
+	free(c);
+}
+
+static void
+bind_string_col(struct conn *c, unsigned col, size_t cap) {
+	MYSQL_BIND *b = &c->cols[col];
+
+	c->caps[col] = cap;
+	b->buffer_type = MYSQL_TYPE_BLOB;
+	b->buffer = c->bufs[col];
+	b->buffer_length = cap - 1; /* room for the NUL the transfer callback needs */
+	b->length = &c->lens[col];
+	b->is_null = &c->nulls[col];
+	b->error = &c->errors[col];
+}
+
+/* The result buffers, allocated once for the connection's life. */
+static bool
+conn_buffers(struct conn *c) {
+	static const size_t sizes[NCOLS] = { KEY_BUF, KEY_BUF, TYPE_BUF, 0, DATA_BUF };
+
+	for (unsigned col = 0; col < NCOLS; col++) {
+		if (col == COL_TTL) {
+			continue;
+		}
+		c->bufs[col] = malloc(sizes[col]);
+		if (c->bufs[col] == NULL) {
+			return false;
+		}
+		bind_string_col(c, col, sizes[col]);
+	}
+	c->cols[COL_TTL].buffer_type = MYSQL_TYPE_LONG;
+	c->cols[COL_TTL].is_unsigned = 1;
+	c->cols[COL_TTL].buffer = &c->ttl;
+	c->cols[COL_TTL].is_null = &c->nulls[COL_TTL];
+	c->cols[COL_TTL].error = &c->errors[COL_TTL];
+	c->acl_col.buffer_type = MYSQL_TYPE_LONG;
+	c->acl_col.buffer = &c->acl_allowed;
+	c->acl_col.is_null = &c->acl_null;
+	c->gen = 1; /* statements start at 0: each binds before its first execution */
+	return true;
+}
+
+static bool
+set_options(MYSQL *db) {
+	unsigned connect_timeout = CONNECT_TIMEOUT_S, io_timeout = IO_TIMEOUT_S, no_infile = 0;
+	bind_flag report_truncation = 1;
+
+	/* Keys are ASCII; any ASCII-compatible client character set compares them as bytes
+	 * against the VARBINARY columns. */
+	return mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout) == 0 &&
+	       mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &io_timeout) == 0 &&
+	       mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout) == 0 &&
+	       mysql_options(db, MYSQL_REPORT_DATA_TRUNCATION, &report_truncation) == 0 &&
+	       /* The server never gets to read a file of named's. */
+	       mysql_options(db, MYSQL_OPT_LOCAL_INFILE, &no_infile) == 0 &&
+	       mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4") == 0;
+}
+
+static int
+backend_connect(void *state, void **out) {
+	const struct settings *s = state;
+	struct conn *c;
+
+	if (!thread_attach()) {
+		return DLZ_ERROR;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL || !conn_buffers(c)) {
+		dlz_log_error_limited("out of memory for a connection");
+		goto fail;
+	}
+	c->settings = s;
+	c->db = mysql_init(NULL);
+	if (c->db == NULL || !set_options(c->db)) {
+		dlz_log_error_limited("cannot set up a connection handle");
+		goto fail;
+	}
+	if (mysql_real_connect(c->db, s->host, s->user, s->password, s->database, s->port,
+			       s->socket, 0) == NULL) {
+		dlz_log_error_limited("cannot connect to %s: %s",
+				      s->socket != NULL ? s->socket
+				      : s->host != NULL ? s->host
+							: "localhost",
+				      mysql_error(c->db));
+		goto fail;
+	}
+	*out = c;
+	return DLZ_OK;
+fail:
+	if (c != NULL) {
+		conn_free(c);
+	}
+	return DLZ_ERROR;
+}
+
+static void
+backend_disconnect(void *state, void *conn) {
+	(void)state;
+	thread_attach(); /* closing needs it too; a failure is logged, the memory freed anyway */
+	conn_free(conn);
+}
+
+/* ---- statements ------------------------------------------------------------------------- */
+
+static int
+stmt_failed(const struct conn *c, const struct stmt *st, const char *what) {
+	dlz_log_error_limited("%s failed: %s", what,
+			      st->handle != NULL ? mysql_stmt_error(st->handle)
+						 : mysql_error(c->db));
+	return DLZ_ERROR;
+}
+
+/* The statement prepared on this connection (now, the first time). */
+static bool
+stmt_ready(struct conn *c, struct stmt *st, const char *sql, unsigned nparams) {
+	if (st->handle != NULL) {
+		return true;
+	}
+	st->handle = mysql_stmt_init(c->db);
+	if (st->handle == NULL) {
+		stmt_failed(c, st, "mysql_stmt_init");
+		return false;
+	}
+	if (mysql_stmt_prepare(st->handle, sql, (unsigned long)strlen(sql)) != 0) {
+		stmt_failed(c, st, "prepare");
+		close_stmt(st);
+		return false;
+	}
+	if (mysql_stmt_param_count(st->handle) != nparams) {
+		dlz_log_error_limited("prepared statement has %lu parameters, not %u",
+				      mysql_stmt_param_count(st->handle), nparams);
+		close_stmt(st);
+		return false;
+	}
+	return true;
+}
+
+/* Make the statement's result point at the current buffers (after growth moved them). */
+static bool
+stmt_bind_result(struct conn *c, struct stmt *st, MYSQL_BIND *cols) {
+	if (st->bound_gen == c->gen) {
+		return true;
+	}
+	if (mysql_stmt_bind_result(st->handle, cols) != 0) {
+		stmt_failed(c, st, "bind result");
+		return false;
+	}
+	st->bound_gen = c->gen;
+	return true;
+}
+
+static void
+set_param(struct conn *c, unsigned i, const char *text) {
+	MYSQL_BIND *b = &c->params[i];
+
+	c->param_lens[i] = (unsigned long)strlen(text);
+	b->buffer_type = MYSQL_TYPE_STRING;
+	b->buffer = (void *)text;
+	b->buffer_length = c->param_lens[i];
+	b->length = &c->param_lens[i];
+}
+
+/* Bind params[0..n-1] and execute: one round trip. */
+static bool
+stmt_execute(struct conn *c, struct stmt *st, const char *what) {
+	if (mysql_stmt_bind_param(st->handle, c->params) != 0 ||
+	    mysql_stmt_execute(st->handle) != 0) {
+		stmt_failed(c, st, what);
+		return false;
+	}
+	return true;
+}
+
+/* Grow col's buffer to hold need bytes and a NUL; every statement must then rebind. */
+static bool
+grow_col(struct conn *c, unsigned col, size_t need) {
+	size_t cap = c->caps[col];
+	char *bigger;
+
+	while (cap < need + 1) {
+		cap *= 2;
+	}
+	bigger = realloc(c->bufs[col], cap);
+	if (bigger == NULL) {
+		dlz_log_error_limited("out of memory for a %zu-byte value", need);
+		return false;
+	}
+	c->bufs[col] = bigger;
+	bind_string_col(c, col, cap);
+	c->gen++;
+	return true;
+}
+
+/* The columns of this row that did not fit, fetched again into grown buffers. */
+static bool
+refetch_truncated(struct conn *c, struct stmt *st, unsigned first) {
+	for (unsigned col = first; col < NCOLS; col++) {
+		if (col == COL_TTL || !c->errors[col]) {
+			continue;
+		}
+		if (!grow_col(c, col, c->lens[col]) ||
+		    mysql_stmt_fetch_column(st->handle, &c->cols[col], col - first, 0) != 0) {
+			stmt_failed(c, st, "fetch of a long column");
+			return false;
+		}
+		c->errors[col] = 0;
+	}
+	/* Rebinding between fetches is allowed: the next rows land in the grown buffers. */
+	return stmt_bind_result(c, st, &c->cols[first]);
+}
+
+typedef int row_fn(struct conn *c, void *ctx);
+
+/* Every row of the executed statement (result bound from column first on) to fn; fn's
+ * non-DLZ_OK return stops and is returned, leaving rows unread. */
+static int
+fetch_all(struct conn *c, struct stmt *st, unsigned first, row_fn *fn, void *ctx) {
+	for (;;) {
+		int rc = mysql_stmt_fetch(st->handle);
+
+		if (rc == MYSQL_NO_DATA) {
+			return DLZ_OK;
+		}
+		if (rc == 1) {
+			return stmt_failed(c, st, "fetch");
+		}
+		if (rc == MYSQL_DATA_TRUNCATED && !refetch_truncated(c, st, first)) {
+			return DLZ_ERROR;
+		}
+		for (unsigned col = first; col < NCOLS; col++) {
+			if (col != COL_TTL) {
+				c->bufs[col][c->nulls[col] ? 0 : c->lens[col]] = '\0';
+			}
+		}
+		rc = fn(c, ctx);
+		if (rc != DLZ_OK) {
+			return rc;
+		}
+	}
+}
+
+/* ---- fetch: one DNS query ---------------------------------------------------------------- */
+
+struct fetch_ctx {
+	const struct dlz_fetch_req *req;
+	struct dlz_rowset *out;
+	bool reported[DLZ_MAX_LABELS];
+};
+
+/* Report the row's zone once (it comes with every row of that zone). */
+static bool
+report_zone(struct fetch_ctx *f, const char *zone, size_t len) {
+	for (unsigned i = 0; i < f->req->nnames; i++) {
+		const char *name = f->req->names[i];
+		if (strncmp(name, zone, len) == 0 && name[len] == '\0') {
+			if (f->reported[i]) {
+				return true;
+			}
+			f->reported[i] = true;
+			break;
+		}
+	}
+	return dlz_rowset_add_zone(f->out, zone);
+}
+
+static int
+fetch_row(struct conn *c, void *ctx) {
+	struct fetch_ctx *f = ctx;
+
+	if (!report_zone(f, c->bufs[COL_ZONE], c->lens[COL_ZONE])) {
+		return DLZ_ERROR;
+	}
+	if (c->nulls[COL_OWNER]) {
+		return DLZ_OK; /* the zone matched, none of the owners in it did */
+	}
+	if (!dlz_rowset_add_row_n(f->out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
+				  c->bufs[COL_OWNER], c->lens[COL_OWNER], c->bufs[COL_TYPE],
+				  c->lens[COL_TYPE], c->ttl, c->bufs[COL_DATA],
+				  c->lens[COL_DATA])) {
+		return DLZ_ERROR;
+	}
+	return DLZ_OK;
+}
+
+static unsigned
+fetch_class(unsigned nnames) {
+	unsigned i = 0;
+
+	while (fetch_classes[i] < nnames) {
+		i++;
+	}
+	return i;
+}
+
+static int
+backend_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
+	struct conn *c = conn;
+	struct fetch_ctx f = { .req = req, .out = out };
+	unsigned cls, k, nowner_places;
+	struct stmt *st;
+
+	if (!thread_attach() || req->nnames == 0 || req->nnames > DLZ_MAX_LABELS) {
+		return DLZ_ERROR;
+	}
+	cls = fetch_class(req->nnames);
+	k = fetch_classes[cls];
+	nowner_places = 2 * k - 1;
+	st = &c->fetch[cls];
+	if (!stmt_ready(c, st, c->settings->fetch_sql[cls], nowner_places + k)) {
+		return DLZ_ERROR;
+	}
+	/* Owner places come first in the statement's text, then the zone places. */
+	for (unsigned i = 0; i < nowner_places; i++) {
+		set_param(c, i, i < req->nowners ? req->owners[i] : "");
+	}
+	for (unsigned i = 0; i < k; i++) {
+		set_param(c, nowner_places + i, i < req->nnames ? req->names[i] : "");
+	}
+	if (!stmt_bind_result(c, st, &c->cols[COL_ZONE]) || !stmt_execute(c, st, "fetch")) {
+		return DLZ_ERROR;
+	}
+	return fetch_all(c, st, COL_ZONE, fetch_row, &f);
+}
+
+/* ---- zone transfer ----------------------------------------------------------------------- */
+
+struct xfr_ctx {
+	dlz_node_cb *cb;
+	void *cb_ctx;
+	bool zone_found;
+};
+
+static int
+xfr_row(struct conn *c, void *ctx) {
+	struct xfr_ctx *x = ctx;
+
+	x->zone_found = true;
+	return x->cb(x->cb_ctx, c->bufs[COL_OWNER], c->bufs[COL_TYPE], c->ttl, c->bufs[COL_DATA]);
+}
+
+static int
+backend_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
+	struct conn *c = conn;
+	struct xfr_ctx x = { .cb = cb, .cb_ctx = ctx };
+	int rc;
+
+	if (!thread_attach() || !stmt_ready(c, &c->xfr, XFR_SQL, 1)) {
+		return DLZ_ERROR;
+	}
+	set_param(c, 0, zone);
+	if (!stmt_bind_result(c, &c->xfr, &c->cols[COL_OWNER]) ||
+	    !stmt_execute(c, &c->xfr, "zone transfer")) {
+		return DLZ_ERROR;
+	}
+	rc = fetch_all(c, &c->xfr, COL_OWNER, xfr_row, &x);
+	if (rc == DLZ_ERROR) {
+		return DLZ_ERROR;
+	}
+	/* The callback stopped the walk: read and drop the rest, so the connection stays in
+	 * step with the server. */
+	if (rc != DLZ_OK && mysql_stmt_free_result(c->xfr.handle) != 0) {
+		return stmt_failed(c, &c->xfr, "discarding a transfer's rows");
+	}
+	return rc == DLZ_OK && !x.zone_found ? DLZ_NOTFOUND : rc;
+}
+
+/* ---- zone transfer ACL ------------------------------------------------------------------- */
+
+static int
+backend_allowxfr(void *conn, const char *zone, const char *client) {
+	struct conn *c = conn;
+	int rc, verdict = DLZ_NOTFOUND;
+
+	if (!thread_attach() || !stmt_ready(c, &c->acl, ACL_SQL, 2)) {
+		return DLZ_ERROR;
+	}
+	if (c->acl.bound_gen == 0) {
+		if (mysql_stmt_bind_result(c->acl.handle, &c->acl_col) != 0) {
+			return stmt_failed(c, &c->acl, "bind result");
+		}
+		c->acl.bound_gen = 1; /* its integer column never moves */
+	}
+	set_param(c, 0, client);
+	set_param(c, 1, zone);
+	if (!stmt_execute(c, &c->acl, "allowzonexfr")) {
+		return DLZ_ERROR;
+	}
+	/* zones.name is unique and (zone_id, client) the ACL's key: at most one row. */
+	while ((rc = mysql_stmt_fetch(c->acl.handle)) == 0) {
+		verdict = !c->acl_null && c->acl_allowed != 0 ? DLZ_OK : DLZ_DENIED;
+	}
+	if (rc != MYSQL_NO_DATA) {
+		return stmt_failed(c, &c->acl, "allowzonexfr fetch");
+	}
+	return verdict;
+}
+
+/* ---- the backend ------------------------------------------------------------------------- */
+
+static const char *const mysql_keys[] = {
+	"host", "port", "socket", "user", "password", "database", NULL,
+};
+
+const struct dlz_backend dlz_backend = {
+	.name = "mysql",
+	/* One MYSQL handle per pooled connection, used by one thread at a time: safe with a
+	 * thread-safe client library, which init checks (mysql_thread_safe). */
+	.thread_safe = true,
+	.arg_keys = mysql_keys,
+	.init = backend_init,
+	.fini = backend_fini,
+	.connect = backend_connect,
+	.disconnect = backend_disconnect,
+	.fetch = backend_fetch,
+	.allnodes = backend_allnodes,
+	.allowxfr = backend_allowxfr,
+};
