@@ -8,7 +8,8 @@ whatever origin it is later parsed against.
 Stores keep names as *keys*: the lower-case presentation text that BIND hands to a DLZ driver
 (`dns_name_totext` with the final dot omitted, then lower-cased by BIND's sdlz layer). Using
 BIND's own spelling makes every driver lookup an exact key match, and makes case-insensitive
-matching and escaped bytes (`\\.`, `\\000`, `\\"`) fall out for free.
+matching and escaped bytes (`\\.`, `\\000`, `\\"`, and `\\@`, `\\$` which BIND's
+dns_name_totext escapes as dnspython does) fall out for free.
 """
 
 from __future__ import annotations
@@ -53,47 +54,19 @@ class Zone:
 
 def name_key(name: dns.name.Name) -> str:
     """BIND's text for an absolute name handed to a DLZ driver: lower case, no final dot."""
-    return bind_text(name.to_text(omit_final_dot=True)).lower()
+    return name.to_text(omit_final_dot=True).lower()
 
 
 def relative_key(owner: dns.name.Name, origin: dns.name.Name) -> str:
     """BIND's text for an owner inside a zone, as passed to dlz_lookup: relative, '@' at apex."""
     if owner == origin:
         return "@"
-    return bind_text(owner.relativize(origin).to_text()).lower()
-
-
-def bind_text(text: str) -> str:
-    """dnspython's presentation text as BIND's dns_name_totext writes it for a DLZ driver.
-
-    dnspython escapes `@` and `$` in labels (they are special in zone files); BIND escapes
-    them only when writing zone files (DNS_NAME_MASTERFILE), which sdlz does not ask for.
-    """
-    if "\\" not in text:
-        return text
-    out, i = [], 0
-    while i < len(text):
-        char = text[i]
-        if char != "\\":
-            out.append(char)
-            i += 1
-        elif text[i + 1] in "@$":
-            out.append(text[i + 1])
-            i += 2
-        else:
-            width = 4 if text[i + 1].isdigit() else 2  # \DDD or \X
-            out.append(text[i:i + width])
-            i += width
-    return "".join(out)
+    return owner.relativize(origin).to_text().lower()
 
 
 def key_to_name(key: str) -> dns.name.Name:
     """Inverse of `name_key` (up to case)."""
-    if key == ".":
-        return dns.name.root
-    if key == "@":  # dnspython reads a lone '@' as the origin, BIND means the label '@'
-        return dns.name.Name((b"@", b""))
-    return dns.name.from_text(key)
+    return dns.name.from_text(key) if key != "." else dns.name.root
 
 
 def make_record(owner: dns.name.Name, ttl: int, rdtype: str | int, text: str,
