@@ -1,0 +1,613 @@
+/*
+ * The Berkeley DB driver for the `bdb` store (schemas/bdb.md): one unnamed database per file,
+ * btree (bdb-btree) or hash (bdb-hash), keys
+ *
+ *     Z <zone>            the zone exists
+ *     D <zone> <owner>    record lines of one node ("TYPE TTL rdata" LF each; empty: an ENT)
+ *     A <zone>            client addresses allowed to transfer the zone, one per line
+ *     X <zone>            owner keys of the zone, one per line (hash file only)
+ *
+ * Threads: every connection opens the file on its own, without an environment, so libdb gives
+ * its handle a private cache, and owns its key and value buffers (DB_DBT_USERMEM, grown when a
+ * value does not fit and then reused). Connections share nothing, not even a cache mutex, so
+ * named's threads never wait for each other here and a query allocates nothing; the price is
+ * one cache per connection (filled as pages are read). The file is only read, and Berkeley DB
+ * without locking allows concurrent readers.
+ *
+ * The loader replaces the file by rename: a running named keeps reading the file it opened
+ * until it is reloaded (the store's update_needs_reload() says so).
+ */
+#include <db.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/dlz_driver.h"
+
+/* Upper bound of each connection's cache (the loader's size): a private cache takes most of
+ * its memory from the heap as pages are read (about 17 MB of tables up front). */
+#define CACHE_BYTES (256U * 1024 * 1024)
+#define BUF_INITIAL 4096
+/* "D <zone> <owner>": two keys and three separators. */
+#define KEY_CAP (2 * DLZ_KEY_MAX + 4)
+
+enum get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
+
+/* A value buffer handed to Berkeley DB as DB_DBT_USERMEM; one byte always stays free so
+ * that a value can be NUL-terminated in place. */
+struct buf {
+	char *data;
+	uint32_t cap;
+};
+
+/* One connection: its own handle (and so its own cache) and buffers. */
+struct bdb_conn {
+	DB *db;
+	DBTYPE type;
+	char key[KEY_CAP];
+	size_t key_len;
+	struct buf value;
+	struct buf list;
+};
+
+/* ---- buffers and gets ------------------------------------------------------------------- */
+
+static bool
+buf_reserve(struct buf *b, size_t need) {
+	char *bigger;
+	size_t cap = b->cap != 0 ? b->cap : BUF_INITIAL;
+
+	if (need <= b->cap) {
+		return true;
+	}
+	while (cap < need) {
+		cap *= 2;
+	}
+	if (cap > UINT32_MAX) {
+		return false;
+	}
+	bigger = realloc(b->data, cap);
+	if (bigger == NULL) {
+		return false;
+	}
+	b->data = bigger;
+	b->cap = (uint32_t)cap;
+	return true;
+}
+
+static void
+dbt_user(DBT *dbt, struct buf *b) {
+	memset(dbt, 0, sizeof(*dbt));
+	dbt->data = b->data;
+	dbt->ulen = b->cap - 1;
+	dbt->flags = DB_DBT_USERMEM;
+}
+
+/* The value of c->key into b (NUL-terminated, length in *len). */
+static enum get_result
+get_into(struct bdb_conn *c, struct buf *b, size_t *len) {
+	DBT key, value;
+	int rc;
+
+	memset(&key, 0, sizeof(key));
+	key.data = c->key;
+	key.size = (uint32_t)c->key_len;
+	for (;;) {
+		dbt_user(&value, b);
+		rc = c->db->get(c->db, NULL, &key, &value, 0);
+		if (rc != DB_BUFFER_SMALL) {
+			break;
+		}
+		if (!buf_reserve(b, (size_t)value.size + 1)) {
+			dlz_log_error_limited("out of memory for a %u-byte value", value.size);
+			return GET_ERROR;
+		}
+	}
+	if (rc == DB_NOTFOUND) {
+		return GET_MISSING;
+	}
+	if (rc != 0) {
+		dlz_log_error_limited("DB->get(%.*s): %s", (int)c->key_len, c->key,
+				      db_strerror(rc));
+		return GET_ERROR;
+	}
+	b->data[value.size] = '\0';
+	*len = value.size;
+	return GET_FOUND;
+}
+
+/* c->key = "<tag> <a>" or, when b is not NULL, "<tag> <a> <b>"; false if too long. */
+static bool
+make_key(struct bdb_conn *c, char tag, const char *a, size_t a_len, const char *b,
+	 size_t b_len) {
+	size_t len = 2 + a_len + (b != NULL ? 1 + b_len : 0);
+	char *p = c->key;
+
+	if (len > sizeof(c->key)) {
+		return false;
+	}
+	*p++ = tag;
+	*p++ = ' ';
+	memcpy(p, a, a_len);
+	p += a_len;
+	if (b != NULL) {
+		*p++ = ' ';
+		memcpy(p, b, b_len);
+	}
+	c->key_len = len;
+	return true;
+}
+
+/* Does key exist? One get whose value (empty for Z keys) lands in the value buffer. */
+static enum get_result
+key_exists(struct bdb_conn *c, char tag, const char *zone) {
+	size_t len;
+
+	if (!make_key(c, tag, zone, strlen(zone), NULL, 0)) {
+		return GET_MISSING;
+	}
+	return get_into(c, &c->value, &len);
+}
+
+/* ---- node values ------------------------------------------------------------------------ */
+
+struct record_line {
+	char *type;
+	size_t type_len;
+	uint32_t ttl;
+	char *rdata;
+	size_t rdata_len;
+};
+
+/*
+ * The record line starting at *pos (before end): "TYPE SP TTL SP rdata" up to LF or end.
+ * *pos moves past it. false if it is malformed.
+ */
+static bool
+next_record(char **pos, char *end, struct record_line *r) {
+	char *line = *pos, *eol = memchr(line, '\n', (size_t)(end - line));
+	char *sp1, *p;
+	uint64_t ttl = 0;
+
+	if (eol == NULL) {
+		eol = end;
+	}
+	*pos = eol < end ? eol + 1 : end;
+	sp1 = memchr(line, ' ', (size_t)(eol - line));
+	if (sp1 == NULL || sp1 == line) {
+		return false;
+	}
+	for (p = sp1 + 1; p < eol && *p >= '0' && *p <= '9'; p++) {
+		ttl = ttl * 10 + (uint64_t)(*p - '0');
+		if (ttl > UINT32_MAX) {
+			return false;
+		}
+	}
+	if (p == sp1 + 1 || p == eol || *p != ' ') {
+		return false;
+	}
+	r->type = line;
+	r->type_len = (size_t)(sp1 - line);
+	r->ttl = (uint32_t)ttl;
+	r->rdata = p + 1;
+	r->rdata_len = (size_t)(eol - r->rdata);
+	return true;
+}
+
+/* Every record of one node value as rows; an empty value is an ENT marker row. */
+static int
+add_node_rows(struct dlz_rowset *out, const char *zone, size_t zone_len, const char *owner,
+	      char *value, size_t len) {
+	char *pos = value, *end = value + len;
+	struct record_line r;
+
+	if (len == 0) {
+		return dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner),
+					    DLZ_ENT_TYPE, strlen(DLZ_ENT_TYPE), 0, "", 0)
+			       ? DLZ_OK
+			       : DLZ_ERROR;
+	}
+	while (pos < end) {
+		if (!next_record(&pos, end, &r)) {
+			dlz_log_error_limited("malformed record line in node %s of zone %s",
+					      owner, zone);
+			return DLZ_ERROR;
+		}
+		if (!dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner), r.type,
+					  r.type_len, r.ttl, r.rdata, r.rdata_len)) {
+			return DLZ_ERROR;
+		}
+	}
+	return DLZ_OK;
+}
+
+/* Hand every record of one node value (NUL-terminated in place) to cb. */
+static int
+walk_node(const char *zone, const char *owner, char *value, size_t len, dlz_node_cb *cb,
+	  void *ctx) {
+	char *pos = value, *end = value + len;
+	struct record_line r;
+
+	if (len == 0) {
+		return cb(ctx, owner, DLZ_ENT_TYPE, 0, "");
+	}
+	while (pos < end) {
+		int rc;
+
+		if (!next_record(&pos, end, &r)) {
+			dlz_log(ISC_LOG_ERROR, "malformed record line in node %s of zone %s", owner,
+				zone);
+			return DLZ_ERROR;
+		}
+		r.type[r.type_len] = '\0';
+		r.rdata[r.rdata_len] = '\0';
+		rc = cb(ctx, owner, r.type, r.ttl, r.rdata);
+		if (rc != DLZ_OK) {
+			return rc;
+		}
+	}
+	return DLZ_OK;
+}
+
+/* The next LF-terminated line of a list value at *pos, NUL-terminated in place; NULL at
+ * the end. */
+static char *
+next_line(char **pos, char *end) {
+	char *line = *pos, *eol;
+
+	if (line >= end) {
+		return NULL;
+	}
+	eol = memchr(line, '\n', (size_t)(end - line));
+	if (eol == NULL) {
+		eol = end;
+	}
+	*eol = '\0';
+	*pos = eol < end ? eol + 1 : end;
+	return line;
+}
+
+/* ---- the backend ------------------------------------------------------------------------ */
+
+static void
+bdb_errcall(const DB_ENV *env, const char *prefix, const char *message) {
+	(void)env;
+	(void)prefix;
+	dlz_log(ISC_LOG_ERROR, "Berkeley DB: %s", message);
+}
+
+static int
+bdb_init(const struct dlz_args *args, void **state) {
+	const char *path = dlz_arg_str(args, "file", NULL);
+
+	if (path == NULL) {
+		dlz_log(ISC_LOG_ERROR, "argument file=<btree.db or hash.db> is required");
+		return DLZ_ERROR;
+	}
+	*state = strdup(path);
+	return *state != NULL ? DLZ_OK : DLZ_ERROR;
+}
+
+static void
+bdb_fini(void *state) {
+	free(state);
+}
+
+static void
+bdb_disconnect(void *state, void *conn) {
+	struct bdb_conn *c = conn;
+
+	(void)state;
+	if (c->db != NULL) {
+		c->db->close(c->db, 0);
+	}
+	free(c->value.data);
+	free(c->list.data);
+	free(c);
+}
+
+static int
+bdb_connect(void *state, void **conn) {
+	const char *path = state;
+	struct bdb_conn *c = calloc(1, sizeof(*c));
+	int rc;
+
+	if (c == NULL || !buf_reserve(&c->value, BUF_INITIAL) ||
+	    !buf_reserve(&c->list, BUF_INITIAL)) {
+		dlz_log(ISC_LOG_ERROR, "out of memory");
+		goto fail;
+	}
+	rc = db_create(&c->db, NULL, 0);
+	if (rc == 0) {
+		c->db->set_errcall(c->db, bdb_errcall);
+		rc = c->db->set_cachesize(c->db, 0, CACHE_BYTES, 1);
+	}
+	if (rc == 0) {
+		/* DB_UNKNOWN: the file's meta page says whether it is a btree or a hash. */
+		rc = c->db->open(c->db, NULL, path, NULL, DB_UNKNOWN, DB_RDONLY | DB_THREAD, 0);
+	}
+	if (rc == 0) {
+		rc = c->db->get_type(c->db, &c->type);
+	}
+	if (rc != 0) {
+		dlz_log(ISC_LOG_ERROR, "cannot open %s: %s", path, db_strerror(rc));
+		goto fail;
+	}
+	if (c->type != DB_BTREE && c->type != DB_HASH) {
+		dlz_log(ISC_LOG_ERROR, "%s is neither a btree nor a hash", path);
+		goto fail;
+	}
+	*conn = c;
+	return DLZ_OK;
+fail:
+	if (c != NULL) {
+		bdb_disconnect(state, c);
+	}
+	return DLZ_ERROR;
+}
+
+/* The rows of owner in zone ("D <zone> <owner>"), if the node exists. */
+static int
+fetch_owner(struct bdb_conn *c, const char *zone, size_t zone_len, const char *owner,
+	    struct dlz_rowset *out) {
+	size_t len;
+
+	if (!make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
+		return DLZ_OK; /* longer than any key of the store */
+	}
+	switch (get_into(c, &c->value, &len)) {
+	case GET_MISSING:
+		return DLZ_OK;
+	case GET_FOUND:
+		return add_node_rows(out, zone, zone_len, owner, c->value.data, len);
+	default:
+		return DLZ_ERROR;
+	}
+}
+
+static int
+bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
+	struct bdb_conn *c = conn;
+	const char *zone = NULL;
+	int z = req->zone_index;
+	size_t zone_len;
+
+	for (unsigned i = 0; i < req->nnames; i++) {
+		switch (key_exists(c, 'Z', req->names[i])) {
+		case GET_ERROR:
+			return DLZ_ERROR;
+		case GET_MISSING:
+			continue;
+		case GET_FOUND:
+			break;
+		}
+		if (!dlz_rowset_add_zone(out, req->names[i])) {
+			return DLZ_ERROR;
+		}
+		if (z < 0) {
+			z = (int)i;
+		}
+		if ((int)i == z) {
+			zone = req->names[i];
+		}
+	}
+	if (zone == NULL) {
+		return DLZ_OK;
+	}
+	zone_len = strlen(zone);
+	for (int i = 0; i <= z; i++) {
+		if (fetch_owner(c, zone, zone_len, req->names[i], out) != DLZ_OK ||
+		    (i > 0 && fetch_owner(c, zone, zone_len, req->wilds[i], out) != DLZ_OK)) {
+			return DLZ_ERROR;
+		}
+	}
+	return DLZ_OK;
+}
+
+/*
+ * One btree cursor step: DB_SET_RANGE seeks c->key, DB_NEXT moves on. The key lands in
+ * key_buf, the value in c->value, both NUL-terminated. DB_BUFFER_SMALL: the buffers have
+ * been grown and the caller seeks again (whether the cursor moved is not specified).
+ */
+static int
+cursor_step(struct bdb_conn *c, DBC *cursor, struct buf *key_buf, uint32_t flags,
+	    size_t *key_len, size_t *value_len) {
+	DBT key, value;
+	int rc;
+
+	dbt_user(&key, key_buf);
+	dbt_user(&value, &c->value);
+	if (flags == DB_SET_RANGE) {
+		if (!buf_reserve(key_buf, c->key_len + 1)) {
+			return ENOMEM;
+		}
+		key.data = key_buf->data;
+		key.ulen = key_buf->cap - 1;
+		memcpy(key_buf->data, c->key, c->key_len);
+		key.size = (uint32_t)c->key_len;
+	}
+	rc = cursor->get(cursor, &key, &value, flags);
+	if (rc == DB_BUFFER_SMALL) {
+		if (!buf_reserve(key_buf, (size_t)key.size + 1) ||
+		    !buf_reserve(&c->value, (size_t)value.size + 1)) {
+			return ENOMEM;
+		}
+		return DB_BUFFER_SMALL;
+	}
+	if (rc == 0) {
+		key_buf->data[key.size] = '\0';
+		c->value.data[value.size] = '\0';
+		*key_len = key.size;
+		*value_len = value.size;
+	}
+	return rc;
+}
+
+/*
+ * Btree: the nodes of the zone are the keys starting with "D <zone> ", contiguous in key
+ * order (a child zone's keys differ right after "D "). c->key is where to seek again after
+ * a buffer had to grow: first the prefix, then the successor of the last key returned (that
+ * key plus a 0 byte); it always starts with the prefix.
+ */
+static int
+allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
+	size_t prefix_len, key_len = 0, value_len = 0;
+	struct buf *key_buf = &c->list;
+	uint32_t flags = DB_SET_RANGE;
+	DBC *cursor = NULL;
+	int rc, result = DLZ_OK;
+
+	if (!make_key(c, 'D', zone, strlen(zone), "", 0)) {
+		return DLZ_NOTFOUND;
+	}
+	prefix_len = c->key_len;
+	rc = c->db->cursor(c->db, NULL, &cursor, 0);
+	if (rc != 0) {
+		dlz_log(ISC_LOG_ERROR, "DB->cursor: %s", db_strerror(rc));
+		return DLZ_ERROR;
+	}
+	for (;;) {
+		rc = cursor_step(c, cursor, key_buf, flags, &key_len, &value_len);
+		if (rc == DB_BUFFER_SMALL) {
+			flags = DB_SET_RANGE;
+			continue;
+		}
+		if (rc == DB_NOTFOUND) {
+			break;
+		}
+		if (rc != 0) {
+			dlz_log(ISC_LOG_ERROR, "cursor walk of zone %s: %s", zone, db_strerror(rc));
+			result = DLZ_ERROR;
+			break;
+		}
+		if (key_len < prefix_len || memcmp(key_buf->data, c->key, prefix_len) != 0) {
+			break;
+		}
+		if (key_len + 1 > sizeof(c->key)) {
+			dlz_log(ISC_LOG_ERROR, "zone %s: key longer than a name allows", zone);
+			result = DLZ_ERROR;
+			break;
+		}
+		memcpy(c->key, key_buf->data, key_len);
+		c->key[key_len] = '\0';
+		c->key_len = key_len + 1;
+		result = walk_node(zone, key_buf->data + prefix_len, c->value.data, value_len, cb,
+				   ctx);
+		if (result != DLZ_OK) {
+			break;
+		}
+		flags = DB_NEXT;
+	}
+	cursor->close(cursor);
+	return result;
+}
+
+/* Hash: the owner list "X <zone>", then one get per owner. */
+static int
+allnodes_hash(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
+	size_t zone_len = strlen(zone), list_len, value_len;
+	char *pos, *end, *owner;
+
+	if (!make_key(c, 'X', zone, zone_len, NULL, 0)) {
+		return DLZ_NOTFOUND;
+	}
+	switch (get_into(c, &c->list, &list_len)) {
+	case GET_MISSING:
+		dlz_log(ISC_LOG_ERROR, "zone %s has no owner list (X key)", zone);
+		return DLZ_ERROR;
+	case GET_ERROR:
+		return DLZ_ERROR;
+	case GET_FOUND:
+		break;
+	}
+	pos = c->list.data;
+	end = pos + list_len;
+	while ((owner = next_line(&pos, end)) != NULL) {
+		int rc;
+
+		if (!make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
+			return DLZ_ERROR;
+		}
+		switch (get_into(c, &c->value, &value_len)) {
+		case GET_MISSING:
+			dlz_log(ISC_LOG_ERROR, "zone %s lists owner %s without its node", zone,
+				owner);
+			return DLZ_ERROR;
+		case GET_ERROR:
+			return DLZ_ERROR;
+		case GET_FOUND:
+			break;
+		}
+		rc = walk_node(zone, owner, c->value.data, value_len, cb, ctx);
+		if (rc != DLZ_OK) {
+			return rc;
+		}
+	}
+	return DLZ_OK;
+}
+
+static int
+bdb_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
+	struct bdb_conn *c = conn;
+
+	switch (key_exists(c, 'Z', zone)) {
+	case GET_MISSING:
+		return DLZ_NOTFOUND;
+	case GET_ERROR:
+		return DLZ_ERROR;
+	case GET_FOUND:
+		break;
+	}
+	return c->type == DB_BTREE ? allnodes_btree(c, zone, cb, ctx)
+				   : allnodes_hash(c, zone, cb, ctx);
+}
+
+static int
+bdb_allowxfr(void *conn, const char *zone, const char *client) {
+	struct bdb_conn *c = conn;
+	size_t len;
+	char *pos, *end, *line;
+
+	if (!make_key(c, 'A', zone, strlen(zone), NULL, 0)) {
+		return DLZ_NOTFOUND;
+	}
+	switch (get_into(c, &c->list, &len)) {
+	case GET_ERROR:
+		return DLZ_ERROR;
+	case GET_MISSING:
+		/* No ACL: nobody may transfer the zone, if it exists at all. */
+		switch (key_exists(c, 'Z', zone)) {
+		case GET_FOUND:
+			return DLZ_DENIED;
+		case GET_MISSING:
+			return DLZ_NOTFOUND;
+		default:
+			return DLZ_ERROR;
+		}
+	case GET_FOUND:
+		break;
+	}
+	pos = c->list.data;
+	end = pos + len;
+	while ((line = next_line(&pos, end)) != NULL) {
+		if (strcmp(line, client) == 0) {
+			return DLZ_OK;
+		}
+	}
+	return DLZ_DENIED;
+}
+
+static const char *const bdb_keys[] = { "file", NULL };
+
+const struct dlz_backend dlz_backend = {
+	.name = "bdb",
+	.thread_safe = true,
+	.arg_keys = bdb_keys,
+	.init = bdb_init,
+	.fini = bdb_fini,
+	.connect = bdb_connect,
+	.disconnect = bdb_disconnect,
+	.fetch = bdb_fetch,
+	.allnodes = bdb_allnodes,
+	.allowxfr = bdb_allowxfr,
+};

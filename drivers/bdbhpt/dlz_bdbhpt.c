@@ -1,0 +1,739 @@
+/*
+ * The Berkeley DB driver for the `bdbhpt` store (schemas/bdb.md): databases in dns.db inside
+ * one environment home per mode,
+ *
+ *     dns_zone    <zone>          -> <gen>          the zone's live generation
+ *     dns_data    <gen> <owner>   -> record lines   ("TYPE TTL rdata" LF each; empty: an ENT)
+ *     dns_xfr     <gen>           -> owner keys     one per line
+ *     dns_client  <zone>          -> client addresses allowed to transfer, one per line
+ *
+ * A fetch is one dns_zone get per candidate zone, then dns_data gets under the generation of
+ * the zone that was read, so a zone switched by the loader (one dns_zone put) is seen old or
+ * new, never mixed.
+ *
+ * Threads: each connection opens its own DB handles and owns its key and value buffers
+ * (DB_DBT_USERMEM, grown when a value does not fit, then reused): a query allocates nothing
+ * and no two threads share a handle mutex. Every mode is safe for concurrent readers, so the
+ * driver is declared thread-safe to named:
+ *  - transactional and concurrent: the environment is a region shared with the loader, which
+ *    writes while named reads (every get sees committed data, so an update is visible at
+ *    once); it is opened once per process with DB_THREAD and its locking serializes readers
+ *    against the writer;
+ *  - private: DB_PRIVATE has no locking and reads a file nobody writes (the loader renames a
+ *    new one into place: named sees it after a reload). Each connection opens its own private
+ *    environment, so threads share no cache and no mutex at all (the cost: one cache per
+ *    connection, filled as pages are read).
+ */
+#include <db.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/dlz_driver.h"
+
+#define DATA_FILE "dns.db"
+#define BUF_INITIAL 4096
+/* A generation id is 16 hex digits; anything much longer is not ours. */
+#define GEN_MAX 64
+/* "<gen> <owner>" */
+#define KEY_CAP (GEN_MAX + 1 + DLZ_KEY_MAX)
+/* A non-transactional get that lost a deadlock (against a loader's transaction) is retried. */
+#define DEADLOCK_RETRIES 100
+
+enum get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
+
+struct mode {
+	const char *name;
+	uint32_t env_flags; /* exactly the loader's (loaders/bdbhpt.py ENV_FLAGS) */
+	bool shared;        /* a region other processes use: one handle per process */
+};
+
+static const struct mode modes[] = {
+	/* DB_REGISTER with DB_RECOVER: recovery only if a registered process died, so named
+	 * and a loader join each other's environment instead of recreating it. */
+	{ "transactional",
+	  DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_REGISTER |
+		  DB_RECOVER | DB_THREAD,
+	  true },
+	{ "concurrent", DB_CREATE | DB_INIT_CDB | DB_INIT_MPOOL | DB_THREAD, true },
+	{ "private", DB_CREATE | DB_PRIVATE | DB_INIT_MPOOL | DB_THREAD, false },
+};
+
+/*
+ * An open environment. A shared-region environment is opened once per process and counted:
+ * named creates a new driver instance before it destroys the old one on reload, and a second
+ * DB_REGISTER handle of the same process would look like a dead process to the registry and
+ * run recovery under the first. A private environment belongs to one connection (and a reload
+ * reads the file the loader renamed into place, not an old cache).
+ */
+struct env {
+	struct env *next;
+	const struct mode *mode;
+	char *home; /* real path */
+	DB_ENV *handle;
+	unsigned refs;
+	atomic_bool failed; /* DB_RUNRECOVERY seen: never hand it to a new instance */
+};
+
+static pthread_mutex_t envs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct env *envs;
+
+struct buf {
+	char *data;
+	uint32_t cap;
+};
+
+/* What dlz_create sets up: the shared environment, or where connections open theirs. */
+struct bdbhpt_state {
+	const struct mode *mode;
+	char *home; /* real path */
+	struct env *shared;
+};
+
+struct bdbhpt_conn {
+	struct env *env;
+	bool own_env;
+	DB *zone_db;
+	DB *data_db;
+	DB *xfr_db;
+	DB *client_db;
+	char key[KEY_CAP];
+	size_t key_len;
+	struct buf value;
+	struct buf list;
+};
+
+/* ---- buffers and gets ------------------------------------------------------------------- */
+
+static bool
+buf_reserve(struct buf *b, size_t need) {
+	char *bigger;
+	size_t cap = b->cap != 0 ? b->cap : BUF_INITIAL;
+
+	if (need <= b->cap) {
+		return true;
+	}
+	while (cap < need) {
+		cap *= 2;
+	}
+	if (cap > UINT32_MAX) {
+		return false;
+	}
+	bigger = realloc(b->data, cap);
+	if (bigger == NULL) {
+		return false;
+	}
+	b->data = bigger;
+	b->cap = (uint32_t)cap;
+	return true;
+}
+
+static void
+env_failed(struct env *env, int rc) {
+	if (rc == DB_RUNRECOVERY && !atomic_exchange(&env->failed, true)) {
+		dlz_log(ISC_LOG_ERROR, "environment %s needs recovery: reload named", env->home);
+	}
+}
+
+/*
+ * The value of c->key in db into b: NUL-terminated (one byte of b always stays free), its
+ * length in *len.
+ */
+static enum get_result
+get_into(struct bdbhpt_conn *c, DB *db, struct buf *b, size_t *len) {
+	DBT key, value;
+	int rc, deadlocks = 0;
+
+	memset(&key, 0, sizeof(key));
+	key.data = c->key;
+	key.size = (uint32_t)c->key_len;
+	for (;;) {
+		memset(&value, 0, sizeof(value));
+		value.data = b->data;
+		value.ulen = b->cap - 1;
+		value.flags = DB_DBT_USERMEM;
+		rc = db->get(db, NULL, &key, &value, 0);
+		if (rc == DB_BUFFER_SMALL) {
+			if (!buf_reserve(b, (size_t)value.size + 1)) {
+				dlz_log_error_limited("out of memory for a %u-byte value", value.size);
+				return GET_ERROR;
+			}
+		} else if (rc != DB_LOCK_DEADLOCK || ++deadlocks > DEADLOCK_RETRIES) {
+			break;
+		}
+	}
+	if (rc == DB_NOTFOUND) {
+		return GET_MISSING;
+	}
+	if (rc != 0) {
+		env_failed(c->env, rc);
+		dlz_log_error_limited("get %.*s: %s", (int)c->key_len, c->key, db_strerror(rc));
+		return GET_ERROR;
+	}
+	b->data[value.size] = '\0';
+	*len = value.size;
+	return GET_FOUND;
+}
+
+/* c->key = a, or "a b" when b is not NULL; false if too long for any key of the store. */
+static bool
+make_key(struct bdbhpt_conn *c, const char *a, size_t a_len, const char *b, size_t b_len) {
+	size_t len = a_len + (b != NULL ? 1 + b_len : 0);
+
+	if (len > sizeof(c->key)) {
+		return false;
+	}
+	memcpy(c->key, a, a_len);
+	if (b != NULL) {
+		c->key[a_len] = ' ';
+		memcpy(c->key + a_len + 1, b, b_len);
+	}
+	c->key_len = len;
+	return true;
+}
+
+/* The generation of zone into gen (NUL-terminated, at most GEN_MAX). */
+static enum get_result
+zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) {
+	enum get_result found;
+	size_t len;
+
+	if (!make_key(c, zone, strlen(zone), NULL, 0)) {
+		return GET_MISSING;
+	}
+	found = get_into(c, c->zone_db, &c->value, &len);
+	if (found != GET_FOUND) {
+		return found;
+	}
+	if (len == 0 || len > GEN_MAX || memchr(c->value.data, ' ', len) != NULL) {
+		dlz_log_error_limited("zone %s has a malformed generation id", zone);
+		return GET_ERROR;
+	}
+	memcpy(gen, c->value.data, len + 1);
+	return GET_FOUND;
+}
+
+/* ---- node values ------------------------------------------------------------------------ */
+
+struct record_line {
+	char *type;
+	size_t type_len;
+	uint32_t ttl;
+	char *rdata;
+	size_t rdata_len;
+};
+
+/*
+ * The record line starting at *pos (before end): "TYPE SP TTL SP rdata" up to LF or end.
+ * *pos moves past it. false if it is malformed.
+ */
+static bool
+next_record(char **pos, char *end, struct record_line *r) {
+	char *line = *pos, *eol = memchr(line, '\n', (size_t)(end - line));
+	char *sp1, *p;
+	uint64_t ttl = 0;
+
+	if (eol == NULL) {
+		eol = end;
+	}
+	*pos = eol < end ? eol + 1 : end;
+	sp1 = memchr(line, ' ', (size_t)(eol - line));
+	if (sp1 == NULL || sp1 == line) {
+		return false;
+	}
+	for (p = sp1 + 1; p < eol && *p >= '0' && *p <= '9'; p++) {
+		ttl = ttl * 10 + (uint64_t)(*p - '0');
+		if (ttl > UINT32_MAX) {
+			return false;
+		}
+	}
+	if (p == sp1 + 1 || p == eol || *p != ' ') {
+		return false;
+	}
+	r->type = line;
+	r->type_len = (size_t)(sp1 - line);
+	r->ttl = (uint32_t)ttl;
+	r->rdata = p + 1;
+	r->rdata_len = (size_t)(eol - r->rdata);
+	return true;
+}
+
+/* Every record of one node value as rows; an empty value is an ENT marker row. */
+static int
+add_node_rows(struct dlz_rowset *out, const char *zone, size_t zone_len, const char *owner,
+	      char *value, size_t len) {
+	char *pos = value, *end = value + len;
+	struct record_line r;
+
+	if (len == 0) {
+		return dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner),
+					    DLZ_ENT_TYPE, strlen(DLZ_ENT_TYPE), 0, "", 0)
+			       ? DLZ_OK
+			       : DLZ_ERROR;
+	}
+	while (pos < end) {
+		if (!next_record(&pos, end, &r)) {
+			dlz_log_error_limited("malformed record line in node %s of zone %s",
+					      owner, zone);
+			return DLZ_ERROR;
+		}
+		if (!dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner), r.type,
+					  r.type_len, r.ttl, r.rdata, r.rdata_len)) {
+			return DLZ_ERROR;
+		}
+	}
+	return DLZ_OK;
+}
+
+/* Hand every record of one node value (NUL-terminated in place) to cb. */
+static int
+walk_node(const char *zone, const char *owner, char *value, size_t len, dlz_node_cb *cb,
+	  void *ctx) {
+	char *pos = value, *end = value + len;
+	struct record_line r;
+
+	if (len == 0) {
+		return cb(ctx, owner, DLZ_ENT_TYPE, 0, "");
+	}
+	while (pos < end) {
+		int rc;
+
+		if (!next_record(&pos, end, &r)) {
+			dlz_log(ISC_LOG_ERROR, "malformed record line in node %s of zone %s", owner,
+				zone);
+			return DLZ_ERROR;
+		}
+		r.type[r.type_len] = '\0';
+		r.rdata[r.rdata_len] = '\0';
+		rc = cb(ctx, owner, r.type, r.ttl, r.rdata);
+		if (rc != DLZ_OK) {
+			return rc;
+		}
+	}
+	return DLZ_OK;
+}
+
+/* The next LF-terminated line of a list value at *pos, NUL-terminated in place; NULL at
+ * the end. */
+static char *
+next_line(char **pos, char *end) {
+	char *line = *pos, *eol;
+
+	if (line >= end) {
+		return NULL;
+	}
+	eol = memchr(line, '\n', (size_t)(end - line));
+	if (eol == NULL) {
+		eol = end;
+	}
+	*eol = '\0';
+	*pos = eol < end ? eol + 1 : end;
+	return line;
+}
+
+/* ---- environments ----------------------------------------------------------------------- */
+
+static void
+bdb_errcall(const DB_ENV *handle, const char *prefix, const char *message) {
+	(void)handle;
+	(void)prefix;
+	dlz_log(ISC_LOG_ERROR, "Berkeley DB: %s", message);
+}
+
+static void
+env_free(struct env *env) {
+	if (env->handle != NULL) {
+		env->handle->close(env->handle, 0);
+	}
+	free(env->home);
+	free(env);
+}
+
+static struct env *
+env_open(const struct mode *mode, char *home) {
+	struct env *env = calloc(1, sizeof(*env));
+	int rc;
+
+	if (env == NULL) {
+		free(home);
+		return NULL;
+	}
+	env->mode = mode;
+	env->home = home;
+	env->refs = 1;
+	atomic_init(&env->failed, false);
+	rc = db_env_create(&env->handle, 0);
+	if (rc == 0) {
+		env->handle->set_errcall(env->handle, bdb_errcall);
+		/* Cache and lock sizes come from the home's DB_CONFIG, as for the loader. */
+		rc = env->handle->open(env->handle, home, mode->env_flags, 0);
+	}
+	if (rc != 0) {
+		dlz_log(ISC_LOG_ERROR, "cannot open the %s environment %s: %s", mode->name, home,
+			db_strerror(rc));
+		env_free(env);
+		return NULL;
+	}
+	return env;
+}
+
+/* The process's environment for a shared mode and home, opened or counted once more. */
+static struct env *
+env_acquire(const struct mode *mode, const char *home) {
+	struct env *env;
+	char *copy;
+
+	pthread_mutex_lock(&envs_lock);
+	for (env = envs; env != NULL; env = env->next) {
+		if (env->mode == mode && strcmp(env->home, home) == 0 &&
+		    !atomic_load(&env->failed)) {
+			env->refs++;
+			break;
+		}
+	}
+	if (env == NULL && (copy = strdup(home)) != NULL) {
+		env = env_open(mode, copy);
+		if (env != NULL) {
+			env->next = envs;
+			envs = env;
+		}
+	}
+	pthread_mutex_unlock(&envs_lock);
+	return env;
+}
+
+static void
+env_release(struct env *env) {
+	struct env **link;
+
+	pthread_mutex_lock(&envs_lock);
+	if (--env->refs == 0) {
+		for (link = &envs; *link != NULL; link = &(*link)->next) {
+			if (*link == env) {
+				*link = env->next;
+				break;
+			}
+		}
+		env_free(env);
+	}
+	pthread_mutex_unlock(&envs_lock);
+}
+
+/* ---- the backend ------------------------------------------------------------------------ */
+
+static const struct mode *
+mode_named(const char *name) {
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (strcmp(modes[i].name, name) == 0) {
+			return &modes[i];
+		}
+	}
+	return NULL;
+}
+
+static int
+bdbhpt_init(const struct dlz_args *args, void **state) {
+	const char *mode_name = dlz_arg_str(args, "mode", NULL);
+	const char *home = dlz_arg_str(args, "env", NULL);
+	const struct mode *mode;
+	char *real, data[PATH_MAX + sizeof(DATA_FILE) + 1];
+	struct bdbhpt_state *s;
+	struct stat st;
+
+	if (mode_name == NULL || home == NULL) {
+		dlz_log(ISC_LOG_ERROR, "arguments mode=transactional|concurrent|private and "
+				       "env=<environment home> are required");
+		return DLZ_ERROR;
+	}
+	mode = mode_named(mode_name);
+	if (mode == NULL) {
+		dlz_log(ISC_LOG_ERROR, "mode=%s: expected transactional, concurrent or private",
+			mode_name);
+		return DLZ_ERROR;
+	}
+	real = realpath(home, NULL);
+	if (real == NULL) {
+		dlz_log(ISC_LOG_ERROR, "env=%s: %s", home, strerror(errno));
+		return DLZ_ERROR;
+	}
+	/* DB_CREATE would make an empty environment in a wrong directory: check first. */
+	snprintf(data, sizeof(data), "%s/%s", real, DATA_FILE);
+	if (stat(data, &st) != 0) {
+		dlz_log(ISC_LOG_ERROR, "%s: %s (not a loaded bdbhpt home)", data, strerror(errno));
+		free(real);
+		return DLZ_ERROR;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		free(real);
+		return DLZ_ERROR;
+	}
+	s->mode = mode;
+	s->home = real;
+	if (mode->shared && (s->shared = env_acquire(mode, real)) == NULL) {
+		free(real);
+		free(s);
+		return DLZ_ERROR;
+	}
+	*state = s;
+	return DLZ_OK;
+}
+
+static void
+bdbhpt_fini(void *state) {
+	struct bdbhpt_state *s = state;
+
+	if (s->shared != NULL) {
+		env_release(s->shared);
+	}
+	free(s->home);
+	free(s);
+}
+
+static void
+close_db(DB **db) {
+	if (*db != NULL) {
+		(*db)->close(*db, 0);
+		*db = NULL;
+	}
+}
+
+static void
+bdbhpt_disconnect(void *state, void *conn) {
+	struct bdbhpt_conn *c = conn;
+
+	(void)state;
+	close_db(&c->zone_db);
+	close_db(&c->data_db);
+	close_db(&c->xfr_db);
+	close_db(&c->client_db);
+	if (c->own_env && c->env != NULL) {
+		env_free(c->env);
+	}
+	free(c->value.data);
+	free(c->list.data);
+	free(c);
+}
+
+static int
+open_db(struct env *env, const char *name, DB **db) {
+	int rc = db_create(db, env->handle, 0);
+
+	if (rc == 0) {
+		/* Read-only, no transaction: each get sees committed data only. */
+		rc = (*db)->open(*db, NULL, DATA_FILE, name, DB_UNKNOWN, DB_RDONLY | DB_THREAD, 0);
+	}
+	if (rc != 0) {
+		env_failed(env, rc);
+		dlz_log(ISC_LOG_ERROR, "cannot open database %s in %s/%s: %s", name, env->home,
+			DATA_FILE, db_strerror(rc));
+		close_db(db);
+		return DLZ_ERROR;
+	}
+	return DLZ_OK;
+}
+
+static int
+bdbhpt_connect(void *state, void **conn) {
+	struct bdbhpt_state *s = state;
+	struct bdbhpt_conn *c = calloc(1, sizeof(*c));
+	char *home;
+
+	if (c == NULL || !buf_reserve(&c->value, BUF_INITIAL) ||
+	    !buf_reserve(&c->list, BUF_INITIAL)) {
+		dlz_log(ISC_LOG_ERROR, "out of memory");
+		goto fail;
+	}
+	if (s->shared != NULL) {
+		c->env = s->shared;
+	} else {
+		c->own_env = true;
+		home = strdup(s->home);
+		c->env = home != NULL ? env_open(s->mode, home) : NULL;
+		if (c->env == NULL) {
+			goto fail;
+		}
+	}
+	if (open_db(c->env, "dns_zone", &c->zone_db) != DLZ_OK ||
+	    open_db(c->env, "dns_data", &c->data_db) != DLZ_OK ||
+	    open_db(c->env, "dns_xfr", &c->xfr_db) != DLZ_OK ||
+	    open_db(c->env, "dns_client", &c->client_db) != DLZ_OK) {
+		goto fail;
+	}
+	*conn = c;
+	return DLZ_OK;
+fail:
+	if (c != NULL) {
+		bdbhpt_disconnect(state, c);
+	}
+	return DLZ_ERROR;
+}
+
+/* The rows of owner under generation gen ("<gen> <owner>"), if the node exists. */
+static int
+fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, size_t zone_len,
+	    const char *owner, struct dlz_rowset *out) {
+	size_t len;
+
+	if (!make_key(c, gen, strlen(gen), owner, strlen(owner))) {
+		return DLZ_OK; /* longer than any key of the store */
+	}
+	switch (get_into(c, c->data_db, &c->value, &len)) {
+	case GET_MISSING:
+		return DLZ_OK;
+	case GET_FOUND:
+		return add_node_rows(out, zone, zone_len, owner, c->value.data, len);
+	default:
+		return DLZ_ERROR;
+	}
+}
+
+static int
+bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
+	struct bdbhpt_conn *c = conn;
+	char gen[GEN_MAX + 1], found_gen[GEN_MAX + 1];
+	const char *zone = NULL;
+	int z = req->zone_index;
+	size_t zone_len;
+
+	for (unsigned i = 0; i < req->nnames; i++) {
+		switch (zone_generation(c, req->names[i], found_gen)) {
+		case GET_ERROR:
+			return DLZ_ERROR;
+		case GET_MISSING:
+			continue;
+		case GET_FOUND:
+			break;
+		}
+		if (!dlz_rowset_add_zone(out, req->names[i])) {
+			return DLZ_ERROR;
+		}
+		if (z < 0) {
+			z = (int)i;
+		}
+		if ((int)i == z) {
+			zone = req->names[i];
+			memcpy(gen, found_gen, sizeof(gen));
+		}
+	}
+	if (zone == NULL) {
+		return DLZ_OK;
+	}
+	/* Every node is read under the one generation read above: the zone as it was then. */
+	zone_len = strlen(zone);
+	for (int i = 0; i <= z; i++) {
+		if (fetch_owner(c, gen, zone, zone_len, req->names[i], out) != DLZ_OK ||
+		    (i > 0 &&
+		     fetch_owner(c, gen, zone, zone_len, req->wilds[i], out) != DLZ_OK)) {
+			return DLZ_ERROR;
+		}
+	}
+	return DLZ_OK;
+}
+
+/* The owner list of one generation, then one dns_data get per owner. */
+static int
+bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
+	struct bdbhpt_conn *c = conn;
+	char gen[GEN_MAX + 1], *pos, *end, *owner;
+	size_t gen_len, list_len, value_len;
+
+	switch (zone_generation(c, zone, gen)) {
+	case GET_MISSING:
+		return DLZ_NOTFOUND;
+	case GET_ERROR:
+		return DLZ_ERROR;
+	case GET_FOUND:
+		break;
+	}
+	gen_len = strlen(gen);
+	make_key(c, gen, gen_len, NULL, 0);
+	switch (get_into(c, c->xfr_db, &c->list, &list_len)) {
+	case GET_MISSING:
+		dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone, gen);
+		return DLZ_ERROR;
+	case GET_ERROR:
+		return DLZ_ERROR;
+	case GET_FOUND:
+		break;
+	}
+	pos = c->list.data;
+	end = pos + list_len;
+	while ((owner = next_line(&pos, end)) != NULL) {
+		int rc;
+
+		if (!make_key(c, gen, gen_len, owner, strlen(owner))) {
+			return DLZ_ERROR;
+		}
+		switch (get_into(c, c->data_db, &c->value, &value_len)) {
+		case GET_MISSING:
+			/* The generation was purged during the transfer (replaced > 10 s ago). */
+			dlz_log(ISC_LOG_ERROR, "zone %s: node %s of generation %s is gone", zone,
+				owner, gen);
+			return DLZ_ERROR;
+		case GET_ERROR:
+			return DLZ_ERROR;
+		case GET_FOUND:
+			break;
+		}
+		rc = walk_node(zone, owner, c->value.data, value_len, cb, ctx);
+		if (rc != DLZ_OK) {
+			return rc;
+		}
+	}
+	return DLZ_OK;
+}
+
+static int
+bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
+	struct bdbhpt_conn *c = conn;
+	char gen[GEN_MAX + 1], *pos, *end, *line;
+	size_t len;
+
+	if (!make_key(c, zone, strlen(zone), NULL, 0)) {
+		return DLZ_NOTFOUND;
+	}
+	switch (get_into(c, c->client_db, &c->list, &len)) {
+	case GET_ERROR:
+		return DLZ_ERROR;
+	case GET_MISSING:
+		/* No ACL: nobody may transfer the zone, if it exists at all. */
+		switch (zone_generation(c, zone, gen)) {
+		case GET_FOUND:
+			return DLZ_DENIED;
+		case GET_MISSING:
+			return DLZ_NOTFOUND;
+		default:
+			return DLZ_ERROR;
+		}
+	case GET_FOUND:
+		break;
+	}
+	pos = c->list.data;
+	end = pos + len;
+	while ((line = next_line(&pos, end)) != NULL) {
+		if (strcmp(line, client) == 0) {
+			return DLZ_OK;
+		}
+	}
+	return DLZ_DENIED;
+}
+
+static const char *const bdbhpt_keys[] = { "mode", "env", NULL };
+
+const struct dlz_backend dlz_backend = {
+	.name = "bdbhpt",
+	.thread_safe = true,
+	.arg_keys = bdbhpt_keys,
+	.init = bdbhpt_init,
+	.fini = bdbhpt_fini,
+	.connect = bdbhpt_connect,
+	.disconnect = bdbhpt_disconnect,
+	.fetch = bdbhpt_fetch,
+	.allnodes = bdbhpt_allnodes,
+	.allowxfr = bdbhpt_allowxfr,
+};
