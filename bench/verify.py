@@ -1,19 +1,45 @@
 """Ask native BIND, the memory driver and each driver the same queries; compare the answers.
 
-Responses are compared on rcode, the AA and TC flags, and the answer, authority and additional
-sections as sets of RRs with TTLs. A truncated UDP answer is compared over TCP.
+This is the one comparison engine: `python3 -m bench verify`, the runner's answer check and
+the driver tests all use it.
 
-A few differences come from BIND's own DLZ path (lib/dns/sdlz.c), not from any driver: they are
-seen between native BIND and a perfect in-memory DLZ module. `classify` names them; every other
-difference belongs to the driver. Drivers are compared with the memory driver, which must itself
-match native BIND apart from those named classes.
+What is compared. A response is reduced to its rcode, the AA and TC flags, and the answer,
+authority and additional sections as sets of RRs with TTLs (`Answer`). Queries carry EDNS0
+with a 1232-octet payload, what resolvers have sent since DNS Flag Day 2020, so the sizes are
+those real clients see.
+
+Truncation. A DLZ driver never sees the transport: BIND renders its rows into a UDP or TCP
+response like any other database's, so whether a response fits a UDP payload is a property
+of BIND's rendering, not of the data. And the rendering differs between the two paths: a
+native zone renders owner names as the zone file spells them, a DLZ answer as the query
+spelled them, and BIND compresses case-sensitively, so a mixed-case query for a 255-octet
+name fits for DLZ and is truncated for native BIND (TC=1, empty sections) with the very same
+records. Such a transport-size artifact must not count as a driver difference, while a
+truncation that the size does not explain still must. So each side's *complete* answer is
+compared (`complete`):
+  - a UDP answer with TC=1 is replaced by the TCP answer to the same query, when that TCP
+    answer is larger than the UDP payload: the truncation was forced by the size;
+  - a UDP answer near the payload limit (more than half of it) is replaced by the TCP answer
+    too: near the limit BIND may also leave out additional-section records without setting
+    TC, and the other side's rendering may just have fitted;
+  - a TC=1 answer whose TCP answer would have fitted the payload stays as it is, TC and empty
+    sections included, and so differs from any complete answer: a real TC difference.
+`ask` fetches the TCP answer at once in the first two cases, so a reference answer stays
+comparable after its server has stopped (the runner keeps native BIND's answers).
+
+Known differences. Seven classes of difference come from BIND's own DLZ path (lib/dns/sdlz.c,
+lib/ns/query.c), not from any driver: they are seen between native BIND and a perfect
+in-memory DLZ module (tests/test_memory_driver.py). `classify` names a difference only when
+it has exactly the shape the class describes (`BIND_CLASSES`); every other difference belongs
+to the driver. Drivers are then compared with the memory driver, which must match them
+exactly.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import dns.exception
 import dns.flags
@@ -25,18 +51,19 @@ import dns.rdatatype
 import dns.rrset
 
 from bench.servers.named import Named
-from loaders.model import Zone
+from loaders.model import Zone, empty_nonterminals
 
 Query = tuple[dns.name.Name, str]
+Rr = tuple[str, int, str, str]  # owner (lower case), TTL, type, rdata
 
-# The classes of difference that BIND's sdlz layer causes with a perfect driver.
-BIND_CLASSES = {
-    "ds-at-delegation": "DS/NSEC query at a delegation point: DLZ answers with the referral, "
-                        "native BIND with the parent-side data",
-    "negative-soa-ttl": "negative answer to an SOA query: DLZ keeps the SOA's TTL in the "
-                        "authority section, native BIND sets it to 0",
-    "root-zone": "query inside the root zone: BIND never asks a DLZ driver for the root zone",
-}
+# The EDNS0 payload queries advertise; named 9.18's max-udp-size is the same by default.
+UDP_PAYLOAD = 1232
+# The UDP limit of a query without EDNS (RFC 1035).
+PLAIN_UDP_LIMIT = 512
+
+# The class of a difference no BIND mechanism explains.
+DRIVER = "driver"
+
 
 HOSTILE_LABELS: tuple[bytes, ...] = (
     b"'", b'"', b"%", b"_", b"*x", b"a*b", b"/", b"..", b"\\", b"\x00", b"\xff\x01",
@@ -44,25 +71,44 @@ HOSTILE_LABELS: tuple[bytes, ...] = (
 )
 
 
+# --- answers ---------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class Answer:
-    """A response reduced to what is compared."""
+    """A response reduced to what is compared (`size` and `tcp` are not compared)."""
 
     rcode: str
     aa: bool
     tc: bool
-    answer: frozenset[tuple[str, int, str, str]]
-    authority: frozenset[tuple[str, int, str, str]]
-    additional: frozenset[tuple[str, int, str, str]]
+    answer: frozenset[Rr]
+    authority: frozenset[Rr]
+    additional: frozenset[Rr]
+    size: int = field(default=0, compare=False)   # octets on the wire
+    limit: int = field(default=0, compare=False)  # the UDP size it was rendered for
+    tcp: bool = field(default=False, compare=False)
 
     def describe(self) -> str:
-        def rrs(s: frozenset[tuple[str, int, str, str]]) -> str:
+        def rrs(s: frozenset[Rr]) -> str:
             return "; ".join(" ".join(map(str, rr)) for rr in sorted(s)) or "-"
-        return (f"{self.rcode} aa={int(self.aa)} tc={int(self.tc)} | ANSWER {rrs(self.answer)}"
-                f" | AUTHORITY {rrs(self.authority)} | ADDITIONAL {rrs(self.additional)}")
+        over = " (over TCP)" if self.tcp else ""
+        return (f"{self.rcode} aa={int(self.aa)} tc={int(self.tc)}{over} | ANSWER "
+                f"{rrs(self.answer)} | AUTHORITY {rrs(self.authority)} | ADDITIONAL "
+                f"{rrs(self.additional)}")
+
+    def soa_ttl_zeroed(self) -> Answer:
+        """The same answer with every authority SOA's TTL set to 0."""
+        return replace(self, authority=frozenset((n, 0 if t == "SOA" else ttl, t, d)
+                                                 for n, ttl, t, d in self.authority))
 
 
-def _section(rrsets: Iterable[dns.rrset.RRset]) -> frozenset[tuple[str, int, str, str]]:
+# The UDP answer, and the TCP answer when the UDP one was truncated or near the limit.
+Reply = tuple[Answer, Answer | None]
+
+_NO_ANSWER = Answer("(no answer)", False, False, frozenset(), frozenset(), frozenset())
+
+
+def _section(rrsets: Iterable[dns.rrset.RRset]) -> frozenset[Rr]:
     out = set()
     for rrset in rrsets:
         if rrset.rdtype == dns.rdatatype.OPT:
@@ -74,15 +120,257 @@ def _section(rrsets: Iterable[dns.rrset.RRset]) -> frozenset[tuple[str, int, str
     return frozenset(out)
 
 
-def reduce(msg: dns.message.Message) -> Answer:
+def reduce(msg: dns.message.Message, tcp: bool = False) -> Answer:
     return Answer(dns.rcode.to_text(msg.rcode()), bool(msg.flags & dns.flags.AA),
                   bool(msg.flags & dns.flags.TC), _section(msg.answer),
-                  _section(msg.authority), _section(msg.additional))
+                  _section(msg.authority), _section(msg.additional),
+                  len(msg.wire or b""), _udp_limit(msg), tcp)
+
+
+def _udp_limit(response: dns.message.Message) -> int:
+    """512 octets without EDNS, else the smaller of the payloads both sides advertised."""
+    return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
+
+
+def ask(named: Named, query: Query) -> Reply:
+    """The UDP answer, with the TCP answer when the UDP one may not be complete."""
+    udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD))
+    if not (udp.tc or udp.size > udp.limit // 2):
+        return udp, None
+    return udp, reduce(named.query(query[0], query[1], tcp=True, payload=UDP_PAYLOAD), tcp=True)
+
+
+def complete(reply: Reply) -> Answer:
+    """The answer to compare: see the module docstring on truncation."""
+    udp, tcp = reply
+    if tcp is None:
+        return udp
+    if udp.tc and tcp.size <= udp.limit:
+        return udp  # truncated though everything fitted: not the size, keep it as it is
+    return tcp
+
+
+def compare_answers(query: Query, reference: Reply, other: Reply) -> tuple[Answer, Answer] | None:
+    """None when the complete answers are identical, else (reference's, other's)."""
+    expected, got = complete(reference), complete(other)
+    return None if expected == got else (expected, got)
+
+
+def transfer(named: Named, zone: dns.name.Name, source: str | None = None) -> Answer:
+    """A full zone transfer reduced to its set of RRs; the rcode says why it failed."""
+    try:
+        messages = list(dns.query.xfr("127.0.0.1", zone, port=named.port, timeout=30,
+                                      lifetime=120, source=source, relativize=False))
+    except dns.query.TransferError as exc:
+        return replace(_NO_ANSWER, rcode=dns.rcode.to_text(exc.rcode))
+    except (dns.exception.DNSException, OSError, EOFError) as exc:
+        return replace(_NO_ANSWER, rcode=f"failed: {type(exc).__name__}")
+    rrs = frozenset().union(*(_section(m.answer) for m in messages))
+    return Answer("NOERROR", True, False, rrs, frozenset(), frozenset(), tcp=True)
+
+
+# --- the known classes -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ZoneFacts:
+    """What the classes need to know about the data set."""
+
+    origins: frozenset[dns.name.Name]
+    delegations: frozenset[dns.name.Name]
+    ents: frozenset[dns.name.Name]
+    cnames: frozenset[dns.name.Name]
+
+    @classmethod
+    def of(cls, zones: Iterable[Zone]) -> ZoneFacts:
+        origins, delegations, ents, cnames = set(), set(), set(), set()
+        for zone in zones:
+            origins.add(zone.origin)
+            ents.update(empty_nonterminals(zone))
+            for r in zone.records:
+                if r.owner == zone.origin:
+                    continue
+                if r.rdtype == "NS":
+                    delegations.add(r.owner)
+                elif r.rdtype == "CNAME":
+                    cnames.add(r.owner)
+        return cls(frozenset(origins), frozenset(delegations), frozenset(ents),
+                   frozenset(cnames))
+
+    def zone_of(self, name: dns.name.Name) -> dns.name.Name | None:
+        """The deepest hosted zone name lies in, or None."""
+        while name not in self.origins:
+            if name == dns.name.root:
+                return None
+            name = name.parent()
+        return name
+
+
+def classify(query: Query, native: Answer, dlz: Answer, facts: ZoneFacts) -> str:
+    """The BIND_CLASSES name whose exact shape a native-vs-DLZ difference has, else DRIVER."""
+    qname, rdtype = query
+    for cls in BIND_CLASSES.values():
+        if cls.matches(qname, rdtype, native, dlz, facts):
+            return cls.name
+    return DRIVER
+
+
+def classify_transfer(zone: dns.name.Name, native: Answer, dlz: Answer) -> str:
+    """A zone transfer's difference: only the root zone's (DLZ refuses it) is BIND's."""
+    refused = dlz.rcode != "NOERROR" and not dlz.answer
+    return "root-zone" if zone == dns.name.root and refused else DRIVER
+
+
+def _owner(qname: dns.name.Name) -> str:
+    return qname.to_text().lower()
+
+
+def _is_referral(a: Answer, qname: dns.name.Name) -> bool:
+    return (a.rcode == "NOERROR" and not a.aa and not a.answer and bool(a.authority)
+            and all(rr[0] == _owner(qname) and rr[2] in ("NS", "DS") for rr in a.authority))
+
+
+def _is_child_nodata(a: Answer, qname: dns.name.Name) -> bool:
+    return (a.rcode == "NOERROR" and a.aa and not a.answer
+            and all(rr[0] == _owner(qname) and rr[2] == "SOA" for rr in a.authority))
+
+
+def _is_bare(a: Answer, rcode: str) -> bool:
+    return a.rcode == rcode and not (a.aa or a.answer or a.authority or a.additional)
+
+
+def _ds_parent_side(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                    facts: ZoneFacts) -> bool:
+    return rdtype in ("DS", "NSEC") and qname in facts.delegations and (
+        _is_referral(dlz, qname) or (qname in facts.origins and _is_child_nodata(dlz, qname)))
+
+
+def _soa_nxdomain_ttl(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                      facts: ZoneFacts) -> bool:
+    return (rdtype == "SOA" and native.rcode == "NXDOMAIN"
+            and all(rr[1] == 0 for rr in native.authority if rr[2] == "SOA")
+            and native == dlz.soa_ttl_zeroed())
+
+
+def _any_at_ent(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                facts: ZoneFacts) -> bool:
+    return (rdtype == "ANY" and qname in facts.ents and _is_bare(dlz, "SERVFAIL")
+            and native.rcode == "NOERROR" and not native.answer)
+
+
+def _any_at_delegation(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                       facts: ZoneFacts) -> bool:
+    return (rdtype == "ANY" and qname in facts.delegations and _is_referral(native, qname)
+            and dlz.rcode == "NOERROR" and not dlz.aa and not dlz.authority
+            and not dlz.additional
+            and dlz.answer == {rr for rr in native.authority if rr[2] == "NS"})
+
+
+def _nsec_at_cname(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                   facts: ZoneFacts) -> bool:
+    return (rdtype == "NSEC" and qname in facts.cnames and not native.answer
+            and {rr[2] for rr in dlz.answer if rr[0] == _owner(qname)} == {"CNAME"})
+
+
+def _chain_ends(a: Answer) -> set[dns.name.Name]:
+    """Targets of the answer's CNAMEs that the answer does not itself continue."""
+    owners = {dns.name.from_text(rr[0]) for rr in a.answer}
+    targets = {dns.name.from_text(rr[3]) for rr in a.answer if rr[2] == "CNAME"}
+    return targets - owners
+
+
+def _cross_zone_chain(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                      facts: ZoneFacts) -> bool:
+    """Native stopped at a CNAME into another zone; DLZ only added that zone's records."""
+    ends = _chain_ends(native)
+    if len(ends) != 1 or not native.answer <= dlz.answer:
+        return False
+    target_zone = facts.zone_of(next(iter(ends)))
+    if target_zone is None or target_zone == facts.zone_of(qname):
+        return False
+    extra = ((dlz.answer - native.answer) | (dlz.authority - native.authority)
+             | (dlz.additional - native.additional))
+    return (dlz.aa == native.aa and dlz.rcode in (native.rcode, "NXDOMAIN")
+            and all(dns.name.from_text(rr[0]).is_subdomain(target_zone) for rr in extra))
+
+
+def _root_zone(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+               facts: ZoneFacts) -> bool:
+    return facts.zone_of(qname) == dns.name.root and _is_bare(dlz, "REFUSED")
+
+
+Shape = Callable[[dns.name.Name, str, Answer, Answer, ZoneFacts], bool]
+
+
+@dataclass(frozen=True)
+class BindClass:
+    """A difference BIND's DLZ path makes with a perfect driver, and its exact shape."""
+
+    name: str
+    summary: str    # what differs, in one line
+    mechanism: str  # where in BIND 9.18 it comes from
+    matches: Shape  # (qname, qtype, native answer, DLZ answer, facts) -> has this shape
+
+    def describe(self) -> str:
+        return f"{self.summary} ({self.mechanism})"
+
+
+# In the order classify tries them.
+BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
+    BindClass(
+        "root-zone",
+        "names in the root zone: DLZ answers REFUSED (and refuses the transfer)",
+        "dlz.c dns_dlzfindzone() never asks a DLZ driver for the root zone",
+        _root_zone),
+    BindClass(
+        "ds-parent-side",
+        "DS or NSEC at a delegation point: DLZ gives the referral (or, when the child zone is "
+        "hosted too, the child's NODATA); native BIND answers from the parent side",
+        "sdlz.c find() stops at the NS RRset for every type, and query.c asks DLZ for the "
+        "deepest zone without the DNS_GETDB_NOEXACT step to the parent",
+        _ds_parent_side),
+    BindClass(
+        "soa-nxdomain-ttl",
+        "NXDOMAIN to an SOA query: native BIND sets the authority SOA's TTL to 0, DLZ keeps "
+        "it (NODATA is identical)",
+        "query.c zeroes the SOA TTL for an SOA query's negative answer only with the zone "
+        "option zero-no-soa-ttl, and a DLZ answer has no dns_zone_t",
+        _soa_nxdomain_ttl),
+    BindClass(
+        "any-at-ent",
+        "ANY at an empty non-terminal: DLZ answers SERVFAIL, native BIND NODATA",
+        "sdlz.c find() returns success for a node without rdatasets when the type is ANY, "
+        "and query.c answers SERVFAIL when an ANY answer then finds no rdataset",
+        _any_at_ent),
+    BindClass(
+        "any-at-delegation",
+        "ANY at a delegation point: DLZ puts the NS RRset in the answer section, without AA "
+        "and without glue; native BIND gives the referral",
+        "sdlz.c find() returns DNS_R_ZONECUT with the NS RRset, which query.c answers as "
+        "ANY data instead of a referral",
+        _any_at_delegation),
+    BindClass(
+        "nsec-at-cname",
+        "NSEC at a CNAME owner: DLZ follows the CNAME, native BIND answers NODATA",
+        "sdlz.c find() answers a CNAME for every type but CNAME, while native's rbtdb lets "
+        "NSEC coexist with a CNAME",
+        _nsec_at_cname),
+    BindClass(
+        "cross-zone-chain",
+        "a CNAME or DNAME into another hosted zone: DLZ follows the chain into that zone, "
+        "native BIND stops at the zone boundary",
+        "query.c query_validatezonedb() limits a chain to the zone of the first name, a "
+        "check it skips for DLZ databases",
+        _cross_zone_chain),
+)}
+
+
+# --- counting --------------------------------------------------------------------------------
 
 
 @dataclass
 class Comparison:
-    """What one driver answered differently, by class."""
+    """How one server's answers compare with native BIND's: identical, by class, or not."""
 
     driver: str
     total: int = 0
@@ -92,85 +380,122 @@ class Comparison:
 
     @property
     def driver_differences(self) -> int:
-        return self.classes.get("driver", 0)
+        return self.classes.get(DRIVER, 0)
 
-    def add(self, cls: str | None, detail: str) -> None:
+    def add(self, cls: str | None, detail: str = "") -> None:
+        """One answer: cls None when identical, a class name, or DRIVER with its detail."""
         self.total += 1
         if cls is None:
             self.identical += 1
             return
         self.classes[cls] = self.classes.get(cls, 0) + 1
-        if cls == "driver" and len(self.differences) < 200:
+        if cls == DRIVER and len(self.differences) < 200:
             self.differences.append(detail)
 
     def summary(self) -> str:
-        extra = ", ".join(f"{n} {c}" for c, n in sorted(self.classes.items()) if c != "driver")
+        extra = ", ".join(f"{n} {c}" for c, n in sorted(self.classes.items()) if c != DRIVER)
         line = f"{self.driver}: {self.identical}/{self.total} identical"
         if self.driver_differences:
             line += f", {self.driver_differences} DRIVER DIFFERENCES"
         return line + (f" (BIND DLZ-path classes: {extra})" if extra else "")
 
 
-@dataclass
-class ZoneFacts:
-    """What classification needs to know about the data set."""
+def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
+    """A difference as printed: the query, then the expected and the received answer."""
+    if diff is None:
+        return ""
+    expected, got = diff
+    return (f"{query[0]} {query[1]}\n    expected {expected.describe()}\n"
+            f"    got      {got.describe()}")
 
-    zones: set[dns.name.Name] = field(default_factory=set)
-    delegations: set[dns.name.Name] = field(default_factory=set)
 
-    @classmethod
-    def of(cls, zones: Iterable[Zone]) -> ZoneFacts:
-        facts = cls()
+# --- every server side by side ----------------------------------------------------------------
+
+# The two references: native BIND, and the memory driver (a perfect DLZ module).
+REFERENCE = ("native", "memory")
+
+
+def compare_servers(servers: Mapping[str, Named], queries: Sequence[Query],
+                    zones: Sequence[Zone], *, transfers: bool = True) -> dict[str, Comparison]:
+    """Every query (and every zone's transfer) against every server; a Comparison each.
+
+    servers holds "native", "memory" and the drivers. The memory driver's differences from
+    native BIND are classified; a driver must answer exactly as the memory driver does, and
+    is then counted as the memory driver's answer is (identical to native, or in a class).
+    """
+    facts = ZoneFacts.of(zones)
+    drivers = {name: named for name, named in servers.items() if name not in REFERENCE}
+    results = {name: Comparison(name) for name in ["memory", *drivers]}
+    for query in queries:
+        memory = ask(servers["memory"], query)
+        diff = compare_answers(query, ask(servers["native"], query), memory)
+        judged = (None if diff is None else classify(query, *diff, facts), detail(query, diff))
+        results["memory"].add(*judged)
+        for name, named in drivers.items():
+            _judge_driver(results[name], query, judged,
+                          compare_answers(query, memory, ask(named, query)))
+    if transfers:
         for zone in zones:
-            facts.zones.add(zone.origin)
-            facts.delegations.update(r.owner for r in zone.records
-                                     if r.rdtype == "NS" and r.owner != zone.origin)
-        return facts
-
-    def zone_of(self, name: dns.name.Name) -> dns.name.Name | None:
-        while True:
-            if name in self.zones:
-                return name
-            if name == dns.name.root:
-                return None
-            name = name.parent()
+            query = (zone.origin, "AXFR")
+            memory_rrs = transfer(servers["memory"], zone.origin)
+            diff = _differs(transfer(servers["native"], zone.origin), memory_rrs)
+            judged = (None if diff is None else classify_transfer(zone.origin, *diff),
+                      detail(query, diff))
+            results["memory"].add(*judged)
+            for name, named in drivers.items():
+                _judge_driver(results[name], query, judged,
+                              _differs(memory_rrs, transfer(named, zone.origin)))
+    return results
 
 
-def classify(query: Query, native: Answer, dlz: Answer, facts: ZoneFacts) -> str:
-    """Which named BIND DLZ-path class explains a native-vs-memory difference, else 'driver'."""
-    qname, qtype = query
-    if facts.zone_of(qname) == dns.name.root:
-        return "root-zone"
-    if qtype in ("DS", "NSEC") and qname in facts.delegations and not dlz.aa:
-        return "ds-at-delegation"
-    if qtype == "SOA" and not native.answer and _same_but_soa_ttl(native, dlz):
-        return "negative-soa-ttl"
-    return "driver"
+def _judge_driver(result: Comparison, query: Query, memory_judged: tuple[str | None, str],
+                  diff_from_memory: tuple[Answer, Answer] | None) -> None:
+    """A driver that answered as the memory driver did is judged as the memory driver was."""
+    if diff_from_memory is None:
+        result.add(*memory_judged)
+    else:
+        result.add(DRIVER, detail(query, diff_from_memory)
+                   + "\n    (expected: the memory driver's answer)")
 
 
-def _same_but_soa_ttl(native: Answer, dlz: Answer) -> bool:
-    def zero_soa(rrs: frozenset[tuple[str, int, str, str]]) -> frozenset[tuple[str, int, str, str]]:
-        return frozenset((n, 0 if t == "SOA" else ttl, t, d) for n, ttl, t, d in rrs)
-    return (native.rcode, native.aa, native.tc, native.additional) == \
-        (dlz.rcode, dlz.aa, dlz.tc, dlz.additional) and \
-        zero_soa(native.authority) == zero_soa(dlz.authority)
+def _differs(expected: Answer, got: Answer) -> tuple[Answer, Answer] | None:
+    return None if expected == got else (expected, got)
+
+
+# --- queries ---------------------------------------------------------------------------------
 
 
 def derive_queries(zones: Sequence[Zone], seed: int = 1) -> list[Query]:
-    """Queries that exercise every answer kind of a data set (see the README's verify section)."""
+    """Queries that exercise every answer kind of a data set (see the README's verify section):
+    every owner (empty non-terminals too) with each of its types, a type it lacks and ANY;
+    DS and NSEC at delegations, NSEC at CNAMEs; a mixed-case spelling; names below every
+    owner (NXDOMAIN, wildcard or referral); hostile labels and a 255-octet name per zone."""
     rng = random.Random(seed)
-    queries: list[Query] = []
+    queries: dict[Query, None] = {}
     for zone in zones:
-        by_owner: dict[dns.name.Name, set[str]] = {}
+        by_owner: dict[dns.name.Name, set[str]] = {n: set() for n in empty_nonterminals(zone)}
         for r in zone.records:
             by_owner.setdefault(r.owner, set()).add(r.rdtype)
         for owner, types in sorted(by_owner.items()):
-            queries.extend((owner, t) for t in sorted(types))
-            queries.append((owner, "HINFO" if "HINFO" not in types else "NAPTR"))  # wrong type
-            queries.append((_mixed_case(owner, rng), sorted(types)[0]))
-            queries.extend(_below(owner, zone.origin, rng))
-        queries.extend(_hostile(zone.origin))
-    return queries
+            for query in _owner_queries(owner, types, zone.origin, rng):
+                queries.setdefault(query)
+        for query in _hostile(zone.origin):
+            queries.setdefault(query)
+    return list(queries)
+
+
+def _owner_queries(owner: dns.name.Name, types: set[str], origin: dns.name.Name,
+                   rng: random.Random) -> list[Query]:
+    out = [(owner, t) for t in sorted(types)]
+    out.append((owner, "HINFO" if "HINFO" not in types else "NAPTR"))  # a type it lacks
+    out.append((owner, "ANY"))
+    if "NS" in types and owner != origin:
+        out += [(owner, "DS"), (owner, "NSEC")]
+    if "CNAME" in types:
+        out.append((owner, "NSEC"))
+    out.append((_mixed_case(owner, rng), min(types) if types else "A"))
+    out.extend(_below(owner, rng))
+    return out
 
 
 def _mixed_case(name: dns.name.Name, rng: random.Random) -> dns.name.Name:
@@ -179,7 +504,7 @@ def _mixed_case(name: dns.name.Name, rng: random.Random) -> dns.name.Name:
     return dns.name.Name(labels)
 
 
-def _below(owner: dns.name.Name, origin: dns.name.Name, rng: random.Random) -> list[Query]:
+def _below(owner: dns.name.Name, rng: random.Random) -> list[Query]:
     """A name that does not exist under an owner (NXDOMAIN, wildcard or referral), and deeper."""
     out: list[Query] = []
     for depth in (1, 2):
@@ -209,33 +534,3 @@ def _hostile(origin: dns.name.Name) -> list[Query]:
     if labels:
         out.append((dns.name.Name(tuple(labels) + origin.labels), "A"))
     return out
-
-
-def ask(named: Named, query: Query) -> tuple[Answer, Answer | None]:
-    """The UDP answer, and the TCP answer when the UDP one was truncated."""
-    udp = reduce(named.query(query[0], query[1]))
-    return udp, reduce(named.query(query[0], query[1], tcp=True)) if udp.tc else None
-
-
-def compare_answers(query: Query, reference: tuple[Answer, Answer | None],
-                    other: tuple[Answer, Answer | None]) -> tuple[Answer, Answer] | None:
-    """None when identical, else the first pair that differs (UDP, then TCP)."""
-    for ref, got in zip(reference, other, strict=True):
-        if ref != got:
-            return ref or _EMPTY, got or _EMPTY
-    return None
-
-
-_EMPTY = Answer("(no answer)", False, False, frozenset(), frozenset(), frozenset())
-
-
-def transfer(named: Named, zone: dns.name.Name) -> Answer:
-    """A full zone transfer reduced to its set of RRs (rcode REFUSED/failed when it fails)."""
-    try:
-        messages = list(dns.query.xfr("127.0.0.1", zone, port=named.port, timeout=30,
-                                      lifetime=120))
-    except (dns.exception.DNSException, OSError, EOFError) as exc:
-        return Answer(f"failed: {type(exc).__name__}", False, False, frozenset(), frozenset(),
-                      frozenset())
-    rrs = frozenset().union(*(_section(m.answer) for m in messages))
-    return Answer("NOERROR", True, False, rrs, frozenset(), frozenset())

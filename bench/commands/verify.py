@@ -11,23 +11,19 @@ import dns.name
 from bench.datasets import add_data_options, zone_source
 from bench.errors import UserError
 from bench.servers.process import new_run_dir
-from bench.serving import Served, serving
+from bench.serving import serving
 from bench.verify import (
     BIND_CLASSES,
+    DRIVER,
+    REFERENCE,
     Comparison,
     Query,
-    ZoneFacts,
-    ask,
-    classify,
-    compare_answers,
+    compare_servers,
     derive_queries,
-    transfer,
 )
 from loaders import all_drivers, store_for_driver
 from loaders.model import Zone
 from loaders.queries import read_query_file
-
-REFERENCE = ("native", "memory")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -43,10 +39,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def selected_drivers(text: str) -> list[str]:
-    """Drivers to check besides the references, in registry order."""
+    """The drivers --drivers names ('all': every built one, in registry order); the run
+    command measures them all, verify adds the references itself."""
     if text == "all":
-        return [d for d in all_drivers() if d not in REFERENCE and _built(d)]
-    names = [d.strip() for d in text.split(",") if d.strip() and d.strip() not in REFERENCE]
+        return [d for d in all_drivers() if _built(d)]
+    names = [d.strip() for d in text.split(",") if d.strip()]
     for name in names:
         if not _built(name):
             raise UserError(f"driver {name} is not built (run `make build`)")
@@ -67,7 +64,7 @@ def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
 def run(args: argparse.Namespace) -> int:
     stream, _ = zone_source(args)
     zones = list(stream())
-    drivers = selected_drivers(args.drivers)
+    drivers = [d for d in selected_drivers(args.drivers) if d not in REFERENCE]
     queries = load_queries(args, zones)
     run_dir = new_run_dir("verify")
     with ExitStack() as stack:
@@ -76,60 +73,20 @@ def run(args: argparse.Namespace) -> int:
                   for d in [*REFERENCE, *drivers]}
         print(f"verifying {len(queries)} queries over {len(zones)} zones: "
               f"{', '.join(served)}", flush=True)
-        results = compare_queries(served, queries, ZoneFacts.of(zones))
-        if not args.no_axfr:
-            compare_transfers(served, zones, results)
+        results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
+                                  transfers=not args.no_axfr)
     return report(results)
 
 
-def compare_queries(served: dict[str, Served], queries: list[Query],
-                    facts: ZoneFacts) -> dict[str, Comparison]:
-    results = {d: Comparison(d) for d in served if d != "native"}
-    for query in queries:
-        native = ask(served["native"].named, query)
-        memory = ask(served["memory"].named, query)
-        diff = compare_answers(query, native, memory)
-        results["memory"].add(None if diff is None else classify(query, *diff, facts),
-                              _detail(query, diff))
-        for driver in results:
-            if driver == "memory":
-                continue
-            diff = compare_answers(query, memory, ask(served[driver].named, query))
-            results[driver].add(None if diff is None else "driver", _detail(query, diff))
-    return results
-
-
-def compare_transfers(served: dict[str, Served], zones: list[Zone],
-                      results: dict[str, Comparison]) -> None:
-    for zone in zones:
-        query: Query = (zone.origin, "AXFR")
-        native = transfer(served["native"].named, zone.origin)
-        memory = transfer(served["memory"].named, zone.origin)
-        cls = "root-zone" if zone.origin == dns.name.root else "driver"
-        results["memory"].add(None if native == memory else cls,
-                              _detail(query, (native, memory)))
-        for driver in results:
-            if driver != "memory":
-                got = transfer(served[driver].named, zone.origin)
-                results[driver].add(None if got == memory else "driver",
-                                    _detail(query, (memory, got)))
-
-
-def _detail(query: Query, diff: tuple | None) -> str:
-    if diff is None:
-        return ""
-    expected, got = diff
-    return (f"{query[0]} {query[1]}\n    expected {expected.describe()}\n"
-            f"    got      {got.describe()}")
-
-
 def report(results: dict[str, Comparison]) -> int:
+    """A line per driver, every driver difference, what each class seen means; 1 on any
+    driver difference."""
     seen_classes: set[str] = set()
     for comparison in results.values():
         print(comparison.summary())
-        seen_classes.update(c for c in comparison.classes if c != "driver")
-        for detail in comparison.differences:
-            print(f"  {detail}")
+        seen_classes.update(c for c in comparison.classes if c != DRIVER)
+        for text in comparison.differences:
+            print(f"  {text}")
     for cls in sorted(seen_classes):
-        print(f"  {cls}: {BIND_CLASSES[cls]}")
+        print(f"  {cls}: {BIND_CLASSES[cls].describe()}")
     return 1 if any(c.driver_differences for c in results.values()) else 0

@@ -9,11 +9,13 @@ reading the stock bind.keys trust anchors), /var/cache/bind or /run/named.
 from __future__ import annotations
 
 import base64
+import os
+import re
 import secrets
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -33,6 +35,10 @@ CHECKCONF = "/usr/bin/named-checkconf"
 
 _KEY_NAME = "dlzbench-rndc"
 _ENTER_TIMEOUT = 120.0
+_STOP_TIMEOUT = 15.0
+# A wrapper such as Valgrind makes named many times slower to start and to shut down (memcheck
+# writes its report at exit, which a SIGKILL after the normal time-out would lose).
+_WRAPPED_SLOWDOWN = 10.0
 # Per-try timeout while polling: short, so a lost datagram costs little, yet long enough for
 # a driver that has to ask its database before answering.
 _POLL_TRY_TIMEOUT = 0.5
@@ -53,13 +59,24 @@ def _is_authoritative(response: dns.message.Message) -> bool:
 
 class Named:
     """One private named; `with Named(dir, body) as ns:` starts it, waits until it answers
-    at all, and always stops it."""
+    at all, and always stops it.
+
+    `wrapper` is a command prefix named runs under (e.g. `valgrind --tool=memcheck ...`): it
+    gets longer start and stop time-outs. `env` is added to the inherited environment (e.g.
+    LD_PRELOAD and ASAN_OPTIONS for a driver built with AddressSanitizer).
+    """
 
     def __init__(self, run_dir: Path, body: str, *, threads: int = 1, port: int | None = None,
-                 extra_options: str = "") -> None:
+                 extra_options: str = "", wrapper: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.threads = threads
+        self.wrapper = list(wrapper)
+        self.env = dict(env) if env is not None else None
+        slowdown = _WRAPPED_SLOWDOWN if self.wrapper else 1.0
+        self.start_timeout = _ENTER_TIMEOUT * slowdown
+        self.stop_timeout = _STOP_TIMEOUT * slowdown
         self.port = port or free_port()
         self.control_port = self._other_free_port()
         self.conf_path = self.run_dir / "named.conf"
@@ -149,9 +166,10 @@ options {{
                     cwd=self.run_dir, timeout=60)
         # -L sends what named logs before it has read the logging statement (a config error,
         # for one) to our log file instead of syslog.
-        argv = [NAMED, "-f", "-n", str(self.threads), "-c", str(self.conf_path),
+        argv = [*self.wrapper, NAMED, "-f", "-n", str(self.threads), "-c", str(self.conf_path),
                 "-L", str(self.log_path)]
-        self._proc = ManagedProcess("named", argv, self.log_path, cwd=self.run_dir)
+        env = {**os.environ, **self.env} if self.env is not None else None
+        self._proc = ManagedProcess("named", argv, self.log_path, cwd=self.run_dir, env=env)
         self._proc.start()
 
     @property
@@ -210,7 +228,7 @@ options {{
     def __enter__(self) -> Named:
         self.start()
         try:
-            self._poll(".", "SOA", lambda response: True, _ENTER_TIMEOUT, "answer")
+            self._poll(".", "SOA", lambda response: True, self.start_timeout, "answer")
         except BaseException:
             self.stop()
             raise
@@ -222,7 +240,7 @@ options {{
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            proc.stop()
+            proc.stop(timeout=self.stop_timeout)
 
     def reload(self) -> None:
         """`rndc reload` over this instance's own control channel and key."""
@@ -233,8 +251,10 @@ options {{
     # --- clients ------------------------------------------------------------------------------
 
     def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
-              timeout: float = 5.0) -> dns.message.Message:
-        query = dns.message.make_query(qname, rdtype)
+              timeout: float = 5.0, payload: int | None = None) -> dns.message.Message:
+        """One non-recursive query; with EDNS0 advertising `payload` octets when given."""
+        query = dns.message.make_query(qname, rdtype, use_edns=None if payload is None else 0,
+                                       payload=payload)
         query.flags &= ~dns.flags.RD
         send = dns.query.tcp if tcp else dns.query.udp
         return send(query, "127.0.0.1", port=self.port, timeout=timeout)
@@ -251,3 +271,36 @@ options {{
         # "BIND 9.18.49-1~deb12u3-Debian (Extended Support Version) <id:>" -> "BIND 9.18.49"
         words = out.split()
         return f"{words[0]} {words[1].split('-')[0]}"
+
+
+# --- memory checking: named under Valgrind, or loading a driver built with ASan ---------------
+
+
+def valgrind_wrapper(log_file: Path, suppressions: Sequence[Path] = ()) -> list[str]:
+    """The Valgrind memcheck prefix for Named(wrapper=...); the report goes to log_file."""
+    return ["valgrind", "--tool=memcheck", "--num-callers=40", "--keep-debuginfo=yes",
+            "--leak-check=full", "--show-leak-kinds=definite", f"--log-file={log_file}",
+            *(f"--suppressions={path}" for path in suppressions)]
+
+
+def valgrind_errors(report: str, our_code: re.Pattern[str]) -> list[str]:
+    """Memcheck errors (blank-line separated blocks) whose stack passes through our_code.
+
+    named and its libraries have their own reports (leaks at exit, uninitialised bytes in
+    OpenSSL); only a stack through our code is ours to fix.
+    """
+    blocks = re.split(r"\n==\d+== \n", report)
+    return [b for b in blocks if our_code.search(b) and re.search(
+        r"Invalid (read|write|free)|uninitialised|Mismatched|definitely lost|overlap", b)]
+
+
+def asan_environment(log_dir: Path) -> dict[str, str]:
+    """Environment for Named(env=...) when it loads a driver built with -fsanitize=address.
+
+    named itself is not instrumented, so the ASan runtime is preloaded; LeakSanitizer is off
+    because named's own allocations at exit are not ours. Reports go to log_dir/asan.*.
+    """
+    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    return {"LD_PRELOAD": libasan,
+            "ASAN_OPTIONS": f"detect_leaks=0:abort_on_error=0:log_path={log_dir}/asan"}

@@ -1,0 +1,458 @@
+"""Every built DLZ driver (all but native and memory), on the same data, in a real named.
+
+One fleet serves the data set through native BIND, the memory driver and every driver at once
+(each store's server and each named start once for the module): the answers are compared with
+bench.verify side by side, as `python3 -m bench verify` does, and then per driver:
+  - answers and zone transfers: no difference beyond BIND's own DLZ-path classes, on the
+    coverage set and on hand-written real-world-shaped zones (tests/data/realworld: a TLD
+    full of delegations, an in-addr.arpa reverse zone with an RFC 2317 delegation);
+  - 4 concurrent clients against named -n 4 with 4 connections: the memory driver's answers;
+  - a store update is answered within a second (stores that need no reload);
+  - the database stopped mid-load: SERVFAIL, not a crash or a hang; back: answers resume, and
+    named was never restarted;
+  - the filesystem driver never reads outside its root;
+  - the AddressSanitizer build under concurrent queries, and named under Valgrind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.exception
+import dns.name
+import dns.rcode
+import pytest
+
+from bench.servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from bench.servers.process import REPO_ROOT
+from bench.serving import LoadedStore, loaded_store
+from bench.verify import (
+    REFERENCE,
+    UDP_PAYLOAD,
+    Comparison,
+    Query,
+    Reply,
+    ask,
+    compare_answers,
+    compare_servers,
+    complete,
+    derive_queries,
+    detail,
+    transfer,
+)
+from loaders import all_drivers, store_for_driver
+from loaders.fs import FsStore
+from loaders.generator import coverage_zones
+from loaders.model import Record, Zone, make_record
+from loaders.store import Store
+from loaders.zonefiles import read_zone_dir
+
+REALWORLD = Path(__file__).parent / "data" / "realworld"
+# Library reports whose stacks pass through a driver without being its own.
+VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
+THREADS = 4  # named -n and the driver's connections
+CLIENTS = 4  # concurrent client threads
+
+
+def _store(driver: str) -> Store:
+    return store_for_driver(driver)[0]
+
+
+def _has_server(driver: str) -> bool:
+    """The store runs a database server of its own (PostgreSQL, MariaDB, slapd)."""
+    return type(_store(driver)).server_pids is not Store.server_pids
+
+
+DRIVERS = [d for d in all_drivers()
+           if d not in REFERENCE and _store(d).is_built(d)]
+UPDATABLE = [d for d in DRIVERS if not _store(d).update_needs_reload(d)]
+WITH_SERVER = [d for d in DRIVERS if _has_server(d)]
+
+
+def data_set() -> list[Zone]:
+    return [*coverage_zones(), *read_zone_dir(REALWORLD)]
+
+
+def coverage_queries() -> list[Query]:
+    return derive_queries(coverage_zones())
+
+
+def by_origin(zones: list[Zone], origin: str) -> Zone:
+    return next(z for z in zones if z.origin == dns.name.from_text(origin))
+
+
+# --- the fleet ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Fleet:
+    run_dir: Path
+    zones: list[Zone]
+    stores: dict[str, LoadedStore]
+    named: dict[str, Named]
+
+
+@pytest.fixture(scope="module")
+def fleet(run_dir: Path) -> Iterator[Fleet]:
+    zones = data_set()
+    with ExitStack() as stack:
+        stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
+                  for d in [*REFERENCE, *DRIVERS]}
+        named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
+                 for d, s in stores.items()}
+        yield Fleet(run_dir, zones, stores, named)
+
+
+def ask_concurrently(named: Named, queries: list[Query], clients: int = CLIENTS
+                     ) -> dict[Query, Reply]:
+    """Every query's reply, the queries spread over concurrent clients."""
+    replies: dict[Query, Reply] = {}
+    errors: list[BaseException] = []
+
+    def work(part: list[Query]) -> None:
+        try:
+            for query in part:
+                replies[query] = ask(named, query)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(queries[i::clients],))
+               for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, f"{named.run_dir.name}: {errors[0]!r}"
+    return replies
+
+
+# --- answers -----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def verified(fleet: Fleet) -> dict[str, Comparison]:
+    """One comparison of every server side by side, as the verify command makes it."""
+    results = compare_servers(fleet.named, derive_queries(fleet.zones), fleet.zones)
+    for result in results.values():
+        print(f"\n{result.summary()}", end="")
+    return results
+
+
+@pytest.mark.parametrize("driver", ["memory", *DRIVERS])
+def test_answers_and_transfers_match_native(verified: dict[str, Comparison],
+                                            driver: str) -> None:
+    result = verified[driver]
+    assert result.total > 2000 and result.identical > 0.9 * result.total, result.summary()
+    assert not result.differences, (f"{result.summary()}; first ones:\n"
+                                    + "\n".join(result.differences[:5]))
+
+
+@pytest.fixture(scope="module")
+def memory_replies(fleet: Fleet) -> dict[Query, Reply]:
+    return {q: ask(fleet.named["memory"], q) for q in coverage_queries()}
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_concurrent_clients_get_the_memory_drivers_answers(
+        fleet: Fleet, memory_replies: dict[Query, Reply], driver: str) -> None:
+    """named -n 4, 4 connections, 4 clients at once: every answer as the memory driver's."""
+    replies = ask_concurrently(fleet.named[driver], list(memory_replies))
+    wrong = [detail(q, diff) for q, reply in replies.items()
+             if (diff := compare_answers(q, memory_replies[q], reply)) is not None]
+    assert not wrong, f"{len(wrong)} of {len(replies)} differ; first ones:\n" + \
+        "\n".join(wrong[:5])
+
+
+# --- update visibility -------------------------------------------------------------------------
+
+
+def _txt_values(named: Named, name: dns.name.Name) -> set[str]:
+    msg = named.query(name, "TXT", payload=UDP_PAYLOAD)
+    return {rd.to_text() for rrset in msg.answer for rd in rrset}
+
+
+def _seen_within(named: Named, name: dns.name.Name, expected: set[str], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _txt_values(named, name) != expected:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+@pytest.mark.parametrize("driver", UPDATABLE)
+def test_update_is_answered_within_a_second(fleet: Fleet, driver: str) -> None:
+    """An update of the store reaches every named thread within a second, and stays: the
+    core's per-thread memos never bring the old answer back."""
+    loaded, named = fleet.stores[driver], fleet.named[driver]
+    zone = by_origin(fleet.zones, "child.cov.test.")
+    marker = dns.name.from_text(f"update-{driver}", zone.origin)
+    value = f'"{time.time_ns()}"'
+    changed = dataclasses.replace(zone, records=[*zone.records,
+                                                 make_record(marker, 60, "TXT", value)])
+    for _ in range(4 * THREADS):  # every thread has met the name: no such name
+        assert named.query(marker, "TXT").rcode() == dns.rcode.NXDOMAIN
+    loaded.store.update(changed, loaded.target)
+    try:
+        assert _seen_within(named, marker, {value}, 1.0), "update not answered within 1 s"
+        answers = ask_concurrently(named, [(marker, "TXT")] * 40)  # the same query 40 times
+        assert all(complete(r).answer for r in answers.values())
+    finally:
+        loaded.store.update(zone, loaded.target)
+    assert _seen_within(named, marker, set(), 1.0), "the zone's restore not seen within 1 s"
+
+
+# --- the database goes away --------------------------------------------------------------------
+
+
+class Load:
+    """Clients asking queries in a loop until stopped; what they got, by outcome."""
+
+    def __init__(self, named: Named, queries: list[Query], clients: int = 2) -> None:
+        self.named, self.queries = named, queries
+        self.outcomes: dict[str, int] = {}
+        self.hangs: list[str] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._work, args=(i,)) for i in range(clients)]
+
+    def _work(self, offset: int) -> None:
+        i = offset
+        while not self._stop.is_set():
+            qname, rdtype = self.queries[i % len(self.queries)]
+            i += 1
+            try:
+                # The drivers bound every database call by a few seconds: 15 s is a hang.
+                rcode = dns.rcode.to_text(self.named.query(qname, rdtype, timeout=15).rcode())
+            except dns.exception.Timeout:
+                self.hangs.append(f"{qname} {rdtype}")
+                continue
+            self.outcomes[rcode] = self.outcomes.get(rcode, 0) + 1
+
+    def __enter__(self) -> Load:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+
+
+def _rcode(named: Named, query: Query) -> str:
+    return dns.rcode.to_text(named.query(*query, timeout=15).rcode())
+
+
+def _until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("driver", WITH_SERVER)
+def test_database_restart_mid_load(fleet: Fleet, memory_replies: dict[Query, Reply],
+                                   driver: str) -> None:
+    """Stopped: SERVFAIL, quickly. Started again: the right answers, from the same named."""
+    loaded, named = fleet.stores[driver], fleet.named[driver]
+    pid = named.pids()[0]
+    queries = [q for q in memory_replies if complete(memory_replies[q]).rcode == "NOERROR"
+               and q[0].is_subdomain(dns.name.from_text("cov.test."))][:50]
+    probe = queries[0]
+    with Load(named, queries) as load:
+        time.sleep(0.3)
+        loaded.target.stop()
+        try:
+            assert _until(lambda: _rcode(named, probe) == "SERVFAIL", 10), \
+                "no SERVFAIL with the database stopped"
+            down = [q for q in queries[:10] if _rcode(named, q) != "SERVFAIL"]
+            assert not down, f"answered with the database stopped: {down}"
+        finally:
+            loaded.target.start()
+        assert _until(lambda: _rcode(named, probe) == "NOERROR", 30), "answers did not resume"
+        time.sleep(0.3)
+    wrong = [detail(q, diff) for q in queries
+             if (diff := compare_answers(q, memory_replies[q], ask(named, q))) is not None]
+    assert not wrong, "\n".join(wrong[:3])
+    assert not load.hangs, f"no answer within 15 s: {load.hangs[:5]}"
+    assert load.outcomes.get("SERVFAIL", 0) and load.outcomes.get("NOERROR", 0), load.outcomes
+    assert named.pids() and named.pids()[0] == pid, "named was restarted"
+
+
+# --- the filesystem driver stays in its root ---------------------------------------------------
+
+SENTINEL_TXT = '"SENTINEL: read outside the root"'
+SENTINEL_A = "192.0.2.66"
+
+
+def _sentinel_zone(origin: dns.name.Name) -> Zone:
+    def rec(rel: str, rdtype: str, rdata: str) -> Record:
+        return make_record(dns.name.from_text(rel, origin), 60, rdtype, rdata)
+    return Zone(origin, [
+        rec("@", "SOA", "ns hostmaster 1 3600 900 604800 60"),
+        rec("@", "NS", "ns"),
+        rec("@", "TXT", SENTINEL_TXT),
+        rec("ns", "A", SENTINEL_A),
+        rec("*", "TXT", SENTINEL_TXT),
+        rec("*", "A", SENTINEL_A),
+        rec("sentinel", "TXT", SENTINEL_TXT),
+        rec("sentinel", "A", SENTINEL_A),
+    ])
+
+
+def plant_sentinels(outside: Path, origins: list[dns.name.Name]) -> None:
+    """Next to the root, a tree laid out like a store root whose zones all answer SENTINEL,
+    and loose record files where a path climbing out of a generation would land."""
+    FsStore().load([_sentinel_zone(o) for o in origins], outside)
+    line = f"TXT 60 {SENTINEL_TXT}\nA 60 {SENTINEL_A}\n"
+    for directory in (outside, outside / "gen", outside / "zones"):
+        for name in (".rr", "*.rr", "sentinel.rr", "..rr", "\\.\\..rr"):
+            (directory / name).write_text(line)
+
+
+_UP_LABELS = (b"..", b"\\.\\.", b".", b"...", b"..\x00", b"\\047..")
+
+
+def escaping_names(origin: dns.name.Name) -> list[dns.name.Name]:
+    """Names under origin that would leave the root if a driver built paths naively."""
+    tails = ([b"sentinel"], [b"test", b"zones"], [b"cov", b"test", b"zones"], [])
+    names = []
+    for up in _UP_LABELS:
+        for depth in range(1, 7):
+            for tail in tails:
+                names.append(dns.name.Name([*tail, *[up] * depth, *origin.labels]))
+    for label in (b"../../../../sentinel", b"a/../../../../../sentinel", b"/sentinel",
+                  b"a/../..", b"..\\..", b"\x00", b"sentinel\x00", b"\x00/../../../sentinel",
+                  b"\\047..\\047..\\047sentinel", b"/", b"//", b"*"):
+        names.append(dns.name.Name([label, *origin.labels]))
+    names += [_fill(b"../" * 21, origin), _fill(b"\x00" * 63, origin),
+              _fill(b"/" * 63, origin)]
+    return names
+
+
+def _fill(label: bytes, origin: dns.name.Name) -> dns.name.Name:
+    """Copies of a 63-octet label under origin, then a shorter one: 255 octets in all."""
+    labels: list[bytes] = []
+    room = 255 - len(origin.to_wire())
+    while room > 64:
+        labels.append(label)
+        room -= 64
+    if room > 1:
+        labels.append(label[:room - 1])
+    return dns.name.Name([*labels, *origin.labels])
+
+
+@pytest.mark.skipif("fs" not in DRIVERS, reason="the filesystem driver is not built")
+def test_filesystem_names_never_leave_the_root(fleet: Fleet) -> None:
+    root: Path = fleet.stores["fs"].target
+    origins = [z.origin for z in fleet.zones if z.origin != dns.name.root]
+    plant_sentinels(root.parent, origins)
+    named, memory = fleet.named["fs"], fleet.named["memory"]
+    tested = [dns.name.from_text(o) for o in ("cov.test.", "test.")] + \
+        [o for o in origins if b"zone's" in o.labels[0]]
+    queries = [(name, rdtype) for origin in tested
+               for name in escaping_names(origin) for rdtype in ("TXT", "A")]
+    leaked, wrong = [], []
+    for query in queries:
+        reply = ask(named, query)
+        text = complete(reply).describe()
+        if "SENTINEL" in text or SENTINEL_A in text:
+            leaked.append(f"{query[0]} {query[1]}: {text}")
+        diff = compare_answers(query, ask(memory, query), reply)
+        if diff is not None:
+            wrong.append(detail(query, diff))
+    for name in escaping_names(dns.name.from_text("cov.test."))[:40]:
+        xfr = transfer(named, name)
+        assert xfr.rcode != "NOERROR" or "SENTINEL" not in xfr.describe(), name
+    assert not leaked, f"{len(leaked)} answers read outside the root:\n" + "\n".join(leaked[:5])
+    assert not wrong, f"{len(wrong)} of {len(queries)} differ from the memory driver:\n" + \
+        "\n".join(wrong[:5])
+
+
+# --- memory safety -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def asan_built() -> None:
+    done = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "drivers"), "asan"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _driver_so(loaded: LoadedStore, threads: int) -> tuple[str, Path]:
+    """The store's dlz clause and the driver (.so) it loads."""
+    body = loaded.store.dlz_clause(loaded.variant, loaded.target, threads, threads)
+    found = re.search(r"dlopen (\S+)", body)
+    assert found is not None, body
+    return body, Path(found.group(1))
+
+
+def _asan_clause(loaded: LoadedStore, threads: int) -> str:
+    """The store's dlz clause with its driver replaced by the ASan build of it."""
+    body, so = _driver_so(loaded, threads)
+    return body.replace(str(so), str(REPO_ROOT / "build" / "asan" / so.parent.name / so.name))
+
+
+# Preloading libasan into a process that then uses libpq deadlocks in glibc's locale locks
+# (__libc_setlocale_lock and _nl_state_lock are left with a negative reader count; the next
+# writer, here libpq's bindtextdomain, waits forever), with or without our driver:
+# `LD_PRELOAD=$(gcc -print-file-name=libasan.so) psql -h /nonexistent` hangs the same way.
+ASAN_IMPOSSIBLE = {"pg": "libasan preloaded into a libpq client deadlocks in glibc's locale "
+                         "locks (psql hangs the same way); pg is checked under Valgrind"}
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_asan_build_under_concurrent_queries(fleet: Fleet, asan_built: None,
+                                             driver: str) -> None:
+    """named loads the ASan build (libasan preloaded); any ASan report fails the test."""
+    if driver in ASAN_IMPOSSIBLE:
+        pytest.skip(ASAN_IMPOSSIBLE[driver])
+    loaded = fleet.stores[driver]
+    asan_dir = fleet.run_dir / f"asan-{driver}"
+    asan_dir.mkdir(exist_ok=True)
+    with Named(fleet.run_dir / f"named-asan-{driver}", _asan_clause(loaded, THREADS),
+               threads=THREADS, env=asan_environment(asan_dir)) as named:
+        ask_concurrently(named, coverage_queries())
+        assert transfer(named, dns.name.from_text("cov.test.")).rcode == "NOERROR"
+        log = named.log_path
+    reports = sorted(asan_dir.glob("asan*"))
+    assert not reports, reports[0].read_text(errors="replace")[:4000]
+    assert "AddressSanitizer" not in log.read_text(errors="replace")
+
+
+def _our_code(so: Path) -> re.Pattern[str]:
+    """Stack frames in this driver or the shared core."""
+    d = re.escape(so.parent.name)
+    return re.compile(rf"dlz_{d}\.so|drivers/(common|{d})/|[(/](core|pool|rowset|args|emit|"
+                      rf"log|names|dlz_{d})\.c:")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_valgrind_finds_nothing_in_the_driver(fleet: Fleet, driver: str) -> None:
+    if not os.path.exists("/usr/bin/valgrind"):
+        pytest.skip("valgrind is not installed")
+    body, so = _driver_so(fleet.stores[driver], 1)
+    report = fleet.run_dir / f"valgrind-{driver}.log"
+    named = Named(fleet.run_dir / f"named-valgrind-{driver}", body,
+                  wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS]))
+    with named:
+        for qname, rdtype in coverage_queries()[::40]:
+            named.query(qname, rdtype, payload=UDP_PAYLOAD, timeout=30)
+        assert transfer(named, dns.name.from_text("child.cov.test.")).rcode == "NOERROR"
+    log = report.read_text(errors="replace")
+    assert "ERROR SUMMARY" in log
+    found = valgrind_errors(log, _our_code(so))
+    assert not found, "\n\n".join(found[:3])
+
