@@ -214,6 +214,12 @@ class LdapStore(Store):
         args = " ".join(f"{k}={v}" for k, v in params.items())
         return f'dlz "ldap" {{\n\tdatabase "dlopen {DRIVER_SO} {args}";\n}};\n'
 
+    def driver_file(self, variant: str) -> Path:
+        return DRIVER_SO
+
+    def restart_server(self, target: Any) -> None:
+        target.restart()
+
     def server_pids(self, target: Any) -> list[int]:
         return target.pids()
 

@@ -56,6 +56,9 @@ class NativeStore(Store):
             return iter(())
         return read_zone_dir(target.zone_dir)
 
+    def update_needs_reload(self, variant: str) -> bool:
+        return True  # native BIND reads zone files at load time only
+
     def dlz_clause(self, variant: str, target: NativeTarget, threads: int,
                    connections: int) -> str:
         """One primary zone per file; names are checked by nothing (the data set is awkward)."""

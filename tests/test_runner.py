@@ -1,0 +1,112 @@
+"""The runner end to end on the tiny profile: real servers, real dnsperf, every figure present.
+
+No test here asserts a speed: only that each figure exists, is consistent with the raw runs it
+came from, and that an interrupted run stops every process and keeps what it gathered.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.results import load_results
+from bench.servers.process import REPO_ROOT
+from loaders import store_for_driver
+
+# native BIND plus one driver of each family.
+DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
+
+
+def _bench(*args: str, **kw: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    missing = [d for d in DRIVERS if not store_for_driver(d)[0].is_built(d)]
+    assert not missing, f"drivers not built: {missing} (run `make build`)"
+    out = tmp_path_factory.mktemp("tiny")
+    proc = _bench("run", "--profile", "tiny", "--drivers", ",".join(DRIVERS),
+                  "--out", str(out))
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
+    return out
+
+
+def test_every_cell_has_every_figure(tiny_run: Path) -> None:
+    results = load_results(tiny_run)
+    assert sorted(c.driver for c in results.cells) == sorted(DRIVERS)
+    for cell in results.cells:
+        assert cell.status == "ok", (cell.driver, cell.error)
+        assert cell.startup_ms is not None and cell.startup_ms > 0
+        assert cell.warmup_run is not None and len(cell.qps_runs) == 2
+        assert cell.latency_unloaded is not None and cell.latency_loaded is not None
+        assert cell.update_visibility_ms is not None, (cell.driver, cell.error)
+        assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
+        assert cell.peak_rss_kb["named"]
+        has_db = cell.driver in ("pg", "ldap")
+        assert (cell.cpu_us_per_query["db"] is not None) == has_db
+    assert results.prober_floor is not None and results.prober_floor.count == 100
+    for key in ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf", "cpu_model"):
+        assert results.meta.get(key), key
+
+
+def test_figures_agree_with_raw_runs(tiny_run: Path) -> None:
+    for cell in load_results(tiny_run).cells:
+        for run in cell.qps_runs:
+            assert run.queries_completed > 0
+            assert run.qps == pytest.approx(run.queries_completed / run.run_time_s, rel=0.01)
+        medians = sorted(r.qps for r in cell.qps_runs)
+        assert cell.qps.min == medians[0] and cell.qps.max == medians[-1]
+        assert cell.qps.min <= cell.qps.median <= cell.qps.max
+        for stats in (cell.latency_unloaded, cell.latency_loaded):
+            assert stats.p50_us <= stats.p90_us <= stats.p99_us <= stats.max_us
+            assert stats.count + stats.lost == 100
+
+
+def test_report_and_plots_written(tiny_run: Path) -> None:
+    markdown = (tiny_run / "results.md").read_text()
+    for driver in DRIVERS:
+        assert f"| {driver}" in markdown or f" {driver} |" in markdown, driver
+    assert "% of native" in markdown and "% of memory" in markdown
+    for png in ("qps.png", "latency.png", "cpu.png"):
+        assert (tiny_run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _processes_under(path: Path) -> list[str]:
+    """Command lines of live processes that mention path (our servers name their run dir)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if str(path) in cmdline and state != "Z":
+                found.append(cmdline)
+    return found
+
+
+def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path) -> None:
+    run_root = tmp_path / "runs"
+    out = tmp_path / "out"
+    proc = _bench("run", "--profile", "tiny", "--drivers", "native,pg", "--out", str(out),
+                  env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)})
+    deadline = time.monotonic() + 300
+    while not (out / "results.json").exists():  # the first cell is finished
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
+    assert _processes_under(run_root) == []
+    assert load_results(out).cells, "the cells measured before Ctrl-C are kept"
+    assert (out / "results.md").exists()
