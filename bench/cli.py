@@ -9,7 +9,7 @@ import sys
 from bench.errors import UserError
 
 # Subcommand name -> module in bench/commands.
-COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run"]
+COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup"]
 
 
 def build_parser() -> argparse.ArgumentParser:

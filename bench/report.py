@@ -277,24 +277,34 @@ def render_costs(results: Results) -> list[str]:
 def render_startup_scaling(results: Results) -> list[str]:
     if not results.startup_scaling:
         return []
-    header = ["driver", "zones", "startup (ms)", "named RSS (kB)", "store size (MB)"]
+    header = ["driver", "zones", "startup (ms)", "named RSS (kB)", "store size (MB)",
+              "load (s)", "records/s", "loader RSS (kB)"]
     rows = []
     for p in sorted(results.startup_scaling, key=lambda p: (p.driver, p.zones)):
+        load = [fmt_number(p.load_seconds), fmt_number(p.records_per_second, 0),
+                fmt_number(p.loader_rss_kb, 0)]
         if p.status != "ok":
-            rows.append([p.driver, f"{p.zones:,}"] + [f"{p.status.upper()}: {p.error}"] * 3)
+            rows.append([p.driver, f"{p.zones:,}", f"{p.status.upper()}: {p.error}", NONE,
+                         NONE, *load])
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
         rows.append([p.driver, f"{p.zones:,}", fmt_number(p.startup_ms),
-                     fmt_number(p.named_rss_kb, 0), fmt_number(size)])
-    return ["## Startup against zone count", ""] + _table(header, rows) + [""]
+                     fmt_number(p.named_rss_kb, 0), fmt_number(size), *load])
+    return ["## Startup against zone count", "",
+            "Startup: from named's exec until it answers authoritatively for the last zone "
+            "loaded. named RSS: its peak resident memory at that moment. Store size: the "
+            "store's files on disk. Load: the store's loader in its own process (its peak RSS "
+            "shows whether loading memory stays flat as the zone count grows).", ""] + \
+        _table(header, rows) + [""]
 
 
 def render_markdown(results: Results) -> str:
     lines = render_header(results)
-    for threads in results.thread_counts():
-        lines += render_thread_table(results, threads)
-    lines += render_percentiles(results)
-    lines += render_costs(results)
+    if results.cells or not results.startup_scaling:  # a `startup` file: only its table
+        for threads in results.thread_counts():
+            lines += render_thread_table(results, threads)
+        lines += render_percentiles(results)
+        lines += render_costs(results)
     lines += render_startup_scaling(results)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -316,9 +326,11 @@ def render_plots(results: Results, out_dir: Path) -> list[Path]:
 
     matplotlib.use("Agg")  # files only: never needs a display
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = [_plot_qps(results, out_dir / "qps.png"),
-               _plot_latency(results, out_dir / "latency.png"),
-               _plot_cpu(results, out_dir / "cpu.png")]
+    written = []
+    if results.cells or not results.startup_scaling:  # not for a `startup`-only results file
+        written += [_plot_qps(results, out_dir / "qps.png"),
+                    _plot_latency(results, out_dir / "latency.png"),
+                    _plot_cpu(results, out_dir / "cpu.png")]
     if results.startup_scaling:
         written.append(_plot_startup(results, out_dir / "startup.png"))
     return written

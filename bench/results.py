@@ -123,6 +123,10 @@ class StartupPoint:
     store_bytes: int | None = None
     status: str = "ok"
     error: str | None = None
+    # The store's load at this zone count (shared by the variants of one store).
+    load_seconds: float | None = None
+    records_per_second: float | None = None
+    loader_rss_kb: int | None = None
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)

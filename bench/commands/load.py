@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from bench.datasets import add_data_options, zone_source
@@ -19,6 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'all' or a comma list, e.g. pg,mysql,ldap,fs,bdb,bdbhpt")
     p.add_argument("--data", type=Path, default=REPO_ROOT / "run" / "data",
                    help="directory holding every store's instance (default: run/data)")
+    p.add_argument("--json", type=Path, default=None,
+                   help="also write the per-store figures to this JSON file")
     p.set_defaults(func=run)
 
 
@@ -34,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{store.name}: {stats.zones} zones, {stats.records} records in "
                   f"{stats.seconds:.1f}s ({stats.records_per_second:,.0f} records/s)", flush=True)
     print_summary(results)
+    if args.json is not None:
+        args.json.write_text(json.dumps([{**vars(s), "records_per_second": s.records_per_second}
+                                         for s in results]) + "\n")
     return 0
 
 

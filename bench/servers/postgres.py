@@ -118,8 +118,11 @@ class Postgres:
         self._prepare_dirs()
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
-        proc = ManagedProcess("postgres", [str(PG_BIN / "postgres"), "-D", str(self.data_dir)],
-                              self.log_path, cwd=self.run_dir, user=self._run_as())
+        # The port is given here too, not only in postgresql.conf: an instance directory made
+        # by an earlier Postgres object (`bench load`, then `bench startup`) gets this one's.
+        argv = [str(PG_BIN / "postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
+        proc = ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir,
+                              user=self._run_as())
         self._proc = proc
         try:
             proc.start()

@@ -1,0 +1,58 @@
+"""`bench startup` scaled down: the same code path as a million zones, at 200 and 2,000.
+
+Checks that named answered for the last zone with every driver, that every figure is there, and
+that each loader's peak memory stays flat when the zone count grows tenfold. No speed asserted.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.results import load_results
+from bench.servers.process import REPO_ROOT
+from loaders import all_drivers, store_for_driver
+
+SMALL, LARGE = 200, 2000
+
+
+@pytest.fixture(scope="module")
+def startup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("startup")
+    done = subprocess.run([sys.executable, "-m", "bench", "startup", "--zones-counts",
+                           f"{SMALL},{LARGE}", "--out", str(out)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=1200, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def _built_drivers() -> list[str]:
+    return [d for d in all_drivers() if store_for_driver(d)[0].is_built(d)]
+
+
+def test_last_zone_answers_with_every_driver(startup_run: Path) -> None:
+    points = load_results(startup_run).startup_scaling
+    assert sorted((p.driver, p.zones) for p in points) == sorted(
+        (d, n) for d in _built_drivers() for n in (SMALL, LARGE))
+    for p in points:
+        assert p.status == "ok", (p.driver, p.zones, p.error)
+        assert p.startup_ms and p.named_rss_kb and p.store_bytes
+        assert p.load_seconds and p.records_per_second and p.loader_rss_kb
+
+
+def test_loader_memory_is_flat_for_ten_times_the_zones(startup_run: Path) -> None:
+    points = load_results(startup_run).startup_scaling
+    rss = {(p.driver, p.zones): p.loader_rss_kb for p in points}
+    for driver in _built_drivers():
+        small, large = rss[driver, SMALL], rss[driver, LARGE]
+        assert large <= small * 1.15 + 8 * 1024, (driver, small, large)
+
+
+def test_report_has_the_scaling_table_and_plot(startup_run: Path) -> None:
+    markdown = (startup_run / "results.md").read_text()
+    assert "## Startup against zone count" in markdown
+    assert "## 1 thread" not in markdown  # no QPS tables in a startup-only run
+    assert (startup_run / "startup.png").read_bytes()[:4] == b"\x89PNG"
