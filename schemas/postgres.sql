@@ -43,10 +43,12 @@ CREATE TABLE IF NOT EXISTS xfr_clients (
 -- The driver's statements (bound parameters; $n text or text[]):
 --
 -- 1. Per DNS query, one round trip. $1: every suffix of the query name Q (Q, its parent, ...,
---    its last label, and '.'); $2: Q, each of its ancestors, and the wildcard below each of
---    those ('*.' + name; '*' below the root). Every zone among the suffixes comes back at
---    least once (r.* NULL when none of its names matches); the driver keeps the deepest
---    zone's rows.
+--    its last label; or only those down to a zone the driver core knows from earlier
+--    queries); $2: Q, each of those ancestors, and the wildcard below each of
+--    those ('*.' + name; '*' below the root), then the names the driver core expects BIND to
+--    look up next in the same DNS query (learned: name server addresses, MX/SRV targets,
+--    their wildcards). Every zone among the suffixes comes back at least once (r.* NULL when
+--    none of its names matches); the driver keeps the deepest zone's rows.
 --
 --    SELECT z.name, r.name, r.type, r.ttl, r.data
 --      FROM zones z
@@ -78,6 +80,10 @@ CREATE TABLE IF NOT EXISTS xfr_clients (
 --      of a handful of records the planner rather sorts the few rows of a bitmap scan);
 --      InitPlan: Index Scan using zones_name_key
 --   3. Index Scan using zones_name_key; Index Only Scan using xfr_clients_pkey
+-- The driver's sessions set enable_seqscan, enable_hashjoin, enable_mergejoin and
+-- enable_bitmapscan off (drivers/postgres/dlz_postgres.c): its generic plan of statement 1 is
+-- Nested Loop Left Join; zones z: Index Scan using zones_name_key; records r: Index Scan
+-- using records_name_zone (name = ANY($2)) under a Materialize, whatever the number of zones.
 -- records is never scanned sequentially. zones is, while it is only a few pages: at 1,005
 -- zones (10 pages) a Seq Scan is the cheaper plan; from a few thousand zones on, both plans
 -- take zones_name_key (seen with 3,000 and 30,000 zones more). tests/test_sql_stores.py

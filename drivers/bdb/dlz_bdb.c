@@ -194,18 +194,19 @@ next_record(char **pos, char *end, struct record_line *r) {
 	return true;
 }
 
-/* Every record of one node value as rows; an empty value is an ENT marker row. */
+/*
+ * Every record of one node value as rows; an empty value is an ENT marker row. zone and owner
+ * are the fetch request's strings, which outlive the rows: only type and rdata are copied.
+ */
 static int
-add_node_rows(struct dlz_rowset *out, const char *zone, size_t zone_len, const char *owner,
-	      char *value, size_t len) {
+add_node_rows(struct dlz_rowset *out, const char *zone, const char *owner, char *value,
+	      size_t len) {
 	char *pos = value, *end = value + len;
 	struct record_line r;
 
 	if (len == 0) {
-		return dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner),
-					    DLZ_ENT_TYPE, strlen(DLZ_ENT_TYPE), 0, "", 0)
-			       ? DLZ_OK
-			       : DLZ_ERROR;
+		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "") ? DLZ_OK
+										 : DLZ_ERROR;
 	}
 	while (pos < end) {
 		if (!next_record(&pos, end, &r)) {
@@ -213,8 +214,8 @@ add_node_rows(struct dlz_rowset *out, const char *zone, size_t zone_len, const c
 					      owner, zone);
 			return DLZ_ERROR;
 		}
-		if (!dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner), r.type,
-					  r.type_len, r.ttl, r.rdata, r.rdata_len)) {
+		if (!dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
+					     r.rdata_len)) {
 			return DLZ_ERROR;
 		}
 	}
@@ -346,12 +347,13 @@ fail:
 	return DLZ_ERROR;
 }
 
-/* The rows of owner in zone ("D <zone> <owner>"), if the node exists. */
+/* The rows of owner in zone ("D <zone> <owner>"), if the node exists (*found). */
 static int
 fetch_owner(struct bdb_conn *c, const char *zone, size_t zone_len, const char *owner,
-	    struct dlz_rowset *out) {
+	    struct dlz_rowset *out, bool *found) {
 	size_t len;
 
+	*found = false;
 	if (!make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
@@ -359,7 +361,8 @@ fetch_owner(struct bdb_conn *c, const char *zone, size_t zone_len, const char *o
 	case GET_MISSING:
 		return DLZ_OK;
 	case GET_FOUND:
-		return add_node_rows(out, zone, zone_len, owner, c->value.data, len);
+		*found = true;
+		return add_node_rows(out, zone, owner, c->value.data, len);
 	default:
 		return DLZ_ERROR;
 	}
@@ -369,35 +372,48 @@ static int
 bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdb_conn *c = conn;
 	const char *zone = NULL;
-	int z = req->zone_index;
+	int z = req->zone_index, enc = -1;
 	size_t zone_len;
+	bool found;
 
-	for (unsigned i = 0; i < req->nnames; i++) {
+	/* The given zone, or the deepest: the first found, deepest first. */
+	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
 		switch (key_exists(c, 'Z', req->names[i])) {
 		case GET_ERROR:
 			return DLZ_ERROR;
 		case GET_MISSING:
+			if (req->zone_index >= 0) {
+				return DLZ_OK;
+			}
 			continue;
 		case GET_FOUND:
 			break;
 		}
-		if (!dlz_rowset_add_zone(out, req->names[i])) {
-			return DLZ_ERROR;
-		}
-		if (z < 0) {
-			z = (int)i;
-		}
-		if ((int)i == z) {
-			zone = req->names[i];
-		}
+		z = (int)i;
+		zone = req->names[i];
 	}
 	if (zone == NULL) {
 		return DLZ_OK;
 	}
+	if (!dlz_rowset_add_zone_ref(out, zone)) {
+		return DLZ_ERROR;
+	}
 	zone_len = strlen(zone);
-	for (int i = 0; i <= z; i++) {
-		if (fetch_owner(c, zone, zone_len, req->names[i], out) != DLZ_OK ||
-		    (i > 0 && fetch_owner(c, zone, zone_len, req->wilds[i], out) != DLZ_OK)) {
+	/* From the apex down while the names exist, then the closest encloser's wildcard. */
+	for (int i = z; i >= 0; i--) {
+		if (fetch_owner(c, zone, zone_len, req->names[i], out, &found) != DLZ_OK) {
+			return DLZ_ERROR;
+		}
+		if (!found) {
+			break;
+		}
+		enc = i;
+	}
+	if (enc >= 1 && fetch_owner(c, zone, zone_len, req->wilds[enc], out, &found) != DLZ_OK) {
+		return DLZ_ERROR;
+	}
+	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
+		if (fetch_owner(c, zone, zone_len, req->extras[i], out, &found) != DLZ_OK) {
 			return DLZ_ERROR;
 		}
 	}

@@ -7,9 +7,10 @@
  *     dns_xfr     <gen>           -> owner keys     one per line
  *     dns_client  <zone>          -> client addresses allowed to transfer, one per line
  *
- * A fetch is one dns_zone get per candidate zone, then dns_data gets under the generation of
- * the zone that was read, so a zone switched by the loader (one dns_zone put) is seen old or
- * new, never mixed.
+ * A fetch is one dns_zone get per candidate zone, deepest first, until a zone is found, then
+ * dns_data gets (the candidate owners and the core's extras) under the generation of the zone
+ * that was read, so a zone switched by the loader (one dns_zone put) is seen old or new, never
+ * mixed.
  *
  * Threads: each connection opens its own DB handles and owns its key and value buffers
  * (DB_DBT_USERMEM, grown when a value does not fit, then reused): a query allocates nothing
@@ -262,18 +263,19 @@ next_record(char **pos, char *end, struct record_line *r) {
 	return true;
 }
 
-/* Every record of one node value as rows; an empty value is an ENT marker row. */
+/*
+ * Every record of one node value as rows; an empty value is an ENT marker row. zone and owner
+ * are the fetch request's strings, which outlive the rows: only type and rdata are copied.
+ */
 static int
-add_node_rows(struct dlz_rowset *out, const char *zone, size_t zone_len, const char *owner,
-	      char *value, size_t len) {
+add_node_rows(struct dlz_rowset *out, const char *zone, const char *owner, char *value,
+	      size_t len) {
 	char *pos = value, *end = value + len;
 	struct record_line r;
 
 	if (len == 0) {
-		return dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner),
-					    DLZ_ENT_TYPE, strlen(DLZ_ENT_TYPE), 0, "", 0)
-			       ? DLZ_OK
-			       : DLZ_ERROR;
+		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "") ? DLZ_OK
+										 : DLZ_ERROR;
 	}
 	while (pos < end) {
 		if (!next_record(&pos, end, &r)) {
@@ -281,8 +283,8 @@ add_node_rows(struct dlz_rowset *out, const char *zone, size_t zone_len, const c
 					      owner, zone);
 			return DLZ_ERROR;
 		}
-		if (!dlz_rowset_add_row_n(out, zone, zone_len, owner, strlen(owner), r.type,
-					  r.type_len, r.ttl, r.rdata, r.rdata_len)) {
+		if (!dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
+					     r.rdata_len)) {
 			return DLZ_ERROR;
 		}
 	}
@@ -573,12 +575,13 @@ fail:
 	return DLZ_ERROR;
 }
 
-/* The rows of owner under generation gen ("<gen> <owner>"), if the node exists. */
+/* The rows of owner under generation gen ("<gen> <owner>"), if the node exists (*found). */
 static int
-fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, size_t zone_len,
-	    const char *owner, struct dlz_rowset *out) {
+fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, const char *owner,
+	    struct dlz_rowset *out, bool *found) {
 	size_t len;
 
+	*found = false;
 	if (!make_key(c, gen, strlen(gen), owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
@@ -586,7 +589,8 @@ fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, size_t zon
 	case GET_MISSING:
 		return DLZ_OK;
 	case GET_FOUND:
-		return add_node_rows(out, zone, zone_len, owner, c->value.data, len);
+		*found = true;
+		return add_node_rows(out, zone, owner, c->value.data, len);
 	default:
 		return DLZ_ERROR;
 	}
@@ -595,40 +599,49 @@ fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, size_t zon
 static int
 bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdbhpt_conn *c = conn;
-	char gen[GEN_MAX + 1], found_gen[GEN_MAX + 1];
+	char gen[GEN_MAX + 1];
 	const char *zone = NULL;
-	int z = req->zone_index;
-	size_t zone_len;
+	int z = req->zone_index, enc = -1;
+	bool found;
 
-	for (unsigned i = 0; i < req->nnames; i++) {
-		switch (zone_generation(c, req->names[i], found_gen)) {
+	/* The given zone, or the deepest: the first found, deepest first. */
+	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
+		switch (zone_generation(c, req->names[i], gen)) {
 		case GET_ERROR:
 			return DLZ_ERROR;
 		case GET_MISSING:
+			if (req->zone_index >= 0) {
+				return DLZ_OK;
+			}
 			continue;
 		case GET_FOUND:
 			break;
 		}
-		if (!dlz_rowset_add_zone(out, req->names[i])) {
-			return DLZ_ERROR;
-		}
-		if (z < 0) {
-			z = (int)i;
-		}
-		if ((int)i == z) {
-			zone = req->names[i];
-			memcpy(gen, found_gen, sizeof(gen));
-		}
+		z = (int)i;
+		zone = req->names[i];
 	}
 	if (zone == NULL) {
 		return DLZ_OK;
 	}
-	/* Every node is read under the one generation read above: the zone as it was then. */
-	zone_len = strlen(zone);
-	for (int i = 0; i <= z; i++) {
-		if (fetch_owner(c, gen, zone, zone_len, req->names[i], out) != DLZ_OK ||
-		    (i > 0 &&
-		     fetch_owner(c, gen, zone, zone_len, req->wilds[i], out) != DLZ_OK)) {
+	if (!dlz_rowset_add_zone_ref(out, zone)) {
+		return DLZ_ERROR;
+	}
+	/* Every node is read under the one generation read above: the zone as it was then.
+	 * From the apex down while the names exist, then the closest encloser's wildcard. */
+	for (int i = z; i >= 0; i--) {
+		if (fetch_owner(c, gen, zone, req->names[i], out, &found) != DLZ_OK) {
+			return DLZ_ERROR;
+		}
+		if (!found) {
+			break;
+		}
+		enc = i;
+	}
+	if (enc >= 1 && fetch_owner(c, gen, zone, req->wilds[enc], out, &found) != DLZ_OK) {
+		return DLZ_ERROR;
+	}
+	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
+		if (fetch_owner(c, gen, zone, req->extras[i], out, &found) != DLZ_OK) {
 			return DLZ_ERROR;
 		}
 	}

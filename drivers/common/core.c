@@ -10,10 +10,11 @@
  *     "*.<parent>", "*.<grandparent>", ..., "*" (deepest first) and takes the first that
  *     exists, whatever exists between: that is not RFC 4592, which only allows the wildcard
  *     child of the closest encloser;
- *  3. more lookups in Z for the authority section (apex NS/SOA); for each additional-section
- *     name (NS, MX, SRV targets) lookups straight into Z without findzonedb: the target, and
- *     for MX/SRV "_tcp.<target>" and "_<port>._tcp.<target>" (TLSA); a CNAME or DNAME chain
- *     restarts at step 1 with the target.
+ *  3. more lookups in Z for the authority section (apex NS/SOA; with BIND's default
+ *     minimal-responses no-auth-recursive only for queries without RD); for each
+ *     additional-section name (NS, MX, SRV targets) lookups straight into Z without
+ *     findzonedb: the target, and for MX/SRV "_tcp.<target>" and "_<port>._tcp.<target>"
+ *     (TLSA); a CNAME or DNAME chain restarts at step 1 with the target.
  * A zone transfer is dlz_allowzonexfr, dlz_lookup("@"), dlz_allnodes, dlz_lookup("@").
  *
  * One backend round trip per DNS query: findzonedb(Q) fetches, in one call, which suffixes of
@@ -22,14 +23,30 @@
  * following findzonedb(parent) calls and every lookup of step 2 are answered from it. The
  * memo also knows which names exist, so a wildcard probe is answered only for the child of
  * the closest encloser: a probe sdlz makes above it is answered "not found" (RFC 4592).
- * Any call the memo cannot answer makes its own fetch (and its own memo: a lookup for an
- * additional-section name fetches that name with its ancestors). Memos serve only the DNS
- * query they were made for and only for memo_ms: the first findzonedb of every query
- * fetches, so a change committed to the store is seen by the next query that starts after
- * it, and no answer mixes data older than its query. (BIND does not say where a query
- * starts: a findzonedb of the parent of the previous findzonedb name is taken as the same
- * query. A new query for exactly that name within memo_ms is answered from the memo: data
- * at most memo_ms old, never older.)
+ * Memos serve only the DNS query they were made for and only for memo_ms: the first
+ * findzonedb of every query fetches, so a change committed to the store is seen by the next
+ * query that starts after it, and no answer mixes data older than its query. (BIND does not
+ * say where a query starts: a findzonedb of the parent of the previous findzonedb name, when
+ * that was no zone, is taken as the same query. A new query for exactly that name within
+ * memo_ms is answered from the memo: data at most memo_ms old, never older.)
+ *
+ * Step 3 and hints (hints.c). Any lookup the memo cannot answer makes its own fetch (and its
+ * own memo: the name with its ancestors), and teaches the thread's hint table that BIND looked
+ * that name up in Z during a query for Q. The first fetch of a later query for Q (or, once a
+ * second query name needed it too, of any query in Z) asks for the hinted names as well, as
+ * `extras`: each hinted name h becomes a chain of the memo (h, its ancestors down to Z and
+ * their wildcard children), answered like Q's own chain, so the glue and target lookups of
+ * step 3 cost no round trip. The table also remembers which suffix of Q was the deepest zone:
+ * the next fetch asks about the suffixes down to it only (a new zone below it is still found;
+ * if it is no zone any more, the fetch is repeated with every suffix). Hints are names only,
+ * never data: every row still comes from the fetch of the query being answered, so a stale
+ * hint costs one fallback fetch and nothing else. Bounds: hint_zones zones per thread (2-way
+ * set associative, least recently used replaced; 0 turns hints off), HINTS_PER_ZONE names per
+ * zone, HINT_DEPTH labels below the zone, DLZ_MAX_EXTRAS extra owners per fetch.
+ *
+ * A wildcard probe belongs to the name whose lookup just failed (sdlz probes right after it,
+ * in the same call): it is matched first against the memo and chain that answered the last
+ * lookup that was no probe, so a probe is judged against that name's closest encloser.
  *
  * A backend failure (a call returns DLZ_ERROR) closes that connection; the call is retried
  * once on a new connection unless the failed one was new itself, and a query that still
@@ -45,8 +62,24 @@
 
 #define MEMO_RING 4
 #define ENCLOSER_UNKNOWN (-2)
+#define MAX_CHAINS (1 + HINTS_PER_ZONE)
+#define MAX_OWNERS (2 * DLZ_MAX_LABELS - 1 + DLZ_MAX_EXTRAS)
+#define DEFAULT_HINT_ZONES 4096
 
-static const char *const core_keys[] = { "connections", "memo_ms", "trace", NULL };
+static const char *const core_keys[] = { "connections", "memo_ms", "trace", "hint_zones", NULL };
+
+/*
+ * A name a memo answers for, with its ancestors down to the memo's zone: the query name Q
+ * (chain 0), or a hinted name fetched along with Q (an extra).
+ */
+struct chain {
+	const char *leaf;
+	size_t len;
+	const unsigned *offs; /* ancestor i is leaf + offs[i]; ancestor zi is the zone */
+	int zi;
+	int encloser; /* index of the closest encloser of leaf, computed on first need */
+	int hint;     /* -1 for Q; else the hint's ref (hints_used) */
+};
 
 struct memo {
 	bool valid;
@@ -58,13 +91,22 @@ struct memo {
 	unsigned offs[DLZ_MAX_LABELS];
 	const char *names[DLZ_MAX_LABELS];
 	const char *wilds[DLZ_MAX_LABELS];
-	const char *owners[2 * DLZ_MAX_LABELS];
+	/* Q's names and wilds, then the extras; owner_lens[i] = strlen(owners[i]). */
+	const char *owners[MAX_OWNERS];
+	unsigned owner_lens[MAX_OWNERS];
+	unsigned nowners;
+	unsigned fetch_nnames; /* the fetch asks about names[0..fetch_nnames-1] */
 	char *wildbuf;
 	size_t wildcap;
+	char *extrabuf; /* the extras' texts */
+	size_t extracap;
+	int extras_zone; /* index in names[] of the extras' zone; -1: none */
+	struct chain chains[MAX_CHAINS];
+	unsigned nchains;
+	unsigned hint_offs[HINTS_PER_ZONE][HINT_DEPTH + 1];
 	bool is_zone[DLZ_MAX_LABELS];
 	int zone_index;     /* rows held are those of names[zone_index]; -1: no zone */
 	int findzone_index; /* the last findzonedb this memo answered; -1: made by a lookup */
-	int encloser;       /* index of the closest encloser of Q, computed on first need */
 	unsigned query;     /* the DNS query (thread_state.query) it was made for */
 	struct dlz_rowset rows;
 };
@@ -77,6 +119,12 @@ struct thread_state {
 	 * starts one. Memos serve only the query they were made for: no answer is built from
 	 * data read before the query began. */
 	unsigned query;
+	uint64_t qhash; /* hash of the current query's name (hints); 0: no findzonedb began it */
+	/* The memo and chain of the last lookup that was no wildcard probe: sdlz probes the
+	 * wildcards of a name right after the lookup of that name failed. */
+	struct memo *last_memo;
+	unsigned last_chain;
+	struct hint_table *hints;
 	struct memo memos[MEMO_RING];
 };
 
@@ -88,6 +136,7 @@ struct instance {
 	dns_sdlz_putrr_t *putrr;
 	dns_sdlz_putnamedrr_t *putnamedrr;
 	long memo_ms;
+	long hint_zones;
 	bool trace;
 	pthread_key_t key;
 	bool key_ready;
@@ -123,7 +172,10 @@ thread_state(struct instance *inst) {
 		return NULL;
 	}
 	ts->home = atomic_fetch_add(&inst->next_home, 1) % inst->pool.count;
+	/* Without memory for hints the thread works without them. */
+	ts->hints = hints_new((unsigned)inst->hint_zones);
 	if (pthread_setspecific(inst->key, ts) != 0) {
+		hints_free(ts->hints);
 		free(ts);
 		return NULL;
 	}
@@ -144,7 +196,9 @@ free_threads(struct instance *inst) {
 		for (unsigned i = 0; i < MEMO_RING; i++) {
 			rowset_free(&ts->memos[i].rows);
 			free(ts->memos[i].wildbuf);
+			free(ts->memos[i].extrabuf);
 		}
+		hints_free(ts->hints);
 		free(ts);
 	}
 	inst->threads = NULL;
@@ -180,6 +234,13 @@ run_on_conn(struct instance *inst, unsigned home, conn_op *op, void *arg, bool m
 
 /* ---- the memo: one fetch and what it says ----------------------------------------------- */
 
+static void
+memo_add_owner(struct memo *m, const char *owner, size_t len) {
+	m->owners[m->nowners] = owner;
+	m->owner_lens[m->nowners] = (unsigned)len;
+	m->nowners++;
+}
+
 static bool
 memo_prepare(struct memo *m, const char *key) {
 	size_t need = 0, pos = 0;
@@ -207,7 +268,6 @@ memo_prepare(struct memo *m, const char *key) {
 	m->wilds[0] = NULL;
 	for (unsigned i = 0; i < m->nnames; i++) {
 		m->names[i] = m->q + m->offs[i];
-		m->owners[i] = m->names[i];
 		if (i == 0) {
 			continue;
 		}
@@ -216,8 +276,12 @@ memo_prepare(struct memo *m, const char *key) {
 		m->wildbuf[pos++] = '.';
 		memcpy(m->wildbuf + pos, m->names[i], m->qlen - m->offs[i] + 1);
 		pos += m->qlen - m->offs[i] + 1;
-		m->owners[m->nnames + i - 1] = m->wilds[i];
 	}
+	m->fetch_nnames = m->nnames;
+	m->extras_zone = -1;
+	m->chains[0] = (struct chain){ .leaf = m->q, .len = m->qlen, .offs = m->offs, .zi = -1,
+				       .encloser = ENCLOSER_UNKNOWN, .hint = -1 };
+	m->nchains = 1;
 	return true;
 }
 
@@ -234,6 +298,169 @@ memo_name_index(const struct memo *m, const char *key, size_t len) {
 		}
 	}
 	return -1;
+}
+
+/*
+ * The fetch asks about names[0..count-1] only (the candidate zones; BIND never asks about a
+ * suffix above the deepest zone), so its candidate owners are those names and their
+ * wildcards: owners = names[0..count-1], wilds[1..count-1], and no extras yet.
+ */
+static void
+memo_set_owners(struct memo *m, unsigned count) {
+	m->fetch_nnames = count;
+	m->nowners = 0;
+	m->extras_zone = -1;
+	m->nchains = 1;
+	for (unsigned i = 0; i < count; i++) {
+		memo_add_owner(m, m->names[i], m->qlen - m->offs[i]);
+	}
+	for (unsigned i = 1; i < count; i++) {
+		memo_add_owner(m, m->wilds[i], m->qlen - m->offs[i] + 2);
+	}
+}
+
+static bool
+memo_has_owner(const struct memo *m, const char *owner, size_t len) {
+	for (unsigned i = 0; i < m->nowners; i++) {
+		if (m->owner_lens[i] == len && memcmp(m->owners[i], owner, len) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The labels of hinted name h (a key) below zone names[z]: its ancestors' offsets into offs
+ * and their number below the zone, or 0 if h is not strictly inside that zone or is more than
+ * HINT_DEPTH labels below it.
+ */
+static int
+hint_depth(const struct memo *m, int z, const struct hint_pick *h,
+	   unsigned offs[DLZ_MAX_LABELS]) {
+	size_t zone_len = m->qlen - m->offs[z];
+	unsigned n = key_ancestors(h->name, h->len, offs);
+	int depth = (int)n - ((int)m->nnames - z);
+
+	if (depth < 1 || depth > HINT_DEPTH || h->len - offs[depth] != zone_len ||
+	    memcmp(h->name + offs[depth], m->names[z], zone_len) != 0) {
+		return 0;
+	}
+	return depth;
+}
+
+/* Bytes the extras of a hint of the given depth take: the name and its wildcards. */
+static size_t
+hint_text_size(const struct hint_pick *h, const unsigned *offs, int depth) {
+	size_t need = h->len + 1;
+
+	for (int i = 1; i <= depth; i++) {
+		need += 2 + (h->len - offs[i]) + 1;
+	}
+	return need;
+}
+
+/*
+ * One hinted name as chain c of m: its text copied to *pos in extrabuf, and as extras every
+ * candidate owner it brings that m does not ask for yet (itself, its ancestors below the
+ * zone, their wildcard children). False (nothing added) if that would pass DLZ_MAX_EXTRAS.
+ */
+static bool
+memo_add_chain(struct memo *m, unsigned c, const struct hint_pick *h, int depth, size_t *pos) {
+	unsigned *offs = m->hint_offs[c - 1];
+	unsigned before = m->nowners;
+	size_t start = *pos;
+	char *leaf = m->extrabuf + *pos;
+
+	memcpy(leaf, h->name, h->len + 1);
+	*pos += h->len + 1;
+	for (int i = 0; i < depth; i++) {
+		size_t len = h->len - offs[i];
+		if (!memo_has_owner(m, leaf + offs[i], len)) {
+			if (m->nowners == MAX_OWNERS) {
+				goto undo;
+			}
+			memo_add_owner(m, leaf + offs[i], len);
+		}
+	}
+	for (int i = 1; i <= depth; i++) {
+		size_t len = h->len - offs[i] + 2;
+		char *wild = m->extrabuf + *pos;
+
+		wild[0] = '*';
+		wild[1] = '.';
+		memcpy(wild + 2, leaf + offs[i], len - 1);
+		if (memo_has_owner(m, wild, len)) {
+			continue;
+		}
+		if (m->nowners == MAX_OWNERS) {
+			goto undo;
+		}
+		memo_add_owner(m, wild, len);
+		*pos += len + 1;
+	}
+	m->chains[c] = (struct chain){ .leaf = leaf, .len = h->len, .offs = offs, .zi = depth,
+				       .encloser = ENCLOSER_UNKNOWN, .hint = (int)h->ref };
+	return true;
+undo:
+	m->nowners = before;
+	*pos = start;
+	return false;
+}
+
+/*
+ * What the first fetch of a DNS query asks for, from the thread's hints. When a suffix of Q
+ * was a zone before (the deepest such, H = names[h]), the fetch asks about names[0..h] only:
+ * a zone below H would be found all the same, and a zone above H is looked for again only
+ * if H is no zone any more (memo_fetch). The names hinted for H's zone are asked for too,
+ * each as a chain of its own, so that the lookups BIND makes for them in this DNS query are
+ * answered from this memo.
+ */
+static void
+memo_plan_first_fetch(struct memo *m, struct thread_state *ts) {
+	struct hint_pick picks[HINTS_PER_ZONE];
+	unsigned lens[DLZ_MAX_LABELS], offs[DLZ_MAX_LABELS];
+	int depths[HINTS_PER_ZONE], z;
+	unsigned n;
+	size_t need = 0, pos = 0;
+
+	for (unsigned i = 0; i < m->nnames; i++) {
+		lens[i] = (unsigned)(m->qlen - m->offs[i]);
+	}
+	n = hints_for(ts->hints, m->names, lens, m->nnames, ts->qhash, ts->query, picks, &z);
+	memo_set_owners(m, z >= 0 ? (unsigned)z + 1 : m->nnames);
+	for (unsigned k = 0; k < n; k++) {
+		/* A name Q's own fetch asks for needs no chain. */
+		depths[k] = memo_name_index(m, picks[k].name, picks[k].len) >= 0
+				    ? 0
+				    : hint_depth(m, z, &picks[k], offs);
+		if (depths[k] > 0) {
+			need += hint_text_size(&picks[k], offs, depths[k]);
+		}
+	}
+	if (need == 0) {
+		return;
+	}
+	if (need > m->extracap) {
+		char *bigger = realloc(m->extrabuf, need);
+		if (bigger == NULL) {
+			return; /* no hints for this query */
+		}
+		m->extrabuf = bigger;
+		m->extracap = need;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		if (depths[k] > 0) {
+			key_ancestors(picks[k].name, picks[k].len, offs);
+			memcpy(m->hint_offs[m->nchains - 1], offs,
+			       (size_t)(depths[k] + 1) * sizeof(offs[0]));
+			if (memo_add_chain(m, m->nchains, &picks[k], depths[k], &pos)) {
+				m->nchains++;
+			}
+		}
+	}
+	if (m->nchains > 1) {
+		m->extras_zone = z;
+	}
 }
 
 struct fetch_call {
@@ -254,10 +481,11 @@ static void
 memo_keep_zone_rows(struct memo *m) {
 	struct dlz_rowset *rs = &m->rows;
 	const char *zone = m->zone_index >= 0 ? m->names[m->zone_index] : NULL;
-	size_t kept = 0;
+	size_t zone_len = zone != NULL ? m->qlen - m->offs[m->zone_index] : 0, kept = 0;
 
 	for (size_t i = 0; i < rs->nrows; i++) {
-		if (zone != NULL && strcmp(rs->rows[i].zone, zone) == 0 &&
+		if (zone != NULL && rs->rows[i].zone_len == zone_len &&
+		    memcmp(rs->rows[i].zone, zone, zone_len) == 0 &&
 		    dlz_key_in_zone(rs->rows[i].owner, zone)) {
 			rs->rows[kept++] = rs->rows[i];
 		}
@@ -265,17 +493,22 @@ memo_keep_zone_rows(struct memo *m) {
 	rs->nrows = kept;
 }
 
-/* Fetch for m's Q: zone_index >= 0 asks for that zone's rows, -1 for the deepest zone's. */
+/* One backend call for what m asks (see memo_set_owners); false if it failed (logged). */
 static bool
-memo_fetch(struct instance *inst, struct thread_state *ts, struct memo *m, int zone_index) {
+memo_fetch_once(struct instance *inst, struct thread_state *ts, struct memo *m,
+		int zone_index) {
+	unsigned base = 2 * m->fetch_nnames - 1;
 	struct dlz_fetch_req req = {
 		.qname = m->q,
-		.nnames = m->nnames,
+		.nnames = m->fetch_nnames,
 		.names = m->names,
 		.wilds = m->wilds,
 		.zone_index = zone_index,
-		.nowners = 2 * m->nnames - 1,
+		.nowners = m->nowners,
 		.owners = m->owners,
+		.extras_zone = m->extras_zone,
+		.nextras = m->nowners - base,
+		.extras = m->owners + base,
 	};
 	struct fetch_call call = { .req = &req, .rows = &m->rows };
 
@@ -285,20 +518,50 @@ memo_fetch(struct instance *inst, struct thread_state *ts, struct memo *m, int z
 	}
 	m->zone_index = zone_index;
 	for (unsigned i = 0; i < m->nnames; i++) {
-		m->is_zone[i] = rowset_has_zone(&m->rows, m->names[i]);
+		m->is_zone[i] = i < m->fetch_nnames && rowset_has_zone(&m->rows, m->names[i]);
 		if (m->zone_index < 0 && m->is_zone[i]) {
 			m->zone_index = (int)i;
 		}
 	}
+	if (inst->trace) {
+		dlz_log(ISC_LOG_INFO, "fetch %s zone=%s rows=%zu extras=%u", m->q,
+			m->zone_index >= 0 ? m->names[m->zone_index] : "(none)", m->rows.nrows,
+			req.nextras);
+	}
+	return true;
+}
+
+/*
+ * Fetch for m's Q: zone_index >= 0 asks for that zone's rows, -1 for the deepest zone's.
+ * A first fetch that asked about the suffixes up to a zone known from earlier queries and
+ * found none of them a zone (that zone is gone) asks again about all of them.
+ */
+static bool
+memo_fetch(struct instance *inst, struct thread_state *ts, struct memo *m, int zone_index) {
+	if (!memo_fetch_once(inst, ts, m, zone_index)) {
+		return false;
+	}
+	if (m->zone_index < 0 && m->fetch_nnames < m->nnames) {
+		unsigned h = m->fetch_nnames - 1;
+
+		hints_forget_zone(ts->hints, m->names[h], m->qlen - m->offs[h]);
+		memo_set_owners(m, m->nnames);
+		if (!memo_fetch_once(inst, ts, m, zone_index)) {
+			return false;
+		}
+	}
 	memo_keep_zone_rows(m);
-	m->encloser = ENCLOSER_UNKNOWN;
+	m->chains[0].zi = m->zone_index;
+	/* Hinted names of another zone than the one found answer nothing. */
+	if (m->zone_index < 0 || m->zone_index != m->extras_zone) {
+		m->nchains = 1;
+	}
+	for (unsigned c = 0; c < m->nchains; c++) {
+		m->chains[c].encloser = ENCLOSER_UNKNOWN;
+	}
 	m->stamp_ms = now_ms();
 	m->valid = true;
 	m->failed = false;
-	if (inst->trace) {
-		dlz_log(ISC_LOG_INFO, "fetch %s zone=%s rows=%zu", m->q,
-			m->zone_index >= 0 ? m->names[m->zone_index] : "(none)", m->rows.nrows);
-	}
 	return true;
 }
 
@@ -312,7 +575,9 @@ memo_mark_failed(struct memo *m) {
 	rowset_reset(&m->rows);
 	m->zone_index = 0;
 	m->findzone_index = -1;
-	m->encloser = ENCLOSER_UNKNOWN;
+	m->nchains = 1;
+	m->chains[0].zi = 0;
+	m->chains[0].encloser = ENCLOSER_UNKNOWN;
 	m->stamp_ms = now_ms();
 	m->valid = true;
 	m->failed = true;
@@ -321,14 +586,15 @@ memo_mark_failed(struct memo *m) {
 static struct memo *
 memo_new(struct thread_state *ts) {
 	ts->newest = (ts->newest + 1) % MEMO_RING;
+	if (ts->last_memo == &ts->memos[ts->newest]) {
+		ts->last_memo = NULL;
+	}
 	ts->memos[ts->newest].query = ts->query;
 	return &ts->memos[ts->newest];
 }
 
 static bool
-owner_exists(const struct memo *m, const char *owner) {
-	size_t len = strlen(owner);
-
+owner_exists(const struct memo *m, const char *owner, size_t len) {
 	for (size_t i = 0; i < m->rows.nrows; i++) {
 		const struct dlz_row *row = &m->rows.rows[i];
 		if (row->owner_len == len && memcmp(row->owner, owner, len) == 0) {
@@ -338,19 +604,34 @@ owner_exists(const struct memo *m, const char *owner) {
 	return false;
 }
 
-/* The deepest of Q and its ancestors inside the zone that exists (data or ENT). */
+/* The deepest of c's leaf and its ancestors inside the zone that exists (data or ENT). */
 static int
-memo_encloser(struct memo *m) {
-	if (m->encloser == ENCLOSER_UNKNOWN) {
-		m->encloser = m->zone_index;
-		for (int i = 0; i < m->zone_index; i++) {
-			if (owner_exists(m, m->names[i])) {
-				m->encloser = i;
+chain_encloser(const struct memo *m, struct chain *c) {
+	if (c->encloser == ENCLOSER_UNKNOWN) {
+		c->encloser = c->zi;
+		for (int i = 0; i < c->zi; i++) {
+			if (owner_exists(m, c->leaf + c->offs[i], c->len - c->offs[i])) {
+				c->encloser = i;
 				break;
 			}
 		}
 	}
-	return m->encloser;
+	return c->encloser;
+}
+
+/* Index i <= zi of c's ancestor equal to key, or -1. */
+static int
+chain_name_index(const struct chain *c, const char *key, size_t len) {
+	for (int i = 0; i <= c->zi; i++) {
+		size_t name_len = c->len - c->offs[i];
+		if (name_len == len) {
+			return memcmp(c->leaf + c->offs[i], key, len) == 0 ? i : -1;
+		}
+		if (name_len < len) {
+			return -1;
+		}
+	}
+	return -1;
 }
 
 /* ---- answering a lookup from a memo ----------------------------------------------------- */
@@ -358,39 +639,65 @@ memo_encloser(struct memo *m) {
 enum match { MATCH_NONE, MATCH_NAME, MATCH_WILD, MATCH_ABSENT };
 
 /*
- * How key relates to m's candidates inside m's zone: Q or an ancestor (MATCH_NAME), or the
+ * How key relates to chain c inside m's zone: its leaf or an ancestor (MATCH_NAME), or the
  * wildcard child "*." of a strict ancestor, *index set to that ancestor (MATCH_WILD). A key
- * equal to Q is always MATCH_NAME, even if it starts with "*": that is a direct query.
- * A name below Q when Q does not exist cannot exist either, since every store marks empty
- * non-terminals (MATCH_ABSENT): BIND's additional-section lookups of "_tcp.<target>" and then
- * "_<port>._tcp.<target>" (TLSA) cost one fetch instead of two.
+ * equal to the leaf is always MATCH_NAME, even if it starts with "*": that is a direct query.
+ * A name below the leaf when the leaf does not exist cannot exist either, since every store
+ * marks empty non-terminals (MATCH_ABSENT): BIND's additional-section lookups of
+ * "_tcp.<target>" and then "_<port>._tcp.<target>" (TLSA) cost one fetch instead of two.
  */
 static enum match
-memo_match(struct memo *m, const char *zone, const char *key, int *index) {
-	size_t len = strlen(key);
+chain_match(const struct memo *m, struct chain *c, const char *key, size_t len, int *index) {
 	int i;
 
-	if (!m->valid || m->zone_index < 0 || strcmp(m->names[m->zone_index], zone) != 0) {
-		return MATCH_NONE;
-	}
-	if (len == m->qlen && memcmp(key, m->q, len) == 0) {
+	if (len == c->len && memcmp(key, c->leaf, len) == 0) {
 		*index = 0;
 		return MATCH_NAME;
 	}
 	if (len > 2 && key[0] == '*' && key[1] == '.') {
-		i = memo_name_index(m, key + 2, len - 2);
-		if (i >= 1 && i <= m->zone_index) {
+		i = chain_name_index(c, key + 2, len - 2);
+		if (i >= 1) {
 			*index = i;
 			return MATCH_WILD;
 		}
 	}
-	i = memo_name_index(m, key, len);
-	if (i >= 0 && i <= m->zone_index) {
+	i = chain_name_index(c, key, len);
+	if (i >= 0) {
 		*index = i;
 		return MATCH_NAME;
 	}
-	if (dlz_key_in_zone(key, m->q) && memo_encloser(m) != 0) {
+	if (dlz_key_in_zone(key, c->leaf) && chain_encloser(m, c) != 0) {
 		return MATCH_ABSENT;
+	}
+	return MATCH_NONE;
+}
+
+/* How m can answer key in zone: *chain the chain that can (prefer's first, if >= 0). */
+static enum match
+memo_match(struct memo *m, const char *zone, const char *key, int prefer, unsigned *chain,
+	   int *index) {
+	size_t len = strlen(key);
+	enum match match;
+
+	if (!m->valid || m->zone_index < 0 || strcmp(m->names[m->zone_index], zone) != 0) {
+		return MATCH_NONE;
+	}
+	if (prefer >= 0 && (unsigned)prefer < m->nchains) {
+		match = chain_match(m, &m->chains[prefer], key, len, index);
+		if (match != MATCH_NONE) {
+			*chain = (unsigned)prefer;
+			return match;
+		}
+	}
+	for (unsigned c = 0; c < m->nchains; c++) {
+		if ((int)c == prefer) {
+			continue;
+		}
+		match = chain_match(m, &m->chains[c], key, len, index);
+		if (match != MATCH_NONE) {
+			*chain = c;
+			return match;
+		}
 	}
 	return MATCH_NONE;
 }
@@ -480,6 +787,8 @@ instance_configure(struct instance *inst) {
 
 	if (!dlz_arg_long(inst->args, "connections", 1, 1, 4096, &connections) ||
 	    !dlz_arg_long(inst->args, "memo_ms", 100, 0, 60000, &inst->memo_ms) ||
+	    !dlz_arg_long(inst->args, "hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
+			  &inst->hint_zones) ||
 	    !dlz_arg_bool(inst->args, "trace", false, &inst->trace)) {
 		return false;
 	}
@@ -537,8 +846,9 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		instance_free(inst);
 		return ISC_R_FAILURE;
 	}
-	dlz_log(ISC_LOG_INFO, "dlz \"%s\" ready: connections=%u memo_ms=%ld%s%s", dlzname,
-		inst->pool.count, inst->memo_ms, dlz_backend.thread_safe ? " thread-safe" : "",
+	dlz_log(ISC_LOG_INFO, "dlz \"%s\" ready: connections=%u memo_ms=%ld hint_zones=%ld%s%s",
+		dlzname, inst->pool.count, inst->memo_ms, inst->hint_zones,
+		dlz_backend.thread_safe ? " thread-safe" : "",
 		inst->trace ? " trace" : "");
 	*dbdata = inst;
 	return ISC_R_SUCCESS;
@@ -568,18 +878,22 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 		return ISC_R_NOTFOUND;
 	}
 	m = &ts->memos[ts->newest];
-	/* BIND's next call for the same DNS query asks for the parent of the previous name. */
+	/* BIND's next call for the same DNS query asks for the parent of the previous name,
+	 * and only when that was no zone (so no fetch needs to know about zones above the
+	 * deepest one). */
 	if (memo_fresh(inst, m, now_ms()) && m->findzone_index >= 0 &&
-	    (unsigned)m->findzone_index + 1 < m->nnames &&
+	    !m->is_zone[m->findzone_index] && (unsigned)m->findzone_index + 1 < m->nnames &&
 	    strcmp(m->names[m->findzone_index + 1], key) == 0) {
 		m->findzone_index++;
 		from_memo = true;
 	} else {
 		ts->query++;
+		ts->qhash = hint_hash(key, strlen(key));
 		m = memo_new(ts);
 		if (!memo_prepare(m, key)) {
 			return ISC_R_NOTFOUND;
 		}
+		memo_plan_first_fetch(m, ts);
 		if (!memo_fetch(inst, ts, m, -1)) {
 			memo_mark_failed(m);
 			if (inst->trace) {
@@ -588,6 +902,10 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 			return ISC_R_SUCCESS;
 		}
 		m->findzone_index = 0;
+		if (m->zone_index >= 0) {
+			hints_note_zone(ts->hints, m->names[m->zone_index],
+					m->qlen - m->offs[m->zone_index], ts->query);
+		}
 	}
 	result = m->is_zone[m->findzone_index] ? ISC_R_SUCCESS : ISC_R_NOTFOUND;
 	if (inst->trace) {
@@ -597,16 +915,33 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 	return result;
 }
 
-/* A fresh memo of the current DNS query that can answer (zone, key), newest first. */
+/* m is fresh and made for the current DNS query. */
+static bool
+memo_current(const struct instance *inst, const struct thread_state *ts, const struct memo *m,
+	     long now) {
+	return m->query == ts->query && memo_fresh(inst, m, now);
+}
+
+/*
+ * A fresh memo of the current DNS query that can answer (zone, key), newest first; a
+ * wildcard probe goes first to the memo and chain of the name whose lookup it follows.
+ */
 static struct memo *
 find_memo(struct instance *inst, struct thread_state *ts, const char *zone, const char *key,
-	  enum match *match, int *index) {
+	  enum match *match, unsigned *chain, int *index) {
 	long now = now_ms();
+	struct memo *m = ts->last_memo;
 
+	if (key[0] == '*' && key[1] == '.' && m != NULL && memo_current(inst, ts, m, now)) {
+		*match = memo_match(m, zone, key, (int)ts->last_chain, chain, index);
+		if (*match != MATCH_NONE) {
+			return m;
+		}
+	}
 	for (unsigned k = 0; k < MEMO_RING; k++) {
-		struct memo *m = &ts->memos[(ts->newest + MEMO_RING - k) % MEMO_RING];
-		if (m->query == ts->query && memo_fresh(inst, m, now)) {
-			*match = memo_match(m, zone, key, index);
+		m = &ts->memos[(ts->newest + MEMO_RING - k) % MEMO_RING];
+		if (memo_current(inst, ts, m, now)) {
+			*match = memo_match(m, zone, key, -1, chain, index);
 			if (*match != MATCH_NONE) {
 				return m;
 			}
@@ -615,7 +950,11 @@ find_memo(struct instance *inst, struct thread_state *ts, const char *zone, cons
 	return NULL;
 }
 
-/* A lookup no memo covers: fetch key itself, with the rows of the zone BIND named. */
+/*
+ * A lookup no memo covers: fetch key itself, with the rows of the zone BIND named, and
+ * remember key as a hint for the next query of this name (or, once a second query name
+ * needed it too, of this zone).
+ */
 static struct memo *
 fetch_for_lookup(struct instance *inst, struct thread_state *ts, const char *zone,
 		 const char *key, isc_result_t *failure) {
@@ -630,11 +969,15 @@ fetch_for_lookup(struct instance *inst, struct thread_state *ts, const char *zon
 	if (zone_index < 0) {
 		return NULL;
 	}
+	memo_set_owners(m, (unsigned)zone_index + 1);
 	if (!memo_fetch(inst, ts, m, zone_index)) {
 		*failure = ISC_R_FAILURE;
 		return NULL;
 	}
 	m->findzone_index = -1;
+	if (zone_index > 0 && ts->qhash != 0) {
+		hints_learn(ts->hints, zone, m->q, ts->qhash, ts->query);
+	}
 	return m;
 }
 
@@ -647,6 +990,8 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 	enum match match = MATCH_NAME;
 	isc_result_t result;
 	struct memo *m;
+	struct chain *c;
+	unsigned chain = 0;
 	int index = 0;
 	bool from_memo = true;
 
@@ -658,7 +1003,7 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 	if (!key_from_bind(zone_key, zone) || !key_absolute(key, zone_key, name)) {
 		return ISC_R_NOTFOUND;
 	}
-	m = find_memo(inst, ts, zone_key, key, &match, &index);
+	m = find_memo(inst, ts, zone_key, key, &match, &chain, &index);
 	if (m != NULL && m->failed) {
 		return ISC_R_FAILURE;
 	}
@@ -668,19 +1013,28 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 		if (m == NULL) {
 			return result;
 		}
-		match = memo_match(m, zone_key, key, &index);
+		match = memo_match(m, zone_key, key, -1, &chain, &index);
 	}
+	c = &m->chains[chain];
 	if (match == MATCH_ABSENT) {
 		result = ISC_R_NOTFOUND;
-	} else if (match == MATCH_WILD && index != memo_encloser(m)) {
+	} else if (match == MATCH_WILD && index != chain_encloser(m, c)) {
 		/* sdlz probing a wildcard above the closest encloser: RFC 4592 says no. */
 		result = ISC_R_NOTFOUND;
 	} else {
 		result = memo_answer(inst, m, key, lookup);
 	}
+	if (match != MATCH_WILD) {
+		ts->last_memo = m;
+		ts->last_chain = chain;
+	}
+	if (c->hint >= 0) {
+		hints_used(ts->hints, (unsigned)c->hint, c->leaf, c->len, ts->query);
+	}
 	if (inst->trace) {
-		dlz_log(ISC_LOG_INFO, "lookup %s in %s -> %s (%s%s)", name, zone_key,
+		dlz_log(ISC_LOG_INFO, "lookup %s in %s -> %s (%s%s%s)", name, zone_key,
 			result_text(result), from_memo ? "memo" : "fetched",
+			c->hint >= 0 ? ", hint" : "",
 			match == MATCH_WILD     ? ", wildcard probe"
 			: match == MATCH_ABSENT ? ", below a missing name"
 						: "");
@@ -773,8 +1127,10 @@ dlz_allowzonexfr(void *dbdata, const char *name, const char *client) {
 	if (dlz_backend.allowxfr == NULL || !key_from_bind(zone_key, name)) {
 		return ISC_R_NOTFOUND;
 	}
-	/* A zone transfer starts here, not with findzonedb: its lookups get no earlier memo. */
+	/* A zone transfer starts here, not with findzonedb: its lookups get no earlier memo
+	 * and teach no hints. */
 	ts->query++;
+	ts->qhash = 0;
 	rc = run_on_conn(inst, ts->home, allowxfr_op, &call, true);
 	switch (rc) {
 	case DLZ_OK:

@@ -37,6 +37,7 @@ struct dlz_row {
 	const char *rdata;
 	uint32_t ttl;
 	uint32_t owner_len;
+	uint32_t zone_len;
 };
 
 struct arena_chunk {
@@ -72,6 +73,44 @@ unsigned key_ancestors(const char *key, size_t len, unsigned offs[DLZ_MAX_LABELS
 bool key_from_bind(char *dst, const char *src);
 /* dst = key of the absolute name of relative (BIND's text, "@" = the apex) in zone (a key). */
 bool key_absolute(char *dst, const char *zone, const char *relative);
+
+/* ---- hints.c ---------------------------------------------------------------------------- */
+
+/* Names remembered per zone; names at most HINT_DEPTH labels below their zone. */
+#define HINTS_PER_ZONE 8
+#define HINT_DEPTH 8
+/* Bytes of names per zone entry (offsets are 16 bits). */
+#define HINT_TEXT_MAX 16384
+
+struct hint_table;
+
+struct hint_pick {
+	const char *name; /* absolute key, valid until the next hints_learn */
+	size_t len;
+	unsigned ref;     /* for hints_used */
+};
+
+/* FNV-1a of a key, never 0. */
+uint64_t hint_hash(const char *key, size_t len);
+/* A table of at most `zones` zones (rounded up to a power of two); NULL when zones is 0. */
+struct hint_table *hints_new(unsigned zones);
+void hints_free(struct hint_table *t);
+/* In zone, BIND looked up name and no memo could answer it, in the DNS query whose name
+ * hashes to trigger; now is the thread's query counter. */
+void hints_learn(struct hint_table *t, const char *zone, const char *name, uint64_t trigger,
+		 uint32_t now);
+/* A fetch found zone: later queries below it ask about no suffix above it. */
+void hints_note_zone(struct hint_table *t, const char *zone, size_t zone_len, uint32_t now);
+/* zone is no zone any more: forget it and its hints. */
+void hints_forget_zone(struct hint_table *t, const char *zone, size_t zone_len);
+/* The hints for a query (trigger: its name's hash) from the deepest of names[0..nnames-1]
+ * (lengths lens) that has an entry: their number, out[] (room for HINTS_PER_ZONE), and
+ * *zone_index that name's index (-1: none). */
+unsigned hints_for(struct hint_table *t, const char *const *names, const unsigned *lens,
+		   unsigned nnames, uint64_t trigger, uint32_t now, struct hint_pick *out,
+		   int *zone_index);
+/* A hint offered by hints_for answered a lookup: it stays (least recently used goes first). */
+void hints_used(struct hint_table *t, unsigned ref, const char *name, size_t len, uint32_t now);
 
 /* ---- pool.c ----------------------------------------------------------------------------- */
 

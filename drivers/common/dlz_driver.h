@@ -58,14 +58,29 @@ bool dlz_arg_bool(const struct dlz_args *args, const char *key, bool def, bool *
 
 /*
  * The query name Q and its ancestors: names[0] = Q, names[i] = Q without its i leftmost
- * labels, names[nnames - 1] = the last (top-level) label. Every names[i] is a candidate zone.
- * wilds[i] = "*." + names[i] for i >= 1 (wilds[0] is NULL): the wildcards that may cover Q.
+ * labels, down to names[nnames - 1]: the last (top-level) label, or a shallower suffix that
+ * the core knows from earlier queries to be a zone (a zone below it would still be found;
+ * if none of the names is a zone the core asks again with all of them). Every names[i] is a
+ * candidate zone. wilds[i] = "*." + names[i] for i >= 1 (wilds[0] is NULL): the wildcards
+ * that may cover Q.
  *
  * The zone whose rows are wanted, Z = names[z]: z = zone_index if zone_index >= 0, else the
  * smallest i for which names[i] is a zone in the store (the deepest zone). The candidate
- * owners inside Z are names[0..z] and wilds[1..z]. For a one-round-trip backend, `owners`
- * lists all names and all wilds (nowners = 2 * nnames - 1), deepest first.
+ * owners inside Z are names[0..z] and wilds[1..z].
+ *
+ * extras[0..nextras-1]: more owner keys, all inside names[extras_zone], that BIND is expected
+ * to look up in the same DNS query (the core learned them from earlier queries: glue of the
+ * zone's name servers, MX and SRV targets). When z == extras_zone their rows are wanted too;
+ * otherwise they may be ignored. They are distinct from each other and from every names[i]
+ * and wilds[i]; nextras is 0 (extras_zone -1) when there are none, and at most DLZ_MAX_EXTRAS.
+ *
+ * For a one-round-trip backend, `owners` lists all names and all wilds (deepest first), then
+ * the extras: nowners = 2 * nnames - 1 + nextras, and extras == owners + 2 * nnames - 1.
+ *
+ * Every string of the request (qname, names, wilds, extras) stays valid for as long as the
+ * rows this fetch reports: a backend may hand them to the _ref and _keys variants below.
  */
+#define DLZ_MAX_EXTRAS 64
 struct dlz_fetch_req {
 	const char *qname;
 	unsigned nnames;
@@ -74,18 +89,30 @@ struct dlz_fetch_req {
 	int zone_index;
 	unsigned nowners;
 	const char *const *owners;
+	int extras_zone;
+	unsigned nextras;
+	const char *const *extras;
 };
 
 /*
  * What fetch reports. Contract:
- *  - dlz_rowset_add_zone() for every names[i] that is a zone in the store (any order);
+ *  - dlz_rowset_add_zone() for Z: for the deepest names[i] that is a zone in the store, or
+ *    for names[zone_index] if that is one. Other zones among the names may be reported too
+ *    (any order) and need not be looked for: BIND asks about no suffix above the deepest
+ *    zone, so a backend that checks the names one by one stops at the first zone it finds;
  *  - dlz_rowset_add_row() for every record of Z (see above) whose owner is a candidate owner
- *    inside Z, ENT marker rows included. Rows of other zones may be added too (a single SQL
- *    query may find them): the core ignores them. Records in any order.
+ *    inside Z or (when z == extras_zone) one of the extras, ENT marker rows included. Rows of
+ *    other zones may be added too (a single SQL query may find them): the core ignores them.
+ *    Records in any order, each owner's records once. A backend that reads owner by owner
+ *    may read names[z], names[z-1], ... only while they exist (no name below a missing one
+ *    exists: every store marks empty non-terminals) and of the wildcards only wilds[e] for
+ *    the deepest existing names[e], e >= 1 (the core answers a wildcard probe above the
+ *    closest encloser "not found" without looking at rows, RFC 4592).
  * The _ref variants store the pointers without copying: only for strings that outlive the
- * next fetch on this thread (the memory backend's immutable table). The others copy into
- * per-thread buffers that are reused from query to query.
- * Each returns false when out of memory; fetch then returns DLZ_ERROR.
+ * next fetch on this thread (the memory backend's immutable table, the request's own
+ * strings). The _keys variant takes zone and owner from the request (uncopied) and copies
+ * type and rdata. The others copy into per-thread buffers that are reused from query to
+ * query. Each returns false when out of memory; fetch then returns DLZ_ERROR.
  */
 struct dlz_rowset;
 bool dlz_rowset_add_zone(struct dlz_rowset *rs, const char *zone);
@@ -98,6 +125,10 @@ bool dlz_rowset_add_row_ref(struct dlz_rowset *rs, const char *zone, const char 
 bool dlz_rowset_add_row_n(struct dlz_rowset *rs, const char *zone, size_t zone_len,
 			  const char *owner, size_t owner_len, const char *type, size_t type_len,
 			  uint32_t ttl, const char *rdata, size_t rdata_len);
+/* zone and owner are strings of the request (not copied); type and rdata are copied. */
+bool dlz_rowset_add_row_keys(struct dlz_rowset *rs, const char *zone, const char *owner,
+			     const char *type, size_t type_len, uint32_t ttl, const char *rdata,
+			     size_t rdata_len);
 
 /* allnodes: one call per record of the zone, owner as an absolute key; ENT rows allowed. */
 typedef int dlz_node_cb(void *ctx, const char *owner, const char *type, uint32_t ttl,

@@ -148,16 +148,47 @@ dlz_rowset_add_row_ref(struct dlz_rowset *rs, const char *zone, const char *owne
 	row->rdata = rdata;
 	row->ttl = ttl;
 	row->owner_len = (uint32_t)strlen(owner);
+	row->zone_len = (uint32_t)strlen(zone);
 	return true;
+}
+
+/*
+ * A copy of text for a row, or the previous row's copy when it holds the same bytes: a
+ * backend that copies gives every row its zone, and the rows of one owner usually come
+ * together, so most rows then copy only their type and rdata.
+ */
+static const char *
+row_strndup(struct dlz_rowset *rs, const char *prev, uint32_t prev_len, const char *text,
+	    size_t len) {
+	if (prev != NULL && prev_len == len && memcmp(prev, text, len) == 0) {
+		return prev;
+	}
+	return arena_strndup(rs, text, len);
 }
 
 bool
 dlz_rowset_add_row_n(struct dlz_rowset *rs, const char *zone, size_t zone_len,
 		     const char *owner, size_t owner_len, const char *type, size_t type_len,
 		     uint32_t ttl, const char *rdata, size_t rdata_len) {
-	return dlz_rowset_add_row_ref(rs, arena_strndup(rs, zone, zone_len),
-				      arena_strndup(rs, owner, owner_len),
-				      arena_strndup(rs, type, type_len), ttl,
+	const struct dlz_row *prev = rs->nrows > 0 ? &rs->rows[rs->nrows - 1] : NULL;
+	const char *zone_copy, *owner_copy;
+
+	if (prev != NULL) {
+		zone_copy = row_strndup(rs, prev->zone, prev->zone_len, zone, zone_len);
+		owner_copy = row_strndup(rs, prev->owner, prev->owner_len, owner, owner_len);
+	} else {
+		zone_copy = arena_strndup(rs, zone, zone_len);
+		owner_copy = arena_strndup(rs, owner, owner_len);
+	}
+	return dlz_rowset_add_row_ref(rs, zone_copy, owner_copy, arena_strndup(rs, type, type_len),
+				      ttl, arena_strndup(rs, rdata, rdata_len));
+}
+
+bool
+dlz_rowset_add_row_keys(struct dlz_rowset *rs, const char *zone, const char *owner,
+			const char *type, size_t type_len, uint32_t ttl, const char *rdata,
+			size_t rdata_len) {
+	return dlz_rowset_add_row_ref(rs, zone, owner, arena_strndup(rs, type, type_len), ttl,
 				      arena_strndup(rs, rdata, rdata_len));
 }
 

@@ -9,7 +9,7 @@
  *
  * One fetch (one DNS query):
  *  - one syscall per candidate zone, deepest first: a readlink of zones/<comps>/.zone until a
- *    zone is found, then an lstat of the links of its ancestors. The found link's target must
+ *    zone is found (BIND asks about no suffix above the deepest zone). The link's target must
  *    be the layout's "../" x depth + "gen/<xx>/<id>" (checked, so it cannot lead out of the
  *    root); that generation directory is then opened with openat2(RESOLVE_BENEATH |
  *    RESOLVE_NO_SYMLINKS) (O_NOFOLLOW without openat2), or taken from the connection's cache:
@@ -22,7 +22,9 @@
  *    exist: empty non-terminals are files too), plus the wildcard child of the deepest
  *    existing one (the closest encloser). Wildcards of other ancestors are not read: the core
  *    answers a wildcard probe above the closest encloser "not found" (RFC 4592) without
- *    looking at rows.
+ *    looking at rows;
+ *  - one open+read+close per extra owner the core asks for (names it expects BIND to look up
+ *    next in this zone, such as the name servers' addresses), from the same generation.
  *
  * A query name maps to components exactly as loaders/fs.py's key_labels/component: a label
  * that cannot be a component (empty, a byte BIND never writes, longer than NAME_MAX - 3,
@@ -35,6 +37,7 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -54,13 +57,22 @@
 #define BUF_MIN 16384
 /* openat2 with RESOLVE_BENEATH fails with EAGAIN when a rename raced a ".." step. */
 #define EAGAIN_RETRIES 32
-/* Generation directories a connection keeps open (direct-mapped by their zone's link). */
-#define GEN_SLOTS 64
+/*
+ * Generation directories a connection keeps open, with their apex files: sets of GEN_WAYS
+ * slots chosen by the zone's link, least recently used replaced. The number of sets is sized
+ * at start-up from the process's descriptor limit (two descriptors per slot, half the limit
+ * for all connections together), between GEN_SETS_MIN and GEN_SETS_MAX: a cache smaller than
+ * the zones being queried reopens a generation and its apex file on most fetches.
+ */
+#define GEN_WAYS 4
+#define GEN_SETS_MIN 4
+#define GEN_SETS_MAX 1024
 #define GEN_KEY_MAX 64
 
 struct fs_state {
 	char *root;
 	bool openat2;
+	unsigned gen_sets; /* a power of two */
 };
 
 /* A key split into path components; label 0 is the leftmost. */
@@ -79,6 +91,8 @@ struct fs_key {
 struct gen_slot {
 	int fd;      /* -1: empty */
 	int apex_fd; /* -1: not opened yet */
+	uint64_t zone; /* hash of the link that named it */
+	uint64_t used; /* the connection's fetch counter when last used */
 	size_t len;
 	char rel[GEN_KEY_MAX];
 };
@@ -89,11 +103,13 @@ struct fs_conn {
 	char *buf;
 	size_t cap;
 	struct fs_key key;
+	struct fs_key extra; /* an extra owner of the fetch, split */
 	unsigned level_end[DLZ_MAX_LABELS + 1];
 	char dirs[PATH_MAX];
 	char link[PATH_MAX];
 	char target[PATH_MAX];
-	struct gen_slot gens[GEN_SLOTS];
+	uint64_t fetches;
+	struct gen_slot *gens; /* state->gen_sets * GEN_WAYS */
 };
 
 enum found { FOUND_ERROR = -1, FOUND_NONE = 0, FOUND_YES = 1 };
@@ -315,20 +331,56 @@ gen_slot_clear(struct gen_slot *slot) {
 }
 
 /*
+ * The slot for generation rel of the zone whose link hashes to zone: the one holding it, else
+ * (to be filled) the zone's slot for an older generation, an empty one, or the least recently
+ * used of the set.
+ */
+static struct gen_slot *
+gen_slot_for(struct fs_conn *conn, uint64_t zone, const char *rel, size_t len, bool *hit) {
+	struct gen_slot *set = &conn->gens[(zone & (conn->state->gen_sets - 1)) * GEN_WAYS];
+	struct gen_slot *victim = &set[0];
+	unsigned w;
+
+	*hit = true;
+	for (w = 0; w < GEN_WAYS; w++) {
+		if (set[w].fd >= 0 && set[w].len == len && memcmp(set[w].rel, rel, len) == 0) {
+			return &set[w];
+		}
+	}
+	*hit = false;
+	for (w = 0; w < GEN_WAYS; w++) {
+		if (set[w].fd >= 0 && set[w].zone == zone) {
+			return &set[w];
+		}
+	}
+	for (w = 0; w < GEN_WAYS; w++) {
+		if (set[w].fd < 0) {
+			return &set[w];
+		}
+		if (set[w].used < victim->used) {
+			victim = &set[w];
+		}
+	}
+	return victim;
+}
+
+/*
  * Generation directory rel, named by the link conn->link, from the connection's cache or
  * opened (and cached). The loader builds a generation completely before it links it, never
  * writes to it afterwards, and never reuses its random id, so descriptors of it (the
  * directory's and the apex file's) stay right for as long as a .zone link names it, and every
- * fetch reads the link. The slot is chosen by the link, so a zone's new generation replaces
- * its old one at once.
+ * fetch reads the link. A zone's new generation takes the slot of its old one at once.
  */
 static enum found
 generation_fd(struct fs_conn *conn, const char *rel, struct gen_slot **gen) {
 	size_t len = strlen(rel);
-	struct gen_slot *slot = &conn->gens[hash_text(conn->link, strlen(conn->link)) % GEN_SLOTS];
+	uint64_t zone = hash_text(conn->link, strlen(conn->link));
+	bool hit;
+	struct gen_slot *slot = gen_slot_for(conn, zone, rel, len, &hit);
 	int fd;
 
-	if (slot->fd >= 0 && slot->len == len && memcmp(slot->rel, rel, len) == 0) {
+	slot->used = ++conn->fetches;
+	if (hit) {
 		*gen = slot;
 		return FOUND_YES;
 	}
@@ -350,6 +402,7 @@ generation_fd(struct fs_conn *conn, const char *rel, struct gen_slot **gen) {
 	}
 	gen_slot_clear(slot);
 	slot->fd = fd;
+	slot->zone = zone;
 	slot->len = len;
 	memcpy(slot->rel, rel, len);
 	*gen = slot;
@@ -391,23 +444,6 @@ zone_generation(struct fs_conn *conn, unsigned j, struct gen_slot **gen) {
 		return FOUND_NONE;
 	}
 	return generation_fd(conn, rel, gen);
-}
-
-/* Is level j a zone? One lstat of its .zone link. */
-static enum found
-zone_link_exists(struct fs_conn *conn, unsigned j) {
-	struct stat st;
-
-	link_path(conn, j);
-	if (fstatat(conn->rootfd, conn->link, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		return S_ISLNK(st.st_mode) ? FOUND_YES : FOUND_NONE;
-	}
-	if (errno_missing()) {
-		return FOUND_NONE;
-	}
-	dlz_log_error_limited("cannot stat %s in %s: %s", conn->link, conn->state->root,
-			      strerror(errno));
-	return FOUND_ERROR;
 }
 
 /* A file of a generation directory, no symlink anywhere on the way. */
@@ -630,16 +666,18 @@ split_record(const char *line, size_t len, struct record_line *r) {
 	return true;
 }
 
-/* The rows of one node file (conn->buf, len bytes) for owner; an empty file is an ENT. */
+/*
+ * The rows of one node file (conn->buf, len bytes) for owner; an empty file is an ENT. zone
+ * and owner are the fetch request's strings, which outlive the rows: only type and rdata are
+ * copied.
+ */
 static bool
 add_node_rows(struct dlz_rowset *out, const char *zone, const char *owner, const char *text,
 	      size_t len) {
-	size_t zone_len = strlen(zone), owner_len = strlen(owner);
 	const char *line = text, *end = text + len;
 
 	if (len == 0) {
-		return dlz_rowset_add_row_n(out, zone, zone_len, owner, owner_len, DLZ_ENT_TYPE,
-					    sizeof(DLZ_ENT_TYPE) - 1, 0, "", 0);
+		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "");
 	}
 	while (line < end) {
 		const char *lf = memchr(line, '\n', (size_t)(end - line));
@@ -651,8 +689,8 @@ add_node_rows(struct dlz_rowset *out, const char *zone, const char *owner, const
 					      (int)line_len, line);
 			return false;
 		}
-		if (!dlz_rowset_add_row_n(out, zone, zone_len, owner, owner_len, r.type, r.type_len,
-					  r.ttl, r.rdata, r.rdata_len)) {
+		if (!dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
+					     r.rdata_len)) {
 			return false;
 		}
 		line += line_len + 1;
@@ -728,6 +766,41 @@ read_owners(struct fs_conn *conn, struct gen_slot *gen, const struct dlz_fetch_r
 		       : DLZ_OK;
 }
 
+/*
+ * The rows of one extra owner (a key strictly inside zone names[z]) from generation gen: one
+ * open+read+close of its node file. A name with a label that cannot be a component does not
+ * exist.
+ */
+static int
+read_extra(struct fs_conn *conn, struct gen_slot *gen, const struct dlz_fetch_req *req, int z,
+	   const char *owner, struct dlz_rowset *out) {
+	struct fs_key *k = &conn->extra;
+	char rel[PATH_MAX];
+	size_t len = 0;
+	int depth;
+
+	if (!split_key(owner, k) || k->bad >= 0) {
+		return DLZ_OK;
+	}
+	depth = (int)k->nlabels - ((int)conn->key.nlabels - z); /* labels below names[z] */
+	if (depth < 1) {
+		return DLZ_OK;
+	}
+	rel[0] = '\0';
+	for (int l = depth - 1; l >= 0; l--) {
+		if ((len > 0 && !path_append(rel, &len, "/", 1)) ||
+		    !path_append_comp(rel, &len, k, (unsigned)l)) {
+			return DLZ_OK; /* longer than any path of the tree */
+		}
+	}
+	if (!path_append(rel, &len, RR_SUFFIX, sizeof(RR_SUFFIX) - 1)) {
+		return DLZ_OK;
+	}
+	return read_owner(conn, gen, rel, false, req->names[z], owner, out) == FOUND_ERROR
+		       ? DLZ_ERROR
+		       : DLZ_OK;
+}
+
 static int
 fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct fs_conn *conn = c;
@@ -735,30 +808,40 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct gen_slot *gen = NULL;
 	int z = -1;
 
-	/* The core splits names the same way; a mismatch would mean a key no store holds. */
-	if (!split_key(req->qname, &conn->key) || k->nlabels != req->nnames) {
+	/* The core splits names the same way (and may ask about the deeper suffixes only); a
+	 * mismatch would mean a key no store holds. */
+	if (!split_key(req->qname, &conn->key) || k->nlabels < req->nnames) {
 		return DLZ_OK;
 	}
 	index_dirs(conn);
-	/* Deepest first: the zone whose rows are wanted is resolved, the others only lstat'ed. */
-	for (int j = k->bad + 1; j < (int)k->nlabels; j++) {
-		bool wanted = z < 0 && (req->zone_index < 0 || req->zone_index == j);
-		enum found found = wanted ? zone_generation(conn, (unsigned)j, &gen)
-					  : zone_link_exists(conn, (unsigned)j);
+	/* The given zone, or the deepest: one readlink per candidate, deepest first, until a
+	 * zone is found (no suffix above it is asked about). */
+	for (int j = req->zone_index >= 0 ? req->zone_index : k->bad + 1;
+	     z < 0 && j > k->bad && j < (int)req->nnames; j++) {
+		enum found found = zone_generation(conn, (unsigned)j, &gen);
 
 		if (found == FOUND_ERROR) {
 			return DLZ_ERROR;
 		}
 		if (found == FOUND_YES) {
-			if (!dlz_rowset_add_zone(out, req->names[j])) {
-				return DLZ_ERROR;
-			}
-			if (wanted) {
-				z = j;
-			}
+			z = j;
+		} else if (req->zone_index >= 0) {
+			break;
 		}
 	}
-	return z < 0 ? DLZ_OK : read_owners(conn, gen, req, z, out);
+	if (z < 0) {
+		return DLZ_OK;
+	}
+	if (!dlz_rowset_add_zone_ref(out, req->names[z]) ||
+	    read_owners(conn, gen, req, z, out) != DLZ_OK) {
+		return DLZ_ERROR;
+	}
+	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
+		if (read_extra(conn, gen, req, z, req->extras[i], out) != DLZ_OK) {
+			return DLZ_ERROR;
+		}
+	}
+	return DLZ_OK;
 }
 
 /* ---- zone transfer ---------------------------------------------------------------------- */
@@ -869,17 +952,19 @@ fs_connect(void *state, void **conn_out) {
 		return DLZ_ERROR;
 	}
 	conn->state = s;
-	for (unsigned i = 0; i < GEN_SLOTS; i++) {
+	conn->gens = calloc((size_t)s->gen_sets * GEN_WAYS, sizeof(*conn->gens));
+	for (unsigned i = 0; conn->gens != NULL && i < s->gen_sets * GEN_WAYS; i++) {
 		conn->gens[i].fd = conn->gens[i].apex_fd = -1;
 	}
 	conn->cap = BUF_MIN;
 	conn->buf = malloc(conn->cap);
 	conn->rootfd = open_root(s->root);
-	if (conn->buf == NULL || conn->rootfd < 0) {
+	if (conn->gens == NULL || conn->buf == NULL || conn->rootfd < 0) {
 		dlz_log_error_limited("cannot open root %s: %s", s->root, strerror(errno));
 		if (conn->rootfd >= 0) {
 			close(conn->rootfd);
 		}
+		free(conn->gens);
 		free(conn->buf);
 		free(conn);
 		return DLZ_ERROR;
@@ -892,11 +977,11 @@ static void
 fs_disconnect(void *state, void *c) {
 	struct fs_conn *conn = c;
 
-	(void)state;
-	for (unsigned i = 0; i < GEN_SLOTS; i++) {
+	for (unsigned i = 0; i < ((const struct fs_state *)state)->gen_sets * GEN_WAYS; i++) {
 		gen_slot_clear(&conn->gens[i]);
 	}
 	close(conn->rootfd);
+	free(conn->gens);
 	free(conn->buf);
 	free(conn);
 }
@@ -911,6 +996,28 @@ probe_openat2(int rootfd) {
 	}
 	close(fd);
 	return true;
+}
+
+/* Sets of the generation cache: two descriptors per slot, half the process's limit for all
+ * connections (named's own sockets and files need the rest). */
+static unsigned
+gen_cache_sets(const struct dlz_args *args) {
+	struct rlimit lim;
+	long connections;
+	unsigned sets = GEN_SETS_MIN;
+	rlim_t budget;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) {
+		lim.rlim_cur = 1024;
+	}
+	if (!dlz_arg_long(args, "connections", 1, 1, 4096, &connections)) {
+		connections = 1;
+	}
+	budget = lim.rlim_cur / 2 / (rlim_t)connections / (2 * GEN_WAYS);
+	while (sets < GEN_SETS_MAX && (rlim_t)sets * 2 <= budget) {
+		sets *= 2;
+	}
+	return sets;
 }
 
 static int
@@ -946,10 +1053,12 @@ fs_init(const struct dlz_args *args, void **state_out) {
 		return DLZ_ERROR;
 	}
 	s->openat2 = probe_openat2(fd);
+	s->gen_sets = gen_cache_sets(args);
 	close(fd);
-	dlz_log(ISC_LOG_INFO, "store %s; files opened with %s", root,
+	dlz_log(ISC_LOG_INFO, "store %s; files opened with %s; %u zone generations cached", root,
 		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
-			   : "openat(O_NOFOLLOW) (this kernel has no openat2)");
+			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
+		s->gen_sets * GEN_WAYS);
 	*state_out = s;
 	return DLZ_OK;
 }

@@ -378,7 +378,8 @@ entries_clear(struct lconn *c, size_t n) {
 
 /*
  * (|(dlzZoneName=names[i])... (dlzOwner=o)...) over every candidate zone and the candidate
- * owners: all of them, or only those inside names[zone_index] when the zone is given.
+ * owners: all of them, or only those inside names[zone_index] when the zone is given; then
+ * the core's extras.
  */
 static const char *
 fetch_filter(struct lconn *c, const struct dlz_fetch_req *req) {
@@ -396,6 +397,9 @@ fetch_filter(struct lconn *c, const struct dlz_fetch_req *req) {
 		if (i > 0) {
 			buf_put_assertion(b, "dlzOwner", req->wilds[i]);
 		}
+	}
+	for (unsigned i = 0; i < req->nextras; i++) {
+		buf_put_assertion(b, "dlzOwner", req->extras[i]);
 	}
 	buf_puts(b, ")");
 	return buf_finish(b);
@@ -433,7 +437,7 @@ report_zones(const struct lconn *c, size_t n, const struct dlz_fetch_req *req,
 		if (i < 0) {
 			continue;
 		}
-		if (!dlz_rowset_add_zone(out, req->names[i])) {
+		if (!dlz_rowset_add_zone_ref(out, req->names[i])) {
 			return false;
 		}
 		if (req->zone_index >= 0 ? i == req->zone_index : (*z < 0 || i < *z)) {

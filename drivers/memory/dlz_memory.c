@@ -433,15 +433,20 @@ memory_disconnect(void *state, void *conn) {
 	(void)conn;
 }
 
+/* The rows of owner in zone; *found if it has any. */
 static bool
 add_owner_rows(const struct mtable *t, const struct mzone *zone, const char *key,
-	       struct dlz_rowset *out) {
+	       struct dlz_rowset *out, bool *found) {
 	const struct mowner *owner = mhash_get(&t->owner_index, key);
 
+	*found = false;
 	for (const struct mrec *rec = owner != NULL ? owner->first : NULL; rec != NULL;
 	     rec = rec->next_of_owner) {
-		if (rec->zone == zone &&
-		    !dlz_rowset_add_row_ref(out, zone->key, rec->owner, rec->type, rec->ttl,
+		if (rec->zone != zone) {
+			continue;
+		}
+		*found = true;
+		if (!dlz_rowset_add_row_ref(out, zone->key, rec->owner, rec->type, rec->ttl,
 					    rec->rdata)) {
 			return false;
 		}
@@ -453,32 +458,42 @@ static int
 memory_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	const struct mtable *t = conn;
 	const struct mzone *zone = NULL;
-	int z = req->zone_index;
+	int z = req->zone_index, enc = -1;
+	bool found;
 
 	if (in_outage(t)) {
 		return DLZ_ERROR;
 	}
-	for (unsigned i = 0; i < req->nnames; i++) {
-		const struct mzone *found = zone_get(t, req->names[i]);
-		if (found == NULL) {
-			continue;
-		}
-		if (!dlz_rowset_add_zone_ref(out, found->key)) {
-			return DLZ_ERROR;
-		}
-		if (z < 0) {
+	/* The given zone, or the deepest: the first found, deepest first. */
+	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
+		zone = zone_get(t, req->names[i]);
+		if (zone != NULL) {
 			z = (int)i;
-		}
-		if ((int)i == z) {
-			zone = found;
+		} else if (req->zone_index >= 0) {
+			break;
 		}
 	}
 	if (zone == NULL) {
 		return DLZ_OK;
 	}
-	for (int i = 0; i <= z; i++) {
-		if (!add_owner_rows(t, zone, req->names[i], out) ||
-		    (i > 0 && !add_owner_rows(t, zone, req->wilds[i], out))) {
+	if (!dlz_rowset_add_zone_ref(out, zone->key)) {
+		return DLZ_ERROR;
+	}
+	/* From the apex down while the names exist, then the closest encloser's wildcard. */
+	for (int i = z; i >= 0; i--) {
+		if (!add_owner_rows(t, zone, req->names[i], out, &found)) {
+			return DLZ_ERROR;
+		}
+		if (!found) {
+			break;
+		}
+		enc = i;
+	}
+	if (enc >= 1 && !add_owner_rows(t, zone, req->wilds[enc], out, &found)) {
+		return DLZ_ERROR;
+	}
+	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
+		if (!add_owner_rows(t, zone, req->extras[i], out, &found)) {
 			return DLZ_ERROR;
 		}
 	}
