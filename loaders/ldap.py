@@ -204,7 +204,8 @@ class LdapStore(Store):
 
     def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
         slapd: Slapd = target
-        params = {"connections": str(connections), "uri": slapd.uri, "base": slapd.suffix,
+        # The unix socket (ldapi) rather than loopback TCP: measured 4.6% -> 5.8% of native.
+        params = {"connections": str(connections), "uri": slapd.ldapi_uri, "base": slapd.suffix,
                   "binddn": slapd.bind_dn, "password": slapd.password}
         for key, value in params.items():
             # named splits the dlopen string on whitespace and ends it at a quote.

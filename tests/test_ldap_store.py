@@ -288,6 +288,6 @@ def test_dlz_clause_names_the_driver_and_server(store_target: Slapd) -> None:
     clause = get_store("ldap").dlz_clause("ldap", store_target, threads=2, connections=4)
     assert clause.startswith('dlz "ldap" {\n\tdatabase "dlopen /')
     assert "drivers/ldap/dlz_ldap.so connections=4 " in clause
-    assert f"uri={store_target.uri} base={SUFFIX} binddn={store_target.bind_dn} " in clause
+    assert f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.bind_dn} " in clause
     assert f"password={store_target.password}\";\n}};\n" in clause
     assert STORE.server_pids(store_target) == store_target.pids()
