@@ -218,125 +218,6 @@ zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) 
 	return GET_FOUND;
 }
 
-/* ---- node values ------------------------------------------------------------------------ */
-
-struct record_line {
-	char *type;
-	size_t type_len;
-	uint32_t ttl;
-	char *rdata;
-	size_t rdata_len;
-};
-
-/*
- * The record line starting at *pos (before end): "TYPE SP TTL SP rdata" up to LF or end.
- * *pos moves past it. false if it is malformed.
- */
-static bool
-next_record(char **pos, char *end, struct record_line *r) {
-	char *line = *pos, *eol = memchr(line, '\n', (size_t)(end - line));
-	char *sp1, *p;
-	uint64_t ttl = 0;
-
-	if (eol == NULL) {
-		eol = end;
-	}
-	*pos = eol < end ? eol + 1 : end;
-	sp1 = memchr(line, ' ', (size_t)(eol - line));
-	if (sp1 == NULL || sp1 == line) {
-		return false;
-	}
-	for (p = sp1 + 1; p < eol && *p >= '0' && *p <= '9'; p++) {
-		ttl = ttl * 10 + (uint64_t)(*p - '0');
-		if (ttl > UINT32_MAX) {
-			return false;
-		}
-	}
-	if (p == sp1 + 1 || p == eol || *p != ' ') {
-		return false;
-	}
-	r->type = line;
-	r->type_len = (size_t)(sp1 - line);
-	r->ttl = (uint32_t)ttl;
-	r->rdata = p + 1;
-	r->rdata_len = (size_t)(eol - r->rdata);
-	return true;
-}
-
-/*
- * Every record of one node value as rows; an empty value is an ENT marker row. zone and owner
- * are the fetch request's strings, which outlive the rows: only type and rdata are copied.
- */
-static int
-add_node_rows(struct dlz_rowset *out, const char *zone, const char *owner, char *value,
-	      size_t len) {
-	char *pos = value, *end = value + len;
-	struct record_line r;
-
-	if (len == 0) {
-		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "") ? DLZ_OK
-										 : DLZ_ERROR;
-	}
-	while (pos < end) {
-		if (!next_record(&pos, end, &r)) {
-			dlz_log_error_limited("malformed record line in node %s of zone %s",
-					      owner, zone);
-			return DLZ_ERROR;
-		}
-		if (!dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
-					     r.rdata_len)) {
-			return DLZ_ERROR;
-		}
-	}
-	return DLZ_OK;
-}
-
-/* Hand every record of one node value (NUL-terminated in place) to cb. */
-static int
-walk_node(const char *zone, const char *owner, char *value, size_t len, dlz_node_cb *cb,
-	  void *ctx) {
-	char *pos = value, *end = value + len;
-	struct record_line r;
-
-	if (len == 0) {
-		return cb(ctx, owner, DLZ_ENT_TYPE, 0, "");
-	}
-	while (pos < end) {
-		int rc;
-
-		if (!next_record(&pos, end, &r)) {
-			dlz_log(ISC_LOG_ERROR, "malformed record line in node %s of zone %s", owner,
-				zone);
-			return DLZ_ERROR;
-		}
-		r.type[r.type_len] = '\0';
-		r.rdata[r.rdata_len] = '\0';
-		rc = cb(ctx, owner, r.type, r.ttl, r.rdata);
-		if (rc != DLZ_OK) {
-			return rc;
-		}
-	}
-	return DLZ_OK;
-}
-
-/* The next LF-terminated line of a list value at *pos, NUL-terminated in place; NULL at
- * the end. */
-static char *
-next_line(char **pos, char *end) {
-	char *line = *pos, *eol;
-
-	if (line >= end) {
-		return NULL;
-	}
-	eol = memchr(line, '\n', (size_t)(end - line));
-	if (eol == NULL) {
-		eol = end;
-	}
-	*eol = '\0';
-	*pos = eol < end ? eol + 1 : end;
-	return line;
-}
-
 /* ---- environments ----------------------------------------------------------------------- */
 
 static void
@@ -590,7 +471,7 @@ fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, const char
 		return DLZ_OK;
 	case GET_FOUND:
 		*found = true;
-		return add_node_rows(out, zone, owner, c->value.data, len);
+		return dlz_rowset_add_node(out, zone, owner, c->value.data, len) ? DLZ_OK : DLZ_ERROR;
 	default:
 		return DLZ_ERROR;
 	}
@@ -676,7 +557,7 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	}
 	pos = c->list.data;
 	end = pos + list_len;
-	while ((owner = next_line(&pos, end)) != NULL) {
+	while ((owner = dlz_next_line(&pos, end)) != NULL) {
 		int rc;
 
 		if (!make_key(c, gen, gen_len, owner, strlen(owner))) {
@@ -693,7 +574,7 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 		case GET_FOUND:
 			break;
 		}
-		rc = walk_node(zone, owner, c->value.data, value_len, cb, ctx);
+		rc = dlz_node_walk(zone, owner, c->value.data, value_len, cb, ctx);
 		if (rc != DLZ_OK) {
 			return rc;
 		}
@@ -728,7 +609,7 @@ bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	}
 	pos = c->list.data;
 	end = pos + len;
-	while ((line = next_line(&pos, end)) != NULL) {
+	while ((line = dlz_next_line(&pos, end)) != NULL) {
 		if (strcmp(line, client) == 0) {
 			return DLZ_OK;
 		}

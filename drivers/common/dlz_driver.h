@@ -166,4 +166,29 @@ extern const struct dlz_backend dlz_backend;
 /* Does key lie in zone (equal or below)? Both keys; the root "." contains everything. */
 bool dlz_key_in_zone(const char *key, const char *zone);
 
+/*
+ * The record lines of the file-like stores (filesystem, Berkeley DB): "TYPE SP TTL SP rdata"
+ * per line, lines separated by LF, an empty node value marks an empty non-terminal.
+ */
+struct dlz_record_line {
+	const char *type;
+	size_t type_len;
+	uint32_t ttl;
+	const char *rdata;
+	size_t rdata_len;
+};
+/* Split one line (len bytes, no LF) into r; false if it is malformed. */
+bool dlz_record_split(const char *line, size_t len, struct dlz_record_line *r);
+/* Every record of one node value as rows of owner in zone (the fetch request's strings, which
+ * outlive the rows; type and rdata are copied). False on a malformed line (logged) or no
+ * memory. */
+bool dlz_rowset_add_node(struct dlz_rowset *out, const char *zone, const char *owner,
+			 const char *value, size_t len);
+/* Every record of one node value to cb, NUL-terminating in place: value[len] must be
+ * writable. Returns DLZ_OK, DLZ_ERROR (malformed, logged) or cb's non-zero return. */
+int dlz_node_walk(const char *zone, const char *owner, char *value, size_t len,
+		  dlz_node_cb *cb, void *ctx);
+/* The next LF-separated line at *pos (before end), NUL-terminated in place; NULL at the end. */
+char *dlz_next_line(char **pos, char *end);
+
 #endif /* DLZ_DRIVER_H */

@@ -616,88 +616,6 @@ for_each_line(struct fs_conn *conn, int fd, line_fn *fn, void *ctx) {
 	return DLZ_OK;
 }
 
-/* ---- record lines ----------------------------------------------------------------------- */
-
-static bool
-parse_ttl(const char *text, size_t len, uint32_t *ttl) {
-	uint64_t value = 0;
-
-	if (len == 0 || len > 10) {
-		return false;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (!is_digit(text[i])) {
-			return false;
-		}
-		value = value * 10 + (uint64_t)(text[i] - '0');
-	}
-	if (value > UINT32_MAX) {
-		return false;
-	}
-	*ttl = (uint32_t)value;
-	return true;
-}
-
-struct record_line {
-	const char *type;
-	size_t type_len;
-	uint32_t ttl;
-	const char *rdata;
-	size_t rdata_len;
-};
-
-/* "<TYPE> SP <TTL> SP <rdata>" (len bytes, no LF) into r; false if malformed. */
-static bool
-split_record(const char *line, size_t len, struct record_line *r) {
-	const char *end = line + len;
-	const char *sp1 = memchr(line, ' ', len), *sp2;
-
-	if (sp1 == NULL || sp1 == line) {
-		return false;
-	}
-	sp2 = memchr(sp1 + 1, ' ', (size_t)(end - sp1 - 1));
-	if (sp2 == NULL || !parse_ttl(sp1 + 1, (size_t)(sp2 - sp1 - 1), &r->ttl)) {
-		return false;
-	}
-	r->type = line;
-	r->type_len = (size_t)(sp1 - line);
-	r->rdata = sp2 + 1;
-	r->rdata_len = (size_t)(end - sp2 - 1);
-	return true;
-}
-
-/*
- * The rows of one node file (conn->buf, len bytes) for owner; an empty file is an ENT. zone
- * and owner are the fetch request's strings, which outlive the rows: only type and rdata are
- * copied.
- */
-static bool
-add_node_rows(struct dlz_rowset *out, const char *zone, const char *owner, const char *text,
-	      size_t len) {
-	const char *line = text, *end = text + len;
-
-	if (len == 0) {
-		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "");
-	}
-	while (line < end) {
-		const char *lf = memchr(line, '\n', (size_t)(end - line));
-		size_t line_len = lf != NULL ? (size_t)(lf - line) : (size_t)(end - line);
-		struct record_line r;
-
-		if (!split_record(line, line_len, &r)) {
-			dlz_log_error_limited("malformed record line for %s: %.*s", owner,
-					      (int)line_len, line);
-			return false;
-		}
-		if (!dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
-					     r.rdata_len)) {
-			return false;
-		}
-		line += line_len + 1;
-	}
-	return true;
-}
-
 /* ---- fetch ------------------------------------------------------------------------------ */
 
 /* Read the node file rel (a path below the zone) and add its rows for owner. */
@@ -707,7 +625,7 @@ read_owner(struct fs_conn *conn, struct gen_slot *gen, const char *rel, bool ape
 	size_t len;
 	enum found found = read_node(conn, gen, rel, apex, &len);
 
-	if (found == FOUND_YES && !add_node_rows(out, zone, owner, conn->buf, len)) {
+	if (found == FOUND_YES && !dlz_rowset_add_node(out, zone, owner, conn->buf, len)) {
 		return FOUND_ERROR;
 	}
 	return found;
@@ -882,10 +800,10 @@ static int
 axfr_line(void *ctx, char *line, size_t len) {
 	struct axfr_walk *walk = ctx;
 	char *sp = memchr(line, ' ', len);
-	struct record_line r;
+	struct dlz_record_line r;
 	char *type;
 
-	if (sp == NULL || sp == line || !split_record(sp + 1, len - (size_t)(sp + 1 - line), &r)) {
+	if (sp == NULL || sp == line || !dlz_record_split(sp + 1, len - (size_t)(sp + 1 - line), &r)) {
 		dlz_log_error_limited("malformed zone transfer line: %s", line);
 		return DLZ_ERROR;
 	}
