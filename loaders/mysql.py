@@ -27,13 +27,6 @@ _LOAD_RECORDS = ("LOAD DATA LOCAL INFILE %s INTO TABLE records CHARACTER SET bin
                  "(zone_id, name, seq, type, ttl, data)")
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
 
-# Every zone with its records (ENT markers are not records), grouped by zone for streaming.
-_READ_BACK = """
-SELECT z.name, r.name, r.ttl, r.type, r.data
-  FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.type <> %s
- ORDER BY z.id
-"""
-
 
 class MysqlStore(Store):
     name = "mysql"
@@ -63,7 +56,7 @@ class MysqlStore(Store):
         conn = _connect(target)
         try:
             cursor = conn.cursor(MySQLdb.cursors.SSCursor)
-            cursor.execute(_READ_BACK, (ENT_TYPE,))
+            cursor.execute(sql.READ_BACK, (ENT_TYPE,))
             yield from sql.zones_from_rows(_decoded(cursor))
         finally:
             conn.close()

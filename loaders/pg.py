@@ -18,13 +18,6 @@ TABLES = ("zones", "records", "xfr_clients")
 
 _COPY_RECORDS = "COPY records (zone_id, name, type, ttl, data) FROM STDIN"
 
-# Every zone with its records (ENT markers are not records), grouped by zone for streaming.
-_READ_BACK = """
-SELECT z.name, r.name, r.ttl, r.type, r.data
-  FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.type <> %s
- ORDER BY z.id
-"""
-
 
 class PgStore(Store):
     name = "pg"
@@ -50,7 +43,7 @@ class PgStore(Store):
 
     def read_back(self, target: Postgres) -> Iterator[Zone]:
         with _connect(target) as conn, conn.cursor() as cur:
-            yield from sql.zones_from_rows(cur.stream(_READ_BACK, (ENT_TYPE,)))
+            yield from sql.zones_from_rows(cur.stream(sql.READ_BACK, (ENT_TYPE,)))
 
     def dlz_clause(self, variant: str, target: Postgres, threads: int, connections: int) -> str:
         # The driver hands the conninfo words to libpq as they are; threads are named's own.

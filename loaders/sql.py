@@ -69,6 +69,15 @@ def zone_rows(zone: Zone) -> Iterator[RecordRow]:
         yield name_key(name), ENT_TYPE, 0, ""
 
 
+# Every zone with its records (ENT markers are not records), grouped by zone for streaming;
+# the same text for both servers (psycopg and MySQLdb both take %s placeholders).
+READ_BACK = """
+SELECT z.name, r.name, r.ttl, r.type, r.data
+  FROM zones z LEFT JOIN records r ON r.zone_id = z.id AND r.type <> %s
+ ORDER BY z.id
+"""
+
+
 def zones_from_rows(rows: Iterable[ReadBackRow]) -> Iterator[Zone]:
     """Read-back rows, grouped by zone (ordered so), back into the model's Zones."""
     for zone_key, group in itertools.groupby(rows, key=lambda row: row[0]):

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench import metadata
+from bench.commands import positive_counts
 from bench.commands.verify import selected_drivers
 from bench.datasets import zone_source
-from bench.errors import UserError
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Runner, Setup
@@ -45,18 +45,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _threads(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
-    if text is None:
-        return default
-    try:
-        values = tuple(int(t) for t in text.split(","))
-    except ValueError as exc:
-        raise UserError(f"--threads takes a comma list of numbers, not {text!r}") from exc
-    if not values or min(values) < 1:
-        raise UserError("--threads needs counts of at least 1")
-    return values
-
-
 def run(args: argparse.Namespace) -> int:
     profile = PROFILES[args.profile]
     if args.zones is None and not args.coverage and args.generate is None:
@@ -65,11 +53,13 @@ def run(args: argparse.Namespace) -> int:
         args.records = profile.records
     stream, _ = zone_source(args)
     drivers = ["native", *[d for d in selected_drivers(args.drivers) if d != "native"]]
+    threads = (profile.threads if args.threads is None
+               else tuple(positive_counts(args.threads, "--threads")))
     out = args.out or REPO_ROOT / "results" / time.strftime("%Y%m%d-%H%M%S")
     run_dir = new_run_dir("bench")
     query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
-    setup = Setup(drivers, stream, _describe(args), query_file, run_dir, out,
-                  _threads(args.threads, profile.threads), args.connections, args.pin)
+    setup = Setup(drivers, stream, _describe(args), query_file, run_dir, out, threads,
+                  args.connections, args.pin)
     results = Results(meta={**metadata.collect(), "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
                             "connections": args.connections or "threads", "pin": args.pin,

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from bench import metadata
+from bench.commands import positive_counts
 from bench.commands.verify import selected_drivers
-from bench.errors import UserError
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.servers.process import REPO_ROOT, new_run_dir
@@ -31,18 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        counts = [int(c) for c in text.split(",")]
-    except ValueError as exc:
-        raise UserError(f"--zones-counts takes a comma list of numbers, not {text!r}") from exc
-    if not counts or min(counts) < 1:
-        raise UserError("--zones-counts needs counts of at least 1")
-    return counts
-
-
 def run(args: argparse.Namespace) -> int:
-    counts = _counts(args.zones_counts)
+    counts = positive_counts(args.zones_counts, "--zones-counts")
     drivers = ["native", *[d for d in selected_drivers(args.drivers) if d != "native"]]
     out = args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")
     results = Results(meta={**metadata.collect(), "command": "startup", "drivers": drivers,
