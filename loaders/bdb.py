@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -35,7 +34,7 @@ from loaders.bdbcommon import (
     prepare_zone,
 )
 from loaders.model import Zone, key_to_name
-from loaders.store import LoadStats, Store, Timer
+from loaders.store import DirectoryStore, LoadStats, Timer
 
 # The loader's private cache per file; the access pattern of a load is random across zones.
 CACHE_BYTES = 256 * 1024 * 1024
@@ -189,15 +188,9 @@ def _hash_nodes(handle: db.DB, zone: str) -> list[tuple[str, bytes]]:
     return [(owner, handle.get(data_key(zone, owner))) for owner in owners]
 
 
-class BdbStore(Store):
+class BdbStore(DirectoryStore):
     name = "bdb"
     variants = tuple(VARIANT_FILES)
-
-    @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Path]:
-        directory = run_dir / "bdb"
-        directory.mkdir(parents=True, exist_ok=True)
-        yield directory
 
     def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
         stats = LoadStats(self.name)

@@ -28,7 +28,6 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
@@ -44,7 +43,7 @@ from loaders.bdbcommon import (
     prepare_zone,
 )
 from loaders.model import Zone, key_to_name
-from loaders.store import LoadStats, Store, Timer
+from loaders.store import DirectoryStore, LoadStats, Timer
 
 DATA_FILE = "dns.db"
 MODES = ("transactional", "concurrent", "private")
@@ -276,15 +275,9 @@ def read_mode(target: Path, mode: str) -> list[Zone]:
         home.close()
 
 
-class BdbhptStore(Store):
+class BdbhptStore(DirectoryStore):
     name = "bdbhpt"
     variants = tuple(VARIANT_MODES)
-
-    @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Path]:
-        directory = run_dir / "bdbhpt"
-        directory.mkdir(parents=True, exist_ok=True)
-        yield directory
 
     def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
         stats = LoadStats(self.name)

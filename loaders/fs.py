@@ -18,7 +18,6 @@ import secrets
 import shutil
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import dns.name
@@ -31,7 +30,7 @@ from loaders.bdbcommon import (
     prepare_zone,
 )
 from loaders.model import Zone
-from loaders.store import LoadStats, Store, Timer
+from loaders.store import DirectoryStore, LoadStats, Timer
 
 # A replaced generation stays readable this long, for lookups that resolved the old `.zone`
 # symlink just before the swap; load() and update() purge older ones.
@@ -77,15 +76,9 @@ def node_file(components: list[str]) -> str:
     return "/".join([*components[:-1], components[-1] + RR_SUFFIX])
 
 
-class FsStore(Store):
+class FsStore(DirectoryStore):
     name = "fs"
     variants = ("fs",)
-
-    @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Path]:
-        root = run_dir / "fs"
-        root.mkdir(parents=True, exist_ok=True)
-        yield root
 
     def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
         stats = LoadStats(self.name)

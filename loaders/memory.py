@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from bench.errors import UserError
 from bench.servers.process import REPO_ROOT
 from loaders.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
-from loaders.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from loaders.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
 
 DRIVER_SO = REPO_ROOT / "drivers" / "memory" / "dlz_memory.so"
 DATA_FILE = "zones.tsv"
@@ -101,16 +100,9 @@ def _parse_records(path: Path) -> Iterator[tuple[str, list[str]]]:
             yield fields[0], fields
 
 
-class MemoryStore(Store):
+class MemoryStore(DirectoryStore):
     name = "memory"
     variants = ("memory",)
-
-    @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Path]:
-        """No server: the target is a directory for the data file."""
-        target = Path(run_dir).resolve() / "memory"
-        target.mkdir(parents=True, exist_ok=True)
-        yield target
 
     def load(self, zones: Iterable[Zone], target: Any) -> LoadStats:
         path = data_file(target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,3 +97,13 @@ class Timer:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.monotonic() - self.start
+
+
+class DirectoryStore(Store):
+    """A store without a server: its data lives in a directory, which is the target."""
+
+    @contextmanager
+    def server(self, run_dir: Path) -> Iterator[Path]:
+        directory = Path(run_dir).resolve() / self.name
+        directory.mkdir(parents=True, exist_ok=True)
+        yield directory
