@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     results: list[LoadStats] = []
     for store in stores:
         with store.server(args.data / store.name) as target:
+            print(f"{store.name}: loading into {args.data / store.name}", flush=True)
             progress = ZoneProgress(f"loading {store.name}", total)
             stats = store.load(progress.wrap(stream()), target)
             results.append(stats)

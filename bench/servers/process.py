@@ -179,8 +179,11 @@ def as_user(user: str | None) -> dict[str, object]:
 
 def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
                 cwd: Path | None = None, input_bytes: bytes | None = None,
-                timeout: float = 600) -> str:
-    """Run a set-up command (initdb, slapadd, …); a failure is a UserError with its output."""
+                timeout: float | None = 600) -> str:
+    """Run a set-up command (initdb, slapadd, …); a failure is a UserError with its output.
+
+    On any exception, Ctrl-C included, subprocess.run kills the command before re-raising.
+    """
     try:
         done = subprocess.run(list(argv), input=input_bytes, capture_output=True, cwd=cwd,
                               timeout=timeout, check=False, **as_user(user))

@@ -13,8 +13,10 @@ level 0; `-d stats` logs every operation, used to check that searches are indexe
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
+import shutil
 import subprocess
 import urllib.parse
 from collections.abc import Sequence
@@ -28,6 +30,7 @@ from bench.servers.process import ManagedProcess, free_port, run_checked
 
 SLAPD = "/usr/sbin/slapd"
 SLAPADD = "/usr/sbin/slapadd"
+SLAPCAT = "/usr/sbin/slapcat"
 SYSTEM_SCHEMA_DIR = Path("/etc/ldap/schema")
 MODULE_DIR = Path("/usr/lib/ldap")
 
@@ -58,6 +61,8 @@ class Slapd:
         self.bind_dn = f"cn=admin,{suffix}"
         self.password = secrets.token_hex(16)
         self.config_path = self.run_dir / "slapd.conf"
+        # A symlink to the live mdb directory, so that a bulk load can build a new one and
+        # switch to it with one rename (see bulk_load).
         self.data_dir = self.run_dir / "data"
         self.log_path = self.run_dir / "slapd.log"
         self._process: ManagedProcess | None = None
@@ -67,11 +72,29 @@ class Slapd:
         for path in self.schema_files:
             if not path.is_file():
                 raise UserError(f"LDAP schema file {path} does not exist")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text(self._config_text())
-        self.config_path.chmod(0o600)  # it holds rootpw
+        if not self.data_dir.exists():
+            self._switch_database(self._new_database_dir())
+        self._write_config_file(self.config_path, self.data_dir)
 
-    def _config_text(self) -> str:
+    def _write_config_file(self, path: Path, directory: Path) -> None:
+        path.write_text(self._config_text(directory))
+        path.chmod(0o600)  # it holds rootpw
+
+    def _new_database_dir(self) -> Path:
+        directory = self.run_dir / f"mdb-{secrets.token_hex(6)}"
+        directory.mkdir(parents=True)
+        return directory
+
+    def _switch_database(self, directory: Path) -> None:
+        """Point the data symlink at directory (one atomic rename); drop the replaced one."""
+        old = self.data_dir.resolve() if self.data_dir.is_symlink() else None
+        fresh = self.run_dir / f"data.{directory.name}"
+        fresh.symlink_to(directory.name)
+        os.replace(fresh, self.data_dir)
+        if old is not None and old != directory.resolve():
+            shutil.rmtree(old, ignore_errors=True)
+
+    def _config_text(self, directory: Path) -> str:
         schemas = [SYSTEM_SCHEMA_DIR / "core.schema", *self.schema_files]
         lines = [f'include "{p}"' for p in schemas]
         lines += [
@@ -83,7 +106,7 @@ class Slapd:
             f'suffix "{self.suffix}"',
             f'rootdn "{self.bind_dn}"',
             f"rootpw {self.password}",
-            f'directory "{self.data_dir}"',
+            f'directory "{directory}"',
             f"maxsize {MAP_SIZE}",
             # Benchmark data is reloadable: skip the fsync per write transaction. LMDB stays
             # consistent after a slapd crash; only an OS crash could lose the last writes.
@@ -143,18 +166,33 @@ class Slapd:
         return conn
 
     def bulk_load(self, ldif_path: Path) -> None:
-        """Add an LDIF file offline with `slapadd -q`: slapd is stopped for it, then restarted.
+        """Add an LDIF file offline with `slapadd -q`, all or nothing; slapd is stopped for it.
 
-        Quick mode skips per-entry consistency checks; the LDIF must be valid and ordered
-        (parents first), and a slapadd that fails part-way leaves the entries before the
-        failing one in the database.
+        slapadd stopped part-way (an error, Ctrl-C) leaves the entries before that point in
+        its database, so it never writes the live one: the current entries (slapcat) and the
+        LDIF go into a new mdb directory, and the data symlink is switched to it only once
+        both are complete. Quick mode skips per-entry consistency checks, so the LDIF must be
+        valid and ordered (parents first). No time limit: a million zones take minutes.
         """
         was_running = self.running()
         self.stop()
+        staging = self._new_database_dir()
+        staging_config = self.run_dir / f"slapd-{staging.name}.conf"
+        current = self.run_dir / f"{staging.name}-current.ldif"
         try:
-            run_checked([SLAPADD, "-q", "-f", str(self.config_path), "-b", self.suffix,
-                         "-l", str(ldif_path)], f"slapadd of {ldif_path}")
+            run_checked([SLAPCAT, "-f", str(self.config_path), "-b", self.suffix,
+                         "-l", str(current)], f"slapcat of {self.data_dir}", timeout=None)
+            self._write_config_file(staging_config, staging)
+            for source in (current, ldif_path):
+                run_checked([SLAPADD, "-q", "-f", str(staging_config), "-b", self.suffix,
+                             "-l", str(source)], f"slapadd of {source}", timeout=None)
+            self._switch_database(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         finally:
+            current.unlink(missing_ok=True)
+            staging_config.unlink(missing_ok=True)
             if was_running:
                 self.start()
 

@@ -1,0 +1,105 @@
+"""Ctrl-C in the middle of a load leaves every store with complete zones only.
+
+`python3 -m bench load` runs in its own session and gets SIGINT in its process group, as a
+terminal's Ctrl-C would deliver it (to the loader and to any tool it runs, like slapadd), while
+it is writing. Then the store is started again and read back: every zone in it must be exactly
+one of the versions that were loaded, never a mix or a part. Two cases per store: the first load
+into an empty store (the bulk paths) and a reload over zones already there (the online paths).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.servers.process import REPO_ROOT, descendants
+from loaders import get_store, store_names
+from loaders.generator import generate, generate_zone
+from loaders.model import Zone
+from loaders.store import Store
+
+ZONES = 5000  # enough for every store to be mid-load a moment after it starts writing
+PRELOADED = 2000
+OLD_SEED, NEW_SEED = 1, 2
+START_TIMEOUT = 60.0
+
+
+def _command_running(name: str) -> Callable[[int], bool]:
+    def running(pid: int) -> bool:
+        for child in descendants(pid):
+            try:
+                if Path(f"/proc/{child}/comm").read_text().strip() == name:
+                    return True
+            except OSError:
+                pass
+        return False
+    return running
+
+
+# When to press Ctrl-C, once the loader says it is loading: ldap's first load writes an LDIF
+# file and only then runs slapadd, the step that writes the directory.
+INTERRUPT_WHEN: dict[str, Callable[[int], bool]] = {"ldap": _command_running("slapadd")}
+
+
+def _interrupted_load(store: Store, data: Path, log: Path, first_load: bool) -> int:
+    """Run a load of ZONES zones (NEW_SEED), Ctrl-C it while writing; its exit status."""
+    argv = [sys.executable, "-m", "bench", "load", "--generate", str(ZONES), "--seed",
+            str(NEW_SEED), "--stores", store.name, "--data", str(data)]
+    ready = INTERRUPT_WHEN.get(store.name) if first_load else None
+    with open(log, "w+b") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                                start_new_session=True)
+        try:
+            _wait_for(lambda: b": loading into " in log.read_bytes(), proc, "loading")
+            if ready is not None:
+                _wait_for(lambda: ready(proc.pid), proc, "the writing step")
+            time.sleep(0.3)
+            os.killpg(proc.pid, signal.SIGINT)
+            return proc.wait(timeout=START_TIMEOUT)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _wait_for(condition: Callable[[], bool], proc: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while not condition():
+        assert proc.poll() is None, f"the loader ended before {what}"
+        assert time.monotonic() < deadline, f"the loader never reached {what}"
+        time.sleep(0.01)
+
+
+def _index(zone: Zone) -> int:
+    return int(zone.origin.labels[0][1:])
+
+
+@pytest.mark.parametrize("first_load", [True, False], ids=["first-load", "reload"])
+@pytest.mark.parametrize("name", store_names())
+def test_ctrl_c_leaves_complete_zones(name: str, first_load: bool, run_dir: Path) -> None:
+    store = get_store(name)
+    data = run_dir / f"{name}-{'first' if first_load else 'reload'}"
+    data.mkdir()
+    if not first_load:
+        with store.server(data / name) as target:
+            store.load(generate(PRELOADED, seed=OLD_SEED), target)
+    status = _interrupted_load(store, data, data / "load.log", first_load)
+    assert status == 130, (f"the loader was not interrupted mid-load (exit {status}): "
+                           f"{(data / 'load.log').read_text()[-500:]}")
+    with store.server(data / name) as target:
+        back = list(store.read_back(target))
+    for zone in back:
+        versions = [generate_zone(_index(zone), seed=NEW_SEED).canonical()]
+        if not first_load and _index(zone) < PRELOADED:
+            versions.append(generate_zone(_index(zone), seed=OLD_SEED).canonical())
+        assert zone.canonical() in versions, f"{name}: zone {zone.key} is incomplete or mixed"
+    if not first_load:
+        kept = {_index(z) for z in back}
+        assert kept >= set(range(PRELOADED)), f"{name}: the reload lost zones it never replaced"
