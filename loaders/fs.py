@@ -1,13 +1,13 @@
-"""The filesystem store: a directory tree, one subtree per zone (see schemas/filesystem.md).
+"""The filesystem store: one regular file per zone, found through a zone index (see
+schemas/filesystem.md).
 
-    <root>/zones/<labels reversed>/.zone -> ../../gen/<xx>/<id>   zone index: a symlink per zone
-    <root>/gen/<xx>/<id>/                                      one zone generation
-        .rr  .acl  .axfr  <label>.rr  <label>/<label>.rr ...
-    <root>/tmp/<id>/                                           a generation being built
-    <root>/retired/<id>                                        replaced generations, purged later
+    <root>/zones/<cN>/…/<c1>/.zone    zone c1.….cN: a header line, then every record, sorted
+    <root>/zones/.zone                the root zone, if loaded
+    <root>/tmp/<id>                   a zone file being written (never read by the driver)
 
-A zone is replaced by building a new generation and renaming a new `.zone` symlink over the old
-one, so a reader resolves the old or the new subtree, never a mix.
+A zone is replaced by writing its whole new file under tmp/ and renaming it over the old one:
+a reader has either the old file or the new one open, never a mix, and a reader that opened
+(or mapped) the old file keeps reading the old inode.
 """
 
 from __future__ import annotations
@@ -15,31 +15,23 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shutil
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import dns.name
 
+from bench.errors import UserError
 from bench.servers.process import REPO_ROOT
-from loaders.bdbcommon import (
-    ACL_VALUE,
-    PreparedZone,
-    decode_records,
-    prepare_zone,
-)
-from loaders.model import Zone
-from loaders.store import DirectoryStore, LoadStats, Timer
+from loaders.bdbcommon import decode_lines, prepare_zone, record_line
+from loaders.model import ENT_TYPE, Record, Zone, key_to_name
+from loaders.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
 
-# A replaced generation stays readable this long, for lookups that resolved the old `.zone`
-# symlink just before the swap; load() and update() purge older ones.
-RETIRE_GRACE_SECONDS = 10.0
-
-RR_SUFFIX = ".rr"
-ZONE_LINK = ".zone"
-ACL_FILE = ".acl"
-AXFR_FILE = ".axfr"
+ZONE_FILE = ".zone"
+# First line of every zone file: this tag, then the clients allowed to transfer the zone, each
+# after one space. No owner key starts with ';' (BIND escapes it as '\;').
+XFR_HEADER = ";xfr"
+# The line of an empty non-terminal: the name exists and owns no record.
+ENT_LINE = record_line(Record(dns.name.root, 0, ENT_TYPE, ""))
 
 # One label of a key: escapes (\DDD or \c) and any character but an unescaped dot.
 _LABEL = re.compile(r"(?:\\(?:[0-9]{3}|.)|[^.\\])+", re.DOTALL)
@@ -55,25 +47,19 @@ def component(label: str) -> str:
     return label.replace("/", "\\047")
 
 
-def relative_components(zone_key: str, owner_key: str) -> list[str]:
-    """Components of an owner below its zone, closest to the apex first."""
-    zone_labels = key_labels(zone_key)
-    owner_labels = key_labels(owner_key)
-    below = owner_labels[: len(owner_labels) - len(zone_labels)]
-    return [component(label) for label in reversed(below)]
-
-
-def zone_link_path(zone_key: str) -> str:
-    """Path, relative to the root, of the symlink that makes zone_key a zone."""
+def zone_dir_path(zone_key: str) -> str:
+    """Path, relative to the root, of the index directory that holds zone_key's file."""
     parts = [component(label) for label in reversed(key_labels(zone_key))]
-    return "/".join(["zones", *parts, ZONE_LINK])
+    return "/".join(["zones", *parts])
 
 
-def node_file(components: list[str]) -> str:
-    """Path of a node's record file relative to its zone directory ('.rr' at the apex)."""
-    if not components:
-        return RR_SUFFIX
-    return "/".join([*components[:-1], components[-1] + RR_SUFFIX])
+def zone_file_path(zone_key: str) -> str:
+    """Path, relative to the root, of the file whose existence makes zone_key a zone."""
+    return f"{zone_dir_path(zone_key)}/{ZONE_FILE}"
+
+
+def xfr_header(clients: Iterable[str]) -> str:
+    return " ".join([XFR_HEADER, *clients])
 
 
 class FsStore(DirectoryStore):
@@ -83,24 +69,20 @@ class FsStore(DirectoryStore):
     def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
         stats = LoadStats(self.name)
         with Timer() as timer:
-            _make_root(target)
-            _purge_retired(target)
+            writer = ZoneWriter(target)
             for zone in zones:
-                prepared = prepare_zone(zone)
-                _replace_zone(target, prepared)
+                stats.records += writer.replace(zone)
                 stats.zones += 1
-                stats.records += prepared.records
         stats.seconds = timer.seconds
         return stats
 
     def read_back(self, target: Path) -> Iterator[Zone]:
-        index = target / "zones"
-        for dirpath, dirnames, _files in os.walk(index):
-            # `.zone` is a symlink to a directory: os.walk lists it but never enters it.
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            if os.path.islink(os.path.join(dirpath, ZONE_LINK)):
+        index = Path(target) / "zones"
+        for dirpath, dirnames, filenames in os.walk(index):
+            dirnames.sort()
+            if ZONE_FILE in filenames:
                 parts = Path(dirpath).relative_to(index).parts
-                yield _read_zone(Path(dirpath) / ZONE_LINK, _name_from_components(parts))
+                yield read_zone_file(Path(dirpath) / ZONE_FILE, _name_from_components(parts))
 
     def driver_file(self, variant: str) -> Path:
         return REPO_ROOT / "drivers" / "filesystem" / "dlz_filesystem.so"
@@ -111,96 +93,109 @@ class FsStore(DirectoryStore):
                 f'root={Path(target).resolve()}"; }};')
 
 
-def _make_root(root: Path) -> None:
-    for sub in ("zones", "gen", "tmp", "retired"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
+class ZoneWriter:
+    """Replaces zone files under one root; made once per load (it clears tmp/ leftovers)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(Path(root).resolve())
+        self.tmp = f"{self.root}/tmp"
+        if os.path.isdir(f"{self.root}/gen"):
+            raise UserError(f"{self.root} holds the filesystem store's old layout (gen/, a "
+                            f"file per name): delete {self.root} and load again")
+        os.makedirs(f"{self.root}/zones", exist_ok=True)
+        os.makedirs(self.tmp, exist_ok=True)
+        _clear_directory(self.tmp)
+        # Temporary names: one random prefix per load and a counter, cheaper than a random
+        # name per zone and as unique.
+        self.prefix = secrets.token_hex(8)
+        self.written = 0
+
+    def replace(self, zone: Zone) -> int:
+        """Write zone's file and rename it over the old one; the number of records written.
+
+        The zone is read whole before anything is written, so a record iterator that raises
+        leaves the old file in place; anything raised later removes the temporary file.
+        """
+        text, records = zone_file_text(zone)
+        index_dir = f"{self.root}/{zone_dir_path(zone.key)}"
+        self.written += 1
+        tmp = f"{self.tmp}/{self.prefix}.{self.written}"
+        try:
+            _write_new_file(tmp, text.encode("ascii"))
+            _make_dirs(index_dir)
+            os.replace(tmp, f"{index_dir}/{ZONE_FILE}")
+        except BaseException:
+            _remove_if_present(tmp)
+            raise
+        return records
 
 
-def _generation_path(root: Path, gen_id: str) -> Path:
-    return root / "gen" / gen_id[:2] / gen_id
+def zone_file_text(zone: Zone) -> tuple[str, int]:
+    """The zone file's whole text and the number of records in it (ENT markers not counted).
+
+    prepare_zone (shared with bdb and bdbhpt) reads the zone whole, checks it and sorts its
+    nodes by key, which is the bytewise order of this ASCII text: the order of the driver's
+    binary search, each owner's lines together.
+    """
+    prepared = prepare_zone(zone)
+    lines = [xfr_header(DEFAULT_XFR_CLIENTS)]
+    for node in prepared.nodes:
+        lines += [f"{node.key} {line}" for line in decode_lines(node.value) or [ENT_LINE]]
+    lines.append("")
+    return "\n".join(lines), prepared.records
 
 
-def _replace_zone(root: Path, zone: PreparedZone) -> None:
-    gen_id = secrets.token_hex(8)
-    build = root / "tmp" / gen_id
-    final = _generation_path(root, gen_id)
+def _write_new_file(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
-        _write_generation(build, zone)
-        final.parent.mkdir(exist_ok=True)
-        os.rename(build, final)
-        old_id = _swap_zone_link(root, zone.key, gen_id)
-    except BaseException:
-        shutil.rmtree(build, ignore_errors=True)
-        shutil.rmtree(final, ignore_errors=True)
-        raise
-    if old_id:
-        (root / "retired" / old_id).touch()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
 
 
-def _write_generation(directory: Path, zone: PreparedZone) -> None:
-    directory.mkdir()
-    # Sorted by components, every parent directory is made before the nodes below it.
-    nodes = sorted(zone.nodes, key=lambda n: relative_components(zone.key, n.key))
-    with open(directory / AXFR_FILE, "wb") as axfr:
-        for node in nodes:
-            parts = relative_components(zone.key, node.key)
-            if len(parts) > 1:
-                (directory / "/".join(parts[:-1])).mkdir(exist_ok=True)
-            (directory / node_file(parts)).write_bytes(node.value)
-            for line in node.value.decode("ascii").splitlines():
-                axfr.write(f"{node.key} {line}\n".encode("ascii"))
-    (directory / ACL_FILE).write_bytes(ACL_VALUE)
+def _make_dirs(path: str) -> None:
+    """mkdir -p, with one syscall when the parent exists (the common case)."""
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        os.makedirs(path, exist_ok=True)
 
 
-def _swap_zone_link(root: Path, zone_key: str, gen_id: str) -> str | None:
-    """Point the zone's index symlink at generation gen_id; return the replaced generation."""
-    link = root / zone_link_path(zone_key)
-    link.parent.mkdir(parents=True, exist_ok=True)
-    depth = len(Path(zone_link_path(zone_key)).parts) - 1
-    target = "/".join([".."] * depth + ["gen", gen_id[:2], gen_id])
-    old_id = os.path.basename(os.readlink(link)) if os.path.islink(link) else None
-    fresh = link.with_name(f"{ZONE_LINK}.{gen_id}")
-    os.symlink(target, fresh)
-    os.replace(fresh, link)
-    return old_id
+def _remove_if_present(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
-def _purge_retired(root: Path) -> None:
-    now = time.time()
-    for marker in (root / "retired").iterdir():
-        if now - marker.stat().st_mtime >= RETIRE_GRACE_SECONDS:
-            shutil.rmtree(_generation_path(root, marker.name), ignore_errors=True)
-            marker.unlink()
+def _clear_directory(path: str) -> None:
+    """Remove the files a load that was killed or interrupted left in tmp/."""
+    for entry in os.scandir(path):
+        os.unlink(entry.path)
 
 
-def _name_from_components(parts: Iterable[str], origin: dns.name.Name = dns.name.root
-                          ) -> dns.name.Name:
-    """Components (closest to the apex first) back to a name; \\047 parses as '/'."""
+def _name_from_components(parts: Iterable[str]) -> dns.name.Name:
+    """Index components (rightmost label first) back to a zone name; \\047 parses as '/'."""
     text = ".".join(reversed(list(parts)))
-    if not text:
-        return origin
-    if text == "@":
-        # A lone '@' would parse as the origin itself; here it is a label spelled '@'.
-        return dns.name.Name([b"@"]).concatenate(origin)
-    return dns.name.from_text(text, origin=origin)
+    return dns.name.from_text(text) if text else dns.name.root
 
 
-def _read_zone(zone_dir: Path, origin: dns.name.Name) -> Zone:
+def read_zone_file(path: Path, origin: dns.name.Name) -> Zone:
+    """A zone file back in the model's form; ENT markers dropped (they are not records)."""
     zone = Zone(origin)
-    for dirpath, dirnames, filenames in os.walk(zone_dir):
-        dirnames.sort()
-        parts = Path(dirpath).relative_to(zone_dir).parts
-        for filename in sorted(filenames):
-            if not filename.endswith(RR_SUFFIX):
-                continue
-            label = filename[: -len(RR_SUFFIX)]
-            owner = _name_from_components([*parts, label] if label else parts, origin)
-            zone.records.extend(decode_records(owner, (Path(dirpath) / filename).read_bytes()))
+    with open(path, encoding="ascii", newline="\n") as lines:
+        header = next(lines, "")
+        if not header.startswith(XFR_HEADER):
+            raise UserError(f"{path}: first line is no '{XFR_HEADER}' header")
+        for line in lines:
+            owner, rdtype, ttl, rdata = line.rstrip("\n").split(" ", 3)
+            if rdtype != ENT_TYPE:
+                zone.records.append(Record(key_to_name(owner), int(ttl), rdtype, rdata))
     return zone
 
-
-def axfr_lines(root: Path, zone_key: str) -> list[str]:
-    """The zone's transfer file as the driver's allnodes reads it: '<owner> <record line>'."""
-    return (root / zone_link_path(zone_key) / AXFR_FILE).read_text("ascii").splitlines()
 
 STORE = FsStore()

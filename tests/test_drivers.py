@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
@@ -50,10 +51,10 @@ from bench.verify import (
     transfer,
 )
 from loaders import all_drivers, store_for_driver
-from loaders.fs import FsStore
+from loaders.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
 from loaders.generator import coverage_zones
-from loaders.model import Record, Zone, make_record
-from loaders.store import Store
+from loaders.model import Record, Zone, make_record, name_key
+from loaders.store import DEFAULT_XFR_CLIENTS, Store
 from loaders.zonefiles import read_zone_dir
 
 REALWORLD = Path(__file__).parent / "data" / "realworld"
@@ -313,12 +314,17 @@ def _sentinel_zone(origin: dns.name.Name) -> Zone:
 
 def plant_sentinels(outside: Path, origins: list[dns.name.Name]) -> None:
     """Next to the root, a tree laid out like a store root whose zones all answer SENTINEL,
-    and loose record files where a path climbing out of a generation would land."""
+    and loose copies of a sentinel zone file where a path climbing out of the index would land
+    (whichever zone such a file is taken for, its apex and wildcard answer SENTINEL)."""
     FsStore().load([_sentinel_zone(o) for o in origins], outside)
-    line = f"TXT 60 {SENTINEL_TXT}\nA 60 {SENTINEL_A}\n"
-    for directory in (outside, outside / "gen", outside / "zones"):
-        for name in (".rr", "*.rr", "sentinel.rr", "..rr", "\\.\\..rr"):
-            (directory / name).write_text(line)
+    header = " ".join([XFR_HEADER, *DEFAULT_XFR_CLIENTS])
+    lines = sorted(f"{owner} {rdtype} 60 {rdata}"
+                   for owner in (k for o in origins for k in (name_key(o), f"*.{name_key(o)}"))
+                   for rdtype, rdata in (("TXT", SENTINEL_TXT), ("A", SENTINEL_A)))
+    loose = "\n".join([header, *lines, ""])
+    for directory in (outside, outside / "tmp", outside / "zones"):
+        for name in (ZONE_FILE, "sentinel", "..zone", "\\.\\..zone"):
+            (directory / name).write_text(loose)
 
 
 _UP_LABELS = (b"..", b"\\.\\.", b".", b"...", b"..\x00", b"\\047..")
@@ -378,6 +384,69 @@ def test_filesystem_names_never_leave_the_root(fleet: Fleet) -> None:
     assert not leaked, f"{len(leaked)} answers read outside the root:\n" + "\n".join(leaked[:5])
     assert not wrong, f"{len(wrong)} of {len(queries)} differ from the memory driver:\n" + \
         "\n".join(wrong[:5])
+
+
+# A zone file in each way the store can be broken; the driver must answer SERVFAIL (a store
+# error) and neither crash nor read out of bounds.
+BROKEN_ZONE_FILES: dict[str, bytes] = {
+    "empty": b"",
+    "truncated": b";xfr 127.0.0.1 ::1\ntruncated.broken.test SOA 60 ns hostmaster 1 2 3 4",
+    "headless": b"headless.broken.test A 60 192.0.2.1\n",
+    "nospace": b";xfr 127.0.0.1 ::1\n" + b"x" * 5000 + b"\n",
+    "nofields": b";xfr 127.0.0.1 ::1\nnofields.broken.test SOA\n",
+    "badttl": b";xfr 127.0.0.1 ::1\nbadttl.broken.test A 99999999999 192.0.2.1\n",
+}
+
+
+def plant_broken_zones(root: Path) -> Path:
+    """Zones <kind>.broken.test with broken zone files, a directory, a FIFO and a symlink
+    (to a sentinel zone outside the root) where a zone file belongs; their parent directory."""
+    broken = root / "zones" / "test" / "broken"
+    for kind, data in BROKEN_ZONE_FILES.items():
+        (broken / kind).mkdir(parents=True)
+        (broken / kind / ZONE_FILE).write_bytes(data)
+    (broken / "directory" / ZONE_FILE).mkdir(parents=True)
+    (broken / "fifo").mkdir()
+    os.mkfifo(broken / "fifo" / ZONE_FILE)
+    origin = dns.name.from_text("symlink.broken.test.")
+    FsStore().load([_sentinel_zone(origin)], root.parent / "symlinked")
+    (broken / "symlink").mkdir()
+    (broken / "symlink" / ZONE_FILE).symlink_to(
+        root.parent / "symlinked" / zone_file_path(name_key(origin)))
+    return broken
+
+
+@pytest.mark.skipif("fs" not in DRIVERS, reason="the filesystem driver is not built")
+def test_filesystem_broken_zone_files_are_store_errors(fleet: Fleet, asan_built: None) -> None:
+    """Against the ASan build: SERVFAIL for each broken file, the symlink refused (no zone:
+    the parent zone test. answers as the memory driver does), no ASan report."""
+    loaded = fleet.stores["fs"]
+    broken = plant_broken_zones(loaded.target)
+    asan_dir = fleet.run_dir / "asan-fs-broken"
+    asan_dir.mkdir()
+    try:
+        with Named(fleet.run_dir / "named-asan-fs-broken", _asan_clause(loaded, THREADS),
+                   threads=THREADS, env=asan_environment(asan_dir)) as named:
+            for kind in [*BROKEN_ZONE_FILES, "directory", "fifo"]:
+                for name, rdtype in ((f"{kind}.broken.test.", "SOA"),
+                                     (f"www.{kind}.broken.test.", "A")):
+                    rcode = complete(ask(named, (dns.name.from_text(name), rdtype))).rcode
+                    assert rcode == "SERVFAIL", f"{name} {rdtype}: {rcode}"
+                zone = dns.name.from_text(f"{kind}.broken.test.")
+                assert transfer(named, zone).rcode != "NOERROR", kind
+            for query in ((dns.name.from_text("symlink.broken.test."), "SOA"),
+                          (dns.name.from_text("sentinel.symlink.broken.test."), "TXT")):
+                reply = ask(named, query)
+                assert "SENTINEL" not in complete(reply).describe()
+                assert compare_answers(query, ask(fleet.named["memory"], query), reply) is None
+            # Still answering from the good zones after all those errors.
+            assert transfer(named, dns.name.from_text("cov.test.")).rcode == "NOERROR"
+            log = named.log_path
+    finally:
+        shutil.rmtree(broken)
+    reports = sorted(asan_dir.glob("asan*"))
+    assert not reports, reports[0].read_text(errors="replace")[:4000]
+    assert "AddressSanitizer" not in log.read_text(errors="replace")
 
 
 # --- memory safety -----------------------------------------------------------------------------

@@ -4,11 +4,13 @@ Beyond the generic round trip of tests/test_stores.py: the filesystem path encod
 pure-Python reference of the driver's path computation (hostile keys stay inside the root), the
 Berkeley DB access methods as DB_UNKNOWN detects them, each bdbhpt mode opened as its driver
 opens it (a reader process sees a loader update in the shared modes), a hand-built awkward zone
-set, atomic replacement, and the purge of replaced generations.
+set, atomic replacement (a reader of the old fs zone file keeps reading it; an interrupted load
+leaves the old zone), and the purge of replaced bdbhpt generations.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import os
 import random
@@ -23,6 +25,7 @@ import dns.name
 import pytest
 from berkeleydb import db
 
+from bench.errors import UserError
 from loaders import bdb, bdbhpt, fs
 from loaders.bdbcommon import prepare_zone
 from loaders.generator import coverage_zones
@@ -33,7 +36,6 @@ from loaders.model import (
     empty_nonterminals,
     make_record,
     name_key,
-    relative_key,
 )
 from loaders.store import DEFAULT_XFR_CLIENTS, Store
 
@@ -46,6 +48,7 @@ STORES: dict[str, Store] = {"fs": fs.STORE, "bdb": bdb.STORE, "bdbhpt": bdbhpt.S
 NAME_MAX = 255
 PATH_MAX = 4096
 MAX_KEY = 1024
+COMP_MAX = 252  # 63 octets, each at most 4 characters
 
 
 def ref_labels(text: str) -> list[str] | None:
@@ -87,7 +90,7 @@ def ref_labels(text: str) -> list[str] | None:
 
 def ref_component(label: str) -> str | None:
     out = "".join("\\047" if c == "/" else c for c in label)
-    return out if len(out) + len(".rr") <= NAME_MAX else None
+    return out if len(out) <= COMP_MAX else None
 
 
 def ref_components(text: str) -> list[str] | None:
@@ -99,21 +102,23 @@ def ref_components(text: str) -> list[str] | None:
     return None if None in parts else parts  # type: ignore[return-value]
 
 
-def ref_zone_dir(zone: str) -> str | None:
+def ref_zone_file(zone: str) -> str | None:
     """findzonedb(zone): the path whose existence says zone is a zone."""
     parts = ref_components(zone)
-    return None if parts is None else "/".join(["zones", *parts, ".zone"])
-
-
-def ref_lookup_path(zone: str, relname: str) -> str | None:
-    """lookup(zone, relname) with BIND's relative name ('@' at the apex): the node file."""
-    zone_dir = ref_zone_dir(zone)
-    parts = [] if relname == "@" else ref_components(relname)
-    if zone_dir is None or parts is None:
+    if parts is None:
         return None
-    node = ".rr" if not parts else "/".join([*parts[:-1], parts[-1] + ".rr"])
-    path = f"{zone_dir}/{node}"
+    path = "/".join(["zones", *parts, ".zone"])
     return path if len(path) < PATH_MAX else None
+
+
+def ref_owner_lines(lines: list[str], key: str) -> list[str]:
+    """The driver's lookup of owner key in a zone file's sorted record lines: a binary search
+    on the owner field (Python's str order is the driver's bytewise, shorter-first order)."""
+    start = bisect.bisect_left(lines, key, key=lambda line: line.split(" ", 1)[0])
+    end = start
+    while end < len(lines) and lines[end].split(" ", 1)[0] == key:
+        end += 1
+    return lines[start:end]
 
 
 HOSTILE_KEYS = [
@@ -135,15 +140,15 @@ def _inside(root: Path, relpath: str) -> bool:
 
 @pytest.mark.parametrize("key", HOSTILE_KEYS)
 def test_hostile_keys_never_leave_the_root(key: str, tmp_path: Path) -> None:
-    for path in (ref_zone_dir(key), ref_lookup_path("example.com", key),
-                 ref_lookup_path(key, "www")):
+    for path in (ref_zone_file(key), ref_zone_file(f"{key}.example.com"),
+                 ref_zone_file(f"www.{key}")):
         assert path is None or _inside(tmp_path, path), path
 
 
 def test_longest_labels_fit_a_component() -> None:
     for label in ("\\000" * 63, "/" * 63, "\\." * 63):
         parts = ref_components(label)
-        assert parts is not None and len(parts[0]) + len(".rr") <= NAME_MAX
+        assert parts is not None and len(parts[0]) <= COMP_MAX <= NAME_MAX
 
 
 def _random_label(rng: random.Random) -> bytes:
@@ -158,10 +163,7 @@ def test_reference_matches_loader_on_random_names() -> None:
         name = dns.name.Name([_random_label(rng) for _ in range(rng.randint(1, 3))]
                              + list(zone.labels))
         key = name_key(name)
-        expected = fs.node_file(fs.relative_components(name_key(zone), key))
-        assert ref_lookup_path("z.test", relative_key(name, zone)) == (
-            f"zones/test/z/.zone/{expected}")
-        assert ref_zone_dir(key) == fs.zone_link_path(key)
+        assert ref_zone_file(key) == fs.zone_file_path(key)
 
 
 # --- a hand-built awkward zone set ----------------------------------------------------------
@@ -260,58 +262,119 @@ def test_replace_is_whole(store_target: tuple[Store, Any]) -> None:
 
 # --- filesystem layout ----------------------------------------------------------------------
 
-def _expected_nodes(zone: Zone) -> dict[str, list[str]]:
-    """relname -> sorted record lines, ENTs with none."""
-    nodes: dict[str, list[str]] = {relative_key(e, zone.origin): []
-                                   for e in empty_nonterminals(zone)}
-    for r in zone.records:
-        nodes.setdefault(relative_key(r.owner, zone.origin), []).append(
-            f"{r.rdtype} {r.ttl} {r.rdata}")
-    return {k: sorted(v) for k, v in nodes.items()}
+def _expected_lines(zone: Zone) -> list[str]:
+    """The zone file's record lines: absolute owner keys, ENT markers, sorted."""
+    ents = [f"{name_key(e)} ENT 0 " for e in empty_nonterminals(zone)]
+    return sorted([*ents, *(f"{name_key(r.owner)} {r.rdtype} {r.ttl} {r.rdata}"
+                            for r in zone.records)])
+
+
+def _zone_file(root: Path, zone_key: str) -> Path:
+    path = ref_zone_file(zone_key)
+    assert path is not None, zone_key
+    return root / path
+
+
+def _record_lines(root: Path, zone_key: str) -> list[str]:
+    """The zone file's lines after the header, checked to be exactly ASCII lines."""
+    data = _zone_file(root, zone_key).read_bytes()
+    assert data.endswith(b"\n") and data.isascii()
+    return data.decode("ascii").split("\n")[1:-1]
 
 
 @pytest.mark.parametrize("data", list(DATA_SETS))
-def test_fs_reference_paths_find_every_node(tmp_path: Path, data: str) -> None:
+def test_fs_zone_file_holds_every_record_sorted(tmp_path: Path, data: str) -> None:
     zones = DATA_SETS[data]()
     fs.STORE.load(zones, tmp_path)
     for zone in zones:
-        zone_dir = ref_zone_dir(zone.key)
-        assert zone_dir is not None and (tmp_path / zone_dir).is_dir()
-        for relname, lines in _expected_nodes(zone).items():
-            path = ref_lookup_path(zone.key, relname)
-            assert path is not None, relname
-            assert sorted((tmp_path / path).read_text("ascii").splitlines()) == lines
-        acl = (tmp_path / zone_dir / ".acl").read_text().splitlines()
-        assert acl == list(DEFAULT_XFR_CLIENTS)
-        axfr = sorted(fs.axfr_lines(tmp_path, zone.key))
-        assert axfr == sorted(f"{name_key(r.owner)} {r.rdtype} {r.ttl} {r.rdata}"
-                              for r in zone.records)
+        path = _zone_file(tmp_path, zone.key)
+        assert path.is_file() and not path.is_symlink()
+        header = path.read_text("ascii").split("\n", 1)[0]
+        assert header == " ".join([";xfr", *DEFAULT_XFR_CLIENTS])
+        lines = _record_lines(tmp_path, zone.key)
+        assert lines == _expected_lines(zone)
+        # Every owner found by the driver's binary search, with all of its lines.
+        for owner in {line.split(" ", 1)[0] for line in lines}:
+            assert ref_owner_lines(lines, owner) == [
+                line for line in lines if line.split(" ", 1)[0] == owner]
+
+
+def test_fs_tree_holds_only_index_directories_and_zone_files(tmp_path: Path) -> None:
+    zones = awkward_zones()
+    fs.STORE.load(zones, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp", "zones"]
+    files = [p for p in (tmp_path / "zones").rglob("*") if not p.is_dir()]
+    assert sorted(str(p.relative_to(tmp_path)) for p in files) == sorted(
+        fs.zone_file_path(z.key) for z in zones)
+    assert not any(p.is_symlink() for p in (tmp_path / "zones").rglob("*"))
 
 
 def test_fs_child_zone_is_not_an_ent_of_parent(tmp_path: Path) -> None:
     fs.STORE.load(awkward_zones(), tmp_path)
-    # The delegation point holds the parent's NS, the child's apex holds its SOA.
-    parent_cut = tmp_path / ref_lookup_path("parent.test", "kid")
-    child_apex = tmp_path / ref_lookup_path("kid.parent.test", "@")
-    assert parent_cut.read_text().startswith("NS ")
-    assert "SOA" in child_apex.read_text()
-    assert not (tmp_path / ref_lookup_path("parent.test", "www.kid")).exists()
+    # The delegation point holds the parent's NS and glue, the child's apex holds its SOA.
+    parent = _record_lines(tmp_path, "parent.test")
+    child = _record_lines(tmp_path, "kid.parent.test")
+    assert [line.split(" ")[1] for line in ref_owner_lines(parent, "kid.parent.test")] == ["NS"]
+    assert ref_owner_lines(parent, "ns.kid.parent.test")
+    assert "SOA" in [line.split(" ")[1] for line in ref_owner_lines(child, "kid.parent.test")]
+    assert not ref_owner_lines(parent, "www.kid.parent.test")
 
 
-def test_fs_replace_swaps_generation_and_purges_later(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fs_reader_of_the_old_file_keeps_reading_it(tmp_path: Path) -> None:
     zones = awkward_zones()
     fs.STORE.load(zones, tmp_path)
-    link = tmp_path / fs.zone_link_path("parent.test")
-    old = link.resolve()
-    fs.STORE.update(Zone(PARENT, zones[0].records[:3]), tmp_path)
-    assert link.resolve() != old
-    # A lookup that resolved the old link just before the swap still reads the old subtree.
-    assert (old / ".rr").exists()
-    monkeypatch.setattr(fs, "RETIRE_GRACE_SECONDS", 0.0)
-    fs.STORE.update(zones[1], tmp_path)
-    assert not old.exists()
+    path = _zone_file(tmp_path, "parent.test")
+    smaller = Zone(PARENT, zones[0].records[:3])
+    with open(path, "rb") as old:
+        fs.STORE.update(smaller, tmp_path)
+        old_lines = old.read().decode("ascii").split("\n")[1:-1]
+    assert old_lines == _expected_lines(zones[0])
+    assert _record_lines(tmp_path, "parent.test") == _expected_lines(smaller)
     assert not list((tmp_path / "tmp").iterdir())
+
+
+class _Interrupt(KeyboardInterrupt):
+    """Ctrl-C at the one step of a replace that a failing record iterator does not reach."""
+
+
+def test_fs_load_interrupted_while_writing_leaves_the_old_zone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    zones = awkward_zones()
+    fs.STORE.load(zones, tmp_path)
+    before = {z.key: _zone_file(tmp_path, z.key).read_bytes() for z in zones}
+    new_zone = Zone(dns.name.from_text("new.test."), zones[1].records[:0])
+
+    def interrupted(src: str, dst: str) -> None:
+        raise _Interrupt
+
+    monkeypatch.setattr(fs.os, "replace", interrupted)
+    for zone in (Zone(PARENT, zones[0].records[:3]), new_zone):
+        with pytest.raises(_Interrupt):
+            fs.STORE.load([zone], tmp_path)
+    monkeypatch.undo()
+    assert {z.key: _zone_file(tmp_path, z.key).read_bytes() for z in zones} == before
+    assert not _zone_file(tmp_path, "new.test").exists()
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_fs_load_clears_leftovers_of_a_killed_load(tmp_path: Path) -> None:
+    fs.STORE.load(awkward_zones(), tmp_path)
+    (tmp_path / "tmp" / "left-by-kill-9").write_text("half a zone")
+    fs.STORE.load([awkward_zones()[1]], tmp_path)
+    assert not list((tmp_path / "tmp").iterdir())
+
+
+def test_fs_refuses_a_root_in_the_old_layout(tmp_path: Path) -> None:
+    (tmp_path / "gen").mkdir()
+    with pytest.raises(UserError, match="old layout"):
+        fs.STORE.load(awkward_zones(), tmp_path)
+
+
+def test_fs_bad_rdata_is_a_user_error(tmp_path: Path) -> None:
+    bad = Record(PARENT, 60, "TXT", "\"two\nlines\"")
+    with pytest.raises(UserError, match="line break"):
+        fs.STORE.load([Zone(PARENT, [bad])], tmp_path)
+    assert not _zone_file(tmp_path, "parent.test").exists()
 
 
 # --- Berkeley DB ----------------------------------------------------------------------------

@@ -1,34 +1,32 @@
 /*
- * The filesystem driver: reads the directory tree of schemas/filesystem.md (written by
+ * The filesystem driver: reads the one-file-per-zone tree of schemas/filesystem.md (written by
  * loaders/fs.py).
  *
  * No process-wide state: every access is relative to a connection's own descriptor of the
  * root (O_PATH), never chdir. A connection is one thread's state at a time (the core's pool
- * locks it): the root descriptor, a read buffer that only grows, the split query name and the
- * generation directories it has open.
+ * locks it): the root descriptor, the split query name and a few zone files it has mapped.
  *
  * One fetch (one DNS query):
- *  - one syscall per candidate zone, deepest first: a readlink of zones/<comps>/.zone until a
- *    zone is found (BIND asks about no suffix above the deepest zone). The link's target must
- *    be the layout's "../" x depth + "gen/<xx>/<id>" (checked, so it cannot lead out of the
- *    root); that generation directory is then opened with openat2(RESOLVE_BENEATH |
- *    RESOLVE_NO_SYMLINKS) (O_NOFOLLOW without openat2), or taken from the connection's cache:
- *    a generation never changes and its id is never reused, and the link is read on every
- *    fetch, so a replaced zone is seen at once;
- *  - from that directory (so every file of the answer comes from one generation even while
- *    the zone is being replaced), one open+read+close per existing owner from the apex down to
- *    the query name (the apex file, read by every fetch, stays open with its generation: one
- *    pread), stopping at the first missing one (names below a missing name cannot
- *    exist: empty non-terminals are files too), plus the wildcard child of the deepest
- *    existing one (the closest encloser). Wildcards of other ancestors are not read: the core
- *    answers a wildcard probe above the closest encloser "not found" (RFC 4592) without
- *    looking at rows;
- *  - one open+read+close per extra owner the core asks for (names it expects BIND to look up
- *    next in this zone, such as the name servers' addresses), from the same generation.
+ *  - one openat2 per candidate zone, deepest first, of zones/<comps>/.zone until a zone is
+ *    found (BIND asks about no suffix above the deepest zone); a missing file means "no zone".
+ *    The file is fstat'ed and closed; its mapping is taken from the connection's cache when
+ *    the same inode is mapped there, else the file is mapped (and cached). A replaced zone is
+ *    seen at once: the loader renames a new file (a new inode) over the old one, and an inode
+ *    cannot be reused while a mapping of it exists, so (st_dev, st_ino) names one content;
+ *  - from that one mapping (so every row of the answer comes from one version of the zone,
+ *    even while it is being replaced), a binary search of the sorted record lines per owner:
+ *    the names from the apex down to the query name while they exist (empty non-terminals
+ *    have marker lines), the wildcard child of the deepest that exists (the closest encloser;
+ *    the core answers wildcards above it "not found" without rows, RFC 4592), and the extra
+ *    owners the core asks for (names it expects BIND to look up next in this zone).
  *
  * A query name maps to components exactly as loaders/fs.py's key_labels/component: a label
- * that cannot be a component (empty, a byte BIND never writes, longer than NAME_MAX - 3,
- * starting with '.') makes every name containing it nonexistent, and nothing is opened for it.
+ * that cannot be a component (empty, a byte BIND never writes, longer than COMP_MAX) makes
+ * every name containing it nonexistent, and nothing is opened for it.
+ *
+ * A zone file that is empty, does not end in a line feed (truncated), lacks the ";xfr" header
+ * or holds a line without its fields is a store error: logged, and the query gets SERVFAIL.
+ * Every read of a mapping is bounded by its size, whatever the file holds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,42 +35,31 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../common/dlz_driver.h"
 
-#define RR_SUFFIX ".rr"
-#define ZONE_LINK ".zone"
-#define ACL_FILE ".acl"
-#define AXFR_FILE ".axfr"
-#define WILD_FILE "*" RR_SUFFIX
-/* A component plus ".rr" must fit one directory entry. */
-#define COMP_MAX (NAME_MAX - (sizeof(RR_SUFFIX) - 1))
+#define ZONE_FILE ".zone"
+/* First line of a zone file: this tag, then one " <client address>" per transfer client. */
+#define XFR_HEADER ";xfr"
+/* The longest label text: 63 octets, each at most 4 characters ("\DDD" or '/' as "\047"). */
+#define COMP_MAX 252
 /* Every key byte becomes at most 4 component bytes ('/' -> "\047"); keys are shorter than
  * DLZ_KEY_MAX (split_key checks), so the components always fit. */
 #define COMPS_MAX (4 * DLZ_KEY_MAX)
-#define BUF_MIN 16384
 /* openat2 with RESOLVE_BENEATH fails with EAGAIN when a rename raced a ".." step. */
 #define EAGAIN_RETRIES 32
-/*
- * Generation directories a connection keeps open, with their apex files: sets of GEN_WAYS
- * slots chosen by the zone's link, least recently used replaced. The number of sets is sized
- * at start-up from the process's descriptor limit (two descriptors per slot, half the limit
- * for all connections together), between GEN_SETS_MIN and GEN_SETS_MAX: a cache smaller than
- * the zones being queried reopens a generation and its apex file on most fetches.
- */
-#define GEN_WAYS 4
-#define GEN_SETS_MIN 4
-#define GEN_SETS_MAX 1024
-#define GEN_KEY_MAX 64
+/* Zone files a connection keeps mapped, least recently used replaced: a hot zone then costs
+ * openat2 + fstat + close per query, and no descriptor stays open. */
+#define ZONE_CACHE 4
+#define LINE_MIN 1024
 
 struct fs_state {
 	char *root;
 	bool openat2;
-	unsigned gen_sets; /* a power of two */
 };
 
 /* A key split into path components; label 0 is the leftmost. */
@@ -84,32 +71,28 @@ struct fs_key {
 	char comps[COMPS_MAX];
 };
 
-/*
- * An open generation directory, with its path relative to the root ("gen/<xx>/<id>"), and its
- * apex record file, which every fetch reads: both never change (see generation_fd).
- */
-struct gen_slot {
-	int fd;      /* -1: empty */
-	int apex_fd; /* -1: not opened yet */
-	uint64_t zone; /* hash of the link that named it */
-	uint64_t used; /* the connection's fetch counter when last used */
-	size_t len;
-	char rel[GEN_KEY_MAX];
+/* A zone file mapped read-only, named by its inode (see the top of this file). */
+struct zone_map {
+	const char *data; /* NULL: an empty slot */
+	size_t size;
+	size_t body; /* offset of the first record line, after the header */
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	uint64_t used; /* the connection's use counter when last used */
 };
 
 struct fs_conn {
 	const struct fs_state *state;
 	int rootfd;
-	char *buf;
-	size_t cap;
 	struct fs_key key;
-	struct fs_key extra; /* an extra owner of the fetch, split */
 	unsigned level_end[DLZ_MAX_LABELS + 1];
 	char dirs[PATH_MAX];
-	char link[PATH_MAX];
-	char target[PATH_MAX];
-	uint64_t fetches;
-	struct gen_slot *gens; /* state->gen_sets * GEN_WAYS */
+	char path[PATH_MAX];
+	uint64_t uses;
+	struct zone_map zones[ZONE_CACHE];
+	char *line; /* zone transfer: one line copied, to be NUL-terminated */
+	size_t line_cap;
 };
 
 enum found { FOUND_ERROR = -1, FOUND_NONE = 0, FOUND_YES = 1 };
@@ -211,11 +194,6 @@ path_append(char *path, size_t *len, const char *text, size_t n) {
 	return true;
 }
 
-static bool
-path_append_comp(char *path, size_t *len, const struct fs_key *k, unsigned label) {
-	return path_append(path, len, k->comps + k->off[label], k->len[label]);
-}
-
 /*
  * conn->dirs = "zones/" + the components of conn->key's labels, rightmost first, each followed
  * by '/'; level_end[j] = the length up to label j's ('/' included), level_end[nlabels] that of
@@ -229,27 +207,27 @@ index_dirs(struct fs_conn *conn) {
 	path_append(conn->dirs, &len, "zones/", 6);
 	conn->level_end[k->nlabels] = (unsigned)len;
 	for (int l = (int)k->nlabels - 1; l > k->bad; l--) {
-		/* room for "/.zone" after the last component */
-		if (len + k->len[l] + 1 + sizeof(ZONE_LINK) >= PATH_MAX) {
+		/* room for ".zone" after the last component's '/' */
+		if (len + k->len[l] + 1 + sizeof(ZONE_FILE) >= PATH_MAX) {
 			k->bad = l;
 			return;
 		}
-		path_append_comp(conn->dirs, &len, k, (unsigned)l);
+		path_append(conn->dirs, &len, k->comps + k->off[l], k->len[l]);
 		path_append(conn->dirs, &len, "/", 1);
 		conn->level_end[l] = (unsigned)len;
 	}
 }
 
-/* conn->link = the .zone link of level j (the name made of labels j.. of conn->key). */
+/* conn->path = the zone file of level j (the name made of labels j.. of conn->key). */
 static void
-link_path(struct fs_conn *conn, unsigned j) {
+zone_file_path(struct fs_conn *conn, unsigned j) {
 	size_t end = conn->level_end[j];
 
-	memcpy(conn->link, conn->dirs, end);
-	memcpy(conn->link + end, ZONE_LINK, sizeof(ZONE_LINK));
+	memcpy(conn->path, conn->dirs, end);
+	memcpy(conn->path + end, ZONE_FILE, sizeof(ZONE_FILE));
 }
 
-/* ---- opening beneath a directory -------------------------------------------------------- */
+/* ---- opening beneath the root ----------------------------------------------------------- */
 
 static int
 sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
@@ -265,7 +243,7 @@ sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
 	return (int)fd;
 }
 
-/* Is errno the answer "no such name" (as opposed to a failure of the store)? */
+/* Is errno the answer "no such zone" (as opposed to a failure of the store)? */
 static bool
 errno_missing(void) {
 	return errno == ENOENT || errno == ENOTDIR;
@@ -277,453 +255,319 @@ errno_escape(void) {
 	return errno == ELOOP || errno == EXDEV;
 }
 
-/* Each component of rel (relative, '/'-separated) is non-empty and does not start with '.'. */
-static bool
-plain_relative(const char *rel) {
-	if (*rel == '\0') {
-		return false;
-	}
-	for (const char *c = rel; *c != '\0'; c++) {
-		if ((c == rel || c[-1] == '/') && (*c == '/' || *c == '.')) {
-			return false;
-		}
-	}
-	return rel[strlen(rel) - 1] != '/';
-}
-
 /*
- * The generation a .zone link's target names, relative to the root: the target must be "../"
- * once per directory of the link's own path (so that it starts again at the root) followed by
- * plain components; NULL if it is anything else (it might lead out of the tree).
+ * A zone file (path relative to the root), no symlink anywhere on the way. O_NONBLOCK: a FIFO
+ * planted as .zone must not hang the thread (it is then refused as no regular file).
  */
-static const char *
-generation_of(const char *target, unsigned depth) {
-	const char *rel = target;
+static int
+open_zone_file(const struct fs_conn *conn, const char *path) {
+	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 
-	for (unsigned d = 0; d < depth; d++, rel += 3) {
-		if (strncmp(rel, "../", 3) != 0) {
-			return NULL;
-		}
+	if (conn->state->openat2) {
+		return sys_openat2(conn->rootfd, path, (uint64_t)flags,
+				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
 	}
-	return plain_relative(rel) && strlen(rel) < GEN_KEY_MAX ? rel : NULL;
+	return openat(conn->rootfd, path, flags);
 }
 
-static uint64_t
-hash_text(const char *text, size_t len) {
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)text[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
+/* ---- the cache of mapped zone files ----------------------------------------------------- */
 
 static void
-gen_slot_clear(struct gen_slot *slot) {
-	if (slot->apex_fd >= 0) {
-		close(slot->apex_fd);
+zone_unmap(struct zone_map *zm) {
+	if (zm->data != NULL) {
+		munmap((void *)zm->data, zm->size);
 	}
-	if (slot->fd >= 0) {
-		close(slot->fd);
-	}
-	slot->fd = slot->apex_fd = -1;
+	zm->data = NULL;
 }
 
 /*
- * The slot for generation rel of the zone whose link hashes to zone: the one holding it, else
- * (to be filled) the zone's slot for an older generation, an empty one, or the least recently
- * used of the set.
+ * The slot for the file st describes: the one mapping that inode (*hit), else an empty slot
+ * or the least recently used one. A slot of the same inode whose size or mtime changed (the
+ * file was written in place, which the loader never does) is reused for a fresh mapping.
  */
-static struct gen_slot *
-gen_slot_for(struct fs_conn *conn, uint64_t zone, const char *rel, size_t len, bool *hit) {
-	struct gen_slot *set = &conn->gens[(zone & (conn->state->gen_sets - 1)) * GEN_WAYS];
-	struct gen_slot *victim = &set[0];
-	unsigned w;
+static struct zone_map *
+zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
+	struct zone_map *victim = &conn->zones[0];
 
-	*hit = true;
-	for (w = 0; w < GEN_WAYS; w++) {
-		if (set[w].fd >= 0 && set[w].len == len && memcmp(set[w].rel, rel, len) == 0) {
-			return &set[w];
-		}
-	}
 	*hit = false;
-	for (w = 0; w < GEN_WAYS; w++) {
-		if (set[w].fd >= 0 && set[w].zone == zone) {
-			return &set[w];
+	for (unsigned i = 0; i < ZONE_CACHE; i++) {
+		struct zone_map *zm = &conn->zones[i];
+
+		if (zm->data != NULL && zm->dev == st->st_dev && zm->ino == st->st_ino) {
+			*hit = zm->size == (size_t)st->st_size &&
+			       zm->mtime.tv_sec == st->st_mtim.tv_sec &&
+			       zm->mtime.tv_nsec == st->st_mtim.tv_nsec;
+			return zm;
 		}
 	}
-	for (w = 0; w < GEN_WAYS; w++) {
-		if (set[w].fd < 0) {
-			return &set[w];
+	for (unsigned i = 0; i < ZONE_CACHE; i++) {
+		struct zone_map *zm = &conn->zones[i];
+
+		if (zm->data == NULL) {
+			return zm;
 		}
-		if (set[w].used < victim->used) {
-			victim = &set[w];
+		if (zm->used < victim->used) {
+			victim = zm;
 		}
 	}
 	return victim;
 }
 
-/*
- * Generation directory rel, named by the link conn->link, from the connection's cache or
- * opened (and cached). The loader builds a generation completely before it links it, never
- * writes to it afterwards, and never reuses its random id, so descriptors of it (the
- * directory's and the apex file's) stay right for as long as a .zone link names it, and every
- * fetch reads the link. A zone's new generation takes the slot of its old one at once.
- */
-static enum found
-generation_fd(struct fs_conn *conn, const char *rel, struct gen_slot **gen) {
-	size_t len = strlen(rel);
-	uint64_t zone = hash_text(conn->link, strlen(conn->link));
-	bool hit;
-	struct gen_slot *slot = gen_slot_for(conn, zone, rel, len, &hit);
-	int fd;
+/* The offset of the first record line, after a valid header; 0 if the header is invalid. */
+static size_t
+header_end(const char *data, size_t size) {
+	size_t tag = sizeof(XFR_HEADER) - 1;
+	const char *lf = memchr(data, '\n', size);
 
-	slot->used = ++conn->fetches;
-	if (hit) {
-		*gen = slot;
-		return FOUND_YES;
+	if (lf == NULL || (size_t)(lf - data) < tag || memcmp(data, XFR_HEADER, tag) != 0 ||
+	    (data[tag] != ' ' && data[tag] != '\n')) {
+		return 0;
 	}
-	if (conn->state->openat2) {
-		fd = sys_openat2(conn->rootfd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC,
-				 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
-	} else {
-		fd = openat(conn->rootfd, rel, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return (size_t)(lf - data) + 1;
+}
+
+/* Map the zone file fd (described by st, named path) into zm; false (logged) if unusable. */
+static bool
+zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct zone_map *zm) {
+	const char *root = conn->state->root;
+	size_t size = (size_t)st->st_size;
+	void *data;
+
+	if (size == 0) {
+		dlz_log_error_limited("%s/%s is empty: no zone file", root, conn->path);
+		return false;
 	}
-	if (fd < 0) {
-		if (errno_missing() || errno_escape()) {
-			dlz_log_error_limited("%s in %s: generation %s: %s; treated as no zone",
-					      conn->link, conn->state->root, rel, strerror(errno));
-			return FOUND_NONE;
-		}
-		dlz_log_error_limited("cannot open %s/%s: %s", conn->state->root, rel,
+	data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (data == MAP_FAILED) {
+		dlz_log_error_limited("cannot map %s/%s: %s", root, conn->path, strerror(errno));
+		return false;
+	}
+	zm->body = header_end(data, size);
+	if (zm->body == 0 || ((const char *)data)[size - 1] != '\n') {
+		dlz_log_error_limited("%s/%s is no zone file (%s)", root, conn->path,
+				      zm->body == 0 ? "no " XFR_HEADER " header line"
+						    : "truncated: no final line feed");
+		munmap(data, size);
+		return false;
+	}
+	zm->data = data;
+	zm->size = size;
+	zm->dev = st->st_dev;
+	zm->ino = st->st_ino;
+	zm->mtime = st->st_mtim;
+	return true;
+}
+
+/* The zone file fd (named conn->path), from the cache or mapped into it. */
+static enum found
+zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
+	struct stat st;
+	struct zone_map *zm;
+	bool hit;
+
+	if (fstat(fd, &st) != 0) {
+		dlz_log_error_limited("cannot stat %s/%s: %s", conn->state->root, conn->path,
 				      strerror(errno));
 		return FOUND_ERROR;
 	}
-	gen_slot_clear(slot);
-	slot->fd = fd;
-	slot->zone = zone;
-	slot->len = len;
-	memcpy(slot->rel, rel, len);
-	*gen = slot;
+	if (!S_ISREG(st.st_mode)) {
+		dlz_log_error_limited("%s/%s is no regular file", conn->state->root, conn->path);
+		return FOUND_ERROR;
+	}
+	zm = zone_slot(conn, &st, &hit);
+	if (!hit) {
+		zone_unmap(zm);
+		if (!zone_map_file(conn, fd, &st, zm)) {
+			return FOUND_ERROR;
+		}
+	}
+	zm->used = ++conn->uses;
+	*zone = zm;
 	return FOUND_YES;
 }
 
 /*
- * The generation of level j's zone (owned by the connection's cache):
- * one readlink of its .zone link, whose target is checked before anything is opened.
- * FOUND_NONE if level j is no zone (or its link is no symlink of the layout's form).
+ * The zone of level j (a mapping owned by the connection's cache): one openat2 of its file.
+ * FOUND_NONE if level j is no zone.
  */
 static enum found
-zone_generation(struct fs_conn *conn, unsigned j, struct gen_slot **gen) {
-	const char *rel;
-	ssize_t n;
+zone_at(struct fs_conn *conn, unsigned j, struct zone_map **zone) {
+	enum found found;
+	int fd;
 
-	link_path(conn, j);
-	n = readlinkat(conn->rootfd, conn->link, conn->target, sizeof(conn->target) - 1);
-	if (n < 0) {
+	zone_file_path(conn, j);
+	fd = open_zone_file(conn, conn->path);
+	if (fd < 0) {
 		if (errno_missing()) {
 			return FOUND_NONE;
 		}
-		if (errno == EINVAL) {
-			dlz_log_error_limited("%s in %s is no symlink; treated as no zone", conn->link,
-					      conn->state->root);
+		if (errno_escape()) {
+			dlz_log_error_limited("%s in %s is or passes a symlink; treated as no zone",
+					      conn->path, conn->state->root);
 			return FOUND_NONE;
 		}
-		dlz_log_error_limited("cannot read link %s in %s: %s", conn->link,
-				      conn->state->root, strerror(errno));
+		dlz_log_error_limited("cannot open %s/%s: %s", conn->state->root, conn->path,
+				      strerror(errno));
 		return FOUND_ERROR;
 	}
-	conn->target[n] = '\0';
-	/* The link is in zones/ plus one directory per label of the zone. */
-	rel = generation_of(conn->target, conn->key.nlabels - j + 1);
-	if (rel == NULL) {
-		dlz_log_error_limited("%s in %s points to %s, not to a generation of the tree; "
-				      "treated as no zone", conn->link, conn->state->root,
-				      conn->target);
-		return FOUND_NONE;
-	}
-	return generation_fd(conn, rel, gen);
+	found = zone_of_fd(conn, fd, zone);
+	close(fd);
+	return found;
 }
 
-/* A file of a generation directory, no symlink anywhere on the way. */
-static int
-open_in_zone(const struct fs_conn *conn, int zfd, const char *rel) {
-	if (conn->state->openat2) {
-		return sys_openat2(zfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
-				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
-	}
-	return openat(zfd, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+/* ---- searching a zone file -------------------------------------------------------------- */
+
+/* The offset of the line feed ending the line at pos (the size if there is none). */
+static size_t
+line_end(const struct zone_map *zm, size_t pos) {
+	const char *lf = memchr(zm->data + pos, '\n', zm->size - pos);
+
+	return lf != NULL ? (size_t)(lf - zm->data) : zm->size;
 }
 
-/* ---- reading ---------------------------------------------------------------------------- */
+/* The start of the line holding offset pos, not looking before lo (itself a line start). */
+static size_t
+line_start(const struct zone_map *zm, size_t lo, size_t pos) {
+	const char *lf = memrchr(zm->data + lo, '\n', pos - lo);
 
+	return lf != NULL ? (size_t)(lf - zm->data) + 1 : lo;
+}
+
+/*
+ * *cmp = the order of the owner of line [start, end) against key: bytewise, the shorter first
+ * on a common prefix (Python's order of the keys, which the loader sorts by). False (logged)
+ * if the line has no owner field.
+ */
 static bool
-buf_grow(struct fs_conn *conn) {
-	size_t cap = conn->cap * 2;
-	char *bigger = realloc(conn->buf, cap);
+owner_cmp(const struct zone_map *zm, size_t start, size_t end, const char *key, size_t key_len,
+	  int *cmp) {
+	const char *line = zm->data + start;
+	const char *sp = memchr(line, ' ', end - start);
+	size_t owner_len;
+	int c;
 
-	if (bigger == NULL) {
+	if (sp == NULL || sp == line) {
+		dlz_log_error_limited("malformed zone file line (no owner field): %.*s",
+				      (int)(end - start), line);
 		return false;
 	}
-	conn->buf = bigger;
-	conn->cap = cap;
+	owner_len = (size_t)(sp - line);
+	c = memcmp(line, key, owner_len < key_len ? owner_len : key_len);
+	*cmp = c != 0 ? c : (owner_len > key_len) - (owner_len < key_len);
 	return true;
 }
 
 /*
- * One read from fd into the free end of conn->buf (*len grows); *eof at the end of the file.
- * offset < 0: from the file position, else from that offset.
+ * *at = the first record line whose owner is not below key (the size if none): a binary
+ * search over byte offsets that keeps lo and hi on line starts. False on a malformed line.
  */
 static bool
-read_some(struct fs_conn *conn, int fd, off_t offset, size_t *len, bool *eof) {
-	for (;;) {
-		ssize_t got = offset < 0 ? read(fd, conn->buf + *len, conn->cap - *len)
-					 : pread(fd, conn->buf + *len, conn->cap - *len, offset);
-		if (got < 0 && errno == EINTR) {
-			continue;
-		}
-		if (got < 0) {
+first_line_from(const struct zone_map *zm, const char *key, size_t key_len, size_t *at) {
+	size_t lo = zm->body, hi = zm->size;
+
+	while (lo < hi) {
+		size_t start = line_start(zm, lo, lo + (hi - lo) / 2);
+		size_t end = line_end(zm, start);
+		int cmp;
+
+		if (!owner_cmp(zm, start, end, key, key_len, &cmp)) {
 			return false;
 		}
-		*eof = got == 0;
-		*len += (size_t)got;
-		return true;
+		if (cmp < 0) {
+			lo = end < zm->size ? end + 1 : zm->size;
+		} else {
+			hi = start;
+		}
 	}
+	*at = lo;
+	return true;
+}
+
+/* The record line [start, end) (owner already matched, owner_len long) as a row of owner. */
+static bool
+add_line(struct dlz_rowset *out, const struct zone_map *zm, size_t start, size_t end,
+	 size_t owner_len, const char *zone, const char *owner) {
+	const char *record = zm->data + start + owner_len + 1;
+	struct dlz_record_line r;
+
+	if (!dlz_record_split(record, end - (start + owner_len + 1), &r)) {
+		dlz_log_error_limited("malformed record line of %s in zone %s: %.*s", owner, zone,
+				      (int)(end - start), zm->data + start);
+		return false;
+	}
+	return dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
+				       r.rdata_len);
 }
 
 /*
- * The whole file into conn->buf (from offset 0, whatever fd's position). A read that does not
- * fill the buffer reached the end of a regular file, so a file smaller than the buffer costs
- * one read.
+ * Every record line of owner (a string of the request) in zone zm as rows (copied: the
+ * mapping may be gone by the time the core reads them); ENT marker lines become ENT rows.
  */
-static bool
-read_whole(struct fs_conn *conn, int fd, size_t *len) {
-	bool eof = false;
-
-	*len = 0;
-	for (;;) {
-		size_t before = *len;
-		if (!read_some(conn, fd, (off_t)before, len, &eof)) {
-			return false;
-		}
-		if (eof || *len - before < conn->cap - before) {
-			return true;
-		}
-		if (!buf_grow(conn)) {
-			errno = ENOMEM;
-			return false;
-		}
-	}
-}
-
-/* Open node file rel of generation zfd into *fd. */
 static enum found
-open_node(struct fs_conn *conn, int zfd, const char *rel, int *fd) {
-	*fd = open_in_zone(conn, zfd, rel);
-	if (*fd >= 0) {
-		return FOUND_YES;
-	}
-	if (errno_missing()) {
-		return FOUND_NONE;
-	}
-	if (errno_escape()) {
-		dlz_log_error_limited("symlink at %s in a zone of %s: treated as missing", rel,
-				      conn->state->root);
-		return FOUND_NONE;
-	}
-	dlz_log_error_limited("cannot open %s in a zone of %s: %s", rel, conn->state->root,
-			      strerror(errno));
-	return FOUND_ERROR;
-}
+read_owner(const struct zone_map *zm, const char *zone, const char *owner,
+	   struct dlz_rowset *out) {
+	size_t key_len = strlen(owner), pos;
+	enum found found = FOUND_NONE;
 
-static enum found
-read_open_node(struct fs_conn *conn, int fd, const char *rel, size_t *len) {
-	if (read_whole(conn, fd, len)) {
-		return FOUND_YES;
+	if (!first_line_from(zm, owner, key_len, &pos)) {
+		return FOUND_ERROR;
 	}
-	dlz_log_error_limited("cannot read %s in a zone of %s: %s", rel, conn->state->root,
-			      strerror(errno));
-	return FOUND_ERROR;
-}
+	while (pos < zm->size) {
+		size_t end = line_end(zm, pos);
+		int cmp;
 
-/* Node file rel of generation gen into conn->buf: open, read, close; the apex file is kept
- * open in gen instead (read on every fetch). */
-static enum found
-read_node(struct fs_conn *conn, struct gen_slot *gen, const char *rel, bool apex, size_t *len) {
-	enum found found;
-	int fd;
-
-	if (apex && gen->apex_fd >= 0) {
-		return read_open_node(conn, gen->apex_fd, rel, len);
-	}
-	found = open_node(conn, gen->fd, rel, &fd);
-	if (found != FOUND_YES) {
-		return found;
-	}
-	found = read_open_node(conn, fd, rel, len);
-	if (apex && found == FOUND_YES) {
-		gen->apex_fd = fd;
-	} else {
-		close(fd);
+		if (!owner_cmp(zm, pos, end, owner, key_len, &cmp)) {
+			return FOUND_ERROR;
+		}
+		if (cmp != 0) {
+			break;
+		}
+		if (!add_line(out, zm, pos, end, key_len, zone, owner)) {
+			return FOUND_ERROR;
+		}
+		found = FOUND_YES;
+		pos = end + 1;
 	}
 	return found;
-}
-
-typedef int line_fn(void *ctx, char *line, size_t len);
-
-/*
- * Each line of fd (NUL-terminated in place, without its LF) to fn, reading in buffer-sized
- * chunks so that a zone transfer file of any size needs no more memory than its longest line.
- * fn's non-zero return stops and is returned; DLZ_ERROR if reading fails.
- */
-static int
-for_each_line(struct fs_conn *conn, int fd, line_fn *fn, void *ctx) {
-	size_t len = 0, start;
-	bool eof = false;
-
-	while (!eof) {
-		if (len == conn->cap && !buf_grow(conn)) {
-			return DLZ_ERROR; /* one line longer than the buffer */
-		}
-		if (!read_some(conn, fd, -1, &len, &eof)) {
-			dlz_log_error_limited("cannot read in %s: %s", conn->state->root,
-					      strerror(errno));
-			return DLZ_ERROR;
-		}
-		start = 0;
-		for (;;) {
-			char *lf = memchr(conn->buf + start, '\n', len - start);
-			size_t end = lf != NULL ? (size_t)(lf - conn->buf) : len;
-			int rc;
-
-			if (lf == NULL && (!eof || start == len)) {
-				break;
-			}
-			if (end == conn->cap && !buf_grow(conn)) {
-				return DLZ_ERROR; /* room for the NUL of a last line without LF */
-			}
-			conn->buf[end] = '\0';
-			rc = fn(ctx, conn->buf + start, end - start);
-			if (rc != DLZ_OK) {
-				return rc;
-			}
-			start = lf != NULL ? end + 1 : len;
-		}
-		memmove(conn->buf, conn->buf + start, len - start);
-		len -= start;
-	}
-	return DLZ_OK;
 }
 
 /* ---- fetch ------------------------------------------------------------------------------ */
 
-/* Read the node file rel (a path below the zone) and add its rows for owner. */
-static enum found
-read_owner(struct fs_conn *conn, struct gen_slot *gen, const char *rel, bool apex,
-	   const char *zone, const char *owner, struct dlz_rowset *out) {
-	size_t len;
-	enum found found = read_node(conn, gen, rel, apex, &len);
-
-	if (found == FOUND_YES && !dlz_rowset_add_node(out, zone, owner, conn->buf, len)) {
-		return FOUND_ERROR;
-	}
-	return found;
-}
-
 /*
- * The rows of zone names[z] (generation gen): names[z], names[z-1], ... while they exist, then
+ * The rows of zone names[z] (mapping zm): names[z], names[z-1], ... while they exist, then
  * those of the wildcard child of the deepest one that exists (the closest encloser).
  */
 static int
-read_owners(struct fs_conn *conn, struct gen_slot *gen, const struct dlz_fetch_req *req, int z,
-	    struct dlz_rowset *out) {
+read_owners(struct fs_conn *conn, const struct zone_map *zm, const struct dlz_fetch_req *req,
+	    int z, struct dlz_rowset *out) {
 	const struct fs_key *k = &conn->key;
 	const char *zone = req->names[z];
-	char rel[PATH_MAX];
-	size_t len = 0, enc_len = 0;
 	int enc = -1;
 
-	rel[0] = '\0';
 	for (int i = z; i > k->bad; i--) {
-		size_t dir_len;
-		enum found found;
+		enum found found = read_owner(zm, zone, req->names[i], out);
 
-		if (i < z && ((len > 0 && !path_append(rel, &len, "/", 1)) ||
-			      !path_append_comp(rel, &len, k, (unsigned)i))) {
-			break;
-		}
-		dir_len = len;
-		if (!path_append(rel, &len, RR_SUFFIX, sizeof(RR_SUFFIX) - 1)) {
-			break;
-		}
-		found = read_owner(conn, gen, rel, i == z, zone, req->names[i], out);
 		if (found == FOUND_ERROR) {
 			return DLZ_ERROR;
 		}
 		if (found == FOUND_NONE) {
 			break;
 		}
-		len = dir_len;
-		rel[len] = '\0';
 		enc = i;
-		enc_len = len;
 	}
 	/* No wildcard when the query name exists, when not even the apex does, or when the walk
 	 * stopped at a label that cannot be a component: such a name is answered NXDOMAIN. */
 	if (enc < 1 || enc == k->bad + 1) {
 		return DLZ_OK;
 	}
-	len = enc_len;
-	if ((len > 0 && !path_append(rel, &len, "/", 1)) ||
-	    !path_append(rel, &len, WILD_FILE, sizeof(WILD_FILE) - 1)) {
-		return DLZ_OK;
-	}
-	return read_owner(conn, gen, rel, false, zone, req->wilds[enc], out) == FOUND_ERROR
-		       ? DLZ_ERROR
-		       : DLZ_OK;
-}
-
-/*
- * The rows of one extra owner (a key strictly inside zone names[z]) from generation gen: one
- * open+read+close of its node file. A name with a label that cannot be a component does not
- * exist.
- */
-static int
-read_extra(struct fs_conn *conn, struct gen_slot *gen, const struct dlz_fetch_req *req, int z,
-	   const char *owner, struct dlz_rowset *out) {
-	struct fs_key *k = &conn->extra;
-	char rel[PATH_MAX];
-	size_t len = 0;
-	int depth;
-
-	if (!split_key(owner, k) || k->bad >= 0) {
-		return DLZ_OK;
-	}
-	depth = (int)k->nlabels - ((int)conn->key.nlabels - z); /* labels below names[z] */
-	if (depth < 1) {
-		return DLZ_OK;
-	}
-	rel[0] = '\0';
-	for (int l = depth - 1; l >= 0; l--) {
-		if ((len > 0 && !path_append(rel, &len, "/", 1)) ||
-		    !path_append_comp(rel, &len, k, (unsigned)l)) {
-			return DLZ_OK; /* longer than any path of the tree */
-		}
-	}
-	if (!path_append(rel, &len, RR_SUFFIX, sizeof(RR_SUFFIX) - 1)) {
-		return DLZ_OK;
-	}
-	return read_owner(conn, gen, rel, false, req->names[z], owner, out) == FOUND_ERROR
-		       ? DLZ_ERROR
-		       : DLZ_OK;
+	return read_owner(zm, zone, req->wilds[enc], out) == FOUND_ERROR ? DLZ_ERROR : DLZ_OK;
 }
 
 static int
 fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct fs_conn *conn = c;
 	const struct fs_key *k = &conn->key;
-	struct gen_slot *gen = NULL;
+	struct zone_map *zm = NULL;
 	int z = -1;
 
 	/* The core splits names the same way (and may ask about the deeper suffixes only); a
@@ -732,11 +576,11 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 		return DLZ_OK;
 	}
 	index_dirs(conn);
-	/* The given zone, or the deepest: one readlink per candidate, deepest first, until a
+	/* The given zone, or the deepest: one openat2 per candidate, deepest first, until a
 	 * zone is found (no suffix above it is asked about). */
 	for (int j = req->zone_index >= 0 ? req->zone_index : k->bad + 1;
 	     z < 0 && j > k->bad && j < (int)req->nnames; j++) {
-		enum found found = zone_generation(conn, (unsigned)j, &gen);
+		enum found found = zone_at(conn, (unsigned)j, &zm);
 
 		if (found == FOUND_ERROR) {
 			return DLZ_ERROR;
@@ -751,11 +595,11 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 		return DLZ_OK;
 	}
 	if (!dlz_rowset_add_zone_ref(out, req->names[z]) ||
-	    read_owners(conn, gen, req, z, out) != DLZ_OK) {
+	    read_owners(conn, zm, req, z, out) != DLZ_OK) {
 		return DLZ_ERROR;
 	}
 	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
-		if (read_extra(conn, gen, req, z, req->extras[i], out) != DLZ_OK) {
+		if (read_owner(zm, req->names[z], req->extras[i], out) == FOUND_ERROR) {
 			return DLZ_ERROR;
 		}
 	}
@@ -764,10 +608,9 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 
 /* ---- zone transfer ---------------------------------------------------------------------- */
 
-/* Open file name of zone_key's generation; DLZ_NOTFOUND when there is no such zone. */
+/* The mapped file of zone zone_key; DLZ_NOTFOUND when there is no such zone. */
 static int
-open_zone_file(struct fs_conn *conn, const char *zone_key, const char *name, int *fd) {
-	struct gen_slot *gen;
+zone_of_key(struct fs_conn *conn, const char *zone_key, struct zone_map **zm) {
 	enum found found;
 
 	if (!split_key(zone_key, &conn->key) || conn->key.bad >= 0) {
@@ -777,81 +620,103 @@ open_zone_file(struct fs_conn *conn, const char *zone_key, const char *name, int
 	if (conn->key.bad >= 0) {
 		return DLZ_NOTFOUND;
 	}
-	found = zone_generation(conn, 0, &gen);
+	found = zone_at(conn, 0, zm);
 	if (found != FOUND_YES) {
 		return found == FOUND_ERROR ? DLZ_ERROR : DLZ_NOTFOUND;
-	}
-	*fd = open_in_zone(conn, gen->fd, name);
-	if (*fd < 0) {
-		dlz_log_error_limited("cannot open %s of zone %s in %s: %s", name, zone_key,
-				      conn->state->root, strerror(errno));
-		return DLZ_ERROR;
 	}
 	return DLZ_OK;
 }
 
-struct axfr_walk {
-	dlz_node_cb *cb;
-	void *ctx;
-};
+/* conn->line = the line [start, end) of zm, NUL-terminated; false when out of memory. */
+static bool
+copy_line(struct fs_conn *conn, const struct zone_map *zm, size_t start, size_t end) {
+	size_t len = end - start;
 
-/* "<owner> SP <TYPE> SP <TTL> SP <rdata>" to the callback. */
+	if (len + 1 > conn->line_cap) {
+		size_t cap = conn->line_cap > LINE_MIN ? conn->line_cap : LINE_MIN;
+		char *bigger;
+
+		while (cap < len + 1) {
+			cap *= 2;
+		}
+		bigger = realloc(conn->line, cap);
+		if (bigger == NULL) {
+			return false;
+		}
+		conn->line = bigger;
+		conn->line_cap = cap;
+	}
+	memcpy(conn->line, zm->data + start, len);
+	conn->line[len] = '\0';
+	return true;
+}
+
+/* "<owner> SP <TYPE> SP <TTL> SP <rdata>" in conn->line to the callback. */
 static int
-axfr_line(void *ctx, char *line, size_t len) {
-	struct axfr_walk *walk = ctx;
-	char *sp = memchr(line, ' ', len);
+transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
+	char *line = conn->line, *sp = memchr(line, ' ', len), *type;
 	struct dlz_record_line r;
-	char *type;
 
 	if (sp == NULL || sp == line || !dlz_record_split(sp + 1, len - (size_t)(sp + 1 - line), &r)) {
-		dlz_log_error_limited("malformed zone transfer line: %s", line);
+		dlz_log_error_limited("malformed zone file line: %s", line);
 		return DLZ_ERROR;
 	}
 	*sp = '\0';
 	type = sp + 1;
 	type[r.type_len] = '\0'; /* the space before the TTL */
-	return walk->cb(walk->ctx, line, type, r.ttl, r.rdata);
+	return cb(ctx, line, type, r.ttl, r.rdata);
 }
 
 static int
 fs_allnodes(void *c, const char *zone_key, dlz_node_cb *cb, void *ctx) {
 	struct fs_conn *conn = c;
-	struct axfr_walk walk = { .cb = cb, .ctx = ctx };
-	int fd, rc = open_zone_file(conn, zone_key, AXFR_FILE, &fd);
+	struct zone_map *zm;
+	int rc = zone_of_key(conn, zone_key, &zm);
 
 	if (rc != DLZ_OK) {
 		return rc;
 	}
-	rc = for_each_line(conn, fd, axfr_line, &walk);
-	close(fd);
+	for (size_t pos = zm->body; rc == DLZ_OK && pos < zm->size;) {
+		size_t end = line_end(zm, pos);
+
+		if (!copy_line(conn, zm, pos, end)) {
+			return DLZ_ERROR;
+		}
+		rc = transfer_line(conn, end - pos, cb, ctx);
+		pos = end + 1;
+	}
 	return rc;
 }
 
-/* What acl_line returns to stop the walk at the client's line. */
-#define ACL_MATCH 100
+/* Is client one of the addresses of the header line [0, end) ("<tag> <addr> <addr>...")? */
+static bool
+header_lists(const char *header, size_t end, const char *client) {
+	size_t client_len = strlen(client), pos = sizeof(XFR_HEADER) - 1;
 
-static int
-acl_line(void *ctx, char *line, size_t len) {
-	const char *client = ctx;
+	while (pos < end) {
+		const char *word = header + pos + 1; /* after the space */
+		const char *sp = memchr(word, ' ', end - pos - 1);
+		size_t word_len = sp != NULL ? (size_t)(sp - word) : end - pos - 1;
 
-	(void)len;
-	return strcmp(line, client) == 0 ? ACL_MATCH : DLZ_OK;
+		if (word_len == client_len && memcmp(word, client, client_len) == 0) {
+			return true;
+		}
+		pos += 1 + word_len;
+	}
+	return false;
 }
 
 static int
 fs_allowxfr(void *c, const char *zone_key, const char *client) {
 	struct fs_conn *conn = c;
-	int fd, rc = open_zone_file(conn, zone_key, ACL_FILE, &fd);
+	struct zone_map *zm;
+	int rc = zone_of_key(conn, zone_key, &zm);
 
 	if (rc != DLZ_OK) {
 		return rc;
 	}
-	rc = for_each_line(conn, fd, acl_line, (void *)client);
-	close(fd);
-	if (rc == DLZ_ERROR) {
-		return DLZ_ERROR;
-	}
-	return rc == ACL_MATCH ? DLZ_OK : DLZ_DENIED;
+	/* body - 1: the header's line feed */
+	return header_lists(zm->data, zm->body - 1, client) ? DLZ_OK : DLZ_DENIED;
 }
 
 /* ---- connections and set-up ------------------------------------------------------------- */
@@ -870,20 +735,9 @@ fs_connect(void *state, void **conn_out) {
 		return DLZ_ERROR;
 	}
 	conn->state = s;
-	conn->gens = calloc((size_t)s->gen_sets * GEN_WAYS, sizeof(*conn->gens));
-	for (unsigned i = 0; conn->gens != NULL && i < s->gen_sets * GEN_WAYS; i++) {
-		conn->gens[i].fd = conn->gens[i].apex_fd = -1;
-	}
-	conn->cap = BUF_MIN;
-	conn->buf = malloc(conn->cap);
 	conn->rootfd = open_root(s->root);
-	if (conn->gens == NULL || conn->buf == NULL || conn->rootfd < 0) {
+	if (conn->rootfd < 0) {
 		dlz_log_error_limited("cannot open root %s: %s", s->root, strerror(errno));
-		if (conn->rootfd >= 0) {
-			close(conn->rootfd);
-		}
-		free(conn->gens);
-		free(conn->buf);
 		free(conn);
 		return DLZ_ERROR;
 	}
@@ -895,12 +749,12 @@ static void
 fs_disconnect(void *state, void *c) {
 	struct fs_conn *conn = c;
 
-	for (unsigned i = 0; i < ((const struct fs_state *)state)->gen_sets * GEN_WAYS; i++) {
-		gen_slot_clear(&conn->gens[i]);
+	(void)state;
+	for (unsigned i = 0; i < ZONE_CACHE; i++) {
+		zone_unmap(&conn->zones[i]);
 	}
 	close(conn->rootfd);
-	free(conn->gens);
-	free(conn->buf);
+	free(conn->line);
 	free(conn);
 }
 
@@ -914,28 +768,6 @@ probe_openat2(int rootfd) {
 	}
 	close(fd);
 	return true;
-}
-
-/* Sets of the generation cache: two descriptors per slot, half the process's limit for all
- * connections (named's own sockets and files need the rest). */
-static unsigned
-gen_cache_sets(const struct dlz_args *args) {
-	struct rlimit lim;
-	long connections;
-	unsigned sets = GEN_SETS_MIN;
-	rlim_t budget;
-
-	if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) {
-		lim.rlim_cur = 1024;
-	}
-	if (!dlz_arg_long(args, "connections", 1, 1, 4096, &connections)) {
-		connections = 1;
-	}
-	budget = lim.rlim_cur / 2 / (rlim_t)connections / (2 * GEN_WAYS);
-	while (sets < GEN_SETS_MAX && (rlim_t)sets * 2 <= budget) {
-		sets *= 2;
-	}
-	return sets;
 }
 
 static int
@@ -971,12 +803,12 @@ fs_init(const struct dlz_args *args, void **state_out) {
 		return DLZ_ERROR;
 	}
 	s->openat2 = probe_openat2(fd);
-	s->gen_sets = gen_cache_sets(args);
 	close(fd);
-	dlz_log(ISC_LOG_INFO, "store %s; files opened with %s; %u zone generations cached", root,
+	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d mapped per connection",
+		root,
 		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
 			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
-		s->gen_sets * GEN_WAYS);
+		ZONE_CACHE);
 	*state_out = s;
 	return DLZ_OK;
 }
