@@ -17,7 +17,8 @@ from pathlib import Path
 from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.prober import LatencyStats
-from bench.results import Cell, Results
+from bench.results import Cell, Results, StartupPoint
+from loaders import all_drivers
 
 NONE = "–"
 WARN = "⚠"
@@ -129,14 +130,30 @@ def render_header(results: Results) -> list[str]:
     # Version strings may hold "<id:...>", which markdown would take for an HTML tag.
     lines.append("**Versions:** " + "; ".join(versions).replace("<", "&lt;") + ".")
     lines.append("")
-    parameters = {k: v for k, v in meta.items() if k not in METADATA_KEYS}
+    parameters = {k: v for k, v in meta.items() if k not in (*METADATA_KEYS, "added_runs")}
     if parameters:
         lines.append("**Parameters:**")
         lines.append("")
         lines += [f"- {key}: {_param_text(value)}" for key, value in parameters.items()]
         lines.append("")
-    lines += render_method(results)
+    lines += _added_runs(meta.get("added_runs", []))
+    if results.cells or not results.startup_scaling:
+        lines += render_method(results)
     return lines
+
+
+def _added_runs(runs: list[dict]) -> list[str]:
+    """Points measured later into the same results (`startup --add-to`), one line each."""
+    if not runs:
+        return []
+    lines = ["**Points added by later runs** (same machine and versions):", ""]
+    for run in runs:
+        dirty = " (uncommitted changes)" if run.get("git_dirty") else ""
+        lines.append(f"- {run.get('date')}, commit `{str(run.get('git_commit'))[:12]}`{dirty}: "
+                     f"startup of {_param_text(run.get('drivers', []))} at "
+                     f"{_param_text(run.get('zone_counts', []))} zones of "
+                     f"{run.get('records_per_zone')} records (seed {run.get('seed')})")
+    return [*lines, ""]
 
 
 def _param_text(value: object) -> str:
@@ -274,23 +291,54 @@ def render_costs(results: Results) -> list[str]:
             + _table(header, rows) + [""])
 
 
+def _driver_order() -> Callable[[str], tuple[int, str]]:
+    """Native first, then the registry's order (the order of every other table)."""
+    known = all_drivers()
+    return lambda d: (known.index(d) if d in known else len(known), d)
+
+
+def _startup_cell(p: StartupPoint) -> str:
+    if p.status != "ok":
+        return p.status.upper()
+    seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
+    rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+    return f"{fmt_number(seconds)} s, {fmt_number(rss, 0)} MiB"
+
+
+def render_startup_summary(results: Results) -> list[str]:
+    """Driver x zone count: named's startup time and memory (the operator's question)."""
+    points = {(p.driver, p.zones): p for p in results.startup_scaling}
+    counts = sorted({n for _, n in points})
+    drivers = sorted({d for d, _ in points}, key=_driver_order())
+    rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
+            for d in drivers]
+    return ["## Startup time and named memory", "",
+            "Time from named's exec until it answers for the last zone, and named's resident "
+            "memory then. Details, failures and loader figures in the next table.", ""] + \
+        _table(["driver", *(f"{n:,} zones" for n in counts)], rows) + [""]
+
+
 def render_startup_scaling(results: Results) -> list[str]:
     if not results.startup_scaling:
         return []
-    header = ["driver", "zones", "startup (ms)", "named RSS (kB)", "store size (MB)",
-              "load (s)", "records/s", "loader RSS (kB)"]
+    header = ["driver", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+              "load (s)", "records/s", "loader RSS (MiB)"]
+    order = _driver_order()
     rows = []
-    for p in sorted(results.startup_scaling, key=lambda p: (p.driver, p.zones)):
+    for p in sorted(results.startup_scaling, key=lambda p: (order(p.driver), p.zones)):
+        loader_rss = p.loader_rss_kb / 1024 if p.loader_rss_kb is not None else None
         load = [fmt_number(p.load_seconds), fmt_number(p.records_per_second, 0),
-                fmt_number(p.loader_rss_kb, 0)]
+                fmt_number(loader_rss, 0)]
         if p.status != "ok":
             rows.append([p.driver, f"{p.zones:,}", f"{p.status.upper()}: {p.error}", NONE,
                          NONE, *load])
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
-        rows.append([p.driver, f"{p.zones:,}", fmt_number(p.startup_ms),
-                     fmt_number(p.named_rss_kb, 0), fmt_number(size), *load])
-    return ["## Startup against zone count", "",
+        seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
+        rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+        rows.append([p.driver, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
+                     fmt_number(size), *load])
+    return render_startup_summary(results) + ["## Startup against zone count", "",
             "Startup: from named's exec until it answers authoritatively for the last zone "
             "loaded. named RSS: its peak resident memory at that moment. Store size: the "
             "store's files on disk. Load: the store's loader in its own process (its peak RSS "
@@ -446,7 +494,7 @@ def _plot_startup(results: Results, path: Path) -> Path:
 
     fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
     points = [p for p in results.startup_scaling if p.status == "ok"]
-    for driver in sorted({p.driver for p in points}):
+    for driver in sorted({p.driver for p in points}, key=_driver_order()):
         mine = sorted((p for p in points if p.driver == driver), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
         sized = [p for p in mine if p.named_rss_kb is not None]

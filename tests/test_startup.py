@@ -16,7 +16,7 @@ from bench.results import load_results
 from bench.servers.process import REPO_ROOT
 from loaders import all_drivers, store_for_driver
 
-SMALL, LARGE = 200, 2000
+TINY, SMALL, LARGE = 100, 200, 2000
 
 
 @pytest.fixture(scope="module")
@@ -55,4 +55,32 @@ def test_report_has_the_scaling_table_and_plot(startup_run: Path) -> None:
     markdown = (startup_run / "results.md").read_text()
     assert "## Startup against zone count" in markdown
     assert "## 1 thread" not in markdown  # no QPS tables in a startup-only run
+    assert "dnsperf runs" not in markdown  # nor their method
     assert (startup_run / "startup.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_later_run_adds_its_points(startup_run: Path) -> None:
+    before = load_results(startup_run).startup_scaling
+    done = subprocess.run([sys.executable, "-m", "bench", "startup", "--zones-counts",
+                           f"{TINY},{SMALL}", "--drivers", "memory", "--add-to",
+                           str(startup_run)], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = load_results(startup_run)
+    after = {(p.driver, p.zones): p for p in results.startup_scaling}
+    assert set(after) == {(p.driver, p.zones) for p in before} | {("memory", TINY)}
+    assert after["memory", TINY].status == "ok"
+    assert [r["drivers"] for r in results.meta["added_runs"]] == [["memory"]]
+    assert "Points added by later runs" in (startup_run / "results.md").read_text()
+
+
+def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "bench", "startup", "--zones-counts",
+                           str(TINY), "--drivers", "native", "--timeout", "0.001", "--out",
+                           str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [point] = load_results(tmp_path).startup_scaling
+    assert point.status == "timeout", point
+    assert point.startup_ms is None and point.named_rss_kb, point
+    assert "TIMEOUT" in (tmp_path / "results.md").read_text()

@@ -10,8 +10,9 @@ from pathlib import Path
 from bench import metadata
 from bench.commands import positive_counts
 from bench.commands.verify import selected_drivers
+from bench.errors import UserError
 from bench.report import write_report
-from bench.results import Results, save_results
+from bench.results import Results, load_results, save_results
 from bench.servers.process import REPO_ROOT, new_run_dir
 from bench.startup import measure_count
 
@@ -21,23 +22,31 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--zones-counts", default="1000,10000,100000,1000000",
                    help="comma list of zone counts (default 1000,10000,100000,1000000)")
     p.add_argument("--drivers", default="all",
-                   help="'all' (native and every built driver) or a comma list")
+                   help="'all' (native and every built driver) or a comma list, e.g. native,pg")
     p.add_argument("--records", type=int, default=10, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=float, default=3600.0,
                    help="seconds to wait for named to answer for the last zone")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default: results/startup-<timestamp>)")
+    p.add_argument("--add-to", type=Path, default=None, metavar="DIR",
+                   help="add the points to the results in DIR, of `startup` or of `run` (a "
+                        "driver and count measured again replaces its old point)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     counts = positive_counts(args.zones_counts, "--zones-counts")
-    drivers = ["native", *[d for d in selected_drivers(args.drivers) if d != "native"]]
-    out = args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")
-    results = Results(meta={**metadata.collect(), "command": "startup", "drivers": drivers,
-                            "zone_counts": counts, "records_per_zone": args.records,
-                            "seed": args.seed, "timeout_s": args.timeout})
+    drivers = selected_drivers(args.drivers)
+    if args.add_to is not None and args.out is not None:
+        raise UserError("--out and --add-to are exclusive: --add-to writes into its directory")
+    out = args.add_to or args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")
+    params = {"command": "startup", "drivers": drivers, "zone_counts": counts,
+              "records_per_zone": args.records, "seed": args.seed, "timeout_s": args.timeout}
+    if args.add_to is not None:
+        results = earlier_results(args.add_to, params, drivers, counts)
+    else:
+        results = Results(meta={**metadata.collect(), **params})
     run_dir = new_run_dir("startup")
     try:
         for count in counts:
@@ -51,6 +60,27 @@ def run(args: argparse.Namespace) -> int:
         return 130
     print(write_report(results, out))
     return 0
+
+
+def earlier_results(directory: Path, params: dict, drivers: list[str],
+                    counts: list[int]) -> Results:
+    """The results in directory (of `startup`, or of `run`: its report then gains the startup
+    tables), less the points about to be measured again; this run's commit, date and
+    parameters are noted in the metadata beside the first run's."""
+    results = load_results(directory)
+    for key in ("records_per_zone", "seed"):
+        if key in results.meta and results.meta[key] != params[key]:
+            raise UserError(f"{directory} was measured with {key}={results.meta[key]}, "
+                            f"not {params[key]}: its points would not be comparable")
+    remeasured = {(d, n) for d in drivers for n in counts}
+    results.startup_scaling = [p for p in results.startup_scaling
+                               if (p.driver, p.zones) not in remeasured]
+    now = metadata.collect()
+    added = {k: now.get(k) for k in ("date", "git_commit", "git_dirty")}
+    results.meta.setdefault("added_runs", []).append(
+        {**added, "drivers": drivers, "zone_counts": counts,
+         "records_per_zone": params["records_per_zone"], "seed": params["seed"]})
+    return results
 
 
 def _progress(text: str) -> None:

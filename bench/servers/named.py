@@ -187,6 +187,13 @@ options {{
         return self._poll(qname, rdtype, _is_authoritative, timeout,
                           f"authoritative answer for {qname}/{rdtype}")
 
+    def answers(self, qname: str, rdtype: str = "SOA") -> bool:
+        """One query, no waiting and no stopping: does named answer it authoritatively now?"""
+        query = dns.message.make_query(qname, rdtype)
+        query.flags &= ~dns.flags.RD
+        response = self._ask_udp(query)
+        return response is not None and _is_authoritative(response)
+
     def _poll(self, qname: str, rdtype: str, accept: Check, timeout: float, what: str) -> float:
         proc = self._running_proc()
         query = dns.message.make_query(qname, rdtype)
