@@ -49,7 +49,7 @@ def disk_usage(path: Path) -> int:
 def load_in_child(store: Store, zones: int, records: int, seed: int, data: Path,
                   log: Path) -> dict:
     """Run the store's load in a child process; its figures, with the loader's own peak RSS
-    (peak_rss_kb: the Python process alone, not the database server it starts)."""
+    (peak_rss_kb: the loading program alone, not the database server it starts)."""
     figures = data / f"load-{store.name}.json"
     argv = [sys.executable, "-m", "bench", "load", "--generate", str(zones), "--records",
             str(records), "--seed", str(seed), "--stores", store.name, "--data", str(data),
@@ -112,9 +112,9 @@ def time_startup(store: Store, variant: str, target: object, zones: int, run_dir
 
 
 def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_dir: Path,
-                  timeout: float, report: Report) -> list[StartupPoint]:
-    """Every driver at one zone count; each store is loaded once for all its variants."""
-    points: list[StartupPoint] = []
+                  timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
+    """Every driver at one zone count, each point handed to record as soon as it is measured
+    (an interrupted run keeps them); each store is loaded once for all its variants."""
     for store, variants in _by_store(drivers):
         data = run_dir / f"{zones}"
         data.mkdir(parents=True, exist_ok=True)
@@ -122,8 +122,9 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
         try:
             figures = load_in_child(store, zones, records, seed, data, run_dir / "load.log")
         except UserError as exc:
-            points += [StartupPoint(v, zones, status="failed", error=str(exc).splitlines()[0])
-                       for v in variants]
+            for variant in variants:
+                record(StartupPoint(variant, zones, status="failed",
+                                    error=str(exc).splitlines()[0]))
             continue
         with store.server(data / store.name) as target:
             size = disk_usage(data / store.name)
@@ -134,9 +135,8 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
                 point.load_seconds = figures["seconds"]
                 point.records_per_second = figures["records_per_second"]
                 point.loader_rss_kb = figures["peak_rss_kb"]
-                points.append(point)
+                record(point)
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
-    return points
 
 
 def _by_store(drivers: list[str]) -> list[tuple[Store, list[str]]]:

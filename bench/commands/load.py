@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 from pathlib import Path
 
 from bench.datasets import add_data_options, zone_source
@@ -40,12 +39,24 @@ def run(args: argparse.Namespace) -> int:
                   f"{stats.seconds:.1f}s ({stats.records_per_second:,.0f} records/s)", flush=True)
     print_summary(results)
     if args.json is not None:
-        # The loader's own peak memory, its servers (and slapadd) not included: this process's
-        # high-water mark, so with several stores it is the peak over all of them.
-        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak_kb = own_peak_rss_kb()
         args.json.write_text(json.dumps([{**vars(s), "records_per_second": s.records_per_second,
                                           "peak_rss_kb": peak_kb} for s in results]) + "\n")
     return 0
+
+
+def own_peak_rss_kb() -> int:
+    """This program's peak resident memory (with several stores, the peak over all of them).
+
+    VmHWM, not getrusage: Linux carries ru_maxrss over exec, so a loader started from a big
+    parent would report the parent's peak; and the servers and tools (slapadd) the loader
+    starts are other processes, not counted.
+    """
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def print_summary(results: list[LoadStats]) -> None:

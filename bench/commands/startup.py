@@ -12,7 +12,7 @@ from bench.commands import positive_counts
 from bench.commands.verify import selected_drivers
 from bench.errors import UserError
 from bench.report import write_report
-from bench.results import Results, load_results, save_results
+from bench.results import Results, StartupPoint, load_results, save_results
 from bench.servers.process import REPO_ROOT, new_run_dir
 from bench.startup import measure_count
 
@@ -48,11 +48,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = Results(meta={**metadata.collect(), **params})
     run_dir = new_run_dir("startup")
+
+    def record(point: StartupPoint) -> None:
+        results.startup_scaling.append(point)
+        save_results(results, out)
+
     try:
         for count in counts:
-            results.startup_scaling += measure_count(drivers, count, args.records, args.seed,
-                                                     run_dir, args.timeout, _progress)
-            save_results(results, out)
+            measure_count(drivers, count, args.records, args.seed, run_dir, args.timeout,
+                          _progress, record)
     except KeyboardInterrupt:
         print("interrupted: keeping the results gathered so far", file=sys.stderr)
         save_results(results, out)
