@@ -228,14 +228,24 @@ fail:
 	return DLZ_ERROR;
 }
 
-/* The rows of owner in zone ("D <zone> <owner>"), if the node exists (*found). */
+/* One fetch's zone, as fetch_owner reads it. */
+struct owner_read {
+	struct bdb_conn *c;
+	const char *zone;
+	size_t zone_len;
+	struct dlz_rowset *out;
+};
+
+/* dlz_owner_reader: the rows of owner in the zone ("D <zone> <owner>"), if the node exists
+ * (*found). */
 static int
-fetch_owner(struct bdb_conn *c, const char *zone, size_t zone_len, const char *owner,
-	    struct dlz_rowset *out, bool *found) {
+fetch_owner(void *ctx, const char *owner, bool *found) {
+	const struct owner_read *r = ctx;
+	struct bdb_conn *c = r->c;
 	size_t len;
 
 	*found = false;
-	if (!make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
+	if (!make_key(c, 'D', r->zone, r->zone_len, owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
 	switch (get_into(c, &c->value, &len)) {
@@ -243,7 +253,8 @@ fetch_owner(struct bdb_conn *c, const char *zone, size_t zone_len, const char *o
 		return DLZ_OK;
 	case GET_FOUND:
 		*found = true;
-		return dlz_rowset_add_node(out, zone, owner, c->value.data, len) ? DLZ_OK : DLZ_ERROR;
+		return dlz_rowset_add_node(r->out, r->zone, owner, c->value.data, len) ? DLZ_OK
+											: DLZ_ERROR;
 	default:
 		return DLZ_ERROR;
 	}
@@ -253,9 +264,7 @@ static int
 bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdb_conn *c = conn;
 	const char *zone = NULL;
-	int z = req->zone_index, enc = -1;
-	size_t zone_len;
-	bool found;
+	int z = req->zone_index;
 
 	/* The given zone, or the deepest: the first found, deepest first. */
 	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
@@ -279,26 +288,9 @@ bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	if (!dlz_rowset_add_zone_ref(out, zone)) {
 		return DLZ_ERROR;
 	}
-	zone_len = strlen(zone);
-	/* From the apex down while the names exist, then the closest encloser's wildcard. */
-	for (int i = z; i >= 0; i--) {
-		if (fetch_owner(c, zone, zone_len, req->names[i], out, &found) != DLZ_OK) {
-			return DLZ_ERROR;
-		}
-		if (!found) {
-			break;
-		}
-		enc = i;
-	}
-	if (enc >= 1 && fetch_owner(c, zone, zone_len, req->wilds[enc], out, &found) != DLZ_OK) {
-		return DLZ_ERROR;
-	}
-	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
-		if (fetch_owner(c, zone, zone_len, req->extras[i], out, &found) != DLZ_OK) {
-			return DLZ_ERROR;
-		}
-	}
-	return DLZ_OK;
+	return dlz_read_owners(req, z, 0, fetch_owner,
+			       &(struct owner_read){ .c = c, .zone = zone, .zone_len = strlen(zone),
+						     .out = out });
 }
 
 /*

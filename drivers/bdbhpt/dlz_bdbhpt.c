@@ -456,14 +456,24 @@ fail:
 	return DLZ_ERROR;
 }
 
-/* The rows of owner under generation gen ("<gen> <owner>"), if the node exists (*found). */
+/* One fetch's zone and the generation it is read under, as fetch_owner reads them. */
+struct owner_read {
+	struct bdbhpt_conn *c;
+	const char *gen;
+	const char *zone;
+	struct dlz_rowset *out;
+};
+
+/* dlz_owner_reader: the rows of owner under the generation ("<gen> <owner>"), if the node
+ * exists (*found). */
 static int
-fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, const char *owner,
-	    struct dlz_rowset *out, bool *found) {
+fetch_owner(void *ctx, const char *owner, bool *found) {
+	const struct owner_read *r = ctx;
+	struct bdbhpt_conn *c = r->c;
 	size_t len;
 
 	*found = false;
-	if (!make_key(c, gen, strlen(gen), owner, strlen(owner))) {
+	if (!make_key(c, r->gen, strlen(r->gen), owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
 	switch (get_into(c, c->data_db, &c->value, &len)) {
@@ -471,7 +481,8 @@ fetch_owner(struct bdbhpt_conn *c, const char *gen, const char *zone, const char
 		return DLZ_OK;
 	case GET_FOUND:
 		*found = true;
-		return dlz_rowset_add_node(out, zone, owner, c->value.data, len) ? DLZ_OK : DLZ_ERROR;
+		return dlz_rowset_add_node(r->out, r->zone, owner, c->value.data, len) ? DLZ_OK
+											: DLZ_ERROR;
 	default:
 		return DLZ_ERROR;
 	}
@@ -482,8 +493,7 @@ bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out
 	struct bdbhpt_conn *c = conn;
 	char gen[GEN_MAX + 1];
 	const char *zone = NULL;
-	int z = req->zone_index, enc = -1;
-	bool found;
+	int z = req->zone_index;
 
 	/* The given zone, or the deepest: the first found, deepest first. */
 	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
@@ -507,26 +517,9 @@ bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out
 	if (!dlz_rowset_add_zone_ref(out, zone)) {
 		return DLZ_ERROR;
 	}
-	/* Every node is read under the one generation read above: the zone as it was then.
-	 * From the apex down while the names exist, then the closest encloser's wildcard. */
-	for (int i = z; i >= 0; i--) {
-		if (fetch_owner(c, gen, zone, req->names[i], out, &found) != DLZ_OK) {
-			return DLZ_ERROR;
-		}
-		if (!found) {
-			break;
-		}
-		enc = i;
-	}
-	if (enc >= 1 && fetch_owner(c, gen, zone, req->wilds[enc], out, &found) != DLZ_OK) {
-		return DLZ_ERROR;
-	}
-	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
-		if (fetch_owner(c, gen, zone, req->extras[i], out, &found) != DLZ_OK) {
-			return DLZ_ERROR;
-		}
-	}
-	return DLZ_OK;
+	/* Every node is read under the one generation read above: the zone as it was then. */
+	return dlz_read_owners(req, z, 0, fetch_owner,
+			       &(struct owner_read){ .c = c, .gen = gen, .zone = zone, .out = out });
 }
 
 /* The owner list of one generation, then one dns_data get per owner. */

@@ -163,6 +163,20 @@ extern const struct dlz_backend dlz_backend;
 
 /* ---- small helpers for backends ------------------------------------------------------------- */
 
+/* Reads the rows of one owner key into the backend's rowset; *found = the owner exists.
+ * DLZ_OK or DLZ_ERROR. */
+typedef int dlz_owner_reader(void *ctx, const char *owner, bool *found);
+/*
+ * The owners a one-name-at-a-time backend reads for zone req->names[z], per the fetch
+ * contract: names[z], names[z-1], ... down to names[last] while they exist, then the wildcard
+ * child of the deepest that exists (the closest encloser; none if that is names[last], or if
+ * not even the apex exists), then the extras when z == req->extras_zone. last is 0, or the
+ * index of the deepest name a backend knows to hold no name below it (the filesystem: names
+ * whose labels are no path component). DLZ_OK or DLZ_ERROR (read failed).
+ */
+int dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,
+		    void *ctx);
+
 /* Does key lie in zone (equal or below)? Both keys; the root "." contains everything. */
 bool dlz_key_in_zone(const char *key, const char *zone);
 

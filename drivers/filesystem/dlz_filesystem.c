@@ -499,69 +499,48 @@ add_line(struct dlz_rowset *out, const struct zone_map *zm, size_t start, size_t
 				       r.rdata_len);
 }
 
-/*
- * Every record line of owner (a string of the request) in zone zm as rows (copied: the
- * mapping may be gone by the time the core reads them); ENT marker lines become ENT rows.
- */
-static enum found
-read_owner(const struct zone_map *zm, const char *zone, const char *owner,
-	   struct dlz_rowset *out) {
-	size_t key_len = strlen(owner), pos;
-	enum found found = FOUND_NONE;
+/* One fetch's zone, as read_owner reads it. */
+struct owner_read {
+	const struct zone_map *zm;
+	const char *zone;
+	struct dlz_rowset *out;
+};
 
+/*
+ * dlz_owner_reader: every record line of owner (a string of the request) in the zone file as
+ * rows (copied: the mapping may be gone by the time the core reads them); ENT marker lines
+ * become ENT rows.
+ */
+static int
+read_owner(void *ctx, const char *owner, bool *found) {
+	const struct owner_read *r = ctx;
+	const struct zone_map *zm = r->zm;
+	size_t key_len = strlen(owner), pos;
+
+	*found = false;
 	if (!first_line_from(zm, owner, key_len, &pos)) {
-		return FOUND_ERROR;
+		return DLZ_ERROR;
 	}
 	while (pos < zm->size) {
 		size_t end = line_end(zm, pos);
 		int cmp;
 
 		if (!owner_cmp(zm, pos, end, owner, key_len, &cmp)) {
-			return FOUND_ERROR;
+			return DLZ_ERROR;
 		}
 		if (cmp != 0) {
 			break;
 		}
-		if (!add_line(out, zm, pos, end, key_len, zone, owner)) {
-			return FOUND_ERROR;
+		if (!add_line(r->out, zm, pos, end, key_len, r->zone, owner)) {
+			return DLZ_ERROR;
 		}
-		found = FOUND_YES;
+		*found = true;
 		pos = end + 1;
 	}
-	return found;
+	return DLZ_OK;
 }
 
 /* ---- fetch ------------------------------------------------------------------------------ */
-
-/*
- * The rows of zone names[z] (mapping zm): names[z], names[z-1], ... while they exist, then
- * those of the wildcard child of the deepest one that exists (the closest encloser).
- */
-static int
-read_owners(struct fs_conn *conn, const struct zone_map *zm, const struct dlz_fetch_req *req,
-	    int z, struct dlz_rowset *out) {
-	const struct fs_key *k = &conn->key;
-	const char *zone = req->names[z];
-	int enc = -1;
-
-	for (int i = z; i > k->bad; i--) {
-		enum found found = read_owner(zm, zone, req->names[i], out);
-
-		if (found == FOUND_ERROR) {
-			return DLZ_ERROR;
-		}
-		if (found == FOUND_NONE) {
-			break;
-		}
-		enc = i;
-	}
-	/* No wildcard when the query name exists, when not even the apex does, or when the walk
-	 * stopped at a label that cannot be a component: such a name is answered NXDOMAIN. */
-	if (enc < 1 || enc == k->bad + 1) {
-		return DLZ_OK;
-	}
-	return read_owner(zm, zone, req->wilds[enc], out) == FOUND_ERROR ? DLZ_ERROR : DLZ_OK;
-}
 
 static int
 fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
@@ -594,16 +573,13 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	if (z < 0) {
 		return DLZ_OK;
 	}
-	if (!dlz_rowset_add_zone_ref(out, req->names[z]) ||
-	    read_owners(conn, zm, req, z, out) != DLZ_OK) {
+	if (!dlz_rowset_add_zone_ref(out, req->names[z])) {
 		return DLZ_ERROR;
 	}
-	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
-		if (read_owner(zm, req->names[z], req->extras[i], out) == FOUND_ERROR) {
-			return DLZ_ERROR;
-		}
-	}
-	return DLZ_OK;
+	/* The walk stops above a label that cannot be a component: no name below it exists,
+	 * so it is answered NXDOMAIN, not by a wildcard. */
+	return dlz_read_owners(req, z, k->bad + 1, read_owner,
+			       &(struct owner_read){ .zm = zm, .zone = req->names[z], .out = out });
 }
 
 /* ---- zone transfer ---------------------------------------------------------------------- */

@@ -433,11 +433,19 @@ memory_disconnect(void *state, void *conn) {
 	(void)conn;
 }
 
-/* The rows of owner in zone; *found if it has any. */
-static bool
-add_owner_rows(const struct mtable *t, const struct mzone *zone, const char *key,
-	       struct dlz_rowset *out, bool *found) {
-	const struct mowner *owner = mhash_get(&t->owner_index, key);
+/* One fetch's zone, as add_owner_rows reads it. */
+struct owner_read {
+	const struct mtable *t;
+	const struct mzone *zone;
+	struct dlz_rowset *out;
+};
+
+/* dlz_owner_reader: the rows of owner key in the fetch's zone; *found if it has any. */
+static int
+add_owner_rows(void *ctx, const char *key, bool *found) {
+	const struct owner_read *r = ctx;
+	const struct mzone *zone = r->zone;
+	const struct mowner *owner = mhash_get(&r->t->owner_index, key);
 
 	*found = false;
 	for (const struct mrec *rec = owner != NULL ? owner->first : NULL; rec != NULL;
@@ -446,20 +454,19 @@ add_owner_rows(const struct mtable *t, const struct mzone *zone, const char *key
 			continue;
 		}
 		*found = true;
-		if (!dlz_rowset_add_row_ref(out, zone->key, rec->owner, rec->type, rec->ttl,
+		if (!dlz_rowset_add_row_ref(r->out, zone->key, rec->owner, rec->type, rec->ttl,
 					    rec->rdata)) {
-			return false;
+			return DLZ_ERROR;
 		}
 	}
-	return true;
+	return DLZ_OK;
 }
 
 static int
 memory_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	const struct mtable *t = conn;
 	const struct mzone *zone = NULL;
-	int z = req->zone_index, enc = -1;
-	bool found;
+	int z = req->zone_index;
 
 	if (in_outage(t)) {
 		return DLZ_ERROR;
@@ -479,25 +486,8 @@ memory_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out
 	if (!dlz_rowset_add_zone_ref(out, zone->key)) {
 		return DLZ_ERROR;
 	}
-	/* From the apex down while the names exist, then the closest encloser's wildcard. */
-	for (int i = z; i >= 0; i--) {
-		if (!add_owner_rows(t, zone, req->names[i], out, &found)) {
-			return DLZ_ERROR;
-		}
-		if (!found) {
-			break;
-		}
-		enc = i;
-	}
-	if (enc >= 1 && !add_owner_rows(t, zone, req->wilds[enc], out, &found)) {
-		return DLZ_ERROR;
-	}
-	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
-		if (!add_owner_rows(t, zone, req->extras[i], out, &found)) {
-			return DLZ_ERROR;
-		}
-	}
-	return DLZ_OK;
+	return dlz_read_owners(req, z, 0, add_owner_rows,
+			       &(struct owner_read){ .t = t, .zone = zone, .out = out });
 }
 
 static int

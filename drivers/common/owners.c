@@ -1,0 +1,33 @@
+/*
+ * The owner walk of the backends that look names up one at a time (memory, filesystem,
+ * Berkeley DB): which candidate owners of a fetch they read, in what order, and when they
+ * stop. One place for the RFC 4592 rule the fetch contract (dlz_driver.h) states.
+ */
+#include "core.h"
+
+int
+dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,
+		void *ctx) {
+	int enc = -1;
+	bool found;
+
+	for (int i = z; i >= last; i--) {
+		if (read(ctx, req->names[i], &found) != DLZ_OK) {
+			return DLZ_ERROR;
+		}
+		if (!found) {
+			break;
+		}
+		enc = i;
+	}
+	/* The wildcard child of the closest encloser; none when the walk reached names[last]. */
+	if (enc > last && read(ctx, req->wilds[enc], &found) != DLZ_OK) {
+		return DLZ_ERROR;
+	}
+	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
+		if (read(ctx, req->extras[i], &found) != DLZ_OK) {
+			return DLZ_ERROR;
+		}
+	}
+	return DLZ_OK;
+}
