@@ -167,15 +167,12 @@ class LdapStore(Store):
         slapd: Slapd = target
         stats = LoadStats(self.name)
         with Timer() as timer:
-            conn = slapd.connect()
-            try:
+            with bound(slapd) as conn:
                 empty = not has_zones(conn, slapd.suffix)
                 if not empty:
                     for zone in zones:
                         replace_zone(conn, zone, slapd.suffix)
                         count(stats, zone)
-            finally:
-                conn.unbind_s()
             if empty:
                 bulk_load(slapd, zones, stats)
         stats.seconds = timer.seconds
@@ -183,24 +180,18 @@ class LdapStore(Store):
 
     def update(self, zone: Zone, target: Any) -> None:
         # Always online: the bulk path stops slapd, which named may be reading from.
-        conn = target.connect()
-        try:
+        with bound(target) as conn:
             replace_zone(conn, zone, target.suffix)
-        finally:
-            conn.unbind_s()
 
     def read_back(self, target: Any) -> Iterator[Zone]:
         slapd: Slapd = target
-        conn = slapd.connect()
-        try:
+        with bound(slapd) as conn:
             for _, attrs in search_iter(conn, slapd.suffix, ldap.SCOPE_ONELEVEL,
                                         f"(objectClass={ZONE_CLASS.decode()})",
                                         ["dlzZoneName"]):
                 zone = read_zone(conn, slapd.suffix, attrs["dlzZoneName"][0].decode())
                 if zone is not None:
                     yield zone
-        finally:
-            conn.unbind_s()
 
     def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
         slapd: Slapd = target
@@ -230,16 +221,30 @@ def count(stats: LoadStats, zone: Zone) -> None:
     stats.records += len(zone.records)
 
 
-def ensure_suffix_entry(slapd: Slapd) -> None:
+@contextmanager
+def bound(slapd: Slapd) -> Iterator[LDAPObject]:
+    """A bound connection, unbound at the end, except after Ctrl-C: the interrupt may have
+    landed inside a python-ldap call, between its taking the connection's lock and its
+    try/finally, and unbinding would then wait for that lock forever. The socket closes with
+    the process anyway."""
     conn = slapd.connect()
+    interrupted = False
     try:
-        rdn_value = slapd.suffix.split(",", 1)[0].split("=", 1)[1]
+        yield conn
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            conn.unbind_s()
+
+
+def ensure_suffix_entry(slapd: Slapd) -> None:
+    rdn_value = slapd.suffix.split(",", 1)[0].split("=", 1)[1]
+    with bound(slapd) as conn, contextlib.suppress(ldap.ALREADY_EXISTS):
+        # A restarted directory keeps its data.
         conn.add_s(slapd.suffix, [("objectClass", [b"organization"]),
                                   ("o", [rdn_value.encode()])])
-    except ldap.ALREADY_EXISTS:
-        pass  # a restarted directory keeps its data
-    finally:
-        conn.unbind_s()
 
 
 def has_zones(conn: LDAPObject, suffix: str) -> bool:
@@ -301,8 +306,9 @@ def replace_zone(conn: LDAPObject, zone: Zone, suffix: str) -> None:
         for dn, attrs in nodes.items():
             conn.add_s(dn, list(attrs.items()))
             written.append(dn)
-    except BaseException:
-        # Not live yet, so invisible; removed now if possible, else by the next replace.
+    except Exception:
+        # Not live yet, so invisible; removed now if possible, else by the next replace (after
+        # Ctrl-C always by the next replace: see bound()).
         with contextlib.suppress(ldap.LDAPError):
             delete_entries(conn, written)
         raise
