@@ -7,9 +7,11 @@ came from, and that an interrupted run stops every process and keeps what it gat
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -96,17 +98,27 @@ def _processes_under(path: Path) -> list[str]:
 
 
 def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path) -> None:
-    run_root = tmp_path / "runs"
+    # A short run root: pytest's tmp_path is too deep for PostgreSQL's unix socket path (107
+    # bytes), and a pg that failed to start would leave nothing running to stop.
+    run_root = Path(tempfile.mkdtemp(prefix="dlzb-", dir="/tmp"))
     out = tmp_path / "out"
-    proc = _bench("run", "--profile", "tiny", "--drivers", "native,pg", "--out", str(out),
-                  env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)})
-    deadline = time.monotonic() + 300
-    while not (out / "results.json").exists():  # the first cell is finished
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
-    assert _processes_under(run_root) == []
-    assert load_results(out).cells, "the cells measured before Ctrl-C are kept"
-    assert (out / "results.md").exists()
+    try:
+        proc = _bench("run", "--profile", "tiny", "--drivers", "native,pg", "--out", str(out),
+                      env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)})
+        deadline = time.monotonic() + 300
+        # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
+        while not ((out / "results.json").exists()
+                   and any("postgres -D" in c for c in _processes_under(run_root))):
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                proc.communicate()[0].decode(errors="replace")[-2000:]
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
+        assert _processes_under(run_root) == []
+        cells = load_results(out).cells
+        assert [(c.driver, c.status) for c in cells][:1] == [("native", "ok")], \
+            "the cell measured before Ctrl-C is kept"
+        assert (out / "results.md").exists()
+    finally:
+        shutil.rmtree(run_root, ignore_errors=True)
