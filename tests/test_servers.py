@@ -26,7 +26,7 @@ from bench.errors import UserError
 from bench.servers.mariadb import Mariadb
 from bench.servers.named import Named
 from bench.servers.postgres import Postgres
-from bench.servers.process import REPO_ROOT
+from bench.servers.process import REPO_ROOT, free_port
 
 
 def is_running(pid: int) -> bool:
@@ -245,6 +245,12 @@ def answer_of(ns: Named, qname: str, rdtype: str = "A", *, tcp: bool = False) ->
     response = ns.query(qname, rdtype, tcp=tcp)
     assert response.flags & dns.flags.AA
     return sorted(rdata.to_text() for rrset in response.answer for rdata in rrset)
+
+
+def test_server_ports_are_never_ephemeral() -> None:
+    """A client's source port can take an ephemeral port between our check and the bind."""
+    floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert all(20000 <= free_port() < floor for _ in range(200))
 
 
 def test_named_answers_udp_and_tcp(ns: Named):

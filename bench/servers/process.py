@@ -26,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 _LIVE: dict[int, ManagedProcess] = {}
 
 # Ports below this are left alone: the standard ports of every server we run are under it.
-_PORT_RANGE = (20000, 60000)
+_PORT_FLOOR = 20000
 
 
 def new_run_dir(kind: str, base: Path | None = None) -> Path:
@@ -47,10 +47,24 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
+def _ephemeral_floor() -> int:
+    """The lowest port the kernel hands out as a client's source port."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A loopback port free for both TCP and UDP, picked at random to keep parallel runs apart."""
+    """A loopback port free for both TCP and UDP, picked at random to keep parallel runs apart.
+
+    Never from the ephemeral range: a port free when checked could be taken as the source port
+    of some client's socket (named's own queries, dnsperf, a database client) before our
+    server binds it, and named then exits with "unable to listen on any configured interfaces".
+    """
+    top = max(_ephemeral_floor() - 1, _PORT_FLOOR + 1000)
     for _ in range(200):
-        port = random.randint(*_PORT_RANGE)
+        port = random.randint(_PORT_FLOOR, top)
         if _port_is_free(port):
             return port
     raise UserError("no free loopback port found")
