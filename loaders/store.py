@@ -6,6 +6,8 @@ loaders/__init__.py. Nothing outside that module knows which database is behind 
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
@@ -107,3 +109,30 @@ class DirectoryStore(Store):
         directory = Path(run_dir).resolve() / self.name
         directory.mkdir(parents=True, exist_ok=True)
         yield directory
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C (or SIGTERM, SIGHUP) inside the block takes effect when the block ends.
+
+    For a write that spans several places which must agree (bdbhpt's three homes): the block is
+    short, so the signal waits milliseconds and is then delivered to the handler it had.
+    Signal handlers belong to the main thread; elsewhere the block defers nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: pending.append(signum))
+                for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            # None: a handler set outside Python, which Python cannot put back.
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if pending:
+            signal.raise_signal(pending[0])

@@ -14,6 +14,7 @@ import bisect
 import dataclasses
 import os
 import random
+import signal
 import subprocess
 import sys
 import textwrap
@@ -37,7 +38,7 @@ from loaders.model import (
     make_record,
     name_key,
 )
-from loaders.store import DEFAULT_XFR_CLIENTS, Store
+from loaders.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
 
 STORES: dict[str, Store] = {"fs": fs.STORE, "bdb": bdb.STORE, "bdbhpt": bdbhpt.STORE}
 
@@ -472,6 +473,8 @@ def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, variant: str)
 def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
     """Why there is one home per mode: regions fix an environment's locking mode (BDB1540)."""
     bdbhpt.STORE.load(awkward_zones(), tmp_path)
+    for mode in ("transactional", "concurrent"):
+        bdbhpt.read_mode(tmp_path, mode)  # creates its regions, as named's first open does
     join = {"transactional": db.DB_INIT_TXN | db.DB_INIT_LOG | db.DB_INIT_LOCK | db.DB_INIT_MPOOL,
             "concurrent": db.DB_INIT_CDB | db.DB_INIT_MPOOL}
     for home, other in (("transactional", "concurrent"), ("concurrent", "transactional")):
@@ -479,6 +482,38 @@ def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
         with pytest.raises(db.DBInvalidArgError, match="BDB1540"):
             env.open(str(tmp_path / home), join[other])
         env.close()
+
+
+def test_bdbhpt_first_load_writes_one_file_for_the_three_homes(tmp_path: Path) -> None:
+    bdbhpt.STORE.load(awkward_zones(), tmp_path)
+    files = [(tmp_path / mode / bdbhpt.DATA_FILE).read_bytes() for mode in bdbhpt.MODES]
+    assert files[0] == files[1] == files[2]
+    assert not (tmp_path / bdbhpt.STAGING).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(bdbhpt.MODES)
+
+
+def test_bdbhpt_failed_first_load_leaves_no_data(tmp_path: Path) -> None:
+    def failing() -> Iterator[Zone]:
+        yield from awkward_zones()[:2]
+        raise RuntimeError("the zone source broke")
+
+    with pytest.raises(RuntimeError, match="broke"):
+        bdbhpt.STORE.load(failing(), tmp_path)
+    assert not any((tmp_path / mode / bdbhpt.DATA_FILE).exists() for mode in bdbhpt.MODES)
+    assert not (tmp_path / bdbhpt.STAGING).exists()
+    assert list(bdbhpt.STORE.read_back(tmp_path)) == []
+    bdbhpt.STORE.load(awkward_zones(), tmp_path)  # and a new first load works
+    assert canonical_set(bdbhpt.STORE.read_back(tmp_path)) == canonical_set(awkward_zones())
+
+
+def test_ctrl_c_waits_for_the_end_of_a_deferred_block() -> None:
+    finished = False
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+            finished = True
+    assert finished
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _generations(target: Path, mode: str) -> set[bytes]:

@@ -81,16 +81,8 @@ def _index(zone: Zone) -> int:
     return int(zone.origin.labels[0][1:])
 
 
-# Known defect, kept visible: bdbhpt writes three environments (one per mode) one after the
-# other, so a Ctrl-C that lands between them leaves the homes disagreeing (or one missing);
-# one landing elsewhere passes, so the mark cannot be strict. Reported as XFAIL until fixed.
-_BDBHPT_HOMES_DIVERGE = pytest.mark.xfail(
-    reason="bdbhpt: an interrupted load can leave its three mode homes out of step")
-
-
 @pytest.mark.parametrize("first_load", [True, False], ids=["first-load", "reload"])
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_BDBHPT_HOMES_DIVERGE)
-                                  if n == "bdbhpt" else n for n in store_names()])
+@pytest.mark.parametrize("name", store_names())
 def test_ctrl_c_leaves_complete_zones(name: str, first_load: bool, run_dir: Path) -> None:
     store = get_store(name)
     data = run_dir / f"{name}-{'first' if first_load else 'reload'}"
