@@ -395,7 +395,29 @@ BROKEN_ZONE_FILES: dict[str, bytes] = {
     "nospace": b";xfr 127.0.0.1 ::1\n" + b"x" * 5000 + b"\n",
     "nofields": b";xfr 127.0.0.1 ::1\nnofields.broken.test SOA\n",
     "badttl": b";xfr 127.0.0.1 ::1\nbadttl.broken.test A 99999999999 192.0.2.1\n",
+    # Larger than the driver reads whole (READ_MAX): these are mapped instead.
+    "bignoheader": b"bignoheader.broken.test A 60 192.0.2.1\n" * 2000,
+    "bigtruncated": (b";xfr 127.0.0.1 ::1\n"
+                     + b"bigtruncated.broken.test A 60 192.0.2.1\n" * 2000)[:-1],
 }
+LARGE_HOSTS = 3000  # a zone file of about 150 kB: mapped, not read
+
+
+def plant_large_zone(root: Path) -> Zone:
+    """large.broken.test, a good zone whose file the driver maps rather than reads."""
+    origin = dns.name.from_text("large.broken.test.")
+    zone = Zone(origin, [
+        make_record(origin, 60, "SOA", "ns.large.broken.test. h.large.broken.test. 1 3600 900 "
+                                       "604800 60"),
+        make_record(origin, 60, "NS", "ns.large.broken.test."),
+        *(make_record(dns.name.from_text(f"host{i}", origin), 60, "A", f"192.0.2.{i % 250 + 1}")
+          for i in range(LARGE_HOSTS))])
+    FsStore().load([zone], root.parent / "large")
+    path = zone_file_path(name_key(origin))
+    assert (root.parent / "large" / path).stat().st_size > 64 * 1024
+    (root / path).parent.mkdir(parents=True)
+    shutil.copyfile(root.parent / "large" / path, root / path)
+    return zone
 
 
 def plant_broken_zones(root: Path) -> Path:
@@ -418,10 +440,12 @@ def plant_broken_zones(root: Path) -> Path:
 
 @pytest.mark.skipif("fs" not in DRIVERS, reason="the filesystem driver is not built")
 def test_filesystem_broken_zone_files_are_store_errors(fleet: Fleet, asan_built: None) -> None:
-    """Against the ASan build: SERVFAIL for each broken file, the symlink refused (no zone:
-    the parent zone test. answers as the memory driver does), no ASan report."""
+    """Against the ASan build: SERVFAIL for each broken file, small (read) or large (mapped),
+    the symlink refused (no zone: the parent zone test. answers as the memory driver does), a
+    large good zone answered, no ASan report."""
     loaded = fleet.stores["fs"]
     broken = plant_broken_zones(loaded.target)
+    large = plant_large_zone(loaded.target)
     asan_dir = fleet.run_dir / "asan-fs-broken"
     asan_dir.mkdir()
     try:
@@ -441,6 +465,12 @@ def test_filesystem_broken_zone_files_are_store_errors(fleet: Fleet, asan_built:
                 assert compare_answers(query, ask(fleet.named["memory"], query), reply) is None
             # Still answering from the good zones after all those errors.
             assert transfer(named, dns.name.from_text("cov.test.")).rcode == "NOERROR"
+            for i in (0, LARGE_HOSTS // 2, LARGE_HOSTS - 1):
+                reply = ask(named, (dns.name.from_text(f"host{i}", large.origin), "A"))
+                assert f"192.0.2.{i % 250 + 1}" in complete(reply).describe(), i
+            reply = ask(named, (dns.name.from_text("nohost", large.origin), "A"))
+            assert complete(reply).rcode == "NXDOMAIN"
+            assert transfer(named, large.origin).rcode == "NOERROR"
             log = named.log_path
     finally:
         shutil.rmtree(broken)

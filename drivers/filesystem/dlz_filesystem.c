@@ -9,11 +9,12 @@
  * One fetch (one DNS query):
  *  - one openat2 per candidate zone, deepest first, of zones/<comps>/.zone until a zone is
  *    found (BIND asks about no suffix above the deepest zone); a missing file means "no zone".
- *    The file is fstat'ed and closed; its mapping is taken from the connection's cache when
- *    the same inode is mapped there, else the file is mapped (and cached). A replaced zone is
- *    seen at once: the loader renames a new file (a new inode) over the old one, and an inode
- *    cannot be reused while a mapping of it exists, so (st_dev, st_ino) names one content;
- *  - from that one mapping (so every row of the answer comes from one version of the zone,
+ *    The file is fstat'ed and closed. A small file (most zones) is read whole into the
+ *    connection's buffer; a large one is mapped, and the mapping is taken from the
+ *    connection's cache when the same inode is mapped there. A replaced zone is seen at once:
+ *    the loader renames a new file (a new inode) over the old one, and an inode cannot be
+ *    reused while a mapping of it exists, so (st_dev, st_ino) names one content;
+ *  - from that one copy or mapping (so every row of the answer comes from one version of the zone,
  *    even while it is being replaced), a binary search of the sorted record lines per owner:
  *    the names from the apex down to the query name while they exist (empty non-terminals
  *    have marker lines), the wildcard child of the deepest that exists (the closest encloser;
@@ -52,8 +53,13 @@
 #define COMPS_MAX (4 * DLZ_KEY_MAX)
 /* openat2 with RESOLVE_BENEATH fails with EAGAIN when a rename raced a ".." step. */
 #define EAGAIN_RETRIES 32
-/* Zone files a connection keeps mapped, least recently used replaced: a hot zone then costs
- * openat2 + fstat + close per query, and no descriptor stays open. */
+/* Zone files up to this size are read whole on every use (openat2, fstat, read, close): with
+ * more zones than cache slots, mapping them cost an mmap and a munmap (a TLB flush across
+ * named's threads) on nearly every query. Larger ones are mapped: a query then reads only
+ * the pages its binary search touches. */
+#define READ_MAX (64 * 1024)
+/* Large zone files a connection keeps mapped, least recently used replaced: a hot zone then
+ * costs openat2 + fstat + close per query, and no descriptor stays open. */
 #define ZONE_CACHE 4
 #define LINE_MIN 1024
 
@@ -71,7 +77,7 @@ struct fs_key {
 	char comps[COMPS_MAX];
 };
 
-/* A zone file mapped read-only, named by its inode (see the top of this file). */
+/* A zone file read or mapped read-only; a mapping is named by its inode (see the top). */
 struct zone_map {
 	const char *data; /* NULL: an empty slot */
 	size_t size;
@@ -90,7 +96,9 @@ struct fs_conn {
 	char dirs[PATH_MAX];
 	char path[PATH_MAX];
 	uint64_t uses;
-	struct zone_map zones[ZONE_CACHE];
+	struct zone_map zones[ZONE_CACHE]; /* mappings */
+	struct zone_map small;             /* the file last read, in small_buf */
+	char *small_buf;                   /* READ_MAX bytes, from the first read on */
 	char *line; /* zone transfer: one line copied, to be NUL-terminated */
 	size_t line_cap;
 };
@@ -326,27 +334,34 @@ header_end(const char *data, size_t size) {
 	return (size_t)(lf - data) + 1;
 }
 
-/* Map the zone file fd (described by st, named path) into zm; false (logged) if unusable. */
+/* The offset of data's first record line; 0 (logged) if data is no zone file. */
+static size_t
+zone_body(const struct fs_conn *conn, const char *data, size_t size) {
+	size_t body = header_end(data, size);
+
+	if (body == 0 || data[size - 1] != '\n') {
+		dlz_log_error_limited("%s/%s is no zone file (%s)", conn->state->root, conn->path,
+				      body == 0 ? "no " XFR_HEADER " header line"
+						: "truncated: no final line feed");
+		return 0;
+	}
+	return body;
+}
+
+/* Map the zone file fd (described by st, named conn->path) into zm; false (logged) if
+ * unusable. */
 static bool
 zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct zone_map *zm) {
-	const char *root = conn->state->root;
 	size_t size = (size_t)st->st_size;
-	void *data;
+	void *data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 
-	if (size == 0) {
-		dlz_log_error_limited("%s/%s is empty: no zone file", root, conn->path);
-		return false;
-	}
-	data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (data == MAP_FAILED) {
-		dlz_log_error_limited("cannot map %s/%s: %s", root, conn->path, strerror(errno));
+		dlz_log_error_limited("cannot map %s/%s: %s", conn->state->root, conn->path,
+				      strerror(errno));
 		return false;
 	}
-	zm->body = header_end(data, size);
-	if (zm->body == 0 || ((const char *)data)[size - 1] != '\n') {
-		dlz_log_error_limited("%s/%s is no zone file (%s)", root, conn->path,
-				      zm->body == 0 ? "no " XFR_HEADER " header line"
-						    : "truncated: no final line feed");
+	zm->body = zone_body(conn, data, size);
+	if (zm->body == 0) {
 		munmap(data, size);
 		return false;
 	}
@@ -358,7 +373,35 @@ zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct zone_m
 	return true;
 }
 
-/* The zone file fd (named conn->path), from the cache or mapped into it. */
+/* Read the small zone file fd (st_size bytes, named conn->path) into conn->small; false
+ * (logged) if unusable. */
+static bool
+zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
+	size_t size = (size_t)st->st_size, got = 0;
+	ssize_t n = 0;
+
+	if (conn->small_buf == NULL && (conn->small_buf = malloc(READ_MAX)) == NULL) {
+		return false;
+	}
+	conn->small.data = NULL;
+	while (got < size && (n = pread(fd, conn->small_buf + got, size - got, (off_t)got)) > 0) {
+		got += (size_t)n;
+	}
+	if (got < size) { /* the loader never writes a zone file in place: not ours */
+		dlz_log_error_limited("cannot read %s/%s: %s", conn->state->root, conn->path,
+				      n < 0 ? strerror(errno) : "shorter than its size");
+		return false;
+	}
+	conn->small.body = zone_body(conn, conn->small_buf, size);
+	if (conn->small.body == 0) {
+		return false;
+	}
+	conn->small.data = conn->small_buf;
+	conn->small.size = size;
+	return true;
+}
+
+/* The zone file fd (named conn->path): read, or from the cache or mapped into it. */
 static enum found
 zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
 	struct stat st;
@@ -374,6 +417,14 @@ zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
 		dlz_log_error_limited("%s/%s is no regular file", conn->state->root, conn->path);
 		return FOUND_ERROR;
 	}
+	if (st.st_size == 0) {
+		dlz_log_error_limited("%s/%s is empty: no zone file", conn->state->root, conn->path);
+		return FOUND_ERROR;
+	}
+	if (st.st_size <= READ_MAX) {
+		*zone = &conn->small;
+		return zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_ERROR;
+	}
 	zm = zone_slot(conn, &st, &hit);
 	if (!hit) {
 		zone_unmap(zm);
@@ -387,7 +438,7 @@ zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
 }
 
 /*
- * The zone of level j (a mapping owned by the connection's cache): one openat2 of its file.
+ * The zone of level j (read into or mapped by the connection): one openat2 of its file.
  * FOUND_NONE if level j is no zone.
  */
 static enum found
@@ -584,7 +635,7 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 
 /* ---- zone transfer ---------------------------------------------------------------------- */
 
-/* The mapped file of zone zone_key; DLZ_NOTFOUND when there is no such zone. */
+/* The file of zone zone_key, read or mapped; DLZ_NOTFOUND when there is no such zone. */
 static int
 zone_of_key(struct fs_conn *conn, const char *zone_key, struct zone_map **zm) {
 	enum found found;
@@ -730,6 +781,7 @@ fs_disconnect(void *state, void *c) {
 		zone_unmap(&conn->zones[i]);
 	}
 	close(conn->rootfd);
+	free(conn->small_buf);
 	free(conn->line);
 	free(conn);
 }
