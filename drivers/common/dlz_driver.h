@@ -115,6 +115,9 @@ struct dlz_fetch_req {
  * query. Each returns false when out of memory; fetch then returns DLZ_ERROR.
  */
 struct dlz_rowset;
+/* Make *array (of *cap items of size item) hold at least need items, doubling its capacity;
+ * false when out of memory (the array is then unchanged). */
+bool dlz_grow(void **array, size_t *cap, size_t need, size_t item);
 bool dlz_rowset_add_zone(struct dlz_rowset *rs, const char *zone);
 bool dlz_rowset_add_zone_ref(struct dlz_rowset *rs, const char *zone);
 bool dlz_rowset_add_row(struct dlz_rowset *rs, const char *zone, const char *owner,

@@ -126,19 +126,8 @@ zone_find(const struct hint_table *t, const char *zone, size_t zone_len, uint64_
 
 static bool
 text_append(struct hint_zone *z, const char *s, size_t len) {
-	if (z->text_len + len + 1 > z->text_cap) {
-		size_t cap = z->text_cap != 0 ? 2 * z->text_cap : 128;
-		char *bigger;
-
-		while (cap < z->text_len + len + 1) {
-			cap *= 2;
-		}
-		bigger = realloc(z->text, cap);
-		if (bigger == NULL) {
-			return false;
-		}
-		z->text = bigger;
-		z->text_cap = cap;
+	if (!dlz_grow((void **)&z->text, &z->text_cap, z->text_len + len + 1, 1)) {
+		return false;
 	}
 	memcpy(z->text + z->text_len, s, len);
 	z->text[z->text_len + len] = '\0';

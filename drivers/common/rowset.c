@@ -96,8 +96,8 @@ rowset_has_zone(const struct dlz_rowset *rs, const char *zone) {
 	return false;
 }
 
-static bool
-grow(void **array, size_t *cap, size_t need, size_t item) {
+bool
+dlz_grow(void **array, size_t *cap, size_t need, size_t item) {
 	size_t new_cap;
 	void *bigger;
 
@@ -120,7 +120,7 @@ grow(void **array, size_t *cap, size_t need, size_t item) {
 bool
 dlz_rowset_add_zone_ref(struct dlz_rowset *rs, const char *zone) {
 	if (zone == NULL ||
-	    !grow((void **)&rs->zones, &rs->zones_cap, rs->nzones + 1, sizeof(*rs->zones))) {
+	    !dlz_grow((void **)&rs->zones, &rs->zones_cap, rs->nzones + 1, sizeof(*rs->zones))) {
 		return false;
 	}
 	rs->zones[rs->nzones++] = zone;
@@ -138,7 +138,7 @@ dlz_rowset_add_row_ref(struct dlz_rowset *rs, const char *zone, const char *owne
 	struct dlz_row *row;
 
 	if (zone == NULL || owner == NULL || type == NULL || rdata == NULL ||
-	    !grow((void **)&rs->rows, &rs->rows_cap, rs->nrows + 1, sizeof(*rs->rows))) {
+	    !dlz_grow((void **)&rs->rows, &rs->rows_cap, rs->nrows + 1, sizeof(*rs->rows))) {
 		return false;
 	}
 	row = &rs->rows[rs->nrows++];

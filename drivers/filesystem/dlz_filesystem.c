@@ -61,7 +61,6 @@
 /* Large zone files a connection keeps mapped, least recently used replaced: a hot zone then
  * costs openat2 + fstat + close per query, and no descriptor stays open. */
 #define ZONE_CACHE 4
-#define LINE_MIN 1024
 
 struct fs_state {
 	char *root;
@@ -659,19 +658,8 @@ static bool
 copy_line(struct fs_conn *conn, const struct zone_map *zm, size_t start, size_t end) {
 	size_t len = end - start;
 
-	if (len + 1 > conn->line_cap) {
-		size_t cap = conn->line_cap > LINE_MIN ? conn->line_cap : LINE_MIN;
-		char *bigger;
-
-		while (cap < len + 1) {
-			cap *= 2;
-		}
-		bigger = realloc(conn->line, cap);
-		if (bigger == NULL) {
-			return false;
-		}
-		conn->line = bigger;
-		conn->line_cap = cap;
+	if (!dlz_grow((void **)&conn->line, &conn->line_cap, len + 1, 1)) {
+		return false;
 	}
 	memcpy(conn->line, zm->data + start, len);
 	conn->line[len] = '\0';

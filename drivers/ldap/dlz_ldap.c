@@ -86,27 +86,10 @@ static char *acl_attrs[] = { "dlzZoneName", "dlzGeneration", "dlzXfrClient", NUL
 
 static bool
 buf_reserve(struct buf *b, size_t more) {
-	size_t want = b->len + more;
-
-	if (b->failed) {
-		return false;
+	if (!b->failed && !dlz_grow((void **)&b->data, &b->cap, b->len + more, 1)) {
+		b->failed = true;
 	}
-	if (want > b->cap) {
-		size_t cap = b->cap != 0 ? b->cap : 1024;
-		char *bigger;
-
-		while (cap < want) {
-			cap *= 2;
-		}
-		bigger = realloc(b->data, cap);
-		if (bigger == NULL) {
-			b->failed = true;
-			return false;
-		}
-		b->data = bigger;
-		b->cap = cap;
-	}
-	return true;
+	return !b->failed;
 }
 
 static void
