@@ -15,7 +15,7 @@ import secrets
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -44,9 +44,9 @@ _WRAPPED_SLOWDOWN = 10.0
 _POLL_TRY_TIMEOUT = 0.5
 # Pause between tries when nothing listens yet (the refusal comes back at once).
 _POLL_PAUSE = 0.002
-
-Check = Callable[[dns.message.Message], bool]
-
+# named logs this once every zone has loaded (or failed to); before it, a query for a zone
+# file still loading gets SERVFAIL although named already answers.
+_RUNNING_LINE = re.compile(rb" general: notice: running$", re.M)
 
 def _quote(path: Path) -> str:
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
@@ -58,8 +58,8 @@ def _is_authoritative(response: dns.message.Message) -> bool:
 
 
 class Named:
-    """One private named; `with Named(dir, body) as ns:` starts it, waits until it answers
-    at all, and always stops it.
+    """One private named; `with Named(dir, body) as ns:` starts it, waits until every zone
+    has loaded, and always stops it.
 
     `wrapper` is a command prefix named runs under (e.g. `valgrind --tool=memcheck ...`): it
     gets longer start and stop time-outs. `env` is added to the inherited environment (e.g.
@@ -83,6 +83,7 @@ class Named:
         self.rndc_conf_path = self.run_dir / "rndc.conf"
         self.log_path = self.run_dir / "named.log"
         self._proc: ManagedProcess | None = None
+        self._log_start = 0
         secret = base64.b64encode(secrets.token_bytes(32)).decode()
         self.conf_path.write_text(self._named_conf(body, extra_options, secret))
         self.rndc_conf_path.write_text(self._rndc_conf(secret))
@@ -169,6 +170,7 @@ options {{
         argv = [*self.wrapper, NAMED, "-f", "-n", str(self.threads), "-c", str(self.conf_path),
                 "-L", str(self.log_path)]
         env = {**os.environ, **self.env} if self.env is not None else None
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._proc = ManagedProcess("named", argv, self.log_path, cwd=self.run_dir, env=env)
         self._proc.start()
 
@@ -184,8 +186,20 @@ options {{
 
     def wait_answers(self, qname: str, rdtype: str = "SOA", timeout: float = 120.0) -> float:
         """Poll until named answers qname/rdtype authoritatively; seconds since exec."""
-        return self._poll(qname, rdtype, _is_authoritative, timeout,
-                          f"authoritative answer for {qname}/{rdtype}")
+        proc = self._running_proc()
+        query = dns.message.make_query(qname, rdtype)
+        query.flags &= ~dns.flags.RD
+        what = f"authoritative answer for {qname}/{rdtype}"
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self._ask_udp(query)
+            if response is not None and _is_authoritative(response):
+                return round(time.monotonic() - proc.exec_time, 3)
+            if not proc.running():
+                self._fail(f"named exited before any {what}")
+            if time.monotonic() > deadline:
+                self._fail(f"no {what} from named within {timeout:.0f}s")
+            time.sleep(_POLL_PAUSE)
 
     def answers(self, qname: str, rdtype: str = "SOA") -> bool:
         """One query, no waiting and no stopping: does named answer it authoritatively now?"""
@@ -193,21 +207,6 @@ options {{
         query.flags &= ~dns.flags.RD
         response = self._ask_udp(query)
         return response is not None and _is_authoritative(response)
-
-    def _poll(self, qname: str, rdtype: str, accept: Check, timeout: float, what: str) -> float:
-        proc = self._running_proc()
-        query = dns.message.make_query(qname, rdtype)
-        query.flags &= ~dns.flags.RD
-        deadline = time.monotonic() + timeout
-        while True:
-            response = self._ask_udp(query)
-            if response is not None and accept(response):
-                return round(time.monotonic() - proc.exec_time, 3)
-            if not proc.running():
-                self._fail(f"named exited before any {what}")
-            if time.monotonic() > deadline:
-                self._fail(f"no {what} from named within {timeout:.0f}s")
-            time.sleep(_POLL_PAUSE)
 
     def _fail(self, problem: str) -> NoReturn:
         tail = self._running_proc().log_tail(30)  # read first: stopping appends shutdown lines
@@ -235,11 +234,17 @@ options {{
     def __enter__(self) -> Named:
         self.start()
         try:
-            self._poll(".", "SOA", lambda response: True, self.start_timeout, "answer")
+            self._running_proc().wait_ready(self._zones_loaded, self.start_timeout)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _zones_loaded(self) -> bool:
+        """Has this start of named logged that it runs with all its zones loaded?"""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._log_start)
+            return _RUNNING_LINE.search(log.read()) is not None
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
