@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.servers.named import Named
+from bench.servers.process import keep_only_logs
 from loaders import store_for_driver
 from loaders.model import Zone
 from loaders.store import LoadStats, Store
@@ -59,12 +60,17 @@ class _LastZone:
 @contextmanager
 def loaded_store(driver: str, stream: Callable[[], Iterator[Zone]],
                  run_dir: Path) -> Iterator[LoadedStore]:
-    """The driver's store running under run_dir with the data set loaded."""
+    """The driver's store running under run_dir with the data set loaded; once it has
+    stopped, its data is deleted and its logs are kept."""
     store, variant = store_for_driver(driver)
     last = _LastZone()
-    with store.server(run_dir / store.name) as target:
-        stats = store.load(last.watch(stream()), target)
-        yield LoadedStore(driver, store, variant, target, stats, last.key)
+    directory = run_dir / store.name
+    try:
+        with store.server(directory) as target:
+            stats = store.load(last.watch(stream()), target)
+            yield LoadedStore(driver, store, variant, target, stats, last.key)
+    finally:
+        keep_only_logs(directory)
 
 
 @contextmanager

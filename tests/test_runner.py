@@ -7,11 +7,9 @@ came from, and that an interrupted run stops every process and keeps what it gat
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,17 +23,18 @@ from loaders import store_for_driver
 DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
 
 
-def _bench(*args: str, **kw: object) -> subprocess.Popen[bytes]:
+def _bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)})
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tiny_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     missing = [d for d in DRIVERS if not store_for_driver(d)[0].is_built(d)]
     assert not missing, f"drivers not built: {missing} (run `make build`)"
     out = tmp_path_factory.mktemp("tiny")
-    proc = _bench("run", "--profile", "tiny", "--drivers", ",".join(DRIVERS),
+    proc = _bench(run_root / "tiny", "run", "--profile", "tiny", "--drivers", ",".join(DRIVERS),
                   "--out", str(out))
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
@@ -97,28 +96,33 @@ def _processes_under(path: Path) -> list[str]:
     return found
 
 
-def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path) -> None:
-    # A short run root: pytest's tmp_path is too deep for PostgreSQL's unix socket path (107
-    # bytes), and a pg that failed to start would leave nothing running to stop.
-    run_root = Path(tempfile.mkdtemp(prefix="dlzb-", dir="/tmp"))
+def test_run_keeps_logs_and_deletes_loaded_data(tiny_run: Path, run_root: Path) -> None:
+    [run_dir] = (run_root / "tiny").glob("bench-*")
+    for store in {store_for_driver(d)[0].name for d in DRIVERS}:
+        left = [p for p in (run_dir / store).rglob("*") if p.is_file() or p.is_symlink()]
+        assert all(p.suffix == ".log" for p in left), f"{store} data left: {left[:5]}"
+    assert (run_dir / "pg" / "postgres.log").stat().st_size > 0
+    assert (run_dir / "ldap" / "slapd.log").exists()
+    assert all((run_dir / f"named-{d}-1" / "named.log").exists() for d in DRIVERS)
+
+
+def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Path) -> None:
+    run_root = run_root / "ctrl-c"
     out = tmp_path / "out"
-    try:
-        proc = _bench("run", "--profile", "tiny", "--drivers", "native,pg", "--out", str(out),
-                      env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)})
-        deadline = time.monotonic() + 300
-        # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
-        while not ((out / "results.json").exists()
-                   and any("postgres -D" in c for c in _processes_under(run_root))):
-            assert proc.poll() is None and time.monotonic() < deadline, \
-                proc.communicate()[0].decode(errors="replace")[-2000:]
-            time.sleep(0.2)
-        proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
-        assert _processes_under(run_root) == []
-        cells = load_results(out).cells
-        assert [(c.driver, c.status) for c in cells][:1] == [("native", "ok")], \
-            "the cell measured before Ctrl-C is kept"
-        assert (out / "results.md").exists()
-    finally:
-        shutil.rmtree(run_root, ignore_errors=True)
+    proc = _bench(run_root, "run", "--profile", "tiny", "--drivers", "native,pg", "--out",
+                  str(out))
+    deadline = time.monotonic() + 300
+    # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
+    while not ((out / "results.json").exists()
+               and any("postgres -D" in c for c in _processes_under(run_root))):
+        assert proc.poll() is None and time.monotonic() < deadline, \
+            proc.communicate()[0].decode(errors="replace")[-2000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
+    assert _processes_under(run_root) == []
+    cells = load_results(out).cells
+    assert [(c.driver, c.status) for c in cells][:1] == [("native", "ok")], \
+        "the cell measured before Ctrl-C is kept"
+    assert (out / "results.md").exists()

@@ -6,6 +6,7 @@ that each loader's peak memory stays flat when the zone count grows tenfold. No 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,13 +20,18 @@ from loaders import all_drivers, store_for_driver
 TINY, SMALL, LARGE = 100, 200, 2000
 
 
-@pytest.fixture(scope="module")
-def startup_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("startup")
-    done = subprocess.run([sys.executable, "-m", "bench", "startup", "--zones-counts",
-                           f"{SMALL},{LARGE}", "--out", str(out)], cwd=REPO_ROOT,
+def _startup(run_root: Path, *args: str) -> None:
+    """`python3 -m bench startup ...`, which must succeed."""
+    done = subprocess.run([sys.executable, "-m", "bench", "startup", *args], cwd=REPO_ROOT,
+                          env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)},
                           capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def startup_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
+    out = tmp_path_factory.mktemp("startup")
+    _startup(run_root, "--zones-counts", f"{SMALL},{LARGE}", "--out", str(out))
     return out
 
 
@@ -59,13 +65,10 @@ def test_report_has_the_scaling_table_and_plot(startup_run: Path) -> None:
     assert (startup_run / "startup.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_a_later_run_adds_its_points(startup_run: Path) -> None:
+def test_a_later_run_adds_its_points(startup_run: Path, run_root: Path) -> None:
     before = load_results(startup_run).startup_scaling
-    done = subprocess.run([sys.executable, "-m", "bench", "startup", "--zones-counts",
-                           f"{TINY},{SMALL}", "--drivers", "memory", "--add-to",
-                           str(startup_run)], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _startup(run_root, "--zones-counts", f"{TINY},{SMALL}", "--drivers", "memory", "--add-to",
+             str(startup_run))
     results = load_results(startup_run)
     after = {(p.driver, p.zones): p for p in results.startup_scaling}
     assert set(after) == {(p.driver, p.zones) for p in before} | {("memory", TINY)}
@@ -74,12 +77,10 @@ def test_a_later_run_adds_its_points(startup_run: Path) -> None:
     assert "Points added by later runs" in (startup_run / "results.md").read_text()
 
 
-def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "bench", "startup", "--zones-counts",
-                           str(TINY), "--drivers", "native", "--timeout", "0.001", "--out",
-                           str(tmp_path)], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path,
+                                                          run_root: Path) -> None:
+    _startup(run_root, "--zones-counts", str(TINY), "--drivers", "native", "--timeout", "0.001",
+             "--out", str(tmp_path))
     [point] = load_results(tmp_path).startup_scaling
     assert point.status == "timeout", point
     assert point.startup_ms is None and point.named_rss_kb, point

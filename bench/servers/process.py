@@ -37,6 +37,22 @@ def new_run_dir(kind: str, base: Path | None = None) -> Path:
     return path
 
 
+def keep_only_logs(directory: Path) -> None:
+    """Delete a stopped server's data under directory, keeping its *.log files.
+
+    A run's data sets (tens of MB even for the tiny profile, gigabytes at scale) would pile up
+    run after run; the logs are what explains a failure afterwards.
+    """
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_symlink() or path.is_file():
+            if path.suffix != ".log":
+                path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
 def _port_is_free(port: int) -> bool:
     for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
         with socket.socket(socket.AF_INET, kind) as s:
