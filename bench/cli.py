@@ -31,3 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if not _interrupted(exc):
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    """Did a Ctrl-C cause exc? A Ctrl-C inside a C extension's import (numpy, under the
+    report's first matplotlib import) surfaces as ImportError raised from KeyboardInterrupt."""
+    while exc is not None:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
@@ -438,8 +439,16 @@ def _plot_qps(results: Results, path: Path) -> Path:
     _plain_log_labels(ax.yaxis)
     ax.set_title("Throughput per driver")
     ax.grid(axis="y", which="both", alpha=0.3)
-    ax.legend()
+    _legend_or_note(ax)
     return _save(fig, path)
+
+
+def _legend_or_note(ax: Any) -> None:
+    """A legend, or "no data" across an empty plot (a run whose every cell failed)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
 def _plot_latency(results: Results, path: Path) -> Path:
@@ -509,7 +518,7 @@ def _plot_startup(results: Results, path: Path) -> Path:
         ax.set_xlabel("zones")
         ax.set_ylabel(ylabel)
         ax.grid(which="both", alpha=0.3)
-        ax.legend()
+        _legend_or_note(ax)
     ax_time.set_title("Startup time against zone count")
     ax_rss.set_title("named memory against zone count")
     return _save(fig, path)

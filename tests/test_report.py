@@ -256,6 +256,27 @@ def test_cli_report_and_compare(tmp_path, capsys):
     assert "no results found" in capsys.readouterr().err
 
 
+def test_ctrl_c_inside_a_c_extension_import_exits_as_interrupted(tmp_path, capsys,
+                                                                  monkeypatch):
+    """numpy's import turns a Ctrl-C into ImportError; that is still an interrupted run."""
+    def import_interrupted(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise ImportError("initialization failed") from exc
+
+    def import_broken(*args, **kwargs):
+        raise ImportError("no module named matplotlib")
+
+    save_results(handwritten(), tmp_path / "a")
+    monkeypatch.setattr("bench.commands.report.write_report", import_interrupted)
+    assert main(["report", str(tmp_path / "a")]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    monkeypatch.setattr("bench.commands.report.write_report", import_broken)
+    with pytest.raises(ImportError, match="no module named matplotlib"):
+        main(["report", str(tmp_path / "a")])
+
+
 def test_empty_results_render(tmp_path):
     markdown = write_report(Results(), tmp_path)
     assert markdown.startswith("# dlzbench results")
