@@ -6,7 +6,8 @@ import argparse
 import signal
 
 from bench.datasets import add_data_options, zone_source
-from bench.servers.process import new_run_dir
+from bench.errors import UserError
+from bench.servers.process import new_run_dir, port_is_free
 from bench.serving import serving
 
 
@@ -24,6 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # named binds with SO_REUSEPORT, so a second server on a taken port would start and
+    # silently share it with the first.
+    if args.port is not None and not port_is_free(args.port):
+        raise UserError(f"port {args.port} on 127.0.0.1 is in use (leave out --port to get a "
+                        "free one)")
     stream, _ = zone_source(args)
     run_dir = new_run_dir(f"serve-{args.driver}")
     with serving(args.driver, stream, run_dir, threads=args.threads,

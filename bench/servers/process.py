@@ -53,7 +53,7 @@ def keep_only_logs(directory: Path) -> None:
             path.rmdir()
 
 
-def _port_is_free(port: int) -> bool:
+def port_is_free(port: int) -> bool:
     for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
         with socket.socket(socket.AF_INET, kind) as s:
             try:
@@ -81,7 +81,7 @@ def free_port() -> int:
     top = max(_ephemeral_floor() - 1, _PORT_FLOOR + 1000)
     for _ in range(200):
         port = random.randint(_PORT_FLOOR, top)
-        if _port_is_free(port):
+        if port_is_free(port):
             return port
     raise UserError("no free loopback port found")
 

@@ -1,0 +1,63 @@
+"""`python3 -m bench serve`: answers until told to stop, then leaves nothing running; a port
+given by hand that is already taken is refused before anything starts."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import dns.flags
+import dns.message
+import dns.query
+
+from bench.servers.process import REPO_ROOT, free_port
+
+
+def _serve(run_root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "bench", "serve", *args], cwd=REPO_ROOT,
+                            env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _running_under(root: Path) -> list[str]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(root) in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def test_serve_answers_until_sigterm(run_root: Path) -> None:
+    proc = _serve(run_root, "--driver", "memory", "--generate", "5")
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    match = re.search(r"port (\d+)", first)
+    assert match, first + proc.stdout.read()
+    zone = proc.stdout.readline().split()[-2]  # "try: dig @127.0.0.1 -p N <zone>. SOA"
+    query = dns.message.make_query(zone, "SOA")
+    response = dns.query.udp(query, "127.0.0.1", port=int(match[1]), timeout=5)
+    assert response.flags & dns.flags.AA and response.answer
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    assert _running_under(run_root) == []
+
+
+def test_serve_refuses_a_port_in_use(run_root: Path) -> None:
+    run_root = run_root / "refused"
+    port = free_port()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", port))
+        proc = _serve(run_root, "--driver", "memory", "--generate", "5", "--port", str(port))
+        output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert f"port {port} on 127.0.0.1 is in use" in output
+    assert not run_root.exists(), "nothing was started"
