@@ -22,23 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/berkeley/berkeley.h"
 #include "../common/dlz_driver.h"
 
 /* Upper bound of each connection's cache (the loader's size): a private cache takes most of
  * its memory from the heap as pages are read (about 17 MB of tables up front). */
 #define CACHE_BYTES (256U * 1024 * 1024)
-#define BUF_INITIAL 4096
 /* "D <zone> <owner>": two keys and three separators. */
 #define KEY_CAP (2 * DLZ_KEY_MAX + 4)
 
 enum get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
-
-/* A value buffer handed to Berkeley DB as DB_DBT_USERMEM; one byte always stays free so
- * that a value can be NUL-terminated in place. */
-struct buf {
-	char *data;
-	uint32_t cap;
-};
 
 /* One connection: its own handle (and so its own cache) and buffers. */
 struct bdb_conn {
@@ -46,63 +39,17 @@ struct bdb_conn {
 	DBTYPE type;
 	char key[KEY_CAP];
 	size_t key_len;
-	struct buf value;
-	struct buf list;
+	struct bdb_buf value;
+	struct bdb_buf list;
 };
 
 /* ---- buffers and gets ------------------------------------------------------------------- */
 
-static bool
-buf_reserve(struct buf *b, size_t need) {
-	char *bigger;
-	size_t cap = b->cap != 0 ? b->cap : BUF_INITIAL;
-
-	if (need <= b->cap) {
-		return true;
-	}
-	while (cap < need) {
-		cap *= 2;
-	}
-	if (cap > UINT32_MAX) {
-		return false;
-	}
-	bigger = realloc(b->data, cap);
-	if (bigger == NULL) {
-		return false;
-	}
-	b->data = bigger;
-	b->cap = (uint32_t)cap;
-	return true;
-}
-
-static void
-dbt_user(DBT *dbt, struct buf *b) {
-	memset(dbt, 0, sizeof(*dbt));
-	dbt->data = b->data;
-	dbt->ulen = b->cap - 1;
-	dbt->flags = DB_DBT_USERMEM;
-}
-
 /* The value of c->key into b (NUL-terminated, length in *len). */
 static enum get_result
-get_into(struct bdb_conn *c, struct buf *b, size_t *len) {
-	DBT key, value;
-	int rc;
+get_into(struct bdb_conn *c, struct bdb_buf *b, size_t *len) {
+	int rc = bdb_get(c->db, c->key, c->key_len, b, len);
 
-	memset(&key, 0, sizeof(key));
-	key.data = c->key;
-	key.size = (uint32_t)c->key_len;
-	for (;;) {
-		dbt_user(&value, b);
-		rc = c->db->get(c->db, NULL, &key, &value, 0);
-		if (rc != DB_BUFFER_SMALL) {
-			break;
-		}
-		if (!buf_reserve(b, (size_t)value.size + 1)) {
-			dlz_log_error_limited("out of memory for a %u-byte value", value.size);
-			return GET_ERROR;
-		}
-	}
 	if (rc == DB_NOTFOUND) {
 		return GET_MISSING;
 	}
@@ -111,8 +58,6 @@ get_into(struct bdb_conn *c, struct buf *b, size_t *len) {
 				      db_strerror(rc));
 		return GET_ERROR;
 	}
-	b->data[value.size] = '\0';
-	*len = value.size;
 	return GET_FOUND;
 }
 
@@ -151,13 +96,6 @@ key_exists(struct bdb_conn *c, char tag, const char *zone) {
 
 /* ---- the backend ------------------------------------------------------------------------ */
 
-static void
-bdb_errcall(const DB_ENV *env, const char *prefix, const char *message) {
-	(void)env;
-	(void)prefix;
-	dlz_log(ISC_LOG_ERROR, "Berkeley DB: %s", message);
-}
-
 static int
 bdb_init(const struct dlz_args *args, void **state) {
 	const char *path = dlz_arg_str(args, "file", NULL);
@@ -194,8 +132,8 @@ bdb_connect(void *state, void **conn) {
 	struct bdb_conn *c = calloc(1, sizeof(*c));
 	int rc;
 
-	if (c == NULL || !buf_reserve(&c->value, BUF_INITIAL) ||
-	    !buf_reserve(&c->list, BUF_INITIAL)) {
+	if (c == NULL || !bdb_buf_reserve(&c->value, BDB_BUF_INITIAL) ||
+	    !bdb_buf_reserve(&c->list, BDB_BUF_INITIAL)) {
 		dlz_log(ISC_LOG_ERROR, "out of memory");
 		goto fail;
 	}
@@ -228,9 +166,10 @@ fail:
 	return DLZ_ERROR;
 }
 
-/* One fetch's zone, as fetch_owner reads it. */
+/* One fetch: its zone, as probe_zone finds it and fetch_owner reads it. */
 struct owner_read {
 	struct bdb_conn *c;
+	const struct dlz_fetch_req *req;
 	const char *zone;
 	size_t zone_len;
 	struct dlz_rowset *out;
@@ -260,37 +199,31 @@ fetch_owner(void *ctx, const char *owner, bool *found) {
 	}
 }
 
+/* dlz_zone_probe: one get of "Z <names[i]>". */
+static int
+probe_zone(void *ctx, unsigned i) {
+	const struct owner_read *r = ctx;
+
+	return key_exists(r->c, 'Z', r->req->names[i]);
+}
+
 static int
 bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct bdb_conn *c = conn;
-	const char *zone = NULL;
-	int z = req->zone_index;
+	struct owner_read r = { .c = conn, .req = req, .out = out };
+	int z;
 
-	/* The given zone, or the deepest: the first found, deepest first. */
-	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
-		switch (key_exists(c, 'Z', req->names[i])) {
-		case GET_ERROR:
-			return DLZ_ERROR;
-		case GET_MISSING:
-			if (req->zone_index >= 0) {
-				return DLZ_OK;
-			}
-			continue;
-		case GET_FOUND:
-			break;
-		}
-		z = (int)i;
-		zone = req->names[i];
-	}
-	if (zone == NULL) {
-		return DLZ_OK;
-	}
-	if (!dlz_rowset_add_zone_ref(out, zone)) {
+	if (!dlz_find_zone(req, 0, probe_zone, &r, &z)) {
 		return DLZ_ERROR;
 	}
-	return dlz_read_owners(req, z, 0, fetch_owner,
-			       &(struct owner_read){ .c = c, .zone = zone, .zone_len = strlen(zone),
-						     .out = out });
+	if (z < 0) {
+		return DLZ_OK;
+	}
+	r.zone = req->names[z];
+	r.zone_len = strlen(r.zone);
+	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
+		return DLZ_ERROR;
+	}
+	return dlz_read_owners(req, z, 0, fetch_owner, &r);
 }
 
 /*
@@ -299,15 +232,15 @@ bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
  * been grown and the caller seeks again (whether the cursor moved is not specified).
  */
 static int
-cursor_step(struct bdb_conn *c, DBC *cursor, struct buf *key_buf, uint32_t flags,
+cursor_step(struct bdb_conn *c, DBC *cursor, struct bdb_buf *key_buf, uint32_t flags,
 	    size_t *key_len, size_t *value_len) {
 	DBT key, value;
 	int rc;
 
-	dbt_user(&key, key_buf);
-	dbt_user(&value, &c->value);
+	bdb_dbt_user(&key, key_buf);
+	bdb_dbt_user(&value, &c->value);
 	if (flags == DB_SET_RANGE) {
-		if (!buf_reserve(key_buf, c->key_len + 1)) {
+		if (!bdb_buf_reserve(key_buf, c->key_len + 1)) {
 			return ENOMEM;
 		}
 		key.data = key_buf->data;
@@ -317,8 +250,8 @@ cursor_step(struct bdb_conn *c, DBC *cursor, struct buf *key_buf, uint32_t flags
 	}
 	rc = cursor->get(cursor, &key, &value, flags);
 	if (rc == DB_BUFFER_SMALL) {
-		if (!buf_reserve(key_buf, (size_t)key.size + 1) ||
-		    !buf_reserve(&c->value, (size_t)value.size + 1)) {
+		if (!bdb_buf_reserve(key_buf, (size_t)key.size + 1) ||
+		    !bdb_buf_reserve(&c->value, (size_t)value.size + 1)) {
 			return ENOMEM;
 		}
 		return DB_BUFFER_SMALL;
@@ -341,7 +274,7 @@ cursor_step(struct bdb_conn *c, DBC *cursor, struct buf *key_buf, uint32_t flags
 static int
 allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
 	size_t prefix_len, key_len = 0, value_len = 0;
-	struct buf *key_buf = &c->list;
+	struct bdb_buf *key_buf = &c->list;
 	uint32_t flags = DB_SET_RANGE;
 	DBC *cursor = NULL;
 	int rc, result = DLZ_OK;
@@ -455,7 +388,6 @@ static int
 bdb_allowxfr(void *conn, const char *zone, const char *client) {
 	struct bdb_conn *c = conn;
 	size_t len;
-	char *pos, *end, *line;
 
 	if (!make_key(c, 'A', zone, strlen(zone), NULL, 0)) {
 		return DLZ_NOTFOUND;
@@ -476,14 +408,7 @@ bdb_allowxfr(void *conn, const char *zone, const char *client) {
 	case GET_FOUND:
 		break;
 	}
-	pos = c->list.data;
-	end = pos + len;
-	while ((line = dlz_next_line(&pos, end)) != NULL) {
-		if (strcmp(line, client) == 0) {
-			return DLZ_OK;
-		}
-	}
-	return DLZ_DENIED;
+	return dlz_lines_contain(c->list.data, len, client) ? DLZ_OK : DLZ_DENIED;
 }
 
 static const char *const bdb_keys[] = { "file", NULL };

@@ -34,16 +34,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/berkeley/berkeley.h"
 #include "../common/dlz_driver.h"
 
 #define DATA_FILE "dns.db"
-#define BUF_INITIAL 4096
 /* A generation id is 16 hex digits; anything much longer is not ours. */
 #define GEN_MAX 64
 /* "<gen> <owner>" */
 #define KEY_CAP (GEN_MAX + 1 + DLZ_KEY_MAX)
-/* A non-transactional get that lost a deadlock (against a loader's transaction) is retried. */
-#define DEADLOCK_RETRIES 100
 
 enum get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
 
@@ -83,11 +81,6 @@ struct env {
 static pthread_mutex_t envs_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct env *envs;
 
-struct buf {
-	char *data;
-	uint32_t cap;
-};
-
 /* What dlz_create sets up: the shared environment, or where connections open theirs. */
 struct bdbhpt_state {
 	const struct mode *mode;
@@ -104,34 +97,11 @@ struct bdbhpt_conn {
 	DB *client_db;
 	char key[KEY_CAP];
 	size_t key_len;
-	struct buf value;
-	struct buf list;
+	struct bdb_buf value;
+	struct bdb_buf list;
 };
 
 /* ---- buffers and gets ------------------------------------------------------------------- */
-
-static bool
-buf_reserve(struct buf *b, size_t need) {
-	char *bigger;
-	size_t cap = b->cap != 0 ? b->cap : BUF_INITIAL;
-
-	if (need <= b->cap) {
-		return true;
-	}
-	while (cap < need) {
-		cap *= 2;
-	}
-	if (cap > UINT32_MAX) {
-		return false;
-	}
-	bigger = realloc(b->data, cap);
-	if (bigger == NULL) {
-		return false;
-	}
-	b->data = bigger;
-	b->cap = (uint32_t)cap;
-	return true;
-}
 
 static void
 env_failed(struct env *env, int rc) {
@@ -140,33 +110,11 @@ env_failed(struct env *env, int rc) {
 	}
 }
 
-/*
- * The value of c->key in db into b: NUL-terminated (one byte of b always stays free), its
- * length in *len.
- */
+/* The value of c->key in db into b (NUL-terminated, length in *len). */
 static enum get_result
-get_into(struct bdbhpt_conn *c, DB *db, struct buf *b, size_t *len) {
-	DBT key, value;
-	int rc, deadlocks = 0;
+get_into(struct bdbhpt_conn *c, DB *db, struct bdb_buf *b, size_t *len) {
+	int rc = bdb_get(db, c->key, c->key_len, b, len);
 
-	memset(&key, 0, sizeof(key));
-	key.data = c->key;
-	key.size = (uint32_t)c->key_len;
-	for (;;) {
-		memset(&value, 0, sizeof(value));
-		value.data = b->data;
-		value.ulen = b->cap - 1;
-		value.flags = DB_DBT_USERMEM;
-		rc = db->get(db, NULL, &key, &value, 0);
-		if (rc == DB_BUFFER_SMALL) {
-			if (!buf_reserve(b, (size_t)value.size + 1)) {
-				dlz_log_error_limited("out of memory for a %u-byte value", value.size);
-				return GET_ERROR;
-			}
-		} else if (rc != DB_LOCK_DEADLOCK || ++deadlocks > DEADLOCK_RETRIES) {
-			break;
-		}
-	}
 	if (rc == DB_NOTFOUND) {
 		return GET_MISSING;
 	}
@@ -175,8 +123,6 @@ get_into(struct bdbhpt_conn *c, DB *db, struct buf *b, size_t *len) {
 		dlz_log_error_limited("get %.*s: %s", (int)c->key_len, c->key, db_strerror(rc));
 		return GET_ERROR;
 	}
-	b->data[value.size] = '\0';
-	*len = value.size;
 	return GET_FOUND;
 }
 
@@ -219,13 +165,6 @@ zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) 
 }
 
 /* ---- environments ----------------------------------------------------------------------- */
-
-static void
-bdb_errcall(const DB_ENV *handle, const char *prefix, const char *message) {
-	(void)handle;
-	(void)prefix;
-	dlz_log(ISC_LOG_ERROR, "Berkeley DB: %s", message);
-}
 
 static void
 env_free(struct env *env) {
@@ -426,8 +365,8 @@ bdbhpt_connect(void *state, void **conn) {
 	struct bdbhpt_conn *c = calloc(1, sizeof(*c));
 	char *home;
 
-	if (c == NULL || !buf_reserve(&c->value, BUF_INITIAL) ||
-	    !buf_reserve(&c->list, BUF_INITIAL)) {
+	if (c == NULL || !bdb_buf_reserve(&c->value, BDB_BUF_INITIAL) ||
+	    !bdb_buf_reserve(&c->list, BDB_BUF_INITIAL)) {
 		dlz_log(ISC_LOG_ERROR, "out of memory");
 		goto fail;
 	}
@@ -456,10 +395,12 @@ fail:
 	return DLZ_ERROR;
 }
 
-/* One fetch's zone and the generation it is read under, as fetch_owner reads them. */
+/* One fetch: its zone and the generation it is read under, as probe_zone finds them and
+ * fetch_owner reads them. */
 struct owner_read {
 	struct bdbhpt_conn *c;
-	const char *gen;
+	const struct dlz_fetch_req *req;
+	char gen[GEN_MAX + 1];
 	const char *zone;
 	struct dlz_rowset *out;
 };
@@ -488,38 +429,31 @@ fetch_owner(void *ctx, const char *owner, bool *found) {
 	}
 }
 
+/* dlz_zone_probe: one dns_zone get of names[i]; its generation is then r->gen. */
+static int
+probe_zone(void *ctx, unsigned i) {
+	struct owner_read *r = ctx;
+
+	return zone_generation(r->c, r->req->names[i], r->gen);
+}
+
 static int
 bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct bdbhpt_conn *c = conn;
-	char gen[GEN_MAX + 1];
-	const char *zone = NULL;
-	int z = req->zone_index;
+	struct owner_read r = { .c = conn, .req = req, .out = out };
+	int z;
 
-	/* The given zone, or the deepest: the first found, deepest first. */
-	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
-		switch (zone_generation(c, req->names[i], gen)) {
-		case GET_ERROR:
-			return DLZ_ERROR;
-		case GET_MISSING:
-			if (req->zone_index >= 0) {
-				return DLZ_OK;
-			}
-			continue;
-		case GET_FOUND:
-			break;
-		}
-		z = (int)i;
-		zone = req->names[i];
+	if (!dlz_find_zone(req, 0, probe_zone, &r, &z)) {
+		return DLZ_ERROR;
 	}
-	if (zone == NULL) {
+	if (z < 0) {
 		return DLZ_OK;
 	}
-	if (!dlz_rowset_add_zone_ref(out, zone)) {
+	r.zone = req->names[z];
+	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
 		return DLZ_ERROR;
 	}
 	/* Every node is read under the one generation read above: the zone as it was then. */
-	return dlz_read_owners(req, z, 0, fetch_owner,
-			       &(struct owner_read){ .c = c, .gen = gen, .zone = zone, .out = out });
+	return dlz_read_owners(req, z, 0, fetch_owner, &r);
 }
 
 /* The owner list of one generation, then one dns_data get per owner. */
@@ -578,7 +512,7 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 static int
 bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	struct bdbhpt_conn *c = conn;
-	char gen[GEN_MAX + 1], *pos, *end, *line;
+	char gen[GEN_MAX + 1];
 	size_t len;
 
 	if (!make_key(c, zone, strlen(zone), NULL, 0)) {
@@ -600,14 +534,7 @@ bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	case GET_FOUND:
 		break;
 	}
-	pos = c->list.data;
-	end = pos + len;
-	while ((line = dlz_next_line(&pos, end)) != NULL) {
-		if (strcmp(line, client) == 0) {
-			return DLZ_OK;
-		}
-	}
-	return DLZ_DENIED;
+	return dlz_lines_contain(c->list.data, len, client) ? DLZ_OK : DLZ_DENIED;
 }
 
 static const char *const bdbhpt_keys[] = { "mode", "env", NULL };

@@ -166,6 +166,19 @@ extern const struct dlz_backend dlz_backend;
 
 /* ---- small helpers for backends ------------------------------------------------------------- */
 
+/* Is req->names[i] a zone in the store? 1 yes, 0 no, -1 the lookup failed (logged). */
+typedef int dlz_zone_probe(void *ctx, unsigned i);
+/*
+ * The zone of a fetch, for a backend that looks names up one at a time: names[zone_index]
+ * when the request gives one (and it is a zone), otherwise the deepest zone, probing
+ * names[first], names[first + 1], ... (deepest first) and stopping at the first found: BIND
+ * asks about no suffix above the deepest zone. first is 0, or one past the deepest name a
+ * backend knows to be no zone (see dlz_read_owners' last). *z = the index, or -1 when no
+ * name is a zone. False when a probe failed.
+ */
+bool dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *probe,
+		   void *ctx, int *z);
+
 /* Reads the rows of one owner key into the backend's rowset; *found = the owner exists.
  * DLZ_OK or DLZ_ERROR. */
 typedef int dlz_owner_reader(void *ctx, const char *owner, bool *found);
@@ -207,5 +220,7 @@ int dlz_node_walk(const char *zone, const char *owner, char *value, size_t len,
 		  dlz_node_cb *cb, void *ctx);
 /* The next LF-separated line at *pos (before end), NUL-terminated in place; NULL at the end. */
 char *dlz_next_line(char **pos, char *end);
+/* Is line one of the LF-separated lines of list[0..len) (NUL-terminated in place)? */
+bool dlz_lines_contain(char *list, size_t len, const char *line);
 
 #endif /* DLZ_DRIVER_H */

@@ -1,9 +1,33 @@
 /*
- * The owner walk of the backends that look names up one at a time (memory, filesystem,
- * Berkeley DB): which candidate owners of a fetch they read, in what order, and when they
- * stop. One place for the RFC 4592 rule the fetch contract (dlz_driver.h) states.
+ * The zone search and the owner walk of the backends that look names up one at a time
+ * (memory, filesystem, Berkeley DB): which names of a fetch they read, in what order, and
+ * when they stop. One place for the rules the fetch contract (dlz_driver.h) states.
  */
 #include "core.h"
+
+bool
+dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *probe,
+	      void *ctx, int *z) {
+	bool given = req->zone_index >= 0;
+
+	*z = -1;
+	for (unsigned i = given ? (unsigned)req->zone_index : first; i >= first && i < req->nnames;
+	     i++) {
+		switch (probe(ctx, i)) {
+		case 1:
+			*z = (int)i;
+			return true;
+		case 0:
+			if (given) {
+				return true;
+			}
+			break;
+		default:
+			return false;
+		}
+	}
+	return true;
+}
 
 int
 dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,

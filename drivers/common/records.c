@@ -95,6 +95,18 @@ dlz_node_walk(const char *zone, const char *owner, char *value, size_t len, dlz_
 	return DLZ_OK;
 }
 
+bool
+dlz_lines_contain(char *list, size_t len, const char *line) {
+	char *pos = list, *end = list + len, *next;
+
+	while ((next = dlz_next_line(&pos, end)) != NULL) {
+		if (strcmp(next, line) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
+
 char *
 dlz_next_line(char **pos, char *end) {
 	char *line = *pos;

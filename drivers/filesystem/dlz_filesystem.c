@@ -551,7 +551,8 @@ add_line(struct dlz_rowset *out, const struct zone_map *zm, size_t start, size_t
 
 /* One fetch's zone, as read_owner reads it. */
 struct owner_read {
-	const struct zone_map *zm;
+	struct fs_conn *conn;
+	struct zone_map *zm;
 	const char *zone;
 	struct dlz_rowset *out;
 };
@@ -592,44 +593,40 @@ read_owner(void *ctx, const char *owner, bool *found) {
 
 /* ---- fetch ------------------------------------------------------------------------------ */
 
+/* dlz_zone_probe: one openat2 of names[i]'s zone file; the zone is then r->zm. */
+static int
+probe_zone(void *ctx, unsigned i) {
+	struct owner_read *r = ctx;
+
+	return zone_at(r->conn, i, &r->zm);
+}
+
 static int
 fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct fs_conn *conn = c;
-	const struct fs_key *k = &conn->key;
-	struct zone_map *zm = NULL;
-	int z = -1;
+	struct owner_read r = { .conn = c, .out = out };
+	const struct fs_key *k = &r.conn->key;
+	int z;
 
 	/* The core splits names the same way (and may ask about the deeper suffixes only); a
 	 * mismatch would mean a key no store holds. */
-	if (!split_key(req->qname, &conn->key) || k->nlabels < req->nnames) {
+	if (!split_key(req->qname, &r.conn->key) || k->nlabels < req->nnames) {
 		return DLZ_OK;
 	}
-	index_dirs(conn);
-	/* The given zone, or the deepest: one openat2 per candidate, deepest first, until a
-	 * zone is found (no suffix above it is asked about). */
-	for (int j = req->zone_index >= 0 ? req->zone_index : k->bad + 1;
-	     z < 0 && j > k->bad && j < (int)req->nnames; j++) {
-		enum found found = zone_at(conn, (unsigned)j, &zm);
-
-		if (found == FOUND_ERROR) {
-			return DLZ_ERROR;
-		}
-		if (found == FOUND_YES) {
-			z = j;
-		} else if (req->zone_index >= 0) {
-			break;
-		}
+	index_dirs(r.conn);
+	/* A label that cannot be a path component cannot be in a zone's name either. */
+	if (!dlz_find_zone(req, (unsigned)(k->bad + 1), probe_zone, &r, &z)) {
+		return DLZ_ERROR;
 	}
 	if (z < 0) {
 		return DLZ_OK;
 	}
-	if (!dlz_rowset_add_zone_ref(out, req->names[z])) {
+	r.zone = req->names[z];
+	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
 		return DLZ_ERROR;
 	}
 	/* The walk stops above a label that cannot be a component: no name below it exists,
 	 * so it is answered NXDOMAIN, not by a wildcard. */
-	return dlz_read_owners(req, z, k->bad + 1, read_owner,
-			       &(struct owner_read){ .zm = zm, .zone = req->names[z], .out = out });
+	return dlz_read_owners(req, z, k->bad + 1, read_owner, &r);
 }
 
 /* ---- zone transfer ---------------------------------------------------------------------- */

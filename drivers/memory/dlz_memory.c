@@ -433,9 +433,10 @@ memory_disconnect(void *state, void *conn) {
 	(void)conn;
 }
 
-/* One fetch's zone, as add_owner_rows reads it. */
+/* One fetch: its zone, as probe_zone finds it and add_owner_rows reads it. */
 struct owner_read {
 	const struct mtable *t;
+	const struct dlz_fetch_req *req;
 	const struct mzone *zone;
 	struct dlz_rowset *out;
 };
@@ -462,32 +463,31 @@ add_owner_rows(void *ctx, const char *key, bool *found) {
 	return DLZ_OK;
 }
 
+/* dlz_zone_probe: is names[i] a zone? Remembers it in the owner_read. */
+static int
+probe_zone(void *ctx, unsigned i) {
+	struct owner_read *r = ctx;
+
+	r->zone = zone_get(r->t, r->req->names[i]);
+	return r->zone != NULL;
+}
+
 static int
 memory_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	const struct mtable *t = conn;
-	const struct mzone *zone = NULL;
-	int z = req->zone_index;
+	struct owner_read r = { .t = conn, .req = req, .out = out };
+	int z;
 
-	if (in_outage(t)) {
+	if (in_outage(r.t)) {
 		return DLZ_ERROR;
 	}
-	/* The given zone, or the deepest: the first found, deepest first. */
-	for (unsigned i = z >= 0 ? (unsigned)z : 0; zone == NULL && i < req->nnames; i++) {
-		zone = zone_get(t, req->names[i]);
-		if (zone != NULL) {
-			z = (int)i;
-		} else if (req->zone_index >= 0) {
-			break;
-		}
-	}
-	if (zone == NULL) {
+	dlz_find_zone(req, 0, probe_zone, &r, &z); /* a memory probe cannot fail */
+	if (z < 0) {
 		return DLZ_OK;
 	}
-	if (!dlz_rowset_add_zone_ref(out, zone->key)) {
+	if (!dlz_rowset_add_zone_ref(out, r.zone->key)) {
 		return DLZ_ERROR;
 	}
-	return dlz_read_owners(req, z, 0, add_owner_rows,
-			       &(struct owner_read){ .t = t, .zone = zone, .out = out });
+	return dlz_read_owners(req, z, 0, add_owner_rows, &r);
 }
 
 static int
