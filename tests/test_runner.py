@@ -6,7 +6,6 @@ came from, and that an interrupted run stops every process and keeps what it gat
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import pytest
 from bench.results import load_results
 from bench.servers.process import REPO_ROOT
 from loaders import store_for_driver
+from tests.benchcli import bench_env, processes_under
 
 # native BIND plus one driver of each family.
 DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
@@ -26,7 +26,7 @@ DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
 def _bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)})
+                            env=bench_env(run_root))
 
 
 @pytest.fixture(scope="module")
@@ -81,21 +81,6 @@ def test_report_and_plots_written(tiny_run: Path) -> None:
         assert (tiny_run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def _processes_under(path: Path) -> list[str]:
-    """Command lines of live processes that mention path (our servers name their run dir)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if str(path) in cmdline and state != "Z":
-                found.append(cmdline)
-    return found
-
-
 def test_run_keeps_logs_and_deletes_loaded_data(tiny_run: Path, run_root: Path) -> None:
     [run_dir] = (run_root / "tiny").glob("bench-*")
     for store in {store_for_driver(d)[0].name for d in DRIVERS}:
@@ -114,14 +99,14 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Pat
     deadline = time.monotonic() + 300
     # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
     while not ((out / "results.json").exists()
-               and any("postgres -D" in c for c in _processes_under(run_root))):
+               and any("postgres -D" in c for c in processes_under(run_root))):
         assert proc.poll() is None and time.monotonic() < deadline, \
             proc.communicate()[0].decode(errors="replace")[-2000:]
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
-    assert _processes_under(run_root) == []
+    assert processes_under(run_root) == []
     cells = load_results(out).cells
     assert [(c.driver, c.status) for c in cells][:1] == [("native", "ok")], \
         "the cell measured before Ctrl-C is kept"

@@ -3,7 +3,6 @@ given by hand that is already taken is refused before anything starts."""
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
@@ -16,24 +15,13 @@ import dns.message
 import dns.query
 
 from bench.servers.process import REPO_ROOT, free_port
+from tests.benchcli import bench_env, processes_under
 
 
 def _serve(run_root: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "bench", "serve", *args], cwd=REPO_ROOT,
-                            env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)},
+                            env=bench_env(run_root),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _running_under(root: Path) -> list[str]:
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if str(root) in cmdline:
-            found.append(cmdline)
-    return found
 
 
 def test_serve_answers_until_sigterm(run_root: Path) -> None:
@@ -48,7 +36,7 @@ def test_serve_answers_until_sigterm(run_root: Path) -> None:
     assert response.flags & dns.flags.AA and response.answer
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 130
-    assert _running_under(run_root) == []
+    assert processes_under(run_root) == []
 
 
 def test_serve_refuses_a_port_in_use(run_root: Path) -> None:

@@ -6,7 +6,6 @@ that each loader's peak memory stays flat when the zone count grows tenfold. No 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from bench.results import load_results
 from bench.servers.process import REPO_ROOT
 from loaders import all_drivers, store_for_driver
+from tests.benchcli import bench_env
 
 TINY, SMALL, LARGE = 100, 200, 2000
 
@@ -23,7 +23,7 @@ TINY, SMALL, LARGE = 100, 200, 2000
 def _startup(run_root: Path, *args: str) -> None:
     """`python3 -m bench startup ...`, which must succeed."""
     done = subprocess.run([sys.executable, "-m", "bench", "startup", *args], cwd=REPO_ROOT,
-                          env={**os.environ, "DLZBENCH_RUN_DIR": str(run_root)},
+                          env=bench_env(run_root),
                           capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
 
