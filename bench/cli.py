@@ -28,10 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
+    except BaseException as exc:
         if not _interrupted(exc):
             raise
         print("interrupted", file=sys.stderr)
@@ -39,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _interrupted(exc: BaseException | None) -> bool:
-    """Did a Ctrl-C cause exc? A Ctrl-C inside a C extension's import (numpy, under the
-    report's first matplotlib import) surfaces as ImportError raised from KeyboardInterrupt."""
+    """Is exc a Ctrl-C, or caused by one? A Ctrl-C inside a C extension's import (numpy, under
+    the report's first matplotlib import) surfaces as ImportError raised from KeyboardInterrupt."""
     while exc is not None:
         if isinstance(exc, KeyboardInterrupt):
             return True
-        exc = exc.__cause__ or exc.__context__
+        exc = exc.__cause__
     return False

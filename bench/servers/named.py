@@ -48,8 +48,19 @@ _POLL_PAUSE = 0.002
 # file still loading gets SERVFAIL although named already answers.
 _RUNNING_LINE = re.compile(rb" general: notice: running$", re.M)
 
+
 def _quote(path: Path) -> str:
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _non_recursive_query(qname: str | dns.name.Name, rdtype: str,
+                         payload: int | None = None) -> dns.message.Message:
+    """A query without RD (every named here is authoritative only); with EDNS0 advertising
+    payload octets when given."""
+    query = dns.message.make_query(qname, rdtype, use_edns=None if payload is None else 0,
+                                   payload=payload)
+    query.flags &= ~dns.flags.RD
+    return query
 
 
 def _is_authoritative(response: dns.message.Message) -> bool:
@@ -187,8 +198,7 @@ options {{
     def wait_answers(self, qname: str, rdtype: str = "SOA", timeout: float = 120.0) -> float:
         """Poll until named answers qname/rdtype authoritatively; seconds since exec."""
         proc = self._running_proc()
-        query = dns.message.make_query(qname, rdtype)
-        query.flags &= ~dns.flags.RD
+        query = _non_recursive_query(qname, rdtype)
         what = f"authoritative answer for {qname}/{rdtype}"
         deadline = time.monotonic() + timeout
         while True:
@@ -203,8 +213,7 @@ options {{
 
     def answers(self, qname: str, rdtype: str = "SOA") -> bool:
         """One query, no waiting and no stopping: does named answer it authoritatively now?"""
-        query = dns.message.make_query(qname, rdtype)
-        query.flags &= ~dns.flags.RD
+        query = _non_recursive_query(qname, rdtype)
         response = self._ask_udp(query)
         return response is not None and _is_authoritative(response)
 
@@ -265,9 +274,7 @@ options {{
     def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
               timeout: float = 5.0, payload: int | None = None) -> dns.message.Message:
         """One non-recursive query; with EDNS0 advertising `payload` octets when given."""
-        query = dns.message.make_query(qname, rdtype, use_edns=None if payload is None else 0,
-                                       payload=payload)
-        query.flags &= ~dns.flags.RD
+        query = _non_recursive_query(qname, rdtype, payload)
         send = dns.query.tcp if tcp else dns.query.udp
         return send(query, "127.0.0.1", port=self.port, timeout=timeout)
 

@@ -11,6 +11,7 @@ dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *p
 	bool given = req->zone_index >= 0;
 
 	*z = -1;
+	/* A given zone_index is probed alone, and not at all when it is below first. */
 	for (unsigned i = given ? (unsigned)req->zone_index : first; i >= first && i < req->nnames;
 	     i++) {
 		switch (probe(ctx, i)) {

@@ -549,7 +549,7 @@ add_line(struct dlz_rowset *out, const struct zone_map *zm, size_t start, size_t
 				       r.rdata_len);
 }
 
-/* One fetch's zone, as read_owner reads it. */
+/* One fetch: its zone, as probe_zone finds it and read_owner reads it. */
 struct owner_read {
 	struct fs_conn *conn;
 	struct zone_map *zm;
