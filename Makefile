@@ -71,11 +71,11 @@ build drivers: apt-packages
 	$(MAKE) -C bench/prober
 
 test: deps build
-	$(PY) -m ruff check bench loaders tests
+	$(PY) -m ruff check base zonedata stores servers bench tests
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
-	$(PY) -m ruff check bench loaders tests
+	$(PY) -m ruff check base zonedata stores servers bench tests
 
 bench: deps build
 	$(PY) -m bench run --profile $(PROFILE)

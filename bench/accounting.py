@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from bench.servers.process import descendants
+from base.process import descendants
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

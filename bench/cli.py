@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from bench.errors import UserError
+from base.errors import UserError
 
 # Subcommand name -> module in bench/commands.
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup"]

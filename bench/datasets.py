@@ -10,8 +10,8 @@ import argparse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bench.errors import UserError
-from loaders.model import Zone
+from base.errors import UserError
+from zonedata.model import Zone
 
 
 def add_data_options(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,7 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
 
 def zone_source(args: argparse.Namespace) -> tuple[Callable[[], Iterator[Zone]], int | None]:
     """A function that streams the data set afresh on every call, and its zone count if known."""
-    from loaders import generator, zonefiles
+    from zonedata import generator, zonefiles
 
     if args.zones is not None:
         if not args.zones.is_dir():

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench.errors import UserError
-from bench.servers.process import ManagedProcess, new_run_dir
+from base.errors import UserError
+from base.process import ManagedProcess, new_run_dir
 
 DNSPERF = "/usr/bin/dnsperf"
 TASKSET = "/usr/bin/taskset"

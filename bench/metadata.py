@@ -13,7 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.servers.process import REPO_ROOT
+from base.paths import REPO_ROOT
 
 NOT_INSTALLED = "not installed"
 UNKNOWN = "unknown"

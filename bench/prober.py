@@ -13,8 +13,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.errors import UserError
-from bench.servers.process import REPO_ROOT, ManagedProcess, new_run_dir, run_checked
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from base.process import ManagedProcess, new_run_dir, run_checked
 
 PROBER_DIR = REPO_ROOT / "bench" / "prober"
 PROBER_BIN = PROBER_DIR / "prober"

@@ -6,7 +6,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 
-from loaders.model import Zone
+from zonedata.model import Zone
 
 
 class ZoneProgress:

@@ -19,7 +19,7 @@ from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.prober import LatencyStats
 from bench.results import Cell, Results, StartupPoint
-from loaders import all_drivers
+from stores import all_drivers
 
 NONE = "–"
 WARN = "⚠"

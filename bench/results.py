@@ -18,8 +18,8 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from base.errors import UserError
 from bench.dnsperf import DnsperfRun
-from bench.errors import UserError
 from bench.prober import LatencyStats
 
 SCHEMA = 1

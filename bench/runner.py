@@ -19,14 +19,14 @@ from pathlib import Path
 import dns.exception
 import dns.name
 
+from base.errors import UserError
 from bench import accounting, dnsperf, prober
-from bench.errors import UserError
 from bench.results import Cell, QpsSummary, Results, save_results
-from bench.servers.named import Named
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
-from loaders.model import Zone, make_record
-from loaders.queries import read_query_file
+from servers.named import Named
+from zonedata.model import Zone, make_record
+from zonedata.queries import read_query_file
 
 
 @dataclass(frozen=True)

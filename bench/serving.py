@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.servers.named import Named
-from bench.servers.process import keep_only_logs
-from loaders import store_for_driver
-from loaders.model import Zone
-from loaders.store import LoadStats, Store
+from base.process import keep_only_logs
+from servers.named import Named
+from stores import store_for_driver
+from stores.store import LoadStats, Store
+from zonedata.model import Zone
 
 
 @dataclass

@@ -19,15 +19,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from base.errors import UserError
+from base.paths import REPO_ROOT
 from bench.accounting import peak_rss_kb
-from bench.errors import UserError
 from bench.results import StartupPoint
-from bench.servers.named import Named
-from bench.servers.process import REPO_ROOT
-from loaders import store_for_driver
-from loaders.generator import zone_name
-from loaders.model import name_key
-from loaders.store import Store
+from servers.named import Named
+from stores import store_for_driver
+from stores.store import Store
+from zonedata.generator import zone_name
+from zonedata.model import name_key
 
 Report = Callable[[str], None]
 # How often named is asked for the last zone while it starts (a query costs it microseconds).

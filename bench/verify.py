@@ -50,8 +50,8 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
-from bench.servers.named import Named
-from loaders.model import Zone, empty_nonterminals
+from servers.named import Named
+from zonedata.model import Zone, empty_nonterminals
 
 Query = tuple[dns.name.Name, str]
 Rr = tuple[str, int, str, str]  # owner (lower case), TTL, type, rdata

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers.process import new_run_dir
+from base.process import new_run_dir
 
 
 @pytest.fixture(scope="module")

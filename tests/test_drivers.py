@@ -33,8 +33,7 @@ import dns.name
 import dns.rcode
 import pytest
 
-from bench.servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from bench.servers.process import REPO_ROOT
+from base.paths import REPO_ROOT
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import (
     REFERENCE,
@@ -50,12 +49,13 @@ from bench.verify import (
     detail,
     transfer,
 )
-from loaders import all_drivers, store_for_driver
-from loaders.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
-from loaders.generator import coverage_zones
-from loaders.model import Record, Zone, make_record, name_key
-from loaders.store import DEFAULT_XFR_CLIENTS, Store
-from loaders.zonefiles import read_zone_dir
+from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from stores import all_drivers, store_for_driver
+from stores.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
+from stores.store import DEFAULT_XFR_CLIENTS, Store
+from zonedata.generator import coverage_zones
+from zonedata.model import Record, Zone, make_record, name_key
+from zonedata.zonefiles import read_zone_dir
 
 REALWORLD = Path(__file__).parent / "data" / "realworld"
 # Library reports whose stacks pass through a driver without being its own.

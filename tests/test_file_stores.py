@@ -26,11 +26,12 @@ import dns.name
 import pytest
 from berkeleydb import db
 
-from bench.errors import UserError
-from loaders import bdb, bdbhpt, fs
-from loaders.bdbcommon import prepare_zone
-from loaders.generator import coverage_zones
-from loaders.model import (
+from base.errors import UserError
+from stores import bdb, bdbhpt, fs
+from stores.bdbcommon import prepare_zone
+from stores.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
+from zonedata.generator import coverage_zones
+from zonedata.model import (
     Record,
     Zone,
     canonical_set,
@@ -38,7 +39,6 @@ from loaders.model import (
     make_record,
     name_key,
 )
-from loaders.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
 
 STORES: dict[str, Store] = {"fs": fs.STORE, "bdb": bdb.STORE, "bdbhpt": bdbhpt.STORE}
 
@@ -416,7 +416,7 @@ def test_which_variants_see_updates_only_after_reload() -> None:
 _READER = textwrap.dedent("""
     import sys, time
     from berkeleydb import db
-    from loaders.bdbhpt import ENV_FLAGS
+    from stores.bdbhpt import ENV_FLAGS
     home, mode, zone = sys.argv[1:]
     env = db.DBEnv()
     env.open(home, ENV_FLAGS[mode])

@@ -11,9 +11,9 @@ from collections import Counter
 import dns.name
 import pytest
 
+from base.errors import UserError
 from bench.cli import main as bench_main
-from bench.errors import UserError
-from loaders.generator import (
+from zonedata.generator import (
     AWKWARD_LABELS,
     appendix_b,
     coverage_zones,
@@ -21,8 +21,8 @@ from loaders.generator import (
     generate_zone,
     zone_name,
 )
-from loaders.model import Zone, canonical_set, empty_nonterminals, make_record
-from loaders.queries import (
+from zonedata.model import Zone, canonical_set, empty_nonterminals, make_record
+from zonedata.queries import (
     NXDOMAIN_PREFIX,
     QuerySampler,
     parse_mix,
@@ -30,7 +30,7 @@ from loaders.queries import (
     split_count,
     write_query_file,
 )
-from loaders.zonefiles import read_zone_dir, write_zone_file, zone_file_name, zone_file_text
+from zonedata.zonefiles import read_zone_dir, write_zone_file, zone_file_name, zone_file_text
 
 COVERAGE_TYPES = {"SOA", "NS", "A", "AAAA", "MX", "TXT", "CNAME", "PTR", "SRV", "CAA", "NAPTR",
                   "SSHFP", "DS", "HINFO", "LOC", "DNAME"}

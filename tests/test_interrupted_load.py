@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.servers.process import REPO_ROOT, descendants
-from loaders import get_store, store_names
-from loaders.generator import generate, generate_zone
-from loaders.model import Zone
-from loaders.store import Store
+from base.paths import REPO_ROOT
+from base.process import descendants
+from stores import get_store, store_names
+from stores.store import Store
+from zonedata.generator import generate, generate_zone
+from zonedata.model import Zone
 
 ZONES = 5000  # enough for every store to be mid-load a moment after it starts writing
 PRELOADED = 2000

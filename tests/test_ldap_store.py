@@ -11,11 +11,10 @@ import dns.name
 import ldap
 import pytest
 
-from bench.errors import UserError
-from bench.servers.process import new_run_dir
-from bench.servers.slapd import Slapd
-from loaders import get_store
-from loaders.ldap import (
+from base.errors import UserError
+from base.process import new_run_dir
+from stores import get_store
+from stores.ldap import (
     INDEXES,
     SCHEMA_FILE,
     STORE,
@@ -27,12 +26,13 @@ from loaders.ldap import (
     zone_attrs,
     zone_dn,
 )
-from loaders.model import Zone, canonical_set, make_record
+from stores.ldap_server import LdapServer
+from zonedata.model import Zone, canonical_set, make_record
 
 
 def _slapd(base: Path, *, indexes: Sequence[str] = INDEXES,
-           schema_files: Sequence[Path] = (SCHEMA_FILE,), log_level: str = "0") -> Slapd:
-    return Slapd(new_run_dir("slapd", base), suffix=SUFFIX, schema_files=schema_files,
+           schema_files: Sequence[Path] = (SCHEMA_FILE,), log_level: str = "0") -> LdapServer:
+    return LdapServer(new_run_dir("slapd", base), suffix=SUFFIX, schema_files=schema_files,
                  indexes=indexes, log_level=log_level)
 
 
@@ -41,13 +41,13 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def store_target(run_dir: Path) -> Iterator[Slapd]:
+def store_target(run_dir: Path) -> Iterator[LdapServer]:
     with STORE.server(new_run_dir("store", run_dir)) as target:
         yield target
 
 
 @pytest.fixture
-def fresh_target(run_dir: Path) -> Iterator[Slapd]:
+def fresh_target(run_dir: Path) -> Iterator[LdapServer]:
     """A store with no zones yet, so that its first load takes the slapadd path."""
     with STORE.server(new_run_dir("fresh", run_dir)) as target:
         yield target
@@ -137,7 +137,7 @@ def _zone_keys_matching(conn: ldap.ldapobject.LDAPObject, value: str | bytes) ->
     return [attrs["dlzZoneName"][0].decode() for _, attrs in found]
 
 
-def test_escaped_filter_matches_only_the_exact_key(store_target: Slapd) -> None:
+def test_escaped_filter_matches_only_the_exact_key(store_target: LdapServer) -> None:
     conn = store_target.connect()
     for key in HOSTILE_KEYS:
         conn.add_s(zone_dn(key), list(zone_attrs(key, 1).items()))
@@ -201,7 +201,7 @@ def _changed(zone: Zone) -> Zone:
     return dataclasses.replace(zone, records=[*kept, new])
 
 
-def test_awkward_zone_through_slapadd_and_online_replace(fresh_target: Slapd) -> None:
+def test_awkward_zone_through_slapadd_and_online_replace(fresh_target: LdapServer) -> None:
     zone = _awkward_zone()
     pids_before = fresh_target.pids()
     stats = STORE.load([zone], fresh_target)
@@ -215,7 +215,7 @@ def test_awkward_zone_through_slapadd_and_online_replace(fresh_target: Slapd) ->
     assert canonical_set(STORE.read_back(fresh_target)) == canonical_set([zone])
 
 
-def test_ent_markers_are_stored_and_dropped_on_read_back(fresh_target: Slapd) -> None:
+def test_ent_markers_are_stored_and_dropped_on_read_back(fresh_target: LdapServer) -> None:
     zone = _awkward_zone()
     STORE.load([zone], fresh_target)
     conn = fresh_target.connect()
@@ -225,13 +225,13 @@ def test_ent_markers_are_stored_and_dropped_on_read_back(fresh_target: Slapd) ->
     assert not [r for z in STORE.read_back(fresh_target) for r in z.records if r.rdtype == "ENT"]
 
 
-def test_zone_twice_in_one_bulk_load_is_refused(fresh_target: Slapd) -> None:
+def test_zone_twice_in_one_bulk_load_is_refused(fresh_target: LdapServer) -> None:
     with pytest.raises(UserError, match="appears twice"):
         STORE.load([_awkward_zone(), _awkward_zone(2)], fresh_target)
     assert list(STORE.read_back(fresh_target)) == []
 
 
-def test_entries_of_other_generations_are_ignored_then_removed(store_target: Slapd) -> None:
+def test_entries_of_other_generations_are_ignored_then_removed(store_target: LdapServer) -> None:
     zone = _awkward_zone()
     STORE.update(zone, store_target)  # live generation g
     conn = store_target.connect()
@@ -252,7 +252,7 @@ def test_entries_of_other_generations_are_ignored_then_removed(store_target: Sla
     assert stray not in {dn for dn, _ in children}
 
 
-def test_readers_never_see_a_mix_during_online_replace(store_target: Slapd) -> None:
+def test_readers_never_see_a_mix_during_online_replace(store_target: LdapServer) -> None:
     old, new = _awkward_zone(1), _changed(_awkward_zone(2))
     STORE.update(old, store_target)
     versions = {tuple(old.canonical()), tuple(new.canonical())}
@@ -275,8 +275,8 @@ def test_readers_never_see_a_mix_during_online_replace(store_target: Slapd) -> N
     assert seen and set(seen) <= versions
 
 
-def test_coverage_zones_round_trip_both_paths(fresh_target: Slapd) -> None:
-    generator = pytest.importorskip("loaders.generator")
+def test_coverage_zones_round_trip_both_paths(fresh_target: LdapServer) -> None:
+    generator = pytest.importorskip("zonedata.generator")
     zones = generator.coverage_zones()
     STORE.load(zones, fresh_target)  # empty directory: slapadd
     assert canonical_set(STORE.read_back(fresh_target)) == canonical_set(zones)
@@ -284,7 +284,7 @@ def test_coverage_zones_round_trip_both_paths(fresh_target: Slapd) -> None:
     assert canonical_set(STORE.read_back(fresh_target)) == canonical_set(zones)
 
 
-def test_dlz_clause_names_the_driver_and_server(store_target: Slapd) -> None:
+def test_dlz_clause_names_the_driver_and_server(store_target: LdapServer) -> None:
     clause = get_store("ldap").dlz_clause("ldap", store_target, threads=2, connections=4)
     assert clause.startswith('dlz "ldap" {\n\tdatabase "dlopen /')
     assert "drivers/ldap/dlz_ldap.so connections=4 " in clause

@@ -20,12 +20,12 @@ import dns.name
 import dns.rdatatype
 import pytest
 
+from base.errors import UserError
+from base.process import free_port
 from bench import accounting, metadata
 from bench.dnsperf import run_dnsperf, start_background
-from bench.errors import UserError
 from bench.prober import LatencyStats, build_prober, measure_floor, nearest_rank, probe
-from bench.servers.named import Named
-from bench.servers.process import free_port
+from servers.named import Named
 
 ZONE = """$TTL 300
 @       SOA  ns.example.test. hostmaster.example.test. 1 3600 600 86400 300

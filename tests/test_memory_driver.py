@@ -28,8 +28,7 @@ import dns.name
 import dns.rcode
 import pytest
 
-from bench.servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from bench.servers.process import REPO_ROOT
+from base.paths import REPO_ROOT
 from bench.verify import (
     BIND_CLASSES,
     UDP_PAYLOAD,
@@ -44,10 +43,11 @@ from bench.verify import (
     reduce,
     transfer,
 )
-from loaders import native
-from loaders.generator import coverage_zones, longest_name
-from loaders.memory import DRIVER_SO, STORE, data_file, dlz_clause_for
-from loaders.model import Zone, empty_nonterminals, make_record
+from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from stores import native
+from stores.memory import DRIVER_SO, STORE, data_file, dlz_clause_for
+from zonedata.generator import coverage_zones, longest_name
+from zonedata.model import Zone, empty_nonterminals, make_record
 
 ASAN_SO = REPO_ROOT / "build" / "asan" / "memory" / "dlz_memory.so"
 

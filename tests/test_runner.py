@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from base.paths import REPO_ROOT
 from bench.results import load_results
-from bench.servers.process import REPO_ROOT
-from loaders import store_for_driver
+from stores import store_for_driver
 from tests.benchcli import bench_env, processes_under
 
 # native BIND plus one driver of each family.

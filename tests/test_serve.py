@@ -14,7 +14,8 @@ import dns.flags
 import dns.message
 import dns.query
 
-from bench.servers.process import REPO_ROOT, free_port
+from base.paths import REPO_ROOT
+from base.process import free_port
 from tests.benchcli import bench_env, processes_under
 
 

@@ -22,11 +22,12 @@ import dns.rcode
 import psycopg
 import pytest
 
-from bench.errors import UserError
-from bench.servers.mariadb import Mariadb
-from bench.servers.named import Named
-from bench.servers.postgres import Postgres
-from bench.servers.process import REPO_ROOT, free_port
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from base.process import free_port
+from servers.named import Named
+from stores.mysql_server import MysqlServer
+from stores.pg_server import PgServer
 
 
 def is_running(pid: int) -> bool:
@@ -56,19 +57,19 @@ def owner(pid: int) -> str:
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
-def pg_select_one(pg: Postgres) -> int:
+def pg_select_one(pg: PgServer) -> int:
     with pg.connect() as conn:
         row = conn.execute("SELECT 1").fetchone()
     return row[0] if row else 0
 
 
 @pytest.fixture(scope="module")
-def pg(run_dir: Path) -> Iterator[Postgres]:
-    with Postgres(run_dir / "pg-a") as server:
+def pg(run_dir: Path) -> Iterator[PgServer]:
+    with PgServer(run_dir / "pg-a") as server:
         yield server
 
 
-def test_postgres_answers_as_dlz(pg: Postgres):
+def test_postgres_answers_as_dlz(pg: PgServer):
     assert pg_select_one(pg) == 1
     with pg.connect() as conn:
         assert conn.autocommit is False
@@ -77,7 +78,7 @@ def test_postgres_answers_as_dlz(pg: Postgres):
     assert pg.version().startswith("PostgreSQL 15.")
 
 
-def test_postgres_runs_as_postgres_user_on_loopback(pg: Postgres):
+def test_postgres_runs_as_postgres_user_on_loopback(pg: PgServer):
     assert owner(pg.pids()[0]) == "postgres"
     assert Path(pg.host).is_relative_to(pg.run_dir)
     with pg.connect() as conn:
@@ -88,18 +89,18 @@ def test_postgres_runs_as_postgres_user_on_loopback(pg: Postgres):
         assert conn.execute("SELECT inet_server_port()").fetchone() == (pg.port,)
 
 
-def test_postgres_conninfo_is_plain_key_value(pg: Postgres):
+def test_postgres_conninfo_is_plain_key_value(pg: PgServer):
     pairs = dict(part.split("=", 1) for part in pg.conninfo().split())
     assert pairs == {"host": pg.host, "port": str(pg.port), "dbname": "dlz", "user": "dlz"}
 
 
-def test_postgres_pids_include_backends(pg: Postgres):
+def test_postgres_pids_include_backends(pg: PgServer):
     with pg.connect() as conn:
         backend = conn.info.backend_pid
         assert backend in pg.pids()
 
 
-def test_postgres_restart_keeps_data(pg: Postgres):
+def test_postgres_restart_keeps_data(pg: PgServer):
     with pg.connect() as conn:
         conn.execute("CREATE TABLE kept (v text)")
         conn.execute("INSERT INTO kept VALUES ('still here')")
@@ -111,8 +112,8 @@ def test_postgres_restart_keeps_data(pg: Postgres):
         assert conn.execute("SELECT v FROM kept").fetchall() == [("still here",)]
 
 
-def test_postgres_second_instance_then_stop_leaves_nothing(pg: Postgres, run_dir: Path):
-    other = Postgres(run_dir / "pg-b")
+def test_postgres_second_instance_then_stop_leaves_nothing(pg: PgServer, run_dir: Path):
+    other = PgServer(run_dir / "pg-b")
     with other:
         assert other.port != pg.port and other.host != pg.host
         assert pg_select_one(other) == 1 and pg_select_one(pg) == 1
@@ -124,8 +125,8 @@ def test_postgres_second_instance_then_stop_leaves_nothing(pg: Postgres, run_dir
     assert pg_select_one(pg) == 1
 
 
-def test_postgres_that_cannot_start_reports_its_log(pg: Postgres, run_dir: Path):
-    clash = Postgres(run_dir / "pg-clash")
+def test_postgres_that_cannot_start_reports_its_log(pg: PgServer, run_dir: Path):
+    clash = PgServer(run_dir / "pg-clash")
     clash.port = pg.port  # the port is taken by the running instance
     with pytest.raises(UserError) as failure:
         clash.start()
@@ -136,7 +137,7 @@ def test_postgres_that_cannot_start_reports_its_log(pg: Postgres, run_dir: Path)
 # --- MariaDB ------------------------------------------------------------------------------------
 
 
-def my_select_one(db: Mariadb, **kw: object) -> int:
+def my_select_one(db: MysqlServer, **kw: object) -> int:
     conn = db.connect(**kw)
     try:
         cursor = conn.cursor()
@@ -147,18 +148,18 @@ def my_select_one(db: Mariadb, **kw: object) -> int:
 
 
 @pytest.fixture(scope="module")
-def my(run_dir: Path) -> Iterator[Mariadb]:
-    with Mariadb(run_dir / "my-a") as server:
+def my(run_dir: Path) -> Iterator[MysqlServer]:
+    with MysqlServer(run_dir / "my-a") as server:
         yield server
 
 
-def test_mariadb_answers_over_socket_and_tcp(my: Mariadb):
+def test_mariadb_answers_over_socket_and_tcp(my: MysqlServer):
     assert my_select_one(my) == 1
     assert my_select_one(my, host="127.0.0.1", port=my.port) == 1
     assert my.version().startswith("MariaDB 10.11.")
 
 
-def test_mariadb_load_data_local_infile(my: Mariadb, tmp_path: Path):
+def test_mariadb_load_data_local_infile(my: MysqlServer, tmp_path: Path):
     data = tmp_path / "rows.tsv"
     data.write_text("a\nb\nc\n")
     conn = my.connect()
@@ -173,7 +174,7 @@ def test_mariadb_load_data_local_infile(my: Mariadb, tmp_path: Path):
         conn.close()
 
 
-def test_mariadb_restart_keeps_data(my: Mariadb):
+def test_mariadb_restart_keeps_data(my: MysqlServer):
     conn = my.connect()
     try:
         conn.cursor().execute("CREATE TABLE kept (v VARCHAR(20)) ENGINE=InnoDB")
@@ -193,8 +194,8 @@ def test_mariadb_restart_keeps_data(my: Mariadb):
         conn.close()
 
 
-def test_mariadb_second_instance_then_stop_leaves_nothing(my: Mariadb, run_dir: Path):
-    other = Mariadb(run_dir / "my-b")
+def test_mariadb_second_instance_then_stop_leaves_nothing(my: MysqlServer, run_dir: Path):
+    other = MysqlServer(run_dir / "my-b")
     with other:
         assert other.port != my.port and other.socket != my.socket
         assert my_select_one(other) == 1 and my_select_one(my) == 1
@@ -205,8 +206,8 @@ def test_mariadb_second_instance_then_stop_leaves_nothing(my: Mariadb, run_dir: 
     assert my_select_one(my) == 1
 
 
-def test_mariadb_that_cannot_start_reports_its_log(my: Mariadb, run_dir: Path):
-    clash = Mariadb(run_dir / "my-clash")
+def test_mariadb_that_cannot_start_reports_its_log(my: MysqlServer, run_dir: Path):
+    clash = MysqlServer(run_dir / "my-clash")
     clash.port = my.port
     with pytest.raises(UserError) as failure:
         clash.start()
@@ -345,12 +346,12 @@ def test_named_wait_answers_times_out_with_log(run_dir: Path):
 CHILD = """
 import json, sys, time
 from pathlib import Path
-from bench.servers.named import Named
-from bench.servers.postgres import Postgres
+from servers.named import Named
+from stores.pg_server import PgServer
 
 kind, run_dir = sys.argv[1], Path(sys.argv[2])
 if kind == "postgres":
-    server = Postgres(run_dir)
+    server = PgServer(run_dir)
 else:
     run_dir.mkdir(parents=True)
     (run_dir / "z.db").write_text(sys.argv[3])

@@ -16,10 +16,10 @@ import dns.name
 import psycopg
 import pytest
 
-from loaders import mysql, pg
-from loaders.generator import coverage_zones
-from loaders.model import ENT_TYPE, Zone, canonical_set, empty_nonterminals, make_record, name_key
-from loaders.store import DEFAULT_XFR_CLIENTS, Store
+from stores import mysql, pg
+from stores.store import DEFAULT_XFR_CLIENTS, Store
+from zonedata.generator import coverage_zones
+from zonedata.model import ENT_TYPE, Zone, canonical_set, empty_nonterminals, make_record, name_key
 
 HOSTILE_ORIGIN = dns.name.from_text("hostile.test.")
 # Owner labels that would do harm if a key ever reached SQL as text, or matched as a pattern.

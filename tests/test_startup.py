@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from base.paths import REPO_ROOT
 from bench.results import load_results
-from bench.servers.process import REPO_ROOT
-from loaders import all_drivers, store_for_driver
+from stores import all_drivers, store_for_driver
 from tests.benchcli import bench_env
 
 TINY, SMALL, LARGE = 100, 200, 2000

@@ -13,10 +13,10 @@ from typing import Any
 import dns.name
 import pytest
 
-from loaders import get_store, store_names
-from loaders.generator import coverage_zones
-from loaders.model import Zone, canonical_set, make_record
-from loaders.store import Store
+from stores import get_store, store_names
+from stores.store import Store
+from zonedata.generator import coverage_zones
+from zonedata.model import Zone, canonical_set, make_record
 
 
 @pytest.fixture(scope="module", params=store_names())

@@ -9,10 +9,10 @@ from pathlib import Path
 import dns.name
 import pytest
 
-from bench.errors import UserError
-from loaders.generator import coverage_zones
-from loaders.model import Zone, canonical_set, make_record, name_key
-from loaders.zonefiles import (
+from base.errors import UserError
+from zonedata.generator import coverage_zones
+from zonedata.model import Zone, canonical_set, make_record, name_key
+from zonedata.zonefiles import (
     read_zone_dir,
     read_zone_file,
     write_zone_dir,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.errors import UserError
+from base.errors import UserError
 
 
 def positive_counts(text: str, option: str) -> list[int]:

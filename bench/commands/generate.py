@@ -7,11 +7,11 @@ import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.errors import UserError
-from loaders.generator import appendix_b, coverage_zones, generate
-from loaders.model import Zone
-from loaders.queries import DEFAULT_QUERY_MIX, QuerySampler, parse_mix
-from loaders.zonefiles import write_zone_dir
+from base.errors import UserError
+from zonedata.generator import appendix_b, coverage_zones, generate
+from zonedata.model import Zone
+from zonedata.queries import DEFAULT_QUERY_MIX, QuerySampler, parse_mix
+from zonedata.zonefiles import write_zone_dir
 
 QUERY_FILE = "queries.txt"
 

@@ -6,11 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
+from base.paths import REPO_ROOT
 from bench.datasets import add_data_options, zone_source
 from bench.progress import ZoneProgress
-from bench.servers.process import REPO_ROOT
-from loaders import parse_store_list
-from loaders.store import LoadStats
+from stores import parse_store_list
+from stores.store import LoadStats
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

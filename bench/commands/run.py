@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from base.paths import REPO_ROOT
+from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
 from bench.commands.verify import selected_drivers
@@ -15,9 +17,8 @@ from bench.datasets import zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Runner, Setup
-from bench.servers.process import REPO_ROOT, new_run_dir
-from loaders import queries
-from loaders.model import Zone
+from zonedata import queries
+from zonedata.model import Zone
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

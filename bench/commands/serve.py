@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import signal
 
+from base.errors import UserError
+from base.process import new_run_dir, port_is_free
 from bench.datasets import add_data_options, zone_source
-from bench.errors import UserError
-from bench.servers.process import new_run_dir, port_is_free
 from bench.serving import serving
 
 

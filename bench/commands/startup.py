@@ -7,13 +7,14 @@ import sys
 import time
 from pathlib import Path
 
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
 from bench.commands.verify import selected_drivers
-from bench.errors import UserError
 from bench.report import write_report
 from bench.results import Results, StartupPoint, load_results, save_results
-from bench.servers.process import REPO_ROOT, new_run_dir
 from bench.startup import measure_count
 
 

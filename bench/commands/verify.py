@@ -8,9 +8,9 @@ from pathlib import Path
 
 import dns.name
 
+from base.errors import UserError
+from base.process import new_run_dir
 from bench.datasets import add_data_options, zone_source
-from bench.errors import UserError
-from bench.servers.process import new_run_dir
 from bench.serving import serving
 from bench.verify import (
     BIND_CLASSES,
@@ -21,9 +21,9 @@ from bench.verify import (
     compare_servers,
     derive_queries,
 )
-from loaders import all_drivers, store_for_driver
-from loaders.model import Zone
-from loaders.queries import read_query_file
+from stores import all_drivers, store_for_driver
+from zonedata.model import Zone
+from zonedata.queries import read_query_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

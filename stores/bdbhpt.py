@@ -40,8 +40,8 @@ from types import TracebackType
 
 from berkeleydb import db
 
-from bench.servers.process import REPO_ROOT
-from loaders.bdbcommon import (
+from base.paths import REPO_ROOT
+from stores.bdbcommon import (
     ACL_VALUE,
     PreparedZone,
     decode_lines,
@@ -49,8 +49,8 @@ from loaders.bdbcommon import (
     encode_lines,
     prepare_zone,
 )
-from loaders.model import Zone, key_to_name
-from loaders.store import DirectoryStore, LoadStats, Timer, interrupts_deferred
+from stores.store import DirectoryStore, LoadStats, Timer, interrupts_deferred
+from zonedata.model import Zone, key_to_name
 
 DATA_FILE = "dns.db"
 STAGING = ".staging"  # the first load's home, under the target

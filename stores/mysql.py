@@ -12,10 +12,10 @@ from typing import IO
 import MySQLdb
 import MySQLdb.cursors
 
-from bench.servers.mariadb import Mariadb
-from loaders import sql
-from loaders.model import ENT_TYPE, Zone
-from loaders.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from stores import sql
+from stores.mysql_server import MysqlServer
+from stores.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = sql.SCHEMA_DIR / "mysql.sql"
 TABLES = ("zones", "records", "xfr_clients")
@@ -33,12 +33,12 @@ class MysqlStore(Store):
     variants = ("mysql",)
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Mariadb]:
-        with Mariadb(run_dir) as db:
+    def server(self, run_dir: Path) -> Iterator[MysqlServer]:
+        with MysqlServer(run_dir) as db:
             _connect(db).close()
             yield db
 
-    def load(self, zones: Iterable[Zone], target: Mariadb) -> LoadStats:
+    def load(self, zones: Iterable[Zone], target: MysqlServer) -> LoadStats:
         stats = LoadStats(self.name)
         with Timer() as timer, tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
             conn = _connect(target)
@@ -52,7 +52,7 @@ class MysqlStore(Store):
         stats.seconds = timer.seconds
         return stats
 
-    def read_back(self, target: Mariadb) -> Iterator[Zone]:
+    def read_back(self, target: MysqlServer) -> Iterator[Zone]:
         conn = _connect(target)
         try:
             cursor = conn.cursor(MySQLdb.cursors.SSCursor)
@@ -61,7 +61,7 @@ class MysqlStore(Store):
         finally:
             conn.close()
 
-    def dlz_clause(self, variant: str, target: Mariadb, threads: int, connections: int) -> str:
+    def dlz_clause(self, variant: str, target: MysqlServer, threads: int, connections: int) -> str:
         # threads are named's own; the driver opens `connections` sessions over the socket.
         return sql.dlz_clause(self.name, self.driver_file(variant), [
             f"connections={connections}", f"socket={target.socket}", f"user={target.user}",
@@ -70,14 +70,14 @@ class MysqlStore(Store):
     def driver_file(self, variant: str) -> Path:
         return sql.driver_file("mysql")
 
-    def restart_server(self, target: Mariadb) -> None:
+    def restart_server(self, target: MysqlServer) -> None:
         target.restart()
 
-    def server_pids(self, target: Mariadb) -> list[int]:
+    def server_pids(self, target: MysqlServer) -> list[int]:
         return target.pids()
 
 
-def _connect(target: Mariadb) -> MySQLdb.Connection:
+def _connect(target: MysqlServer) -> MySQLdb.Connection:
     """A connection (autocommit off, LOAD DATA LOCAL allowed) to a database with the schema."""
     conn = target.connect(local_infile=1)
     try:

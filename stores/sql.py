@@ -3,7 +3,7 @@
 Both stores keep a zones table, a records table (absolute owner keys, ENT marker rows) and an
 xfr_clients table, and both replace zones in batches of whole zones, one transaction each.
 This module turns the model into those rows and back; how rows reach each server (COPY,
-LOAD DATA) stays in loaders/pg.py and loaders/mysql.py.
+LOAD DATA) stays in stores/pg.py and stores/mysql.py.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from bench.errors import UserError
-from bench.servers.process import REPO_ROOT
-from loaders.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
 
 SCHEMA_DIR = REPO_ROOT / "schemas"
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import ldap
 import ldap.ldapobject
 
-from bench.errors import UserError
-from bench.servers.process import ManagedProcess, free_port, run_checked
+from base.errors import UserError
+from base.process import ManagedProcess, free_port, run_checked
 
 SLAPD = "/usr/sbin/slapd"
 SLAPADD = "/usr/sbin/slapadd"
@@ -42,7 +42,7 @@ START_TIMEOUT = 30.0
 _SUN_PATH_MAX = 107
 
 
-class Slapd:
+class LdapServer:
     """One slapd instance: loopback TCP and an ldapi socket, one mdb database under `suffix`."""
 
     def __init__(self, run_dir: Path, *, suffix: str, schema_files: Sequence[Path],
@@ -141,7 +141,7 @@ class Slapd:
     def running(self) -> bool:
         return self._process is not None and self._process.running()
 
-    def __enter__(self) -> Slapd:
+    def __enter__(self) -> LdapServer:
         self.start()
         return self
 

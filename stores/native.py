@@ -13,10 +13,10 @@ from pathlib import Path
 
 import dns.name
 
-from bench.errors import UserError
-from loaders.model import Zone
-from loaders.store import LoadStats, Store, Timer
-from loaders.zonefiles import read_zone_dir, write_zone_dir, zone_files
+from base.errors import UserError
+from stores.store import LoadStats, Store, Timer
+from zonedata.model import Zone
+from zonedata.zonefiles import read_zone_dir, write_zone_dir, zone_files
 
 # Octets written as themselves in a zone name inside named.conf; `.` separates labels.
 _PLAIN_OCTETS = frozenset(range(0x21, 0x7F)) - set(b'".;\\()@$')

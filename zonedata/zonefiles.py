@@ -22,8 +22,8 @@ import dns.tokenizer
 import dns.zone
 import dns.zonefile
 
-from bench.errors import UserError
-from loaders.model import Zone, from_rdata
+from base.errors import UserError
+from zonedata.model import Zone, from_rdata
 
 ZONE_SUFFIXES = (".zone", ".db")
 # Files in a zone directory that are never zone files: ours (queries.txt), BIND's journals.

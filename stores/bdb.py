@@ -24,8 +24,8 @@ from types import TracebackType
 
 from berkeleydb import db
 
-from bench.servers.process import REPO_ROOT
-from loaders.bdbcommon import (
+from base.paths import REPO_ROOT
+from stores.bdbcommon import (
     ACL_VALUE,
     PreparedZone,
     decode_lines,
@@ -33,8 +33,8 @@ from loaders.bdbcommon import (
     encode_lines,
     prepare_zone,
 )
-from loaders.model import Zone, key_to_name
-from loaders.store import DirectoryStore, LoadStats, Timer
+from stores.store import DirectoryStore, LoadStats, Timer
+from zonedata.model import Zone, key_to_name
 
 # The loader's private cache per file; the access pattern of a load is random across zones.
 CACHE_BYTES = 256 * 1024 * 1024

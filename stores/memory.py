@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from bench.errors import UserError
-from bench.servers.process import REPO_ROOT
-from loaders.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
-from loaders.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from stores.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
+from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
 
 DRIVER_SO = REPO_ROOT / "drivers" / "memory" / "dlz_memory.so"
 DATA_FILE = "zones.tsv"

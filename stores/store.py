@@ -1,7 +1,7 @@
 """The one interface the runner, `serve` and `verify` see: a Store.
 
-Every backend is one module in loaders/ that subclasses `Store` and is listed once in
-loaders/__init__.py. Nothing outside that module knows which database is behind it.
+Every backend is one module in stores/ that subclasses `Store` and is listed once in
+stores/__init__.py. Nothing outside that module knows which database is behind it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loaders.model import Zone
+from zonedata.model import Zone
 
 # Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
 DEFAULT_XFR_CLIENTS: tuple[str, ...] = ("127.0.0.1", "::1")

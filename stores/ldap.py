@@ -36,10 +36,11 @@ import ldap
 import ldif
 from ldap.ldapobject import LDAPObject
 
-from bench.errors import UserError
-from bench.servers.process import REPO_ROOT
-from bench.servers.slapd import Slapd
-from loaders.model import (
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from stores.ldap_server import LdapServer
+from stores.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from zonedata.model import (
     ENT_TYPE,
     Record,
     Zone,
@@ -47,7 +48,6 @@ from loaders.model import (
     key_to_name,
     name_key,
 )
-from loaders.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
 
 SUFFIX = "o=dlz"
 SCHEMA_FILE = REPO_ROOT / "schemas" / "ldap" / "dlz.schema"
@@ -157,14 +157,14 @@ class LdapStore(Store):
     variants = ("ldap",)
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Slapd]:
-        slapd = Slapd(run_dir, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES)
+    def server(self, run_dir: Path) -> Iterator[LdapServer]:
+        slapd = LdapServer(run_dir, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES)
         with slapd:
             ensure_suffix_entry(slapd)
             yield slapd
 
     def load(self, zones: Iterable[Zone], target: Any) -> LoadStats:
-        slapd: Slapd = target
+        slapd: LdapServer = target
         stats = LoadStats(self.name)
         with Timer() as timer:
             with bound(slapd) as conn:
@@ -184,7 +184,7 @@ class LdapStore(Store):
             replace_zone(conn, zone, target.suffix)
 
     def read_back(self, target: Any) -> Iterator[Zone]:
-        slapd: Slapd = target
+        slapd: LdapServer = target
         with bound(slapd) as conn:
             for _, attrs in search_iter(conn, slapd.suffix, ldap.SCOPE_ONELEVEL,
                                         f"(objectClass={ZONE_CLASS.decode()})",
@@ -194,7 +194,7 @@ class LdapStore(Store):
                     yield zone
 
     def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
-        slapd: Slapd = target
+        slapd: LdapServer = target
         # The unix socket (ldapi) rather than loopback TCP: measured 4.6% -> 5.8% of native.
         params = {"connections": str(connections), "uri": slapd.ldapi_uri, "base": slapd.suffix,
                   "binddn": slapd.bind_dn, "password": slapd.password}
@@ -222,7 +222,7 @@ def count(stats: LoadStats, zone: Zone) -> None:
 
 
 @contextmanager
-def bound(slapd: Slapd) -> Iterator[LDAPObject]:
+def bound(slapd: LdapServer) -> Iterator[LDAPObject]:
     """A bound connection, unbound at the end, except after Ctrl-C: the interrupt may have
     landed inside a python-ldap call, between its taking the connection's lock and its
     try/finally, and unbinding would then wait for that lock forever. The socket closes with
@@ -239,7 +239,7 @@ def bound(slapd: Slapd) -> Iterator[LDAPObject]:
             conn.unbind_s()
 
 
-def ensure_suffix_entry(slapd: Slapd) -> None:
+def ensure_suffix_entry(slapd: LdapServer) -> None:
     rdn_value = slapd.suffix.split(",", 1)[0].split("=", 1)[1]
     with bound(slapd) as conn, contextlib.suppress(ldap.ALREADY_EXISTS):
         # A restarted directory keeps its data.
@@ -258,7 +258,7 @@ def has_zones(conn: LDAPObject, suffix: str) -> bool:
 
 # -- bulk path: LDIF + slapadd --------------------------------------------------------------
 
-def bulk_load(slapd: Slapd, zones: Iterable[Zone], stats: LoadStats) -> None:
+def bulk_load(slapd: LdapServer, zones: Iterable[Zone], stats: LoadStats) -> None:
     """Stream every zone into one LDIF file, then slapadd it; nothing is added on a failure."""
     ldif_path = slapd.run_dir / f"load-{os.getpid()}-{secrets.token_hex(3)}.ldif"
     try:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import dns.name
 
-from bench.errors import UserError
-from loaders.model import Record, Zone, empty_nonterminals, name_key
-from loaders.store import DEFAULT_XFR_CLIENTS
+from base.errors import UserError
+from stores.store import DEFAULT_XFR_CLIENTS
+from zonedata.model import Record, Zone, empty_nonterminals, name_key
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import dns.name
 
-from bench.errors import UserError
-from bench.servers.process import REPO_ROOT
-from loaders.bdbcommon import decode_lines, prepare_zone, record_line
-from loaders.model import ENT_TYPE, Record, Zone, key_to_name
-from loaders.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from stores.bdbcommon import decode_lines, prepare_zone, record_line
+from stores.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
+from zonedata.model import ENT_TYPE, Record, Zone, key_to_name
 
 ZONE_FILE = ".zone"
 # First line of every zone file: this tag, then the clients allowed to transfer the zone, each

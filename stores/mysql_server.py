@@ -12,8 +12,8 @@ from typing import Any
 
 import MySQLdb
 
-from bench.errors import UserError
-from bench.servers.process import ManagedProcess, free_port, run_checked
+from base.errors import UserError
+from base.process import ManagedProcess, free_port, run_checked
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
@@ -24,8 +24,8 @@ _MAX_SOCKET_PATH = 107
 _START_TIMEOUT = 120.0
 
 
-class Mariadb:
-    """One private mariadbd; `with Mariadb(dir) as db:` starts it and always stops it."""
+class MysqlServer:
+    """One private mariadbd; `with MysqlServer(dir) as db:` starts it and always stops it."""
 
     database = "dlz"
     user = "dlz"
@@ -123,7 +123,7 @@ class Mariadb:
         self.stop()
         self.start()
 
-    def __enter__(self) -> Mariadb:
+    def __enter__(self) -> MysqlServer:
         self.start()
         return self
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import dns.exception
 import dns.name
 
-from bench.errors import UserError
-from loaders.model import Zone, empty_nonterminals
+from base.errors import UserError
+from zonedata.model import Zone, empty_nonterminals
 
 DEFAULT_QUERY_MIX: dict[str, float] = {"hit": 0.8, "nxdomain": 0.1, "nodata": 0.1}
 QUERY_KINDS = ("hit", "nxdomain", "nodata")

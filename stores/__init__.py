@@ -1,11 +1,11 @@
-"""Stores and their loaders. The registry below is the only list of backends."""
+"""Stores and their stores. The registry below is the only list of backends."""
 
 from __future__ import annotations
 
 import importlib
 
-from bench.errors import UserError
-from loaders.store import Store
+from base.errors import UserError
+from stores.store import Store
 
 # One line per backend: store name -> module in this package defining `STORE`.
 _MODULES: dict[str, str] = {
@@ -27,7 +27,7 @@ def store_names() -> list[str]:
 def get_store(name: str) -> Store:
     if name not in _MODULES:
         raise UserError(f"unknown store {name!r} (known: {', '.join(_MODULES) or 'none'})")
-    module = importlib.import_module(f"loaders.{_MODULES[name]}")
+    module = importlib.import_module(f"stores.{_MODULES[name]}")
     return module.STORE
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 
 import dns.name
 
-from loaders.model import Record, Zone, make_record
+from zonedata.model import Record, Zone, make_record
 
 # Share of non-apex "slots" per kind in `generate`; a slot yields one to three records.
 DEFAULT_MIX: dict[str, float] = {

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import psycopg
 
-from bench.errors import UserError
-from bench.servers.process import ManagedProcess, free_port, run_checked
+from base.errors import UserError
+from base.process import ManagedProcess, free_port, run_checked
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
 # cluster from /etc/postgresql, and a fresh machine has no symlinks in /usr/local/bin.
@@ -59,8 +59,8 @@ host  all all 127.0.0.1/32 trust
 """
 
 
-class Postgres:
-    """One private postmaster; `with Postgres(dir) as pg:` starts it and always stops it."""
+class PgServer:
+    """One private postmaster; `with PgServer(dir) as pg:` starts it and always stops it."""
 
     dbname = "dlz"
     user = "dlz"
@@ -119,7 +119,7 @@ class Postgres:
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
         # The port is given here too, not only in postgresql.conf: an instance directory made
-        # by an earlier Postgres object (`bench load`, then `bench startup`) gets this one's.
+        # by an earlier PgServer object (`bench load`, then `bench startup`) gets this one's.
         argv = [str(PG_BIN / "postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
         proc = ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir,
                               user=self._run_as())
@@ -151,7 +151,7 @@ class Postgres:
         self.stop()
         self.start()
 
-    def __enter__(self) -> Postgres:
+    def __enter__(self) -> PgServer:
         self.start()
         return self
 

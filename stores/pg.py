@@ -8,10 +8,10 @@ from pathlib import Path
 
 import psycopg
 
-from bench.servers.postgres import Postgres
-from loaders import sql
-from loaders.model import ENT_TYPE, Zone
-from loaders.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from stores import sql
+from stores.pg_server import PgServer
+from stores.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = sql.SCHEMA_DIR / "postgres.sql"
 TABLES = ("zones", "records", "xfr_clients")
@@ -24,11 +24,11 @@ class PgStore(Store):
     variants = ("pg",)
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Postgres]:
-        with Postgres(run_dir) as pg, _connect(pg):
+    def server(self, run_dir: Path) -> Iterator[PgServer]:
+        with PgServer(run_dir) as pg, _connect(pg):
             yield pg
 
-    def load(self, zones: Iterable[Zone], target: Postgres) -> LoadStats:
+    def load(self, zones: Iterable[Zone], target: PgServer) -> LoadStats:
         stats = LoadStats(self.name)
         with Timer() as timer, _connect(target) as conn:
             for batch in sql.zone_batches(zones):
@@ -41,11 +41,11 @@ class PgStore(Store):
         stats.seconds = timer.seconds
         return stats
 
-    def read_back(self, target: Postgres) -> Iterator[Zone]:
+    def read_back(self, target: PgServer) -> Iterator[Zone]:
         with _connect(target) as conn, conn.cursor() as cur:
             yield from sql.zones_from_rows(cur.stream(sql.READ_BACK, (ENT_TYPE,)))
 
-    def dlz_clause(self, variant: str, target: Postgres, threads: int, connections: int) -> str:
+    def dlz_clause(self, variant: str, target: PgServer, threads: int, connections: int) -> str:
         # The driver hands the conninfo words to libpq as they are; threads are named's own.
         return sql.dlz_clause(self.name, self.driver_file(variant),
                               [f"connections={connections}", *target.conninfo().split()])
@@ -53,14 +53,14 @@ class PgStore(Store):
     def driver_file(self, variant: str) -> Path:
         return sql.driver_file("postgres")
 
-    def restart_server(self, target: Postgres) -> None:
+    def restart_server(self, target: PgServer) -> None:
         target.restart()
 
-    def server_pids(self, target: Postgres) -> list[int]:
+    def server_pids(self, target: PgServer) -> list[int]:
         return target.pids()
 
 
-def _connect(target: Postgres) -> psycopg.Connection:
+def _connect(target: PgServer) -> psycopg.Connection:
     """An autocommit connection (transactions are explicit) to a database holding the schema."""
     conn = target.connect()
     conn.autocommit = True

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bench.errors import UserError
+from base.errors import UserError
+from base.paths import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 _LIVE: dict[int, ManagedProcess] = {}
 
 # Ports below this are left alone: the standard ports of every server we run are under it.

@@ -26,8 +26,8 @@ import dns.name
 import dns.query
 import dns.rcode
 
-from bench.errors import UserError
-from bench.servers.process import ManagedProcess, free_port, run_checked
+from base.errors import UserError
+from base.process import ManagedProcess, free_port, run_checked
 
 NAMED = "/usr/sbin/named"
 RNDC = "/usr/sbin/rndc"

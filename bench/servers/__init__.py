@@ -1,1 +1,0 @@
-"""Private instances of the real servers (PostgreSQL, MariaDB, slapd, named), one module each."""
