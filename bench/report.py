@@ -19,7 +19,7 @@ from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.prober import LatencyStats
 from bench.results import Cell, Results, StartupPoint
-from stores import all_drivers
+from servers import report_order
 
 NONE = "–"
 WARN = "⚠"
@@ -292,12 +292,6 @@ def render_costs(results: Results) -> list[str]:
             + _table(header, rows) + [""])
 
 
-def _driver_order() -> Callable[[str], tuple[int, str]]:
-    """Native first, then the registry's order (the order of every other table)."""
-    known = all_drivers()
-    return lambda d: (known.index(d) if d in known else len(known), d)
-
-
 def _startup_cell(p: StartupPoint) -> str:
     if p.status != "ok":
         return p.status.upper()
@@ -310,7 +304,7 @@ def render_startup_summary(results: Results) -> list[str]:
     """Driver x zone count: named's startup time and memory (the operator's question)."""
     points = {(p.driver, p.zones): p for p in results.startup_scaling}
     counts = sorted({n for _, n in points})
-    drivers = sorted({d for d, _ in points}, key=_driver_order())
+    drivers = sorted({d for d, _ in points}, key=report_order)
     rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
             for d in drivers]
     return ["## Startup time and named memory", "",
@@ -324,9 +318,8 @@ def render_startup_scaling(results: Results) -> list[str]:
         return []
     header = ["driver", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
               "load (s)", "records/s", "loader RSS (MiB)"]
-    order = _driver_order()
     rows = []
-    for p in sorted(results.startup_scaling, key=lambda p: (order(p.driver), p.zones)):
+    for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.driver), p.zones)):
         loader_rss = p.loader_rss_kb / 1024 if p.loader_rss_kb is not None else None
         load = [fmt_number(p.load_seconds), fmt_number(p.records_per_second, 0),
                 fmt_number(loader_rss, 0)]
@@ -503,7 +496,7 @@ def _plot_startup(results: Results, path: Path) -> Path:
 
     fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
     points = [p for p in results.startup_scaling if p.status == "ok"]
-    for driver in sorted({p.driver for p in points}, key=_driver_order()):
+    for driver in sorted({p.driver for p in points}, key=report_order):
         mine = sorted((p for p in points if p.driver == driver), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
         sized = [p for p in mine if p.named_rss_kb is not None]

@@ -21,15 +21,13 @@ from pathlib import Path
 from base.errors import UserError
 from bench.dnsperf import DnsperfRun
 from bench.prober import LatencyStats
+from servers import report_order
 
 SCHEMA = 1
 RESULTS_FILE = "results.json"
 STATUSES = ("ok", "wrong", "failed")
 # A QPS run that lost more than this fraction of its queries is flagged in the report.
 DEFAULT_LOSS_THRESHOLD = 0.01
-# Report column order: the references first, then seed 003's order of drivers.
-DRIVER_ORDER = ("native", "memory", "pg", "mysql", "ldap", "fs", "bdb-btree", "bdb-hash",
-                "bdbhpt-t", "bdbhpt-c", "bdbhpt-p")
 
 
 @dataclass
@@ -152,10 +150,8 @@ class Results:
         return sorted({c.threads for c in self.cells})
 
     def drivers(self) -> list[str]:
-        """Drivers present, in report order (unknown names last, alphabetically)."""
-        present = {c.driver for c in self.cells}
-        known = [d for d in DRIVER_ORDER if d in present]
-        return known + sorted(present - set(DRIVER_ORDER))
+        """Drivers present, in the registry's order (unknown names last, alphabetically)."""
+        return sorted({c.driver for c in self.cells}, key=report_order)
 
     def cells_for(self, threads: int) -> list[Cell]:
         order = {d: i for i, d in enumerate(self.drivers())}

@@ -1,18 +1,20 @@
-"""The benchmark runner: every figure of seed 003's table, per driver and thread count.
+"""The benchmark runner: every figure of the BIND-DLZ "Performance Tests" table (seed 003,
+../shared/seeds/003_b0923ef81a1e32b7.txt), per server and thread count.
 
-For each driver the data set is loaded once; for each thread count the store's server is
-restarted and named started afresh, then: startup time, a check of the answers against native
-BIND, a discarded warm-up run, unloaded latency, R dnsperf runs, loaded latency, update
-visibility, and CPU/memory cost. Every figure is measured here; drivers never time themselves.
+The reference server (native BIND) is measured first, then every other server. For each, its
+store is loaded once; for each thread count the store's server is restarted and the DNS server
+started afresh, then the phases of PHASES run in order: startup time, a check of the answers
+against the reference's, a discarded warm-up run, unloaded latency, R dnsperf runs, loaded
+latency, update visibility, and CPU/memory cost. Every figure is measured here; drivers and
+stores never time themselves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,9 +23,11 @@ import dns.name
 
 from base.errors import UserError
 from bench import accounting, dnsperf, prober
+from bench.progress import StepProgress
 from bench.results import Cell, QpsSummary, Results, save_results
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
+from servers.kind import ServerKind
 from servers.named import Named
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
@@ -45,11 +49,12 @@ class Profile:
     threads: tuple[int, ...] = (1, 2, 4)
     clients: int = 4
     queue_depth: int = 100
+    startup_timeout_s: float = 120.0  # until named answers for the last zone
 
 
 PROFILES = {
     "tiny": Profile("tiny", zones=20, records=10, queries=500, warmup_s=0.5, duration_s=1.0,
-                    runs=2, probes=100, check_queries=50, threads=(1,)),
+                    runs=2, probes=100, check_queries=50, threads=(1,), startup_timeout_s=10.0),
     "quick": Profile("quick", zones=1000, records=10, queries=20000, warmup_s=2.0,
                      duration_s=4.0, runs=3, probes=1000, check_queries=200),
     "full": Profile("full", zones=10000, records=10, queries=100000, warmup_s=600.0,
@@ -57,19 +62,20 @@ PROFILES = {
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Setup:
     """Everything one run needs besides the profile."""
 
-    drivers: list[str]
+    reference: ServerKind          # measured first; its answers are what every server must give
+    servers: list[ServerKind]      # measured after the reference, in this order
     stream: Callable[[], Iterator[Zone]]
     dataset: str
     query_file: Path
     run_dir: Path
     out_dir: Path
     threads: tuple[int, ...]
-    connections: int | None
-    pin: bool
+    connections: int | None = None
+    pin: bool = True
 
 
 def cpu_split(pin: bool) -> tuple[str | None, str | None]:
@@ -96,54 +102,60 @@ def pin_processes(pids: list[int], cpu_list: str | None) -> None:
                 pass
 
 
-class Progress:
-    """One line per step on stderr: what runs, how far, roughly how long is left."""
+@dataclass
+class Measuring:
+    """One cell being measured: the store, the server started over it, and its figures."""
 
-    def __init__(self, cells: int, seconds_per_cell: float) -> None:
-        self.cells = cells
-        self.done = 0
-        self.per_cell = seconds_per_cell
-        self.start = time.monotonic()
+    loaded: LoadedStore
+    named: Named
+    cell: Cell
 
-    def step(self, cell: str, what: str) -> None:
-        elapsed = time.monotonic() - self.start
-        per_cell = elapsed / self.done if self.done else self.per_cell
-        left = per_cell * (self.cells - self.done)
-        print(f"[{self.done + 1}/{self.cells}] {cell}: {what} (about {left / 60:.0f} min left)",
-              file=sys.stderr, flush=True)
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of measuring a cell: what the progress line says, how long it is expected to
+    take (seconds, from the profile), and what it does. A phase that leaves the cell not "ok"
+    ends the cell."""
+
+    label: str
+    expected_s: Callable[[Profile], float]
+    run: Callable[[Runner, Measuring], None]
 
 
 class Runner:
-    def __init__(self, profile: Profile, setup: Setup, results: Results) -> None:
+    def __init__(self, profile: Profile, setup: Setup, results: Results,
+                 phases: Sequence[Phase] | None = None) -> None:
         self.profile = profile
         self.setup = setup
         self.results = results
+        self.phases = tuple(PHASES if phases is None else phases)
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
         self.queries = [(dns.name.from_text(n), t)
                         for n, t in read_query_file(setup.query_file)]
         self.check = self.queries[:profile.check_queries]
         self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
         self.facts = ZoneFacts.of(setup.stream())
-        per_cell = (profile.warmup_s + profile.runs * profile.duration_s + 2 * profile.duration_s
-                    + 5)
-        self.progress = Progress(len(setup.drivers) * len(setup.threads), per_cell)
+        per_cell = [phase.expected_s(profile) for phase in self.phases]
+        cells = (1 + len(setup.servers)) * len(setup.threads)
+        self.progress = StepProgress(per_cell * cells)
 
     def run(self) -> Results:
         self.results.prober_floor = prober.measure_floor(self.profile.probes,
                                                           cpu_list=self.load_cpus)
-        for driver in self.setup.drivers:
-            self.run_driver(driver)
+        for server in [self.setup.reference, *self.setup.servers]:
+            self.run_server(server)
         return self.results
 
-    def run_driver(self, driver: str) -> None:
+    def run_server(self, server: ServerKind) -> None:
         try:
-            with loaded_store(driver, self.setup.stream, self.setup.run_dir) as loaded:
+            with loaded_store(server, self.setup.stream, self.setup.run_dir) as loaded:
                 for threads in self.setup.threads:
                     self.run_cell(loaded, threads)
         except UserError as exc:  # the store itself would not start or load
             for threads in self.setup.threads:
-                if self.results.cell(driver, threads) is None:
-                    self._record(Cell(driver, threads, self._connections(threads),
+                if self.results.cell(server.name, threads) is None:
+                    self.progress.skip(len(self.phases))
+                    self._record(Cell(server.name, threads, self._connections(threads),
                                       status="failed", error=str(exc)))
 
     def _connections(self, threads: int) -> int:
@@ -151,71 +163,86 @@ class Runner:
 
     def _record(self, cell: Cell) -> None:
         self.results.cells.append(cell)
-        self.progress.done += 1
         save_results(self.results, self.setup.out_dir)
 
     def run_cell(self, loaded: LoadedStore, threads: int) -> None:
         cell = Cell(loaded.driver, threads, self._connections(threads))
         label = f"{loaded.driver} threads={threads}"
         named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
+        measuring = Measuring(loaded, named, cell)
+        phases = iter(self.phases)
         try:
-            loaded.store.restart_server(loaded.target)
-            pin_processes(loaded.server_pids(), self.server_cpus)
-            self.progress.step(label, "startup")
-            named.start()
-            cell.startup_ms = named.wait_answers(loaded.last_zone, "SOA") * 1000
-            pin_processes(named.pids(), self.server_cpus)
-            self.measure(loaded, named, cell, label)
+            for phase in phases:
+                self.progress.step(f"{label}: {phase.label}")
+                phase.run(self, measuring)
+                if cell.status != "ok":
+                    break
         except UserError as exc:
             cell.status, cell.error = "failed", str(exc)
         finally:
             named.stop()
+        self.progress.skip(sum(1 for _ in phases))
         self._record(cell)
 
-    def measure(self, loaded: LoadedStore, named: Named, cell: Cell, label: str) -> None:
-        self.progress.step(label, "checking answers against native BIND")
-        self.wait_all_zones(named)
-        cell.mismatches = self.count_mismatches(loaded.driver, named)
-        if cell.mismatches:
-            cell.status = "wrong"
-            cell.error = (f"{cell.mismatches} of {len(self.check)} answers differ from "
-                          "native BIND (run `python3 -m bench verify` for details)")
-            return
-        self.progress.step(label, "warm-up")
-        cell.warmup_run = self.dnsperf(named, self.profile.warmup_s)
-        self.progress.step(label, "unloaded latency")
-        cell.latency_unloaded = self.probe(named)
-        self.measure_qps(loaded, named, cell, label)
-        self.progress.step(label, "loaded latency")
-        with dnsperf.start_background("127.0.0.1", named.port, self.setup.query_file,
-                                      **self._dnsperf_options()) as load:
-            load.wait_sending(timeout=30)
-            cell.latency_loaded = self.probe(named)
-            cell.loaded_run = load.stop()
-        self.progress.step(label, "update visibility")
-        try:
-            cell.update_visibility_ms = self.update_visibility(loaded, named)
-        except UserError as exc:  # a store mode that cannot take writes while named reads
-            cell.error = f"update visibility: {exc}"
+    # --- the phases, in PHASES order --------------------------------------------------------
 
-    def measure_qps(self, loaded: LoadedStore, named: Named, cell: Cell, label: str) -> None:
-        named_cpu = accounting.CpuMeter(named.pids())
-        db_cpu = accounting.CpuMeter(loaded.server_pids())
-        with accounting.MemorySampler(loaded.server_pids()) as db_mem, named_cpu, db_cpu:
-            for i in range(self.profile.runs):
-                self.progress.step(label, f"QPS run {i + 1}/{self.profile.runs}")
-                cell.qps_runs.append(self.dnsperf(named, self.profile.duration_s))
+    def start_server(self, m: Measuring) -> None:
+        """A fresh start: the store's server restarted, then named, timed to the last zone."""
+        m.loaded.store.restart_server(m.loaded.target)
+        pin_processes(m.loaded.server_pids(), self.server_cpus)
+        m.named.start()
+        m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
+                                                 timeout=self.profile.startup_timeout_s) * 1000
+        pin_processes(m.named.pids(), self.server_cpus)
+
+    def check_answers(self, m: Measuring) -> None:
+        self.wait_all_zones(m.named)
+        m.cell.mismatches = self.count_mismatches(m.loaded.server, m.named)
+        if m.cell.mismatches:
+            m.cell.status = "wrong"
+            m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
+                            f"{self.setup.reference.name}'s (run `python3 -m bench verify` "
+                            "for details)")
+
+    def warm_up(self, m: Measuring) -> None:
+        m.cell.warmup_run = self.dnsperf(m.named, self.profile.warmup_s)
+
+    def unloaded_latency(self, m: Measuring) -> None:
+        m.cell.latency_unloaded = self.probe(m.named)
+
+    def measure_qps(self, m: Measuring) -> None:
+        named_cpu = accounting.CpuMeter(m.named.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
+        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
+            for _ in range(self.profile.runs):
+                m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+        cell = m.cell
         cell.qps = QpsSummary.from_runs(cell.qps_runs)
         answered = sum(r.queries_completed for r in cell.qps_runs)
-        has_db = bool(loaded.server_pids())
+        has_db = m.loaded.store.has_server
         cell.cpu_us_per_query = {
             "named": accounting.us_per_query(named_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,
             "dnsperf": accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs),
                                                answered),
         }
-        cell.peak_rss_kb = {"named": accounting.peak_rss_kb(named.pids()),
+        cell.peak_rss_kb = {"named": accounting.peak_rss_kb(m.named.pids()),
                             "db": db_mem.peak_pss_kb if has_db else None}
+
+    def loaded_latency(self, m: Measuring) -> None:
+        with dnsperf.start_background("127.0.0.1", m.named.port, self.setup.query_file,
+                                      **self._dnsperf_options()) as load:
+            load.wait_sending(timeout=30)
+            m.cell.latency_loaded = self.probe(m.named)
+            m.cell.loaded_run = load.stop()
+
+    def update_visibility(self, m: Measuring) -> None:
+        try:
+            m.cell.update_visibility_ms = self.time_update(m.loaded, m.named)
+        except UserError as exc:  # a store mode that cannot take writes while named reads
+            m.cell.error = f"update visibility: {exc}"
+
+    # --- tools of the phases ----------------------------------------------------------------
 
     def _dnsperf_options(self) -> dict:
         return {"clients": self.profile.clients, "queue_depth": self.profile.queue_depth,
@@ -238,9 +265,9 @@ class Runner:
         for zone in sorted(self.facts.origins - {dns.name.root}):
             named.wait_answers(zone.to_text(), "SOA", timeout=600)
 
-    def count_mismatches(self, driver: str, named: Named) -> int:
-        """Answers that differ from native BIND's beyond BIND's own DLZ-path classes."""
-        if not self.reference:  # the first driver is native: its answers are the reference
+    def count_mismatches(self, server: ServerKind, named: Named) -> int:
+        """Answers that differ from the reference server's beyond BIND's own DLZ-path classes."""
+        if server == self.setup.reference:
             self.reference = {q: ask(named, q) for q in self.check}
             return 0
         wrong = 0
@@ -250,7 +277,7 @@ class Runner:
                 wrong += 1
         return wrong
 
-    def update_visibility(self, loaded: LoadedStore, named: Named) -> float | None:
+    def time_update(self, loaded: LoadedStore, named: Named) -> float | None:
         """ms from the store's update until named answers the new record."""
         zone = next(iter(self.setup.stream()))
         marker = dns.name.Name((b"dlzbench-update",) + zone.origin.labels)
@@ -259,14 +286,28 @@ class Runner:
                                                      make_record(marker, 60, "TXT", value)])
         start = time.monotonic()
         loaded.store.update(changed, loaded.target)
-        if loaded.store.update_needs_reload(loaded.variant):
+        if loaded.server.needs_reload:
             named.reload()
         seen = _wait_for_txt(named, marker, value, timeout=30)
         elapsed = (time.monotonic() - start) * 1000
         loaded.store.update(zone, loaded.target)  # back to the data set every cell measures
-        if loaded.store.update_needs_reload(loaded.variant):
+        if loaded.server.needs_reload:
             named.reload()
         return elapsed if seen else None
+
+
+# The method of one cell, in order (README "The benchmark method"). Expected seconds drive the
+# progress estimate only; a few seconds of set-up are the measured order of each fixed step.
+PHASES: tuple[Phase, ...] = (
+    Phase("startup", lambda p: 2.0, Runner.start_server),
+    Phase("checking answers against the reference", lambda p: 1.0 + p.check_queries * 0.002,
+          Runner.check_answers),
+    Phase("warm-up", lambda p: p.warmup_s, Runner.warm_up),
+    Phase("unloaded latency", lambda p: p.probes * 0.0005, Runner.unloaded_latency),
+    Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps),
+    Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002, Runner.loaded_latency),
+    Phase("update visibility", lambda p: 1.0, Runner.update_visibility),
+)
 
 
 def _wait_for_txt(named: Named, name: dns.name.Name, value: str, timeout: float) -> bool:

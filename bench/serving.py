@@ -1,39 +1,48 @@
-"""One driver serving one data set: the store's server, the data loaded, and `named` on top.
+"""One server under test fed by one data set: the store's server, the data loaded (timed here),
+and the DNS server on top.
 
-`serve`, `verify` and the runner all start a driver through these functions, so none of them
-knows which database is behind it.
+`serve`, `verify`, `startup` and the runner all start a server through these functions, so
+none of them knows which database is behind it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from base.process import keep_only_logs
+from bench.loading import LoadStats, timed_load
+from servers import get_server
+from servers.kind import ServerKind
 from servers.named import Named
-from stores import store_for_driver
-from stores.store import LoadStats, Store
+from stores.store import Store
 from zonedata.model import Zone
 
 
 @dataclass
 class LoadedStore:
-    driver: str
+    server: ServerKind
     store: Store
-    variant: str
     target: Any
     load: LoadStats
-    last_zone: str  # key of the last zone loaded: startup is timed until it answers
+
+    @property
+    def driver(self) -> str:
+        return self.server.name
+
+    @property
+    def last_zone(self) -> str:
+        """Key of the last zone loaded: startup is timed until it answers."""
+        return self.load.last_zone
 
     def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
               port: int | None = None) -> Named:
-        """A named (not started) whose config serves this store through its driver."""
-        body = self.store.dlz_clause(self.variant, self.target, threads, connections or threads)
-        return Named(run_dir / f"named-{self.driver}-{threads}", body, threads=threads,
-                     port=port)
+        """A server (not started) answering from this store's data."""
+        return self.server.build(self.target, run_dir / f"named-{self.driver}-{threads}",
+                                 threads=threads, connections=connections or threads, port=port)
 
     def server_pids(self) -> list[int]:
         return self.store.server_pids(self.target)
@@ -45,39 +54,27 @@ class Served:
     named: Named
 
 
-class _LastZone:
-    """Passes zones through and remembers the last one's key."""
-
-    def __init__(self) -> None:
-        self.key = ""
-
-    def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
-        for zone in zones:
-            self.key = zone.key
-            yield zone
-
-
 @contextmanager
-def loaded_store(driver: str, stream: Callable[[], Iterator[Zone]],
+def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
                  run_dir: Path) -> Iterator[LoadedStore]:
     """The driver's store running under run_dir with the data set loaded; once it has
     stopped, its data is deleted and its logs are kept."""
-    store, variant = store_for_driver(driver)
-    last = _LastZone()
+    server = get_server(driver) if isinstance(driver, str) else driver
+    store = server.store_object()
     directory = run_dir / store.name
     try:
         with store.server(directory) as target:
-            stats = store.load(last.watch(stream()), target)
-            yield LoadedStore(driver, store, variant, target, stats, last.key)
+            stats = timed_load(store, stream(), target)
+            yield LoadedStore(server, store, target, stats)
     finally:
         keep_only_logs(directory)
 
 
 @contextmanager
-def serving(driver: str, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
+def serving(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
             threads: int = 1, connections: int | None = None,
             port: int | None = None) -> Iterator[Served]:
-    """Load the data into the driver's store and run named over it until the block ends."""
+    """Load the data into the driver's store and run its server until the block ends."""
     with loaded_store(driver, stream, run_dir) as loaded:
         with loaded.named(run_dir, threads=threads, connections=connections,
                           port=port) as named:

@@ -23,8 +23,9 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.accounting import peak_rss_kb
 from bench.results import StartupPoint
+from servers import get_server
+from servers.kind import ServerKind
 from servers.named import Named
-from stores import store_for_driver
 from stores.store import Store
 from zonedata.generator import zone_name
 from zonedata.model import name_key
@@ -77,13 +78,13 @@ def _zones_loaded(named: Named) -> int:
     return len(re.findall(r": loaded serial ", text))
 
 
-def time_startup(store: Store, variant: str, target: object, zones: int, run_dir: Path,
+def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
                  timeout: float) -> StartupPoint:
     """named from exec until it answers for the last zone; a named still loading at the
     timeout is measured as it is then (RSS, zones loaded) before it is stopped."""
-    point = StartupPoint(variant, zones)
-    body = store.dlz_clause(variant, target, 1, 1)
-    named = Named(run_dir / f"named-{variant}-{zones}", body, threads=1)
+    point = StartupPoint(server.name, zones)
+    named = server.build(target, run_dir / f"named-{server.name}-{zones}", threads=1,
+                         connections=1)
     last = name_key(zone_name(zones - 1))
     try:
         named.start()
@@ -114,23 +115,23 @@ def time_startup(store: Store, variant: str, target: object, zones: int, run_dir
 def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_dir: Path,
                   timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
     """Every driver at one zone count, each point handed to record as soon as it is measured
-    (an interrupted run keeps them); each store is loaded once for all its variants."""
-    for store, variants in _by_store(drivers):
+    (an interrupted run keeps them); each store is loaded once for all the servers it feeds."""
+    for store, servers in _by_store(drivers):
         data = run_dir / f"{zones}"
         data.mkdir(parents=True, exist_ok=True)
         report(f"{zones:,} zones: loading {store.name}")
         try:
             figures = load_in_child(store, zones, records, seed, data, run_dir / "load.log")
         except UserError as exc:
-            for variant in variants:
-                record(StartupPoint(variant, zones, status="failed",
+            for server in servers:
+                record(StartupPoint(server.name, zones, status="failed",
                                     error=str(exc).splitlines()[0]))
             continue
         with store.server(data / store.name) as target:
             size = disk_usage(data / store.name)
-            for variant in variants:
-                report(f"{zones:,} zones: starting named with {variant}")
-                point = time_startup(store, variant, target, zones, run_dir, timeout)
+            for server in servers:
+                report(f"{zones:,} zones: starting {server.name}")
+                point = time_startup(server, target, zones, run_dir, timeout)
                 point.store_bytes = size
                 point.load_seconds = figures["seconds"]
                 point.records_per_second = figures["records_per_second"]
@@ -139,9 +140,9 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
 
 
-def _by_store(drivers: list[str]) -> list[tuple[Store, list[str]]]:
-    groups: dict[str, tuple[Store, list[str]]] = {}
+def _by_store(drivers: list[str]) -> list[tuple[Store, list[ServerKind]]]:
+    groups: dict[str, tuple[Store, list[ServerKind]]] = {}
     for driver in drivers:
-        store, variant = store_for_driver(driver)
-        groups.setdefault(store.name, (store, []))[1].append(variant)
+        server = get_server(driver)
+        groups.setdefault(server.store, (server.store_object(), []))[1].append(server)
     return list(groups.values())

@@ -50,6 +50,8 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
+from servers import DLZ_CEILING as MEMORY
+from servers import REFERENCE as NATIVE
 from servers.named import Named
 from zonedata.model import Zone, empty_nonterminals
 
@@ -412,36 +414,37 @@ def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
 # --- every server side by side ----------------------------------------------------------------
 
 # The two references: native BIND, and the memory driver (a perfect DLZ module).
-REFERENCE = ("native", "memory")
+REFERENCE = (NATIVE, MEMORY)
 
 
 def compare_servers(servers: Mapping[str, Named], queries: Sequence[Query],
                     zones: Sequence[Zone], *, transfers: bool = True) -> dict[str, Comparison]:
     """Every query (and every zone's transfer) against every server; a Comparison each.
 
-    servers holds "native", "memory" and the drivers. The memory driver's differences from
-    native BIND are classified; a driver must answer exactly as the memory driver does, and
-    is then counted as the memory driver's answer is (identical to native, or in a class).
+    servers holds the two references (native BIND, the memory driver) and the drivers. The
+    memory driver's differences from native BIND are classified; a driver must answer exactly
+    as the memory driver does, and is then counted as the memory driver's answer is
+    (identical to native, or in a class).
     """
     facts = ZoneFacts.of(zones)
     drivers = {name: named for name, named in servers.items() if name not in REFERENCE}
-    results = {name: Comparison(name) for name in ["memory", *drivers]}
+    results = {name: Comparison(name) for name in [MEMORY, *drivers]}
     for query in queries:
-        memory = ask(servers["memory"], query)
-        diff = compare_answers(query, ask(servers["native"], query), memory)
+        memory = ask(servers[MEMORY], query)
+        diff = compare_answers(query, ask(servers[NATIVE], query), memory)
         judged = (None if diff is None else classify(query, *diff, facts), detail(query, diff))
-        results["memory"].add(*judged)
+        results[MEMORY].add(*judged)
         for name, named in drivers.items():
             _judge_driver(results[name], query, judged,
                           compare_answers(query, memory, ask(named, query)))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
-            memory_rrs = transfer(servers["memory"], zone.origin)
-            diff = _differs(transfer(servers["native"], zone.origin), memory_rrs)
+            memory_rrs = transfer(servers[MEMORY], zone.origin)
+            diff = _differs(transfer(servers[NATIVE], zone.origin), memory_rrs)
             judged = (None if diff is None else classify_transfer(zone.origin, *diff),
                       detail(query, diff))
-            results["memory"].add(*judged)
+            results[MEMORY].add(*judged)
             for name, named in drivers.items():
                 _judge_driver(results[name], query, judged,
                               _differs(memory_rrs, transfer(named, zone.origin)))

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
 from berkeleydb import db
 
-from base.paths import REPO_ROOT
 from stores.bdbcommon import (
     ACL_VALUE,
     PreparedZone,
@@ -33,14 +32,16 @@ from stores.bdbcommon import (
     encode_lines,
     prepare_zone,
 )
-from stores.store import DirectoryStore, LoadStats, Timer
+from stores.store import DirectoryStore
 from zonedata.model import Zone, key_to_name
 
 # The loader's private cache per file; the access pattern of a load is random across zones.
 CACHE_BYTES = 256 * 1024 * 1024
 
-VARIANT_FILES = {"bdb-btree": "btree.db", "bdb-hash": "hash.db"}
-ACCESS_METHODS = {"bdb-btree": db.DB_BTREE, "bdb-hash": db.DB_HASH}
+# One file per access method, both always written; a driver reads the one its `access`
+# option names (servers/__init__.py: bdb-btree, bdb-hash).
+FILES = {"btree": "btree.db", "hash": "hash.db"}
+ACCESS_METHODS = {"btree": db.DB_BTREE, "hash": db.DB_HASH}
 
 
 def zone_key(zone: str) -> bytes:
@@ -131,8 +132,8 @@ class _Writer:
         self.files: list[_File] = []
         self.dirty = False
         try:
-            for variant, name in VARIANT_FILES.items():
-                self.files.append(_File(target / name, ACCESS_METHODS[variant]))
+            for access, name in FILES.items():
+                self.files.append(_File(target / name, ACCESS_METHODS[access]))
         except BaseException:
             self.dirty = True
             self.__exit__(None, None, None)
@@ -190,41 +191,24 @@ def _hash_nodes(handle: db.DB, zone: str) -> list[tuple[str, bytes]]:
 
 class BdbStore(DirectoryStore):
     name = "bdb"
-    variants = tuple(VARIANT_FILES)
 
-    def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
-        stats = LoadStats(self.name)
-        with Timer() as timer, _Writer(target) as writer:
+    def load(self, zones: Iterable[Zone], target: Path) -> None:
+        with _Writer(target) as writer:
             for zone in zones:
-                prepared = prepare_zone(zone)
-                writer.replace_zone(prepared)
-                stats.zones += 1
-                stats.records += prepared.records
-        stats.seconds = timer.seconds
-        return stats
+                writer.replace_zone(prepare_zone(zone))
 
     def read_back(self, target: Path) -> Iterator[Zone]:
         """The btree file's zones, each checked against the hash file's copy."""
-        hashed = {z.key: z.canonical() for z in read_zones(target / VARIANT_FILES["bdb-hash"])}
-        for zone in read_zones(target / VARIANT_FILES["bdb-btree"]):
+        hashed = {z.key: z.canonical() for z in read_zones(target / FILES["hash"])}
+        for zone in read_zones(target / FILES["btree"]):
             if hashed.pop(zone.key, None) != zone.canonical():
                 raise RuntimeError(f"bdb files disagree on zone {zone.key}")
             yield zone
         if hashed:
             raise RuntimeError(f"zones only in the hash file: {', '.join(sorted(hashed))}")
 
-    def update_needs_reload(self, variant: str) -> bool:
-        # The driver keeps the file it opened; a load renames a new file into place.
-        return True
-
-    def driver_file(self, variant: str) -> Path:
-        return REPO_ROOT / "drivers" / "bdb" / "dlz_bdb.so"
-
-    def dlz_clause(self, variant: str, target: Path, threads: int, connections: int) -> str:
-        so = self.driver_file(variant)
-        path = (Path(target) / VARIANT_FILES[variant]).resolve()
-        return (f'dlz "{variant}" {{ database "dlopen {so} connections={connections} '
-                f'file={path}"; }};')
+    def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
+        return {"file": str((Path(target) / FILES[options["access"]]).resolve())}
 
 
 STORE = BdbStore()

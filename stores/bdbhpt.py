@@ -34,13 +34,12 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
 from berkeleydb import db
 
-from base.paths import REPO_ROOT
 from stores.bdbcommon import (
     ACL_VALUE,
     PreparedZone,
@@ -49,13 +48,12 @@ from stores.bdbcommon import (
     encode_lines,
     prepare_zone,
 )
-from stores.store import DirectoryStore, LoadStats, Timer, interrupts_deferred
+from stores.store import DirectoryStore, interrupts_deferred
 from zonedata.model import Zone, key_to_name
 
 DATA_FILE = "dns.db"
 STAGING = ".staging"  # the first load's home, under the target
 MODES = ("transactional", "concurrent", "private")
-VARIANT_MODES = {"bdbhpt-t": "transactional", "bdbhpt-c": "concurrent", "bdbhpt-p": "private"}
 
 # The DB_ENV->open flags of each mode: the loader uses exactly what the driver uses.
 ENV_FLAGS = {
@@ -278,7 +276,7 @@ def _has_data(target: Path) -> bool:
     return any((Path(target) / mode / DATA_FILE).exists() for mode in MODES)
 
 
-def _load_online(zones: Iterable[Zone], target: Path, stats: LoadStats) -> None:
+def _load_online(zones: Iterable[Zone], target: Path) -> None:
     """Each zone into the three homes in turn, while named may be reading them."""
     with _Homes(target) as homes:
         for home in homes:
@@ -289,11 +287,9 @@ def _load_online(zones: Iterable[Zone], target: Path, stats: LoadStats) -> None:
             with interrupts_deferred():  # the zone goes into all three homes or none
                 for home in homes:
                     home.replace_zone(prepared)
-            stats.zones += 1
-            stats.records += prepared.records
 
 
-def _load_first(zones: Iterable[Zone], target: Path, stats: LoadStats) -> None:
+def _load_first(zones: Iterable[Zone], target: Path) -> None:
     """Every zone into one staged dns.db, then that file into the three homes."""
     staging = Path(target) / STAGING
     shutil.rmtree(staging, ignore_errors=True)  # left by a first load that was killed
@@ -301,10 +297,7 @@ def _load_first(zones: Iterable[Zone], target: Path, stats: LoadStats) -> None:
         home = _Home(staging, "private", write=True)
         try:
             for zone in zones:
-                prepared = prepare_zone(zone)
-                home.replace_zone(prepared)
-                stats.zones += 1
-                stats.records += prepared.records
+                home.replace_zone(prepare_zone(zone))
         finally:
             home.close()
         _install(staging / DATA_FILE, Path(target))
@@ -356,17 +349,12 @@ def read_mode(target: Path, mode: str) -> list[Zone]:
 
 class BdbhptStore(DirectoryStore):
     name = "bdbhpt"
-    variants = tuple(VARIANT_MODES)
 
-    def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
-        stats = LoadStats(self.name)
-        with Timer() as timer:
-            if _has_data(target):
-                _load_online(zones, target, stats)
-            else:
-                _load_first(zones, target, stats)
-        stats.seconds = timer.seconds
-        return stats
+    def load(self, zones: Iterable[Zone], target: Path) -> None:
+        if _has_data(target):
+            _load_online(zones, target)
+        else:
+            _load_first(zones, target)
 
     def read_back(self, target: Path) -> Iterator[Zone]:
         """The transactional home's zones, checked against the two other homes."""
@@ -379,19 +367,10 @@ class BdbhptStore(DirectoryStore):
                 raise RuntimeError(f"bdbhpt {mode} home disagrees with the transactional one")
         yield from zones
 
-    def update_needs_reload(self, variant: str) -> bool:
-        # Private mode reads a file the loader replaces by rename; the shared modes see writes.
-        return VARIANT_MODES[variant] == "private"
-
-    def driver_file(self, variant: str) -> Path:
-        return REPO_ROOT / "drivers" / "bdbhpt" / "dlz_bdbhpt.so"
-
-    def dlz_clause(self, variant: str, target: Path, threads: int, connections: int) -> str:
-        so = self.driver_file(variant)
-        mode = VARIANT_MODES[variant]
-        env = (Path(target) / mode).resolve()
-        return (f'dlz "{variant}" {{ database "dlopen {so} mode={mode} env={env} '
-                f'connections={connections}"; }};')
+    def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
+        """The home of the driver's `mode` (transactional, concurrent or private)."""
+        mode = options["mode"]
+        return {"mode": mode, "env": str((Path(target) / mode).resolve())}
 
 
 STORE = BdbhptStore()

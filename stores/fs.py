@@ -1,5 +1,5 @@
 """The filesystem store: one regular file per zone, found through a zone index (see
-schemas/filesystem.md).
+schemas/fs.md).
 
     <root>/zones/<cN>/…/<c1>/.zone    zone c1.….cN: a header line, then every record, sorted
     <root>/zones/.zone                the root zone, if loaded
@@ -15,15 +15,14 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import dns.name
 
 from base.errors import UserError
-from base.paths import REPO_ROOT
 from stores.bdbcommon import decode_lines, prepare_zone, record_line
-from stores.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
+from stores.store import DEFAULT_XFR_CLIENTS, DirectoryStore
 from zonedata.model import ENT_TYPE, Record, Zone, key_to_name
 
 ZONE_FILE = ".zone"
@@ -64,17 +63,11 @@ def xfr_header(clients: Iterable[str]) -> str:
 
 class FsStore(DirectoryStore):
     name = "fs"
-    variants = ("fs",)
 
-    def load(self, zones: Iterable[Zone], target: Path) -> LoadStats:
-        stats = LoadStats(self.name)
-        with Timer() as timer:
-            writer = ZoneWriter(target)
-            for zone in zones:
-                stats.records += writer.replace(zone)
-                stats.zones += 1
-        stats.seconds = timer.seconds
-        return stats
+    def load(self, zones: Iterable[Zone], target: Path) -> None:
+        writer = ZoneWriter(target)
+        for zone in zones:
+            writer.replace(zone)
 
     def read_back(self, target: Path) -> Iterator[Zone]:
         index = Path(target) / "zones"
@@ -84,13 +77,8 @@ class FsStore(DirectoryStore):
                 parts = Path(dirpath).relative_to(index).parts
                 yield read_zone_file(Path(dirpath) / ZONE_FILE, _name_from_components(parts))
 
-    def driver_file(self, variant: str) -> Path:
-        return REPO_ROOT / "drivers" / "filesystem" / "dlz_filesystem.so"
-
-    def dlz_clause(self, variant: str, target: Path, threads: int, connections: int) -> str:
-        so = self.driver_file(variant)
-        return (f'dlz "{variant}" {{ database "dlopen {so} connections={connections} '
-                f'root={Path(target).resolve()}"; }};')
+    def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
+        return {"root": str(Path(target).resolve())}
 
 
 class ZoneWriter:

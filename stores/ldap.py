@@ -27,19 +27,18 @@ import contextlib
 import hashlib
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import ldap
 import ldif
 from ldap.ldapobject import LDAPObject
 
 from base.errors import UserError
-from base.paths import REPO_ROOT
+from base.paths import SCHEMA_DIR
 from stores.ldap_server import LdapServer
-from stores.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from stores.store import DEFAULT_XFR_CLIENTS, Store
 from zonedata.model import (
     ENT_TYPE,
     Record,
@@ -50,11 +49,10 @@ from zonedata.model import (
 )
 
 SUFFIX = "o=dlz"
-SCHEMA_FILE = REPO_ROOT / "schemas" / "ldap" / "dlz.schema"
+SCHEMA_FILE = SCHEMA_DIR / "ldap" / "dlz.schema"
 # objectClass: back-mdb ORs (objectClass=referral) into every search filter, so without this
 # index every search is a full scan. The others are exactly what the driver filters on.
 INDEXES = ("objectClass eq", "dlzZoneName eq", "dlzOwner eq", "dlzZone eq")
-DRIVER_SO = REPO_ROOT / "drivers" / "ldap" / "dlz_ldap.so"
 
 ZONE_CLASS = b"dlzZoneEntry"
 NODE_CLASS = b"dlzNodeEntry"
@@ -152,9 +150,9 @@ def search_iter(conn: LDAPObject, base: str, scope: int, filterstr: str,
                 conn.abandon(msgid)
 
 
-class LdapStore(Store):
+class LdapStore(Store[LdapServer]):
     name = "ldap"
-    variants = ("ldap",)
+    has_server = True
 
     @contextmanager
     def server(self, run_dir: Path) -> Iterator[LdapServer]:
@@ -163,62 +161,39 @@ class LdapStore(Store):
             ensure_suffix_entry(slapd)
             yield slapd
 
-    def load(self, zones: Iterable[Zone], target: Any) -> LoadStats:
-        slapd: LdapServer = target
-        stats = LoadStats(self.name)
-        with Timer() as timer:
-            with bound(slapd) as conn:
-                empty = not has_zones(conn, slapd.suffix)
-                if not empty:
-                    for zone in zones:
-                        replace_zone(conn, zone, slapd.suffix)
-                        count(stats, zone)
-            if empty:
-                bulk_load(slapd, zones, stats)
-        stats.seconds = timer.seconds
-        return stats
+    def load(self, zones: Iterable[Zone], target: LdapServer) -> None:
+        with bound(target) as conn:
+            empty = not has_zones(conn, target.suffix)
+            if not empty:
+                for zone in zones:
+                    replace_zone(conn, zone, target.suffix)
+        if empty:
+            bulk_load(target, zones)
 
-    def update(self, zone: Zone, target: Any) -> None:
+    def update(self, zone: Zone, target: LdapServer) -> None:
         # Always online: the bulk path stops slapd, which named may be reading from.
         with bound(target) as conn:
             replace_zone(conn, zone, target.suffix)
 
-    def read_back(self, target: Any) -> Iterator[Zone]:
-        slapd: LdapServer = target
-        with bound(slapd) as conn:
-            for _, attrs in search_iter(conn, slapd.suffix, ldap.SCOPE_ONELEVEL,
+    def read_back(self, target: LdapServer) -> Iterator[Zone]:
+        with bound(target) as conn:
+            for _, attrs in search_iter(conn, target.suffix, ldap.SCOPE_ONELEVEL,
                                         f"(objectClass={ZONE_CLASS.decode()})",
                                         ["dlzZoneName"]):
-                zone = read_zone(conn, slapd.suffix, attrs["dlzZoneName"][0].decode())
+                zone = read_zone(conn, target.suffix, attrs["dlzZoneName"][0].decode())
                 if zone is not None:
                     yield zone
 
-    def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
-        slapd: LdapServer = target
+    def dlz_args(self, target: LdapServer, options: Mapping[str, str]) -> dict[str, str]:
         # The unix socket (ldapi) rather than loopback TCP: measured 4.6% -> 5.8% of native.
-        params = {"connections": str(connections), "uri": slapd.ldapi_uri, "base": slapd.suffix,
-                  "binddn": slapd.bind_dn, "password": slapd.password}
-        for key, value in params.items():
-            # named splits the dlopen string on whitespace and ends it at a quote.
-            if not value or any(c.isspace() or c == '"' for c in value):
-                raise UserError(f"ldap driver parameter {key}={value!r} must be non-empty "
-                                f"without spaces or quotes")
-        args = " ".join(f"{k}={v}" for k, v in params.items())
-        return f'dlz "ldap" {{\n\tdatabase "dlopen {DRIVER_SO} {args}";\n}};\n'
+        return {"uri": target.ldapi_uri, "base": target.suffix, "binddn": target.bind_dn,
+                "password": target.password}
 
-    def driver_file(self, variant: str) -> Path:
-        return DRIVER_SO
-
-    def restart_server(self, target: Any) -> None:
+    def restart_server(self, target: LdapServer) -> None:
         target.restart()
 
-    def server_pids(self, target: Any) -> list[int]:
+    def server_pids(self, target: LdapServer) -> list[int]:
         return target.pids()
-
-
-def count(stats: LoadStats, zone: Zone) -> None:
-    stats.zones += 1
-    stats.records += len(zone.records)
 
 
 @contextmanager
@@ -258,20 +233,20 @@ def has_zones(conn: LDAPObject, suffix: str) -> bool:
 
 # -- bulk path: LDIF + slapadd --------------------------------------------------------------
 
-def bulk_load(slapd: LdapServer, zones: Iterable[Zone], stats: LoadStats) -> None:
+def bulk_load(slapd: LdapServer, zones: Iterable[Zone]) -> None:
     """Stream every zone into one LDIF file, then slapadd it; nothing is added on a failure."""
     ldif_path = slapd.run_dir / f"load-{os.getpid()}-{secrets.token_hex(3)}.ldif"
     try:
         with open(ldif_path, "w", encoding="ascii") as out:
-            write_ldif(ldif.LDIFWriter(out), zones, slapd.suffix, stats)
-        if stats.zones:
+            written = write_ldif(ldif.LDIFWriter(out), zones, slapd.suffix)
+        if written:
             slapd.bulk_load(ldif_path)
     finally:
         ldif_path.unlink(missing_ok=True)
 
 
-def write_ldif(writer: ldif.LDIFWriter, zones: Iterable[Zone], suffix: str,
-               stats: LoadStats) -> None:
+def write_ldif(writer: ldif.LDIFWriter, zones: Iterable[Zone], suffix: str) -> int:
+    """Every zone's entries as LDIF; how many zones were written."""
     # 64 bits of each zone's id: enough to tell a million zones apart, small to keep.
     seen: set[int] = set()
     for zone in zones:
@@ -284,7 +259,7 @@ def write_ldif(writer: ldif.LDIFWriter, zones: Iterable[Zone], suffix: str,
         writer.unparse(zone_dn(key, suffix), zone_attrs(key, 1))
         for dn, attrs in nodes.items():
             writer.unparse(dn, attrs)
-        count(stats, zone)
+    return len(seen)
 
 
 # -- online path: write a new generation, switch, delete the old one -------------------------

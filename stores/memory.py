@@ -9,16 +9,14 @@ zones of the old file that the load does not name are carried over.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from base.errors import UserError
-from base.paths import REPO_ROOT
-from stores.store import DEFAULT_XFR_CLIENTS, DirectoryStore, LoadStats, Timer
+from stores.store import DEFAULT_XFR_CLIENTS, DirectoryStore
 from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
 
-DRIVER_SO = REPO_ROOT / "drivers" / "memory" / "dlz_memory.so"
 DATA_FILE = "zones.tsv"
 MAGIC = "#dlzbench-memory 1"
 
@@ -64,15 +62,13 @@ def _zone_of_line(line: str) -> str | None:
     return parts[1].rstrip("\n")
 
 
-def _write_new_zones(zones: Iterable[Zone], out: IO[str], stats: LoadStats) -> set[str]:
+def _write_new_zones(zones: Iterable[Zone], out: IO[str]) -> set[str]:
     loaded: set[str] = set()
     for zone in zones:
         if zone.key in loaded:
             raise UserError(f"memory store: zone {zone.key} appears twice in one load")
         loaded.add(zone.key)
         out.writelines(_zone_lines(zone))
-        stats.zones += 1
-        stats.records += len(zone.records)
     return loaded
 
 
@@ -102,27 +98,22 @@ def _parse_records(path: Path) -> Iterator[tuple[str, list[str]]]:
 
 class MemoryStore(DirectoryStore):
     name = "memory"
-    variants = ("memory",)
 
-    def load(self, zones: Iterable[Zone], target: Any) -> LoadStats:
+    def load(self, zones: Iterable[Zone], target: Path) -> None:
         path = data_file(target)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        stats = LoadStats(self.name)
-        with Timer() as timer:
-            try:
-                with open(tmp, "w", encoding="utf-8") as out:
-                    out.write(MAGIC + "\n")
-                    loaded = _write_new_zones(zones, out, stats)
-                    _copy_other_zones(path, loaded, out)
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(tmp, path)
-            finally:
-                tmp.unlink(missing_ok=True)
-        stats.seconds = timer.seconds
-        return stats
+        try:
+            with open(tmp, "w", encoding="utf-8") as out:
+                out.write(MAGIC + "\n")
+                loaded = _write_new_zones(zones, out)
+                _copy_other_zones(path, loaded, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
 
-    def read_back(self, target: Any) -> Iterator[Zone]:
+    def read_back(self, target: Path) -> Iterator[Zone]:
         path = data_file(target)
         if not path.exists():
             return
@@ -138,31 +129,8 @@ class MemoryStore(DirectoryStore):
                     Record(key_to_name(owner), int(ttl), rdtype, rdata))
         yield from zones.values()
 
-    def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
-        return dlz_clause_for(DRIVER_SO, data_file(target), connections)
-
-    def update_needs_reload(self, variant: str) -> bool:
-        """The driver reads the file once per dlz_create, which `rndc reload` repeats."""
-        return True
-
-    def driver_file(self, variant: str) -> Path | None:
-        return DRIVER_SO
-
-
-def dlz_clause_for(driver: Path, data: Path, connections: int, extra: str = "") -> str:
-    """The dlz statement loading `driver` (e.g. an ASan build) on `data`.
-
-    named splits the database string at white space and has no quoting inside it, so paths
-    with spaces or quotes cannot be passed.
-    """
-    if not Path(driver).exists():
-        raise UserError(f"{driver} is not built; run `make build`")
-    for path in (driver, data):
-        if any(c.isspace() or c in '"{}' for c in str(path)):
-            raise UserError(f"path {path} has a space, quote or brace; named cannot pass it "
-                            "to a DLZ driver")
-    args = f"file={data} connections={connections}" + (f" {extra}" if extra else "")
-    return f'dlz "memory" {{\n\tdatabase "dlopen {driver} {args}";\n}};\n'
+    def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
+        return {"file": str(data_file(target))}
 
 
 STORE = MemoryStore()

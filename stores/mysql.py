@@ -4,7 +4,7 @@ LOAD DATA LOCAL INFILE."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -12,12 +12,13 @@ from typing import IO
 import MySQLdb
 import MySQLdb.cursors
 
+from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.mysql_server import MysqlServer
-from stores.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from stores.store import DEFAULT_XFR_CLIENTS, Store
 from zonedata.model import ENT_TYPE, Zone
 
-SCHEMA = sql.SCHEMA_DIR / "mysql.sql"
+SCHEMA = SCHEMA_DIR / "mysql.sql"
 TABLES = ("zones", "records", "xfr_clients")
 
 # The file's bytes go in as they are (CHARACTER SET binary); backslash escapes tab, newline,
@@ -28,9 +29,9 @@ _LOAD_RECORDS = ("LOAD DATA LOCAL INFILE %s INTO TABLE records CHARACTER SET bin
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
 
 
-class MysqlStore(Store):
+class MysqlStore(Store[MysqlServer]):
     name = "mysql"
-    variants = ("mysql",)
+    has_server = True
 
     @contextmanager
     def server(self, run_dir: Path) -> Iterator[MysqlServer]:
@@ -38,19 +39,14 @@ class MysqlStore(Store):
             _connect(db).close()
             yield db
 
-    def load(self, zones: Iterable[Zone], target: MysqlServer) -> LoadStats:
-        stats = LoadStats(self.name)
-        with Timer() as timer, tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
+    def load(self, zones: Iterable[Zone], target: MysqlServer) -> None:
+        with tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
             conn = _connect(target)
             try:
                 for batch in sql.zone_batches(zones):
                     _replace_in_transaction(conn, batch, rows_file)
-                    stats.zones += len(batch)
-                    stats.records += sql.record_count(batch)
             finally:
                 conn.close()
-        stats.seconds = timer.seconds
-        return stats
 
     def read_back(self, target: MysqlServer) -> Iterator[Zone]:
         conn = _connect(target)
@@ -61,14 +57,9 @@ class MysqlStore(Store):
         finally:
             conn.close()
 
-    def dlz_clause(self, variant: str, target: MysqlServer, threads: int, connections: int) -> str:
-        # threads are named's own; the driver opens `connections` sessions over the socket.
-        return sql.dlz_clause(self.name, self.driver_file(variant), [
-            f"connections={connections}", f"socket={target.socket}", f"user={target.user}",
-            f"password={target.password}", f"database={target.database}"])
-
-    def driver_file(self, variant: str) -> Path:
-        return sql.driver_file("mysql")
+    def dlz_args(self, target: MysqlServer, options: Mapping[str, str]) -> dict[str, str]:
+        return {"socket": str(target.socket), "user": target.user,
+                "password": target.password, "database": target.database}
 
     def restart_server(self, target: MysqlServer) -> None:
         target.restart()

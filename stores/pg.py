@@ -1,57 +1,50 @@
-"""The PostgreSQL store: schemas/postgres.sql in a private PostgreSQL 15, loaded with COPY."""
+"""The PostgreSQL store: schemas/pg.sql in a private PostgreSQL 15, loaded with COPY."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
 
+from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.pg_server import PgServer
-from stores.store import DEFAULT_XFR_CLIENTS, LoadStats, Store, Timer
+from stores.store import DEFAULT_XFR_CLIENTS, Store
 from zonedata.model import ENT_TYPE, Zone
 
-SCHEMA = sql.SCHEMA_DIR / "postgres.sql"
+SCHEMA = SCHEMA_DIR / "pg.sql"
 TABLES = ("zones", "records", "xfr_clients")
 
 _COPY_RECORDS = "COPY records (zone_id, name, type, ttl, data) FROM STDIN"
 
 
-class PgStore(Store):
+class PgStore(Store[PgServer]):
     name = "pg"
-    variants = ("pg",)
+    has_server = True
 
     @contextmanager
     def server(self, run_dir: Path) -> Iterator[PgServer]:
         with PgServer(run_dir) as pg, _connect(pg):
             yield pg
 
-    def load(self, zones: Iterable[Zone], target: PgServer) -> LoadStats:
-        stats = LoadStats(self.name)
-        with Timer() as timer, _connect(target) as conn:
+    def load(self, zones: Iterable[Zone], target: PgServer) -> None:
+        with _connect(target) as conn:
             for batch in sql.zone_batches(zones):
                 # One transaction per batch: a reader sees each zone either old or new, and a
                 # batch that raises half-way leaves its zones as they were.
                 with conn.transaction():
                     _replace_zones(conn, batch)
-                stats.zones += len(batch)
-                stats.records += sql.record_count(batch)
-        stats.seconds = timer.seconds
-        return stats
 
     def read_back(self, target: PgServer) -> Iterator[Zone]:
         with _connect(target) as conn, conn.cursor() as cur:
             yield from sql.zones_from_rows(cur.stream(sql.READ_BACK, (ENT_TYPE,)))
 
-    def dlz_clause(self, variant: str, target: PgServer, threads: int, connections: int) -> str:
-        # The driver hands the conninfo words to libpq as they are; threads are named's own.
-        return sql.dlz_clause(self.name, self.driver_file(variant),
-                              [f"connections={connections}", *target.conninfo().split()])
-
-    def driver_file(self, variant: str) -> Path:
-        return sql.driver_file("postgres")
+    def dlz_args(self, target: PgServer, options: Mapping[str, str]) -> dict[str, str]:
+        # The libpq connection keywords the driver passes on (drivers/pg: pg_keys).
+        return {"host": target.host, "port": str(target.port), "dbname": target.dbname,
+                "user": target.user}
 
     def restart_server(self, target: PgServer) -> None:
         target.restart()
@@ -73,7 +66,7 @@ def _connect(target: PgServer) -> psycopg.Connection:
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
-    """Apply schemas/postgres.sql unless its tables are all there already."""
+    """Apply schemas/pg.sql unless its tables are all there already."""
     present = conn.execute("SELECT count(*) FROM pg_tables "
                            "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
                            (list(TABLES),)).fetchone()
@@ -82,7 +75,7 @@ def ensure_schema(conn: psycopg.Connection) -> None:
 
 
 def apply_schema(conn: psycopg.Connection) -> None:
-    """Every statement of schemas/postgres.sql, in one transaction (each is idempotent)."""
+    """Every statement of schemas/pg.sql, in one transaction (each is idempotent)."""
     with conn.transaction():
         for statement in sql.schema_statements(SCHEMA):
             conn.execute(statement)

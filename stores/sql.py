@@ -13,11 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from base.errors import UserError
-from base.paths import REPO_ROOT
 from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
-
-SCHEMA_DIR = REPO_ROOT / "schemas"
 
 # Records per transaction: large enough that per-transaction costs vanish, small enough that
 # a batch is a few megabytes of memory whatever the size of the data set.
@@ -86,29 +82,6 @@ def zones_from_rows(rows: Iterable[ReadBackRow]) -> Iterator[Zone]:
         yield Zone(key_to_name(zone_key), records)
 
 
-def driver_file(driver_dir: str) -> Path:
-    return REPO_ROOT / "drivers" / driver_dir / f"dlz_{driver_dir}.so"
-
-
-def dlz_clause(dlz_name: str, library: Path, args: list[str]) -> str:
-    """A dlz{} block loading the driver library with key=value arguments.
-
-    named splits the database string at whitespace and ends it at a double quote, so a value
-    holding either cannot be passed; that is the user's run directory, hence a UserError.
-    """
-    words = [str(library), *args]
-    for word in words:
-        if any(c.isspace() or c in '"\\' for c in word):
-            raise UserError(f"cannot pass {word!r} to the {dlz_name} DLZ driver: "
-                            "whitespace, quotes and backslashes are not allowed there")
-    return (f'dlz "{dlz_name}" {{\n'
-            f'    database "dlopen {" ".join(words)}";\n'
-            f'}};\n')
-
-
 def zone_keys(batch: list[Zone]) -> list[str]:
     return [zone.key for zone in batch]
 
-
-def record_count(batch: list[Zone]) -> int:
-    return sum(len(zone.records) for zone in batch)

@@ -1,107 +1,78 @@
-"""The one interface the runner, `serve` and `verify` see: a Store.
+"""A store: where zone data lives. The one interface every backend implements.
 
-Every backend is one module in stores/ that subclasses `Store` and is listed once in
-stores/__init__.py. Nothing outside that module knows which database is behind it.
+Every backend is one module in stores/, named after the backend, that defines `STORE`, an
+instance of a `Store` subclass; servers/__init__.py lists which DNS servers each store feeds.
+A store knows its own server (if it has one), how to write the model into it, read it back and
+replace one zone, and what a DLZ driver must be told to reach it. It never times or counts its
+loads (bench/loading.py does, the same way for every store), and it never builds named.conf
+(servers/ does).
 """
 
 from __future__ import annotations
 
 import signal
 import threading
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import ClassVar, Generic, TypeVar
 
+from base.errors import UserError
 from zonedata.model import Zone
 
 # Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
 DEFAULT_XFR_CLIENTS: tuple[str, ...] = ("127.0.0.1", "::1")
 
-
-@dataclass
-class LoadStats:
-    store: str
-    zones: int = 0
-    records: int = 0
-    seconds: float = 0.0
-
-    @property
-    def records_per_second(self) -> float:
-        return self.records / self.seconds if self.seconds > 0 else 0.0
+# How the other methods reach the data: a server object (PgServer, ...) or a directory.
+T = TypeVar("T")
 
 
-class Store(ABC):
-    """A place zone data lives, plus how to start it and how named's DLZ driver reaches it."""
+class Store(ABC, Generic[T]):
+    """A place zone data lives, with its private server (if any) and its bulk loader."""
 
-    name: str = ""
-    # Driver names this store serves (`--driver` values): usually just the store name.
-    variants: tuple[str, ...] = ()
+    name: ClassVar[str] = ""
+    # Whether the store runs a database server of its own (PostgreSQL, MariaDB, slapd):
+    # its processes are restarted between measurements and their CPU and memory accounted.
+    has_server: ClassVar[bool] = False
 
     @abstractmethod
-    def server(self, run_dir: Path) -> AbstractContextManager[Any]:
+    def server(self, run_dir: Path) -> AbstractContextManager[T]:
         """Start the store's private server (if it has one) under run_dir; yield its target.
 
-        The target is whatever the other methods need to reach the data (a DSN, a directory).
         Leaving the context stops the server and leaves no process behind.
         """
 
     @abstractmethod
-    def load(self, zones: Iterable[Zone], target: Any) -> LoadStats:
+    def load(self, zones: Iterable[Zone], target: T) -> None:
         """Write zones with the store's bulk path; a zone already present is replaced whole."""
 
-    def update(self, zone: Zone, target: Any) -> None:
-        """Replace one zone while named may be reading it (the runner's update visibility)."""
+    def update(self, zone: Zone, target: T) -> None:
+        """Replace one zone while a server may be reading it (the runner's update visibility)."""
         self.load([zone], target)
 
     @abstractmethod
-    def read_back(self, target: Any) -> Iterator[Zone]:
+    def read_back(self, target: T) -> Iterator[Zone]:
         """Every zone in the store, in the model's form (for round-trip tests)."""
 
-    @abstractmethod
-    def dlz_clause(self, variant: str, target: Any, threads: int, connections: int) -> str:
-        """named.conf text that serves this store's zones (a dlz{} or, for native, zone{}s)."""
+    def dlz_args(self, target: T, options: Mapping[str, str]) -> dict[str, str]:
+        """The key=value arguments a DLZ driver needs to reach this store's data; `options`
+        are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
+        raise UserError(f"the {self.name} store is not read through a DLZ driver")
 
-    def restart_server(self, target: Any) -> None:
+    def restart_server(self, target: T) -> None:
         """Restart the store's server with its data kept (a fresh start between measurements).
 
         Stores without a server have nothing to restart.
         """
         return None
 
-    def update_needs_reload(self, variant: str) -> bool:
-        """Whether named sees an update only after `rndc reload` (zone files, the memory driver)."""
-        return False
-
-    def driver_file(self, variant: str) -> Path | None:
-        """The DLZ module (.so) this variant loads into named; None for native BIND."""
-        return None
-
-    def is_built(self, variant: str) -> bool:
-        path = self.driver_file(variant)
-        return path is None or path.exists()
-
-    def server_pids(self, target: Any) -> list[int]:
+    def server_pids(self, target: T) -> list[int]:
         """Processes of the store's server, for CPU and memory accounting."""
         return []
 
 
-class Timer:
-    """Wall-clock seconds of a with-block, for LoadStats."""
-
-    def __enter__(self) -> Timer:
-        self.start = time.monotonic()
-        self.seconds = 0.0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.seconds = time.monotonic() - self.start
-
-
-class DirectoryStore(Store):
+class DirectoryStore(Store[Path]):
     """A store without a server: its data lives in a directory, which is the target."""
 
     @contextmanager

@@ -49,10 +49,11 @@ from bench.verify import (
     detail,
     transfer,
 )
+from servers import SERVERS, get_server
+from servers.dlz import DlzNamed
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from stores import all_drivers, store_for_driver
 from stores.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
-from stores.store import DEFAULT_XFR_CLIENTS, Store
+from stores.store import DEFAULT_XFR_CLIENTS
 from zonedata.generator import coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
 from zonedata.zonefiles import read_zone_dir
@@ -64,19 +65,16 @@ THREADS = 4  # named -n and the driver's connections
 CLIENTS = 4  # concurrent client threads
 
 
-def _store(driver: str) -> Store:
-    return store_for_driver(driver)[0]
+def _dlz(driver: str) -> DlzNamed:
+    server = get_server(driver)
+    assert isinstance(server, DlzNamed), driver
+    return server
 
 
-def _has_server(driver: str) -> bool:
-    """The store runs a database server of its own (PostgreSQL, MariaDB, slapd)."""
-    return type(_store(driver)).server_pids is not Store.server_pids
-
-
-DRIVERS = [d for d in all_drivers()
-           if d not in REFERENCE and _store(d).is_built(d)]
-UPDATABLE = [d for d in DRIVERS if not _store(d).update_needs_reload(d)]
-WITH_SERVER = [d for d in DRIVERS if _has_server(d)]
+DRIVERS = [s.name for s in SERVERS if s.name not in REFERENCE and s.is_built()]
+UPDATABLE = [d for d in DRIVERS if not get_server(d).needs_reload]
+# The store runs a database server of its own (PostgreSQL, MariaDB, slapd).
+WITH_SERVER = [d for d in DRIVERS if get_server(d).store_object().has_server]
 
 
 def data_set() -> list[Zone]:
@@ -490,17 +488,17 @@ def asan_built() -> None:
 
 
 def _driver_so(loaded: LoadedStore, threads: int) -> tuple[str, Path]:
-    """The store's dlz clause and the driver (.so) it loads."""
-    body = loaded.store.dlz_clause(loaded.variant, loaded.target, threads, threads)
-    found = re.search(r"dlopen (\S+)", body)
-    assert found is not None, body
-    return body, Path(found.group(1))
+    """The driver's dlz clause and the driver (.so) it loads."""
+    server = _dlz(loaded.driver)
+    body = server.body(loaded.target, threads)
+    return body, server.library_file
 
 
 def _asan_clause(loaded: LoadedStore, threads: int) -> str:
-    """The store's dlz clause with its driver replaced by the ASan build of it."""
-    body, so = _driver_so(loaded, threads)
-    return body.replace(str(so), str(REPO_ROOT / "build" / "asan" / so.parent.name / so.name))
+    """The driver's dlz clause with its driver replaced by the ASan build of it."""
+    so = _dlz(loaded.driver).library_file
+    asan = REPO_ROOT / "build" / "asan" / so.parent.name / so.name
+    return _dlz(loaded.driver).body(loaded.target, threads, library=asan)
 
 
 # Preloading libasan into a process that then uses libpq deadlocks in glibc's locale locks

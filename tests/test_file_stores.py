@@ -27,6 +27,9 @@ import pytest
 from berkeleydb import db
 
 from base.errors import UserError
+from bench.loading import timed_load
+from servers import SERVERS, get_server
+from servers.dlz import DlzNamed
 from stores import bdb, bdbhpt, fs
 from stores.bdbcommon import prepare_zone
 from stores.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
@@ -227,7 +230,7 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tup
 def test_round_trip(store_target: tuple[Store, Any], data: str) -> None:
     store, target = store_target
     zones = DATA_SETS[data]()
-    stats = store.load(zones, target)
+    stats = timed_load(store, zones, target)
     assert (stats.zones, stats.records) == (len(zones), sum(len(z.records) for z in zones))
     assert canonical_set(store.read_back(target)) == canonical_set(zones)
 
@@ -382,9 +385,9 @@ def test_fs_bad_rdata_is_a_user_error(tmp_path: Path) -> None:
 
 def test_bdb_access_method_is_detectable(tmp_path: Path) -> None:
     bdb.STORE.load(awkward_zones(), tmp_path)
-    for variant, method in bdb.ACCESS_METHODS.items():
+    for access, method in bdb.ACCESS_METHODS.items():
         handle = db.DB()
-        handle.open(str(tmp_path / bdb.VARIANT_FILES[variant]), None, db.DB_UNKNOWN,
+        handle.open(str(tmp_path / bdb.FILES[access]), None, db.DB_UNKNOWN,
                     db.DB_RDONLY)
         try:
             assert handle.get_type() == method
@@ -399,14 +402,16 @@ def test_bdb_access_method_is_detectable(tmp_path: Path) -> None:
             handle.close()
 
 
-def test_bdb_clause_names_the_variant_file(tmp_path: Path) -> None:
-    clause = bdb.STORE.dlz_clause("bdb-hash", tmp_path, 4, 3)
-    assert clause.startswith(f'dlz "bdb-hash" {{ database "dlopen {bdb.STORE.driver_file("")} ')
+def test_bdb_clause_names_the_driver_file(tmp_path: Path) -> None:
+    server = get_server("bdb-hash")
+    assert isinstance(server, DlzNamed)
+    clause = server.body(tmp_path, 3)
+    assert clause.startswith(f'dlz "bdb-hash" {{\n\tdatabase "dlopen {server.library_file} ')
     assert f"connections=3 file={tmp_path.resolve()}/hash.db" in clause
 
 
-def test_which_variants_see_updates_only_after_reload() -> None:
-    needs = {v: s.update_needs_reload(v) for s in STORES.values() for v in s.variants}
+def test_which_drivers_see_updates_only_after_reload() -> None:
+    needs = {s.name: s.needs_reload for s in SERVERS if s.store in STORES}
     assert needs == {"fs": False, "bdb-btree": True, "bdb-hash": True, "bdbhpt-t": False,
                      "bdbhpt-c": False, "bdbhpt-p": True}
 
@@ -460,14 +465,16 @@ def test_bdbhpt_reader_sees_update_while_open(tmp_path: Path, mode: str) -> None
         reader.wait()
 
 
-@pytest.mark.parametrize("variant", list(bdbhpt.VARIANT_MODES))
-def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, variant: str) -> None:
+@pytest.mark.parametrize("driver", ["bdbhpt-t", "bdbhpt-c", "bdbhpt-p"])
+def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, driver: str) -> None:
     zones = awkward_zones()
     bdbhpt.STORE.load(zones, tmp_path)
-    mode = bdbhpt.VARIANT_MODES[variant]
+    server = get_server(driver)
+    assert isinstance(server, DlzNamed)
+    mode = server.options["mode"]
     assert canonical_set(bdbhpt.read_mode(tmp_path, mode)) == canonical_set(zones)
-    clause = bdbhpt.STORE.dlz_clause(variant, tmp_path, 4, 2)
-    assert f"mode={mode} env={(tmp_path / mode).resolve()} connections=2" in clause
+    clause = server.body(tmp_path, 2)
+    assert f"connections=2 mode={mode} env={(tmp_path / mode).resolve()}" in clause
 
 
 def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:

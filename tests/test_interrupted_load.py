@@ -21,7 +21,8 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import descendants
-from stores import get_store, store_names
+from servers import store_names
+from stores import get_store
 from stores.store import Store
 from zonedata.generator import generate, generate_zone
 from zonedata.model import Zone

@@ -13,7 +13,9 @@ import pytest
 
 from base.errors import UserError
 from base.process import new_run_dir
-from stores import get_store
+from bench.loading import timed_load
+from servers import get_server
+from servers.dlz import DlzNamed
 from stores.ldap import (
     INDEXES,
     SCHEMA_FILE,
@@ -204,7 +206,7 @@ def _changed(zone: Zone) -> Zone:
 def test_awkward_zone_through_slapadd_and_online_replace(fresh_target: LdapServer) -> None:
     zone = _awkward_zone()
     pids_before = fresh_target.pids()
-    stats = STORE.load([zone], fresh_target)
+    stats = timed_load(STORE, [zone], fresh_target)
     assert (stats.zones, stats.records) == (1, len(zone.records))
     # The first load went through slapadd: slapd was stopped and started again.
     assert set(fresh_target.pids()).isdisjoint(pids_before)
@@ -285,7 +287,9 @@ def test_coverage_zones_round_trip_both_paths(fresh_target: LdapServer) -> None:
 
 
 def test_dlz_clause_names_the_driver_and_server(store_target: LdapServer) -> None:
-    clause = get_store("ldap").dlz_clause("ldap", store_target, threads=2, connections=4)
+    server = get_server("ldap")
+    assert isinstance(server, DlzNamed)
+    clause = server.body(store_target, connections=4)
     assert clause.startswith('dlz "ldap" {\n\tdatabase "dlopen /')
     assert "drivers/ldap/dlz_ldap.so connections=4 " in clause
     assert f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.bind_dn} " in clause

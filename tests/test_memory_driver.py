@@ -43,12 +43,19 @@ from bench.verify import (
     reduce,
     transfer,
 )
+from servers import get_server
+from servers.dlz import DlzNamed
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from servers.native import NativeNamed
 from stores import native
-from stores.memory import DRIVER_SO, STORE, data_file, dlz_clause_for
+from stores.memory import STORE
 from zonedata.generator import coverage_zones, longest_name
 from zonedata.model import Zone, empty_nonterminals, make_record
 
+MEMORY = get_server("memory")
+NATIVE = get_server("native")
+assert isinstance(MEMORY, DlzNamed) and isinstance(NATIVE, NativeNamed)
+DRIVER_SO = MEMORY.library_file
 ASAN_SO = REPO_ROOT / "build" / "asan" / "memory" / "dlz_memory.so"
 
 # --- the hand-built data set -----------------------------------------------------------------
@@ -239,8 +246,9 @@ class Pair:
 def _memory_body(target: Path, so: Path = DRIVER_SO, connections: int = 2,
                  extra: str = "trace=yes") -> str:
     """While <target>/outage exists the memory backend fails like a database that is down."""
-    outage = f"outage_file={target / 'outage'}"
-    return dlz_clause_for(so, data_file(target), connections, f"{extra} {outage}".strip())
+    args = dict(word.split("=", 1) for word in extra.split())
+    return MEMORY.body(target, connections, library=so,
+                       extra={**args, "outage_file": str(target / "outage")})
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +258,7 @@ def pair(run_dir: Path, built: None) -> Iterator[Pair]:
             STORE.server(run_dir / "memory-store") as memory_target:
         native.STORE.load(zones, native_target)
         STORE.load([*zones, root_zone()], memory_target)
-        native_body = native.STORE.dlz_clause("native", native_target, 2, 1)
+        native_body = NATIVE.body(native_target, run_dir / "named-native")
         with Named(run_dir / "named-native", native_body, threads=2) as native_ns, \
                 Named(run_dir / "named-memory", _memory_body(memory_target),
                       threads=2) as memory_ns:
@@ -327,7 +335,7 @@ def test_root_zone_is_never_asked(run_dir: Path, pair: Pair, built: None) -> Non
     facts = ZoneFacts.of([root])
     with native.STORE.server(run_dir / "native-root") as target:
         native.STORE.load([root], target)
-        body = native.STORE.dlz_clause("native", target, 1, 1)
+        body = NATIVE.body(target, run_dir / "named-native-root")
         with Named(run_dir / "named-native-root", body) as native_root:
             offset = len(pair.memory.log_path.read_text(errors="replace"))
             counts: Counter[str] = Counter()

@@ -23,7 +23,6 @@ from bench.dnsperf import DnsperfRun, run_dnsperf, start_background
 from bench.prober import LatencyStats, measure_floor, probe
 from bench.report import render_markdown, render_plots, write_report
 from bench.results import (
-    DRIVER_ORDER,
     Cell,
     QpsSummary,
     Results,
@@ -31,6 +30,7 @@ from bench.results import (
     load_results,
     save_results,
 )
+from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -163,12 +163,12 @@ def test_tables_have_seed_003_layout_and_every_cell():
     markdown = render_markdown(handwritten())
     for threads, title in ((1, "## 1 thread "), (2, "## 2 threads ")):
         table = _table_after(markdown, title)
-        assert table[0][1:] == list(DRIVER_ORDER)
+        assert table[0][1:] == server_names()
         assert [name for name, _ in _rows(table)] == [
             "QPS", "% of native", "% of memory", "Loaded (us)", "Unloaded (us)",
             "Startup (ms)", "Update visible (ms)"]
         for name, values in _rows(table):
-            assert len(values) == len(DRIVER_ORDER) and all(values), (threads, name)
+            assert len(values) == len(server_names()) and all(values), (threads, name)
 
 
 def test_percent_columns_come_from_the_same_run():

@@ -16,7 +16,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.results import load_results
-from stores import store_for_driver
+from servers import get_server
 from tests.benchcli import bench_env, processes_under
 
 # native BIND plus one driver of each family.
@@ -31,7 +31,7 @@ def _bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
-    missing = [d for d in DRIVERS if not store_for_driver(d)[0].is_built(d)]
+    missing = [d for d in DRIVERS if not get_server(d).is_built()]
     assert not missing, f"drivers not built: {missing} (run `make build`)"
     out = tmp_path_factory.mktemp("tiny")
     proc = _bench(run_root / "tiny", "run", "--profile", "tiny", "--drivers", ",".join(DRIVERS),
@@ -52,7 +52,7 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
         assert cell.update_visibility_ms is not None, (cell.driver, cell.error)
         assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
         assert cell.peak_rss_kb["named"]
-        has_db = cell.driver in ("pg", "ldap")
+        has_db = get_server(cell.driver).store_object().has_server
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
     for key in ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf", "cpu_model"):
@@ -83,7 +83,7 @@ def test_report_and_plots_written(tiny_run: Path) -> None:
 
 def test_run_keeps_logs_and_deletes_loaded_data(tiny_run: Path, run_root: Path) -> None:
     [run_dir] = (run_root / "tiny").glob("bench-*")
-    for store in {store_for_driver(d)[0].name for d in DRIVERS}:
+    for store in {get_server(d).store for d in DRIVERS}:
         left = [p for p in (run_dir / store).rglob("*") if p.is_file() or p.is_symlink()]
         assert all(p.suffix == ".log" for p in left), f"{store} data left: {left[:5]}"
     assert (run_dir / "pg" / "postgres.log").stat().st_size > 0

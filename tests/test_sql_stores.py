@@ -16,6 +16,9 @@ import dns.name
 import psycopg
 import pytest
 
+from bench.loading import timed_load
+from servers import get_server
+from servers.dlz import DlzNamed
 from stores import mysql, pg
 from stores.store import DEFAULT_XFR_CLIENTS, Store
 from zonedata.generator import coverage_zones
@@ -28,7 +31,7 @@ HOSTILE_LABELS = [b"'; DROP TABLE records; --", b"\x00", b"\x01", b"%", b"_", b"
 # Raw parameter values (not keys) that must match nothing and harm nothing.
 RAW_HOSTILE_VALUES = ["'; DROP TABLE records; --", "%", "_", "\\000", "*", "' OR '1'='1"]
 
-# The drivers' statements, as in schemas/postgres.sql and schemas/mysql.sql.
+# The drivers' statements, as in schemas/pg.sql and schemas/mysql.sql.
 PG_LOOKUP = """
 SELECT z.name, r.name, r.type, r.ttl, r.data
   FROM zones z
@@ -242,7 +245,7 @@ def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Stor
     """(store, target, probe) of a running store holding data_set()."""
     store, probe_class = STORES[request.param]
     with store.server(run_dir / store.name) as target:
-        stats = store.load(data_set(), target)
+        stats = timed_load(store, data_set(), target)
         assert (stats.zones, stats.records) == (len(data_set()),
                                                 sum(len(z.records) for z in data_set()))
         probe = probe_class(target)
@@ -411,11 +414,13 @@ def test_zone_repeated_in_one_load_ends_as_its_last_copy(loaded: tuple[Store, An
 
 def test_dlz_clause_names_the_server(loaded: tuple[Store, Any, Any]) -> None:
     store, target, _ = loaded
-    clause = store.dlz_clause(store.name, target, 4, 8)
+    server = get_server(store.name)
+    assert isinstance(server, DlzNamed)
+    clause = server.body(target, connections=8)
     assert clause.startswith(f'dlz "{store.name}" {{')
     assert "connections=8" in clause
     if store.name == "pg":
-        assert "drivers/postgres/dlz_postgres.so" in clause
+        assert "drivers/pg/dlz_pg.so" in clause
         assert all(word in clause for word in target.conninfo().split())
     else:
         assert "drivers/mysql/dlz_mysql.so" in clause

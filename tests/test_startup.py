@@ -14,7 +14,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.results import load_results
-from stores import all_drivers, store_for_driver
+from servers import SERVERS
 from tests.benchcli import bench_env
 
 TINY, SMALL, LARGE = 100, 200, 2000
@@ -36,7 +36,7 @@ def startup_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Pat
 
 
 def _built_drivers() -> list[str]:
-    return [d for d in all_drivers() if store_for_driver(d)[0].is_built(d)]
+    return [s.name for s in SERVERS if s.is_built()]
 
 
 def test_last_zone_answers_with_every_driver(startup_run: Path) -> None:

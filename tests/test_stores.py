@@ -13,7 +13,9 @@ from typing import Any
 import dns.name
 import pytest
 
-from stores import get_store, store_names
+from bench.loading import timed_load
+from servers import store_names
+from stores import get_store
 from stores.store import Store
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone, canonical_set, make_record
@@ -24,7 +26,7 @@ def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Stor
     """A running store holding coverage_zones()."""
     store = get_store(request.param)
     with store.server(run_dir / store.name) as target:
-        stats = store.load(coverage_zones(), target)
+        stats = timed_load(store, coverage_zones(), target)
         assert stats.zones == len(coverage_zones())
         assert stats.records == sum(len(z.records) for z in coverage_zones())
         yield store, target

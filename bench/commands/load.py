@@ -8,9 +8,10 @@ from pathlib import Path
 
 from base.paths import REPO_ROOT
 from bench.datasets import add_data_options, zone_source
+from bench.loading import LoadStats, timed_load
 from bench.progress import ZoneProgress
-from stores import parse_store_list
-from stores.store import LoadStats
+from servers import parse_store_list
+from stores import get_store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,14 +27,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stores = parse_store_list(args.stores)
+    stores = [get_store(name) for name in parse_store_list(args.stores)]
     stream, total = zone_source(args)
     results: list[LoadStats] = []
     for store in stores:
         with store.server(args.data / store.name) as target:
             print(f"{store.name}: loading into {args.data / store.name}", flush=True)
             progress = ZoneProgress(f"loading {store.name}", total)
-            stats = store.load(progress.wrap(stream()), target)
+            stats = timed_load(store, progress.wrap(stream()), target)
             results.append(stats)
             print(f"{store.name}: {stats.zones} zones, {stats.records} records in "
                   f"{stats.seconds:.1f}s ({stats.records_per_second:,.0f} records/s)", flush=True)

@@ -12,11 +12,11 @@ from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
-from bench.commands.verify import selected_drivers
 from bench.datasets import zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Runner, Setup
+from servers import REFERENCE, get_server, selected_servers
 from zonedata import queries
 from zonedata.model import Zone
 
@@ -53,14 +53,17 @@ def run(args: argparse.Namespace) -> int:
     if args.records is None:
         args.records = profile.records
     stream, _ = zone_source(args)
-    drivers = ["native", *[d for d in selected_drivers(args.drivers) if d != "native"]]
+    # The reference is always measured, first: every ratio in the report is to it.
+    drivers = [REFERENCE, *[d for d in selected_servers(args.drivers) if d != REFERENCE]]
     threads = (profile.threads if args.threads is None
                else tuple(positive_counts(args.threads, "--threads")))
     out = args.out or REPO_ROOT / "results" / time.strftime("%Y%m%d-%H%M%S")
     run_dir = new_run_dir("bench")
     query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
-    setup = Setup(drivers, stream, _describe(args), query_file, run_dir, out, threads,
-                  args.connections, args.pin)
+    setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in drivers[1:]],
+                  stream=stream, dataset=_describe(args), query_file=query_file,
+                  run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
+                  pin=args.pin)
     results = Results(meta={**metadata.collect(), "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
                             "connections": args.connections or "threads", "pin": args.pin,

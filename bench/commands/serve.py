@@ -9,12 +9,12 @@ from base.errors import UserError
 from base.process import new_run_dir, port_is_free
 from bench.datasets import add_data_options, zone_source
 from bench.serving import serving
+from servers import server_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve a data set with one driver until Ctrl-C")
-    p.add_argument("--driver", required=True, help="native, memory, pg, mysql, ldap, fs, "
-                   "bdb-btree, bdb-hash, bdbhpt-t, bdbhpt-c or bdbhpt-p")
+    p.add_argument("--driver", required=True, help=", ".join(server_names()))
     add_data_options(p)
     p.add_argument("--port", type=int, default=None, help="UDP/TCP port on 127.0.0.1 "
                    "(default: a free one)")

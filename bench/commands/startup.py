@@ -12,10 +12,10 @@ from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
-from bench.commands.verify import selected_drivers
 from bench.report import write_report
 from bench.results import Results, StartupPoint, load_results, save_results
 from bench.startup import measure_count
+from servers import selected_servers
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     counts = positive_counts(args.zones_counts, "--zones-counts")
-    drivers = selected_drivers(args.drivers)
+    drivers = selected_servers(args.drivers)
     if args.add_to is not None and args.out is not None:
         raise UserError("--out and --add-to are exclusive: --add-to writes into its directory")
     out = args.add_to or args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")

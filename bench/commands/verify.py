@@ -8,7 +8,6 @@ from pathlib import Path
 
 import dns.name
 
-from base.errors import UserError
 from base.process import new_run_dir
 from bench.datasets import add_data_options, zone_source
 from bench.serving import serving
@@ -21,7 +20,7 @@ from bench.verify import (
     compare_servers,
     derive_queries,
 )
-from stores import all_drivers, store_for_driver
+from servers import selected_servers
 from zonedata.model import Zone
 from zonedata.queries import read_query_file
 
@@ -38,23 +37,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def selected_drivers(text: str) -> list[str]:
-    """The drivers --drivers names ('all': every built one, in registry order); the run
-    command measures them all, verify adds the references itself."""
-    if text == "all":
-        return [d for d in all_drivers() if _built(d)]
-    names = [d.strip() for d in text.split(",") if d.strip()]
-    for name in names:
-        if not _built(name):
-            raise UserError(f"driver {name} is not built (run `make build`)")
-    return names
-
-
-def _built(driver: str) -> bool:
-    store, variant = store_for_driver(driver)
-    return store.is_built(variant)
-
-
 def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
     if args.queries is None:
         return derive_queries(zones, args.seed)
@@ -64,7 +46,7 @@ def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
 def run(args: argparse.Namespace) -> int:
     stream, _ = zone_source(args)
     zones = list(stream())
-    drivers = [d for d in selected_drivers(args.drivers) if d not in REFERENCE]
+    drivers = [d for d in selected_servers(args.drivers) if d not in REFERENCE]
     queries = load_queries(args, zones)
     run_dir = new_run_dir("verify")
     with ExitStack() as stack:

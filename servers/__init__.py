@@ -1,0 +1,83 @@
+"""The registry: every DNS server the suite can measure, one line each, in report order.
+
+Each line names a server (the `--driver` value), the store that feeds it (stores/<store>.py)
+and, for a DLZ driver, what distinguishes it (drivers/<store>/ by default). Everything that
+lists drivers or stores (the CLI, the runner, the report's column order, the tests) reads
+this table; nothing else names a backend.
+"""
+
+from __future__ import annotations
+
+from base.errors import UserError
+from servers.dlz import DlzNamed
+from servers.kind import ServerKind
+from servers.native import NativeNamed
+
+SERVERS: tuple[ServerKind, ...] = (
+    NativeNamed("native", store="native"),
+    DlzNamed("memory", store="memory", needs_reload=True),  # reads its file at dlz_create
+    DlzNamed("pg", store="pg"),
+    DlzNamed("mysql", store="mysql"),
+    DlzNamed("ldap", store="ldap"),
+    DlzNamed("fs", store="fs"),
+    # The bdb driver keeps the file it opened; a load renames a new file into place.
+    DlzNamed("bdb-btree", store="bdb", options={"access": "btree"}, needs_reload=True),
+    DlzNamed("bdb-hash", store="bdb", options={"access": "hash"}, needs_reload=True),
+    DlzNamed("bdbhpt-t", store="bdbhpt", options={"mode": "transactional"}),
+    DlzNamed("bdbhpt-c", store="bdbhpt", options={"mode": "concurrent"}),
+    # A private environment reads a file the loader replaces by rename.
+    DlzNamed("bdbhpt-p", store="bdbhpt", options={"mode": "private"}, needs_reload=True),
+)
+
+# The servers every comparison is made against: native BIND on the same data, and the
+# memory driver (the ceiling of any DLZ driver on this BIND).
+REFERENCE = "native"
+DLZ_CEILING = "memory"
+
+_BY_NAME = {server.name: server for server in SERVERS}
+
+
+def server_names() -> list[str]:
+    return list(_BY_NAME)
+
+
+def get_server(name: str) -> ServerKind:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UserError(f"unknown driver {name!r} (known: {', '.join(_BY_NAME)})") from None
+
+
+def store_names() -> list[str]:
+    """Every store that feeds a server, in registry order."""
+    return list(dict.fromkeys(server.store for server in SERVERS))
+
+
+def parse_store_list(text: str) -> list[str]:
+    """'all' or a comma list of store names -> store names, checked."""
+    names = store_names() if text == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in store_names()]
+    if unknown or not names:
+        raise UserError(f"unknown store {', '.join(unknown) or repr(text)} "
+                        f"(known: {', '.join(store_names())})")
+    return names
+
+
+def selected_servers(text: str) -> list[str]:
+    """The servers a --drivers value names: 'all' is every built one, in registry order; a
+    named one that is not built is an error."""
+    if text == "all":
+        return [s.name for s in SERVERS if s.is_built()]
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UserError(f"no driver named in {text!r}")
+    for name in names:
+        if not get_server(name).is_built():
+            raise UserError(f"driver {name} is not built (run `make build`)")
+    return names
+
+
+def report_order(name: str) -> tuple[int, str]:
+    """Sort key: registry order, unknown names (from old results) last, alphabetically."""
+    names = server_names()
+    return (names.index(name) if name in names else len(names), name)

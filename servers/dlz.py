@@ -1,0 +1,72 @@
+"""named with a DLZ driver over a store: the driver described as data, its clause built once.
+
+A DLZ driver is drivers/<library>/dlz_<library>.so, told where its store's data is by
+key=value words after the library path in the `database "dlopen ..."` string. Every such
+clause in the suite is built and validated by `dlz_clause` below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from base.errors import UserError
+from base.paths import DRIVERS_DIR
+from servers.kind import ServerKind
+from servers.named import Named
+
+# named splits the dlopen string at white space, ends it at a double quote, and takes a
+# backslash as an escape: a word holding any of these cannot reach the driver intact. Braces
+# are refused too, so that no value can look like the end of the dlz statement to a reader.
+_UNPASSABLE = frozenset('"\\{}')
+
+
+def library_path(library: str) -> Path:
+    """The shared object of drivers/<library>/."""
+    return DRIVERS_DIR / library / f"dlz_{library}.so"
+
+
+def dlz_clause(name: str, library: Path, args: Mapping[str, str]) -> str:
+    """A named.conf `dlz` statement loading `library` with key=value arguments."""
+    words = [str(library), *(f"{key}={value}" for key, value in args.items())]
+    for word in words:
+        if not word or any(c.isspace() or c in _UNPASSABLE for c in word):
+            raise UserError(f"cannot pass {word!r} to the {name} DLZ driver: named's dlopen "
+                            "string allows no white space, quotes, backslashes or braces "
+                            "(is the run directory's path plain?)")
+    return f'dlz "{name}" {{\n\tdatabase "dlopen {" ".join(words)}";\n}};\n'
+
+
+@dataclass(frozen=True)
+class DlzNamed(ServerKind):
+    """named answering through a DLZ driver that reads the store's data on every query."""
+
+    # drivers/<library>/; by default the store's own name (one name per backend).
+    library: str = ""
+    # The driver's own arguments, turned into the store's words by Store.dlz_args
+    # (e.g. which Berkeley DB access method, which bdbhpt mode).
+    options: Mapping[str, str] = field(default_factory=dict)
+    # Declared to named from dlz_version() (DNS_SDLZFLAG_THREADSAFE): named then calls the
+    # driver from every worker at once instead of serializing it.
+    thread_safe: bool = True
+
+    @property
+    def library_file(self) -> Path:
+        return library_path(self.library or self.store)
+
+    def is_built(self) -> bool:
+        return self.library_file.exists()
+
+    def body(self, target: Any, connections: int, *,
+             library: Path | None = None, extra: Mapping[str, str] | None = None) -> str:
+        """The dlz statement; `library` replaces the built driver (an ASan build), `extra`
+        adds arguments (a test switch)."""
+        args = {"connections": str(connections),
+                **self.store_object().dlz_args(target, self.options), **(extra or {})}
+        return dlz_clause(self.name, library or self.library_file, args)
+
+    def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
+              port: int | None = None) -> Named:
+        return Named(run_dir, self.body(target, connections), threads=threads, port=port)

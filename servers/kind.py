@@ -1,0 +1,40 @@
+"""What a measurement measures: a DNS server fed by a store, one `--driver` name each.
+
+A `ServerKind` says which store feeds the server and how to configure and build a server
+instance over that store's data; the runner, `serve`, `verify` and `startup` use nothing
+else, so a new kind of server (another DNS implementation, another BIND) is a new subclass
+and a registry line in servers/__init__.py.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from servers.named import Named
+from stores import get_store
+from stores.store import Store
+
+
+@dataclass(frozen=True)
+class ServerKind(ABC):
+    name: str        # the `--driver` value
+    store: str       # the store (stores/<store>.py) holding the data it answers from
+    # The server answers a store update only after `rndc reload` (it reads its data at
+    # load time, or keeps a file the loader replaces by rename).
+    needs_reload: bool = False
+
+    def store_object(self) -> Store:
+        return get_store(self.store)
+
+    def is_built(self) -> bool:
+        """Everything the server needs from `make build` is there."""
+        return True
+
+    @abstractmethod
+    def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
+              port: int | None = None) -> Named:
+        """A server instance (not started) in run_dir answering from the store's target;
+        `with` starts it and waits until it serves every zone."""

@@ -1,0 +1,88 @@
+"""Native BIND: named loading the native store's zone files itself, the baseline every driver
+is held to.
+
+named.conf includes a zones.conf written zone by zone (one primary zone per file, names checked
+by nothing: the data set is awkward), so a million zones (about 200 MB of config) are never
+one string in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dns.name
+
+from base.errors import UserError
+from servers.kind import ServerKind
+from servers.named import Named
+from zonedata.zonefiles import zone_files
+
+# Octets written as themselves in a zone name inside named.conf; `.` separates labels.
+_PLAIN_OCTETS = frozenset(range(0x21, 0x7F)) - set(b'".;\\()@$')
+
+
+@dataclass(frozen=True)
+class NativeNamed(ServerKind):
+    needs_reload: bool = True  # named reads zone files at load time only
+
+    def body(self, zone_dir: Path, run_dir: Path) -> str:
+        """An include of run_dir/zones.conf, which names every zone file of zone_dir."""
+        run_dir.mkdir(parents=True, exist_ok=True)
+        conf = run_dir / "zones.conf"
+        with open(conf, "w", encoding="ascii") as out:
+            # The store's directory is absolute already, so each file's path is too:
+            # resolving a million of them one by one would cost a stat per path component.
+            for file in zone_files(Path(zone_dir).resolve()):
+                out.write(_zone_block(_file_origin(file), file))
+        return f'include "{_quoted(str(conf))}";\n'
+
+    def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
+              port: int | None = None) -> Named:
+        return Named(run_dir, self.body(target, run_dir), threads=threads, port=port)
+
+
+def _zone_block(origin: dns.name.Name, file: Path) -> str:
+    return (f'zone "{named_conf_zone_name(origin)}" {{ type primary; '
+            f'file "{_quoted(str(file))}"; check-names ignore; '
+            f'check-integrity no; }};\n')
+
+
+def named_conf_zone_name(name: dns.name.Name) -> str:
+    """A zone name as the body of a named.conf quoted string.
+
+    BIND's config lexer keeps every backslash of a quoted string except the one before `"`, and
+    the string is then parsed as a presentation-format name. Writing `"` and `\\` inside labels
+    as decimal escapes (\\034, \\092) keeps both layers unambiguous.
+    """
+    if name == dns.name.root:
+        return "."
+    return ".".join(_escape_label(label) for label in name.labels if label) + "."
+
+
+def _escape_label(label: bytes) -> str:
+    out = []
+    for octet in label:
+        if octet in _PLAIN_OCTETS:
+            out.append(chr(octet))
+        elif octet in b".;()@$":
+            out.append("\\" + chr(octet))
+        else:
+            out.append(f"\\{octet:03d}")
+    return "".join(out)
+
+
+def _quoted(text: str) -> str:
+    return text.replace('"', '\\"')
+
+
+def _file_origin(file: Path) -> dns.name.Name:
+    """The `$ORIGIN` on the first line of a file this store wrote."""
+    with open(file, encoding="ascii") as handle:
+        first = handle.readline().split()
+    if len(first) != 2 or first[0] != "$ORIGIN":
+        raise UserError(f"{file}: not written by the native store (no leading $ORIGIN)")
+    return dns.name.from_text(first[1])
+
+
