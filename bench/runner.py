@@ -194,9 +194,9 @@ class Runner:
         m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
                                                  timeout=self.profile.startup_timeout_s) * 1000
         pin_processes(m.named.pids(), self.server_cpus)
+        self.wait_all_zones(m.named)
 
     def check_answers(self, m: Measuring) -> None:
-        self.wait_all_zones(m.named)
         m.cell.mismatches = self.count_mismatches(m.loaded.server, m.named)
         if m.cell.mismatches:
             m.cell.status = "wrong"
@@ -263,7 +263,7 @@ class Runner:
         threads loads zones in parallel: the last one may answer before others are loaded.
         """
         for zone in sorted(self.facts.origins - {dns.name.root}):
-            named.wait_answers(zone.to_text(), "SOA", timeout=600)
+            named.wait_answers(zone.to_text(), "SOA", timeout=self.profile.startup_timeout_s)
 
     def count_mismatches(self, server: ServerKind, named: Named) -> int:
         """Answers that differ from the reference server's beyond BIND's own DLZ-path classes."""
