@@ -1,4 +1,5 @@
-"""results.json -> results.md (tables in the layout of seed 003) and PNG plots.
+"""results.json -> results.md and PNG plots, the tables in the layout of seed 003 (the
+BIND-DLZ "Performance Tests" page, ../shared/seeds/003_b0923ef81a1e32b7.txt).
 
 Main table, one per thread count, as in 003_b0923ef81a1e32b7.txt: rows QPS, Loaded latency,
 Unloaded latency, Startup; one column per driver, native BIND and the in-memory reference

@@ -1,4 +1,5 @@
-"""Synthetic zone data: the coverage set, the scalable generator and seed 000's Appendix B shape.
+"""Synthetic zone data: the coverage set, the scalable generator and the shape of Appendix B of
+seed 000 (Principled Technologies' BIND/dnsperf report, ../shared/seeds/000_33657d98ece48af8.txt).
 
 Everything here is deterministic for a seed and builds records through `model.make_record`, so
 every record has been parsed (validated) by dnspython and is in the model's canonical text.
@@ -388,7 +389,7 @@ _SLOT_BUILDERS = {
 }
 
 
-# --- seed 000, Appendix B ------------------------------------------------------------------
+# --- Appendix B of seed 000 (Principled Technologies' report) ------------------------------
 
 APPENDIX_B_ORIGIN = dns.name.from_text("pti.")
 

@@ -22,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", type=int, default=10, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1, help="same seed, same bytes (default 1)")
     p.add_argument("--appendix-b", type=int, metavar="HOSTS", default=0,
-                   help="add seed 000's Appendix B set: zone pti. with HOSTS A records + PTRs")
+                   help="add Appendix B's set (Principled Technologies' report): zone pti. "
+                        "with HOSTS A records + PTRs")
     p.add_argument("--coverage", action="store_true",
                    help="add the coverage set (every record type and awkward name)")
     p.add_argument("--out", type=Path, required=True, help="new or empty output directory")

@@ -24,7 +24,7 @@ from zonedata.model import Zone
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the benchmark and write results.json, results.md, plots")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                   help="quick (default, minutes), full (seed 003's method), tiny (tests)")
+                   help="quick (default, minutes), full (the BIND-DLZ page's method), tiny (tests)")
     p.add_argument("--drivers", default="all", help="'all' (every built driver) or a comma list; "
                    "native BIND is always measured first, as the reference")
     p.add_argument("--threads", default=None, help="comma list of named thread counts "
