@@ -85,7 +85,7 @@ class FsStore(DirectoryStore):
                 yield read_zone_file(Path(dirpath) / ZONE_FILE, _name_from_components(parts))
 
     def driver_file(self, variant: str) -> Path:
-        return REPO_ROOT / "drivers" / "filesystem" / "dlz_filesystem.so"
+        return REPO_ROOT / "drivers" / "fs" / "dlz_fs.so"
 
     def dlz_clause(self, variant: str, target: Path, threads: int, connections: int) -> str:
         so = self.driver_file(variant)

@@ -51,7 +51,7 @@ class PgStore(Store):
                               [f"connections={connections}", *target.conninfo().split()])
 
     def driver_file(self, variant: str) -> Path:
-        return sql.driver_file("postgres")
+        return sql.driver_file("pg")
 
     def restart_server(self, target: Postgres) -> None:
         target.restart()

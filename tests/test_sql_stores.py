@@ -415,7 +415,7 @@ def test_dlz_clause_names_the_server(loaded: tuple[Store, Any, Any]) -> None:
     assert clause.startswith(f'dlz "{store.name}" {{')
     assert "connections=8" in clause
     if store.name == "pg":
-        assert "drivers/postgres/dlz_postgres.so" in clause
+        assert "drivers/pg/dlz_pg.so" in clause
         assert all(word in clause for word in target.conninfo().split())
     else:
         assert "drivers/mysql/dlz_mysql.so" in clause

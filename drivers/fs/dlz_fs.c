@@ -837,7 +837,7 @@ fs_fini(void *state) {
 static const char *const fs_keys[] = { "root", NULL };
 
 const struct dlz_backend dlz_backend = {
-	.name = "filesystem",
+	.name = "fs",
 	.thread_safe = true,
 	.arg_keys = fs_keys,
 	.init = fs_init,

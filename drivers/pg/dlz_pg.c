@@ -294,7 +294,7 @@ pg_init(const struct dlz_args *args, void **state) {
 	ok = ok && state_add(s, &n, "connect_timeout", CONNECT_TIMEOUT) &&
 	     state_add(s, &n, "options", SESSION_OPTIONS) &&
 	     state_add(s, &n, "client_encoding", "UTF8") &&
-	     state_add(s, &n, "application_name", "dlz_postgres");
+	     state_add(s, &n, "application_name", "dlz_pg");
 	if (!ok) {
 		free(s);
 		return DLZ_ERROR;
@@ -593,7 +593,7 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 }
 
 const struct dlz_backend dlz_backend = {
-	.name = "postgres",
+	.name = "pg",
 	.thread_safe = true,
 	.arg_keys = pg_keys,
 	.init = pg_init,
