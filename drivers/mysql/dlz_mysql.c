@@ -554,39 +554,18 @@ fetch_all(struct conn *c, struct stmt *st, unsigned first, row_fn *fn, void *ctx
 
 /* ---- fetch: one DNS query ---------------------------------------------------------------- */
 
-struct fetch_ctx {
-	const struct dlz_fetch_req *req;
-	struct dlz_rowset *out;
-	bool reported[DLZ_MAX_LABELS];
-};
-
-/* Report the row's zone once (it comes with every row of that zone). */
-static bool
-report_zone(struct fetch_ctx *f, const char *zone, size_t len) {
-	for (unsigned i = 0; i < f->req->nnames; i++) {
-		const char *name = f->req->names[i];
-		if (strncmp(name, zone, len) == 0 && name[len] == '\0') {
-			if (f->reported[i]) {
-				return true;
-			}
-			f->reported[i] = true;
-			break;
-		}
-	}
-	return dlz_rowset_add_zone(f->out, zone);
-}
-
 static int
 fetch_row(struct conn *c, void *ctx) {
-	struct fetch_ctx *f = ctx;
+	struct dlz_rowset *out = ctx;
 
-	if (!report_zone(f, c->bufs[COL_ZONE], c->lens[COL_ZONE])) {
+	/* Each row comes with its zone: reported once (the rowset ignores repeats). */
+	if (!dlz_rowset_add_zone(out, c->bufs[COL_ZONE])) {
 		return DLZ_ERROR;
 	}
 	if (c->nulls[COL_OWNER]) {
 		return DLZ_OK; /* the zone matched, none of the owners in it did */
 	}
-	if (!dlz_rowset_add_row_n(f->out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
+	if (!dlz_rowset_add_row_n(out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
 				  c->bufs[COL_OWNER], c->lens[COL_OWNER], c->bufs[COL_TYPE],
 				  c->lens[COL_TYPE], c->ttl, c->bufs[COL_DATA],
 				  c->lens[COL_DATA])) {
@@ -609,7 +588,6 @@ smallest_class(const unsigned *classes, unsigned n) {
 static int
 backend_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct conn *c = conn;
-	struct fetch_ctx f = { .req = req, .out = out };
 	unsigned cls, k, nowner_places;
 	struct stmt *st;
 
@@ -635,7 +613,7 @@ backend_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *ou
 	if (!stmt_bind_result(c, st, &c->cols[COL_ZONE]) || !stmt_execute(c, st, "fetch")) {
 		return DLZ_ERROR;
 	}
-	return fetch_all(c, st, COL_ZONE, fetch_row, &f);
+	return fetch_all(c, st, COL_ZONE, fetch_row, out);
 }
 
 /* ---- zone transfer ----------------------------------------------------------------------- */

@@ -411,24 +411,8 @@ ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
 	return true;
 }
 
-/* Report a zone once, however many of its rows came back. */
-static bool
-add_zone_once(struct dlz_rowset *out, const char **seen, unsigned *nseen, const char *zone) {
-	for (unsigned i = 0; i < *nseen; i++) {
-		if (strcmp(seen[i], zone) == 0) {
-			return true;
-		}
-	}
-	if (*nseen < DLZ_MAX_LABELS) {
-		seen[(*nseen)++] = zone;
-	}
-	return dlz_rowset_add_zone(out, zone);
-}
-
 static int
 rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
-	const char *seen[DLZ_MAX_LABELS];
-	unsigned nseen = 0;
 	int nrows = PQntuples(res);
 
 	if (PQnfields(res) != 5) {
@@ -439,7 +423,8 @@ rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 		const char *zone = PQgetvalue(res, i, 0); /* NUL-terminated in binary format too */
 		uint32_t ttl;
 
-		if (!add_zone_once(out, seen, &nseen, zone)) {
+		/* Each row comes with its zone: reported once (the rowset ignores repeats). */
+		if (!dlz_rowset_add_zone(out, zone)) {
 			return DLZ_ERROR;
 		}
 		if (PQgetisnull(res, i, 1)) {
