@@ -43,6 +43,11 @@ void dlz_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Like dlz_log at ERROR, but at most one message per second per process (outages). */
 void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- time --------------------------------------------------------------------------------- */
+
+/* Milliseconds of the monotonic clock (a few ms of resolution): for ages and deadlines. */
+long dlz_now_ms(void);
+
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 
 struct dlz_args;

@@ -25,7 +25,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -146,23 +145,15 @@ log_pg_error(const char *what, const PGconn *pg, const PGresult *res) {
 	dlz_log_error_limited("%s: %.*s", what, (int)len, len > 0 ? msg : "unknown error");
 }
 
-static long
-now_ms(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait until libpq has a whole result (or the end of them) to give; false on timeout or a
  * broken connection. The deadline restarts whenever data arrives. */
 static bool
 wait_result(PGconn *pg, const char *what) {
-	long deadline = now_ms() + IO_TIMEOUT_MS;
+	long deadline = dlz_now_ms() + IO_TIMEOUT_MS;
 
 	while (PQisBusy(pg)) {
 		struct pollfd pfd = { .fd = PQsocket(pg), .events = POLLIN };
-		long left = deadline - now_ms();
+		long left = deadline - dlz_now_ms();
 		int rc;
 
 		if (pfd.fd < 0) {
@@ -182,7 +173,7 @@ wait_result(PGconn *pg, const char *what) {
 			log_pg_error(what, pg, NULL);
 			return false;
 		}
-		deadline = now_ms() + IO_TIMEOUT_MS;
+		deadline = dlz_now_ms() + IO_TIMEOUT_MS;
 	}
 	return true;
 }
@@ -384,22 +375,6 @@ put_text_array(char *p, const char *const *items, unsigned n) {
 }
 
 static bool
-reserve(struct pg_conn *c, size_t size) {
-	char *bigger;
-
-	if (size <= c->cap) {
-		return true;
-	}
-	bigger = realloc(c->buf, size);
-	if (bigger == NULL) {
-		return false;
-	}
-	c->buf = bigger;
-	c->cap = size;
-	return true;
-}
-
-static bool
 ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
 	uint32_t net;
 
@@ -454,7 +429,8 @@ pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	PGresult *res;
 	int rc;
 
-	if (names_size + owners_size > (size_t)INT32_MAX || !reserve(c, names_size + owners_size)) {
+	if (names_size + owners_size > (size_t)INT32_MAX ||
+	    !dlz_grow((void **)&c->buf, &c->cap, names_size + owners_size, 1)) {
 		return DLZ_ERROR;
 	}
 	put_text_array(c->buf, req->names, req->nnames);
