@@ -96,6 +96,16 @@ bdb_key_exists(struct bdb_conn *c, char tag, const char *zone) {
 
 /* ---- the backend ------------------------------------------------------------------------ */
 
+static void
+bdb_conn_free(struct bdb_conn *c) {
+	if (c->db != NULL) {
+		c->db->close(c->db, 0);
+	}
+	free(c->value.data);
+	free(c->list.data);
+	free(c);
+}
+
 static int
 bdb_init(const struct dlz_args *args, void **state) {
 	const char *path = dlz_arg_str(args, "file", NULL);
@@ -111,19 +121,6 @@ bdb_init(const struct dlz_args *args, void **state) {
 static void
 bdb_fini(void *state) {
 	free(state);
-}
-
-static void
-bdb_disconnect(void *state, void *conn) {
-	struct bdb_conn *c = conn;
-
-	(void)state;
-	if (c->db != NULL) {
-		c->db->close(c->db, 0);
-	}
-	free(c->value.data);
-	free(c->list.data);
-	free(c);
 }
 
 static int
@@ -161,9 +158,15 @@ bdb_connect(void *state, void **conn) {
 	return DLZ_OK;
 fail:
 	if (c != NULL) {
-		bdb_disconnect(state, c);
+		bdb_conn_free(c);
 	}
 	return DLZ_ERROR;
+}
+
+static void
+bdb_disconnect(void *state, void *conn) {
+	(void)state;
+	bdb_conn_free(conn);
 }
 
 /* One fetch: its zone, as bdb_probe_zone finds it and bdb_fetch_owner reads it. */

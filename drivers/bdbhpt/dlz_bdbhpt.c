@@ -325,10 +325,7 @@ bdbhpt_close_db(DB **db) {
 }
 
 static void
-bdbhpt_disconnect(void *state, void *conn) {
-	struct bdbhpt_conn *c = conn;
-
-	(void)state;
+bdbhpt_conn_free(struct bdbhpt_conn *c) {
 	bdbhpt_close_db(&c->zone_db);
 	bdbhpt_close_db(&c->data_db);
 	bdbhpt_close_db(&c->xfr_db);
@@ -390,9 +387,15 @@ bdbhpt_connect(void *state, void **conn) {
 	return DLZ_OK;
 fail:
 	if (c != NULL) {
-		bdbhpt_disconnect(state, c);
+		bdbhpt_conn_free(c);
 	}
 	return DLZ_ERROR;
+}
+
+static void
+bdbhpt_disconnect(void *state, void *conn) {
+	(void)state;
+	bdbhpt_conn_free(conn);
 }
 
 /* One fetch: its zone and the generation it is read under, as bdbhpt_probe_zone finds them and

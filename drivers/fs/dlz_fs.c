@@ -465,6 +465,109 @@ fs_zone_at(struct fs_conn *conn, unsigned j, struct fs_zone_map **zone) {
 	return found;
 }
 
+/* ---- connections and set-up ------------------------------------------------------------- */
+
+static int
+fs_open_root(const char *root) {
+	return open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Does this kernel (and any seccomp filter) let us use openat2 with RESOLVE_BENEATH? */
+static bool
+fs_probe_openat2(int rootfd) {
+	int fd = fs_openat2(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_BENEATH);
+
+	if (fd < 0) {
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+static int
+fs_init(const struct dlz_args *args, void **state_out) {
+	const char *root = dlz_arg_str(args, "root", NULL);
+	struct fs_state *s;
+	struct stat st;
+	int fd;
+
+	if (root == NULL || root[0] != '/') {
+		dlz_log(ISC_LOG_ERROR, "argument root=<absolute directory> is required");
+		return DLZ_ERROR;
+	}
+	fd = fs_open_root(root);
+	if (fd < 0 || fstatat(fd, "zones", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (no %s/zones): %s", root, root,
+			strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+		}
+		return DLZ_ERROR;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (%s/zones is no directory)", root,
+			root);
+		close(fd);
+		return DLZ_ERROR;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL || (s->root = strdup(root)) == NULL) {
+		free(s);
+		close(fd);
+		return DLZ_ERROR;
+	}
+	s->openat2 = fs_probe_openat2(fd);
+	close(fd);
+	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d mapped per connection",
+		root,
+		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
+			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
+		ZONE_CACHE);
+	*state_out = s;
+	return DLZ_OK;
+}
+
+static void
+fs_fini(void *state) {
+	struct fs_state *s = state;
+
+	free(s->root);
+	free(s);
+}
+
+static int
+fs_connect(void *state, void **conn_out) {
+	const struct fs_state *s = state;
+	struct fs_conn *conn = calloc(1, sizeof(*conn));
+
+	if (conn == NULL) {
+		return DLZ_ERROR;
+	}
+	conn->state = s;
+	conn->rootfd = fs_open_root(s->root);
+	if (conn->rootfd < 0) {
+		dlz_log_error_limited("cannot open root %s: %s", s->root, strerror(errno));
+		free(conn);
+		return DLZ_ERROR;
+	}
+	*conn_out = conn;
+	return DLZ_OK;
+}
+
+static void
+fs_disconnect(void *state, void *c) {
+	struct fs_conn *conn = c;
+
+	(void)state;
+	for (unsigned i = 0; i < ZONE_CACHE; i++) {
+		fs_zone_unmap(&conn->zones[i]);
+	}
+	close(conn->rootfd);
+	free(conn->small_buf);
+	free(conn->line);
+	free(conn);
+}
+
 /* ---- searching a zone file -------------------------------------------------------------- */
 
 /* The offset of the line feed ending the line at pos (the size if there is none). */
@@ -729,109 +832,6 @@ fs_allowxfr(void *c, const char *zone_key, const char *client) {
 	}
 	/* body - 1: the header's line feed */
 	return fs_header_lists(zm->data, zm->body - 1, client) ? DLZ_OK : DLZ_DENIED;
-}
-
-/* ---- connections and set-up ------------------------------------------------------------- */
-
-static int
-fs_open_root(const char *root) {
-	return open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
-
-static int
-fs_connect(void *state, void **conn_out) {
-	const struct fs_state *s = state;
-	struct fs_conn *conn = calloc(1, sizeof(*conn));
-
-	if (conn == NULL) {
-		return DLZ_ERROR;
-	}
-	conn->state = s;
-	conn->rootfd = fs_open_root(s->root);
-	if (conn->rootfd < 0) {
-		dlz_log_error_limited("cannot open root %s: %s", s->root, strerror(errno));
-		free(conn);
-		return DLZ_ERROR;
-	}
-	*conn_out = conn;
-	return DLZ_OK;
-}
-
-static void
-fs_disconnect(void *state, void *c) {
-	struct fs_conn *conn = c;
-
-	(void)state;
-	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		fs_zone_unmap(&conn->zones[i]);
-	}
-	close(conn->rootfd);
-	free(conn->small_buf);
-	free(conn->line);
-	free(conn);
-}
-
-/* Does this kernel (and any seccomp filter) let us use openat2 with RESOLVE_BENEATH? */
-static bool
-fs_probe_openat2(int rootfd) {
-	int fd = fs_openat2(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_BENEATH);
-
-	if (fd < 0) {
-		return false;
-	}
-	close(fd);
-	return true;
-}
-
-static int
-fs_init(const struct dlz_args *args, void **state_out) {
-	const char *root = dlz_arg_str(args, "root", NULL);
-	struct fs_state *s;
-	struct stat st;
-	int fd;
-
-	if (root == NULL || root[0] != '/') {
-		dlz_log(ISC_LOG_ERROR, "argument root=<absolute directory> is required");
-		return DLZ_ERROR;
-	}
-	fd = fs_open_root(root);
-	if (fd < 0 || fstatat(fd, "zones", &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (no %s/zones): %s", root, root,
-			strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-		}
-		return DLZ_ERROR;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (%s/zones is no directory)", root,
-			root);
-		close(fd);
-		return DLZ_ERROR;
-	}
-	s = calloc(1, sizeof(*s));
-	if (s == NULL || (s->root = strdup(root)) == NULL) {
-		free(s);
-		close(fd);
-		return DLZ_ERROR;
-	}
-	s->openat2 = fs_probe_openat2(fd);
-	close(fd);
-	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d mapped per connection",
-		root,
-		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
-			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
-		ZONE_CACHE);
-	*state_out = s;
-	return DLZ_OK;
-}
-
-static void
-fs_fini(void *state) {
-	struct fs_state *s = state;
-
-	free(s->root);
-	free(s);
 }
 
 static const char *const fs_keys[] = { "root", NULL };

@@ -357,6 +357,130 @@ ld_entries_clear(struct ld_conn *c, size_t n) {
 	}
 }
 
+/* ---- instance --------------------------------------------------------------------------- */
+
+static void
+ld_state_free(struct ld_state *st) {
+	if (st == NULL) {
+		return;
+	}
+	free(st->uri);
+	free(st->base);
+	free(st->binddn);
+	if (st->password != NULL) {
+		explicit_bzero(st->password, strlen(st->password));
+	}
+	free(st->password);
+	free(st);
+}
+
+static int
+ld_init(const struct dlz_args *args, void **state) {
+	const char *uri = dlz_arg_str(args, "uri", NULL);
+	const char *base = dlz_arg_str(args, "base", NULL);
+	struct ld_state *st;
+	long timeout_ms;
+
+	if (uri == NULL || base == NULL) {
+		dlz_log(ISC_LOG_ERROR, "arguments uri=<ldap://host:port> and base=<DN> are required");
+		return DLZ_ERROR;
+	}
+	if (!dlz_arg_long(args, "timeout_ms", DEFAULT_TIMEOUT_MS, 1, 600000, &timeout_ms)) {
+		return DLZ_ERROR;
+	}
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		return DLZ_ERROR;
+	}
+	/* No binddn: an anonymous simple bind (empty name and password). */
+	st->uri = strdup(uri);
+	st->base = strdup(base);
+	st->binddn = strdup(dlz_arg_str(args, "binddn", ""));
+	st->password = strdup(dlz_arg_str(args, "password", ""));
+	st->timeout.tv_sec = timeout_ms / 1000;
+	st->timeout.tv_usec = (timeout_ms % 1000) * 1000;
+	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
+		ld_state_free(st);
+		return DLZ_ERROR;
+	}
+	dlz_log(ISC_LOG_INFO, "LDAP store %s base %s, time-out %ld ms", uri, base, timeout_ms);
+	*state = st;
+	return DLZ_OK;
+}
+
+static void
+ld_fini(void *state) {
+	ld_state_free(state);
+}
+
+/* ---- connections ------------------------------------------------------------------------ */
+
+static void
+ld_conn_free(struct ld_conn *c) {
+	if (c->ld != NULL) {
+		ldap_unbind_ext_s(c->ld, NULL, NULL);
+	}
+	free(c->filter.data);
+	free(c->scratch.data);
+	free(c->entries);
+	free(c->pending);
+	free(c);
+}
+
+static bool
+ld_set_options(LDAP *ld, const struct ld_state *st) {
+	int version = LDAP_VERSION3;
+
+	return ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_REFERRALS, LDAP_OPT_OFF) == LDAP_OPT_SUCCESS &&
+	       /* a signal arriving in a worker must not fail its query */
+	       ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS;
+}
+
+static int
+ld_connect(void *state, void **connp) {
+	const struct ld_state *st = state;
+	struct ld_conn *c = calloc(1, sizeof(*c));
+	struct berval cred;
+	int rc;
+
+	if (c == NULL) {
+		return DLZ_ERROR;
+	}
+	c->st = st;
+	rc = ldap_initialize(&c->ld, st->uri);
+	if (rc != LDAP_SUCCESS) {
+		dlz_log_error_limited("ldap_initialize(%s): %s", st->uri, ldap_err2string(rc));
+		c->ld = NULL;
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	if (!ld_set_options(c->ld, st)) {
+		dlz_log_error_limited("cannot set the LDAP options of a connection to %s", st->uri);
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	cred.bv_val = st->password;
+	cred.bv_len = strlen(st->password);
+	rc = ldap_sasl_bind_s(c->ld, st->binddn, LDAP_SASL_SIMPLE, &cred, NULL, NULL, NULL);
+	if (rc != LDAP_SUCCESS) {
+		dlz_log_error_limited("bind to %s as '%s' failed: %s (%d)", st->uri, st->binddn,
+				      ldap_err2string(rc), rc);
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	*connp = c;
+	return DLZ_OK;
+}
+
+static void
+ld_disconnect(void *state, void *conn) {
+	(void)state;
+	ld_conn_free(conn);
+}
+
 /* ---- fetch: one search per DNS query ----------------------------------------------------- */
 
 /*
@@ -786,127 +910,6 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	ld_entries_clear(c, (size_t)n);
 	ldap_msgfree(res);
 	return verdict;
-}
-
-/* ---- connections ------------------------------------------------------------------------ */
-
-static void
-ld_conn_free(struct ld_conn *c) {
-	if (c->ld != NULL) {
-		ldap_unbind_ext_s(c->ld, NULL, NULL);
-	}
-	free(c->filter.data);
-	free(c->scratch.data);
-	free(c->entries);
-	free(c->pending);
-	free(c);
-}
-
-static bool
-ld_set_options(LDAP *ld, const struct ld_state *st) {
-	int version = LDAP_VERSION3;
-
-	return ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_REFERRALS, LDAP_OPT_OFF) == LDAP_OPT_SUCCESS &&
-	       /* a signal arriving in a worker must not fail its query */
-	       ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS;
-}
-
-static int
-ld_connect(void *state, void **connp) {
-	const struct ld_state *st = state;
-	struct ld_conn *c = calloc(1, sizeof(*c));
-	struct berval cred;
-	int rc;
-
-	if (c == NULL) {
-		return DLZ_ERROR;
-	}
-	c->st = st;
-	rc = ldap_initialize(&c->ld, st->uri);
-	if (rc != LDAP_SUCCESS) {
-		dlz_log_error_limited("ldap_initialize(%s): %s", st->uri, ldap_err2string(rc));
-		c->ld = NULL;
-		ld_conn_free(c);
-		return DLZ_ERROR;
-	}
-	if (!ld_set_options(c->ld, st)) {
-		dlz_log_error_limited("cannot set the LDAP options of a connection to %s", st->uri);
-		ld_conn_free(c);
-		return DLZ_ERROR;
-	}
-	cred.bv_val = st->password;
-	cred.bv_len = strlen(st->password);
-	rc = ldap_sasl_bind_s(c->ld, st->binddn, LDAP_SASL_SIMPLE, &cred, NULL, NULL, NULL);
-	if (rc != LDAP_SUCCESS) {
-		dlz_log_error_limited("bind to %s as '%s' failed: %s (%d)", st->uri, st->binddn,
-				      ldap_err2string(rc), rc);
-		ld_conn_free(c);
-		return DLZ_ERROR;
-	}
-	*connp = c;
-	return DLZ_OK;
-}
-
-static void
-ld_disconnect(void *state, void *conn) {
-	(void)state;
-	ld_conn_free(conn);
-}
-
-/* ---- instance --------------------------------------------------------------------------- */
-
-static void
-ld_fini(void *state) {
-	struct ld_state *st = state;
-
-	if (st == NULL) {
-		return;
-	}
-	free(st->uri);
-	free(st->base);
-	free(st->binddn);
-	if (st->password != NULL) {
-		explicit_bzero(st->password, strlen(st->password));
-	}
-	free(st->password);
-	free(st);
-}
-
-static int
-ld_init(const struct dlz_args *args, void **state) {
-	const char *uri = dlz_arg_str(args, "uri", NULL);
-	const char *base = dlz_arg_str(args, "base", NULL);
-	struct ld_state *st;
-	long timeout_ms;
-
-	if (uri == NULL || base == NULL) {
-		dlz_log(ISC_LOG_ERROR, "arguments uri=<ldap://host:port> and base=<DN> are required");
-		return DLZ_ERROR;
-	}
-	if (!dlz_arg_long(args, "timeout_ms", DEFAULT_TIMEOUT_MS, 1, 600000, &timeout_ms)) {
-		return DLZ_ERROR;
-	}
-	st = calloc(1, sizeof(*st));
-	if (st == NULL) {
-		return DLZ_ERROR;
-	}
-	/* No binddn: an anonymous simple bind (empty name and password). */
-	st->uri = strdup(uri);
-	st->base = strdup(base);
-	st->binddn = strdup(dlz_arg_str(args, "binddn", ""));
-	st->password = strdup(dlz_arg_str(args, "password", ""));
-	st->timeout.tv_sec = timeout_ms / 1000;
-	st->timeout.tv_usec = (timeout_ms % 1000) * 1000;
-	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
-		ld_fini(st);
-		return DLZ_ERROR;
-	}
-	dlz_log(ISC_LOG_INFO, "LDAP store %s base %s, time-out %ld ms", uri, base, timeout_ms);
-	*state = st;
-	return DLZ_OK;
 }
 
 static const char *const ld_keys[] = { "uri", "base", "binddn", "password", "timeout_ms",

@@ -230,17 +230,6 @@ my_fetch_sql(unsigned k, unsigned o) {
 	return text;
 }
 
-static void
-my_fini(void *state) {
-	struct my_settings *s = state;
-
-	for (unsigned i = 0; i < NCLASSES; i++) {
-		free(s->fetch_sql[i]);
-	}
-	free(s);
-	my_library_release();
-}
-
 static int
 my_init(const struct dlz_args *args, void **state) {
 	struct my_settings *s;
@@ -284,6 +273,17 @@ my_init(const struct dlz_args *args, void **state) {
 	}
 	dlz_log(ISC_LOG_INFO, "client library %s", mysql_get_client_info());
 	return DLZ_OK;
+}
+
+static void
+my_fini(void *state) {
+	struct my_settings *s = state;
+
+	for (unsigned i = 0; i < NCLASSES; i++) {
+		free(s->fetch_sql[i]);
+	}
+	free(s);
+	my_library_release();
 }
 
 /* ---- connections ------------------------------------------------------------------------- */
