@@ -1,6 +1,6 @@
 -- dlzbench: the MariaDB/MySQL store (driver dlz_mysql.so), MariaDB 10.11, InnoDB.
 --
--- Applied by loaders/mysql.py whenever a store is first used; every statement is idempotent.
+-- Applied by stores/mysql.py whenever a store is first used; every statement is idempotent.
 -- Statements end with ';' at the end of a line (the loader splits on that).
 --
 -- Keys (zones.name, records.name) are the model's name keys: BIND's lower-case presentation

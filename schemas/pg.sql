@@ -1,6 +1,6 @@
--- dlzbench: the PostgreSQL store (driver dlz_postgres.so), PostgreSQL 15.
+-- dlzbench: the PostgreSQL store (driver dlz_pg.so), PostgreSQL 15.
 --
--- Applied by loaders/pg.py whenever a store is first used; every statement is idempotent, so
+-- Applied by stores/pg.py whenever a store is first used; every statement is idempotent, so
 -- applying it to a database that already holds the schema changes nothing.
 --
 -- Keys (zones.name, records.name) are the model's name keys: BIND's lower-case presentation
@@ -81,7 +81,7 @@ CREATE TABLE IF NOT EXISTS xfr_clients (
 --      InitPlan: Index Scan using zones_name_key
 --   3. Index Scan using zones_name_key; Index Only Scan using xfr_clients_pkey
 -- The driver's sessions set enable_seqscan, enable_hashjoin, enable_mergejoin and
--- enable_bitmapscan off (drivers/postgres/dlz_postgres.c): its generic plan of statement 1 is
+-- enable_bitmapscan off (drivers/pg/dlz_pg.c): its generic plan of statement 1 is
 -- Nested Loop Left Join; zones z: Index Scan using zones_name_key; records r: Index Scan
 -- using records_name_zone (name = ANY($2)) under a Materialize, whatever the number of zones.
 -- records is never scanned sequentially. zones is, while it is only a few pages: at 1,005

@@ -82,7 +82,7 @@ DB_CONFIG = {
     "private": [_CACHE],
 }
 
-# Region and database files: named runs as the loading user (bench/servers/named.py, no -u).
+# Region and database files: named runs as the loading user (servers/named.py, no -u).
 FILE_MODE = 0o644
 
 RETIRE_GRACE_SECONDS = 10.0

@@ -31,7 +31,7 @@
 /* "D <zone> <owner>": two keys and three separators. */
 #define KEY_CAP (2 * DLZ_KEY_MAX + 4)
 
-enum get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
+enum bdb_get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
 
 /* One connection: its own handle (and so its own cache) and buffers. */
 struct bdb_conn {
@@ -39,16 +39,16 @@ struct bdb_conn {
 	DBTYPE type;
 	char key[KEY_CAP];
 	size_t key_len;
-	struct bdb_buf value;
-	struct bdb_buf list;
+	struct dlz_bdb_buf value;
+	struct dlz_bdb_buf list;
 };
 
 /* ---- buffers and gets ------------------------------------------------------------------- */
 
 /* The value of c->key into b (NUL-terminated, length in *len). */
-static enum get_result
-get_into(struct bdb_conn *c, struct bdb_buf *b, size_t *len) {
-	int rc = bdb_get(c->db, c->key, c->key_len, b, len);
+static enum bdb_get_result
+bdb_get_into(struct bdb_conn *c, struct dlz_bdb_buf *b, size_t *len) {
+	int rc = dlz_bdb_get(c->db, c->key, c->key_len, b, len);
 
 	if (rc == DB_NOTFOUND) {
 		return GET_MISSING;
@@ -63,8 +63,8 @@ get_into(struct bdb_conn *c, struct bdb_buf *b, size_t *len) {
 
 /* c->key = "<tag> <a>" or, when b is not NULL, "<tag> <a> <b>"; false if too long. */
 static bool
-make_key(struct bdb_conn *c, char tag, const char *a, size_t a_len, const char *b,
-	 size_t b_len) {
+bdb_make_key(struct bdb_conn *c, char tag, const char *a, size_t a_len, const char *b,
+	     size_t b_len) {
 	size_t len = 2 + a_len + (b != NULL ? 1 + b_len : 0);
 	char *p = c->key;
 
@@ -84,17 +84,27 @@ make_key(struct bdb_conn *c, char tag, const char *a, size_t a_len, const char *
 }
 
 /* Does key exist? One get whose value (empty for Z keys) lands in the value buffer. */
-static enum get_result
-key_exists(struct bdb_conn *c, char tag, const char *zone) {
+static enum bdb_get_result
+bdb_key_exists(struct bdb_conn *c, char tag, const char *zone) {
 	size_t len;
 
-	if (!make_key(c, tag, zone, strlen(zone), NULL, 0)) {
+	if (!bdb_make_key(c, tag, zone, strlen(zone), NULL, 0)) {
 		return GET_MISSING;
 	}
-	return get_into(c, &c->value, &len);
+	return bdb_get_into(c, &c->value, &len);
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
+
+static void
+bdb_conn_free(struct bdb_conn *c) {
+	if (c->db != NULL) {
+		c->db->close(c->db, 0);
+	}
+	free(c->value.data);
+	free(c->list.data);
+	free(c);
+}
 
 static int
 bdb_init(const struct dlz_args *args, void **state) {
@@ -113,33 +123,20 @@ bdb_fini(void *state) {
 	free(state);
 }
 
-static void
-bdb_disconnect(void *state, void *conn) {
-	struct bdb_conn *c = conn;
-
-	(void)state;
-	if (c->db != NULL) {
-		c->db->close(c->db, 0);
-	}
-	free(c->value.data);
-	free(c->list.data);
-	free(c);
-}
-
 static int
 bdb_connect(void *state, void **conn) {
 	const char *path = state;
 	struct bdb_conn *c = calloc(1, sizeof(*c));
 	int rc;
 
-	if (c == NULL || !bdb_buf_reserve(&c->value, BDB_BUF_INITIAL) ||
-	    !bdb_buf_reserve(&c->list, BDB_BUF_INITIAL)) {
+	if (c == NULL || !dlz_bdb_buf_reserve(&c->value, DLZ_BDB_BUF_INITIAL) ||
+	    !dlz_bdb_buf_reserve(&c->list, DLZ_BDB_BUF_INITIAL)) {
 		dlz_log(ISC_LOG_ERROR, "out of memory");
 		goto fail;
 	}
 	rc = db_create(&c->db, NULL, 0);
 	if (rc == 0) {
-		c->db->set_errcall(c->db, bdb_errcall);
+		c->db->set_errcall(c->db, dlz_bdb_errcall);
 		rc = c->db->set_cachesize(c->db, 0, CACHE_BYTES, 1);
 	}
 	if (rc == 0) {
@@ -161,13 +158,19 @@ bdb_connect(void *state, void **conn) {
 	return DLZ_OK;
 fail:
 	if (c != NULL) {
-		bdb_disconnect(state, c);
+		bdb_conn_free(c);
 	}
 	return DLZ_ERROR;
 }
 
-/* One fetch: its zone, as probe_zone finds it and fetch_owner reads it. */
-struct owner_read {
+static void
+bdb_disconnect(void *state, void *conn) {
+	(void)state;
+	bdb_conn_free(conn);
+}
+
+/* One fetch: its zone, as bdb_probe_zone finds it and bdb_fetch_owner reads it. */
+struct bdb_owner_read {
 	struct bdb_conn *c;
 	const struct dlz_fetch_req *req;
 	const char *zone;
@@ -178,16 +181,16 @@ struct owner_read {
 /* dlz_owner_reader: the rows of owner in the zone ("D <zone> <owner>"), if the node exists
  * (*found). */
 static int
-fetch_owner(void *ctx, const char *owner, bool *found) {
-	const struct owner_read *r = ctx;
+bdb_fetch_owner(void *ctx, const char *owner, bool *found) {
+	const struct bdb_owner_read *r = ctx;
 	struct bdb_conn *c = r->c;
 	size_t len;
 
 	*found = false;
-	if (!make_key(c, 'D', r->zone, r->zone_len, owner, strlen(owner))) {
+	if (!bdb_make_key(c, 'D', r->zone, r->zone_len, owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
-	switch (get_into(c, &c->value, &len)) {
+	switch (bdb_get_into(c, &c->value, &len)) {
 	case GET_MISSING:
 		return DLZ_OK;
 	case GET_FOUND:
@@ -201,18 +204,18 @@ fetch_owner(void *ctx, const char *owner, bool *found) {
 
 /* dlz_zone_probe: one get of "Z <names[i]>". */
 static int
-probe_zone(void *ctx, unsigned i) {
-	const struct owner_read *r = ctx;
+bdb_probe_zone(void *ctx, unsigned i) {
+	const struct bdb_owner_read *r = ctx;
 
-	return key_exists(r->c, 'Z', r->req->names[i]);
+	return bdb_key_exists(r->c, 'Z', r->req->names[i]);
 }
 
 static int
 bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct owner_read r = { .c = conn, .req = req, .out = out };
+	struct bdb_owner_read r = { .c = conn, .req = req, .out = out };
 	int z;
 
-	if (!dlz_find_zone(req, 0, probe_zone, &r, &z)) {
+	if (!dlz_find_zone(req, 0, bdb_probe_zone, &r, &z)) {
 		return DLZ_ERROR;
 	}
 	if (z < 0) {
@@ -223,7 +226,7 @@ bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
 		return DLZ_ERROR;
 	}
-	return dlz_read_owners(req, z, 0, fetch_owner, &r);
+	return dlz_read_owners(req, z, 0, bdb_fetch_owner, &r);
 }
 
 /*
@@ -232,15 +235,15 @@ bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
  * been grown and the caller seeks again (whether the cursor moved is not specified).
  */
 static int
-cursor_step(struct bdb_conn *c, DBC *cursor, struct bdb_buf *key_buf, uint32_t flags,
-	    size_t *key_len, size_t *value_len) {
+bdb_cursor_step(struct bdb_conn *c, DBC *cursor, struct dlz_bdb_buf *key_buf, uint32_t flags,
+		size_t *key_len, size_t *value_len) {
 	DBT key, value;
 	int rc;
 
-	bdb_dbt_user(&key, key_buf);
-	bdb_dbt_user(&value, &c->value);
+	dlz_bdb_dbt_user(&key, key_buf);
+	dlz_bdb_dbt_user(&value, &c->value);
 	if (flags == DB_SET_RANGE) {
-		if (!bdb_buf_reserve(key_buf, c->key_len + 1)) {
+		if (!dlz_bdb_buf_reserve(key_buf, c->key_len + 1)) {
 			return ENOMEM;
 		}
 		key.data = key_buf->data;
@@ -250,8 +253,8 @@ cursor_step(struct bdb_conn *c, DBC *cursor, struct bdb_buf *key_buf, uint32_t f
 	}
 	rc = cursor->get(cursor, &key, &value, flags);
 	if (rc == DB_BUFFER_SMALL) {
-		if (!bdb_buf_reserve(key_buf, (size_t)key.size + 1) ||
-		    !bdb_buf_reserve(&c->value, (size_t)value.size + 1)) {
+		if (!dlz_bdb_buf_reserve(key_buf, (size_t)key.size + 1) ||
+		    !dlz_bdb_buf_reserve(&c->value, (size_t)value.size + 1)) {
 			return ENOMEM;
 		}
 		return DB_BUFFER_SMALL;
@@ -272,14 +275,14 @@ cursor_step(struct bdb_conn *c, DBC *cursor, struct bdb_buf *key_buf, uint32_t f
  * key plus a 0 byte); it always starts with the prefix.
  */
 static int
-allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
+bdb_allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
 	size_t prefix_len, key_len = 0, value_len = 0;
-	struct bdb_buf *key_buf = &c->list;
+	struct dlz_bdb_buf *key_buf = &c->list;
 	uint32_t flags = DB_SET_RANGE;
 	DBC *cursor = NULL;
 	int rc, result = DLZ_OK;
 
-	if (!make_key(c, 'D', zone, strlen(zone), "", 0)) {
+	if (!bdb_make_key(c, 'D', zone, strlen(zone), "", 0)) {
 		return DLZ_NOTFOUND;
 	}
 	prefix_len = c->key_len;
@@ -289,7 +292,7 @@ allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx)
 		return DLZ_ERROR;
 	}
 	for (;;) {
-		rc = cursor_step(c, cursor, key_buf, flags, &key_len, &value_len);
+		rc = bdb_cursor_step(c, cursor, key_buf, flags, &key_len, &value_len);
 		if (rc == DB_BUFFER_SMALL) {
 			flags = DB_SET_RANGE;
 			continue;
@@ -326,14 +329,14 @@ allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx)
 
 /* Hash: the owner list "X <zone>", then one get per owner. */
 static int
-allnodes_hash(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
+bdb_allnodes_hash(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
 	size_t zone_len = strlen(zone), list_len, value_len;
 	char *pos, *end, *owner;
 
-	if (!make_key(c, 'X', zone, zone_len, NULL, 0)) {
+	if (!bdb_make_key(c, 'X', zone, zone_len, NULL, 0)) {
 		return DLZ_NOTFOUND;
 	}
-	switch (get_into(c, &c->list, &list_len)) {
+	switch (bdb_get_into(c, &c->list, &list_len)) {
 	case GET_MISSING:
 		dlz_log(ISC_LOG_ERROR, "zone %s has no owner list (X key)", zone);
 		return DLZ_ERROR;
@@ -347,10 +350,10 @@ allnodes_hash(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) 
 	while ((owner = dlz_next_line(&pos, end)) != NULL) {
 		int rc;
 
-		if (!make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
+		if (!bdb_make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
 			return DLZ_ERROR;
 		}
-		switch (get_into(c, &c->value, &value_len)) {
+		switch (bdb_get_into(c, &c->value, &value_len)) {
 		case GET_MISSING:
 			dlz_log(ISC_LOG_ERROR, "zone %s lists owner %s without its node", zone,
 				owner);
@@ -372,7 +375,7 @@ static int
 bdb_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	struct bdb_conn *c = conn;
 
-	switch (key_exists(c, 'Z', zone)) {
+	switch (bdb_key_exists(c, 'Z', zone)) {
 	case GET_MISSING:
 		return DLZ_NOTFOUND;
 	case GET_ERROR:
@@ -380,8 +383,8 @@ bdb_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	case GET_FOUND:
 		break;
 	}
-	return c->type == DB_BTREE ? allnodes_btree(c, zone, cb, ctx)
-				   : allnodes_hash(c, zone, cb, ctx);
+	return c->type == DB_BTREE ? bdb_allnodes_btree(c, zone, cb, ctx)
+				   : bdb_allnodes_hash(c, zone, cb, ctx);
 }
 
 static int
@@ -389,15 +392,15 @@ bdb_allowxfr(void *conn, const char *zone, const char *client) {
 	struct bdb_conn *c = conn;
 	size_t len;
 
-	if (!make_key(c, 'A', zone, strlen(zone), NULL, 0)) {
+	if (!bdb_make_key(c, 'A', zone, strlen(zone), NULL, 0)) {
 		return DLZ_NOTFOUND;
 	}
-	switch (get_into(c, &c->list, &len)) {
+	switch (bdb_get_into(c, &c->list, &len)) {
 	case GET_ERROR:
 		return DLZ_ERROR;
 	case GET_MISSING:
 		/* No ACL: nobody may transfer the zone, if it exists at all. */
-		switch (key_exists(c, 'Z', zone)) {
+		switch (bdb_key_exists(c, 'Z', zone)) {
 		case GET_FOUND:
 			return DLZ_DENIED;
 		case GET_MISSING:

@@ -43,15 +43,15 @@
 /* "<gen> <owner>" */
 #define KEY_CAP (GEN_MAX + 1 + DLZ_KEY_MAX)
 
-enum get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
+enum bdbhpt_get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
 
-struct mode {
+struct bdbhpt_mode {
 	const char *name;
-	uint32_t env_flags; /* exactly the loader's (loaders/bdbhpt.py ENV_FLAGS) */
+	uint32_t env_flags; /* exactly the loader's (stores/bdbhpt.py ENV_FLAGS) */
 	bool shared;        /* a region other processes use: one handle per process */
 };
 
-static const struct mode modes[] = {
+static const struct bdbhpt_mode bdbhpt_modes[] = {
 	/* DB_REGISTER with DB_RECOVER: recovery only if a registered process died, so named
 	 * and a loader join each other's environment instead of recreating it. */
 	{ "transactional",
@@ -69,27 +69,27 @@ static const struct mode modes[] = {
  * run recovery under the first. A private environment belongs to one connection (and a reload
  * reads the file the loader renamed into place, not an old cache).
  */
-struct env {
-	struct env *next;
-	const struct mode *mode;
+struct bdbhpt_env {
+	struct bdbhpt_env *next;
+	const struct bdbhpt_mode *mode;
 	char *home; /* real path */
 	DB_ENV *handle;
 	unsigned refs;
 	atomic_bool failed; /* DB_RUNRECOVERY seen: never hand it to a new instance */
 };
 
-static pthread_mutex_t envs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct env *envs;
+static pthread_mutex_t bdbhpt_envs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bdbhpt_env *bdbhpt_envs;
 
 /* What dlz_create sets up: the shared environment, or where connections open theirs. */
 struct bdbhpt_state {
-	const struct mode *mode;
+	const struct bdbhpt_mode *mode;
 	char *home; /* real path */
-	struct env *shared;
+	struct bdbhpt_env *shared;
 };
 
 struct bdbhpt_conn {
-	struct env *env;
+	struct bdbhpt_env *env;
 	bool own_env;
 	DB *zone_db;
 	DB *data_db;
@@ -97,29 +97,29 @@ struct bdbhpt_conn {
 	DB *client_db;
 	char key[KEY_CAP];
 	size_t key_len;
-	struct bdb_buf value;
-	struct bdb_buf list;
+	struct dlz_bdb_buf value;
+	struct dlz_bdb_buf list;
 };
 
 /* ---- buffers and gets ------------------------------------------------------------------- */
 
 static void
-env_failed(struct env *env, int rc) {
+bdbhpt_env_failed(struct bdbhpt_env *env, int rc) {
 	if (rc == DB_RUNRECOVERY && !atomic_exchange(&env->failed, true)) {
 		dlz_log(ISC_LOG_ERROR, "environment %s needs recovery: reload named", env->home);
 	}
 }
 
 /* The value of c->key in db into b (NUL-terminated, length in *len). */
-static enum get_result
-get_into(struct bdbhpt_conn *c, DB *db, struct bdb_buf *b, size_t *len) {
-	int rc = bdb_get(db, c->key, c->key_len, b, len);
+static enum bdbhpt_get_result
+bdbhpt_get_into(struct bdbhpt_conn *c, DB *db, struct dlz_bdb_buf *b, size_t *len) {
+	int rc = dlz_bdb_get(db, c->key, c->key_len, b, len);
 
 	if (rc == DB_NOTFOUND) {
 		return GET_MISSING;
 	}
 	if (rc != 0) {
-		env_failed(c->env, rc);
+		bdbhpt_env_failed(c->env, rc);
 		dlz_log_error_limited("get %.*s: %s", (int)c->key_len, c->key, db_strerror(rc));
 		return GET_ERROR;
 	}
@@ -128,7 +128,7 @@ get_into(struct bdbhpt_conn *c, DB *db, struct bdb_buf *b, size_t *len) {
 
 /* c->key = a, or "a b" when b is not NULL; false if too long for any key of the store. */
 static bool
-make_key(struct bdbhpt_conn *c, const char *a, size_t a_len, const char *b, size_t b_len) {
+bdbhpt_make_key(struct bdbhpt_conn *c, const char *a, size_t a_len, const char *b, size_t b_len) {
 	size_t len = a_len + (b != NULL ? 1 + b_len : 0);
 
 	if (len > sizeof(c->key)) {
@@ -144,15 +144,15 @@ make_key(struct bdbhpt_conn *c, const char *a, size_t a_len, const char *b, size
 }
 
 /* The generation of zone into gen (NUL-terminated, at most GEN_MAX). */
-static enum get_result
-zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) {
-	enum get_result found;
+static enum bdbhpt_get_result
+bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) {
+	enum bdbhpt_get_result found;
 	size_t len;
 
-	if (!make_key(c, zone, strlen(zone), NULL, 0)) {
+	if (!bdbhpt_make_key(c, zone, strlen(zone), NULL, 0)) {
 		return GET_MISSING;
 	}
-	found = get_into(c, c->zone_db, &c->value, &len);
+	found = bdbhpt_get_into(c, c->zone_db, &c->value, &len);
 	if (found != GET_FOUND) {
 		return found;
 	}
@@ -167,7 +167,7 @@ zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) 
 /* ---- environments ----------------------------------------------------------------------- */
 
 static void
-env_free(struct env *env) {
+bdbhpt_env_free(struct bdbhpt_env *env) {
 	if (env->handle != NULL) {
 		env->handle->close(env->handle, 0);
 	}
@@ -175,9 +175,9 @@ env_free(struct env *env) {
 	free(env);
 }
 
-static struct env *
-env_open(const struct mode *mode, char *home) {
-	struct env *env = calloc(1, sizeof(*env));
+static struct bdbhpt_env *
+bdbhpt_env_open(const struct bdbhpt_mode *mode, char *home) {
+	struct bdbhpt_env *env = calloc(1, sizeof(*env));
 	int rc;
 
 	if (env == NULL) {
@@ -190,27 +190,27 @@ env_open(const struct mode *mode, char *home) {
 	atomic_init(&env->failed, false);
 	rc = db_env_create(&env->handle, 0);
 	if (rc == 0) {
-		env->handle->set_errcall(env->handle, bdb_errcall);
+		env->handle->set_errcall(env->handle, dlz_bdb_errcall);
 		/* Cache and lock sizes come from the home's DB_CONFIG, as for the loader. */
 		rc = env->handle->open(env->handle, home, mode->env_flags, 0);
 	}
 	if (rc != 0) {
 		dlz_log(ISC_LOG_ERROR, "cannot open the %s environment %s: %s", mode->name, home,
 			db_strerror(rc));
-		env_free(env);
+		bdbhpt_env_free(env);
 		return NULL;
 	}
 	return env;
 }
 
 /* The process's environment for a shared mode and home, opened or counted once more. */
-static struct env *
-env_acquire(const struct mode *mode, const char *home) {
-	struct env *env;
+static struct bdbhpt_env *
+bdbhpt_env_acquire(const struct bdbhpt_mode *mode, const char *home) {
+	struct bdbhpt_env *env;
 	char *copy;
 
-	pthread_mutex_lock(&envs_lock);
-	for (env = envs; env != NULL; env = env->next) {
+	pthread_mutex_lock(&bdbhpt_envs_lock);
+	for (env = bdbhpt_envs; env != NULL; env = env->next) {
 		if (env->mode == mode && strcmp(env->home, home) == 0 &&
 		    !atomic_load(&env->failed)) {
 			env->refs++;
@@ -218,40 +218,40 @@ env_acquire(const struct mode *mode, const char *home) {
 		}
 	}
 	if (env == NULL && (copy = strdup(home)) != NULL) {
-		env = env_open(mode, copy);
+		env = bdbhpt_env_open(mode, copy);
 		if (env != NULL) {
-			env->next = envs;
-			envs = env;
+			env->next = bdbhpt_envs;
+			bdbhpt_envs = env;
 		}
 	}
-	pthread_mutex_unlock(&envs_lock);
+	pthread_mutex_unlock(&bdbhpt_envs_lock);
 	return env;
 }
 
 static void
-env_release(struct env *env) {
-	struct env **link;
+bdbhpt_env_release(struct bdbhpt_env *env) {
+	struct bdbhpt_env **link;
 
-	pthread_mutex_lock(&envs_lock);
+	pthread_mutex_lock(&bdbhpt_envs_lock);
 	if (--env->refs == 0) {
-		for (link = &envs; *link != NULL; link = &(*link)->next) {
+		for (link = &bdbhpt_envs; *link != NULL; link = &(*link)->next) {
 			if (*link == env) {
 				*link = env->next;
 				break;
 			}
 		}
-		env_free(env);
+		bdbhpt_env_free(env);
 	}
-	pthread_mutex_unlock(&envs_lock);
+	pthread_mutex_unlock(&bdbhpt_envs_lock);
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
 
-static const struct mode *
-mode_named(const char *name) {
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		if (strcmp(modes[i].name, name) == 0) {
-			return &modes[i];
+static const struct bdbhpt_mode *
+bdbhpt_mode_named(const char *name) {
+	for (size_t i = 0; i < sizeof(bdbhpt_modes) / sizeof(bdbhpt_modes[0]); i++) {
+		if (strcmp(bdbhpt_modes[i].name, name) == 0) {
+			return &bdbhpt_modes[i];
 		}
 	}
 	return NULL;
@@ -261,7 +261,7 @@ static int
 bdbhpt_init(const struct dlz_args *args, void **state) {
 	const char *mode_name = dlz_arg_str(args, "mode", NULL);
 	const char *home = dlz_arg_str(args, "env", NULL);
-	const struct mode *mode;
+	const struct bdbhpt_mode *mode;
 	char *real, data[PATH_MAX + sizeof(DATA_FILE) + 1];
 	struct bdbhpt_state *s;
 	struct stat st;
@@ -271,7 +271,7 @@ bdbhpt_init(const struct dlz_args *args, void **state) {
 				       "env=<environment home> are required");
 		return DLZ_ERROR;
 	}
-	mode = mode_named(mode_name);
+	mode = bdbhpt_mode_named(mode_name);
 	if (mode == NULL) {
 		dlz_log(ISC_LOG_ERROR, "mode=%s: expected transactional, concurrent or private",
 			mode_name);
@@ -296,7 +296,7 @@ bdbhpt_init(const struct dlz_args *args, void **state) {
 	}
 	s->mode = mode;
 	s->home = real;
-	if (mode->shared && (s->shared = env_acquire(mode, real)) == NULL) {
+	if (mode->shared && (s->shared = bdbhpt_env_acquire(mode, real)) == NULL) {
 		free(real);
 		free(s);
 		return DLZ_ERROR;
@@ -310,14 +310,14 @@ bdbhpt_fini(void *state) {
 	struct bdbhpt_state *s = state;
 
 	if (s->shared != NULL) {
-		env_release(s->shared);
+		bdbhpt_env_release(s->shared);
 	}
 	free(s->home);
 	free(s);
 }
 
 static void
-close_db(DB **db) {
+bdbhpt_close_db(DB **db) {
 	if (*db != NULL) {
 		(*db)->close(*db, 0);
 		*db = NULL;
@@ -325,16 +325,13 @@ close_db(DB **db) {
 }
 
 static void
-bdbhpt_disconnect(void *state, void *conn) {
-	struct bdbhpt_conn *c = conn;
-
-	(void)state;
-	close_db(&c->zone_db);
-	close_db(&c->data_db);
-	close_db(&c->xfr_db);
-	close_db(&c->client_db);
+bdbhpt_conn_free(struct bdbhpt_conn *c) {
+	bdbhpt_close_db(&c->zone_db);
+	bdbhpt_close_db(&c->data_db);
+	bdbhpt_close_db(&c->xfr_db);
+	bdbhpt_close_db(&c->client_db);
 	if (c->own_env && c->env != NULL) {
-		env_free(c->env);
+		bdbhpt_env_free(c->env);
 	}
 	free(c->value.data);
 	free(c->list.data);
@@ -342,7 +339,7 @@ bdbhpt_disconnect(void *state, void *conn) {
 }
 
 static int
-open_db(struct env *env, const char *name, DB **db) {
+bdbhpt_open_db(struct bdbhpt_env *env, const char *name, DB **db) {
 	int rc = db_create(db, env->handle, 0);
 
 	if (rc == 0) {
@@ -350,10 +347,10 @@ open_db(struct env *env, const char *name, DB **db) {
 		rc = (*db)->open(*db, NULL, DATA_FILE, name, DB_UNKNOWN, DB_RDONLY | DB_THREAD, 0);
 	}
 	if (rc != 0) {
-		env_failed(env, rc);
+		bdbhpt_env_failed(env, rc);
 		dlz_log(ISC_LOG_ERROR, "cannot open database %s in %s/%s: %s", name, env->home,
 			DATA_FILE, db_strerror(rc));
-		close_db(db);
+		bdbhpt_close_db(db);
 		return DLZ_ERROR;
 	}
 	return DLZ_OK;
@@ -365,8 +362,8 @@ bdbhpt_connect(void *state, void **conn) {
 	struct bdbhpt_conn *c = calloc(1, sizeof(*c));
 	char *home;
 
-	if (c == NULL || !bdb_buf_reserve(&c->value, BDB_BUF_INITIAL) ||
-	    !bdb_buf_reserve(&c->list, BDB_BUF_INITIAL)) {
+	if (c == NULL || !dlz_bdb_buf_reserve(&c->value, DLZ_BDB_BUF_INITIAL) ||
+	    !dlz_bdb_buf_reserve(&c->list, DLZ_BDB_BUF_INITIAL)) {
 		dlz_log(ISC_LOG_ERROR, "out of memory");
 		goto fail;
 	}
@@ -375,29 +372,35 @@ bdbhpt_connect(void *state, void **conn) {
 	} else {
 		c->own_env = true;
 		home = strdup(s->home);
-		c->env = home != NULL ? env_open(s->mode, home) : NULL;
+		c->env = home != NULL ? bdbhpt_env_open(s->mode, home) : NULL;
 		if (c->env == NULL) {
 			goto fail;
 		}
 	}
-	if (open_db(c->env, "dns_zone", &c->zone_db) != DLZ_OK ||
-	    open_db(c->env, "dns_data", &c->data_db) != DLZ_OK ||
-	    open_db(c->env, "dns_xfr", &c->xfr_db) != DLZ_OK ||
-	    open_db(c->env, "dns_client", &c->client_db) != DLZ_OK) {
+	if (bdbhpt_open_db(c->env, "dns_zone", &c->zone_db) != DLZ_OK ||
+	    bdbhpt_open_db(c->env, "dns_data", &c->data_db) != DLZ_OK ||
+	    bdbhpt_open_db(c->env, "dns_xfr", &c->xfr_db) != DLZ_OK ||
+	    bdbhpt_open_db(c->env, "dns_client", &c->client_db) != DLZ_OK) {
 		goto fail;
 	}
 	*conn = c;
 	return DLZ_OK;
 fail:
 	if (c != NULL) {
-		bdbhpt_disconnect(state, c);
+		bdbhpt_conn_free(c);
 	}
 	return DLZ_ERROR;
 }
 
-/* One fetch: its zone and the generation it is read under, as probe_zone finds them and
- * fetch_owner reads them. */
-struct owner_read {
+static void
+bdbhpt_disconnect(void *state, void *conn) {
+	(void)state;
+	bdbhpt_conn_free(conn);
+}
+
+/* One fetch: its zone and the generation it is read under, as bdbhpt_probe_zone finds them and
+ * bdbhpt_fetch_owner reads them. */
+struct bdbhpt_owner_read {
 	struct bdbhpt_conn *c;
 	const struct dlz_fetch_req *req;
 	char gen[GEN_MAX + 1];
@@ -408,16 +411,16 @@ struct owner_read {
 /* dlz_owner_reader: the rows of owner under the generation ("<gen> <owner>"), if the node
  * exists (*found). */
 static int
-fetch_owner(void *ctx, const char *owner, bool *found) {
-	const struct owner_read *r = ctx;
+bdbhpt_fetch_owner(void *ctx, const char *owner, bool *found) {
+	const struct bdbhpt_owner_read *r = ctx;
 	struct bdbhpt_conn *c = r->c;
 	size_t len;
 
 	*found = false;
-	if (!make_key(c, r->gen, strlen(r->gen), owner, strlen(owner))) {
+	if (!bdbhpt_make_key(c, r->gen, strlen(r->gen), owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
-	switch (get_into(c, c->data_db, &c->value, &len)) {
+	switch (bdbhpt_get_into(c, c->data_db, &c->value, &len)) {
 	case GET_MISSING:
 		return DLZ_OK;
 	case GET_FOUND:
@@ -431,18 +434,18 @@ fetch_owner(void *ctx, const char *owner, bool *found) {
 
 /* dlz_zone_probe: one dns_zone get of names[i]; its generation is then r->gen. */
 static int
-probe_zone(void *ctx, unsigned i) {
-	struct owner_read *r = ctx;
+bdbhpt_probe_zone(void *ctx, unsigned i) {
+	struct bdbhpt_owner_read *r = ctx;
 
-	return zone_generation(r->c, r->req->names[i], r->gen);
+	return bdbhpt_zone_generation(r->c, r->req->names[i], r->gen);
 }
 
 static int
 bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct owner_read r = { .c = conn, .req = req, .out = out };
+	struct bdbhpt_owner_read r = { .c = conn, .req = req, .out = out };
 	int z;
 
-	if (!dlz_find_zone(req, 0, probe_zone, &r, &z)) {
+	if (!dlz_find_zone(req, 0, bdbhpt_probe_zone, &r, &z)) {
 		return DLZ_ERROR;
 	}
 	if (z < 0) {
@@ -453,7 +456,7 @@ bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out
 		return DLZ_ERROR;
 	}
 	/* Every node is read under the one generation read above: the zone as it was then. */
-	return dlz_read_owners(req, z, 0, fetch_owner, &r);
+	return dlz_read_owners(req, z, 0, bdbhpt_fetch_owner, &r);
 }
 
 /* The owner list of one generation, then one dns_data get per owner. */
@@ -463,7 +466,7 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	char gen[GEN_MAX + 1], *pos, *end, *owner;
 	size_t gen_len, list_len, value_len;
 
-	switch (zone_generation(c, zone, gen)) {
+	switch (bdbhpt_zone_generation(c, zone, gen)) {
 	case GET_MISSING:
 		return DLZ_NOTFOUND;
 	case GET_ERROR:
@@ -472,8 +475,8 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 		break;
 	}
 	gen_len = strlen(gen);
-	make_key(c, gen, gen_len, NULL, 0);
-	switch (get_into(c, c->xfr_db, &c->list, &list_len)) {
+	bdbhpt_make_key(c, gen, gen_len, NULL, 0);
+	switch (bdbhpt_get_into(c, c->xfr_db, &c->list, &list_len)) {
 	case GET_MISSING:
 		dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone, gen);
 		return DLZ_ERROR;
@@ -487,10 +490,10 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	while ((owner = dlz_next_line(&pos, end)) != NULL) {
 		int rc;
 
-		if (!make_key(c, gen, gen_len, owner, strlen(owner))) {
+		if (!bdbhpt_make_key(c, gen, gen_len, owner, strlen(owner))) {
 			return DLZ_ERROR;
 		}
-		switch (get_into(c, c->data_db, &c->value, &value_len)) {
+		switch (bdbhpt_get_into(c, c->data_db, &c->value, &value_len)) {
 		case GET_MISSING:
 			/* The generation was purged during the transfer (replaced > 10 s ago). */
 			dlz_log(ISC_LOG_ERROR, "zone %s: node %s of generation %s is gone", zone,
@@ -515,15 +518,15 @@ bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	char gen[GEN_MAX + 1];
 	size_t len;
 
-	if (!make_key(c, zone, strlen(zone), NULL, 0)) {
+	if (!bdbhpt_make_key(c, zone, strlen(zone), NULL, 0)) {
 		return DLZ_NOTFOUND;
 	}
-	switch (get_into(c, c->client_db, &c->list, &len)) {
+	switch (bdbhpt_get_into(c, c->client_db, &c->list, &len)) {
 	case GET_ERROR:
 		return DLZ_ERROR;
 	case GET_MISSING:
 		/* No ACL: nobody may transfer the zone, if it exists at all. */
-		switch (zone_generation(c, zone, gen)) {
+		switch (bdbhpt_zone_generation(c, zone, gen)) {
 		case GET_FOUND:
 			return DLZ_DENIED;
 		case GET_MISSING:

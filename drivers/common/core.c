@@ -56,7 +56,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core.h"
 
@@ -145,15 +144,7 @@ struct instance {
 	atomic_uint next_home;
 };
 
-/* ---- time and per-thread state ---------------------------------------------------------- */
-
-static long
-now_ms(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* ---- memo age and per-thread state ------------------------------------------------------ */
 
 static bool
 memo_fresh(const struct instance *inst, const struct memo *m, long now) {
@@ -559,7 +550,7 @@ memo_fetch(struct instance *inst, struct thread_state *ts, struct memo *m, int z
 	for (unsigned c = 0; c < m->nchains; c++) {
 		m->chains[c].encloser = ENCLOSER_UNKNOWN;
 	}
-	m->stamp_ms = now_ms();
+	m->stamp_ms = dlz_now_ms();
 	m->valid = true;
 	m->failed = false;
 	return true;
@@ -578,7 +569,7 @@ memo_mark_failed(struct memo *m) {
 	m->nchains = 1;
 	m->chains[0].zi = 0;
 	m->chains[0].encloser = ENCLOSER_UNKNOWN;
-	m->stamp_ms = now_ms();
+	m->stamp_ms = dlz_now_ms();
 	m->valid = true;
 	m->failed = true;
 }
@@ -881,7 +872,7 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 	/* BIND's next call for the same DNS query asks for the parent of the previous name,
 	 * and only when that was no zone (so no fetch needs to know about zones above the
 	 * deepest one). */
-	if (memo_fresh(inst, m, now_ms()) && m->findzone_index >= 0 &&
+	if (memo_fresh(inst, m, dlz_now_ms()) && m->findzone_index >= 0 &&
 	    !m->is_zone[m->findzone_index] && (unsigned)m->findzone_index + 1 < m->nnames &&
 	    strcmp(m->names[m->findzone_index + 1], key) == 0) {
 		m->findzone_index++;
@@ -929,7 +920,7 @@ memo_current(const struct instance *inst, const struct thread_state *ts, const s
 static struct memo *
 find_memo(struct instance *inst, struct thread_state *ts, const char *zone, const char *key,
 	  enum match *match, unsigned *chain, int *index) {
-	long now = now_ms();
+	long now = dlz_now_ms();
 	struct memo *m = ts->last_memo;
 
 	if (key[0] == '*' && key[1] == '.' && m != NULL && memo_current(inst, ts, m, now)) {

@@ -43,6 +43,11 @@ void dlz_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Like dlz_log at ERROR, but at most one message per second per process (outages). */
 void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- time --------------------------------------------------------------------------------- */
+
+/* Milliseconds of the monotonic clock (a few ms of resolution): for ages and deadlines. */
+long dlz_now_ms(void);
+
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 
 struct dlz_args;
@@ -99,8 +104,9 @@ struct dlz_fetch_req {
  *  - dlz_rowset_add_zone() for Z: for the deepest names[i] that is a zone in the store, or
  *    for names[zone_index] if that is one. Other zones among the names may be reported too
  *    (any order) and need not be looked for: BIND asks about no suffix above the deepest
- *    zone, so a backend that checks the names one by one stops at the first zone it finds;
- *  - dlz_rowset_add_row() for every record of Z (see above) whose owner is a candidate owner
+ *    zone, so a backend that checks the names one by one stops at the first zone it finds.
+ *    A zone reported again is ignored: a backend may report it with each of its rows;
+ *  - dlz_rowset_add_row_*() for every record of Z (see above) whose owner is a candidate owner
  *    inside Z or (when z == extras_zone) one of the extras, ENT marker rows included. Rows of
  *    other zones may be added too (a single SQL query may find them): the core ignores them.
  *    Records in any order, each owner's records once. A backend that reads owner by owner
@@ -111,8 +117,8 @@ struct dlz_fetch_req {
  * The _ref variants store the pointers without copying: only for strings that outlive the
  * next fetch on this thread (the memory backend's immutable table, the request's own
  * strings). The _keys variant takes zone and owner from the request (uncopied) and copies
- * type and rdata. The others copy into per-thread buffers that are reused from query to
- * query. Each returns false when out of memory; fetch then returns DLZ_ERROR.
+ * type and rdata. dlz_rowset_add_zone and _row_n copy into per-thread buffers that are reused
+ * from query to query. Each returns false when out of memory; fetch then returns DLZ_ERROR.
  */
 struct dlz_rowset;
 /* Make *array (of *cap items of size item) hold at least need items, doubling its capacity;
@@ -120,8 +126,6 @@ struct dlz_rowset;
 bool dlz_grow(void **array, size_t *cap, size_t need, size_t item);
 bool dlz_rowset_add_zone(struct dlz_rowset *rs, const char *zone);
 bool dlz_rowset_add_zone_ref(struct dlz_rowset *rs, const char *zone);
-bool dlz_rowset_add_row(struct dlz_rowset *rs, const char *zone, const char *owner,
-			const char *type, uint32_t ttl, const char *rdata);
 bool dlz_rowset_add_row_ref(struct dlz_rowset *rs, const char *zone, const char *owner,
 			    const char *type, uint32_t ttl, const char *rdata);
 /* Rows whose strings come with lengths (not NUL-terminated): copied. */

@@ -2,7 +2,6 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "core.h"
 
@@ -40,12 +39,9 @@ dlz_log(int level, const char *fmt, ...) {
 
 void
 dlz_log_error_limited(const char *fmt, ...) {
-	struct timespec now;
-	long second, last;
+	long second = dlz_now_ms() / 1000, last;
 	va_list ap;
 
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-	second = (long)now.tv_sec;
 	last = atomic_load(&log_limited_second);
 	/* One thread per second wins the exchange and logs; a database outage is not a flood. */
 	if (last == second ||

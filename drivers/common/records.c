@@ -1,6 +1,6 @@
 /*
  * The record-line format the file-like stores share (filesystem zone-file lines, Berkeley DB node
- * values; schemas/filesystem.md, schemas/bdb.md): one record per line, "TYPE SP TTL SP rdata",
+ * values; schemas/fs.md, schemas/bdb.md): one record per line, "TYPE SP TTL SP rdata",
  * lines separated by LF; an empty node value is an empty non-terminal.
  */
 #include <string.h>

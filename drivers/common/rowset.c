@@ -119,8 +119,13 @@ dlz_grow(void **array, size_t *cap, size_t need, size_t item) {
 
 bool
 dlz_rowset_add_zone_ref(struct dlz_rowset *rs, const char *zone) {
-	if (zone == NULL ||
-	    !dlz_grow((void **)&rs->zones, &rs->zones_cap, rs->nzones + 1, sizeof(*rs->zones))) {
+	if (zone == NULL) {
+		return false; /* the copy that failed */
+	}
+	if (rowset_has_zone(rs, zone)) {
+		return true;
+	}
+	if (!dlz_grow((void **)&rs->zones, &rs->zones_cap, rs->nzones + 1, sizeof(*rs->zones))) {
 		return false;
 	}
 	rs->zones[rs->nzones++] = zone;
@@ -129,6 +134,10 @@ dlz_rowset_add_zone_ref(struct dlz_rowset *rs, const char *zone) {
 
 bool
 dlz_rowset_add_zone(struct dlz_rowset *rs, const char *zone) {
+	/* Checked before copying: a SQL backend reports a zone with each of its rows. */
+	if (rowset_has_zone(rs, zone)) {
+		return true;
+	}
 	return dlz_rowset_add_zone_ref(rs, arena_strndup(rs, zone, strlen(zone)));
 }
 
@@ -190,11 +199,4 @@ dlz_rowset_add_row_keys(struct dlz_rowset *rs, const char *zone, const char *own
 			size_t rdata_len) {
 	return dlz_rowset_add_row_ref(rs, zone, owner, arena_strndup(rs, type, type_len), ttl,
 				      arena_strndup(rs, rdata, rdata_len));
-}
-
-bool
-dlz_rowset_add_row(struct dlz_rowset *rs, const char *zone, const char *owner,
-		   const char *type, uint32_t ttl, const char *rdata) {
-	return dlz_rowset_add_row_n(rs, zone, strlen(zone), owner, strlen(owner), type,
-				    strlen(type), ttl, rdata, strlen(rdata));
 }

@@ -1,6 +1,6 @@
 /*
- * The filesystem driver: reads the one-file-per-zone tree of schemas/filesystem.md (written by
- * loaders/fs.py).
+ * The filesystem driver: reads the one-file-per-zone tree of schemas/fs.md (written by
+ * stores/fs.py).
  *
  * No process-wide state: every access is relative to a connection's own descriptor of the
  * root (O_PATH), never chdir. A connection is one thread's state at a time (the core's pool
@@ -21,7 +21,7 @@
  *    the core answers wildcards above it "not found" without rows, RFC 4592), and the extra
  *    owners the core asks for (names it expects BIND to look up next in this zone).
  *
- * A query name maps to components exactly as loaders/fs.py's key_labels/component: a label
+ * A query name maps to components exactly as stores/fs.py's key_labels/component: a label
  * that cannot be a component (empty, a byte BIND never writes, longer than COMP_MAX) makes
  * every name containing it nonexistent, and nothing is opened for it.
  *
@@ -49,7 +49,7 @@
 /* The longest label text: 63 octets, each at most 4 characters ("\DDD" or '/' as "\047"). */
 #define COMP_MAX 252
 /* Every key byte becomes at most 4 component bytes ('/' -> "\047"); keys are shorter than
- * DLZ_KEY_MAX (split_key checks), so the components always fit. */
+ * DLZ_KEY_MAX (fs_split_key checks), so the components always fit. */
 #define COMPS_MAX (4 * DLZ_KEY_MAX)
 /* openat2 with RESOLVE_BENEATH fails with EAGAIN when a rename raced a ".." step. */
 #define EAGAIN_RETRIES 32
@@ -77,7 +77,7 @@ struct fs_key {
 };
 
 /* A zone file read or mapped read-only; a mapping is named by its inode (see the top). */
-struct zone_map {
+struct fs_zone_map {
 	const char *data; /* NULL: an empty slot */
 	size_t size;
 	size_t body; /* offset of the first record line, after the header */
@@ -95,24 +95,24 @@ struct fs_conn {
 	char dirs[PATH_MAX];
 	char path[PATH_MAX];
 	uint64_t uses;
-	struct zone_map zones[ZONE_CACHE]; /* mappings */
-	struct zone_map small;             /* the file last read, in small_buf */
-	char *small_buf;                   /* READ_MAX bytes, from the first read on */
+	struct fs_zone_map zones[ZONE_CACHE]; /* mappings */
+	struct fs_zone_map small;             /* the file last read, in small_buf */
+	char *small_buf;                      /* READ_MAX bytes, from the first read on */
 	char *line; /* zone transfer: one line copied, to be NUL-terminated */
 	size_t line_cap;
 };
 
-enum found { FOUND_ERROR = -1, FOUND_NONE = 0, FOUND_YES = 1 };
+enum fs_found { FOUND_ERROR = -1, FOUND_NONE = 0, FOUND_YES = 1 };
 
 /* ---- key to components ------------------------------------------------------------------ */
 
 static bool
-printable(unsigned char c) {
+fs_printable(unsigned char c) {
 	return c >= 0x21 && c <= 0x7e;
 }
 
 static bool
-is_digit(char c) {
+fs_is_digit(char c) {
 	return c >= '0' && c <= '9';
 }
 
@@ -121,7 +121,7 @@ is_digit(char c) {
  * component; false if it is no valid component. *pos ends on the dot or the NUL.
  */
 static bool
-split_label(const char *key, size_t *pos, struct fs_key *k, size_t *used) {
+fs_split_label(const char *key, size_t *pos, struct fs_key *k, size_t *used) {
 	size_t i = *pos, start = *used;
 	bool ok = true;
 
@@ -129,15 +129,15 @@ split_label(const char *key, size_t *pos, struct fs_key *k, size_t *used) {
 		const char *esc = NULL;
 		size_t n = 1;
 
-		if (!printable((unsigned char)key[i])) {
+		if (!fs_printable((unsigned char)key[i])) {
 			ok = false;
-		} else if (key[i] == '\\' && is_digit(key[i + 1]) && is_digit(key[i + 2]) &&
-			   is_digit(key[i + 3])) {
+		} else if (key[i] == '\\' && fs_is_digit(key[i + 1]) && fs_is_digit(key[i + 2]) &&
+			   fs_is_digit(key[i + 3])) {
 			n = 4;
 		} else if (key[i] == '\\') {
 			/* An escape of anything but a printable character: reject, and let the
 			 * loop look at that character itself (a dot still ends the label). */
-			if (printable((unsigned char)key[i + 1])) {
+			if (fs_printable((unsigned char)key[i + 1])) {
 				n = 2;
 			} else {
 				ok = false;
@@ -162,7 +162,7 @@ split_label(const char *key, size_t *pos, struct fs_key *k, size_t *used) {
 
 /* Split key into k; false if the key as a whole is unusable (nothing may be opened). */
 static bool
-split_key(const char *key, struct fs_key *k) {
+fs_split_key(const char *key, struct fs_key *k) {
 	size_t pos = 0, used = 0, key_len = strlen(key);
 
 	k->nlabels = 0;
@@ -177,7 +177,7 @@ split_key(const char *key, struct fs_key *k) {
 		if (k->nlabels == DLZ_MAX_LABELS) {
 			return false;
 		}
-		if (!split_label(key, &pos, k, &used)) {
+		if (!fs_split_label(key, &pos, k, &used)) {
 			k->bad = (int)k->nlabels;
 		}
 		k->nlabels++;
@@ -191,7 +191,7 @@ split_key(const char *key, struct fs_key *k) {
 /* ---- paths ------------------------------------------------------------------------------ */
 
 static bool
-path_append(char *path, size_t *len, const char *text, size_t n) {
+fs_path_append(char *path, size_t *len, const char *text, size_t n) {
 	if (*len + n >= PATH_MAX) {
 		return false;
 	}
@@ -207,11 +207,11 @@ path_append(char *path, size_t *len, const char *text, size_t n) {
  * "zones/" (the root zone). A label whose directory would not fit PATH_MAX becomes bad.
  */
 static void
-index_dirs(struct fs_conn *conn) {
+fs_index_dirs(struct fs_conn *conn) {
 	struct fs_key *k = &conn->key;
 	size_t len = 0;
 
-	path_append(conn->dirs, &len, "zones/", 6);
+	fs_path_append(conn->dirs, &len, "zones/", 6);
 	conn->level_end[k->nlabels] = (unsigned)len;
 	for (int l = (int)k->nlabels - 1; l > k->bad; l--) {
 		/* room for ".zone" after the last component's '/' */
@@ -219,15 +219,15 @@ index_dirs(struct fs_conn *conn) {
 			k->bad = l;
 			return;
 		}
-		path_append(conn->dirs, &len, k->comps + k->off[l], k->len[l]);
-		path_append(conn->dirs, &len, "/", 1);
+		fs_path_append(conn->dirs, &len, k->comps + k->off[l], k->len[l]);
+		fs_path_append(conn->dirs, &len, "/", 1);
 		conn->level_end[l] = (unsigned)len;
 	}
 }
 
 /* conn->path = the zone file of level j (the name made of labels j.. of conn->key). */
 static void
-zone_file_path(struct fs_conn *conn, unsigned j) {
+fs_zone_file_path(struct fs_conn *conn, unsigned j) {
 	size_t end = conn->level_end[j];
 
 	memcpy(conn->path, conn->dirs, end);
@@ -237,7 +237,7 @@ zone_file_path(struct fs_conn *conn, unsigned j) {
 /* ---- opening beneath the root ----------------------------------------------------------- */
 
 static int
-sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
+fs_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
 	struct open_how how = { .flags = flags, .resolve = resolve };
 	long fd;
 
@@ -252,13 +252,13 @@ sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve) {
 
 /* Is errno the answer "no such zone" (as opposed to a failure of the store)? */
 static bool
-errno_missing(void) {
+fs_errno_missing(void) {
 	return errno == ENOENT || errno == ENOTDIR;
 }
 
 /* Is errno a refusal to leave the tree (a symlink where the layout has none, or outside)? */
 static bool
-errno_escape(void) {
+fs_errno_escape(void) {
 	return errno == ELOOP || errno == EXDEV;
 }
 
@@ -267,12 +267,12 @@ errno_escape(void) {
  * planted as .zone must not hang the thread (it is then refused as no regular file).
  */
 static int
-open_zone_file(const struct fs_conn *conn, const char *path) {
+fs_open_zone_file(const struct fs_conn *conn, const char *path) {
 	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
 
 	if (conn->state->openat2) {
-		return sys_openat2(conn->rootfd, path, (uint64_t)flags,
-				   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
+		return fs_openat2(conn->rootfd, path, (uint64_t)flags,
+				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
 	}
 	return openat(conn->rootfd, path, flags);
 }
@@ -280,7 +280,7 @@ open_zone_file(const struct fs_conn *conn, const char *path) {
 /* ---- the cache of mapped zone files ----------------------------------------------------- */
 
 static void
-zone_unmap(struct zone_map *zm) {
+fs_zone_unmap(struct fs_zone_map *zm) {
 	if (zm->data != NULL) {
 		munmap((void *)zm->data, zm->size);
 	}
@@ -292,13 +292,13 @@ zone_unmap(struct zone_map *zm) {
  * or the least recently used one. A slot of the same inode whose size or mtime changed (the
  * file was written in place, which the loader never does) is reused for a fresh mapping.
  */
-static struct zone_map *
-zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
-	struct zone_map *victim = &conn->zones[0];
+static struct fs_zone_map *
+fs_zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
+	struct fs_zone_map *victim = &conn->zones[0];
 
 	*hit = false;
 	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		struct zone_map *zm = &conn->zones[i];
+		struct fs_zone_map *zm = &conn->zones[i];
 
 		if (zm->data != NULL && zm->dev == st->st_dev && zm->ino == st->st_ino) {
 			*hit = zm->size == (size_t)st->st_size &&
@@ -308,7 +308,7 @@ zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
 		}
 	}
 	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		struct zone_map *zm = &conn->zones[i];
+		struct fs_zone_map *zm = &conn->zones[i];
 
 		if (zm->data == NULL) {
 			return zm;
@@ -322,7 +322,7 @@ zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
 
 /* The offset of the first record line, after a valid header; 0 if the header is invalid. */
 static size_t
-header_end(const char *data, size_t size) {
+fs_header_end(const char *data, size_t size) {
 	size_t tag = sizeof(XFR_HEADER) - 1;
 	const char *lf = memchr(data, '\n', size);
 
@@ -335,8 +335,8 @@ header_end(const char *data, size_t size) {
 
 /* The offset of data's first record line; 0 (logged) if data is no zone file. */
 static size_t
-zone_body(const struct fs_conn *conn, const char *data, size_t size) {
-	size_t body = header_end(data, size);
+fs_zone_body(const struct fs_conn *conn, const char *data, size_t size) {
+	size_t body = fs_header_end(data, size);
 
 	if (body == 0 || data[size - 1] != '\n') {
 		dlz_log_error_limited("%s/%s is no zone file (%s)", conn->state->root, conn->path,
@@ -350,7 +350,7 @@ zone_body(const struct fs_conn *conn, const char *data, size_t size) {
 /* Map the zone file fd (described by st, named conn->path) into zm; false (logged) if
  * unusable. */
 static bool
-zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct zone_map *zm) {
+fs_zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct fs_zone_map *zm) {
 	size_t size = (size_t)st->st_size;
 	void *data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
 
@@ -359,7 +359,7 @@ zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct zone_m
 				      strerror(errno));
 		return false;
 	}
-	zm->body = zone_body(conn, data, size);
+	zm->body = fs_zone_body(conn, data, size);
 	if (zm->body == 0) {
 		munmap(data, size);
 		return false;
@@ -375,7 +375,7 @@ zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct zone_m
 /* Read the small zone file fd (st_size bytes, named conn->path) into conn->small; false
  * (logged) if unusable. */
 static bool
-zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
+fs_zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
 	size_t size = (size_t)st->st_size, got = 0;
 	ssize_t n = 0;
 
@@ -391,7 +391,7 @@ zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
 				      n < 0 ? strerror(errno) : "shorter than its size");
 		return false;
 	}
-	conn->small.body = zone_body(conn, conn->small_buf, size);
+	conn->small.body = fs_zone_body(conn, conn->small_buf, size);
 	if (conn->small.body == 0) {
 		return false;
 	}
@@ -401,10 +401,10 @@ zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
 }
 
 /* The zone file fd (named conn->path): read, or from the cache or mapped into it. */
-static enum found
-zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
+static enum fs_found
+fs_zone_of_fd(struct fs_conn *conn, int fd, struct fs_zone_map **zone) {
 	struct stat st;
-	struct zone_map *zm;
+	struct fs_zone_map *zm;
 	bool hit;
 
 	if (fstat(fd, &st) != 0) {
@@ -422,12 +422,12 @@ zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
 	}
 	if (st.st_size <= READ_MAX) {
 		*zone = &conn->small;
-		return zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_ERROR;
+		return fs_zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_ERROR;
 	}
-	zm = zone_slot(conn, &st, &hit);
+	zm = fs_zone_slot(conn, &st, &hit);
 	if (!hit) {
-		zone_unmap(zm);
-		if (!zone_map_file(conn, fd, &st, zm)) {
+		fs_zone_unmap(zm);
+		if (!fs_zone_map_file(conn, fd, &st, zm)) {
 			return FOUND_ERROR;
 		}
 	}
@@ -440,18 +440,18 @@ zone_of_fd(struct fs_conn *conn, int fd, struct zone_map **zone) {
  * The zone of level j (read into or mapped by the connection): one openat2 of its file.
  * FOUND_NONE if level j is no zone.
  */
-static enum found
-zone_at(struct fs_conn *conn, unsigned j, struct zone_map **zone) {
-	enum found found;
+static enum fs_found
+fs_zone_at(struct fs_conn *conn, unsigned j, struct fs_zone_map **zone) {
+	enum fs_found found;
 	int fd;
 
-	zone_file_path(conn, j);
-	fd = open_zone_file(conn, conn->path);
+	fs_zone_file_path(conn, j);
+	fd = fs_open_zone_file(conn, conn->path);
 	if (fd < 0) {
-		if (errno_missing()) {
+		if (fs_errno_missing()) {
 			return FOUND_NONE;
 		}
-		if (errno_escape()) {
+		if (fs_errno_escape()) {
 			dlz_log_error_limited("%s in %s is or passes a symlink; treated as no zone",
 					      conn->path, conn->state->root);
 			return FOUND_NONE;
@@ -460,16 +460,119 @@ zone_at(struct fs_conn *conn, unsigned j, struct zone_map **zone) {
 				      strerror(errno));
 		return FOUND_ERROR;
 	}
-	found = zone_of_fd(conn, fd, zone);
+	found = fs_zone_of_fd(conn, fd, zone);
 	close(fd);
 	return found;
+}
+
+/* ---- connections and set-up ------------------------------------------------------------- */
+
+static int
+fs_open_root(const char *root) {
+	return open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Does this kernel (and any seccomp filter) let us use openat2 with RESOLVE_BENEATH? */
+static bool
+fs_probe_openat2(int rootfd) {
+	int fd = fs_openat2(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_BENEATH);
+
+	if (fd < 0) {
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+static int
+fs_init(const struct dlz_args *args, void **state_out) {
+	const char *root = dlz_arg_str(args, "root", NULL);
+	struct fs_state *s;
+	struct stat st;
+	int fd;
+
+	if (root == NULL || root[0] != '/') {
+		dlz_log(ISC_LOG_ERROR, "argument root=<absolute directory> is required");
+		return DLZ_ERROR;
+	}
+	fd = fs_open_root(root);
+	if (fd < 0 || fstatat(fd, "zones", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (no %s/zones): %s", root, root,
+			strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+		}
+		return DLZ_ERROR;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (%s/zones is no directory)", root,
+			root);
+		close(fd);
+		return DLZ_ERROR;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL || (s->root = strdup(root)) == NULL) {
+		free(s);
+		close(fd);
+		return DLZ_ERROR;
+	}
+	s->openat2 = fs_probe_openat2(fd);
+	close(fd);
+	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d mapped per connection",
+		root,
+		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
+			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
+		ZONE_CACHE);
+	*state_out = s;
+	return DLZ_OK;
+}
+
+static void
+fs_fini(void *state) {
+	struct fs_state *s = state;
+
+	free(s->root);
+	free(s);
+}
+
+static int
+fs_connect(void *state, void **conn_out) {
+	const struct fs_state *s = state;
+	struct fs_conn *conn = calloc(1, sizeof(*conn));
+
+	if (conn == NULL) {
+		return DLZ_ERROR;
+	}
+	conn->state = s;
+	conn->rootfd = fs_open_root(s->root);
+	if (conn->rootfd < 0) {
+		dlz_log_error_limited("cannot open root %s: %s", s->root, strerror(errno));
+		free(conn);
+		return DLZ_ERROR;
+	}
+	*conn_out = conn;
+	return DLZ_OK;
+}
+
+static void
+fs_disconnect(void *state, void *c) {
+	struct fs_conn *conn = c;
+
+	(void)state;
+	for (unsigned i = 0; i < ZONE_CACHE; i++) {
+		fs_zone_unmap(&conn->zones[i]);
+	}
+	close(conn->rootfd);
+	free(conn->small_buf);
+	free(conn->line);
+	free(conn);
 }
 
 /* ---- searching a zone file -------------------------------------------------------------- */
 
 /* The offset of the line feed ending the line at pos (the size if there is none). */
 static size_t
-line_end(const struct zone_map *zm, size_t pos) {
+fs_line_end(const struct fs_zone_map *zm, size_t pos) {
 	const char *lf = memchr(zm->data + pos, '\n', zm->size - pos);
 
 	return lf != NULL ? (size_t)(lf - zm->data) : zm->size;
@@ -477,7 +580,7 @@ line_end(const struct zone_map *zm, size_t pos) {
 
 /* The start of the line holding offset pos, not looking before lo (itself a line start). */
 static size_t
-line_start(const struct zone_map *zm, size_t lo, size_t pos) {
+fs_line_start(const struct fs_zone_map *zm, size_t lo, size_t pos) {
 	const char *lf = memrchr(zm->data + lo, '\n', pos - lo);
 
 	return lf != NULL ? (size_t)(lf - zm->data) + 1 : lo;
@@ -489,8 +592,8 @@ line_start(const struct zone_map *zm, size_t lo, size_t pos) {
  * if the line has no owner field.
  */
 static bool
-owner_cmp(const struct zone_map *zm, size_t start, size_t end, const char *key, size_t key_len,
-	  int *cmp) {
+fs_owner_cmp(const struct fs_zone_map *zm, size_t start, size_t end, const char *key,
+	     size_t key_len, int *cmp) {
 	const char *line = zm->data + start;
 	const char *sp = memchr(line, ' ', end - start);
 	size_t owner_len;
@@ -512,15 +615,15 @@ owner_cmp(const struct zone_map *zm, size_t start, size_t end, const char *key, 
  * search over byte offsets that keeps lo and hi on line starts. False on a malformed line.
  */
 static bool
-first_line_from(const struct zone_map *zm, const char *key, size_t key_len, size_t *at) {
+fs_first_line_from(const struct fs_zone_map *zm, const char *key, size_t key_len, size_t *at) {
 	size_t lo = zm->body, hi = zm->size;
 
 	while (lo < hi) {
-		size_t start = line_start(zm, lo, lo + (hi - lo) / 2);
-		size_t end = line_end(zm, start);
+		size_t start = fs_line_start(zm, lo, lo + (hi - lo) / 2);
+		size_t end = fs_line_end(zm, start);
 		int cmp;
 
-		if (!owner_cmp(zm, start, end, key, key_len, &cmp)) {
+		if (!fs_owner_cmp(zm, start, end, key, key_len, &cmp)) {
 			return false;
 		}
 		if (cmp < 0) {
@@ -535,8 +638,8 @@ first_line_from(const struct zone_map *zm, const char *key, size_t key_len, size
 
 /* The record line [start, end) (owner already matched, owner_len long) as a row of owner. */
 static bool
-add_line(struct dlz_rowset *out, const struct zone_map *zm, size_t start, size_t end,
-	 size_t owner_len, const char *zone, const char *owner) {
+fs_add_line(struct dlz_rowset *out, const struct fs_zone_map *zm, size_t start, size_t end,
+	    size_t owner_len, const char *zone, const char *owner) {
 	const char *record = zm->data + start + owner_len + 1;
 	struct dlz_record_line r;
 
@@ -549,10 +652,10 @@ add_line(struct dlz_rowset *out, const struct zone_map *zm, size_t start, size_t
 				       r.rdata_len);
 }
 
-/* One fetch: its zone, as probe_zone finds it and read_owner reads it. */
-struct owner_read {
+/* One fetch: its zone, as fs_probe_zone finds it and fs_read_owner reads it. */
+struct fs_owner_read {
 	struct fs_conn *conn;
-	struct zone_map *zm;
+	struct fs_zone_map *zm;
 	const char *zone;
 	struct dlz_rowset *out;
 };
@@ -563,26 +666,26 @@ struct owner_read {
  * become ENT rows.
  */
 static int
-read_owner(void *ctx, const char *owner, bool *found) {
-	const struct owner_read *r = ctx;
-	const struct zone_map *zm = r->zm;
+fs_read_owner(void *ctx, const char *owner, bool *found) {
+	const struct fs_owner_read *r = ctx;
+	const struct fs_zone_map *zm = r->zm;
 	size_t key_len = strlen(owner), pos;
 
 	*found = false;
-	if (!first_line_from(zm, owner, key_len, &pos)) {
+	if (!fs_first_line_from(zm, owner, key_len, &pos)) {
 		return DLZ_ERROR;
 	}
 	while (pos < zm->size) {
-		size_t end = line_end(zm, pos);
+		size_t end = fs_line_end(zm, pos);
 		int cmp;
 
-		if (!owner_cmp(zm, pos, end, owner, key_len, &cmp)) {
+		if (!fs_owner_cmp(zm, pos, end, owner, key_len, &cmp)) {
 			return DLZ_ERROR;
 		}
 		if (cmp != 0) {
 			break;
 		}
-		if (!add_line(r->out, zm, pos, end, key_len, r->zone, owner)) {
+		if (!fs_add_line(r->out, zm, pos, end, key_len, r->zone, owner)) {
 			return DLZ_ERROR;
 		}
 		*found = true;
@@ -595,26 +698,26 @@ read_owner(void *ctx, const char *owner, bool *found) {
 
 /* dlz_zone_probe: one openat2 of names[i]'s zone file; the zone is then r->zm. */
 static int
-probe_zone(void *ctx, unsigned i) {
-	struct owner_read *r = ctx;
+fs_probe_zone(void *ctx, unsigned i) {
+	struct fs_owner_read *r = ctx;
 
-	return zone_at(r->conn, i, &r->zm);
+	return fs_zone_at(r->conn, i, &r->zm);
 }
 
 static int
 fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct owner_read r = { .conn = c, .out = out };
+	struct fs_owner_read r = { .conn = c, .out = out };
 	const struct fs_key *k = &r.conn->key;
 	int z;
 
 	/* The core splits names the same way (and may ask about the deeper suffixes only); a
 	 * mismatch would mean a key no store holds. */
-	if (!split_key(req->qname, &r.conn->key) || k->nlabels < req->nnames) {
+	if (!fs_split_key(req->qname, &r.conn->key) || k->nlabels < req->nnames) {
 		return DLZ_OK;
 	}
-	index_dirs(r.conn);
+	fs_index_dirs(r.conn);
 	/* A label that cannot be a path component cannot be in a zone's name either. */
-	if (!dlz_find_zone(req, (unsigned)(k->bad + 1), probe_zone, &r, &z)) {
+	if (!dlz_find_zone(req, (unsigned)(k->bad + 1), fs_probe_zone, &r, &z)) {
 		return DLZ_ERROR;
 	}
 	if (z < 0) {
@@ -626,24 +729,24 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	}
 	/* The walk stops above a label that cannot be a component: no name below it exists,
 	 * so it is answered NXDOMAIN, not by a wildcard. */
-	return dlz_read_owners(req, z, k->bad + 1, read_owner, &r);
+	return dlz_read_owners(req, z, k->bad + 1, fs_read_owner, &r);
 }
 
 /* ---- zone transfer ---------------------------------------------------------------------- */
 
 /* The file of zone zone_key, read or mapped; DLZ_NOTFOUND when there is no such zone. */
 static int
-zone_of_key(struct fs_conn *conn, const char *zone_key, struct zone_map **zm) {
-	enum found found;
+fs_zone_of_key(struct fs_conn *conn, const char *zone_key, struct fs_zone_map **zm) {
+	enum fs_found found;
 
-	if (!split_key(zone_key, &conn->key) || conn->key.bad >= 0) {
+	if (!fs_split_key(zone_key, &conn->key) || conn->key.bad >= 0) {
 		return DLZ_NOTFOUND;
 	}
-	index_dirs(conn);
+	fs_index_dirs(conn);
 	if (conn->key.bad >= 0) {
 		return DLZ_NOTFOUND;
 	}
-	found = zone_at(conn, 0, zm);
+	found = fs_zone_at(conn, 0, zm);
 	if (found != FOUND_YES) {
 		return found == FOUND_ERROR ? DLZ_ERROR : DLZ_NOTFOUND;
 	}
@@ -652,7 +755,7 @@ zone_of_key(struct fs_conn *conn, const char *zone_key, struct zone_map **zm) {
 
 /* conn->line = the line [start, end) of zm, NUL-terminated; false when out of memory. */
 static bool
-copy_line(struct fs_conn *conn, const struct zone_map *zm, size_t start, size_t end) {
+fs_copy_line(struct fs_conn *conn, const struct fs_zone_map *zm, size_t start, size_t end) {
 	size_t len = end - start;
 
 	if (!dlz_grow((void **)&conn->line, &conn->line_cap, len + 1, 1)) {
@@ -665,7 +768,7 @@ copy_line(struct fs_conn *conn, const struct zone_map *zm, size_t start, size_t 
 
 /* "<owner> SP <TYPE> SP <TTL> SP <rdata>" in conn->line to the callback. */
 static int
-transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
+fs_transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
 	char *line = conn->line, *sp = memchr(line, ' ', len), *type;
 	struct dlz_record_line r;
 
@@ -682,19 +785,19 @@ transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
 static int
 fs_allnodes(void *c, const char *zone_key, dlz_node_cb *cb, void *ctx) {
 	struct fs_conn *conn = c;
-	struct zone_map *zm;
-	int rc = zone_of_key(conn, zone_key, &zm);
+	struct fs_zone_map *zm;
+	int rc = fs_zone_of_key(conn, zone_key, &zm);
 
 	if (rc != DLZ_OK) {
 		return rc;
 	}
 	for (size_t pos = zm->body; rc == DLZ_OK && pos < zm->size;) {
-		size_t end = line_end(zm, pos);
+		size_t end = fs_line_end(zm, pos);
 
-		if (!copy_line(conn, zm, pos, end)) {
+		if (!fs_copy_line(conn, zm, pos, end)) {
 			return DLZ_ERROR;
 		}
-		rc = transfer_line(conn, end - pos, cb, ctx);
+		rc = fs_transfer_line(conn, end - pos, cb, ctx);
 		pos = end + 1;
 	}
 	return rc;
@@ -702,7 +805,7 @@ fs_allnodes(void *c, const char *zone_key, dlz_node_cb *cb, void *ctx) {
 
 /* Is client one of the addresses of the header line [0, end) ("<tag> <addr> <addr>...")? */
 static bool
-header_lists(const char *header, size_t end, const char *client) {
+fs_header_lists(const char *header, size_t end, const char *client) {
 	size_t client_len = strlen(client), pos = sizeof(XFR_HEADER) - 1;
 
 	while (pos < end) {
@@ -721,123 +824,20 @@ header_lists(const char *header, size_t end, const char *client) {
 static int
 fs_allowxfr(void *c, const char *zone_key, const char *client) {
 	struct fs_conn *conn = c;
-	struct zone_map *zm;
-	int rc = zone_of_key(conn, zone_key, &zm);
+	struct fs_zone_map *zm;
+	int rc = fs_zone_of_key(conn, zone_key, &zm);
 
 	if (rc != DLZ_OK) {
 		return rc;
 	}
 	/* body - 1: the header's line feed */
-	return header_lists(zm->data, zm->body - 1, client) ? DLZ_OK : DLZ_DENIED;
-}
-
-/* ---- connections and set-up ------------------------------------------------------------- */
-
-static int
-open_root(const char *root) {
-	return open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-}
-
-static int
-fs_connect(void *state, void **conn_out) {
-	const struct fs_state *s = state;
-	struct fs_conn *conn = calloc(1, sizeof(*conn));
-
-	if (conn == NULL) {
-		return DLZ_ERROR;
-	}
-	conn->state = s;
-	conn->rootfd = open_root(s->root);
-	if (conn->rootfd < 0) {
-		dlz_log_error_limited("cannot open root %s: %s", s->root, strerror(errno));
-		free(conn);
-		return DLZ_ERROR;
-	}
-	*conn_out = conn;
-	return DLZ_OK;
-}
-
-static void
-fs_disconnect(void *state, void *c) {
-	struct fs_conn *conn = c;
-
-	(void)state;
-	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		zone_unmap(&conn->zones[i]);
-	}
-	close(conn->rootfd);
-	free(conn->small_buf);
-	free(conn->line);
-	free(conn);
-}
-
-/* Does this kernel (and any seccomp filter) let us use openat2 with RESOLVE_BENEATH? */
-static bool
-probe_openat2(int rootfd) {
-	int fd = sys_openat2(rootfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC, RESOLVE_BENEATH);
-
-	if (fd < 0) {
-		return false;
-	}
-	close(fd);
-	return true;
-}
-
-static int
-fs_init(const struct dlz_args *args, void **state_out) {
-	const char *root = dlz_arg_str(args, "root", NULL);
-	struct fs_state *s;
-	struct stat st;
-	int fd;
-
-	if (root == NULL || root[0] != '/') {
-		dlz_log(ISC_LOG_ERROR, "argument root=<absolute directory> is required");
-		return DLZ_ERROR;
-	}
-	fd = open_root(root);
-	if (fd < 0 || fstatat(fd, "zones", &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (no %s/zones): %s", root, root,
-			strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-		}
-		return DLZ_ERROR;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		dlz_log(ISC_LOG_ERROR, "%s is no filesystem store (%s/zones is no directory)", root,
-			root);
-		close(fd);
-		return DLZ_ERROR;
-	}
-	s = calloc(1, sizeof(*s));
-	if (s == NULL || (s->root = strdup(root)) == NULL) {
-		free(s);
-		close(fd);
-		return DLZ_ERROR;
-	}
-	s->openat2 = probe_openat2(fd);
-	close(fd);
-	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d mapped per connection",
-		root,
-		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
-			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
-		ZONE_CACHE);
-	*state_out = s;
-	return DLZ_OK;
-}
-
-static void
-fs_fini(void *state) {
-	struct fs_state *s = state;
-
-	free(s->root);
-	free(s);
+	return fs_header_lists(zm->data, zm->body - 1, client) ? DLZ_OK : DLZ_DENIED;
 }
 
 static const char *const fs_keys[] = { "root", NULL };
 
 const struct dlz_backend dlz_backend = {
-	.name = "filesystem",
+	.name = "fs",
 	.thread_safe = true,
 	.arg_keys = fs_keys,
 	.init = fs_init,

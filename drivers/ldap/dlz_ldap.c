@@ -40,7 +40,7 @@
 /* Longest dlzXfrClient value compared as an address; longer ones are compared as text. */
 #define ADDR_TEXT_MAX 64
 
-struct lstate {
+struct ld_state {
 	char *uri;
 	char *base;
 	char *binddn;
@@ -49,7 +49,7 @@ struct lstate {
 };
 
 /* A growable byte buffer; failed stays set once an allocation failed. */
-struct buf {
+struct ld_buf {
 	char *data;
 	size_t len;
 	size_t cap;
@@ -57,7 +57,7 @@ struct buf {
 };
 
 /* The attributes of one search result entry, pointing into its message. */
-struct lentry {
+struct ld_entry {
 	struct berval zone_name;  /* dlzZoneName: set on a zone entry */
 	struct berval zone;       /* dlzZone: set on an owner entry */
 	struct berval owner;      /* dlzOwner */
@@ -66,26 +66,26 @@ struct lentry {
 	struct berval *clients;   /* dlzXfrClient values (in place); the array is ours to free */
 };
 
-struct lconn {
+struct ld_conn {
 	LDAP *ld;
-	const struct lstate *st;
-	struct buf filter;
-	struct buf scratch;       /* NUL-terminated copies for allnodes' callback */
-	struct lentry *entries;
+	const struct ld_state *st;
+	struct ld_buf filter;
+	struct ld_buf scratch;    /* NUL-terminated copies for allnodes' callback */
+	struct ld_entry *entries;
 	size_t entries_cap;
 	LDAPMessage **pending;    /* allnodes: owner entries read before the zone entry */
 	size_t pending_cap;
 };
 
 /* What a lookup and a transfer read: zone entries and owner entries alike. */
-static char *record_attrs[] = { "dlzZoneName", "dlzGeneration", "dlzZone", "dlzOwner",
-				"dlzRecord", NULL };
-static char *acl_attrs[] = { "dlzZoneName", "dlzGeneration", "dlzXfrClient", NULL };
+static char *ld_record_attrs[] = { "dlzZoneName", "dlzGeneration", "dlzZone", "dlzOwner",
+				   "dlzRecord", NULL };
+static char *ld_acl_attrs[] = { "dlzZoneName", "dlzGeneration", "dlzXfrClient", NULL };
 
 /* ---- buffers and RFC 4515 escaping ------------------------------------------------------ */
 
 static bool
-buf_reserve(struct buf *b, size_t more) {
+ld_buf_reserve(struct ld_buf *b, size_t more) {
 	if (!b->failed && !dlz_grow((void **)&b->data, &b->cap, b->len + more, 1)) {
 		b->failed = true;
 	}
@@ -93,20 +93,20 @@ buf_reserve(struct buf *b, size_t more) {
 }
 
 static void
-buf_put(struct buf *b, const char *text, size_t len) {
-	if (buf_reserve(b, len)) {
+ld_buf_put(struct ld_buf *b, const char *text, size_t len) {
+	if (ld_buf_reserve(b, len)) {
 		memcpy(b->data + b->len, text, len);
 		b->len += len;
 	}
 }
 
 static void
-buf_puts(struct buf *b, const char *text) {
-	buf_put(b, text, strlen(text));
+ld_buf_puts(struct ld_buf *b, const char *text) {
+	ld_buf_put(b, text, strlen(text));
 }
 
 static void
-buf_reset(struct buf *b) {
+ld_buf_reset(struct ld_buf *b) {
 	b->len = 0;
 	b->failed = false;
 }
@@ -115,7 +115,7 @@ buf_reset(struct buf *b) {
  * '*', '(', ')', '\' and NUL; every other byte outside printable ASCII is escaped as well,
  * so that the filter string is plain ASCII whatever the key holds. */
 static bool
-filter_byte_safe(unsigned char c) {
+ld_filter_byte_safe(unsigned char c) {
 	return c > 0x20 && c < 0x7f && c != '*' && c != '(' && c != ')' && c != '\\';
 }
 
@@ -124,15 +124,15 @@ filter_byte_safe(unsigned char c) {
  * a query name or a zone name reaches a filter through this function only.
  */
 static void
-buf_put_filter_value(struct buf *b, const char *value, size_t len) {
+ld_buf_put_filter_value(struct ld_buf *b, const char *value, size_t len) {
 	static const char hex[] = "0123456789abcdef";
 
-	if (!buf_reserve(b, 3 * len)) {
+	if (!ld_buf_reserve(b, 3 * len)) {
 		return;
 	}
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)value[i];
-		if (filter_byte_safe(c)) {
+		if (ld_filter_byte_safe(c)) {
 			b->data[b->len++] = (char)c;
 		} else {
 			b->data[b->len++] = '\\';
@@ -144,41 +144,41 @@ buf_put_filter_value(struct buf *b, const char *value, size_t len) {
 
 /* "(attr=<escaped value>)" */
 static void
-buf_put_assertion(struct buf *b, const char *attr, const char *value) {
-	buf_puts(b, "(");
-	buf_puts(b, attr);
-	buf_puts(b, "=");
-	buf_put_filter_value(b, value, strlen(value));
-	buf_puts(b, ")");
+ld_buf_put_assertion(struct ld_buf *b, const char *attr, const char *value) {
+	ld_buf_puts(b, "(");
+	ld_buf_puts(b, attr);
+	ld_buf_puts(b, "=");
+	ld_buf_put_filter_value(b, value, strlen(value));
+	ld_buf_puts(b, ")");
 }
 
 /* The finished filter as a C string (NULL when out of memory). */
 static const char *
-buf_finish(struct buf *b) {
-	buf_put(b, "", 1);
+ld_buf_finish(struct ld_buf *b) {
+	ld_buf_put(b, "", 1);
 	return b->failed ? NULL : b->data;
 }
 
 /* ---- reading entries -------------------------------------------------------------------- */
 
 static bool
-bv_equals(const struct berval *bv, const char *text, size_t len) {
+ld_bv_equals(const struct berval *bv, const char *text, size_t len) {
 	return bv->bv_val != NULL && bv->bv_len == len && memcmp(bv->bv_val, text, len) == 0;
 }
 
 static bool
-bv_equals_str(const struct berval *bv, const char *text) {
-	return bv_equals(bv, text, strlen(text));
+ld_bv_equals_str(const struct berval *bv, const char *text) {
+	return ld_bv_equals(bv, text, strlen(text));
 }
 
 static bool
-attr_is(const struct berval *attr, const char *name) {
+ld_attr_is(const struct berval *attr, const char *name) {
 	return attr->bv_len == strlen(name) && strncasecmp(attr->bv_val, name, attr->bv_len) == 0;
 }
 
 /* A non-negative decimal INTEGER value; -1 if it is not one. */
 static long long
-parse_generation(const struct berval *bv) {
+ld_parse_generation(const struct berval *bv) {
 	long long value = 0;
 
 	if (bv->bv_len == 0 || bv->bv_len > 18) {
@@ -195,7 +195,7 @@ parse_generation(const struct berval *bv) {
 }
 
 static void
-entry_clear(struct lentry *e) {
+ld_entry_clear(struct ld_entry *e) {
 	ber_memfree(e->records);
 	ber_memfree(e->clients);
 	memset(e, 0, sizeof(*e));
@@ -204,7 +204,7 @@ entry_clear(struct lentry *e) {
 
 /* Keep the first value of a single-valued attribute; the array itself is freed. */
 static void
-take_single(struct berval *dst, struct berval *vals) {
+ld_take_single(struct berval *dst, struct berval *vals) {
 	if (vals != NULL && vals[0].bv_val != NULL) {
 		*dst = vals[0];
 	}
@@ -213,12 +213,12 @@ take_single(struct berval *dst, struct berval *vals) {
 
 /* The attributes of one entry, in place; false on a decoding error (logged). */
 static bool
-entry_read(LDAP *ld, LDAPMessage *msg, struct lentry *e) {
+ld_entry_read(LDAP *ld, LDAPMessage *msg, struct ld_entry *e) {
 	BerElement *ber = NULL;
 	struct berval dn, attr, *vals = NULL;
 	int rc;
 
-	entry_clear(e);
+	ld_entry_clear(e);
 	rc = ldap_get_dn_ber(ld, msg, &ber, &dn);
 	while (rc == LDAP_SUCCESS) {
 		vals = NULL;
@@ -227,21 +227,21 @@ entry_read(LDAP *ld, LDAPMessage *msg, struct lentry *e) {
 			ber_memfree(vals);
 			break;
 		}
-		if (attr_is(&attr, "dlzRecord") && e->records == NULL) {
+		if (ld_attr_is(&attr, "dlzRecord") && e->records == NULL) {
 			e->records = vals;
-		} else if (attr_is(&attr, "dlzXfrClient") && e->clients == NULL) {
+		} else if (ld_attr_is(&attr, "dlzXfrClient") && e->clients == NULL) {
 			e->clients = vals;
-		} else if (attr_is(&attr, "dlzGeneration")) {
+		} else if (ld_attr_is(&attr, "dlzGeneration")) {
 			struct berval gen = { 0, NULL };
-			take_single(&gen, vals);
-			e->generation = gen.bv_val != NULL ? parse_generation(&gen) : -1;
+			ld_take_single(&gen, vals);
+			e->generation = gen.bv_val != NULL ? ld_parse_generation(&gen) : -1;
 		} else {
-			struct berval *dst = attr_is(&attr, "dlzZoneName") ? &e->zone_name
-					     : attr_is(&attr, "dlzZone")   ? &e->zone
-					     : attr_is(&attr, "dlzOwner")  ? &e->owner
+			struct berval *dst = ld_attr_is(&attr, "dlzZoneName") ? &e->zone_name
+					     : ld_attr_is(&attr, "dlzZone")   ? &e->zone
+					     : ld_attr_is(&attr, "dlzOwner")  ? &e->owner
 									   : NULL;
 			if (dst != NULL) {
-				take_single(dst, vals);
+				ld_take_single(dst, vals);
 			} else {
 				ber_memfree(vals);
 			}
@@ -263,7 +263,7 @@ entry_read(LDAP *ld, LDAPMessage *msg, struct lentry *e) {
  * false if it is malformed.
  */
 static bool
-record_split(const struct berval *v, struct berval *type, uint32_t *ttl, struct berval *rdata) {
+ld_record_split(const struct berval *v, struct berval *type, uint32_t *ttl, struct berval *rdata) {
 	char *p = v->bv_val, *end = v->bv_val + v->bv_len;
 	char *sp1 = memchr(p, ' ', v->bv_len), *q;
 	uint64_t value = 0;
@@ -294,7 +294,7 @@ record_split(const struct berval *v, struct berval *type, uint32_t *ttl, struct 
 /* ---- searches --------------------------------------------------------------------------- */
 
 static bool
-rc_ok(int rc, const char *what, const char *key) {
+ld_rc_ok(int rc, const char *what, const char *key) {
 	if (rc == LDAP_SUCCESS) {
 		return true;
 	}
@@ -304,7 +304,7 @@ rc_ok(int rc, const char *what, const char *key) {
 
 /* One synchronous subtree search from the base, bounded by the timeout (client and server). */
 static int
-search_all(struct lconn *c, const char *filter, char **attrs, LDAPMessage **res) {
+ld_search_all(struct ld_conn *c, const char *filter, char **attrs, LDAPMessage **res) {
 	struct timeval tv = c->st->timeout;
 
 	*res = NULL;
@@ -314,9 +314,9 @@ search_all(struct lconn *c, const char *filter, char **attrs, LDAPMessage **res)
 
 /* Room for n parsed entries in c->entries. */
 static bool
-entries_reserve(struct lconn *c, size_t n) {
+ld_entries_reserve(struct ld_conn *c, size_t n) {
 	if (n > c->entries_cap) {
-		struct lentry *bigger = realloc(c->entries, n * sizeof(*bigger));
+		struct ld_entry *bigger = realloc(c->entries, n * sizeof(*bigger));
 		if (bigger == NULL) {
 			return false;
 		}
@@ -331,18 +331,18 @@ entries_reserve(struct lconn *c, size_t n) {
 
 /* Every entry of a search result into c->entries; their count, or -1 on error. */
 static long
-entries_read_all(struct lconn *c, LDAPMessage *res) {
+ld_entries_read_all(struct ld_conn *c, LDAPMessage *res) {
 	size_t n = 0;
 	int count = ldap_count_entries(c->ld, res);
 
-	if (count < 0 || !entries_reserve(c, (size_t)count)) {
+	if (count < 0 || !ld_entries_reserve(c, (size_t)count)) {
 		return -1;
 	}
 	for (LDAPMessage *msg = ldap_first_entry(c->ld, res); msg != NULL && n < (size_t)count;
 	     msg = ldap_next_entry(c->ld, msg)) {
-		if (!entry_read(c->ld, msg, &c->entries[n++])) {
+		if (!ld_entry_read(c->ld, msg, &c->entries[n++])) {
 			for (size_t i = 0; i < n; i++) {
-				entry_clear(&c->entries[i]);
+				ld_entry_clear(&c->entries[i]);
 			}
 			return -1;
 		}
@@ -351,517 +351,16 @@ entries_read_all(struct lconn *c, LDAPMessage *res) {
 }
 
 static void
-entries_clear(struct lconn *c, size_t n) {
+ld_entries_clear(struct ld_conn *c, size_t n) {
 	for (size_t i = 0; i < n; i++) {
-		entry_clear(&c->entries[i]);
+		ld_entry_clear(&c->entries[i]);
 	}
-}
-
-/* ---- fetch: one search per DNS query ----------------------------------------------------- */
-
-/*
- * (|(dlzZoneName=names[i])... (dlzOwner=o)...) over every candidate zone and the candidate
- * owners: all of them, or only those inside names[zone_index] when the zone is given; then
- * the core's extras.
- */
-static const char *
-fetch_filter(struct lconn *c, const struct dlz_fetch_req *req) {
-	struct buf *b = &c->filter;
-	unsigned deepest_zone = req->zone_index >= 0 ? (unsigned)req->zone_index
-						     : req->nnames - 1;
-
-	buf_reset(b);
-	buf_puts(b, "(|");
-	for (unsigned i = 0; i < req->nnames; i++) {
-		buf_put_assertion(b, "dlzZoneName", req->names[i]);
-	}
-	for (unsigned i = 0; i <= deepest_zone; i++) {
-		buf_put_assertion(b, "dlzOwner", req->names[i]);
-		if (i > 0) {
-			buf_put_assertion(b, "dlzOwner", req->wilds[i]);
-		}
-	}
-	for (unsigned i = 0; i < req->nextras; i++) {
-		buf_put_assertion(b, "dlzOwner", req->extras[i]);
-	}
-	buf_puts(b, ")");
-	return buf_finish(b);
-}
-
-/* Index of the candidate zone equal to bv, or -1. */
-static int
-name_index(const struct dlz_fetch_req *req, const struct berval *bv) {
-	for (unsigned i = 0; i < req->nnames; i++) {
-		if (bv_equals_str(bv, req->names[i])) {
-			return (int)i;
-		}
-	}
-	return -1;
-}
-
-/*
- * Report the live zones among the entries and choose the zone whose rows are wanted: *z its
- * index (-1: none), *gen its live generation. false when out of memory.
- */
-static bool
-report_zones(const struct lconn *c, size_t n, const struct dlz_fetch_req *req,
-	     struct dlz_rowset *out, int *z, long long *gen) {
-	*z = -1;
-	*gen = -1;
-	for (size_t k = 0; k < n; k++) {
-		const struct lentry *e = &c->entries[k];
-		int i;
-
-		/* A zone entry without a generation is still being written: not served yet. */
-		if (e->zone_name.bv_val == NULL || e->generation < 0) {
-			continue;
-		}
-		i = name_index(req, &e->zone_name);
-		if (i < 0) {
-			continue;
-		}
-		if (!dlz_rowset_add_zone_ref(out, req->names[i])) {
-			return false;
-		}
-		if (req->zone_index >= 0 ? i == req->zone_index : (*z < 0 || i < *z)) {
-			*z = i;
-			*gen = e->generation;
-		}
-	}
-	return true;
-}
-
-/* The records of one owner entry as rows of zone; false when out of memory. */
-static bool
-add_owner_rows(const struct lentry *e, const char *zone, size_t zone_len,
-	       struct dlz_rowset *out) {
-	for (const struct berval *v = e->records; v != NULL && v->bv_val != NULL; v++) {
-		struct berval type, rdata;
-		uint32_t ttl;
-
-		if (!record_split(v, &type, &ttl, &rdata)) {
-			dlz_log_error_limited("skipping malformed dlzRecord value '%.*s' of %.*s",
-					      (int)v->bv_len, v->bv_val, (int)e->owner.bv_len,
-					      e->owner.bv_val);
-			continue;
-		}
-		if (!dlz_rowset_add_row_n(out, zone, zone_len, e->owner.bv_val, e->owner.bv_len,
-					  type.bv_val, type.bv_len, ttl, rdata.bv_val,
-					  rdata.bv_len)) {
-			return false;
-		}
-	}
-	return true;
-}
-
-/* Rows of the owner entries of zone names[z] at generation gen; stale generations dropped. */
-static bool
-add_zone_rows(const struct lconn *c, size_t n, const char *zone, long long gen,
-	      struct dlz_rowset *out) {
-	size_t zone_len = strlen(zone);
-
-	for (size_t k = 0; k < n; k++) {
-		const struct lentry *e = &c->entries[k];
-		if (e->owner.bv_val == NULL || e->generation != gen ||
-		    !bv_equals(&e->zone, zone, zone_len)) {
-			continue;
-		}
-		if (!add_owner_rows(e, zone, zone_len, out)) {
-			return false;
-		}
-	}
-	return true;
-}
-
-static int
-dl_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct lconn *c = conn;
-	const char *filter = fetch_filter(c, req);
-	LDAPMessage *res = NULL;
-	long n;
-	int rc, z;
-	long long gen;
-	bool ok;
-
-	if (filter == NULL) {
-		dlz_log_error_limited("out of memory building the filter for %s", req->qname);
-		return DLZ_ERROR;
-	}
-	rc = search_all(c, filter, record_attrs, &res);
-	if (!rc_ok(rc, "search for", req->qname)) {
-		ldap_msgfree(res);
-		return DLZ_ERROR;
-	}
-	n = entries_read_all(c, res);
-	if (n < 0) {
-		ldap_msgfree(res);
-		return DLZ_ERROR;
-	}
-	ok = report_zones(c, (size_t)n, req, out, &z, &gen) &&
-	     (z < 0 || add_zone_rows(c, (size_t)n, req->names[z], gen, out));
-	entries_clear(c, (size_t)n);
-	ldap_msgfree(res);
-	if (!ok) {
-		dlz_log_error_limited("out of memory storing the rows for %s", req->qname);
-		return DLZ_ERROR;
-	}
-	return DLZ_OK;
-}
-
-/* ---- allnodes: one search for the whole zone ------------------------------------------- */
-
-struct xfr {
-	struct lconn *c;
-	const char *zone;
-	long long gen;       /* the zone entry's live generation; -1 until seen */
-	bool zone_seen;
-	size_t npending;
-	dlz_node_cb *cb;
-	void *ctx;
-};
-
-/* NUL-terminated owner, type and rdata of one record for the callback. */
-static int
-xfr_emit_record(struct xfr *x, const struct berval *owner, const struct berval *v) {
-	struct buf *s = &x->c->scratch;
-	struct berval type, rdata;
-	uint32_t ttl;
-	size_t type_at, rdata_at;
-
-	if (!record_split(v, &type, &ttl, &rdata)) {
-		dlz_log_error_limited("skipping malformed dlzRecord value '%.*s' of %.*s",
-				      (int)v->bv_len, v->bv_val, (int)owner->bv_len, owner->bv_val);
-		return DLZ_OK;
-	}
-	buf_reset(s);
-	buf_put(s, owner->bv_val, owner->bv_len);
-	buf_put(s, "", 1);
-	type_at = s->len;
-	buf_put(s, type.bv_val, type.bv_len);
-	buf_put(s, "", 1);
-	rdata_at = s->len;
-	buf_put(s, rdata.bv_val, rdata.bv_len);
-	buf_put(s, "", 1);
-	if (s->failed) {
-		dlz_log_error_limited("out of memory in the transfer of %s", x->zone);
-		return DLZ_ERROR;
-	}
-	return x->cb(x->ctx, s->data, s->data + type_at, ttl, s->data + rdata_at);
-}
-
-/* Every record of one owner entry if it is of the zone's live generation. */
-static int
-xfr_emit_entry(struct xfr *x, LDAPMessage *msg) {
-	struct lentry e = { .generation = -1 };
-	int rc = DLZ_OK;
-
-	if (!entry_read(x->c->ld, msg, &e)) {
-		return DLZ_ERROR;
-	}
-	if (e.owner.bv_val != NULL && e.generation == x->gen && bv_equals_str(&e.zone, x->zone)) {
-		for (const struct berval *v = e.records; v != NULL && v->bv_val != NULL; v++) {
-			rc = xfr_emit_record(x, &e.owner, v);
-			if (rc != DLZ_OK) {
-				break;
-			}
-		}
-	}
-	entry_clear(&e);
-	return rc;
-}
-
-static void
-xfr_drop_pending(struct xfr *x) {
-	for (size_t i = 0; i < x->npending; i++) {
-		ldap_msgfree(x->c->pending[i]);
-	}
-	x->npending = 0;
-}
-
-/* Owner entries that arrived before the zone entry, now that its generation is known. */
-static int
-xfr_flush_pending(struct xfr *x) {
-	int rc = DLZ_OK;
-
-	for (size_t i = 0; i < x->npending && rc == DLZ_OK; i++) {
-		rc = xfr_emit_entry(x, x->c->pending[i]);
-	}
-	xfr_drop_pending(x);
-	return rc;
-}
-
-static bool
-xfr_keep_pending(struct xfr *x, LDAPMessage *msg) {
-	struct lconn *c = x->c;
-
-	if (x->npending == c->pending_cap) {
-		size_t cap = c->pending_cap != 0 ? 2 * c->pending_cap : 64;
-		LDAPMessage **bigger = realloc(c->pending, cap * sizeof(*bigger));
-		if (bigger == NULL) {
-			return false;
-		}
-		c->pending = bigger;
-		c->pending_cap = cap;
-	}
-	c->pending[x->npending++] = msg;
-	return true;
-}
-
-/* One search result entry of the transfer; takes msg. */
-static int
-xfr_entry(struct xfr *x, LDAPMessage *msg) {
-	struct lentry e = { .generation = -1 };
-	int rc;
-
-	if (x->zone_seen) {
-		rc = xfr_emit_entry(x, msg);
-		ldap_msgfree(msg);
-		return rc;
-	}
-	if (!entry_read(x->c->ld, msg, &e)) {
-		ldap_msgfree(msg);
-		return DLZ_ERROR;
-	}
-	if (e.zone_name.bv_val != NULL && bv_equals_str(&e.zone_name, x->zone)) {
-		x->zone_seen = true;
-		x->gen = e.generation;
-		entry_clear(&e);
-		ldap_msgfree(msg);
-		/* A zone entry without a generation is still being written: no zone yet. */
-		return x->gen < 0 ? DLZ_NOTFOUND : xfr_flush_pending(x);
-	}
-	entry_clear(&e);
-	if (!xfr_keep_pending(x, msg)) {
-		ldap_msgfree(msg);
-		dlz_log_error_limited("out of memory in the transfer of %s", x->zone);
-		return DLZ_ERROR;
-	}
-	return DLZ_OK;
-}
-
-/* The messages of search msgid until its final result; DLZ_OK when it succeeded. */
-static int
-xfr_read(struct xfr *x, int msgid) {
-	LDAP *ld = x->c->ld;
-
-	for (;;) {
-		struct timeval tv = x->c->st->timeout;
-		LDAPMessage *msg = NULL;
-		int err = LDAP_SUCCESS, type = ldap_result(ld, msgid, LDAP_MSG_ONE, &tv, &msg);
-		int rc;
-
-		if (type <= 0) {
-			/* -1: the connection failed; 0: no message within the time-out. */
-			ldap_get_option(ld, LDAP_OPT_RESULT_CODE, &err);
-			rc_ok(type == 0 ? LDAP_TIMEOUT : err != LDAP_SUCCESS ? err : LDAP_OTHER,
-				"transfer of", x->zone);
-			ldap_msgfree(msg);
-			return DLZ_ERROR;
-		}
-		if (type == LDAP_RES_SEARCH_ENTRY) {
-			rc = xfr_entry(x, msg);
-			if (rc != DLZ_OK) {
-				ldap_abandon_ext(ld, msgid, NULL, NULL);
-				return rc;
-			}
-			continue;
-		}
-		if (type == LDAP_RES_SEARCH_RESULT) {
-			rc = ldap_parse_result(ld, msg, &err, NULL, NULL, NULL, NULL, 1);
-			return rc_ok(rc != LDAP_SUCCESS ? rc : err, "transfer of", x->zone)
-				       ? DLZ_OK
-				       : DLZ_ERROR;
-		}
-		ldap_msgfree(msg); /* a search reference: there are none in this store */
-	}
-}
-
-static int
-dl_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
-	struct lconn *c = conn;
-	struct xfr x = { .c = c, .zone = zone, .gen = -1, .cb = cb, .ctx = ctx };
-	struct buf *b = &c->filter;
-	const char *filter;
-	int msgid = -1, rc;
-
-	buf_reset(b);
-	buf_puts(b, "(|");
-	buf_put_assertion(b, "dlzZoneName", zone);
-	buf_put_assertion(b, "dlzZone", zone);
-	buf_puts(b, ")");
-	filter = buf_finish(b);
-	if (filter == NULL) {
-		return DLZ_ERROR;
-	}
-	/* No server time limit: a large zone may take longer than one query's budget; each
-	 * message still has to arrive within the time-out (xfr_read). */
-	rc = ldap_search_ext(c->ld, c->st->base, LDAP_SCOPE_SUBTREE, filter, record_attrs, 0, NULL,
-			     NULL, NULL, LDAP_NO_LIMIT, &msgid);
-	if (!rc_ok(rc, "transfer of", zone)) {
-		return DLZ_ERROR;
-	}
-	rc = xfr_read(&x, msgid);
-	xfr_drop_pending(&x);
-	return rc == DLZ_OK && !x.zone_seen ? DLZ_NOTFOUND : rc;
-}
-
-/* ---- allowxfr --------------------------------------------------------------------------- */
-
-/* Address text to bytes (IPv4-mapped IPv6 as IPv4): the family, or 0 if not an address. */
-static int
-addr_parse(const char *text, unsigned char addr[16]) {
-	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	if (inet_pton(AF_INET, text, addr) == 1) {
-		return AF_INET;
-	}
-	if (inet_pton(AF_INET6, text, addr) != 1) {
-		return 0;
-	}
-	if (memcmp(addr, mapped, sizeof(mapped)) == 0) {
-		memmove(addr, addr + 12, 4);
-		return AF_INET;
-	}
-	return AF_INET6;
-}
-
-/* Does a dlzXfrClient value name client? Addresses compare by value ("::1" = "0::1"). */
-static bool
-client_matches(const char *client, const struct berval *value) {
-	char text[ADDR_TEXT_MAX];
-	unsigned char a[16], b[16];
-	int fa, fb;
-
-	if (value->bv_len >= sizeof(text)) {
-		return false;
-	}
-	memcpy(text, value->bv_val, value->bv_len);
-	text[value->bv_len] = '\0';
-	fa = addr_parse(client, a);
-	fb = addr_parse(text, b);
-	if (fa != 0 && fb != 0) {
-		return fa == fb && memcmp(a, b, fa == AF_INET ? 4 : 16) == 0;
-	}
-	return strcasecmp(client, text) == 0;
-}
-
-static int
-dl_allowxfr(void *conn, const char *zone, const char *client) {
-	struct lconn *c = conn;
-	struct buf *b = &c->filter;
-	LDAPMessage *res = NULL;
-	const char *filter;
-	int rc, verdict = DLZ_NOTFOUND;
-	long n;
-
-	buf_reset(b);
-	buf_put_assertion(b, "dlzZoneName", zone);
-	filter = buf_finish(b);
-	if (filter == NULL) {
-		return DLZ_ERROR;
-	}
-	rc = search_all(c, filter, acl_attrs, &res);
-	if (!rc_ok(rc, "transfer ACL of", zone)) {
-		ldap_msgfree(res);
-		return DLZ_ERROR;
-	}
-	n = entries_read_all(c, res);
-	if (n < 0) {
-		ldap_msgfree(res);
-		return DLZ_ERROR;
-	}
-	for (size_t k = 0; k < (size_t)n; k++) {
-		const struct lentry *e = &c->entries[k];
-		if (e->generation < 0 || !bv_equals_str(&e->zone_name, zone)) {
-			continue; /* not live yet: not a zone */
-		}
-		verdict = DLZ_DENIED;
-		for (const struct berval *v = e->clients; v != NULL && v->bv_val != NULL; v++) {
-			if (client_matches(client, v)) {
-				verdict = DLZ_OK;
-				break;
-			}
-		}
-	}
-	entries_clear(c, (size_t)n);
-	ldap_msgfree(res);
-	return verdict;
-}
-
-/* ---- connections ------------------------------------------------------------------------ */
-
-static void
-conn_free(struct lconn *c) {
-	if (c->ld != NULL) {
-		ldap_unbind_ext_s(c->ld, NULL, NULL);
-	}
-	free(c->filter.data);
-	free(c->scratch.data);
-	free(c->entries);
-	free(c->pending);
-	free(c);
-}
-
-static bool
-set_options(LDAP *ld, const struct lstate *st) {
-	int version = LDAP_VERSION3;
-
-	return ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_REFERRALS, LDAP_OPT_OFF) == LDAP_OPT_SUCCESS &&
-	       /* a signal arriving in a worker must not fail its query */
-	       ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS;
-}
-
-static int
-dl_connect(void *state, void **connp) {
-	const struct lstate *st = state;
-	struct lconn *c = calloc(1, sizeof(*c));
-	struct berval cred;
-	int rc;
-
-	if (c == NULL) {
-		return DLZ_ERROR;
-	}
-	c->st = st;
-	rc = ldap_initialize(&c->ld, st->uri);
-	if (rc != LDAP_SUCCESS) {
-		dlz_log_error_limited("ldap_initialize(%s): %s", st->uri, ldap_err2string(rc));
-		c->ld = NULL;
-		conn_free(c);
-		return DLZ_ERROR;
-	}
-	if (!set_options(c->ld, st)) {
-		dlz_log_error_limited("cannot set the LDAP options of a connection to %s", st->uri);
-		conn_free(c);
-		return DLZ_ERROR;
-	}
-	cred.bv_val = st->password;
-	cred.bv_len = strlen(st->password);
-	rc = ldap_sasl_bind_s(c->ld, st->binddn, LDAP_SASL_SIMPLE, &cred, NULL, NULL, NULL);
-	if (rc != LDAP_SUCCESS) {
-		dlz_log_error_limited("bind to %s as '%s' failed: %s (%d)", st->uri, st->binddn,
-				      ldap_err2string(rc), rc);
-		conn_free(c);
-		return DLZ_ERROR;
-	}
-	*connp = c;
-	return DLZ_OK;
-}
-
-static void
-dl_disconnect(void *state, void *conn) {
-	(void)state;
-	conn_free(conn);
 }
 
 /* ---- instance --------------------------------------------------------------------------- */
 
 static void
-dl_fini(void *state) {
-	struct lstate *st = state;
-
+ld_state_free(struct ld_state *st) {
 	if (st == NULL) {
 		return;
 	}
@@ -876,10 +375,10 @@ dl_fini(void *state) {
 }
 
 static int
-dl_init(const struct dlz_args *args, void **state) {
+ld_init(const struct dlz_args *args, void **state) {
 	const char *uri = dlz_arg_str(args, "uri", NULL);
 	const char *base = dlz_arg_str(args, "base", NULL);
-	struct lstate *st;
+	struct ld_state *st;
 	long timeout_ms;
 
 	if (uri == NULL || base == NULL) {
@@ -901,7 +400,7 @@ dl_init(const struct dlz_args *args, void **state) {
 	st->timeout.tv_sec = timeout_ms / 1000;
 	st->timeout.tv_usec = (timeout_ms % 1000) * 1000;
 	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
-		dl_fini(st);
+		ld_state_free(st);
 		return DLZ_ERROR;
 	}
 	dlz_log(ISC_LOG_INFO, "LDAP store %s base %s, time-out %ld ms", uri, base, timeout_ms);
@@ -909,18 +408,522 @@ dl_init(const struct dlz_args *args, void **state) {
 	return DLZ_OK;
 }
 
-static const char *const dl_keys[] = { "uri", "base", "binddn", "password", "timeout_ms",
+static void
+ld_fini(void *state) {
+	ld_state_free(state);
+}
+
+/* ---- connections ------------------------------------------------------------------------ */
+
+static void
+ld_conn_free(struct ld_conn *c) {
+	if (c->ld != NULL) {
+		ldap_unbind_ext_s(c->ld, NULL, NULL);
+	}
+	free(c->filter.data);
+	free(c->scratch.data);
+	free(c->entries);
+	free(c->pending);
+	free(c);
+}
+
+static bool
+ld_set_options(LDAP *ld, const struct ld_state *st) {
+	int version = LDAP_VERSION3;
+
+	return ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &version) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_REFERRALS, LDAP_OPT_OFF) == LDAP_OPT_SUCCESS &&
+	       /* a signal arriving in a worker must not fail its query */
+	       ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS;
+}
+
+static int
+ld_connect(void *state, void **connp) {
+	const struct ld_state *st = state;
+	struct ld_conn *c = calloc(1, sizeof(*c));
+	struct berval cred;
+	int rc;
+
+	if (c == NULL) {
+		return DLZ_ERROR;
+	}
+	c->st = st;
+	rc = ldap_initialize(&c->ld, st->uri);
+	if (rc != LDAP_SUCCESS) {
+		dlz_log_error_limited("ldap_initialize(%s): %s", st->uri, ldap_err2string(rc));
+		c->ld = NULL;
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	if (!ld_set_options(c->ld, st)) {
+		dlz_log_error_limited("cannot set the LDAP options of a connection to %s", st->uri);
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	cred.bv_val = st->password;
+	cred.bv_len = strlen(st->password);
+	rc = ldap_sasl_bind_s(c->ld, st->binddn, LDAP_SASL_SIMPLE, &cred, NULL, NULL, NULL);
+	if (rc != LDAP_SUCCESS) {
+		dlz_log_error_limited("bind to %s as '%s' failed: %s (%d)", st->uri, st->binddn,
+				      ldap_err2string(rc), rc);
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	*connp = c;
+	return DLZ_OK;
+}
+
+static void
+ld_disconnect(void *state, void *conn) {
+	(void)state;
+	ld_conn_free(conn);
+}
+
+/* ---- fetch: one search per DNS query ----------------------------------------------------- */
+
+/*
+ * (|(dlzZoneName=names[i])... (dlzOwner=o)...) over every candidate zone and the candidate
+ * owners: all of them, or only those inside names[zone_index] when the zone is given; then
+ * the core's extras.
+ */
+static const char *
+ld_fetch_filter(struct ld_conn *c, const struct dlz_fetch_req *req) {
+	struct ld_buf *b = &c->filter;
+	unsigned deepest_zone = req->zone_index >= 0 ? (unsigned)req->zone_index
+						     : req->nnames - 1;
+
+	ld_buf_reset(b);
+	ld_buf_puts(b, "(|");
+	for (unsigned i = 0; i < req->nnames; i++) {
+		ld_buf_put_assertion(b, "dlzZoneName", req->names[i]);
+	}
+	for (unsigned i = 0; i <= deepest_zone; i++) {
+		ld_buf_put_assertion(b, "dlzOwner", req->names[i]);
+		if (i > 0) {
+			ld_buf_put_assertion(b, "dlzOwner", req->wilds[i]);
+		}
+	}
+	for (unsigned i = 0; i < req->nextras; i++) {
+		ld_buf_put_assertion(b, "dlzOwner", req->extras[i]);
+	}
+	ld_buf_puts(b, ")");
+	return ld_buf_finish(b);
+}
+
+/* Index of the candidate zone equal to bv, or -1. */
+static int
+ld_name_index(const struct dlz_fetch_req *req, const struct berval *bv) {
+	for (unsigned i = 0; i < req->nnames; i++) {
+		if (ld_bv_equals_str(bv, req->names[i])) {
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Report the live zones among the entries and choose the zone whose rows are wanted: *z its
+ * index (-1: none), *gen its live generation. false when out of memory.
+ */
+static bool
+ld_report_zones(const struct ld_conn *c, size_t n, const struct dlz_fetch_req *req,
+		struct dlz_rowset *out, int *z, long long *gen) {
+	*z = -1;
+	*gen = -1;
+	for (size_t k = 0; k < n; k++) {
+		const struct ld_entry *e = &c->entries[k];
+		int i;
+
+		/* A zone entry without a generation is still being written: not served yet. */
+		if (e->zone_name.bv_val == NULL || e->generation < 0) {
+			continue;
+		}
+		i = ld_name_index(req, &e->zone_name);
+		if (i < 0) {
+			continue;
+		}
+		if (!dlz_rowset_add_zone_ref(out, req->names[i])) {
+			return false;
+		}
+		if (req->zone_index >= 0 ? i == req->zone_index : (*z < 0 || i < *z)) {
+			*z = i;
+			*gen = e->generation;
+		}
+	}
+	return true;
+}
+
+/* The records of one owner entry as rows of zone; false when out of memory. */
+static bool
+ld_add_owner_rows(const struct ld_entry *e, const char *zone, size_t zone_len,
+		  struct dlz_rowset *out) {
+	for (const struct berval *v = e->records; v != NULL && v->bv_val != NULL; v++) {
+		struct berval type, rdata;
+		uint32_t ttl;
+
+		if (!ld_record_split(v, &type, &ttl, &rdata)) {
+			dlz_log_error_limited("skipping malformed dlzRecord value '%.*s' of %.*s",
+					      (int)v->bv_len, v->bv_val, (int)e->owner.bv_len,
+					      e->owner.bv_val);
+			continue;
+		}
+		if (!dlz_rowset_add_row_n(out, zone, zone_len, e->owner.bv_val, e->owner.bv_len,
+					  type.bv_val, type.bv_len, ttl, rdata.bv_val,
+					  rdata.bv_len)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Rows of the owner entries of zone names[z] at generation gen; stale generations dropped. */
+static bool
+ld_add_zone_rows(const struct ld_conn *c, size_t n, const char *zone, long long gen,
+		 struct dlz_rowset *out) {
+	size_t zone_len = strlen(zone);
+
+	for (size_t k = 0; k < n; k++) {
+		const struct ld_entry *e = &c->entries[k];
+		if (e->owner.bv_val == NULL || e->generation != gen ||
+		    !ld_bv_equals(&e->zone, zone, zone_len)) {
+			continue;
+		}
+		if (!ld_add_owner_rows(e, zone, zone_len, out)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+static int
+ld_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
+	struct ld_conn *c = conn;
+	const char *filter = ld_fetch_filter(c, req);
+	LDAPMessage *res = NULL;
+	long n;
+	int rc, z;
+	long long gen;
+	bool ok;
+
+	if (filter == NULL) {
+		dlz_log_error_limited("out of memory building the filter for %s", req->qname);
+		return DLZ_ERROR;
+	}
+	rc = ld_search_all(c, filter, ld_record_attrs, &res);
+	if (!ld_rc_ok(rc, "search for", req->qname)) {
+		ldap_msgfree(res);
+		return DLZ_ERROR;
+	}
+	n = ld_entries_read_all(c, res);
+	if (n < 0) {
+		ldap_msgfree(res);
+		return DLZ_ERROR;
+	}
+	ok = ld_report_zones(c, (size_t)n, req, out, &z, &gen) &&
+	     (z < 0 || ld_add_zone_rows(c, (size_t)n, req->names[z], gen, out));
+	ld_entries_clear(c, (size_t)n);
+	ldap_msgfree(res);
+	if (!ok) {
+		dlz_log_error_limited("out of memory storing the rows for %s", req->qname);
+		return DLZ_ERROR;
+	}
+	return DLZ_OK;
+}
+
+/* ---- allnodes: one search for the whole zone ------------------------------------------- */
+
+struct ld_xfr {
+	struct ld_conn *c;
+	const char *zone;
+	long long gen;       /* the zone entry's live generation; -1 until seen */
+	bool zone_seen;
+	size_t npending;
+	dlz_node_cb *cb;
+	void *ctx;
+};
+
+/* NUL-terminated owner, type and rdata of one record for the callback. */
+static int
+ld_xfr_emit_record(struct ld_xfr *x, const struct berval *owner, const struct berval *v) {
+	struct ld_buf *s = &x->c->scratch;
+	struct berval type, rdata;
+	uint32_t ttl;
+	size_t type_at, rdata_at;
+
+	if (!ld_record_split(v, &type, &ttl, &rdata)) {
+		dlz_log_error_limited("skipping malformed dlzRecord value '%.*s' of %.*s",
+				      (int)v->bv_len, v->bv_val, (int)owner->bv_len, owner->bv_val);
+		return DLZ_OK;
+	}
+	ld_buf_reset(s);
+	ld_buf_put(s, owner->bv_val, owner->bv_len);
+	ld_buf_put(s, "", 1);
+	type_at = s->len;
+	ld_buf_put(s, type.bv_val, type.bv_len);
+	ld_buf_put(s, "", 1);
+	rdata_at = s->len;
+	ld_buf_put(s, rdata.bv_val, rdata.bv_len);
+	ld_buf_put(s, "", 1);
+	if (s->failed) {
+		dlz_log_error_limited("out of memory in the transfer of %s", x->zone);
+		return DLZ_ERROR;
+	}
+	return x->cb(x->ctx, s->data, s->data + type_at, ttl, s->data + rdata_at);
+}
+
+/* Every record of one owner entry if it is of the zone's live generation. */
+static int
+ld_xfr_emit_entry(struct ld_xfr *x, LDAPMessage *msg) {
+	struct ld_entry e = { .generation = -1 };
+	int rc = DLZ_OK;
+
+	if (!ld_entry_read(x->c->ld, msg, &e)) {
+		return DLZ_ERROR;
+	}
+	if (e.owner.bv_val != NULL && e.generation == x->gen && ld_bv_equals_str(&e.zone, x->zone)) {
+		for (const struct berval *v = e.records; v != NULL && v->bv_val != NULL; v++) {
+			rc = ld_xfr_emit_record(x, &e.owner, v);
+			if (rc != DLZ_OK) {
+				break;
+			}
+		}
+	}
+	ld_entry_clear(&e);
+	return rc;
+}
+
+static void
+ld_xfr_drop_pending(struct ld_xfr *x) {
+	for (size_t i = 0; i < x->npending; i++) {
+		ldap_msgfree(x->c->pending[i]);
+	}
+	x->npending = 0;
+}
+
+/* Owner entries that arrived before the zone entry, now that its generation is known. */
+static int
+ld_xfr_flush_pending(struct ld_xfr *x) {
+	int rc = DLZ_OK;
+
+	for (size_t i = 0; i < x->npending && rc == DLZ_OK; i++) {
+		rc = ld_xfr_emit_entry(x, x->c->pending[i]);
+	}
+	ld_xfr_drop_pending(x);
+	return rc;
+}
+
+static bool
+ld_xfr_keep_pending(struct ld_xfr *x, LDAPMessage *msg) {
+	struct ld_conn *c = x->c;
+
+	if (x->npending == c->pending_cap) {
+		size_t cap = c->pending_cap != 0 ? 2 * c->pending_cap : 64;
+		LDAPMessage **bigger = realloc(c->pending, cap * sizeof(*bigger));
+		if (bigger == NULL) {
+			return false;
+		}
+		c->pending = bigger;
+		c->pending_cap = cap;
+	}
+	c->pending[x->npending++] = msg;
+	return true;
+}
+
+/* One search result entry of the transfer; takes msg. */
+static int
+ld_xfr_entry(struct ld_xfr *x, LDAPMessage *msg) {
+	struct ld_entry e = { .generation = -1 };
+	int rc;
+
+	if (x->zone_seen) {
+		rc = ld_xfr_emit_entry(x, msg);
+		ldap_msgfree(msg);
+		return rc;
+	}
+	if (!ld_entry_read(x->c->ld, msg, &e)) {
+		ldap_msgfree(msg);
+		return DLZ_ERROR;
+	}
+	if (e.zone_name.bv_val != NULL && ld_bv_equals_str(&e.zone_name, x->zone)) {
+		x->zone_seen = true;
+		x->gen = e.generation;
+		ld_entry_clear(&e);
+		ldap_msgfree(msg);
+		/* A zone entry without a generation is still being written: no zone yet. */
+		return x->gen < 0 ? DLZ_NOTFOUND : ld_xfr_flush_pending(x);
+	}
+	ld_entry_clear(&e);
+	if (!ld_xfr_keep_pending(x, msg)) {
+		ldap_msgfree(msg);
+		dlz_log_error_limited("out of memory in the transfer of %s", x->zone);
+		return DLZ_ERROR;
+	}
+	return DLZ_OK;
+}
+
+/* The messages of search msgid until its final result; DLZ_OK when it succeeded. */
+static int
+ld_xfr_read(struct ld_xfr *x, int msgid) {
+	LDAP *ld = x->c->ld;
+
+	for (;;) {
+		struct timeval tv = x->c->st->timeout;
+		LDAPMessage *msg = NULL;
+		int err = LDAP_SUCCESS, type = ldap_result(ld, msgid, LDAP_MSG_ONE, &tv, &msg);
+		int rc;
+
+		if (type <= 0) {
+			/* -1: the connection failed; 0: no message within the time-out. */
+			ldap_get_option(ld, LDAP_OPT_RESULT_CODE, &err);
+			ld_rc_ok(type == 0 ? LDAP_TIMEOUT : err != LDAP_SUCCESS ? err : LDAP_OTHER,
+				"transfer of", x->zone);
+			ldap_msgfree(msg);
+			return DLZ_ERROR;
+		}
+		if (type == LDAP_RES_SEARCH_ENTRY) {
+			rc = ld_xfr_entry(x, msg);
+			if (rc != DLZ_OK) {
+				ldap_abandon_ext(ld, msgid, NULL, NULL);
+				return rc;
+			}
+			continue;
+		}
+		if (type == LDAP_RES_SEARCH_RESULT) {
+			rc = ldap_parse_result(ld, msg, &err, NULL, NULL, NULL, NULL, 1);
+			return ld_rc_ok(rc != LDAP_SUCCESS ? rc : err, "transfer of", x->zone)
+				       ? DLZ_OK
+				       : DLZ_ERROR;
+		}
+		ldap_msgfree(msg); /* a search reference: there are none in this store */
+	}
+}
+
+static int
+ld_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
+	struct ld_conn *c = conn;
+	struct ld_xfr x = { .c = c, .zone = zone, .gen = -1, .cb = cb, .ctx = ctx };
+	struct ld_buf *b = &c->filter;
+	const char *filter;
+	int msgid = -1, rc;
+
+	ld_buf_reset(b);
+	ld_buf_puts(b, "(|");
+	ld_buf_put_assertion(b, "dlzZoneName", zone);
+	ld_buf_put_assertion(b, "dlzZone", zone);
+	ld_buf_puts(b, ")");
+	filter = ld_buf_finish(b);
+	if (filter == NULL) {
+		return DLZ_ERROR;
+	}
+	/* No server time limit: a large zone may take longer than one query's budget; each
+	 * message still has to arrive within the time-out (ld_xfr_read). */
+	rc = ldap_search_ext(c->ld, c->st->base, LDAP_SCOPE_SUBTREE, filter, ld_record_attrs, 0, NULL,
+			     NULL, NULL, LDAP_NO_LIMIT, &msgid);
+	if (!ld_rc_ok(rc, "transfer of", zone)) {
+		return DLZ_ERROR;
+	}
+	rc = ld_xfr_read(&x, msgid);
+	ld_xfr_drop_pending(&x);
+	return rc == DLZ_OK && !x.zone_seen ? DLZ_NOTFOUND : rc;
+}
+
+/* ---- allowxfr --------------------------------------------------------------------------- */
+
+/* Address text to bytes (IPv4-mapped IPv6 as IPv4): the family, or 0 if not an address. */
+static int
+ld_addr_parse(const char *text, unsigned char addr[16]) {
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (inet_pton(AF_INET, text, addr) == 1) {
+		return AF_INET;
+	}
+	if (inet_pton(AF_INET6, text, addr) != 1) {
+		return 0;
+	}
+	if (memcmp(addr, mapped, sizeof(mapped)) == 0) {
+		memmove(addr, addr + 12, 4);
+		return AF_INET;
+	}
+	return AF_INET6;
+}
+
+/* Does a dlzXfrClient value name client? Addresses compare by value ("::1" = "0::1"). */
+static bool
+ld_client_matches(const char *client, const struct berval *value) {
+	char text[ADDR_TEXT_MAX];
+	unsigned char a[16], b[16];
+	int fa, fb;
+
+	if (value->bv_len >= sizeof(text)) {
+		return false;
+	}
+	memcpy(text, value->bv_val, value->bv_len);
+	text[value->bv_len] = '\0';
+	fa = ld_addr_parse(client, a);
+	fb = ld_addr_parse(text, b);
+	if (fa != 0 && fb != 0) {
+		return fa == fb && memcmp(a, b, fa == AF_INET ? 4 : 16) == 0;
+	}
+	return strcasecmp(client, text) == 0;
+}
+
+static int
+ld_allowxfr(void *conn, const char *zone, const char *client) {
+	struct ld_conn *c = conn;
+	struct ld_buf *b = &c->filter;
+	LDAPMessage *res = NULL;
+	const char *filter;
+	int rc, verdict = DLZ_NOTFOUND;
+	long n;
+
+	ld_buf_reset(b);
+	ld_buf_put_assertion(b, "dlzZoneName", zone);
+	filter = ld_buf_finish(b);
+	if (filter == NULL) {
+		return DLZ_ERROR;
+	}
+	rc = ld_search_all(c, filter, ld_acl_attrs, &res);
+	if (!ld_rc_ok(rc, "transfer ACL of", zone)) {
+		ldap_msgfree(res);
+		return DLZ_ERROR;
+	}
+	n = ld_entries_read_all(c, res);
+	if (n < 0) {
+		ldap_msgfree(res);
+		return DLZ_ERROR;
+	}
+	for (size_t k = 0; k < (size_t)n; k++) {
+		const struct ld_entry *e = &c->entries[k];
+		if (e->generation < 0 || !ld_bv_equals_str(&e->zone_name, zone)) {
+			continue; /* not live yet: not a zone */
+		}
+		verdict = DLZ_DENIED;
+		for (const struct berval *v = e->clients; v != NULL && v->bv_val != NULL; v++) {
+			if (ld_client_matches(client, v)) {
+				verdict = DLZ_OK;
+				break;
+			}
+		}
+	}
+	ld_entries_clear(c, (size_t)n);
+	ldap_msgfree(res);
+	return verdict;
+}
+
+static const char *const ld_keys[] = { "uri", "base", "binddn", "password", "timeout_ms",
 					 NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "ldap",
 	.thread_safe = true,
-	.arg_keys = dl_keys,
-	.init = dl_init,
-	.fini = dl_fini,
-	.connect = dl_connect,
-	.disconnect = dl_disconnect,
-	.fetch = dl_fetch,
-	.allnodes = dl_allnodes,
-	.allowxfr = dl_allowxfr,
+	.arg_keys = ld_keys,
+	.init = ld_init,
+	.fini = ld_fini,
+	.connect = ld_connect,
+	.disconnect = ld_disconnect,
+	.fetch = ld_fetch,
+	.allnodes = ld_allnodes,
+	.allowxfr = ld_allowxfr,
 };

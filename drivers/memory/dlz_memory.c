@@ -14,60 +14,60 @@
 
 #define FILE_MAGIC "#dlzbench-memory 1"
 
-struct macl {
+struct mem_acl {
 	const char *client;
-	struct macl *next;
+	struct mem_acl *next;
 };
 
-struct mrec {
+struct mem_rec {
 	const char *owner;
 	const char *type;
 	const char *rdata;
 	uint32_t ttl;
-	struct mzone *zone;
-	struct mrec *next_of_owner;
-	struct mrec *next_in_zone;
+	struct mem_zone *zone;
+	struct mem_rec *next_of_owner;
+	struct mem_rec *next_in_zone;
 };
 
-struct mzone {
+struct mem_zone {
 	const char *key;
-	struct mrec *first;
-	struct mrec *last;
-	struct macl *acl;
+	struct mem_rec *first;
+	struct mem_rec *last;
+	struct mem_acl *acl;
 };
 
-struct mowner {
+struct mem_owner {
 	const char *key;
-	struct mrec *first;
+	struct mem_rec *first;
 };
 
 /* Open addressing over pointers; keys are compared after the hash. */
-struct mhash {
+struct mem_hash {
 	void **slots;
 	uint64_t *hashes;
 	size_t mask;
 };
 
-struct mtable {
+struct mem_table {
 	const char *path;
 	const char *outage_file; /* while it exists, the "database" is down (tests) */
 	char *text;
-	struct mzone *zones;
+	struct mem_zone *zones;
 	size_t nzones;
-	struct mowner *owners;
+	struct mem_owner *owners;
 	size_t nowners;
-	struct mrec *recs;
+	struct mem_rec *recs;
 	size_t nrecs;
-	struct macl *acls;
+	struct mem_acl *acls;
 	size_t nacls;
-	struct mhash zone_index;
-	struct mhash owner_index;
+	struct mem_hash zone_index;
+	struct mem_hash owner_index;
 };
 
 /* ---- hashing ---------------------------------------------------------------------------- */
 
 static uint64_t
-hash_key(const char *key) {
+mem_hash_key(const char *key) {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 
 	for (; *key != '\0'; key++) {
@@ -78,7 +78,7 @@ hash_key(const char *key) {
 }
 
 static bool
-mhash_init(struct mhash *h, size_t items) {
+mem_hash_init(struct mem_hash *h, size_t items) {
 	size_t size = 16;
 
 	while (size < 2 * items) {
@@ -91,15 +91,15 @@ mhash_init(struct mhash *h, size_t items) {
 }
 
 static void
-mhash_free(struct mhash *h) {
+mem_hash_free(struct mem_hash *h) {
 	free(h->slots);
 	free(h->hashes);
 }
 
 /* The slot of key: holding its item, or the empty slot where it belongs. Items start with
- * their key pointer (struct mzone and struct mowner both do). */
+ * their key pointer (struct mem_zone and struct mem_owner both do). */
 static size_t
-mhash_slot(const struct mhash *h, const char *key, uint64_t hash) {
+mem_hash_slot(const struct mem_hash *h, const char *key, uint64_t hash) {
 	size_t i = hash & h->mask;
 
 	while (h->slots[i] != NULL &&
@@ -110,24 +110,24 @@ mhash_slot(const struct mhash *h, const char *key, uint64_t hash) {
 }
 
 static void *
-mhash_get(const struct mhash *h, const char *key) {
-	return h->slots[mhash_slot(h, key, hash_key(key))];
+mem_hash_get(const struct mem_hash *h, const char *key) {
+	return h->slots[mem_hash_slot(h, key, mem_hash_key(key))];
 }
 
-static struct mzone *
-zone_get(const struct mtable *t, const char *key) {
-	return mhash_get(&t->zone_index, key);
+static struct mem_zone *
+mem_zone_get(const struct mem_table *t, const char *key) {
+	return mem_hash_get(&t->zone_index, key);
 }
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
 static void
-table_free(struct mtable *t) {
+mem_table_free(struct mem_table *t) {
 	if (t == NULL) {
 		return;
 	}
-	mhash_free(&t->zone_index);
-	mhash_free(&t->owner_index);
+	mem_hash_free(&t->zone_index);
+	mem_hash_free(&t->owner_index);
 	free(t->zones);
 	free(t->owners);
 	free(t->recs);
@@ -137,7 +137,7 @@ table_free(struct mtable *t) {
 }
 
 static char *
-read_file(const char *path, size_t *len) {
+mem_read_file(const char *path, size_t *len) {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	char *text = NULL;
@@ -175,7 +175,7 @@ fail:
 
 /* Split line (NUL-terminated) at tabs in place; the last field keeps any further tabs. */
 static unsigned
-split_fields(char *line, char **fields, unsigned max) {
+mem_split_fields(char *line, char **fields, unsigned max) {
 	unsigned n = 0;
 
 	fields[n++] = line;
@@ -191,7 +191,7 @@ split_fields(char *line, char **fields, unsigned max) {
 }
 
 static bool
-parse_ttl(const char *text, uint32_t *ttl) {
+mem_parse_ttl(const char *text, uint32_t *ttl) {
 	char *end = NULL;
 	unsigned long value;
 
@@ -205,10 +205,10 @@ parse_ttl(const char *text, uint32_t *ttl) {
 }
 
 static bool
-add_zone(struct mtable *t, const char *key) {
-	uint64_t hash = hash_key(key);
-	size_t slot = mhash_slot(&t->zone_index, key, hash);
-	struct mzone *zone;
+mem_add_zone(struct mem_table *t, const char *key) {
+	uint64_t hash = mem_hash_key(key);
+	size_t slot = mem_hash_slot(&t->zone_index, key, hash);
+	struct mem_zone *zone;
 
 	if (t->zone_index.slots[slot] != NULL) {
 		return true; /* declared again: the same zone */
@@ -221,9 +221,9 @@ add_zone(struct mtable *t, const char *key) {
 }
 
 static bool
-add_acl(struct mtable *t, char **f) {
-	struct mzone *zone = zone_get(t, f[1]);
-	struct macl *acl;
+mem_add_acl(struct mem_table *t, char **f) {
+	struct mem_zone *zone = mem_zone_get(t, f[1]);
+	struct mem_acl *acl;
 
 	if (zone == NULL) {
 		return false;
@@ -235,11 +235,11 @@ add_acl(struct mtable *t, char **f) {
 	return true;
 }
 
-static struct mowner *
-owner_get_or_add(struct mtable *t, const char *key) {
-	uint64_t hash = hash_key(key);
-	size_t slot = mhash_slot(&t->owner_index, key, hash);
-	struct mowner *owner = t->owner_index.slots[slot];
+static struct mem_owner *
+mem_owner_get_or_add(struct mem_table *t, const char *key) {
+	uint64_t hash = mem_hash_key(key);
+	size_t slot = mem_hash_slot(&t->owner_index, key, hash);
+	struct mem_owner *owner = t->owner_index.slots[slot];
 
 	if (owner == NULL) {
 		owner = &t->owners[t->nowners++];
@@ -252,16 +252,16 @@ owner_get_or_add(struct mtable *t, const char *key) {
 }
 
 static bool
-add_record(struct mtable *t, char **f) {
-	struct mzone *zone = zone_get(t, f[1]);
-	struct mrec *rec = &t->recs[t->nrecs];
-	struct mowner *owner;
+mem_add_record(struct mem_table *t, char **f) {
+	struct mem_zone *zone = mem_zone_get(t, f[1]);
+	struct mem_rec *rec = &t->recs[t->nrecs];
+	struct mem_owner *owner;
 
-	if (zone == NULL || !parse_ttl(f[3], &rec->ttl)) {
+	if (zone == NULL || !mem_parse_ttl(f[3], &rec->ttl)) {
 		return false;
 	}
 	t->nrecs++;
-	owner = owner_get_or_add(t, f[2]);
+	owner = mem_owner_get_or_add(t, f[2]);
 	rec->owner = owner->key;
 	rec->type = f[4];
 	rec->rdata = f[5];
@@ -279,25 +279,25 @@ add_record(struct mtable *t, char **f) {
 }
 
 static bool
-parse_line(struct mtable *t, char *line) {
+mem_parse_line(struct mem_table *t, char *line) {
 	char *f[6];
-	unsigned n = split_fields(line, f, 6);
+	unsigned n = mem_split_fields(line, f, 6);
 
 	if (n == 2 && strcmp(f[0], "Z") == 0) {
-		return add_zone(t, f[1]);
+		return mem_add_zone(t, f[1]);
 	}
 	if (n == 3 && strcmp(f[0], "X") == 0) {
-		return add_acl(t, f);
+		return mem_add_acl(t, f);
 	}
 	if (n == 6 && strcmp(f[0], "R") == 0) {
-		return add_record(t, f);
+		return mem_add_record(t, f);
 	}
 	return false;
 }
 
 /* Count lines per kind, so every array is allocated once at its final size. */
 static void
-count_lines(const char *text, size_t *zones, size_t *acls, size_t *recs) {
+mem_count_lines(const char *text, size_t *zones, size_t *acls, size_t *recs) {
 	const char *line = text;
 
 	*zones = *acls = *recs = 0;
@@ -314,20 +314,20 @@ count_lines(const char *text, size_t *zones, size_t *acls, size_t *recs) {
 }
 
 static bool
-table_allocate(struct mtable *t) {
+mem_table_allocate(struct mem_table *t) {
 	size_t zones, acls, recs;
 
-	count_lines(t->text, &zones, &acls, &recs);
+	mem_count_lines(t->text, &zones, &acls, &recs);
 	t->zones = calloc(zones + 1, sizeof(*t->zones));
 	t->acls = calloc(acls + 1, sizeof(*t->acls));
 	t->recs = calloc(recs + 1, sizeof(*t->recs));
 	t->owners = calloc(recs + 1, sizeof(*t->owners));
 	return t->zones != NULL && t->acls != NULL && t->recs != NULL && t->owners != NULL &&
-	       mhash_init(&t->zone_index, zones) && mhash_init(&t->owner_index, recs);
+	       mem_hash_init(&t->zone_index, zones) && mem_hash_init(&t->owner_index, recs);
 }
 
 static bool
-table_parse(struct mtable *t) {
+mem_table_parse(struct mem_table *t) {
 	char *line = t->text, *next;
 	unsigned lineno = 0;
 
@@ -345,7 +345,7 @@ table_parse(struct mtable *t) {
 		if (line[0] == '#' || line[0] == '\0') {
 			continue;
 		}
-		if (!parse_line(t, line)) {
+		if (!mem_parse_line(t, line)) {
 			dlz_log(ISC_LOG_ERROR, "%s:%u: malformed line, or a zone used before its Z line",
 				t->path, lineno);
 			return false;
@@ -358,27 +358,27 @@ table_parse(struct mtable *t) {
 	return true;
 }
 
-static struct mtable *
-table_load(const char *path) {
-	struct mtable *t = calloc(1, sizeof(*t));
+static struct mem_table *
+mem_table_load(const char *path) {
+	struct mem_table *t = calloc(1, sizeof(*t));
 	size_t len;
 
 	if (t == NULL) {
 		return NULL;
 	}
 	t->path = path;
-	t->text = read_file(path, &len);
+	t->text = mem_read_file(path, &len);
 	if (t->text == NULL) {
-		table_free(t);
+		mem_table_free(t);
 		return NULL;
 	}
-	if (!table_allocate(t)) {
+	if (!mem_table_allocate(t)) {
 		dlz_log(ISC_LOG_ERROR, "out of memory loading %s", path);
-		table_free(t);
+		mem_table_free(t);
 		return NULL;
 	}
-	if (!table_parse(t)) {
-		table_free(t);
+	if (!mem_table_parse(t)) {
+		mem_table_free(t);
 		return NULL;
 	}
 	return t;
@@ -387,15 +387,15 @@ table_load(const char *path) {
 /* ---- the backend ------------------------------------------------------------------------ */
 
 static int
-memory_init(const struct dlz_args *args, void **state) {
+mem_init(const struct dlz_args *args, void **state) {
 	const char *path = dlz_arg_str(args, "file", NULL);
-	struct mtable *t;
+	struct mem_table *t;
 
 	if (path == NULL) {
 		dlz_log(ISC_LOG_ERROR, "argument file=<data file> is required");
 		return DLZ_ERROR;
 	}
-	t = table_load(path);
+	t = mem_table_load(path);
 	if (t == NULL) {
 		return DLZ_ERROR;
 	}
@@ -406,8 +406,8 @@ memory_init(const struct dlz_args *args, void **state) {
 }
 
 static void
-memory_fini(void *state) {
-	table_free(state);
+mem_fini(void *state) {
+	mem_table_free(state);
 }
 
 /*
@@ -416,40 +416,40 @@ memory_fini(void *state) {
  * down, and works again once it is gone.
  */
 static bool
-in_outage(const struct mtable *t) {
+mem_in_outage(const struct mem_table *t) {
 	return t->outage_file != NULL && access(t->outage_file, F_OK) == 0;
 }
 
 /* The table is immutable after load: every "connection" is the table itself. */
 static int
-memory_connect(void *state, void **conn) {
+mem_connect(void *state, void **conn) {
 	*conn = state;
-	return in_outage(state) ? DLZ_ERROR : DLZ_OK;
+	return mem_in_outage(state) ? DLZ_ERROR : DLZ_OK;
 }
 
 static void
-memory_disconnect(void *state, void *conn) {
+mem_disconnect(void *state, void *conn) {
 	(void)state;
 	(void)conn;
 }
 
-/* One fetch: its zone, as probe_zone finds it and add_owner_rows reads it. */
-struct owner_read {
-	const struct mtable *t;
+/* One fetch: its zone, as mem_probe_zone finds it and mem_add_owner_rows reads it. */
+struct mem_owner_read {
+	const struct mem_table *t;
 	const struct dlz_fetch_req *req;
-	const struct mzone *zone;
+	const struct mem_zone *zone;
 	struct dlz_rowset *out;
 };
 
 /* dlz_owner_reader: the rows of owner key in the fetch's zone; *found if it has any. */
 static int
-add_owner_rows(void *ctx, const char *key, bool *found) {
-	const struct owner_read *r = ctx;
-	const struct mzone *zone = r->zone;
-	const struct mowner *owner = mhash_get(&r->t->owner_index, key);
+mem_add_owner_rows(void *ctx, const char *key, bool *found) {
+	const struct mem_owner_read *r = ctx;
+	const struct mem_zone *zone = r->zone;
+	const struct mem_owner *owner = mem_hash_get(&r->t->owner_index, key);
 
 	*found = false;
-	for (const struct mrec *rec = owner != NULL ? owner->first : NULL; rec != NULL;
+	for (const struct mem_rec *rec = owner != NULL ? owner->first : NULL; rec != NULL;
 	     rec = rec->next_of_owner) {
 		if (rec->zone != zone) {
 			continue;
@@ -465,42 +465,42 @@ add_owner_rows(void *ctx, const char *key, bool *found) {
 
 /* dlz_zone_probe: is names[i] a zone? Remembers it in the owner_read. */
 static int
-probe_zone(void *ctx, unsigned i) {
-	struct owner_read *r = ctx;
+mem_probe_zone(void *ctx, unsigned i) {
+	struct mem_owner_read *r = ctx;
 
-	r->zone = zone_get(r->t, r->req->names[i]);
+	r->zone = mem_zone_get(r->t, r->req->names[i]);
 	return r->zone != NULL;
 }
 
 static int
-memory_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct owner_read r = { .t = conn, .req = req, .out = out };
+mem_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
+	struct mem_owner_read r = { .t = conn, .req = req, .out = out };
 	int z;
 
-	if (in_outage(r.t)) {
+	if (mem_in_outage(r.t)) {
 		return DLZ_ERROR;
 	}
-	dlz_find_zone(req, 0, probe_zone, &r, &z); /* a memory probe cannot fail */
+	dlz_find_zone(req, 0, mem_probe_zone, &r, &z); /* a memory probe cannot fail */
 	if (z < 0) {
 		return DLZ_OK;
 	}
 	if (!dlz_rowset_add_zone_ref(out, r.zone->key)) {
 		return DLZ_ERROR;
 	}
-	return dlz_read_owners(req, z, 0, add_owner_rows, &r);
+	return dlz_read_owners(req, z, 0, mem_add_owner_rows, &r);
 }
 
 static int
-memory_allnodes(void *conn, const char *zone_key, dlz_node_cb *cb, void *ctx) {
-	const struct mzone *zone = zone_get(conn, zone_key);
+mem_allnodes(void *conn, const char *zone_key, dlz_node_cb *cb, void *ctx) {
+	const struct mem_zone *zone = mem_zone_get(conn, zone_key);
 
-	if (in_outage(conn)) {
+	if (mem_in_outage(conn)) {
 		return DLZ_ERROR;
 	}
 	if (zone == NULL) {
 		return DLZ_NOTFOUND;
 	}
-	for (const struct mrec *rec = zone->first; rec != NULL; rec = rec->next_in_zone) {
+	for (const struct mem_rec *rec = zone->first; rec != NULL; rec = rec->next_in_zone) {
 		int rc = cb(ctx, rec->owner, rec->type, rec->ttl, rec->rdata);
 		if (rc != DLZ_OK) {
 			return rc;
@@ -510,16 +510,16 @@ memory_allnodes(void *conn, const char *zone_key, dlz_node_cb *cb, void *ctx) {
 }
 
 static int
-memory_allowxfr(void *conn, const char *zone_key, const char *client) {
-	const struct mzone *zone = zone_get(conn, zone_key);
+mem_allowxfr(void *conn, const char *zone_key, const char *client) {
+	const struct mem_zone *zone = mem_zone_get(conn, zone_key);
 
-	if (in_outage(conn)) {
+	if (mem_in_outage(conn)) {
 		return DLZ_ERROR;
 	}
 	if (zone == NULL) {
 		return DLZ_NOTFOUND;
 	}
-	for (const struct macl *acl = zone->acl; acl != NULL; acl = acl->next) {
+	for (const struct mem_acl *acl = zone->acl; acl != NULL; acl = acl->next) {
 		if (strcmp(acl->client, client) == 0) {
 			return DLZ_OK;
 		}
@@ -527,17 +527,17 @@ memory_allowxfr(void *conn, const char *zone_key, const char *client) {
 	return DLZ_DENIED;
 }
 
-static const char *const memory_keys[] = { "file", "outage_file", NULL };
+static const char *const mem_keys[] = { "file", "outage_file", NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "memory",
 	.thread_safe = true,
-	.arg_keys = memory_keys,
-	.init = memory_init,
-	.fini = memory_fini,
-	.connect = memory_connect,
-	.disconnect = memory_disconnect,
-	.fetch = memory_fetch,
-	.allnodes = memory_allnodes,
-	.allowxfr = memory_allowxfr,
+	.arg_keys = mem_keys,
+	.init = mem_init,
+	.fini = mem_fini,
+	.connect = mem_connect,
+	.disconnect = mem_disconnect,
+	.fetch = mem_fetch,
+	.allnodes = mem_allnodes,
+	.allowxfr = mem_allowxfr,
 };

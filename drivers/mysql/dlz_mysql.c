@@ -51,10 +51,10 @@
 	" eq_range_index_dive_limit = 1, join_cache_level = 0"
 
 /* Placeholder classes of the fetch statement: zone places (names) and owner places. */
-static const unsigned zone_classes[] = { 4, 8, 16, 32, DLZ_MAX_LABELS };
-static const unsigned owner_classes[] = { 8, 16, 32, 64, 128, 320 };
-#define NZONE_CLASSES (sizeof(zone_classes) / sizeof(zone_classes[0]))
-#define NOWNER_CLASSES (sizeof(owner_classes) / sizeof(owner_classes[0]))
+static const unsigned my_zone_classes[] = { 4, 8, 16, 32, DLZ_MAX_LABELS };
+static const unsigned my_owner_classes[] = { 8, 16, 32, 64, 128, 320 };
+#define NZONE_CLASSES (sizeof(my_zone_classes) / sizeof(my_zone_classes[0]))
+#define NOWNER_CLASSES (sizeof(my_owner_classes) / sizeof(my_owner_classes[0]))
 #define NCLASSES (NZONE_CLASSES * NOWNER_CLASSES)
 #define MAX_OWNERS 320
 #define MAX_PARAMS (DLZ_MAX_LABELS + MAX_OWNERS)
@@ -68,7 +68,7 @@ _Static_assert(2 * DLZ_MAX_LABELS - 1 + DLZ_MAX_EXTRAS <= MAX_OWNERS,
 #define DATA_BUF 2048
 
 /* The flag type MYSQL_BIND points to: my_bool in Connector/C, bool in MySQL 8's client. */
-typedef __typeof__(*((MYSQL_BIND *)NULL)->is_null) bind_flag;
+typedef __typeof__(*((MYSQL_BIND *)NULL)->is_null) my_bind_flag;
 
 /* Every record of a zone by owner (schemas/mysql.sql, statement 2): ref on records_zone,
  * whose entries are in (zone_id, name) order, so no sort. No row: no such zone (a zone in the
@@ -87,7 +87,7 @@ static const char ACL_SQL[] =
 /* The result columns the fetch statement returns; zone transfer returns COL_OWNER on. */
 enum { COL_ZONE, COL_OWNER, COL_TYPE, COL_TTL, COL_DATA, NCOLS };
 
-struct settings {
+struct my_settings {
 	const char *host;
 	const char *socket;
 	const char *user;
@@ -97,17 +97,17 @@ struct settings {
 	char *fetch_sql[NCLASSES];
 };
 
-struct stmt {
+struct my_stmt {
 	MYSQL_STMT *handle;
 	unsigned bound_gen; /* the conn's buffer generation its result is bound to */
 };
 
-struct conn {
-	const struct settings *settings;
+struct my_conn {
+	const struct my_settings *settings;
 	MYSQL *db;
-	struct stmt fetch[NCLASSES];
-	struct stmt xfr;
-	struct stmt acl;
+	struct my_stmt fetch[NCLASSES];
+	struct my_stmt xfr;
+	struct my_stmt acl;
 	MYSQL_BIND params[MAX_PARAMS];
 	unsigned long param_lens[MAX_PARAMS];
 	/* Result buffers shared by the fetch and transfer statements. */
@@ -115,13 +115,13 @@ struct conn {
 	char *bufs[NCOLS];
 	size_t caps[NCOLS];
 	unsigned long lens[NCOLS];
-	bind_flag nulls[NCOLS];
-	bind_flag errors[NCOLS];
+	my_bind_flag nulls[NCOLS];
+	my_bind_flag errors[NCOLS];
 	uint32_t ttl;
 	unsigned gen; /* changes whenever a buffer moves: statements bound earlier rebind */
 	MYSQL_BIND acl_col;
 	int32_t acl_allowed; /* MYSQL_TYPE_LONG: 32 bits */
-	bind_flag acl_null;
+	my_bind_flag acl_null;
 };
 
 /* ---- the client library: once per process, and per thread ------------------------------- */
@@ -134,63 +134,63 @@ struct conn {
  * one thread-local read per call.) The key lives while any instance does: deleting it before
  * the library can be unloaded means no destructor of ours runs after that.
  */
-static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned lib_users;
-static atomic_uint lib_generation;
-static pthread_key_t thread_end_key;
-static __thread unsigned thread_generation;
+static pthread_mutex_t my_lib_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned my_lib_users;
+static atomic_uint my_lib_generation;
+static pthread_key_t my_thread_end_key;
+static __thread unsigned my_thread_generation;
 
 static void
-thread_detach(void *unused) {
+my_thread_detach(void *unused) {
 	(void)unused;
 	mysql_thread_end();
 }
 
 static bool
-library_acquire(void) {
+my_library_acquire(void) {
 	bool ok = true;
 
-	pthread_mutex_lock(&lib_lock);
-	if (lib_users == 0) {
+	pthread_mutex_lock(&my_lib_lock);
+	if (my_lib_users == 0) {
 		if (mysql_library_init(0, NULL, NULL) != 0) {
 			ok = false;
-		} else if (pthread_key_create(&thread_end_key, thread_detach) != 0) {
+		} else if (pthread_key_create(&my_thread_end_key, my_thread_detach) != 0) {
 			mysql_library_end();
 			ok = false;
 		} else {
-			atomic_fetch_add(&lib_generation, 1);
+			atomic_fetch_add(&my_lib_generation, 1);
 		}
 	}
 	if (ok) {
-		lib_users++;
+		my_lib_users++;
 	}
-	pthread_mutex_unlock(&lib_lock);
+	pthread_mutex_unlock(&my_lib_lock);
 	return ok;
 }
 
 static void
-library_release(void) {
-	pthread_mutex_lock(&lib_lock);
-	if (--lib_users == 0) {
-		pthread_key_delete(thread_end_key);
+my_library_release(void) {
+	pthread_mutex_lock(&my_lib_lock);
+	if (--my_lib_users == 0) {
+		pthread_key_delete(my_thread_end_key);
 		mysql_library_end();
 	}
-	pthread_mutex_unlock(&lib_lock);
+	pthread_mutex_unlock(&my_lib_lock);
 }
 
 static bool
-thread_attach(void) {
-	unsigned gen = atomic_load_explicit(&lib_generation, memory_order_relaxed);
+my_thread_attach(void) {
+	unsigned gen = atomic_load_explicit(&my_lib_generation, memory_order_relaxed);
 
-	if (thread_generation == gen) {
+	if (my_thread_generation == gen) {
 		return true;
 	}
 	if (mysql_thread_init() != 0) {
 		dlz_log_error_limited("mysql_thread_init failed");
 		return false;
 	}
-	pthread_setspecific(thread_end_key, &thread_generation);
-	thread_generation = gen;
+	pthread_setspecific(my_thread_end_key, &my_thread_generation);
+	my_thread_generation = gen;
 	return true;
 }
 
@@ -198,7 +198,7 @@ thread_attach(void) {
 
 /* "?, ?, ?" with n places onto text at *pos. */
 static void
-append_places(char *text, size_t *pos, unsigned n) {
+my_append_places(char *text, size_t *pos, unsigned n) {
 	for (unsigned i = 0; i < n; i++) {
 		if (i > 0) {
 			memcpy(text + *pos, ", ", 2);
@@ -210,7 +210,7 @@ append_places(char *text, size_t *pos, unsigned n) {
 
 /* schemas/mysql.sql statement 1 for k names and o owners. */
 static char *
-fetch_sql(unsigned k, unsigned o) {
+my_fetch_sql(unsigned k, unsigned o) {
 	static const char head[] =
 		"SELECT z.name, r.name, r.type, r.ttl, r.data"
 		" FROM zones z LEFT JOIN records r FORCE INDEX (PRIMARY)"
@@ -223,27 +223,16 @@ fetch_sql(unsigned k, unsigned o) {
 		return NULL;
 	}
 	pos = (size_t)sprintf(text, "%s", head);
-	append_places(text, &pos, o);
+	my_append_places(text, &pos, o);
 	pos += (size_t)sprintf(text + pos, "%s", middle);
-	append_places(text, &pos, k);
+	my_append_places(text, &pos, k);
 	sprintf(text + pos, ")");
 	return text;
 }
 
-static void
-backend_fini(void *state) {
-	struct settings *s = state;
-
-	for (unsigned i = 0; i < NCLASSES; i++) {
-		free(s->fetch_sql[i]);
-	}
-	free(s);
-	library_release();
-}
-
 static int
-backend_init(const struct dlz_args *args, void **state) {
-	struct settings *s;
+my_init(const struct dlz_args *args, void **state) {
+	struct my_settings *s;
 	long port;
 
 	if (!dlz_arg_long(args, "port", 0, 0, 65535, &port)) {
@@ -255,13 +244,13 @@ backend_init(const struct dlz_args *args, void **state) {
 			mysql_get_client_info());
 		return DLZ_ERROR;
 	}
-	if (!library_acquire()) {
+	if (!my_library_acquire()) {
 		dlz_log(ISC_LOG_ERROR, "mysql_library_init failed");
 		return DLZ_ERROR;
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
-		library_release();
+		my_library_release();
 		return DLZ_ERROR;
 	}
 	*state = s; /* from here on the core calls fini, also on failure */
@@ -272,8 +261,8 @@ backend_init(const struct dlz_args *args, void **state) {
 	s->database = dlz_arg_str(args, "database", NULL);
 	s->port = (unsigned)port;
 	for (unsigned i = 0; i < NCLASSES; i++) {
-		s->fetch_sql[i] = fetch_sql(zone_classes[i / NOWNER_CLASSES],
-					    owner_classes[i % NOWNER_CLASSES]);
+		s->fetch_sql[i] = my_fetch_sql(my_zone_classes[i / NOWNER_CLASSES],
+					       my_owner_classes[i % NOWNER_CLASSES]);
 		if (s->fetch_sql[i] == NULL) {
 			return DLZ_ERROR;
 		}
@@ -286,10 +275,21 @@ backend_init(const struct dlz_args *args, void **state) {
 	return DLZ_OK;
 }
 
+static void
+my_fini(void *state) {
+	struct my_settings *s = state;
+
+	for (unsigned i = 0; i < NCLASSES; i++) {
+		free(s->fetch_sql[i]);
+	}
+	free(s);
+	my_library_release();
+}
+
 /* ---- connections ------------------------------------------------------------------------- */
 
 static void
-close_stmt(struct stmt *st) {
+my_close_stmt(struct my_stmt *st) {
 	if (st->handle != NULL) {
 		mysql_stmt_close(st->handle);
 		st->handle = NULL;
@@ -297,12 +297,12 @@ close_stmt(struct stmt *st) {
 }
 
 static void
-conn_free(struct conn *c) {
+my_conn_free(struct my_conn *c) {
 	for (unsigned i = 0; i < NCLASSES; i++) {
-		close_stmt(&c->fetch[i]);
+		my_close_stmt(&c->fetch[i]);
 	}
-	close_stmt(&c->xfr);
-	close_stmt(&c->acl);
+	my_close_stmt(&c->xfr);
+	my_close_stmt(&c->acl);
 	if (c->db != NULL) {
 		mysql_close(c->db);
 	}
@@ -313,7 +313,7 @@ conn_free(struct conn *c) {
 }
 
 static void
-bind_string_col(struct conn *c, unsigned col, size_t cap) {
+my_bind_string_col(struct my_conn *c, unsigned col, size_t cap) {
 	MYSQL_BIND *b = &c->cols[col];
 
 	c->caps[col] = cap;
@@ -327,7 +327,7 @@ bind_string_col(struct conn *c, unsigned col, size_t cap) {
 
 /* The result buffers, allocated once for the connection's life. */
 static bool
-conn_buffers(struct conn *c) {
+my_conn_buffers(struct my_conn *c) {
 	static const size_t sizes[NCOLS] = { KEY_BUF, KEY_BUF, TYPE_BUF, 0, DATA_BUF };
 
 	for (unsigned col = 0; col < NCOLS; col++) {
@@ -338,7 +338,7 @@ conn_buffers(struct conn *c) {
 		if (c->bufs[col] == NULL) {
 			return false;
 		}
-		bind_string_col(c, col, sizes[col]);
+		my_bind_string_col(c, col, sizes[col]);
 	}
 	c->cols[COL_TTL].buffer_type = MYSQL_TYPE_LONG;
 	c->cols[COL_TTL].is_unsigned = 1;
@@ -353,9 +353,9 @@ conn_buffers(struct conn *c) {
 }
 
 static bool
-set_options(MYSQL *db) {
+my_set_options(MYSQL *db) {
 	unsigned connect_timeout = CONNECT_TIMEOUT_S, io_timeout = IO_TIMEOUT_S, no_infile = 0;
-	bind_flag report_truncation = 1;
+	my_bind_flag report_truncation = 1;
 
 	/* Keys are ASCII; any ASCII-compatible client character set compares them as bytes
 	 * against the VARBINARY columns. */
@@ -370,21 +370,21 @@ set_options(MYSQL *db) {
 }
 
 static int
-backend_connect(void *state, void **out) {
-	const struct settings *s = state;
-	struct conn *c;
+my_connect(void *state, void **out) {
+	const struct my_settings *s = state;
+	struct my_conn *c;
 
-	if (!thread_attach()) {
+	if (!my_thread_attach()) {
 		return DLZ_ERROR;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || !conn_buffers(c)) {
+	if (c == NULL || !my_conn_buffers(c)) {
 		dlz_log_error_limited("out of memory for a connection");
 		goto fail;
 	}
 	c->settings = s;
 	c->db = mysql_init(NULL);
-	if (c->db == NULL || !set_options(c->db)) {
+	if (c->db == NULL || !my_set_options(c->db)) {
 		dlz_log_error_limited("cannot set up a connection handle");
 		goto fail;
 	}
@@ -401,22 +401,22 @@ backend_connect(void *state, void **out) {
 	return DLZ_OK;
 fail:
 	if (c != NULL) {
-		conn_free(c);
+		my_conn_free(c);
 	}
 	return DLZ_ERROR;
 }
 
 static void
-backend_disconnect(void *state, void *conn) {
+my_disconnect(void *state, void *conn) {
 	(void)state;
-	thread_attach(); /* closing needs it too; a failure is logged, the memory freed anyway */
-	conn_free(conn);
+	my_thread_attach(); /* closing needs it too; a failure is logged, the memory freed anyway */
+	my_conn_free(conn);
 }
 
 /* ---- statements ------------------------------------------------------------------------- */
 
 static int
-stmt_failed(const struct conn *c, const struct stmt *st, const char *what) {
+my_stmt_failed(const struct my_conn *c, const struct my_stmt *st, const char *what) {
 	dlz_log_error_limited("%s failed: %s", what,
 			      st->handle != NULL ? mysql_stmt_error(st->handle)
 						 : mysql_error(c->db));
@@ -425,24 +425,24 @@ stmt_failed(const struct conn *c, const struct stmt *st, const char *what) {
 
 /* The statement prepared on this connection (now, the first time). */
 static bool
-stmt_ready(struct conn *c, struct stmt *st, const char *sql, unsigned nparams) {
+my_stmt_ready(struct my_conn *c, struct my_stmt *st, const char *sql, unsigned nparams) {
 	if (st->handle != NULL) {
 		return true;
 	}
 	st->handle = mysql_stmt_init(c->db);
 	if (st->handle == NULL) {
-		stmt_failed(c, st, "mysql_stmt_init");
+		my_stmt_failed(c, st, "mysql_stmt_init");
 		return false;
 	}
 	if (mysql_stmt_prepare(st->handle, sql, (unsigned long)strlen(sql)) != 0) {
-		stmt_failed(c, st, "prepare");
-		close_stmt(st);
+		my_stmt_failed(c, st, "prepare");
+		my_close_stmt(st);
 		return false;
 	}
 	if (mysql_stmt_param_count(st->handle) != nparams) {
 		dlz_log_error_limited("prepared statement has %lu parameters, not %u",
 				      mysql_stmt_param_count(st->handle), nparams);
-		close_stmt(st);
+		my_close_stmt(st);
 		return false;
 	}
 	return true;
@@ -450,12 +450,12 @@ stmt_ready(struct conn *c, struct stmt *st, const char *sql, unsigned nparams) {
 
 /* Make the statement's result point at the current buffers (after growth moved them). */
 static bool
-stmt_bind_result(struct conn *c, struct stmt *st, MYSQL_BIND *cols) {
+my_stmt_bind_result(struct my_conn *c, struct my_stmt *st, MYSQL_BIND *cols) {
 	if (st->bound_gen == c->gen) {
 		return true;
 	}
 	if (mysql_stmt_bind_result(st->handle, cols) != 0) {
-		stmt_failed(c, st, "bind result");
+		my_stmt_failed(c, st, "bind result");
 		return false;
 	}
 	st->bound_gen = c->gen;
@@ -463,7 +463,7 @@ stmt_bind_result(struct conn *c, struct stmt *st, MYSQL_BIND *cols) {
 }
 
 static void
-set_param(struct conn *c, unsigned i, const char *text) {
+my_set_param(struct my_conn *c, unsigned i, const char *text) {
 	MYSQL_BIND *b = &c->params[i];
 
 	c->param_lens[i] = (unsigned long)strlen(text);
@@ -475,10 +475,10 @@ set_param(struct conn *c, unsigned i, const char *text) {
 
 /* Bind params[0..n-1] and execute: one round trip. */
 static bool
-stmt_execute(struct conn *c, struct stmt *st, const char *what) {
+my_stmt_execute(struct my_conn *c, struct my_stmt *st, const char *what) {
 	if (mysql_stmt_bind_param(st->handle, c->params) != 0 ||
 	    mysql_stmt_execute(st->handle) != 0) {
-		stmt_failed(c, st, what);
+		my_stmt_failed(c, st, what);
 		return false;
 	}
 	return true;
@@ -486,7 +486,7 @@ stmt_execute(struct conn *c, struct stmt *st, const char *what) {
 
 /* Grow col's buffer to hold need bytes and a NUL; every statement must then rebind. */
 static bool
-grow_col(struct conn *c, unsigned col, size_t need) {
+my_grow_col(struct my_conn *c, unsigned col, size_t need) {
 	size_t cap = c->caps[col];
 	char *bigger;
 
@@ -499,35 +499,35 @@ grow_col(struct conn *c, unsigned col, size_t need) {
 		return false;
 	}
 	c->bufs[col] = bigger;
-	bind_string_col(c, col, cap);
+	my_bind_string_col(c, col, cap);
 	c->gen++;
 	return true;
 }
 
 /* The columns of this row that did not fit, fetched again into grown buffers. */
 static bool
-refetch_truncated(struct conn *c, struct stmt *st, unsigned first) {
+my_refetch_truncated(struct my_conn *c, struct my_stmt *st, unsigned first) {
 	for (unsigned col = first; col < NCOLS; col++) {
 		if (col == COL_TTL || !c->errors[col]) {
 			continue;
 		}
-		if (!grow_col(c, col, c->lens[col]) ||
+		if (!my_grow_col(c, col, c->lens[col]) ||
 		    mysql_stmt_fetch_column(st->handle, &c->cols[col], col - first, 0) != 0) {
-			stmt_failed(c, st, "fetch of a long column");
+			my_stmt_failed(c, st, "fetch of a long column");
 			return false;
 		}
 		c->errors[col] = 0;
 	}
 	/* Rebinding between fetches is allowed: the next rows land in the grown buffers. */
-	return stmt_bind_result(c, st, &c->cols[first]);
+	return my_stmt_bind_result(c, st, &c->cols[first]);
 }
 
-typedef int row_fn(struct conn *c, void *ctx);
+typedef int my_row_fn(struct my_conn *c, void *ctx);
 
 /* Every row of the executed statement (result bound from column first on) to fn; fn's
  * non-DLZ_OK return stops and is returned, leaving rows unread. */
 static int
-fetch_all(struct conn *c, struct stmt *st, unsigned first, row_fn *fn, void *ctx) {
+my_fetch_all(struct my_conn *c, struct my_stmt *st, unsigned first, my_row_fn *fn, void *ctx) {
 	for (;;) {
 		int rc = mysql_stmt_fetch(st->handle);
 
@@ -535,9 +535,9 @@ fetch_all(struct conn *c, struct stmt *st, unsigned first, row_fn *fn, void *ctx
 			return DLZ_OK;
 		}
 		if (rc == 1) {
-			return stmt_failed(c, st, "fetch");
+			return my_stmt_failed(c, st, "fetch");
 		}
-		if (rc == MYSQL_DATA_TRUNCATED && !refetch_truncated(c, st, first)) {
+		if (rc == MYSQL_DATA_TRUNCATED && !my_refetch_truncated(c, st, first)) {
 			return DLZ_ERROR;
 		}
 		for (unsigned col = first; col < NCOLS; col++) {
@@ -554,39 +554,18 @@ fetch_all(struct conn *c, struct stmt *st, unsigned first, row_fn *fn, void *ctx
 
 /* ---- fetch: one DNS query ---------------------------------------------------------------- */
 
-struct fetch_ctx {
-	const struct dlz_fetch_req *req;
-	struct dlz_rowset *out;
-	bool reported[DLZ_MAX_LABELS];
-};
-
-/* Report the row's zone once (it comes with every row of that zone). */
-static bool
-report_zone(struct fetch_ctx *f, const char *zone, size_t len) {
-	for (unsigned i = 0; i < f->req->nnames; i++) {
-		const char *name = f->req->names[i];
-		if (strncmp(name, zone, len) == 0 && name[len] == '\0') {
-			if (f->reported[i]) {
-				return true;
-			}
-			f->reported[i] = true;
-			break;
-		}
-	}
-	return dlz_rowset_add_zone(f->out, zone);
-}
-
 static int
-fetch_row(struct conn *c, void *ctx) {
-	struct fetch_ctx *f = ctx;
+my_fetch_row(struct my_conn *c, void *ctx) {
+	struct dlz_rowset *out = ctx;
 
-	if (!report_zone(f, c->bufs[COL_ZONE], c->lens[COL_ZONE])) {
+	/* Each row comes with its zone: reported once (the rowset ignores repeats). */
+	if (!dlz_rowset_add_zone(out, c->bufs[COL_ZONE])) {
 		return DLZ_ERROR;
 	}
 	if (c->nulls[COL_OWNER]) {
 		return DLZ_OK; /* the zone matched, none of the owners in it did */
 	}
-	if (!dlz_rowset_add_row_n(f->out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
+	if (!dlz_rowset_add_row_n(out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
 				  c->bufs[COL_OWNER], c->lens[COL_OWNER], c->bufs[COL_TYPE],
 				  c->lens[COL_TYPE], c->ttl, c->bufs[COL_DATA],
 				  c->lens[COL_DATA])) {
@@ -597,7 +576,7 @@ fetch_row(struct conn *c, void *ctx) {
 
 /* The smallest class index with at least n places. */
 static unsigned
-smallest_class(const unsigned *classes, unsigned n) {
+my_smallest_class(const unsigned *classes, unsigned n) {
 	unsigned i = 0;
 
 	while (classes[i] < n) {
@@ -607,75 +586,74 @@ smallest_class(const unsigned *classes, unsigned n) {
 }
 
 static int
-backend_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct conn *c = conn;
-	struct fetch_ctx f = { .req = req, .out = out };
+my_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
+	struct my_conn *c = conn;
 	unsigned cls, k, nowner_places;
-	struct stmt *st;
+	struct my_stmt *st;
 
-	if (!thread_attach() || req->nnames == 0 || req->nnames > DLZ_MAX_LABELS ||
+	if (!my_thread_attach() || req->nnames == 0 || req->nnames > DLZ_MAX_LABELS ||
 	    req->nowners > MAX_OWNERS) {
 		return DLZ_ERROR;
 	}
-	cls = smallest_class(zone_classes, req->nnames) * NOWNER_CLASSES +
-	      smallest_class(owner_classes, req->nowners);
-	k = zone_classes[cls / NOWNER_CLASSES];
-	nowner_places = owner_classes[cls % NOWNER_CLASSES];
+	cls = my_smallest_class(my_zone_classes, req->nnames) * NOWNER_CLASSES +
+	      my_smallest_class(my_owner_classes, req->nowners);
+	k = my_zone_classes[cls / NOWNER_CLASSES];
+	nowner_places = my_owner_classes[cls % NOWNER_CLASSES];
 	st = &c->fetch[cls];
-	if (!stmt_ready(c, st, c->settings->fetch_sql[cls], nowner_places + k)) {
+	if (!my_stmt_ready(c, st, c->settings->fetch_sql[cls], nowner_places + k)) {
 		return DLZ_ERROR;
 	}
 	/* Owner places come first in the statement's text, then the zone places. */
 	for (unsigned i = 0; i < nowner_places; i++) {
-		set_param(c, i, i < req->nowners ? req->owners[i] : "");
+		my_set_param(c, i, i < req->nowners ? req->owners[i] : "");
 	}
 	for (unsigned i = 0; i < k; i++) {
-		set_param(c, nowner_places + i, i < req->nnames ? req->names[i] : "");
+		my_set_param(c, nowner_places + i, i < req->nnames ? req->names[i] : "");
 	}
-	if (!stmt_bind_result(c, st, &c->cols[COL_ZONE]) || !stmt_execute(c, st, "fetch")) {
+	if (!my_stmt_bind_result(c, st, &c->cols[COL_ZONE]) || !my_stmt_execute(c, st, "fetch")) {
 		return DLZ_ERROR;
 	}
-	return fetch_all(c, st, COL_ZONE, fetch_row, &f);
+	return my_fetch_all(c, st, COL_ZONE, my_fetch_row, out);
 }
 
 /* ---- zone transfer ----------------------------------------------------------------------- */
 
-struct xfr_ctx {
+struct my_xfr_ctx {
 	dlz_node_cb *cb;
 	void *cb_ctx;
 	bool zone_found;
 };
 
 static int
-xfr_row(struct conn *c, void *ctx) {
-	struct xfr_ctx *x = ctx;
+my_xfr_row(struct my_conn *c, void *ctx) {
+	struct my_xfr_ctx *x = ctx;
 
 	x->zone_found = true;
 	return x->cb(x->cb_ctx, c->bufs[COL_OWNER], c->bufs[COL_TYPE], c->ttl, c->bufs[COL_DATA]);
 }
 
 static int
-backend_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
-	struct conn *c = conn;
-	struct xfr_ctx x = { .cb = cb, .cb_ctx = ctx };
+my_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
+	struct my_conn *c = conn;
+	struct my_xfr_ctx x = { .cb = cb, .cb_ctx = ctx };
 	int rc;
 
-	if (!thread_attach() || !stmt_ready(c, &c->xfr, XFR_SQL, 1)) {
+	if (!my_thread_attach() || !my_stmt_ready(c, &c->xfr, XFR_SQL, 1)) {
 		return DLZ_ERROR;
 	}
-	set_param(c, 0, zone);
-	if (!stmt_bind_result(c, &c->xfr, &c->cols[COL_OWNER]) ||
-	    !stmt_execute(c, &c->xfr, "zone transfer")) {
+	my_set_param(c, 0, zone);
+	if (!my_stmt_bind_result(c, &c->xfr, &c->cols[COL_OWNER]) ||
+	    !my_stmt_execute(c, &c->xfr, "zone transfer")) {
 		return DLZ_ERROR;
 	}
-	rc = fetch_all(c, &c->xfr, COL_OWNER, xfr_row, &x);
+	rc = my_fetch_all(c, &c->xfr, COL_OWNER, my_xfr_row, &x);
 	if (rc == DLZ_ERROR) {
 		return DLZ_ERROR;
 	}
 	/* The callback stopped the walk: read and drop the rest, so the connection stays in
 	 * step with the server. */
 	if (rc != DLZ_OK && mysql_stmt_free_result(c->xfr.handle) != 0) {
-		return stmt_failed(c, &c->xfr, "discarding a transfer's rows");
+		return my_stmt_failed(c, &c->xfr, "discarding a transfer's rows");
 	}
 	return rc == DLZ_OK && !x.zone_found ? DLZ_NOTFOUND : rc;
 }
@@ -683,22 +661,22 @@ backend_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 /* ---- zone transfer ACL ------------------------------------------------------------------- */
 
 static int
-backend_allowxfr(void *conn, const char *zone, const char *client) {
-	struct conn *c = conn;
+my_allowxfr(void *conn, const char *zone, const char *client) {
+	struct my_conn *c = conn;
 	int rc, verdict = DLZ_NOTFOUND;
 
-	if (!thread_attach() || !stmt_ready(c, &c->acl, ACL_SQL, 2)) {
+	if (!my_thread_attach() || !my_stmt_ready(c, &c->acl, ACL_SQL, 2)) {
 		return DLZ_ERROR;
 	}
 	if (c->acl.bound_gen == 0) {
 		if (mysql_stmt_bind_result(c->acl.handle, &c->acl_col) != 0) {
-			return stmt_failed(c, &c->acl, "bind result");
+			return my_stmt_failed(c, &c->acl, "bind result");
 		}
 		c->acl.bound_gen = 1; /* its integer column never moves */
 	}
-	set_param(c, 0, client);
-	set_param(c, 1, zone);
-	if (!stmt_execute(c, &c->acl, "allowzonexfr")) {
+	my_set_param(c, 0, client);
+	my_set_param(c, 1, zone);
+	if (!my_stmt_execute(c, &c->acl, "allowzonexfr")) {
 		return DLZ_ERROR;
 	}
 	/* zones.name is unique and (zone_id, client) the ACL's key: at most one row. */
@@ -706,14 +684,14 @@ backend_allowxfr(void *conn, const char *zone, const char *client) {
 		verdict = !c->acl_null && c->acl_allowed != 0 ? DLZ_OK : DLZ_DENIED;
 	}
 	if (rc != MYSQL_NO_DATA) {
-		return stmt_failed(c, &c->acl, "allowzonexfr fetch");
+		return my_stmt_failed(c, &c->acl, "allowzonexfr fetch");
 	}
 	return verdict;
 }
 
 /* ---- the backend ------------------------------------------------------------------------- */
 
-static const char *const mysql_keys[] = {
+static const char *const my_keys[] = {
 	"host", "port", "socket", "user", "password", "database", NULL,
 };
 
@@ -722,12 +700,12 @@ const struct dlz_backend dlz_backend = {
 	/* One MYSQL handle per pooled connection, used by one thread at a time: safe with a
 	 * thread-safe client library, which init checks (mysql_thread_safe). */
 	.thread_safe = true,
-	.arg_keys = mysql_keys,
-	.init = backend_init,
-	.fini = backend_fini,
-	.connect = backend_connect,
-	.disconnect = backend_disconnect,
-	.fetch = backend_fetch,
-	.allnodes = backend_allnodes,
-	.allowxfr = backend_allowxfr,
+	.arg_keys = my_keys,
+	.init = my_init,
+	.fini = my_fini,
+	.connect = my_connect,
+	.disconnect = my_disconnect,
+	.fetch = my_fetch,
+	.allnodes = my_allnodes,
+	.allowxfr = my_allowxfr,
 };

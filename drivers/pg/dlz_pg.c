@@ -1,5 +1,5 @@
 /*
- * The PostgreSQL driver (libpq) over schemas/postgres.sql.
+ * The PostgreSQL driver (libpq) over schemas/pg.sql.
  *
  * Every statement is prepared once per connection and run with bound parameters; a name
  * from a DNS query never becomes SQL text. One DNS query costs one statement (FETCH_SQL):
@@ -25,7 +25,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <libpq-fe.h>
 
@@ -98,7 +97,7 @@
 /* Does zone $1 exist? Only asked when a transfer found no record at all. */
 #define ZONE_SQL "SELECT 1 FROM zones WHERE name = $1"
 
-struct statement {
+struct pg_statement {
 	const char *name;
 	const char *sql;
 	int nparams;
@@ -107,7 +106,7 @@ struct statement {
 
 enum { ST_FETCH, ST_ALLOWXFR, ST_ZONE, ST_BEGIN, ST_DECLARE, ST_FETCH_BATCH, ST_COMMIT, ST_COUNT };
 
-static const struct statement statements[ST_COUNT] = {
+static const struct pg_statement pg_statements[ST_COUNT] = {
 	[ST_FETCH] = { "dlz_fetch", FETCH_SQL, 2, { TEXTARRAYOID, TEXTARRAYOID } },
 	[ST_ALLOWXFR] = { "dlz_allowxfr", ALLOWXFR_SQL, 2, { TEXTOID, TEXTOID } },
 	[ST_ZONE] = { "dlz_zone", ZONE_SQL, 1, { TEXTOID } },
@@ -119,7 +118,7 @@ static const struct statement statements[ST_COUNT] = {
 
 /* ---- state and connections -------------------------------------------------------------- */
 
-/* The conninfo keys the store passes (loaders/pg.py: Postgres.conninfo()). */
+/* The conninfo keys the store passes (stores/pg.py: PgStore.dlz_args). */
 static const char *const pg_keys[] = { "host", "port", "dbname", "user", NULL };
 
 #define MAX_PARAMS 16
@@ -129,14 +128,14 @@ struct pg_state {
 	const char *values[MAX_PARAMS];
 };
 
-struct pg_conn {
+struct pg_connection {
 	PGconn *pg;
 	char *buf; /* the fetch's binary array parameters, reused from query to query */
 	size_t cap;
 };
 
 static void
-log_pg_error(const char *what, const PGconn *pg, const PGresult *res) {
+pg_log_error(const char *what, const PGconn *pg, const PGresult *res) {
 	const char *msg = res != NULL ? PQresultErrorMessage(res) : PQerrorMessage(pg);
 	size_t len = strlen(msg);
 
@@ -146,27 +145,19 @@ log_pg_error(const char *what, const PGconn *pg, const PGresult *res) {
 	dlz_log_error_limited("%s: %.*s", what, (int)len, len > 0 ? msg : "unknown error");
 }
 
-static long
-now_ms(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait until libpq has a whole result (or the end of them) to give; false on timeout or a
  * broken connection. The deadline restarts whenever data arrives. */
 static bool
-wait_result(PGconn *pg, const char *what) {
-	long deadline = now_ms() + IO_TIMEOUT_MS;
+pg_wait_result(PGconn *pg, const char *what) {
+	long deadline = dlz_now_ms() + IO_TIMEOUT_MS;
 
 	while (PQisBusy(pg)) {
 		struct pollfd pfd = { .fd = PQsocket(pg), .events = POLLIN };
-		long left = deadline - now_ms();
+		long left = deadline - dlz_now_ms();
 		int rc;
 
 		if (pfd.fd < 0) {
-			log_pg_error(what, pg, NULL);
+			pg_log_error(what, pg, NULL);
 			return false;
 		}
 		rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
@@ -179,10 +170,10 @@ wait_result(PGconn *pg, const char *what) {
 			return false;
 		}
 		if (rc < 0 || !PQconsumeInput(pg)) {
-			log_pg_error(what, pg, NULL);
+			pg_log_error(what, pg, NULL);
 			return false;
 		}
-		deadline = now_ms() + IO_TIMEOUT_MS;
+		deadline = dlz_now_ms() + IO_TIMEOUT_MS;
 	}
 	return true;
 }
@@ -190,11 +181,11 @@ wait_result(PGconn *pg, const char *what) {
 /* The result of the statement just sent, with status want; NULL (logged) otherwise. Reads
  * up to the end of the statement's results, so the connection is ready for the next one. */
 static PGresult *
-collect_result(PGconn *pg, const char *what, ExecStatusType want) {
+pg_collect_result(PGconn *pg, const char *what, ExecStatusType want) {
 	PGresult *first = NULL, *res;
 
 	for (;;) {
-		if (!wait_result(pg, what)) {
+		if (!pg_wait_result(pg, what)) {
 			PQclear(first);
 			return NULL;
 		}
@@ -209,7 +200,7 @@ collect_result(PGconn *pg, const char *what, ExecStatusType want) {
 		}
 	}
 	if (first == NULL || PQresultStatus(first) != want) {
-		log_pg_error(what, pg, first);
+		pg_log_error(what, pg, first);
 		PQclear(first);
 		return NULL;
 	}
@@ -218,38 +209,38 @@ collect_result(PGconn *pg, const char *what, ExecStatusType want) {
 
 /* Run a prepared statement with binary parameters and binary results. */
 static PGresult *
-run_prepared(struct pg_conn *c, int st, const char *const *values, const int *lengths,
-	     ExecStatusType want) {
+pg_run_prepared(struct pg_connection *c, int st, const char *const *values, const int *lengths,
+		ExecStatusType want) {
 	static const int binary[2] = { 1, 1 };
-	const struct statement *s = &statements[st];
+	const struct pg_statement *s = &pg_statements[st];
 
 	if (!PQsendQueryPrepared(c->pg, s->name, s->nparams, values, lengths, binary, 1)) {
-		log_pg_error(s->name, c->pg, NULL);
+		pg_log_error(s->name, c->pg, NULL);
 		return NULL;
 	}
-	return collect_result(c->pg, s->name, want);
+	return pg_collect_result(c->pg, s->name, want);
 }
 
 /* A statement without a result set (BEGIN, COMMIT, DECLARE); false (logged) on failure. */
 static bool
-run_command(struct pg_conn *c, int st, const char *const *values, const int *lengths) {
-	PGresult *res = run_prepared(c, st, values, lengths, PGRES_COMMAND_OK);
+pg_run_command(struct pg_connection *c, int st, const char *const *values, const int *lengths) {
+	PGresult *res = pg_run_prepared(c, st, values, lengths, PGRES_COMMAND_OK);
 
 	PQclear(res);
 	return res != NULL;
 }
 
 static bool
-prepare_all(PGconn *pg) {
+pg_prepare_all(PGconn *pg) {
 	for (int i = 0; i < ST_COUNT; i++) {
-		const struct statement *s = &statements[i];
+		const struct pg_statement *s = &pg_statements[i];
 		PGresult *res;
 
 		if (!PQsendPrepare(pg, s->name, s->sql, s->nparams, s->types)) {
-			log_pg_error(s->name, pg, NULL);
+			pg_log_error(s->name, pg, NULL);
 			return false;
 		}
-		res = collect_result(pg, s->name, PGRES_COMMAND_OK);
+		res = pg_collect_result(pg, s->name, PGRES_COMMAND_OK);
 		if (res == NULL) {
 			return false;
 		}
@@ -259,7 +250,7 @@ prepare_all(PGconn *pg) {
 }
 
 static bool
-state_add(struct pg_state *s, unsigned *n, const char *key, const char *value) {
+pg_state_add(struct pg_state *s, unsigned *n, const char *key, const char *value) {
 	if (value == NULL) {
 		return true;
 	}
@@ -289,12 +280,12 @@ pg_init(const struct dlz_args *args, void **state) {
 	/* Values go to libpq one by one (PQconnectdbParams): never pasted into a conninfo
 	 * string, so no value can smuggle in another setting. */
 	for (const char *const *key = pg_keys; *key != NULL; key++) {
-		ok = ok && state_add(s, &n, *key, dlz_arg_str(args, *key, NULL));
+		ok = ok && pg_state_add(s, &n, *key, dlz_arg_str(args, *key, NULL));
 	}
-	ok = ok && state_add(s, &n, "connect_timeout", CONNECT_TIMEOUT) &&
-	     state_add(s, &n, "options", SESSION_OPTIONS) &&
-	     state_add(s, &n, "client_encoding", "UTF8") &&
-	     state_add(s, &n, "application_name", "dlz_postgres");
+	ok = ok && pg_state_add(s, &n, "connect_timeout", CONNECT_TIMEOUT) &&
+	     pg_state_add(s, &n, "options", SESSION_OPTIONS) &&
+	     pg_state_add(s, &n, "client_encoding", "UTF8") &&
+	     pg_state_add(s, &n, "application_name", "dlz_pg");
 	if (!ok) {
 		free(s);
 		return DLZ_ERROR;
@@ -313,7 +304,7 @@ pg_fini(void *state) {
 static int
 pg_connect(void *state, void **conn) {
 	struct pg_state *s = state;
-	struct pg_conn *c = calloc(1, sizeof(*c));
+	struct pg_connection *c = calloc(1, sizeof(*c));
 
 	if (c == NULL) {
 		return DLZ_ERROR;
@@ -321,13 +312,13 @@ pg_connect(void *state, void **conn) {
 	c->pg = PQconnectdbParams(s->keys, s->values, 0);
 	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK) {
 		if (c->pg != NULL) {
-			log_pg_error("connect", c->pg, NULL);
+			pg_log_error("connect", c->pg, NULL);
 		}
 		PQfinish(c->pg);
 		free(c);
 		return DLZ_ERROR;
 	}
-	if (!prepare_all(c->pg)) {
+	if (!pg_prepare_all(c->pg)) {
 		PQfinish(c->pg);
 		free(c);
 		return DLZ_ERROR;
@@ -338,7 +329,7 @@ pg_connect(void *state, void **conn) {
 
 static void
 pg_disconnect(void *state, void *conn) {
-	struct pg_conn *c = conn;
+	struct pg_connection *c = conn;
 
 	(void)state;
 	PQfinish(c->pg);
@@ -349,7 +340,7 @@ pg_disconnect(void *state, void *conn) {
 /* ---- fetch ------------------------------------------------------------------------------ */
 
 static char *
-put_u32(char *p, uint32_t value) {
+pg_put_u32(char *p, uint32_t value) {
 	uint32_t net = htonl(value);
 
 	memcpy(p, &net, sizeof(net));
@@ -357,7 +348,7 @@ put_u32(char *p, uint32_t value) {
 }
 
 static size_t
-text_array_size(const char *const *items, unsigned n) {
+pg_text_array_size(const char *const *items, unsigned n) {
 	size_t size = 5 * 4; /* ndim, flags, element type, length and lower bound of the dim */
 
 	for (unsigned i = 0; i < n; i++) {
@@ -368,15 +359,15 @@ text_array_size(const char *const *items, unsigned n) {
 
 /* items as a one-dimensional text[] in array_send's format; returns the end. */
 static char *
-put_text_array(char *p, const char *const *items, unsigned n) {
-	p = put_u32(p, 1);       /* dimensions */
-	p = put_u32(p, 0);       /* no NULL elements */
-	p = put_u32(p, TEXTOID); /* element type */
-	p = put_u32(p, n);       /* length of the dimension */
-	p = put_u32(p, 1);       /* its lower bound */
+pg_put_text_array(char *p, const char *const *items, unsigned n) {
+	p = pg_put_u32(p, 1);       /* dimensions */
+	p = pg_put_u32(p, 0);       /* no NULL elements */
+	p = pg_put_u32(p, TEXTOID); /* element type */
+	p = pg_put_u32(p, n);       /* length of the dimension */
+	p = pg_put_u32(p, 1);       /* its lower bound */
 	for (unsigned i = 0; i < n; i++) {
 		size_t len = strlen(items[i]);
-		p = put_u32(p, (uint32_t)len);
+		p = pg_put_u32(p, (uint32_t)len);
 		memcpy(p, items[i], len);
 		p += len;
 	}
@@ -384,23 +375,7 @@ put_text_array(char *p, const char *const *items, unsigned n) {
 }
 
 static bool
-reserve(struct pg_conn *c, size_t size) {
-	char *bigger;
-
-	if (size <= c->cap) {
-		return true;
-	}
-	bigger = realloc(c->buf, size);
-	if (bigger == NULL) {
-		return false;
-	}
-	c->buf = bigger;
-	c->cap = size;
-	return true;
-}
-
-static bool
-ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
+pg_ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
 	uint32_t net;
 
 	if (PQgetlength(res, row, col) != (int)sizeof(net)) {
@@ -411,24 +386,8 @@ ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
 	return true;
 }
 
-/* Report a zone once, however many of its rows came back. */
-static bool
-add_zone_once(struct dlz_rowset *out, const char **seen, unsigned *nseen, const char *zone) {
-	for (unsigned i = 0; i < *nseen; i++) {
-		if (strcmp(seen[i], zone) == 0) {
-			return true;
-		}
-	}
-	if (*nseen < DLZ_MAX_LABELS) {
-		seen[(*nseen)++] = zone;
-	}
-	return dlz_rowset_add_zone(out, zone);
-}
-
 static int
-rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
-	const char *seen[DLZ_MAX_LABELS];
-	unsigned nseen = 0;
+pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 	int nrows = PQntuples(res);
 
 	if (PQnfields(res) != 5) {
@@ -439,13 +398,14 @@ rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 		const char *zone = PQgetvalue(res, i, 0); /* NUL-terminated in binary format too */
 		uint32_t ttl;
 
-		if (!add_zone_once(out, seen, &nseen, zone)) {
+		/* Each row comes with its zone: reported once (the rowset ignores repeats). */
+		if (!dlz_rowset_add_zone(out, zone)) {
 			return DLZ_ERROR;
 		}
 		if (PQgetisnull(res, i, 1)) {
 			continue; /* the zone, and none of its candidate owners */
 		}
-		if (!ttl_of(res, i, 3, &ttl)) {
+		if (!pg_ttl_of(res, i, 3, &ttl)) {
 			dlz_log_error_limited("fetch: the ttl column is not an integer");
 			return DLZ_ERROR;
 		}
@@ -461,28 +421,29 @@ rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 
 static int
 pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct pg_conn *c = conn;
-	size_t names_size = text_array_size(req->names, req->nnames);
-	size_t owners_size = text_array_size(req->owners, req->nowners);
+	struct pg_connection *c = conn;
+	size_t names_size = pg_text_array_size(req->names, req->nnames);
+	size_t owners_size = pg_text_array_size(req->owners, req->nowners);
 	const char *values[2];
 	int lengths[2];
 	PGresult *res;
 	int rc;
 
-	if (names_size + owners_size > (size_t)INT32_MAX || !reserve(c, names_size + owners_size)) {
+	if (names_size + owners_size > (size_t)INT32_MAX ||
+	    !dlz_grow((void **)&c->buf, &c->cap, names_size + owners_size, 1)) {
 		return DLZ_ERROR;
 	}
-	put_text_array(c->buf, req->names, req->nnames);
-	put_text_array(c->buf + names_size, req->owners, req->nowners);
+	pg_put_text_array(c->buf, req->names, req->nnames);
+	pg_put_text_array(c->buf + names_size, req->owners, req->nowners);
 	values[0] = c->buf;
 	values[1] = c->buf + names_size;
 	lengths[0] = (int)names_size;
 	lengths[1] = (int)owners_size;
-	res = run_prepared(c, ST_FETCH, values, lengths, PGRES_TUPLES_OK);
+	res = pg_run_prepared(c, ST_FETCH, values, lengths, PGRES_TUPLES_OK);
 	if (res == NULL) {
 		return DLZ_ERROR;
 	}
-	rc = rows_to_rowset(res, out);
+	rc = pg_rows_to_rowset(res, out);
 	PQclear(res);
 	return rc;
 }
@@ -490,10 +451,10 @@ pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 /* ---- zone transfer ---------------------------------------------------------------------- */
 
 static int
-zone_exists(struct pg_conn *c, const char *zone) {
+pg_zone_exists(struct pg_connection *c, const char *zone) {
 	const char *values[1] = { zone };
 	int lengths[1] = { (int)strlen(zone) };
-	PGresult *res = run_prepared(c, ST_ZONE, values, lengths, PGRES_TUPLES_OK);
+	PGresult *res = pg_run_prepared(c, ST_ZONE, values, lengths, PGRES_TUPLES_OK);
 	int rc;
 
 	if (res == NULL) {
@@ -506,8 +467,8 @@ zone_exists(struct pg_conn *c, const char *zone) {
 
 /* One batch of the cursor to cb; *count gets its number of rows. */
 static int
-axfr_batch(struct pg_conn *c, dlz_node_cb *cb, void *ctx, int *count) {
-	PGresult *res = run_prepared(c, ST_FETCH_BATCH, NULL, NULL, PGRES_TUPLES_OK);
+pg_axfr_batch(struct pg_connection *c, dlz_node_cb *cb, void *ctx, int *count) {
+	PGresult *res = pg_run_prepared(c, ST_FETCH_BATCH, NULL, NULL, PGRES_TUPLES_OK);
 	int rc = DLZ_OK;
 
 	if (res == NULL) {
@@ -520,7 +481,7 @@ axfr_batch(struct pg_conn *c, dlz_node_cb *cb, void *ctx, int *count) {
 	for (int i = 0; i < *count && rc == DLZ_OK; i++) {
 		uint32_t ttl;
 
-		if (!ttl_of(res, i, 2, &ttl)) {
+		if (!pg_ttl_of(res, i, 2, &ttl)) {
 			dlz_log_error_limited("allnodes: the ttl column is not an integer");
 			rc = DLZ_ERROR;
 			break;
@@ -533,38 +494,38 @@ axfr_batch(struct pg_conn *c, dlz_node_cb *cb, void *ctx, int *count) {
 }
 
 static int
-axfr_walk(struct pg_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
+pg_axfr_walk(struct pg_connection *c, const char *zone, dlz_node_cb *cb, void *ctx) {
 	const char *values[1] = { zone };
 	int lengths[1] = { (int)strlen(zone) };
 	int count = AXFR_BATCH, total = 0, rc = DLZ_OK;
 
-	if (!run_command(c, ST_DECLARE, values, lengths)) {
+	if (!pg_run_command(c, ST_DECLARE, values, lengths)) {
 		return DLZ_ERROR;
 	}
 	while (rc == DLZ_OK && count == AXFR_BATCH) {
-		rc = axfr_batch(c, cb, ctx, &count);
+		rc = pg_axfr_batch(c, cb, ctx, &count);
 		total += count;
 	}
 	if (rc == DLZ_OK && total == 0) {
-		rc = zone_exists(c, zone); /* a zone without records, or no zone */
+		rc = pg_zone_exists(c, zone); /* a zone without records, or no zone */
 	}
 	return rc;
 }
 
 static int
 pg_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
-	struct pg_conn *c = conn;
+	struct pg_connection *c = conn;
 	int rc;
 
-	if (!run_command(c, ST_BEGIN, NULL, NULL)) {
+	if (!pg_run_command(c, ST_BEGIN, NULL, NULL)) {
 		return DLZ_ERROR;
 	}
-	rc = axfr_walk(c, zone, cb, ctx);
+	rc = pg_axfr_walk(c, zone, cb, ctx);
 	if (rc == DLZ_ERROR) {
 		return DLZ_ERROR; /* the core drops the connection, and the transaction with it */
 	}
 	/* Ends the transaction and closes the cursor, also when cb stopped the walk. */
-	if (!run_command(c, ST_COMMIT, NULL, NULL)) {
+	if (!pg_run_command(c, ST_COMMIT, NULL, NULL)) {
 		return DLZ_ERROR;
 	}
 	return rc;
@@ -572,10 +533,10 @@ pg_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 
 static int
 pg_allowxfr(void *conn, const char *zone, const char *client) {
-	struct pg_conn *c = conn;
+	struct pg_connection *c = conn;
 	const char *values[2] = { zone, client };
 	int lengths[2] = { (int)strlen(zone), (int)strlen(client) };
-	PGresult *res = run_prepared(c, ST_ALLOWXFR, values, lengths, PGRES_TUPLES_OK);
+	PGresult *res = pg_run_prepared(c, ST_ALLOWXFR, values, lengths, PGRES_TUPLES_OK);
 	int rc;
 
 	if (res == NULL) {
@@ -593,7 +554,7 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 }
 
 const struct dlz_backend dlz_backend = {
-	.name = "postgres",
+	.name = "pg",
 	.thread_safe = true,
 	.arg_keys = pg_keys,
 	.init = pg_init,

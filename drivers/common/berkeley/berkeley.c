@@ -11,9 +11,9 @@
 #define DEADLOCK_RETRIES 100
 
 bool
-bdb_buf_reserve(struct bdb_buf *b, size_t need) {
+dlz_bdb_buf_reserve(struct dlz_bdb_buf *b, size_t need) {
 	char *bigger;
-	size_t cap = b->cap != 0 ? b->cap : BDB_BUF_INITIAL;
+	size_t cap = b->cap != 0 ? b->cap : DLZ_BDB_BUF_INITIAL;
 
 	if (need <= b->cap) {
 		return true;
@@ -34,7 +34,7 @@ bdb_buf_reserve(struct bdb_buf *b, size_t need) {
 }
 
 void
-bdb_dbt_user(DBT *dbt, struct bdb_buf *b) {
+dlz_bdb_dbt_user(DBT *dbt, struct dlz_bdb_buf *b) {
 	memset(dbt, 0, sizeof(*dbt));
 	dbt->data = b->data;
 	dbt->ulen = b->cap - 1;
@@ -42,7 +42,7 @@ bdb_dbt_user(DBT *dbt, struct bdb_buf *b) {
 }
 
 int
-bdb_get(DB *db, const char *key, size_t key_len, struct bdb_buf *b, size_t *len) {
+dlz_bdb_get(DB *db, const char *key, size_t key_len, struct dlz_bdb_buf *b, size_t *len) {
 	DBT k, value;
 	int rc, deadlocks = 0;
 
@@ -50,10 +50,10 @@ bdb_get(DB *db, const char *key, size_t key_len, struct bdb_buf *b, size_t *len)
 	k.data = (void *)key;
 	k.size = (uint32_t)key_len;
 	for (;;) {
-		bdb_dbt_user(&value, b);
+		dlz_bdb_dbt_user(&value, b);
 		rc = db->get(db, NULL, &k, &value, 0);
 		if (rc == DB_BUFFER_SMALL) {
-			if (!bdb_buf_reserve(b, (size_t)value.size + 1)) {
+			if (!dlz_bdb_buf_reserve(b, (size_t)value.size + 1)) {
 				return ENOMEM;
 			}
 		} else if (rc != DB_LOCK_DEADLOCK || ++deadlocks > DEADLOCK_RETRIES) {
@@ -68,7 +68,7 @@ bdb_get(DB *db, const char *key, size_t key_len, struct bdb_buf *b, size_t *len)
 }
 
 void
-bdb_errcall(const DB_ENV *env, const char *prefix, const char *message) {
+dlz_bdb_errcall(const DB_ENV *env, const char *prefix, const char *message) {
 	(void)env;
 	(void)prefix;
 	dlz_log(ISC_LOG_ERROR, "Berkeley DB: %s", message);

@@ -11,27 +11,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BDB_BUF_INITIAL 4096
+#define DLZ_BDB_BUF_INITIAL 4096
 
 /* A value buffer handed to Berkeley DB as DB_DBT_USERMEM, owned by one connection and reused
  * by every get (a query allocates nothing). A DBT's length is 32 bits, hence the cap's type;
  * one byte always stays free so that a value can be NUL-terminated in place. */
-struct bdb_buf {
+struct dlz_bdb_buf {
 	char *data;
 	uint32_t cap;
 };
 
 /* Room for need bytes (need - 1 of value and the NUL); false when out of memory. */
-bool bdb_buf_reserve(struct bdb_buf *b, size_t need);
+bool dlz_bdb_buf_reserve(struct dlz_bdb_buf *b, size_t need);
 /* A DBT over b, for Berkeley DB to fill. */
-void bdb_dbt_user(DBT *dbt, struct bdb_buf *b);
+void dlz_bdb_dbt_user(DBT *dbt, struct dlz_bdb_buf *b);
 /*
  * The value of key in db into b, NUL-terminated, its length in *len. Grows b when the value
  * does not fit; retries a get that lost a deadlock against a writer's transaction (bdbhpt's
  * shared environments). Returns 0, DB_NOTFOUND, ENOMEM or Berkeley DB's error.
  */
-int bdb_get(DB *db, const char *key, size_t key_len, struct bdb_buf *b, size_t *len);
+int dlz_bdb_get(DB *db, const char *key, size_t key_len, struct dlz_bdb_buf *b, size_t *len);
 /* For set_errcall: Berkeley DB's own messages into named's log. */
-void bdb_errcall(const DB_ENV *env, const char *prefix, const char *message);
+void dlz_bdb_errcall(const DB_ENV *env, const char *prefix, const char *message);
 
 #endif /* DLZ_BERKELEY_H */

@@ -1,0 +1,1 @@
+# The filesystem driver: nothing beyond the shared core.

@@ -1,0 +1,2 @@
+# The LDAP driver: OpenLDAP's client libraries.
+LIBS_ldap := -lldap -llber

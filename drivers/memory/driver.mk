@@ -1,0 +1,1 @@
+# The in-memory reference driver: nothing beyond the shared core.

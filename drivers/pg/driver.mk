@@ -1,0 +1,3 @@
+# The PostgreSQL driver: libpq.
+LIBS_pg := -lpq
+CFLAGS_pg := -I/usr/include/postgresql
