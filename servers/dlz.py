@@ -7,6 +7,7 @@ clause in the suite is built and validated by `dlz_clause` below.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +33,7 @@ def dlz_clause(name: str, library: Path, args: Mapping[str, str]) -> str:
     """A named.conf `dlz` statement loading `library` with key=value arguments."""
     words = [str(library), *(f"{key}={value}" for key, value in args.items())]
     for word in words:
-        if not word or any(c.isspace() or c in _UNPASSABLE for c in word):
+        if any(c.isspace() or c in _UNPASSABLE for c in word):
             raise UserError(f"cannot pass {word!r} to the {name} DLZ driver: named's dlopen "
                             "string allows no white space, quotes, backslashes or braces "
                             "(is the run directory's path plain?)")
@@ -70,3 +71,12 @@ class DlzNamed(ServerKind):
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
         return Named(run_dir, self.body(target, connections), threads=threads, port=port)
+
+
+def stack_frames_of(library: Path) -> re.Pattern[str]:
+    """A pattern matching a stack frame in a driver's own code: its shared object, or any C
+    file of its folder or of drivers/common (memory-checker reports name one or the other)."""
+    sources = [*library.parent.glob("*.c"), *(DRIVERS_DIR / "common").rglob("*.c")]
+    names = "|".join(sorted({re.escape(path.stem) for path in sources}))
+    folder = re.escape(library.parent.name)
+    return re.compile(rf"{re.escape(library.name)}|drivers/(common|{folder})/|[(/]({names})\.c:")

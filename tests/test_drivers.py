@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import subprocess
 import threading
@@ -50,7 +49,7 @@ from bench.verify import (
     transfer,
 )
 from servers import SERVERS, get_server
-from servers.dlz import DlzNamed
+from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from stores.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
 from stores.store import DEFAULT_XFR_CLIENTS
@@ -528,13 +527,6 @@ def test_asan_build_under_concurrent_queries(fleet: Fleet, asan_built: None,
     assert "AddressSanitizer" not in log.read_text(errors="replace")
 
 
-def _our_code(so: Path) -> re.Pattern[str]:
-    """Stack frames in this driver or the shared core."""
-    d = re.escape(so.parent.name)
-    return re.compile(rf"dlz_{d}\.so|drivers/(common|{d})/|[(/](core|pool|rowset|args|emit|"
-                      rf"log|names|dlz_{d})\.c:")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_valgrind_finds_nothing_in_the_driver(fleet: Fleet, driver: str) -> None:
@@ -550,6 +542,6 @@ def test_valgrind_finds_nothing_in_the_driver(fleet: Fleet, driver: str) -> None
         assert transfer(named, dns.name.from_text("child.cov.test.")).rcode == "NOERROR"
     log = report.read_text(errors="replace")
     assert "ERROR SUMMARY" in log
-    found = valgrind_errors(log, _our_code(so))
+    found = valgrind_errors(log, stack_frames_of(so))
     assert not found, "\n\n".join(found[:3])
 

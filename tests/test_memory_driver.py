@@ -44,7 +44,7 @@ from bench.verify import (
     transfer,
 )
 from servers import get_server
-from servers.dlz import DlzNamed
+from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.native import NativeNamed
 from stores import native
@@ -465,8 +465,7 @@ def test_asan_build_under_concurrent_queries(run_dir: Path, pair: Pair) -> None:
     assert "dlz_memory: dlz \"memory\" ready" in text
 
 
-_OUR_CODE = re.compile(r"dlz_memory\.so|drivers/(common|memory)/|[(/](core|pool|rowset|args|"
-                       r"emit|log|names|dlz_memory)\.c:")
+_OUR_CODE = stack_frames_of(DRIVER_SO)
 
 
 @pytest.mark.slow

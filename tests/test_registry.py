@@ -1,0 +1,53 @@
+"""The registry (servers/__init__.py) against what it describes: the driver folders, the store
+modules, and what each built driver declares to named."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from base.errors import UserError
+from base.paths import DRIVERS_DIR
+from servers import SERVERS, get_server, parse_store_list, selected_servers, store_names
+from servers.dlz import DlzNamed, dlz_clause
+from stores import get_store
+
+DNS_SDLZFLAG_THREADSAFE = 0x1  # drivers/common/dlz_abi.h
+DLZ = [s for s in SERVERS if isinstance(s, DlzNamed)]
+
+
+def test_every_driver_folder_has_a_registry_line_and_back() -> None:
+    folders = {p.parent.name for p in DRIVERS_DIR.glob("*/driver.mk")}
+    assert folders == {s.library_file.parent.name for s in DLZ}
+
+
+def test_every_store_is_a_module_of_its_name() -> None:
+    for name in store_names():
+        assert get_store(name).name == name
+
+
+@pytest.mark.parametrize("server", [s for s in DLZ if s.is_built()], ids=lambda s: s.name)
+def test_declared_thread_safety_is_what_the_driver_tells_named(server: DlzNamed) -> None:
+    library = ctypes.CDLL(str(server.library_file))
+    flags = ctypes.c_uint(0)
+    library.dlz_version(ctypes.byref(flags))
+    assert bool(flags.value & DNS_SDLZFLAG_THREADSAFE) == server.thread_safe
+
+
+def test_unknown_names_are_one_line_errors() -> None:
+    for call, arg in ((get_server, "oracle"), (get_store, "oracle"), (get_store, "sql"),
+                      (parse_store_list, "pg,oracle"), (selected_servers, "pg,oracle"),
+                      (selected_servers, ",")):
+        with pytest.raises(UserError) as info:
+            call(arg)
+        assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("word", ["a b", 'a"b', "a\\b", "a{b", "a}b", "a\tb"])
+def test_dlz_clause_refuses_what_named_cannot_pass(word: str) -> None:
+    library = DRIVERS_DIR / "memory" / "dlz_memory.so"
+    with pytest.raises(UserError, match="cannot pass"):
+        dlz_clause("x", library, {"file": word})
+    with pytest.raises(UserError, match="cannot pass"):
+        dlz_clause("x", library.parent / word / library.name, {})
