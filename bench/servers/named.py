@@ -1,5 +1,5 @@
-"""A private BIND 9.18 `named`: generated config, loopback port, control channel and log in
-one run directory.
+"""A private BIND `named` (9.18, or 9.20: bench/bindversion.py): generated config, loopback
+port, control channel and log in one run directory.
 
 named runs as the invoking user (no -u) with every file it writes (pid, lock, session key,
 managed keys, dumps, log) inside the run directory, so it never touches /etc/bind (except
@@ -26,12 +26,9 @@ import dns.name
 import dns.query
 import dns.rcode
 
+from bench import bindversion
 from bench.errors import UserError
 from bench.servers.process import ManagedProcess, free_port, run_checked
-
-NAMED = "/usr/sbin/named"
-RNDC = "/usr/sbin/rndc"
-CHECKCONF = "/usr/bin/named-checkconf"
 
 _KEY_NAME = "dlzbench-rndc"
 _ENTER_TIMEOUT = 120.0
@@ -74,12 +71,15 @@ class Named:
 
     `wrapper` is a command prefix named runs under (e.g. `valgrind --tool=memcheck ...`): it
     gets longer start and stop time-outs. `env` is added to the inherited environment (e.g.
-    LD_PRELOAD and ASAN_OPTIONS for a driver built with AddressSanitizer).
+    LD_PRELOAD and ASAN_OPTIONS for a driver built with AddressSanitizer). `bind` is the BIND
+    to run (default: the one DLZBENCH_BIND selects, 9.18 when unset).
     """
 
     def __init__(self, run_dir: Path, body: str, *, threads: int = 1, port: int | None = None,
                  extra_options: str = "", wrapper: Sequence[str] = (),
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None,
+                 bind: bindversion.Bind | None = None) -> None:
+        self.bind = bind or bindversion.selected()
         self.run_dir = Path(run_dir).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.threads = threads
@@ -174,12 +174,12 @@ options {{
             return
         # named's own parser, run first so that a config error fails start() itself; errors
         # only a running named finds (a DLZ driver that will not load) fail the wait instead.
-        run_checked([CHECKCONF, str(self.conf_path)], f"named config check of {self.conf_path}",
-                    cwd=self.run_dir, timeout=60)
+        run_checked([*self.bind.checkconf, str(self.conf_path)],
+                    f"named config check of {self.conf_path}", cwd=self.run_dir, timeout=60)
         # -L sends what named logs before it has read the logging statement (a config error,
         # for one) to our log file instead of syslog.
-        argv = [*self.wrapper, NAMED, "-f", "-n", str(self.threads), "-c", str(self.conf_path),
-                "-L", str(self.log_path)]
+        argv = [*self.bind.command([*self.wrapper, "/usr/sbin/named"]), "-f",
+                "-n", str(self.threads), "-c", str(self.conf_path), "-L", str(self.log_path)]
         env = {**os.environ, **self.env} if self.env is not None else None
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._proc = ManagedProcess("named", argv, self.log_path, cwd=self.run_dir, env=env)
@@ -266,7 +266,7 @@ options {{
     def reload(self) -> None:
         """`rndc reload` over this instance's own control channel and key."""
         self._running_proc()
-        run_checked([RNDC, "-c", str(self.rndc_conf_path), "reload"], "rndc reload",
+        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "reload"], "rndc reload",
                     cwd=self.run_dir, timeout=60)
 
     # --- clients ------------------------------------------------------------------------------
@@ -282,13 +282,8 @@ options {{
         return self._proc.pids() if self._proc is not None else []
 
     def version(self) -> str:
-        try:
-            out = subprocess.run([NAMED, "-v"], capture_output=True, text=True, check=True,
-                                 timeout=30).stdout
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise UserError(f"{NAMED} -v failed: {exc}") from exc
         # "BIND 9.18.49-1~deb12u3-Debian (Extended Support Version) <id:>" -> "BIND 9.18.49"
-        words = out.split()
+        words = self.bind.version_line().split()
         return f"{words[0]} {words[1].split('-')[0]}"
 
 
@@ -313,13 +308,15 @@ def valgrind_errors(report: str, our_code: re.Pattern[str]) -> list[str]:
         r"Invalid (read|write|free)|uninitialised|Mismatched|definitely lost|overlap", b)]
 
 
-def asan_environment(log_dir: Path) -> dict[str, str]:
+def asan_environment(log_dir: Path, bind: bindversion.Bind | None = None) -> dict[str, str]:
     """Environment for Named(env=...) when it loads a driver built with -fsanitize=address.
 
     named itself is not instrumented, so the ASan runtime is preloaded; LeakSanitizer is off
-    because named's own allocations at exit are not ours. Reports go to log_dir/asan.*.
+    because named's own allocations at exit are not ours. Reports go to log_dir/asan.*. The
+    runtime is that of the compiler that built the driver for `bind` (default: the selected).
     """
-    libasan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+    gcc = (bind or bindversion.selected()).command(["gcc", "-print-file-name=libasan.so"],
+                                                   with_drivers=False)
+    libasan = subprocess.run(gcc, capture_output=True, text=True, check=True).stdout.strip()
     return {"LD_PRELOAD": libasan,
             "ASAN_OPTIONS": f"detect_leaks=0:abort_on_error=0:log_path={log_dir}/asan"}
