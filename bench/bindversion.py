@@ -67,6 +67,7 @@ class Bind:
     root: Path | None  # a Debian root whose /usr and /etc replace the host's; None: the host's
     drivers: Path  # the drivers built for this BIND: <drivers>/<d>/dlz_<d>.so
     asan: Path  # their AddressSanitizer builds
+    lock_file: bool  # named.conf has the lock-file option (9.20 removed it)
 
     def command(self, argv: Sequence[str], *, with_drivers: bool = True) -> list[str]:
         """argv as run with this BIND's programs and libraries (and its driver builds)."""
@@ -95,9 +96,9 @@ class Bind:
         return out.strip()
 
 
-_HOST = Bind("9.18", None, _DRIVERS, _ASAN)
+_HOST = Bind("9.18", None, _DRIVERS, _ASAN, lock_file=True)
 _TRIXIE = Bind("9.20", _REPO / ".roots" / "trixie", _REPO / "build" / "bind-9.20",
-               _REPO / "build" / "bind-9.20" / "asan")
+               _REPO / "build" / "bind-9.20" / "asan", lock_file=False)
 BINDS = {b.version: b for b in (_HOST, _TRIXIE)}
 
 
