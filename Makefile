@@ -90,12 +90,13 @@ bench: deps build
 # mmdebstrap writes the root into a .partial directory that is renamed only once complete (with
 # the package list it was made from inside it), so an interrupted run leaves no root that looks
 # whole, and the next run starts that one again; a root made from another package list is
-# made again. bench/bindversion.py runs named and the drivers' build in it: the root's /usr and
-# /etc over the host's in a private mount namespace, so every other path stays the host's.
+# made again, and the drivers built in the old one with it. bench/bindversion.py runs named
+# and the drivers' build in it: the root's /usr and /etc over the host's in a private mount
+# namespace, so every other path stays the host's.
 BIND_ROOT := .roots/trixie
 BIND_ROOT_SUITE := trixie
 BIND_ROOT_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev \
-	libpq-dev default-libmysqlclient-dev libldap-dev libdb-dev build-essential pkg-config
+	libpq-dev default-libmysqlclient-dev libldap-dev libdb-dev build-essential pkg-config valgrind
 BIND_ROOT_STAMP := $(BIND_ROOT_SUITE): $(sort $(BIND_ROOT_PACKAGES))
 ifeq ($(BIND),9.20)
 DEB_PACKAGES += mmdebstrap
@@ -116,7 +117,7 @@ ifeq ($(BIND),9.20)
 		--include="$$(echo $(BIND_ROOT_PACKAGES) | tr ' ' ,)" \
 		$(BIND_ROOT_SUITE) $(BIND_ROOT).partial http://deb.debian.org/debian; \
 	echo "$(BIND_ROOT_STAMP)" > $(BIND_ROOT).partial/.dlzbench-root; \
-	rm -rf --one-file-system $(BIND_ROOT); \
+	rm -rf --one-file-system $(BIND_ROOT) build/bind-9.20; \
 	mv $(BIND_ROOT).partial $(BIND_ROOT); \
 	echo "$(BIND_ROOT): $$(du -sh --one-file-system $(BIND_ROOT) | cut -f1)"
 else ifneq ($(BIND),9.18)
