@@ -126,10 +126,20 @@ endif
 
 # The drivers' sources are the same for every BIND; built in the root, against its client
 # libraries, into build/bind-9.20/<d>/dlz_<d>.so (and build/bind-9.20/asan/ for the ASan builds).
+# Except Berkeley DB's: it is a library, not a server, and its stores stay the host's like the
+# other databases: the loader (Python's berkeleydb over Debian 12's libdb) shares the
+# transactional and concurrent environments with named, and an environment refuses another
+# libdb build ("Build signature doesn't match environment"). So the 9.20 bdb and bdbhpt drivers
+# link Debian 12's libdb, copied beside them (same 5.3.28 API as the root's headers).
+BIND_HOST_LIBDB := $(CURDIR)/build/bind-9.20/host-libdb
+BIND_LIBS_DB := -L$(BIND_HOST_LIBDB) -ldb-5.3 -Wl,-rpath,$(BIND_HOST_LIBDB)
 bind-drivers: bind-root
 ifeq ($(BIND),9.20)
+	@mkdir -p $(BIND_HOST_LIBDB)
+	cp -p $(firstword $(wildcard /usr/lib/*/libdb-5.3.so)) $(BIND_HOST_LIBDB)/
 	/usr/bin/python3 -m bench.bindversion 9.20 make -C drivers OUT=$(CURDIR)/build/bind-9.20 \
-		ASAN_DIR=$(CURDIR)/build/bind-9.20/asan all asan
+		ASAN_DIR=$(CURDIR)/build/bind-9.20/asan LIBS_bdb="$(BIND_LIBS_DB)" \
+		LIBS_bdbhpt="$(BIND_LIBS_DB)" all asan
 endif
 
 clean:
