@@ -7,6 +7,9 @@ VENV    := .venv
 PY      := $(VENV)/bin/python
 PROFILE ?= quick
 PYTEST_ARGS ?=
+# Which BIND the suite builds for and tests against: 9.18 is Debian 12's own; 9.20 is Debian 13's,
+# in a root of its own under .roots/ (below).
+BIND ?= 9.18
 
 # Debian packages the suite needs; `make deps` installs only the missing ones.
 DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
@@ -16,7 +19,8 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	libdb-dev db-util \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux
 
-.PHONY: help deps apt-packages apparmor venv build drivers test lint bench clean distclean
+.PHONY: help deps apt-packages apparmor venv build drivers test lint bench clean distclean \
+	bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
@@ -24,8 +28,10 @@ help:
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
+	@echo "BIND=9.20     with deps/build/test/bench: also a Debian 13 root with BIND 9.20 (.roots/trixie),"
+	@echo "              the drivers built in it (build/bind-9.20/), and the tests or benchmark run on it"
 
-deps: apt-packages apparmor venv
+deps: apt-packages apparmor venv bind-root
 
 # Installs what is missing, never starting the distribution's services: the suite runs
 # private instances only, so a policy-rc.d keeps post-install scripts from starting daemons.
@@ -66,19 +72,75 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-build drivers: apt-packages
+build drivers: apt-packages bind-drivers
 	$(MAKE) -C drivers
 	$(MAKE) -C bench/prober
 
 test: deps build
 	$(PY) -m ruff check base zonedata stores servers bench tests
-	$(PY) -m pytest $(PYTEST_ARGS)
+	DLZBENCH_BIND=$(BIND) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(PY) -m ruff check base zonedata stores servers bench tests
 
 bench: deps build
-	$(PY) -m bench run --profile $(PROFILE)
+	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)
+
+# --- BIND 9.20: Debian 13's packages in a root of their own, the system's 9.18 untouched -----
+# mmdebstrap writes the root into a .partial directory that is renamed only once complete (with
+# the package list it was made from inside it), so an interrupted run leaves no root that looks
+# whole, and the next run starts that one again; a root made from another package list is
+# made again, and the drivers built in the old one with it. servers/bindversion.py runs named
+# and the drivers' build in it: the root's /usr and /etc over the host's in a private mount
+# namespace, so every other path stays the host's.
+BIND_ROOT := .roots/trixie
+BIND_ROOT_SUITE := trixie
+BIND_ROOT_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev \
+	libpq-dev default-libmysqlclient-dev libldap-dev libdb-dev build-essential pkg-config valgrind
+BIND_ROOT_STAMP := $(BIND_ROOT_SUITE): $(sort $(BIND_ROOT_PACKAGES))
+ifeq ($(BIND),9.20)
+DEB_PACKAGES += mmdebstrap
+endif
+
+bind-root: apt-packages
+ifeq ($(BIND),9.20)
+	@if [ "$$(cat $(BIND_ROOT)/.dlzbench-root 2>/dev/null)" = "$(BIND_ROOT_STAMP)" ]; then exit 0; fi; \
+	set -e; \
+	for dir in $(BIND_ROOT) $(BIND_ROOT).partial; do \
+		if findmnt -rn -o TARGET | grep -q "^$(CURDIR)/$$dir"; then \
+			echo "error: something is mounted under $$dir; unmount it first" >&2; exit 1; \
+		fi; \
+	done; \
+	rm -rf --one-file-system $(BIND_ROOT).partial; mkdir -p $(dir $(BIND_ROOT)); \
+	echo "making $(BIND_ROOT): Debian $(BIND_ROOT_SUITE) with $(BIND_ROOT_PACKAGES)"; \
+	mmdebstrap --quiet --variant=minbase --aptopt='APT::Install-Recommends "false"' \
+		--include="$$(echo $(BIND_ROOT_PACKAGES) | tr ' ' ,)" \
+		$(BIND_ROOT_SUITE) $(BIND_ROOT).partial http://deb.debian.org/debian; \
+	echo "$(BIND_ROOT_STAMP)" > $(BIND_ROOT).partial/.dlzbench-root; \
+	rm -rf --one-file-system $(BIND_ROOT) build/bind-9.20; \
+	mv $(BIND_ROOT).partial $(BIND_ROOT); \
+	echo "$(BIND_ROOT): $$(du -sh --one-file-system $(BIND_ROOT) | cut -f1)"
+else ifneq ($(BIND),9.18)
+	@echo "error: BIND=$(BIND): this suite knows BIND 9.18 (the system's) and 9.20 (BIND=9.20)" >&2; exit 1
+endif
+
+# The drivers' sources are the same for every BIND; built in the root, against its client
+# libraries, into build/bind-9.20/<d>/dlz_<d>.so (and build/bind-9.20/asan/ for the ASan builds).
+# Except Berkeley DB's: it is a library, not a server, and its stores stay the host's like the
+# other databases: the loader (Python's berkeleydb over Debian 12's libdb) shares the
+# transactional and concurrent environments with named, and an environment refuses another
+# libdb build ("Build signature doesn't match environment"). So the 9.20 bdb and bdbhpt drivers
+# link Debian 12's libdb, copied beside them (same 5.3.28 API as the root's headers).
+BIND_HOST_LIBDB := $(CURDIR)/build/bind-9.20/host-libdb
+BIND_LIBS_DB := -L$(BIND_HOST_LIBDB) -ldb-5.3 -Wl,-rpath,$(BIND_HOST_LIBDB)
+bind-drivers: bind-root
+ifeq ($(BIND),9.20)
+	@mkdir -p $(BIND_HOST_LIBDB)
+	cp -p $(firstword $(wildcard /usr/lib/*/libdb-5.3.so)) $(BIND_HOST_LIBDB)/
+	/usr/bin/python3 -m servers.bindversion 9.20 make -C drivers OUT=$(CURDIR)/build/bind-9.20 \
+		ASAN_DIR=$(CURDIR)/build/bind-9.20/asan LIBS_bdb="$(BIND_LIBS_DB)" \
+		LIBS_bdbhpt="$(BIND_LIBS_DB)" all asan
+endif
 
 clean:
 	$(MAKE) -C drivers clean
@@ -86,3 +148,4 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) results
+	rm -rf --one-file-system .roots

@@ -7,6 +7,7 @@ import importlib
 import sys
 
 from base.errors import UserError
+from servers import bindversion
 
 # Subcommand name -> module in bench/commands.
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup"]
@@ -18,12 +19,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"bench.commands.{name}").add_parser(sub)
+    # Every command runs the BIND this selects, through servers/bindversion.py.
+    for command in sub.choices.values():
+        command.add_argument("--bind", metavar="9.18|9.20",
+                             help="the BIND to run: 9.18 (Debian 12's, the default) or 9.20 "
+                                  "(Debian 13's, from `make deps BIND=9.20`)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        bindversion.choose(args.bind)
         return args.func(args)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)

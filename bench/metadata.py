@@ -13,14 +13,16 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from base.errors import UserError
 from base.paths import REPO_ROOT
+from servers import bindversion
 
 NOT_INSTALLED = "not installed"
 UNKNOWN = "unknown"
 
-# key -> command whose first output line is the version (slapd -VV writes to stderr).
+# key -> command whose first output line is the version (slapd -VV writes to stderr); "bind"
+# is the BIND the run uses (bind_version()).
 _VERSION_COMMANDS: dict[str, list[str]] = {
-    "bind": ["/usr/sbin/named", "-v"],
     "postgresql": ["/usr/lib/postgresql/15/bin/postgres", "--version"],
     "mariadb": ["/usr/sbin/mariadbd", "--version"],
     "slapd": ["/usr/sbin/slapd", "-VV"],
@@ -47,6 +49,15 @@ def _tidy(line: str, program: str) -> str:
     if line.startswith(program):
         line = Path(program).name + " " + line.removeprefix(program).strip()
     return line
+
+
+def bind_version() -> str:
+    """`named -v` of the BIND selected for this run (servers/bindversion.py), 9.18 or 9.20."""
+    try:
+        bind = bindversion.selected(need_drivers=False)
+    except UserError:
+        return NOT_INSTALLED
+    return command_output(bind.command(["/usr/sbin/named", "-v"], with_drivers=False))
 
 
 def package_version(package: str) -> str:
@@ -124,6 +135,7 @@ def collect() -> dict[str, object]:
     meta: dict[str, object] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+    meta["bind"] = bind_version()
     for key, argv in _VERSION_COMMANDS.items():
         meta[key] = command_output(argv)
     meta["dnsperf"] = dnsperf_version()
@@ -137,6 +149,6 @@ def collect() -> dict[str, object]:
     return meta
 
 
-METADATA_KEYS = ("date", *_VERSION_COMMANDS, "dnsperf", "python", "kernel", "os", "machine",
-                 "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
+METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "dnsperf", "python", "kernel", "os",
+                 "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
                  "git_dirty")

@@ -300,18 +300,27 @@ def _reply_without_edns(named: Named, query: Query) -> Reply:
 
 
 def test_truncation_is_compared_over_tcp(pair: Pair) -> None:
-    """Native BIND renders the owner as its zone spells it and compresses case-sensitively,
+    """Native BIND 9.18 renders the owner as its zone spells it and compresses case-sensitively,
     so a mixed-case query for a 255-octet name overflows 512 octets (TC=1, empty sections)
     where the DLZ answer, rendered with the query's spelling, fits: a size artifact, not a
-    difference. A truncation that the size does not explain still is one."""
+    difference. BIND 9.20's native answer fits in 512 octets without TC by leaving out an
+    additional-section RR (optional data) that the DLZ answer has room for. A truncation that
+    the size does not explain still is one."""
     name = longest_name(dns.name.from_text("cov.test."))
     query: Query = (dns.name.Name([label.upper() for label in name.labels[:2]]
                                   + list(name.labels[2:])), "TXT")
     native_reply = _reply_without_edns(pair.native, query)
     memory_reply = _reply_without_edns(pair.memory, query)
-    assert native_reply[0].tc and not native_reply[0].answer
     assert not memory_reply[0].tc and memory_reply[0].answer
-    assert compare_answers(query, native_reply, memory_reply) is None
+    if pair.native.bind.version == "9.18":
+        assert native_reply[0].tc and not native_reply[0].answer
+        assert compare_answers(query, native_reply, memory_reply) is None
+    else:
+        native_answer, memory_answer = complete(native_reply), complete(memory_reply)
+        assert not native_answer.tc
+        assert native_answer.answer == memory_answer.answer
+        assert native_answer.authority == memory_answer.authority
+        assert native_answer.additional < memory_answer.additional
     full = complete(memory_reply)
     cut = dataclasses.replace(full, tc=True, answer=frozenset(), authority=frozenset(),
                               additional=frozenset())

@@ -259,7 +259,7 @@ def test_named_answers_udp_and_tcp(ns: Named):
     assert answer_of(ns, "www.example.test", tcp=True) == ["192.0.2.1"]
     assert ns.query("nothing.example.test", "A").rcode() == dns.rcode.NXDOMAIN
     assert ns.wait_answers("example.test") >= 0
-    assert ns.version().startswith("BIND 9.18.")
+    assert ns.version().startswith(f"BIND {ns.bind.version}.")  # 9.18, or DLZBENCH_BIND's
 
 
 def test_named_is_entered_once_its_zone_files_have_loaded(run_dir: Path, zone_file: Path):
