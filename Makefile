@@ -14,9 +14,10 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	mariadb-server default-libmysqlclient-dev \
 	slapd ldap-utils libldap-dev libsasl2-dev \
 	libdb-dev db-util \
-	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux
+	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
+	iproute2
 
-.PHONY: help deps apt-packages apparmor venv build drivers test lint bench clean distclean
+.PHONY: help deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean distclean
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
@@ -25,7 +26,7 @@ help:
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
 
-deps: apt-packages apparmor venv
+deps: apt-packages apparmor venv toxiproxy
 
 # Installs what is missing, never starting the distribution's services: the suite runs
 # private instances only, so a policy-rc.d keeps post-install scripts from starting daemons.
@@ -66,6 +67,30 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
+# --- toxiproxy: the latency-injecting TCP proxy behind --db-rtt (bench/latency.py) --------
+# This kernel has no netem qdisc, so added round-trip time comes from Shopify's toxiproxy,
+# built from its Go module at a pinned tag into the git-ignored .tools/bin. The module and
+# build caches are a throw-away directory, so the build leaves nothing else behind; the
+# target does nothing once the binary is there.
+TOOLS_BIN         := $(CURDIR)/.tools/bin
+TOXIPROXY         := $(TOOLS_BIN)/toxiproxy-server
+TOXIPROXY_MODULE  := github.com/Shopify/toxiproxy/v2
+TOXIPROXY_VERSION := v2.12.0
+GO ?= $(firstword $(shell command -v go 2>/dev/null) $(wildcard /usr/local/go/bin/go))
+
+toxiproxy: $(TOXIPROXY)
+
+$(TOXIPROXY):
+	@test -n "$(GO)" || { echo "error: go (1.23 or newer) is needed to build toxiproxy" >&2; exit 1; }
+	@echo "building toxiproxy $(TOXIPROXY_VERSION) into $(TOOLS_BIN)"
+	@mkdir -p $(TOOLS_BIN)
+	@scratch=$$(mktemp -d); \
+	GOBIN=$(TOOLS_BIN).partial GOMODCACHE=$$scratch/mod GOCACHE=$$scratch/cache GOFLAGS=-modcacherw \
+		CGO_ENABLED=0 $(GO) install $(TOXIPROXY_MODULE)/cmd/server@$(TOXIPROXY_VERSION); rc=$$?; \
+	rm -rf $$scratch; \
+	if [ $$rc = 0 ]; then mv $(TOOLS_BIN).partial/server $@; fi; \
+	rm -rf $(TOOLS_BIN).partial; exit $$rc
+
 build drivers: apt-packages
 	$(MAKE) -C drivers
 	$(MAKE) -C bench/prober
@@ -85,4 +110,4 @@ clean:
 	rm -rf run
 
 distclean: clean
-	rm -rf $(VENV) results
+	rm -rf $(VENV) results .tools
