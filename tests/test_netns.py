@@ -118,6 +118,31 @@ def test_signal_to_the_holder_removes_namespace_and_server(run_dir: Path,
     assert child.returncode != 0
 
 
+KILLED_HOLDER = """
+import json, subprocess, time
+from bench.netns import DatabaseHost
+host = DatabaseHost()
+host.create()
+sleeper = subprocess.Popen(host.command(["sleep", "600"]), start_new_session=True)
+print(json.dumps([host.name, host.host_interface, sleeper.pid]), flush=True)
+time.sleep(600)
+"""
+
+
+def test_namespace_of_a_killed_run_is_removed_by_the_next_one() -> None:
+    child = subprocess.Popen([sys.executable, "-c", KILLED_HOLDER], cwd=REPO_ROOT,
+                             env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    name, interface, sleeper = json.loads(child.stdout.readline())
+    child.kill()  # SIGKILL: no clean-up of its own can run
+    child.wait()
+    assert exists(name) and alive(sleeper)
+    with DatabaseHost():
+        assert not exists(name) and not interface_exists(interface)
+    assert not alive(sleeper)
+
+
 # --- PostgreSQL on its own host ---------------------------------------------------------------
 
 
