@@ -86,7 +86,8 @@ $(TOXIPROXY):
 	@mkdir -p $(TOOLS_BIN)
 	@scratch=$$(mktemp -d); \
 	GOBIN=$(TOOLS_BIN).partial GOMODCACHE=$$scratch/mod GOCACHE=$$scratch/cache GOFLAGS=-modcacherw \
-		CGO_ENABLED=0 $(GO) install $(TOXIPROXY_MODULE)/cmd/server@$(TOXIPROXY_VERSION); rc=$$?; \
+		CGO_ENABLED=0 $(GO) install -ldflags "-X $(TOXIPROXY_MODULE).Version=$(TOXIPROXY_VERSION:v%=%)" \
+		$(TOXIPROXY_MODULE)/cmd/server@$(TOXIPROXY_VERSION); rc=$$?; \
 	rm -rf $$scratch; \
 	if [ $$rc = 0 ]; then mv $(TOOLS_BIN).partial/server $@; fi; \
 	rm -rf $(TOOLS_BIN).partial; exit $$rc
