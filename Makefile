@@ -17,10 +17,11 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	mariadb-server default-libmysqlclient-dev \
 	slapd ldap-utils libldap-dev libsasl2-dev \
 	libdb-dev db-util \
-	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux
+	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
+	iproute2
 
-.PHONY: help deps apt-packages apparmor venv build drivers test lint bench clean distclean \
-	bind-root bind-drivers
+.PHONY: help deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
+	distclean bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
@@ -31,7 +32,7 @@ help:
 	@echo "BIND=9.20     with deps/build/test/bench: also a Debian 13 root with BIND 9.20 (.roots/trixie),"
 	@echo "              the drivers built in it (build/bind-9.20/), and the tests or benchmark run on it"
 
-deps: apt-packages apparmor venv bind-root
+deps: apt-packages apparmor venv toxiproxy bind-root
 
 # Installs what is missing, never starting the distribution's services: the suite runs
 # private instances only, so a policy-rc.d keeps post-install scripts from starting daemons.
@@ -71,6 +72,33 @@ $(VENV)/.installed: requirements.txt
 	@test -x $(PY) || /usr/bin/python3 -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
+
+# --- toxiproxy: the latency-injecting TCP proxy behind --db-rtt (bench/latency.py) --------
+# This kernel has no netem qdisc, so added round-trip time comes from Shopify's toxiproxy,
+# built from its Go module at a pinned tag into the git-ignored .tools/bin. The module and
+# build caches are a throw-away directory, so the build leaves nothing else behind; the
+# target does nothing once the binary is there.
+TOOLS_BIN         := $(CURDIR)/.tools/bin
+TOXIPROXY         := $(TOOLS_BIN)/toxiproxy-server
+TOXIPROXY_MODULE  := github.com/Shopify/toxiproxy/v2
+TOXIPROXY_VERSION := v2.12.0
+GO ?= $(firstword $(shell command -v go 2>/dev/null) $(wildcard /usr/local/go/bin/go))
+
+toxiproxy: $(TOXIPROXY)
+
+$(TOXIPROXY):
+	@test -n "$(GO)" || { echo "error: go (1.23 or newer) is needed to build toxiproxy" >&2; exit 1; }
+	@echo "building toxiproxy $(TOXIPROXY_VERSION) into $(TOOLS_BIN)"
+	@mkdir -p $(TOOLS_BIN)
+	@scratch=$$(mktemp -d); \
+	GOBIN=$(TOOLS_BIN).partial GOMODCACHE=$$scratch/mod GOCACHE=$$scratch/cache GOFLAGS=-modcacherw \
+		CGO_ENABLED=0 $(GO) install -ldflags "-X $(TOXIPROXY_MODULE).Version=$(TOXIPROXY_VERSION:v%=%)" \
+		$(TOXIPROXY_MODULE)/cmd/server@$(TOXIPROXY_VERSION); rc=$$?; \
+	rm -rf $$scratch; \
+	if [ $$rc = 0 ]; then mv $(TOOLS_BIN).partial/server $@; fi; \
+	rm -rf $(TOOLS_BIN).partial; exit $$rc
+
+build drivers: apt-packages
 
 build drivers: apt-packages bind-drivers
 	$(MAKE) -C drivers
@@ -147,5 +175,5 @@ clean:
 	rm -rf run
 
 distclean: clean
-	rm -rf $(VENV) results
+	rm -rf $(VENV) results .tools
 	rm -rf --one-file-system .roots

@@ -26,6 +26,7 @@ import ldap
 import ldap.ldapobject
 
 from base.errors import UserError
+from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
 
 SLAPD = "/usr/sbin/slapd"
@@ -46,18 +47,24 @@ class LdapServer:
     """One slapd instance: loopback TCP and an ldapi socket, one mdb database under `suffix`."""
 
     def __init__(self, run_dir: Path, *, suffix: str, schema_files: Sequence[Path],
-                 indexes: Sequence[str], log_level: str = "0") -> None:
+                 indexes: Sequence[str], log_level: str = "0",
+                 db_host: DatabaseHost | None = None) -> None:
+        """db_host: run inside that network namespace, reached over TCP at its address only
+        (no ldapi socket, which any process on this machine could reach through the file
+        system); ldapi_uri is then None."""
         self.run_dir = Path(run_dir).resolve()
+        self.db_host = db_host
         self.suffix = suffix
         self.schema_files = [Path(p).resolve() for p in schema_files]
         self.indexes = list(indexes)
         self.log_level = log_level
         self.port = free_port()
-        self.uri = f"ldap://127.0.0.1:{self.port}"
+        self.uri = f"ldap://{db_host.address if db_host else '127.0.0.1'}:{self.port}"
         socket_path = self.run_dir / "ldapi"
-        if len(str(socket_path).encode()) > _SUN_PATH_MAX:
+        if len(str(socket_path).encode()) > _SUN_PATH_MAX and not db_host:
             raise UserError(f"run directory {self.run_dir} is too long for slapd's ldapi socket")
-        self.ldapi_uri = "ldapi://" + urllib.parse.quote(str(socket_path), safe="")
+        self.ldapi_uri: str | None = None if db_host else \
+            "ldapi://" + urllib.parse.quote(str(socket_path), safe="")
         self.bind_dn = f"cn=admin,{suffix}"
         self.password = secrets.token_hex(16)
         self.config_path = self.run_dir / "slapd.conf"
@@ -65,6 +72,9 @@ class LdapServer:
         # switch to it with one rename (see bulk_load).
         self.data_dir = self.run_dir / "data"
         self.log_path = self.run_dir / "slapd.log"
+        # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
+        # use instead of reaching the server directly; loaders always go direct.
+        self.via: tuple[str, int] | None = None
         self._process: ManagedProcess | None = None
         self._write_config()
 
@@ -123,8 +133,10 @@ class LdapServer:
     def start(self) -> None:
         if self._process is not None and self._process.running():
             return
-        argv = [SLAPD, "-f", str(self.config_path), "-h", f"{self.uri}/ {self.ldapi_uri}",
-                "-d", self.log_level]
+        listeners = " ".join(u for u in (f"{self.uri}/", self.ldapi_uri) if u)
+        argv = [SLAPD, "-f", str(self.config_path), "-h", listeners, "-d", self.log_level]
+        if self.db_host:
+            argv = self.db_host.command(argv)
         self._process = ManagedProcess("slapd", argv, self.log_path, cwd=self.run_dir)
         self._process.start()
         self._process.wait_ready(self._answers_bind, START_TIMEOUT)

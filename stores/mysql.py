@@ -4,7 +4,7 @@ LOAD DATA LOCAL INFILE."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -58,14 +58,35 @@ class MysqlStore(Store[MysqlServer]):
             conn.close()
 
     def dlz_args(self, target: MysqlServer, options: Mapping[str, str]) -> dict[str, str]:
-        return {"socket": str(target.socket), "user": target.user,
+        where = _endpoint(target)
+        return {**{k: str(v) for k, v in where.items()}, "user": target.user,
                 "password": target.password, "database": target.database}
+
+    @contextmanager
+    def round_trips(self, target: MysqlServer) -> Iterator[Callable[[], object]]:
+        where = {"unix_socket" if k == "socket" else k: v for k, v in _endpoint(target).items()}
+        conn = target.connect(**where)
+        try:
+            cursor = conn.cursor()
+            yield lambda: (cursor.execute("SELECT 1"), cursor.fetchall())
+        finally:
+            conn.close()
 
     def restart_server(self, target: MysqlServer) -> None:
         target.restart()
 
     def server_pids(self, target: MysqlServer) -> list[int]:
         return target.pids()
+
+
+def _endpoint(target: MysqlServer) -> dict[str, str | int]:
+    """Where the DLZ driver reaches the server: a proxy in front of it, its TCP address on a
+    host of its own, or its unix socket."""
+    if target.via is not None:
+        return {"host": target.via[0], "port": target.via[1]}
+    if target.host is not None:
+        return {"host": target.host, "port": target.port}
+    return {"socket": str(target.socket)}
 
 
 def _connect(target: MysqlServer) -> MySQLdb.Connection:

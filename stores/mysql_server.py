@@ -13,6 +13,7 @@ from typing import Any
 import MySQLdb
 
 from base.errors import UserError
+from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -31,14 +32,26 @@ class MysqlServer:
     user = "dlz"
     password = "dlz"
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
+        """db_host: run inside that network namespace, reached over TCP at its address only."""
         self.run_dir = Path(run_dir).resolve()
         self.data_dir = self.run_dir / "data"
+        self.db_host = db_host
         self.socket = str(self.run_dir / "mariadb.sock")
+        # TCP address clients use when the server is on its own host (None: the unix socket).
+        self.host: str | None = None
         self.port = free_port()
         self.log_path = self.run_dir / "mariadb.log"
+        # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
+        # use instead of reaching the server directly; loaders always go direct.
+        self.via: tuple[str, int] | None = None
         self._proc: ManagedProcess | None = None
-        if len(self.socket) > _MAX_SOCKET_PATH:
+        if db_host:
+            # mariadbd always opens a unix socket; an abstract one ("@name") belongs to the
+            # network namespace, so no process outside it can connect to it.
+            self.socket = f"@{db_host.name}-mariadb"
+            self.host = db_host.address
+        elif len(self.socket) > _MAX_SOCKET_PATH:
             raise UserError(f"run directory {self.run_dir} is too deep for a unix socket "
                             f"({self.socket} is longer than {_MAX_SOCKET_PATH} bytes)")
 
@@ -60,6 +73,18 @@ class MysqlServer:
             "--skip-log-bin",
         ]
 
+    # --- the database on its own host (base.netns) -------------------------------------------
+
+    def _db_host_argv(self, argv: list[str]) -> list[str]:
+        """argv run in the namespace, listening on its address, creating user dlz at start."""
+        assert self.db_host is not None
+        init_file = self.run_dir / "init.sql"
+        init_file.write_text(";\n".join(self._user_statements([self.db_host.peer_address]))
+                             + ";\n")
+        argv = [arg for arg in argv if not arg.startswith("--bind-address=")]
+        return self.db_host.command([*argv, f"--bind-address={self.db_host.address}",
+                                     f"--init-file={init_file}"])
+
     def _install_db(self) -> None:
         run_checked([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}", "--user=root",
                      "--skip-test-db", "--auth-root-authentication-method=socket"],
@@ -69,20 +94,23 @@ class MysqlServer:
         """Database dlz and user dlz (idempotent, so it simply runs at every start)."""
         # LOAD DATA LOCAL INFILE needs no global privilege, only INSERT on the target table
         # and local_infile enabled on both ends.
+        conn = self._root_connection()
+        try:
+            cursor = conn.cursor()
+            for sql in self._user_statements(["localhost", "127.0.0.1"]):
+                cursor.execute(sql)
+        finally:
+            conn.close()
+
+    def _user_statements(self, client_hosts: list[str]) -> list[str]:
         statements = [f"CREATE DATABASE IF NOT EXISTS `{self.database}`"]
-        for host in ("localhost", "127.0.0.1"):
+        for host in client_hosts:
             account = f"'{self.user}'@'{host}'"
             statements += [
                 f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY '{self.password}'",
                 f"GRANT ALL PRIVILEGES ON `{self.database}`.* TO {account}",
             ]
-        conn = self._root_connection()
-        try:
-            cursor = conn.cursor()
-            for sql in statements:
-                cursor.execute(sql)
-        finally:
-            conn.close()
+        return statements
 
     def _root_connection(self) -> MySQLdb.Connection:
         # install-db gave root@localhost unix_socket authentication; this process is root.
@@ -97,19 +125,23 @@ class MysqlServer:
         if not (self.data_dir / "mysql").is_dir():
             self._install_db()
         # No --log-error: mariadbd then logs to stderr, which goes to our log file.
-        proc = ManagedProcess("mariadbd", self._server_argv(), self.log_path, cwd=self.run_dir)
+        argv = self._server_argv()
+        if self.db_host:
+            argv = self._db_host_argv(argv)
+        proc = ManagedProcess("mariadbd", argv, self.log_path, cwd=self.run_dir)
         self._proc = proc
         try:
             proc.start()
             proc.wait_ready(self._answers, _START_TIMEOUT)
-            self._create_user()
+            if not self.db_host:  # there the init file made the user
+                self._create_user()
         except BaseException:
             self.stop()
             raise
 
     def _answers(self) -> bool:
         try:
-            self._root_connection().close()
+            (self.connect(connect_timeout=2) if self.db_host else self._root_connection()).close()
         except MySQLdb.OperationalError:
             return False
         return True
@@ -133,8 +165,11 @@ class MysqlServer:
     # --- clients ------------------------------------------------------------------------------
 
     def connect(self, **kw: Any) -> MySQLdb.Connection:
-        """A new connection as user dlz to database dlz over the socket; kw overrides."""
-        args: dict[str, Any] = {"unix_socket": self.socket, "user": self.user,
+        """A new connection as user dlz to database dlz over the socket (or TCP to db_host's
+        address); kw overrides."""
+        where: dict[str, Any] = ({"host": self.host, "port": self.port} if self.host
+                                 else {"unix_socket": self.socket})
+        args: dict[str, Any] = {**where, "user": self.user,
                                 "password": self.password, "database": self.database,
                                 "local_infile": 1, "charset": "utf8mb4"}
         args.update(kw)

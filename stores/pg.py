@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,8 +43,13 @@ class PgStore(Store[PgServer]):
 
     def dlz_args(self, target: PgServer, options: Mapping[str, str]) -> dict[str, str]:
         # The libpq connection keywords the driver passes on (drivers/pg: pg_keys).
-        return {"host": target.host, "port": str(target.port), "dbname": target.dbname,
-                "user": target.user}
+        host, port = target.via or (target.host, target.port)
+        return {"host": host, "port": str(port), "dbname": target.dbname, "user": target.user}
+
+    @contextmanager
+    def round_trips(self, target: PgServer) -> Iterator[Callable[[], object]]:
+        with psycopg.connect(**self.dlz_args(target, {}), autocommit=True) as conn:
+            yield lambda: conn.execute("SELECT 1").fetchone()
 
     def restart_server(self, target: PgServer) -> None:
         target.restart()

@@ -16,6 +16,7 @@ from pathlib import Path
 import psycopg
 
 from base.errors import UserError
+from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
@@ -58,6 +59,10 @@ local all all trust
 host  all all 127.0.0.1/32 trust
 """
 
+# --- dlzbench: the database on its own host (base.netns) -----------------------------------
+# samenet: the namespace's own subnets, i.e. its veth /30, where named connects from.
+_HBA_DB_HOST = _HBA + "host  all all samenet trust\n"
+
 
 class PgServer:
     """One private postmaster; `with PgServer(dir) as pg:` starts it and always stops it."""
@@ -65,13 +70,20 @@ class PgServer:
     dbname = "dlz"
     user = "dlz"
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
+        """db_host: run inside that network namespace, reached over TCP at its address only."""
         self.run_dir = Path(run_dir).resolve()
         self.data_dir = self.run_dir / "data"
-        self.host = str(self.run_dir / "socket")
+        self.db_host = db_host
+        self.host = db_host.address if db_host else str(self.run_dir / "socket")
         self.port = free_port()
         self.log_path = self.run_dir / "postgres.log"
+        # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
+        # use instead of reaching the server directly; loaders always go direct.
+        self.via: tuple[str, int] | None = None
         self._proc: ManagedProcess | None = None
+        if db_host:
+            return
         socket_file = f"{self.host}/.s.PGSQL.{self.port}"
         if len(socket_file) > _MAX_SOCKET_PATH:
             raise UserError(f"run directory {self.run_dir} is too deep for a unix socket "
@@ -84,12 +96,15 @@ class PgServer:
 
     def _prepare_dirs(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        Path(self.host).mkdir(exist_ok=True)
+        own_dirs = [self.run_dir]
+        if not self.db_host:
+            Path(self.host).mkdir(exist_ok=True)
+            own_dirs.append(Path(self.host))
         user = self._run_as()
         if user is None:
             return
         _make_path_traversable(self.run_dir)
-        for path in (self.run_dir, Path(self.host)):
+        for path in own_dirs:
             shutil.chown(path, user, user)
 
     def _initdb(self) -> None:
@@ -121,8 +136,14 @@ class PgServer:
         # The port is given here too, not only in postgresql.conf: an instance directory made
         # by an earlier PgServer object (`bench load`, then `bench startup`) gets this one's.
         argv = [str(PG_BIN / "postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
-        proc = ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir,
-                              user=self._run_as())
+        user = self._run_as()
+        if self.db_host:
+            # Only the namespace's address; -k '' opens no unix socket, which any process on
+            # this machine could reach through the file system, namespace or not.
+            argv += ["-h", self.db_host.address, "-k", ""]
+            (self.data_dir / "pg_hba.conf").write_text(_HBA_DB_HOST)
+            argv, user = self.db_host.command(argv, user), None
+        proc = ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir, user=user)
         self._proc = proc
         try:
             proc.start()

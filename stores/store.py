@@ -13,7 +13,7 @@ from __future__ import annotations
 import signal
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
@@ -59,6 +59,11 @@ class Store(ABC, Generic[T]):
         """The key=value arguments a DLZ driver needs to reach this store's data; `options`
         are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
         raise UserError(f"the {self.name} store is not read through a DLZ driver")
+
+    def round_trips(self, target: T) -> AbstractContextManager[Callable[[], object]]:
+        """A function making one trivial request to the store's server, the way its DLZ driver
+        reaches it (through a proxy when the target has one): ping-style round-trip times."""
+        raise UserError(f"the {self.name} store has no server to make round trips to")
 
     def restart_server(self, target: T) -> None:
         """Restart the store's server with its data kept (a fresh start between measurements).
