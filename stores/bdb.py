@@ -198,7 +198,10 @@ class BdbStore(DirectoryStore):
                 writer.replace_zone(prepare_zone(zone))
 
     def read_back(self, target: Path) -> Iterator[Zone]:
-        """The btree file's zones, each checked against the hash file's copy."""
+        """The btree file's zones, each checked against the hash file's copy (none before a
+        first load has renamed its files into place: an interrupted first load leaves none)."""
+        if not any((target / name).exists() for name in FILES.values()):
+            return
         hashed = {z.key: z.canonical() for z in read_zones(target / FILES["hash"])}
         for zone in read_zones(target / FILES["btree"]):
             if hashed.pop(zone.key, None) != zone.canonical():
