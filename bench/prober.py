@@ -8,6 +8,7 @@ actually measured, and p50 <= p90 <= p99 <= max holds by construction.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 import subprocess
 from dataclasses import dataclass, field
@@ -27,10 +28,12 @@ _FLOOR_QUERY = "floor.prober.invalid A\n"
 
 @dataclass
 class LatencyStats:
-    """Latency of `count` answered queries in microseconds; `lost` ones timed out."""
+    """Latency of `count` answered queries in microseconds; `lost` ones timed out; sent from
+    `source_ports` distinct ports (one socket per query: see prober.c)."""
 
     count: int = 0
     lost: int = 0
+    source_ports: int | None = None
     mean_us: float | None = None
     p50_us: float | None = None
     p90_us: float | None = None
@@ -40,11 +43,12 @@ class LatencyStats:
     samples_ns: list[int] = field(default_factory=list, repr=False)
 
     @classmethod
-    def from_samples(cls, samples_ns: list[int], lost: int = 0) -> LatencyStats:
+    def from_samples(cls, samples_ns: list[int], lost: int = 0,
+                     source_ports: int | None = None) -> LatencyStats:
         if not samples_ns:
-            return cls(count=0, lost=lost)
+            return cls(count=0, lost=lost, source_ports=source_ports)
         ordered = sorted(samples_ns)
-        return cls(count=len(ordered), lost=lost,
+        return cls(count=len(ordered), lost=lost, source_ports=source_ports,
                    mean_us=statistics.fmean(ordered) / 1000,
                    p50_us=nearest_rank(ordered, 50) / 1000,
                    p90_us=nearest_rank(ordered, 90) / 1000,
@@ -53,7 +57,8 @@ class LatencyStats:
                    samples_ns=list(samples_ns))
 
     def to_dict(self) -> dict:
-        return {"count": self.count, "lost": self.lost, "mean_us": self.mean_us,
+        return {"count": self.count, "lost": self.lost, "source_ports": self.source_ports,
+                "mean_us": self.mean_us,
                 "p50_us": self.p50_us, "p90_us": self.p90_us, "p99_us": self.p99_us,
                 "max_us": self.max_us, "min_us": self.min_us, "samples_ns": self.samples_ns}
 
@@ -87,7 +92,9 @@ def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1
     if done.returncode != 0:
         raise UserError(f"prober failed (exit {done.returncode}): {done.stderr.strip()}")
     samples = [int(line) for line in done.stdout.split()]
-    return LatencyStats.from_samples(samples, lost=count - len(samples))
+    ports = re.search(r"\bports=(\d+)", done.stderr)
+    return LatencyStats.from_samples(samples, lost=count - len(samples),
+                                     source_ports=int(ports.group(1)) if ports else None)
 
 
 def measure_floor(count: int, timeout: float = 1.0, cpu_list: str | None = None

@@ -47,7 +47,7 @@ class Profile:
     probes: int           # single queries per latency measurement
     check_queries: int    # answers compared with native BIND before timing
     threads: tuple[int, ...] = (1, 2, 4)
-    clients: int = 4
+    clients: int = 4      # dnsperf's sockets at least; more with more named threads
     queue_depth: int = 100
     startup_timeout_s: float = 120.0  # until named answers for the last zone
 
@@ -76,6 +76,19 @@ class Setup:
     threads: tuple[int, ...]
     connections: int | None = None
     pin: bool = True
+
+
+# dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
+# worker and the kernel hashes each client socket onto one of them: with 4 dnsperf sockets
+# and named -n 4, one worker got no query at all (docs/loaded-latency.md); the chance that
+# CLIENTS_PER_THREAD x N sockets leave one of N workers idle is N x (1 - 1/N)^(8N), 0.04%
+# at N = 4.
+CLIENTS_PER_THREAD = 8
+
+
+def clients_for(profile: Profile, threads: int) -> int:
+    """dnsperf's client sockets against named -n threads."""
+    return max(profile.clients, CLIENTS_PER_THREAD * threads)
 
 
 def cpu_split(pin: bool) -> tuple[str | None, str | None]:
@@ -231,7 +244,7 @@ class Runner:
 
     def loaded_latency(self, m: Measuring) -> None:
         with dnsperf.start_background("127.0.0.1", m.named.port, self.setup.query_file,
-                                      **self._dnsperf_options()) as load:
+                                      **self._dnsperf_options(m.named)) as load:
             load.wait_sending(timeout=30)
             m.cell.latency_loaded = self.probe(m.named)
             m.cell.loaded_run = load.stop()
@@ -244,13 +257,13 @@ class Runner:
 
     # --- tools of the phases ----------------------------------------------------------------
 
-    def _dnsperf_options(self) -> dict:
-        return {"clients": self.profile.clients, "queue_depth": self.profile.queue_depth,
-                "cpu_list": self.load_cpus}
+    def _dnsperf_options(self, named: Named) -> dict:
+        return {"clients": clients_for(self.profile, named.threads),
+                "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus}
 
     def dnsperf(self, named: Named, seconds: float) -> dnsperf.DnsperfRun:
         return dnsperf.run_dnsperf("127.0.0.1", named.port, self.setup.query_file,
-                                   duration=seconds, **self._dnsperf_options())
+                                   duration=seconds, **self._dnsperf_options(named))
 
     def probe(self, named: Named) -> prober.LatencyStats:
         return prober.probe("127.0.0.1", named.port, self.setup.query_file,

@@ -243,6 +243,25 @@ def test_compare_gives_absolute_and_relative_change():
     assert "| native | 10 zones | startup (ms) | 1.00 | 1.00 | +0.00 | +0.0% |" in text
 
 
+def test_compare_names_what_differs_and_the_ratios_of_each_run():
+    base = handwritten()
+    base.meta["bind"] = "BIND 9.18.49"
+    other = copy.deepcopy(base)
+    other.meta["bind"] = "BIND 9.20.30"
+    native = _by(other.cells, "native", 1)
+    native.qps = QpsSummary(median=2 * native.qps.median, min=native.qps.min,
+                            max=native.qps.max)
+    text = compare(base, other)
+    assert "| bind | BIND 9.18.49 | BIND 9.20.30 |" in text
+    ratio = next(line for line in text.splitlines()
+                 if line.startswith("| pg | 1 | QPS % of native |"))
+    old, new = (float(v.rstrip("%").replace(",", "")) for v in ratio.split("|")[4:6])
+    assert new == pytest.approx(old / 2, rel=0.01)
+    assert "| pg | 1 | QPS % of memory |" in text
+    assert "| native | 1 | QPS % of native |" not in text
+    assert "Same software" in compare(base, copy.deepcopy(base))
+
+
 def test_cli_report_and_compare(tmp_path, capsys):
     save_results(handwritten(), tmp_path / "a")
     save_results(handwritten(), tmp_path / "b")

@@ -1,5 +1,9 @@
 """`python3 -m bench compare A B`: the change of every figure from results A to results B.
 
+First what differs between the two runs (BIND version, CPU, database versions, commit), then
+every figure, and each driver's QPS as a percentage of native BIND and of the memory driver in
+its own run: the figures that carry over between machines and between BIND 9.18 and 9.20.
+
 Cells are matched by (driver, threads), startup-scaling points by (driver, zones). A cell that
 is not "ok" on either side shows its status instead of a change; a cell present on one side
 only is listed as such.
@@ -11,9 +15,11 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.metadata import METADATA_KEYS
 from bench.prober import LatencyStats
 from bench.report import fmt_change, fmt_number
 from bench.results import Cell, Results, StartupPoint, load_results
+from servers import DLZ_CEILING, REFERENCE
 
 Figure = tuple[str, Callable[[Cell], float | None]]
 
@@ -72,11 +78,34 @@ def _row(driver: str, where: object, figure: str, old: float | None,
             f"| {change} | {relative} |")
 
 
-def compare_cells(a: Cell, b: Cell) -> list[str]:
+def compare_cells(a: Cell, b: Cell, ra: Results, rb: Results) -> list[str]:
     if a.status != "ok" or b.status != "ok":
         return [f"| {a.driver} | {a.threads} | status | {a.status.upper()} | "
                 f"{b.status.upper()} | – | – |"]
-    return [_row(a.driver, a.threads, name, get(a), get(b)) for name, get in CELL_FIGURES]
+    rows = [_row(a.driver, a.threads, name, get(a), get(b)) for name, get in CELL_FIGURES]
+    # Ratios within each run are what carries over between machines and BIND versions.
+    for reference in (REFERENCE, DLZ_CEILING):
+        if a.driver != reference:
+            rows.append(_row(a.driver, a.threads, f"QPS % of {reference}",
+                             _percent_of(ra, a, reference), _percent_of(rb, b, reference)))
+    return rows
+
+
+def _percent_of(results: Results, cell: Cell, reference: str) -> float | None:
+    """The cell's median QPS as a percentage of the reference's in the same run."""
+    ref = results.cell(reference, cell.threads)
+    if ref is None or ref.status != "ok" or not ref.qps.median or cell.qps.median is None:
+        return None
+    return 100 * cell.qps.median / ref.qps.median
+
+
+def what_differs(a: Results, b: Results) -> list[str]:
+    """The software, machine and repository facts that differ between the two runs."""
+    rows = [f"| {key} | {a.meta.get(key, '–')} | {b.meta.get(key, '–')} |"
+            for key in METADATA_KEYS if key != "date" and a.meta.get(key) != b.meta.get(key)]
+    if not rows:
+        return ["Same software, machine and commit in both runs.", ""]
+    return ["| what differs | A | B |", "|---|---|---|", *rows, ""]
 
 
 def compare_startup(a: StartupPoint, b: StartupPoint) -> list[str]:
@@ -89,7 +118,7 @@ def compare_startup(a: StartupPoint, b: StartupPoint) -> list[str]:
 
 def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str:
     """A markdown report of every figure's change from `a` to `b`."""
-    lines = [f"# Changes from A = {a_name} to B = {b_name}", "", HEADER]
+    lines = [f"# Changes from A = {a_name} to B = {b_name}", "", *what_differs(a, b), HEADER]
     if a.prober_floor is not None and b.prober_floor is not None:
         for attr in ("mean_us", "p50_us", "p99_us"):
             lines.append(_row("prober floor", "–", attr, getattr(a.prober_floor, attr),
@@ -99,7 +128,7 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
     only: list[str] = []
     for key in sorted(cells_a.keys() | cells_b.keys()):
         if key in cells_a and key in cells_b:
-            lines += compare_cells(cells_a[key], cells_b[key])
+            lines += compare_cells(cells_a[key], cells_b[key], a, b)
         else:
             only.append(f"- {key[0]} at {key[1]} thread(s): only in "
                         f"{'A' if key in cells_a else 'B'}")

@@ -15,7 +15,7 @@ from bench.commands import positive_counts
 from bench.datasets import zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
-from bench.runner import PROFILES, Runner, Setup
+from bench.runner import PROFILES, Runner, Setup, clients_for
 from servers import REFERENCE, get_server, selected_servers
 from zonedata import queries
 from zonedata.model import Zone
@@ -66,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
                   pin=args.pin)
     results = Results(meta={**metadata.collect(), "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
+                            "dnsperf_clients": {str(t): clients_for(profile, t)
+                                                for t in setup.threads},
                             "connections": args.connections or "threads", "pin": args.pin,
                             "dataset": setup.dataset, "drivers": drivers})
     print(f"dlzbench {profile.name}: {', '.join(drivers)}; threads "

@@ -5,7 +5,14 @@
  *       Sends COUNT queries (the query file's lines, cycled) to ADDR:PORT over UDP, each only
  *       after the previous one was answered or timed out, and writes one latency in
  *       nanoseconds per answered query, one per line, to FILE (default stdout). A last line on
- *       stderr sums up: "summary sent=N answered=N lost=N".
+ *       stderr sums up: "summary sent=N answered=N lost=N ports=N" (ports: distinct source
+ *       ports used).
+ *
+ *       Every query goes out from a socket of its own, opened before its clock starts: named
+ *       listens with one SO_REUSEPORT socket per worker thread and the kernel picks the socket
+ *       by hashing the client's address and port, so queries from one socket would all reach
+ *       one worker, and with several workers the prober would sample only that one
+ *       (docs/loaded-latency.md).
  *   prober --responder PORT
  *       Answers every UDP datagram on 127.0.0.1:PORT with the datagram itself, QR bit set, so
  *       that the prober's own floor on loopback can be measured. Port 0 picks a free port; the
@@ -231,6 +238,18 @@ static int connect_udp(const char *addr, const char *port)
     return fd;
 }
 
+/* The local port the kernel gave a connected socket. */
+static uint16_t source_port(int fd)
+{
+    struct sockaddr_storage local;
+    socklen_t len = sizeof(local);
+    if (getsockname(fd, (struct sockaddr *)&local, &len) != 0)
+        die("getsockname failed");
+    if (local.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&local)->sin_port);
+}
+
 /* Waits for the reply carrying `id`; stale replies to earlier, timed-out queries are skipped. */
 static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
 {
@@ -274,15 +293,20 @@ static int run_prober(int argc, char **argv)
         die("usage: prober [-n COUNT] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE");
     size_t nqueries;
     struct query *queries = read_queries(argv[optind + 2], &nqueries);
-    int fd = connect_udp(argv[optind], argv[optind + 1]);
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
     if (out == NULL)
         die("cannot open the output file");
 
     uint16_t id = (uint16_t)(now_ns() & 0xffff);
     long answered = 0;
+    static uint8_t port_seen[65536];
+    long ports = 0;
     for (long i = 0; i < count; i++) {
         struct query *q = &queries[(size_t)i % nqueries];
+        int fd = connect_udp(argv[optind], argv[optind + 1]);
+        uint16_t port = source_port(fd);
+        ports += !port_seen[port];
+        port_seen[port] = 1;
         id++;
         q->wire[0] = (unsigned char)(id >> 8);
         q->wire[1] = (unsigned char)(id & 0xff);
@@ -290,19 +314,20 @@ static int run_prober(int argc, char **argv)
         if (send(fd, q->wire, q->len, 0) != (ssize_t)q->len) {
             if (errno != ECONNREFUSED)
                 die("send failed");
+            close(fd);
             continue; /* a refused send is a lost query, like a timeout */
         }
         if (await_reply(fd, id, start + timeout_ms * 1000000) == 0) {
             fprintf(out, "%lld\n", (long long)(now_ns() - start));
             answered++;
         }
+        close(fd);
     }
     if (fclose(out) != 0)
         die("cannot write the latencies");
-    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld\n", count, answered,
-            count - answered);
+    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld ports=%ld\n", count, answered,
+            count - answered, ports);
     free(queries);
-    close(fd);
     return 0;
 }
 
