@@ -46,6 +46,8 @@ _RCODE = re.compile(r"(\S+) (\d+) \(")
 _PACKET = re.compile(r"request ([\d.]+), response ([\d.]+)")
 _LATENCY = re.compile(r"([\d.]+) \(min ([\d.]+), max ([\d.]+)\)")
 _COMPLETE = re.compile(r"\[Status\] Testing complete \((.*)\)")
+# `-S N`: "<unix time>: <responses per second>" every N seconds.
+_INTERVAL = re.compile(r"^\d+\.\d+: ([\d.]+)$")
 
 
 @dataclass
@@ -67,6 +69,7 @@ class DnsperfRun:
     latency_max_s: float = 0.0
     latency_stddev_s: float | None = None  # dnsperf omits it when nothing was answered
     stopped_by: str = ""  # "time limit", "end of file" or "interruption"
+    interval_qps: list[float] = field(default_factory=list)  # with -S: responses per second
     cpu_s: float | None = None  # dnsperf's own user+system CPU time
     returncode: int = 0
     stdout: str = ""
@@ -99,6 +102,10 @@ def _parse_line(run: DnsperfRun, line: str) -> None:
     complete = _COMPLETE.search(line)
     if complete:
         run.stopped_by = complete.group(1)
+        return
+    interval = _INTERVAL.match(line)
+    if interval:
+        run.interval_qps.append(float(interval.group(1)))
         return
     match = _LINE.match(line)
     if not match:

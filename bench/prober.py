@@ -80,21 +80,28 @@ def build_prober() -> Path:
 
 
 def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1.0,
-          cpu_list: str | None = None) -> LatencyStats:
-    """Send `count` queries from `query_file` (cycled), one at a time; their latencies."""
+          cpu_list: str | None = None, seconds: float | None = None,
+          interval: float | None = None) -> LatencyStats:
+    """Send `count` queries from `query_file` (cycled), one at a time (with `seconds`, as many
+    as fit in that time, at most `count`; with `interval`, at most one per interval seconds);
+    their latencies."""
     argv = [str(build_prober()), "-n", str(count), "-t", str(max(1, round(timeout * 1000))),
+            *(["-l", f"{seconds:g}"] if seconds else []),
+            *(["-i", str(round(interval * 1e6))] if interval else []),
             addr, str(port), str(query_file)]
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
     # Worst case every query times out; the margin covers start-up on a busy machine.
     done = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          timeout=count * timeout + 60)
+                          timeout=(seconds or count * timeout) + timeout + 60)
     if done.returncode != 0:
         raise UserError(f"prober failed (exit {done.returncode}): {done.stderr.strip()}")
     samples = [int(line) for line in done.stdout.split()]
-    ports = re.search(r"\bports=(\d+)", done.stderr)
-    return LatencyStats.from_samples(samples, lost=count - len(samples),
-                                     source_ports=int(ports.group(1)) if ports else None)
+    summary = dict(re.findall(r"\b(sent|ports)=(\d+)", done.stderr))
+    sent = int(summary.get("sent", count))
+    return LatencyStats.from_samples(samples, lost=sent - len(samples),
+                                     source_ports=int(summary["ports"]) if "ports" in summary
+                                     else None)
 
 
 def measure_floor(count: int, timeout: float = 1.0, cpu_list: str | None = None

@@ -19,6 +19,7 @@ from typing import Any
 from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.prober import LatencyStats
+from bench.report_capacity import render_capacity, render_capacity_plots
 from bench.results import Cell, Results, StartupPoint
 from servers import report_order
 
@@ -348,6 +349,7 @@ def render_markdown(results: Results) -> str:
             lines += render_thread_table(results, threads)
         lines += render_percentiles(results)
         lines += render_costs(results)
+    lines += render_capacity(results)
     lines += render_startup_scaling(results)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -376,6 +378,7 @@ def render_plots(results: Results, out_dir: Path) -> list[Path]:
                     _plot_cpu(results, out_dir / "cpu.png")]
     if results.startup_scaling:
         written.append(_plot_startup(results, out_dir / "startup.png"))
+    written += render_capacity_plots(results, out_dir)
     return written
 
 

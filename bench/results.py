@@ -5,7 +5,8 @@
            runs, queue_depth, clients, pin, dataset, loss_threshold, ...},
   "prober_floor": LatencyStats | null,
   "cells": [Cell, ...],                       one per (driver, threads, connections)
-  "startup_scaling": [StartupPoint, ...] }
+  "startup_scaling": [StartupPoint, ...],
+  "capacity": [capacity.Curve, ...] }       `capacity`: one per (driver, threads)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import UserError
+from bench.capacity import Curve
 from bench.dnsperf import DnsperfRun
 from bench.prober import LatencyStats
 from servers import report_order
@@ -140,6 +142,7 @@ class Results:
     prober_floor: LatencyStats | None = None
     cells: list[Cell] = field(default_factory=list)
     startup_scaling: list[StartupPoint] = field(default_factory=list)
+    capacity: list[Curve] = field(default_factory=list)
     schema: int = SCHEMA
 
     @property
@@ -169,7 +172,8 @@ class Results:
         return {"schema": self.schema, "meta": self.meta,
                 "prober_floor": _opt_dict(self.prober_floor),
                 "cells": [c.to_dict() for c in self.cells],
-                "startup_scaling": [p.to_dict() for p in self.startup_scaling]}
+                "startup_scaling": [p.to_dict() for p in self.startup_scaling],
+                "capacity": [c.to_dict() for c in self.capacity]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -181,6 +185,7 @@ class Results:
                    cells=[Cell.from_dict(c) for c in data.get("cells", [])],
                    startup_scaling=[StartupPoint.from_dict(p)
                                     for p in data.get("startup_scaling", [])],
+                   capacity=[Curve.from_dict(c) for c in data.get("capacity", [])],
                    schema=schema)
 
 

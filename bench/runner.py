@@ -22,7 +22,7 @@ import dns.exception
 import dns.name
 
 from base.errors import UserError
-from bench import accounting, dnsperf, prober
+from bench import accounting, capacity, dnsperf, prober, resperf
 from bench.progress import StepProgress
 from bench.results import Cell, QpsSummary, Results, save_results
 from bench.serving import LoadedStore, loaded_store
@@ -50,15 +50,19 @@ class Profile:
     clients: int = 4      # dnsperf's sockets at least; more with more named threads
     queue_depth: int = 100
     startup_timeout_s: float = 120.0  # until named answers for the last zone
+    step_s: float = 5.0           # each offered-load step of `capacity`
+    resperf_ramp_s: float = 10.0  # resperf's ramp in `capacity`
 
 
 PROFILES = {
     "tiny": Profile("tiny", zones=20, records=10, queries=500, warmup_s=0.5, duration_s=1.0,
-                    runs=2, probes=100, check_queries=50, threads=(1,), startup_timeout_s=10.0),
+                    runs=2, probes=100, check_queries=50, threads=(1,), startup_timeout_s=10.0,
+                    step_s=1.0, resperf_ramp_s=2.0),
     "quick": Profile("quick", zones=1000, records=10, queries=20000, warmup_s=2.0,
                      duration_s=4.0, runs=3, probes=1000, check_queries=200),
     "full": Profile("full", zones=10000, records=10, queries=100000, warmup_s=600.0,
-                    duration_s=60.0, runs=3, probes=10000, check_queries=2000),
+                    duration_s=60.0, runs=3, probes=10000, check_queries=2000, step_s=30.0,
+                    resperf_ramp_s=60.0),
 }
 
 
@@ -76,6 +80,10 @@ class Setup:
     threads: tuple[int, ...]
     connections: int | None = None
     pin: bool = True
+    # capacity: offered loads in % of each cell's closed-loop maximum, and one absolute rate
+    # (queries per second) every server is asked to carry, to compare them at the same load.
+    steps: tuple[float, ...] = capacity.DEFAULT_STEPS
+    common_rate: float | None = None
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -249,6 +257,45 @@ class Runner:
             m.cell.latency_loaded = self.probe(m.named)
             m.cell.loaded_run = load.stop()
 
+    def capacity_sweep(self, m: Measuring) -> None:
+        """Offered-load steps around the closed-loop maximum (the QPS phase's median), the
+        common rate, and resperf's ramp; saved after every step (Ctrl-C keeps them)."""
+        closed = m.cell.qps.median
+        curve = capacity.Curve(m.cell.driver, m.cell.threads, m.cell.connections, closed)
+        self.results.capacity.append(curve)
+        if not closed:
+            curve.error = "no closed-loop maximum to step around"
+            return
+        for percent in self.setup.steps:
+            curve.steps.append(self.offered_step(m.named, percent, closed * percent / 100))
+            save_results(self.results, self.setup.out_dir)
+        if self.setup.common_rate:
+            curve.common_rate_step = self.offered_step(m.named, None, self.setup.common_rate)
+        curve.resperf = resperf.ramp(
+            "127.0.0.1", m.named.port, self.setup.query_file,
+            max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
+            clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
+        save_results(self.results, self.setup.out_dir)
+
+    def offered_step(self, named: Named, percent: float | None, target: float) -> capacity.Step:
+        """dnsperf held at `target` queries per second for one step, the prober measuring
+        latency beside it (one socket per probe, so every worker is sampled)."""
+        time.sleep(1.0)  # a backlog left by an overloaded step drains first
+        seconds = self.profile.step_s
+        probing = capacity.probe_rate(target)
+        with dnsperf.start_background(
+                "127.0.0.1", named.port, self.setup.query_file, duration=seconds,
+                clients=clients_for(self.profile, named.threads),
+                queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
+                cpu_list=self.load_cpus,
+                extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1"]) as load:
+            probes = prober.probe("127.0.0.1", named.port, self.setup.query_file,
+                                  capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
+                                  cpu_list=self.load_cpus, seconds=seconds,
+                                  interval=1 / probing)
+            run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
+        return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S)
+
     def update_visibility(self, m: Measuring) -> None:
         try:
             m.cell.update_visibility_ms = self.time_update(m.loaded, m.named)
@@ -320,6 +367,13 @@ PHASES: tuple[Phase, ...] = (
     Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps),
     Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002, Runner.loaded_latency),
     Phase("update visibility", lambda p: 1.0, Runner.update_visibility),
+)
+
+# `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
+CAPACITY_PHASES: tuple[Phase, ...] = (
+    *PHASES[:3], PHASES[4],
+    Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) + 1) * (p.step_s + 1.5)
+          + p.resperf_ramp_s + 2, Runner.capacity_sweep),
 )
 
 

@@ -15,6 +15,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.capacity import STRICT, UP_TO_THE_TASK, Curve
 from bench.metadata import METADATA_KEYS
 from bench.prober import LatencyStats
 from bench.report import fmt_change, fmt_number
@@ -51,6 +52,23 @@ STARTUP_FIGURES: list[tuple[str, Callable[[StartupPoint], float | None]]] = [
     ("startup (ms)", lambda p: p.startup_ms),
     ("named RSS (kB)", lambda p: p.named_rss_kb),
     ("store size (bytes)", lambda p: p.store_bytes),
+]
+
+def _p99_near(share: float) -> Callable[[Curve], float | None]:
+    def figure(curve: Curve) -> float | None:
+        bp = curve.breaking_point()
+        step = curve.step_near(None if bp is None else share * bp)
+        return None if step is None else step.latency_us.get("p99")
+    return figure
+
+
+CAPACITY_FIGURES: list[tuple[str, Callable[[Curve], float | None]]] = [
+    ("closed-loop QPS", lambda c: c.closed_loop_qps),
+    ("breaking point 5% (QPS)", lambda c: c.breaking_point(UP_TO_THE_TASK)),
+    ("breaking point 1% (QPS)", lambda c: c.breaking_point(STRICT)),
+    ("p99 at 50% load (us)", _p99_near(0.5)),
+    ("p99 at 90% load (us)", _p99_near(0.9)),
+    ("resperf max (QPS)", lambda c: None if c.resperf is None else c.resperf.max_qps),
 ]
 
 HEADER = "| driver | threads/zones | figure | A | B | change | change % |\n" \
@@ -140,6 +158,13 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
         else:
             only.append(f"- startup of {key[0]} with {key[1]} zones: only in "
                         f"{'A' if key in points_a else 'B'}")
+    curves_a = {(c.driver, c.threads): c for c in a.capacity}
+    curves_b = {(c.driver, c.threads): c for c in b.capacity}
+    for key in sorted(curves_a.keys() & curves_b.keys()):
+        lines += [_row(key[0], key[1], f"capacity: {name}", get(curves_a[key]),
+                       get(curves_b[key])) for name, get in CAPACITY_FIGURES]
+    only += [f"- capacity of {d} at {t} thread(s): only in {'A' if (d, t) in curves_a else 'B'}"
+             for d, t in sorted(curves_a.keys() ^ curves_b.keys())]
     if only:
         lines += ["", "Not compared:", *only]
     return "\n".join(lines) + "\n"

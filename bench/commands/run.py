@@ -15,7 +15,7 @@ from bench.commands import positive_counts
 from bench.datasets import zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
-from bench.runner import PROFILES, Runner, Setup, clients_for
+from bench.runner import PROFILES, Profile, Runner, Setup, clients_for
 from servers import REFERENCE, get_server, selected_servers
 from zonedata import queries
 from zonedata.model import Zone
@@ -23,6 +23,12 @@ from zonedata.model import Zone
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the benchmark and write results.json, results.md, plots")
+    add_run_options(p)
+    p.set_defaults(func=run)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of `run`, shared by the commands that measure the way it does."""
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick (default, minutes), full (the BIND-DLZ page's method), tiny (tests)")
     p.add_argument("--drivers", default="all", help="'all' (every built driver) or a comma list; "
@@ -43,10 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="dnsperf query file (default: derived from the data set)")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default: results/<timestamp>)")
-    p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def prepare(args: argparse.Namespace, command: str,
+            threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
+    """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
     if args.zones is None and not args.coverage and args.generate is None:
         args.generate = profile.zones
@@ -55,30 +62,42 @@ def run(args: argparse.Namespace) -> int:
     stream, _ = zone_source(args)
     # The reference is always measured, first: every ratio in the report is to it.
     drivers = [REFERENCE, *[d for d in selected_servers(args.drivers) if d != REFERENCE]]
-    threads = (profile.threads if args.threads is None
-               else tuple(positive_counts(args.threads, "--threads")))
-    out = args.out or REPO_ROOT / "results" / time.strftime("%Y%m%d-%H%M%S")
+    if args.threads is not None:
+        threads = tuple(positive_counts(args.threads, "--threads"))
+    threads = threads or profile.threads
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = args.out or REPO_ROOT / "results" / (stamp if command == "run" else f"{command}-{stamp}")
     run_dir = new_run_dir("bench")
     query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
     setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in drivers[1:]],
                   stream=stream, dataset=_describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
                   pin=args.pin)
-    results = Results(meta={**metadata.collect(), "profile": profile.name,
+    results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
                                                 for t in setup.threads},
                             "connections": args.connections or "threads", "pin": args.pin,
                             "dataset": setup.dataset, "drivers": drivers})
-    print(f"dlzbench {profile.name}: {', '.join(drivers)}; threads "
+    print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
+    return profile, setup, results
+
+
+def run(args: argparse.Namespace) -> int:
+    profile, setup, results = prepare(args, "run")
+    return measure(Runner(profile, setup, results))
+
+
+def measure(runner: Runner) -> int:
+    """Run, keep what was gathered on Ctrl-C, write the report; the exit status."""
     try:
-        Runner(profile, setup, results).run()
+        runner.run()
     except KeyboardInterrupt:
         print("interrupted: keeping the results gathered so far", file=sys.stderr)
-        _finish(results, out)
+        _finish(runner.results, runner.setup.out_dir)
         return 130
-    print(_finish(results, out))
+    print(_finish(runner.results, runner.setup.out_dir))
     return 0
 
 

@@ -1,8 +1,10 @@
 /*
  * prober: measures DNS latency one query at a time.
  *
- *   prober [-n COUNT] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE
- *       Sends COUNT queries (the query file's lines, cycled) to ADDR:PORT over UDP, each only
+ *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE
+ *       Sends COUNT queries (the query file's lines, cycled; with -l, as many as fit in SECONDS
+ *       and at most COUNT; with -i, at most one every INTERVAL_US, so that sampling latency
+ *       beside a load does not add a load of its own) to ADDR:PORT over UDP, each only
  *       after the previous one was answered or timed out, and writes one latency in
  *       nanoseconds per answered query, one per line, to FILE (default stdout). A last line on
  *       stderr sums up: "summary sent=N answered=N lost=N ports=N" (ports: distinct source
@@ -238,6 +240,17 @@ static int connect_udp(const char *addr, const char *port)
     return fd;
 }
 
+/* Sleeps until `when` (CLOCK_MONOTONIC nanoseconds), if it is still ahead. */
+static void pace(int64_t when)
+{
+    int64_t left = when - now_ns();
+    if (left <= 0)
+        return;
+    struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
 /* The local port the kernel gave a connected socket. */
 static uint16_t source_port(int fd)
 {
@@ -279,18 +292,23 @@ static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
 static int run_prober(int argc, char **argv)
 {
     long count = 1000, timeout_ms = 1000;
+    double limit_s = 0;
+    long interval_us = 0;
     const char *out_path = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "n:t:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:l:i:t:o:")) != -1) {
         switch (opt) {
         case 'n': count = strtol(optarg, NULL, 10); break;
+        case 'l': limit_s = strtod(optarg, NULL); break;
+        case 'i': interval_us = strtol(optarg, NULL, 10); break;
         case 't': timeout_ms = strtol(optarg, NULL, 10); break;
         case 'o': out_path = optarg; break;
         default: return 2;
         }
     }
-    if (argc - optind != 3 || count <= 0 || timeout_ms <= 0)
-        die("usage: prober [-n COUNT] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE");
+    if (argc - optind != 3 || count <= 0 || timeout_ms <= 0 || limit_s < 0 || interval_us < 0)
+        die("usage: prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] "
+            "ADDR PORT QUERYFILE");
     size_t nqueries;
     struct query *queries = read_queries(argv[optind + 2], &nqueries);
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
@@ -301,7 +319,13 @@ static int run_prober(int argc, char **argv)
     long answered = 0;
     static uint8_t port_seen[65536];
     long ports = 0;
-    for (long i = 0; i < count; i++) {
+    int64_t end_ns = limit_s > 0 ? now_ns() + (int64_t)(limit_s * 1e9) : INT64_MAX;
+    long sent = 0;
+    int64_t next_ns = now_ns();
+    for (long i = 0; i < count && now_ns() < end_ns; i++) {
+        pace(next_ns);
+        next_ns = now_ns() + interval_us * 1000;
+        sent++;
         struct query *q = &queries[(size_t)i % nqueries];
         int fd = connect_udp(argv[optind], argv[optind + 1]);
         uint16_t port = source_port(fd);
@@ -325,8 +349,8 @@ static int run_prober(int argc, char **argv)
     }
     if (fclose(out) != 0)
         die("cannot write the latencies");
-    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld ports=%ld\n", count, answered,
-            count - answered, ports);
+    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld ports=%ld\n", sent, answered,
+            sent - answered, ports);
     free(queries);
     return 0;
 }
