@@ -101,10 +101,11 @@ def test_bad_steps_are_one_line_errors(text: str) -> None:
 
 
 def test_bad_steps_on_the_command_line(run_root: Path) -> None:
-    proc = _capacity(run_root / "bad", "--steps", "-1,50")
+    proc = _capacity(run_root / "bad", "--steps=-1,50")
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert "every step must be a positive percentage" in output.decode()
+    assert output.decode().strip().splitlines() == [
+        "error: --steps '-1,50': every step must be a positive percentage"]
 
 
 def test_ctrl_c_keeps_finished_steps(tmp_path: Path, run_root: Path) -> None:

@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capacity", help="offered-load sweep: % answered, latency and the "
                                         "breaking point of every server, and resperf's ramp")
     add_run_options(p)
-    p.add_argument("--steps", type=parse_steps, default=DEFAULT_STEPS,
+    p.add_argument("--steps", default=",".join(f"{s:g}" for s in DEFAULT_STEPS),
                    help="offered loads in %% of each server's closed-loop maximum "
                         f"(default {','.join(f'{s:g}' for s in DEFAULT_STEPS)})")
     p.add_argument("--common-rate", type=float, default=1000.0, metavar="QPS",
@@ -24,12 +24,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    parse_steps(args.steps)  # a bad list stops here, before anything starts
     if args.common_rate < 0:
         raise UserError(f"--common-rate {args.common_rate:g}: must be 0 (none) or a positive "
                         "number of queries per second")
     # One thread unless told otherwise: the sweep is long, and thread counts are `tune`'s.
     profile, setup, results = prepare(args, "capacity", threads=(1,))
-    setup.steps = args.steps
+    setup.steps = parse_steps(args.steps)
     setup.common_rate = args.common_rate or None
     results.meta["capacity"] = {"steps_percent": list(setup.steps),
                                 "common_rate_qps": setup.common_rate,
