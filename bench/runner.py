@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ class Profile:
     startup_timeout_s: float = 120.0  # until named answers for the last zone
     step_s: float = 5.0           # each offered-load step of `capacity`
     resperf_ramp_s: float = 10.0  # resperf's ramp in `capacity`
+    capacity: bool = False        # `run` sweeps offered load too (the capacity phase)
 
 
 PROFILES = {
@@ -62,7 +64,7 @@ PROFILES = {
                      duration_s=4.0, runs=3, probes=1000, check_queries=200),
     "full": Profile("full", zones=10000, records=10, queries=100000, warmup_s=600.0,
                     duration_s=60.0, runs=3, probes=10000, check_queries=2000, step_s=30.0,
-                    resperf_ramp_s=60.0),
+                    resperf_ramp_s=60.0, capacity=True),
 }
 
 
@@ -149,7 +151,7 @@ class Runner:
         self.profile = profile
         self.setup = setup
         self.results = results
-        self.phases = tuple(PHASES if phases is None else phases)
+        self.phases = tuple(phases_of(profile) if phases is None else phases)
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
         self.queries = [(dns.name.from_text(n), t)
                         for n, t in read_query_file(setup.query_file)]
@@ -161,6 +163,8 @@ class Runner:
         self.progress = StepProgress(per_cell * cells)
 
     def run(self) -> Results:
+        print(f"expected duration: about {self.progress.seconds_left() / 60:.0f} min",
+              file=sys.stderr, flush=True)
         self.results.prober_floor = prober.measure_floor(self.profile.probes,
                                                           cpu_list=self.load_cpus)
         for server in [self.setup.reference, *self.setup.servers]:
@@ -369,12 +373,17 @@ PHASES: tuple[Phase, ...] = (
     Phase("update visibility", lambda p: 1.0, Runner.update_visibility),
 )
 
+CAPACITY_SWEEP = Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) + 1)
+                       * (p.step_s + 1.5) + p.resperf_ramp_s + 2, Runner.capacity_sweep)
 # `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
-CAPACITY_PHASES: tuple[Phase, ...] = (
-    *PHASES[:3], PHASES[4],
-    Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) + 1) * (p.step_s + 1.5)
-          + p.resperf_ramp_s + 2, Runner.capacity_sweep),
-)
+CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
+
+
+def phases_of(profile: Profile) -> tuple[Phase, ...]:
+    """`run`'s phases; a profile with capacity sweeps after the loaded latency."""
+    if not profile.capacity:
+        return PHASES
+    return (*PHASES[:6], CAPACITY_SWEEP, *PHASES[6:])
 
 
 def _wait_for_txt(named: Named, name: dns.name.Name, value: str, timeout: float) -> bool:
