@@ -86,11 +86,17 @@ GO ?= $(firstword $(shell command -v go 2>/dev/null) $(wildcard /usr/local/go/bi
 
 toxiproxy: $(TOXIPROXY)
 
+# Without Go 1.23+ (Debian 12's own Go is 1.19) there is no toxiproxy: set-up goes on, and
+# --db-rtt and the tests that need the proxy say so instead of running.
 $(TOXIPROXY):
-	@test -n "$(GO)" || { echo "error: go (1.23 or newer) is needed to build toxiproxy" >&2; exit 1; }
-	@echo "building toxiproxy $(TOXIPROXY_VERSION) into $(TOOLS_BIN)"
-	@mkdir -p $(TOOLS_BIN)
-	@scratch=$$(mktemp -d); \
+	@version=$$([ -n "$(GO)" ] && $(GO) env GOVERSION 2>/dev/null | sed 's/^go//'); \
+	if [ -z "$$version" ] || [ "$$(printf '1.23\n%s\n' "$$version" | sort -V | head -n1)" != 1.23 ]; then \
+		echo "toxiproxy: no Go 1.23 or newer on this machine; added database round trips (--db-rtt) are unavailable"; \
+		exit 0; \
+	fi; \
+	echo "building toxiproxy $(TOXIPROXY_VERSION) into $(TOOLS_BIN)"; \
+	mkdir -p $(TOOLS_BIN); \
+	scratch=$$(mktemp -d); \
 	GOBIN=$(TOOLS_BIN).partial GOMODCACHE=$$scratch/mod GOCACHE=$$scratch/cache GOFLAGS=-modcacherw \
 		CGO_ENABLED=0 $(GO) install -ldflags "-X $(TOXIPROXY_MODULE).Version=$(TOXIPROXY_VERSION:v%=%)" \
 		$(TOXIPROXY_MODULE)/cmd/server@$(TOXIPROXY_VERSION); rc=$$?; \

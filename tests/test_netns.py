@@ -24,7 +24,7 @@ import psycopg
 import pytest
 
 from base.errors import UserError
-from base.latency_proxy import LatencyProxy, parse_db_rtt, split_rtt
+from base.latency_proxy import TOXIPROXY, LatencyProxy, parse_db_rtt, split_rtt
 from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
 from bench.latency import measure_store_added_rtt
@@ -41,6 +41,9 @@ from stores.pg import STORE as PG_STORE
 from stores.pg_server import PgServer
 from zonedata.generator import coverage_zones
 
+# make deps builds toxiproxy only where Go 1.23+ is installed (Debian 12's own Go is older).
+needs_toxiproxy = pytest.mark.skipif(not TOXIPROXY.is_file(),
+                                     reason=f"{TOXIPROXY} not built (no Go 1.23+ here)")
 PG = get_server("pg")
 assert isinstance(PG, DlzNamed)
 
@@ -218,6 +221,7 @@ def test_pg_driver_answers_the_coverage_set_through_the_namespace(
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
 
 
+@needs_toxiproxy
 def test_pg_driver_answers_through_the_latency_proxy(
         remote_pg: PgServer, memory_named: Named, run_dir: Path) -> None:
     with LatencyProxy(run_dir / "toxiproxy", remote_pg.host, remote_pg.port, 1) as proxy:
@@ -233,6 +237,7 @@ def test_pg_driver_answers_through_the_latency_proxy(
 # --- the latency proxy ------------------------------------------------------------------------
 
 
+@needs_toxiproxy
 def test_proxy_forwards_real_queries_with_the_requested_toxics(remote_pg: PgServer,
                                                                run_dir: Path) -> None:
     with LatencyProxy(run_dir / "toxiproxy-3", remote_pg.host, remote_pg.port, 3) as proxy:
