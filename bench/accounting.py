@@ -166,3 +166,15 @@ class MemorySampler:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def udp_receive_buffer_errors() -> int | None:
+    """The kernel's count of UDP datagrams dropped because a socket's receive queue was full
+    (RcvbufErrors in /proc/net/snmp), machine-wide; None if unreadable."""
+    try:
+        lines = [line.split() for line in Path("/proc/net/snmp").read_text().splitlines()
+                 if line.startswith("Udp:")]
+        names, values = lines[0], lines[1]
+        return int(values[names.index("RcvbufErrors")])
+    except (OSError, IndexError, ValueError):
+        return None

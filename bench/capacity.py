@@ -92,6 +92,9 @@ class Step:
     slowest_us: dict[str, float | None]   # latency of the slowest X% (log-percentile plot)
     probes: int                   # prober queries behind the latency figures (part of the load)
     probes_lost: int
+    # Datagrams the kernel dropped during the step because a UDP socket's receive queue was
+    # full (machine-wide: named's sockets and the load generator's): where lost queries went.
+    udp_rcvbuf_errors: int | None
     reply_mbit_s: float           # response octets per second, as seed 002 reports it
     burst: bool                   # a second of responses above the target (dnsperf 2.10)
     run: dnsperf.DnsperfRun       # dnsperf's own report (per-query lines left out)
@@ -102,7 +105,8 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: dict) -> Step:
-        return cls(**{**data, "run": dnsperf.DnsperfRun.from_dict(data["run"])})
+        return cls(**{"udp_rcvbuf_errors": None, **data,
+                      "run": dnsperf.DnsperfRun.from_dict(data["run"])})
 
 
 @dataclass
@@ -172,7 +176,7 @@ def nearest_rank_f(ordered: list[float], percent: float) -> float:
 
 
 def step_from_run(percent: float | None, target: float, run: dnsperf.DnsperfRun,
-                  probes: LatencyStats, timeout_s: float) -> Step:
+                  probes: LatencyStats, timeout_s: float, rcvbuf_errors: int | None) -> Step:
     seconds = run.run_time_s or 1.0
     percentiles, slowest = latency_figures([ns / 1e9 for ns in probes.samples_ns],
                                            probes.lost, timeout_s)
@@ -186,5 +190,6 @@ def step_from_run(percent: float | None, target: float, run: dnsperf.DnsperfRun,
                 answered_fraction=answered / sent if sent else 0.0,
                 lost=run.queries_lost, latency_us=percentiles, slowest_us=slowest,
                 probes=probes.count + probes.lost, probes_lost=probes.lost,
+                udp_rcvbuf_errors=rcvbuf_errors,
                 reply_mbit_s=run.response_bytes * 8 * run.queries_completed / seconds / 1e6,
                 burst=any(q > target * (1 + BURST_TOLERANCE) for q in full), run=run)

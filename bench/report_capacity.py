@@ -95,13 +95,14 @@ def render_seed_001_tables(results: Results) -> list[str]:
         native = _reference_breaking_point(results, curve.threads)
         lines += [f"### {curve.driver}, {curve.threads} thread(s)", "",
                   "| offered (QPS) | % of closed loop | % answered | x native's breaking "
-                  "point | p50 (us) | p99 (us) | p99.9 (us) |",
-                  "|---:|---:|---:|---:|---:|---:|---:|"]
+                  "point | p50 (us) | p99 (us) | p99.9 (us) | UDP receive-queue drops |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for step in curve.steps:
             relative = NONE if not native else f"{step.offered_qps / native:.2f}"
             lines.append(f"| {_n(step.offered_qps)} | {_n(step.percent)} | "
                          f"{100 * step.answered_fraction:.1f} | {relative} | "
-                         f"{_p(step, 'p50')} | {_p(step, 'p99')} | {_p(step, 'p99.9')} |")
+                         f"{_p(step, 'p50')} | {_p(step, 'p99')} | {_p(step, 'p99.9')} | "
+                         f"{_n(step.udp_rcvbuf_errors)} |")
         lines.append("")
     return lines
 

@@ -287,6 +287,7 @@ class Runner:
         time.sleep(1.0)  # a backlog left by an overloaded step drains first
         seconds = self.profile.step_s
         probing = capacity.probe_rate(target)
+        drops_before = accounting.udp_receive_buffer_errors()
         with dnsperf.start_background(
                 "127.0.0.1", named.port, self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
@@ -298,7 +299,11 @@ class Runner:
                                   cpu_list=self.load_cpus, seconds=seconds,
                                   interval=1 / probing)
             run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
-        return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S)
+        drops_after = accounting.udp_receive_buffer_errors()
+        drops = (None if drops_before is None or drops_after is None
+                 else drops_after - drops_before)
+        return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
+                                      drops)
 
     def update_visibility(self, m: Measuring) -> None:
         try:

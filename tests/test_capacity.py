@@ -65,6 +65,7 @@ def test_loss_is_counted_from_what_was_sent(sweep: Path) -> None:
             assert step.lost == run.queries_lost
             assert 0 < step.answered_fraction <= 1
             assert step.probes > 0 and step.probes_lost <= step.probes
+            assert step.udp_rcvbuf_errors is not None and step.udp_rcvbuf_errors >= 0
             latency = step.latency_us
             assert latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
 
