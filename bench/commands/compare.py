@@ -1,6 +1,6 @@
 """`python3 -m bench compare A B`: the change of every figure from results A to results B.
 
-Cells are matched by (driver, threads), startup-scaling points by (driver, zones). A cell that
+Cells are matched by (driver, threads, connections), startup-scaling points by (driver, zones). A cell that
 is not "ok" on either side shows its status instead of a change; a cell present on one side
 only is listed as such.
 """
@@ -72,11 +72,41 @@ def _row(driver: str, where: object, figure: str, old: float | None,
             f"| {change} | {relative} |")
 
 
+def _where(cell: Cell) -> str:
+    """The thread count, and the connection count when it differs (a `tune` grid)."""
+    if cell.connections in (0, cell.threads):
+        return str(cell.threads)
+    return f"{cell.threads} ({cell.connections} conn.)"
+
+
 def compare_cells(a: Cell, b: Cell) -> list[str]:
     if a.status != "ok" or b.status != "ok":
-        return [f"| {a.driver} | {a.threads} | status | {a.status.upper()} | "
+        return [f"| {a.driver} | {_where(a)} | status | {a.status.upper()} | "
                 f"{b.status.upper()} | – | – |"]
-    return [_row(a.driver, a.threads, name, get(a), get(b)) for name, get in CELL_FIGURES]
+    return [_row(a.driver, _where(a), name, get(a), get(b)) for name, get in CELL_FIGURES]
+
+
+def compare_tuning(a: Results, b: Results) -> tuple[list[str], list[str]]:
+    """Rows for `tune`'s scaling points and recommendations, and what only one side has."""
+    if a.tuning is None or b.tuning is None:
+        return [], []
+    rows: list[str] = []
+    points_a = {(p.driver, p.kind, p.count): p for p in a.tuning.scaling}
+    points_b = {(p.driver, p.kind, p.count): p for p in b.tuning.scaling}
+    for key in sorted(points_a.keys() & points_b.keys()):
+        rows.append(_row(key[0], f"{key[2]} {key[1]}", "QPS", points_a[key].qps,
+                         points_b[key].qps))
+    recs_a = {r.driver: r for r in a.tuning.recommendations}
+    recs_b = {r.driver: r for r in b.tuning.recommendations}
+    for driver in sorted(recs_a.keys() & recs_b.keys()):
+        ra, rb = recs_a[driver], recs_b[driver]
+        rows += [_row(driver, "recommended", "threads", ra.threads, rb.threads),
+                 _row(driver, "recommended", "connections", ra.connections, rb.connections),
+                 _row(driver, "recommended", "QPS", ra.qps, rb.qps),
+                 _row(driver, "recommended", "p99 under load (us)", ra.p99_us, rb.p99_us)]
+    only = [f"- {key[0]} with {key[2]} {key[1]}: only in {'A' if key in points_a else 'B'}"
+            for key in sorted(points_a.keys() ^ points_b.keys())]
+    return rows, only
 
 
 def compare_startup(a: StartupPoint, b: StartupPoint) -> list[str]:
@@ -101,7 +131,7 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
         if key in cells_a and key in cells_b:
             lines += compare_cells(cells_a[key], cells_b[key])
         else:
-            only.append(f"- {key[0]} at {key[1]} thread(s): only in "
+            only.append(f"- {key[0]} at {key[1]} thread(s), {key[2]} connection(s): only in "
                         f"{'A' if key in cells_a else 'B'}")
     points_a = {(p.driver, p.zones): p for p in a.startup_scaling}
     points_b = {(p.driver, p.zones): p for p in b.startup_scaling}
@@ -111,6 +141,9 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
         else:
             only.append(f"- startup of {key[0]} with {key[1]} zones: only in "
                         f"{'A' if key in points_a else 'B'}")
+    tuning_rows, tuning_only = compare_tuning(a, b)
+    lines += tuning_rows
+    only += tuning_only
     if only:
         lines += ["", "Not compared:", *only]
     return "\n".join(lines) + "\n"
