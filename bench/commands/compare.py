@@ -1,8 +1,8 @@
 """`python3 -m bench compare A B`: the change of every figure from results A to results B.
 
-Cells are matched by (driver, threads, connections), startup-scaling points by (driver, zones). A cell that
-is not "ok" on either side shows its status instead of a change; a cell present on one side
-only is listed as such.
+Cells are matched by (driver, threads, connections), startup-scaling points by (driver,
+zones), `tune`'s scaling points by (driver, kind, count). A cell that is not "ok" on either
+side shows its status instead of a change; a cell present on one side only is listed as such.
 """
 
 from __future__ import annotations
