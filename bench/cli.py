@@ -10,7 +10,8 @@ from base.errors import UserError
 from servers import bindversion
 
 # Subcommand name -> module in bench/commands.
-COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup"]
+COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run",
+                       "startup", "tune"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -151,6 +151,9 @@ class ScalePoint:
     load_cpus: str | None
     qps: float | None = None
     run: DnsperfRun | None = None
+    # Requests each process received during the point (its own statistics): how the kernel
+    # spread one load over processes sharing a port.
+    requests: list[int] = field(default_factory=list)
     status: str = "ok"
     error: str | None = None
 
@@ -192,18 +195,22 @@ class Tuning:
     db_host: str = "local"                 # "local" or "netns"
     db_rtt_ms: int = 0                     # requested; 0: no proxy
     added_rtt: dict | None = None          # bench.latency.AddedRtt.as_json()
+    db_namespace: str | None = None        # netns: the namespace the database ran in
+    db_address: str | None = None          # netns: its address there (the veth's inner end)
     scaling: list[ScalePoint] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"db_host": self.db_host, "db_rtt_ms": self.db_rtt_ms,
-                "added_rtt": self.added_rtt, "scaling": [p.to_dict() for p in self.scaling],
+                "added_rtt": self.added_rtt, "db_namespace": self.db_namespace,
+                "db_address": self.db_address, "scaling": [p.to_dict() for p in self.scaling],
                 "recommendations": [r.to_dict() for r in self.recommendations]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Tuning:
         return cls(db_host=data.get("db_host", "local"), db_rtt_ms=data.get("db_rtt_ms", 0),
-                   added_rtt=data.get("added_rtt"),
+                   added_rtt=data.get("added_rtt"), db_namespace=data.get("db_namespace"),
+                   db_address=data.get("db_address"),
                    scaling=[ScalePoint.from_dict(p) for p in data.get("scaling", [])],
                    recommendations=[Recommendation.from_dict(r)
                                     for r in data.get("recommendations", [])])
