@@ -151,8 +151,8 @@ class ScalePoint:
     load_cpus: str | None
     qps: float | None = None
     run: DnsperfRun | None = None
-    # Requests each process received during the point (its own statistics): how the kernel
-    # spread one load over processes sharing a port.
+    # Requests each process received since it started, warm-up load included (its own
+    # statistics): how the kernel spread the load over processes sharing a port.
     requests: list[int] = field(default_factory=list)
     status: str = "ok"
     error: str | None = None

@@ -166,7 +166,10 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
         for i, row in enumerate(values):
             for j, value in enumerate(row):
                 text = "–" if np.isnan(value) else f"{value:,.0f}"
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white")
+                # Dark text on the bright (high) end of viridis, light text on the dark end.
+                bright = not np.isnan(value) and image.norm(value) > 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if bright else "white")
         ax.set_xticks(range(len(connections)), [str(c) for c in connections])
         ax.set_yticks(range(len(threads)), [str(t) for t in threads])
         ax.set_xlabel("driver connections")
