@@ -66,9 +66,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(driver: str, where: object, figure: str, old: float | None,
-         new: float | None) -> str:
+         new: float | None, decimals: int | None = None) -> str:
     change, relative = fmt_change(old, new)
-    return (f"| {driver} | {where} | {figure} | {fmt_number(old)} | {fmt_number(new)} "
+    return (f"| {driver} | {where} | {figure} | {fmt_number(old, decimals)} "
+            f"| {fmt_number(new, decimals)} "
             f"| {change} | {relative} |")
 
 
@@ -100,8 +101,8 @@ def compare_tuning(a: Results, b: Results) -> tuple[list[str], list[str]]:
     recs_b = {r.driver: r for r in b.tuning.recommendations}
     for driver in sorted(recs_a.keys() & recs_b.keys()):
         ra, rb = recs_a[driver], recs_b[driver]
-        rows += [_row(driver, "recommended", "threads", ra.threads, rb.threads),
-                 _row(driver, "recommended", "connections", ra.connections, rb.connections),
+        rows += [_row(driver, "recommended", "threads", ra.threads, rb.threads, 0),
+                 _row(driver, "recommended", "connections", ra.connections, rb.connections, 0),
                  _row(driver, "recommended", "QPS", ra.qps, rb.qps),
                  _row(driver, "recommended", "p99 under load (us)", ra.p99_us, rb.p99_us)]
     only = [f"- {key[0]} with {key[2]} {key[1]}: only in {'A' if key in points_a else 'B'}"
