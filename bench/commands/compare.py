@@ -132,7 +132,8 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
         if key in cells_a and key in cells_b:
             lines += compare_cells(cells_a[key], cells_b[key])
         else:
-            only.append(f"- {key[0]} at {key[1]} thread(s), {key[2]} connection(s): only in "
+            conn = "" if key[2] in (0, key[1]) else f", {key[2]} connection(s)"
+            only.append(f"- {key[0]} at {key[1]} thread(s){conn}: only in "
                         f"{'A' if key in cells_a else 'B'}")
     points_a = {(p.driver, p.zones): p for p in a.startup_scaling}
     points_b = {(p.driver, p.zones): p for p in b.startup_scaling}
