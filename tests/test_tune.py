@@ -49,7 +49,7 @@ def pg_remote(run_root: Path) -> Results:
 @pytest.fixture(scope="module")
 def memory_local(run_root: Path) -> Results:
     return tune(run_root, run_root / "out-memory", "--driver", "memory", "--threads", "2",
-                "--connections", "1,4", "--processes", "2", "--no-cpu-scaling")
+                "--connections", "1,4", "--processes", "2", "--no-cpu-scaling", "--probes", "50")
 
 
 def assert_every_pair_measured(results: Results, driver: str,
@@ -110,6 +110,9 @@ def test_pg_named_reached_the_database_through_the_proxy(pg_remote: Results) -> 
 def test_memory_grid_and_processes_sharing_one_port_all_answer(memory_local: Results,
                                                               run_root: Path) -> None:
     assert_every_pair_measured(memory_local, "memory", [(2, 1), (2, 4)])
+    assert memory_local.meta["parameters"]["probes"] == 50
+    assert all(c.latency_loaded and c.latency_loaded.count + c.latency_loaded.lost == 50
+               for c in memory_local.cells)
     tuning = memory_local.tuning
     assert tuning is not None and tuning.db_host == "local" and tuning.added_rtt is None
     points = {(p.kind, p.count): p for p in tuning.scaling}
@@ -165,6 +168,7 @@ def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> Non
     (["--driver", "pg", "--connections", "2"], "--connections needs --threads"),
     (["--driver", "pg", "--threads", "2", "--connections", "0"], "--connections needs counts"),
     (["--driver", "pg", "--processes", "0"], "--processes needs counts"),
+    (["--driver", "pg", "--probes", "0"], "--probes 0: needs at least 1"),
     (["--driver", "memory", "--db-host", "netns"], "has no server"),
     (["--driver", "native"], "native BIND has no threads/connections"),
     (["--driver", "pg,mysql"], "one driver at a time"),

@@ -6,6 +6,7 @@ results.json, results.md, the heat map and the curves in one directory (bench/tu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -50,6 +51,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="QPS with 1 .. nproc-1 CPUs for the server side, the rest for dnsperf")
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick (default), full, tiny (tests): data size and run lengths")
+    p.add_argument("--probes", type=int, default=None, metavar="N",
+                   help="prober queries per p99 under load (default: the profile's); each waits "
+                        "behind dnsperf's queue, so at a long round trip and few threads this "
+                        "phase dominates a cell's time")
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
                    help="server (named + database) and load generator on separate CPUs")
     p.add_argument("--seed", type=int, default=1)
@@ -79,6 +84,10 @@ def plan_from(args: argparse.Namespace, server_cpus: int) -> Plan:
 
 def run(args: argparse.Namespace) -> int:
     profile = PROFILES[args.profile]
+    if args.probes is not None:
+        if args.probes < 1:
+            raise UserError(f"--probes {args.probes}: needs at least 1 query")
+        profile = dataclasses.replace(profile, probes=args.probes)
     server_list, _ = cpu_split(args.pin)
     plan = plan_from(args, len(server_list.split(",")) if server_list else 1)
     if "," in args.driver:
