@@ -344,7 +344,11 @@ def render_startup_scaling(results: Results) -> list[str]:
 
 def render_markdown(results: Results) -> str:
     lines = render_header(results)
-    if results.cells or not results.startup_scaling:  # a `startup` file: only its table
+    if results.tuning is not None:  # a `tune` file: its grid is read by threads x connections
+        from bench.tunereport import render_tuning
+
+        lines += render_tuning(results)
+    elif results.cells or not results.startup_scaling:  # a `startup` file: only its table
         for threads in results.thread_counts():
             lines += render_thread_table(results, threads)
         lines += render_percentiles(results)
@@ -366,13 +370,18 @@ def write_report(results: Results, directory: Path) -> str:
 
 
 def render_plots(results: Results, out_dir: Path) -> list[Path]:
-    """qps.png, latency.png, cpu.png and (with startup scaling data) startup.png."""
+    """qps.png, latency.png, cpu.png and (with startup scaling data) startup.png; for a `tune`
+    file, its heat map and curves (bench/tunereport.py)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: never needs a display
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    if results.cells or not results.startup_scaling:  # not for a `startup`-only results file
+    if results.tuning is not None:
+        from bench.tunereport import render_tune_plots
+
+        written += render_tune_plots(results, out_dir)
+    elif results.cells or not results.startup_scaling:  # not for a `startup`-only results file
         written += [_plot_qps(results, out_dir / "qps.png"),
                     _plot_latency(results, out_dir / "latency.png"),
                     _plot_cpu(results, out_dir / "cpu.png")]

@@ -6,7 +6,10 @@
   "prober_floor": LatencyStats | null,
   "cells": [Cell, ...],                       one per (driver, threads, connections)
   "startup_scaling": [StartupPoint, ...],
-  "capacity": [capacity.Curve, ...] }       `capacity`: one per (driver, threads)
+  "capacity": [capacity.Curve, ...],       `capacity`: one per (driver, threads)
+  "tuning": Tuning | null }                   `tune` only: where the database was, what
+                                              round trip was added, processes/CPU scaling,
+                                              the recommended setting (absent in older files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -81,8 +84,8 @@ class Cell:
             raise ValueError(f"cell status {self.status!r} is not one of {STATUSES}")
 
     @property
-    def key(self) -> tuple[str, int]:
-        return self.driver, self.threads
+    def key(self) -> tuple[str, int, int]:
+        return self.driver, self.threads, self.connections
 
     def to_dict(self) -> dict:
         return {
@@ -137,12 +140,92 @@ class StartupPoint:
 
 
 @dataclass
+class ScalePoint:
+    """One QPS figure of `tune`'s scaling runs: `count` single-thread processes on one port
+    ("processes"), one process of `count` threads ("threads"), or `count` server CPUs ("cpus")."""
+
+    driver: str
+    kind: str
+    count: int
+    threads: int        # per process
+    connections: int    # per process
+    server_cpus: str | None  # taskset list of each process, ";"-separated when they differ
+    load_cpus: str | None
+    qps: float | None = None
+    run: DnsperfRun | None = None
+    # Requests each process received since it started, warm-up load included (its own
+    # statistics): how the kernel spread the load over processes sharing a port.
+    requests: list[int] = field(default_factory=list)
+    status: str = "ok"
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "run": _opt_dict(self.run)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ScalePoint:
+        return cls(**{**data, "run": _opt(DnsperfRun, data.get("run"))})
+
+
+@dataclass
+class Recommendation:
+    """The smallest threads/connections setting whose QPS is within `tolerance` of the best."""
+
+    driver: str
+    threads: int
+    connections: int
+    qps: float
+    p99_us: float | None
+    best_qps: float
+    best_threads: int
+    best_connections: int
+    tolerance: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Recommendation:
+        return cls(**data)
+
+
+@dataclass
+class Tuning:
+    """What `tune` adds to its cells: where the database ran, the round trip added between
+    named and it (requested and measured), the scaling runs and the recommendation."""
+
+    db_host: str = "local"                 # "local" or "netns"
+    db_rtt_ms: int = 0                     # requested; 0: no proxy
+    added_rtt: dict | None = None          # bench.latency.AddedRtt.as_json()
+    db_namespace: str | None = None        # netns: the namespace the database ran in
+    db_address: str | None = None          # netns: its address there (the veth's inner end)
+    scaling: list[ScalePoint] = field(default_factory=list)
+    recommendations: list[Recommendation] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"db_host": self.db_host, "db_rtt_ms": self.db_rtt_ms,
+                "added_rtt": self.added_rtt, "db_namespace": self.db_namespace,
+                "db_address": self.db_address, "scaling": [p.to_dict() for p in self.scaling],
+                "recommendations": [r.to_dict() for r in self.recommendations]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Tuning:
+        return cls(db_host=data.get("db_host", "local"), db_rtt_ms=data.get("db_rtt_ms", 0),
+                   added_rtt=data.get("added_rtt"), db_namespace=data.get("db_namespace"),
+                   db_address=data.get("db_address"),
+                   scaling=[ScalePoint.from_dict(p) for p in data.get("scaling", [])],
+                   recommendations=[Recommendation.from_dict(r)
+                                    for r in data.get("recommendations", [])])
+
+
+@dataclass
 class Results:
     meta: dict = field(default_factory=dict)
     prober_floor: LatencyStats | None = None
     cells: list[Cell] = field(default_factory=list)
     startup_scaling: list[StartupPoint] = field(default_factory=list)
     capacity: list[Curve] = field(default_factory=list)
+    tuning: Tuning | None = None
     schema: int = SCHEMA
 
     @property
@@ -173,7 +256,8 @@ class Results:
                 "prober_floor": _opt_dict(self.prober_floor),
                 "cells": [c.to_dict() for c in self.cells],
                 "startup_scaling": [p.to_dict() for p in self.startup_scaling],
-                "capacity": [c.to_dict() for c in self.capacity]}
+                "capacity": [c.to_dict() for c in self.capacity],
+                "tuning": None if self.tuning is None else self.tuning.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -186,10 +270,10 @@ class Results:
                    startup_scaling=[StartupPoint.from_dict(p)
                                     for p in data.get("startup_scaling", [])],
                    capacity=[Curve.from_dict(c) for c in data.get("capacity", [])],
-                   schema=schema)
+                   tuning=_opt(Tuning, data.get("tuning")), schema=schema)
 
 
-def _opt_dict(value: DnsperfRun | LatencyStats | None) -> dict | None:
+def _opt_dict(value: DnsperfRun | LatencyStats | Tuning | None) -> dict | None:
     return None if value is None else value.to_dict()
 
 

@@ -190,9 +190,12 @@ class Runner:
         self.results.cells.append(cell)
         save_results(self.results, self.setup.out_dir)
 
-    def run_cell(self, loaded: LoadedStore, threads: int) -> None:
-        cell = Cell(loaded.driver, threads, self._connections(threads))
+    def run_cell(self, loaded: LoadedStore, threads: int, connections: int | None = None) -> None:
+        """Every phase at `threads`, with `connections` (default: the setup's) to the store."""
+        cell = Cell(loaded.driver, threads, connections or self._connections(threads))
         label = f"{loaded.driver} threads={threads}"
+        if cell.connections != threads:
+            label += f" connections={cell.connections}"
         named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
         measuring = Measuring(loaded, named, cell)
         phases = iter(self.phases)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from base.netns import DatabaseHost
 from base.process import keep_only_logs
 from bench.loading import LoadStats, timed_load
 from servers import get_server
@@ -56,14 +57,14 @@ class Served:
 
 @contextmanager
 def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
-                 run_dir: Path) -> Iterator[LoadedStore]:
-    """The driver's store running under run_dir with the data set loaded; once it has
-    stopped, its data is deleted and its logs are kept."""
+                 run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[LoadedStore]:
+    """The driver's store running under run_dir (inside db_host's namespace when given) with
+    the data set loaded; once it has stopped, its data is deleted and its logs are kept."""
     server = get_server(driver) if isinstance(driver, str) else driver
     store = server.store_object()
     directory = run_dir / store.name
     try:
-        with store.server(directory) as target:
+        with store.server(directory, db_host=db_host) as target:
             stats = timed_load(store, stream(), target)
             yield LoadedStore(server, store, target, stats)
     finally:

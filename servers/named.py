@@ -44,6 +44,8 @@ _POLL_PAUSE = 0.002
 # named logs this once every zone has loaded (or failed to); before it, a query for a zone
 # file still loading gets SERVFAIL although named already answers.
 _RUNNING_LINE = re.compile(rb" general: notice: running$", re.M)
+# The counter of a statistics dump (statistics-file) holding every query received over IPv4.
+_REQUESTS_RECEIVED = re.compile(r"^\s*(\d+) IPv4 requests received$", re.M)
 
 
 def _quote(path: Path) -> str:
@@ -268,6 +270,17 @@ options {{
         self._running_proc()
         run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "reload"], "rndc reload",
                     cwd=self.run_dir, timeout=60)
+
+    def requests_received(self) -> int:
+        """IPv4 requests this process has received so far, from its own statistics (`rndc
+        stats`): which of several named processes sharing a port a load reached."""
+        self._running_proc()
+        stats = self.run_dir / "named.stats"
+        stats.unlink(missing_ok=True)  # rndc stats appends; one dump is read
+        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "stats"], "rndc stats",
+                    cwd=self.run_dir, timeout=60)
+        found = _REQUESTS_RECEIVED.search(stats.read_text())
+        return int(found.group(1)) if found else 0  # a counter at 0 is not listed
 
     # --- clients ------------------------------------------------------------------------------
 

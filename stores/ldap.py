@@ -30,12 +30,14 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import ldap
 import ldif
 from ldap.ldapobject import LDAPObject
 
 from base.errors import UserError
+from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores.ldap_server import LdapServer
 from stores.store import DEFAULT_XFR_CLIENTS, Store
@@ -155,8 +157,10 @@ class LdapStore(Store[LdapServer]):
     has_server = True
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[LdapServer]:
-        slapd = LdapServer(run_dir, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES)
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[LdapServer]:
+        slapd = LdapServer(run_dir, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES,
+                           db_host=db_host)
         with slapd:
             ensure_suffix_entry(slapd)
             yield slapd
@@ -199,6 +203,9 @@ class LdapStore(Store[LdapServer]):
 
     def restart_server(self, target: LdapServer) -> None:
         target.restart()
+
+    def tcp_endpoint(self, target: LdapServer) -> tuple[str, int]:
+        return urlsplit(target.uri).hostname or "127.0.0.1", target.port
 
     def server_pids(self, target: LdapServer) -> list[int]:
         return target.pids()

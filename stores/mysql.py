@@ -12,6 +12,7 @@ from typing import IO
 import MySQLdb
 import MySQLdb.cursors
 
+from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.mysql_server import MysqlServer
@@ -34,8 +35,9 @@ class MysqlStore(Store[MysqlServer]):
     has_server = True
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[MysqlServer]:
-        with MysqlServer(run_dir) as db:
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[MysqlServer]:
+        with MysqlServer(run_dir, db_host=db_host) as db:
             _connect(db).close()
             yield db
 
@@ -74,6 +76,10 @@ class MysqlStore(Store[MysqlServer]):
 
     def restart_server(self, target: MysqlServer) -> None:
         target.restart()
+
+    def tcp_endpoint(self, target: MysqlServer) -> tuple[str, int]:
+        # Locally mariadbd listens on 127.0.0.1 beside its socket.
+        return (target.host or "127.0.0.1", target.port)
 
     def server_pids(self, target: MysqlServer) -> list[int]:
         return target.pids()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 
+from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.pg_server import PgServer
@@ -25,8 +26,9 @@ class PgStore(Store[PgServer]):
     has_server = True
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[PgServer]:
-        with PgServer(run_dir) as pg, _connect(pg):
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[PgServer]:
+        with PgServer(run_dir, db_host=db_host) as pg, _connect(pg):
             yield pg
 
     def load(self, zones: Iterable[Zone], target: PgServer) -> None:
@@ -50,6 +52,10 @@ class PgStore(Store[PgServer]):
     def round_trips(self, target: PgServer) -> Iterator[Callable[[], object]]:
         with psycopg.connect(**self.dlz_args(target, {}), autocommit=True) as conn:
             yield lambda: conn.execute("SELECT 1").fetchone()
+
+    def tcp_endpoint(self, target: PgServer) -> tuple[str, int]:
+        # Locally the postmaster listens on 127.0.0.1 beside its socket.
+        return (target.db_host.address if target.db_host else "127.0.0.1", target.port)
 
     def restart_server(self, target: PgServer) -> None:
         target.restart()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
 from base.errors import UserError
+from base.netns import DatabaseHost
 from zonedata.model import Zone
 
 # Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
@@ -37,8 +38,11 @@ class Store(ABC, Generic[T]):
     has_server: ClassVar[bool] = False
 
     @abstractmethod
-    def server(self, run_dir: Path) -> AbstractContextManager[T]:
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> AbstractContextManager[T]:
         """Start the store's private server (if it has one) under run_dir; yield its target.
+        With db_host, the server runs inside that network namespace ("the database on its own
+        host"), reached over TCP at its address only.
 
         Leaving the context stops the server and leaves no process behind.
         """
@@ -65,6 +69,11 @@ class Store(ABC, Generic[T]):
         reaches it (through a proxy when the target has one): ping-style round-trip times."""
         raise UserError(f"the {self.name} store has no server to make round trips to")
 
+    def tcp_endpoint(self, target: T) -> tuple[str, int]:
+        """(address, port) where the store's server takes TCP connections directly: what a
+        latency proxy in front of it forwards to."""
+        raise UserError(f"the {self.name} store has no server a proxy could stand in front of")
+
     def restart_server(self, target: T) -> None:
         """Restart the store's server with its data kept (a fresh start between measurements).
 
@@ -81,7 +90,10 @@ class DirectoryStore(Store[Path]):
     """A store without a server: its data lives in a directory, which is the target."""
 
     @contextmanager
-    def server(self, run_dir: Path) -> Iterator[Path]:
+    def server(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[Path]:
+        if db_host is not None:
+            raise UserError(f"the {self.name} store has no server to run on a database host "
+                            "of its own (--db-host netns is for stores with a server)")
         directory = Path(run_dir).resolve() / self.name
         directory.mkdir(parents=True, exist_ok=True)
         yield directory

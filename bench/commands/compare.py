@@ -4,9 +4,10 @@ First what differs between the two runs (BIND version, CPU, database versions, c
 every figure, and each driver's QPS as a percentage of native BIND and of the memory driver in
 its own run: the figures that carry over between machines and between BIND 9.18 and 9.20.
 
-Cells are matched by (driver, threads), startup-scaling points by (driver, zones). A cell that
-is not "ok" on either side shows its status instead of a change; a cell present on one side
-only is listed as such.
+Cells are matched by (driver, threads, connections), startup-scaling points by (driver,
+zones), capacity curves by (driver, threads), `tune`'s scaling points by (driver, kind,
+count). A cell that is not "ok" on either side shows its status instead of a change; a cell
+present on one side only is listed as such.
 """
 
 from __future__ import annotations
@@ -90,21 +91,29 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(driver: str, where: object, figure: str, old: float | None,
-         new: float | None) -> str:
+         new: float | None, decimals: int | None = None) -> str:
     change, relative = fmt_change(old, new)
-    return (f"| {driver} | {where} | {figure} | {fmt_number(old)} | {fmt_number(new)} "
+    return (f"| {driver} | {where} | {figure} | {fmt_number(old, decimals)} "
+            f"| {fmt_number(new, decimals)} "
             f"| {change} | {relative} |")
+
+
+def _where(cell: Cell) -> str:
+    """The thread count, and the connection count when it differs (a `tune` grid)."""
+    if cell.connections in (0, cell.threads):
+        return str(cell.threads)
+    return f"{cell.threads} ({cell.connections} conn.)"
 
 
 def compare_cells(a: Cell, b: Cell, ra: Results, rb: Results) -> list[str]:
     if a.status != "ok" or b.status != "ok":
-        return [f"| {a.driver} | {a.threads} | status | {a.status.upper()} | "
+        return [f"| {a.driver} | {_where(a)} | status | {a.status.upper()} | "
                 f"{b.status.upper()} | – | – |"]
-    rows = [_row(a.driver, a.threads, name, get(a), get(b)) for name, get in CELL_FIGURES]
+    rows = [_row(a.driver, _where(a), name, get(a), get(b)) for name, get in CELL_FIGURES]
     # Ratios within each run are what carries over between machines and BIND versions.
     for reference in (REFERENCE, DLZ_CEILING):
         if a.driver != reference:
-            rows.append(_row(a.driver, a.threads, f"QPS % of {reference}",
+            rows.append(_row(a.driver, _where(a), f"QPS % of {reference}",
                              _percent_of(ra, a, reference), _percent_of(rb, b, reference)))
     return rows
 
@@ -124,6 +133,29 @@ def what_differs(a: Results, b: Results) -> list[str]:
     if not rows:
         return ["Same software, machine and commit in both runs.", ""]
     return ["| what differs | A | B |", "|---|---|---|", *rows, ""]
+
+
+def compare_tuning(a: Results, b: Results) -> tuple[list[str], list[str]]:
+    """Rows for `tune`'s scaling points and recommendations, and what only one side has."""
+    if a.tuning is None or b.tuning is None:
+        return [], []
+    rows: list[str] = []
+    points_a = {(p.driver, p.kind, p.count): p for p in a.tuning.scaling}
+    points_b = {(p.driver, p.kind, p.count): p for p in b.tuning.scaling}
+    for key in sorted(points_a.keys() & points_b.keys()):
+        rows.append(_row(key[0], f"{key[2]} {key[1]}", "QPS", points_a[key].qps,
+                         points_b[key].qps))
+    recs_a = {r.driver: r for r in a.tuning.recommendations}
+    recs_b = {r.driver: r for r in b.tuning.recommendations}
+    for driver in sorted(recs_a.keys() & recs_b.keys()):
+        ra, rb = recs_a[driver], recs_b[driver]
+        rows += [_row(driver, "recommended", "threads", ra.threads, rb.threads, 0),
+                 _row(driver, "recommended", "connections", ra.connections, rb.connections, 0),
+                 _row(driver, "recommended", "QPS", ra.qps, rb.qps),
+                 _row(driver, "recommended", "p99 under load (us)", ra.p99_us, rb.p99_us)]
+    only = [f"- {key[0]} with {key[2]} {key[1]}: only in {'A' if key in points_a else 'B'}"
+            for key in sorted(points_a.keys() ^ points_b.keys())]
+    return rows, only
 
 
 def compare_startup(a: StartupPoint, b: StartupPoint) -> list[str]:
@@ -148,7 +180,8 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
         if key in cells_a and key in cells_b:
             lines += compare_cells(cells_a[key], cells_b[key], a, b)
         else:
-            only.append(f"- {key[0]} at {key[1]} thread(s): only in "
+            conn = "" if key[2] in (0, key[1]) else f", {key[2]} connection(s)"
+            only.append(f"- {key[0]} at {key[1]} thread(s){conn}: only in "
                         f"{'A' if key in cells_a else 'B'}")
     points_a = {(p.driver, p.zones): p for p in a.startup_scaling}
     points_b = {(p.driver, p.zones): p for p in b.startup_scaling}
@@ -165,6 +198,9 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
                        get(curves_b[key])) for name, get in CAPACITY_FIGURES]
     only += [f"- capacity of {d} at {t} thread(s): only in {'A' if (d, t) in curves_a else 'B'}"
              for d, t in sorted(curves_a.keys() ^ curves_b.keys())]
+    tuning_rows, tuning_only = compare_tuning(a, b)
+    lines += tuning_rows
+    only += tuning_only
     if only:
         lines += ["", "Not compared:", *only]
     return "\n".join(lines) + "\n"
