@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
@@ -129,7 +129,11 @@ def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_fi
     try:
         _replace_zones(conn, batch, rows_file)
     except BaseException:
-        conn.rollback()
+        # Ctrl-C in the middle of a result leaves the connection out of sync ("Commands out of
+        # sync"), so ROLLBACK cannot be sent; the connection's close, which load() does next,
+        # ends the transaction uncommitted just the same, and the first error is the one to say.
+        with suppress(MySQLdb.Error):
+            conn.rollback()
         raise
     conn.commit()
 
