@@ -57,7 +57,7 @@ class DataSet:
 
     zones: int
     records: int
-    shape: bool = False   # a --shapes pair rather than a point of the zone-count curve
+    shape: bool = False   # asked for by --shapes (it may be a point of the curve too)
 
     @property
     def name(self) -> str:
@@ -138,7 +138,7 @@ def too_big(server: ServerKind, dataset: DataSet, available_kib: int) -> str | N
     needed = server.memory_needed_kib(dataset.zones * dataset.records)
     if needed is None or needed <= available_kib * MEMORY_HEADROOM:
         return None
-    return (f"not measured: named would need about {needed / 1048576:.1f} GiB for "
+    return (f"named would need about {needed / 1048576:.1f} GiB for "
             f"{dataset.zones:,} zones x {dataset.records} records, more than "
             f"{MEMORY_HEADROOM:.0%} of the {available_kib / 1048576:.1f} GiB available")
 
@@ -300,7 +300,7 @@ def merge_into(results: Results, plan: Plan, meta: dict) -> Results:
     Refused when the earlier cells were measured another way (seed, Zipf exponent, profile),
     since they would not be comparable."""
     earlier = results.meta.get("scale", {})
-    for key in ("seed", "zipf_exponent", "profile", "threads"):
+    for key in ("seed", "zipf_exponent", "profile", "threads", "records"):
         if key in earlier and earlier[key] != meta["scale"][key]:
             raise UserError(f"the results were measured with {key}={earlier[key]}, not "
                             f"{meta['scale'][key]}: their cells would not be comparable")

@@ -75,13 +75,14 @@ def datasets_from(args: argparse.Namespace) -> list[DataSet]:
     counts_text = args.zones_counts
     if counts_text is None and args.shapes is None:
         counts_text = ",".join(map(str, DEFAULT_ZONE_COUNTS))
-    datasets = []
+    datasets: dict[tuple[int, int], DataSet] = {}
     if counts_text is not None:
-        datasets += [DataSet(n, args.records)
-                     for n in positive_counts(counts_text, "--zones-counts")]
-    if args.shapes is not None:
-        datasets += parse_shapes(args.shapes)
-    return datasets
+        for n in positive_counts(counts_text, "--zones-counts"):
+            datasets[n, args.records] = DataSet(n, args.records)
+    # A shape that is also a point of the curve is one data set, measured once.
+    for shape in parse_shapes(args.shapes) if args.shapes is not None else []:
+        datasets[shape.zones, shape.records] = shape
+    return list(datasets.values())
 
 
 def plan_from(args: argparse.Namespace) -> Plan:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     profile = dataclasses.replace(PROFILES[args.profile], startup_timeout_s=args.timeout)
     out = args.add_to or args.out or REPO_ROOT / "results" / time.strftime("scale-%Y%m%d-%H%M%S")
     meta = {**metadata.collect(), "command": "scale",
-            "scale": {"profile": profile.name, "seed": plan.seed,
+            "scale": {"profile": profile.name, "seed": plan.seed, "records": args.records,
                       "zipf_exponent": plan.exponent, "threads": plan.threads,
                       "mixes": list(plan.mixes), "queries": plan.queries or "profile, >= zones",
                       "dnsperf_clients": clients_for(profile, plan.threads),
