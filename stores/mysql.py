@@ -16,7 +16,7 @@ from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.mysql_server import MysqlServer
-from stores.store import DEFAULT_XFR_CLIENTS, Store
+from stores.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
 from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
@@ -83,6 +83,24 @@ class MysqlStore(Store[MysqlServer]):
 
     def server_pids(self, target: MysqlServer) -> list[int]:
         return target.pids()
+
+    def cache_reading(self, target: MysqlServer, options: Mapping[str, str]) -> CacheReading:
+        conn = target.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                           "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads')")
+            status = {name: int(value) for name, value in cursor.fetchall()}
+            cursor.execute("SELECT @@innodb_buffer_pool_size")
+            (configured,) = cursor.fetchone()
+        finally:
+            conn.close()
+        # read_requests are every logical page read; reads, those the pool did not hold.
+        requests = status["Innodb_buffer_pool_read_requests"]
+        misses = status["Innodb_buffer_pool_reads"]
+        return CacheReading("InnoDB buffer pool: Innodb_buffer_pool_read_requests / "
+                            "Innodb_buffer_pool_reads", int(configured),
+                            hits=requests - misses, misses=misses)
 
 
 def _endpoint(target: MysqlServer) -> dict[str, str | int]:
