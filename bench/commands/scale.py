@@ -14,8 +14,8 @@ from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
-from bench.report import write_report
-from bench.results import Results, load_results, save_results
+from bench.commands.run import measure
+from bench.results import Results, load_results
 from bench.runner import PROFILES, Setup, clients_for
 from bench.scale import (
     DEFAULT_ZONE_COUNTS,
@@ -127,16 +127,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"dlzbench scale {profile.name}: {', '.join(plan.drivers)}; data sets "
           f"{', '.join(d.name for d in plan.datasets)}; mixes {', '.join(plan.mixes)}; results "
           f"in {out}", file=sys.stderr)
-    try:
-        ScaleRunner(profile, setup, results, plan).run()
-    except KeyboardInterrupt:
-        print("interrupted: keeping the results gathered so far", file=sys.stderr)
-        _finish(results, out)
-        return 130
-    print(_finish(results, out))
-    return 0
-
-
-def _finish(results: Results, out: Path) -> str:
-    save_results(results, out)
-    return write_report(results, out)
+    return measure(ScaleRunner(profile, setup, results, plan))
