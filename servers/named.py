@@ -272,10 +272,10 @@ options {{
         if not self.log_path.exists():
             return None
         with open(self.log_path, "rb") as log:
-            log.seek(max(self._log_start, self._scanned_to))
+            log.seek(self._scanned_to)
             chunk = log.read()
         whole = chunk[:chunk.rfind(b"\n") + 1]
-        self._scanned_to = max(self._log_start, self._scanned_to) + len(whole)
+        self._scanned_to += len(whole)
         found = _ZONE_NOT_LOADED.search(whole)
         return found.group(0).decode(errors="replace") if found else None
 
