@@ -52,7 +52,7 @@ import dns.rrset
 
 from servers import DLZ_CEILING as MEMORY
 from servers import REFERENCE as NATIVE
-from servers.named import Named
+from servers.dnsserver import DnsServer
 from zonedata.model import Zone, empty_nonterminals
 
 Query = tuple[dns.name.Name, str]
@@ -134,7 +134,7 @@ def _udp_limit(response: dns.message.Message) -> int:
     return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
 
 
-def ask(named: Named, query: Query) -> Reply:
+def ask(named: DnsServer, query: Query) -> Reply:
     """The UDP answer, with the TCP answer when the UDP one may not be complete."""
     udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD))
     if not (udp.tc or udp.size > udp.limit // 2):
@@ -158,7 +158,7 @@ def compare_answers(query: Query, reference: Reply, other: Reply) -> tuple[Answe
     return None if expected == got else (expected, got)
 
 
-def transfer(named: Named, zone: dns.name.Name, source: str | None = None) -> Answer:
+def transfer(named: DnsServer, zone: dns.name.Name, source: str | None = None) -> Answer:
     """A full zone transfer reduced to its set of RRs; the rcode says why it failed."""
     try:
         messages = list(dns.query.xfr("127.0.0.1", zone, port=named.port, timeout=30,
@@ -417,7 +417,7 @@ def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
 REFERENCE = (NATIVE, MEMORY)
 
 
-def compare_servers(servers: Mapping[str, Named], queries: Sequence[Query],
+def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                     zones: Sequence[Zone], *, transfers: bool = True) -> dict[str, Comparison]:
     """Every query (and every zone's transfer) against every server; a Comparison each.
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from servers.named import Named
+from servers.dnsserver import DnsServer
 from stores import get_store
 from stores.store import CacheReading, Store
 
@@ -47,6 +47,6 @@ class ServerKind(ABC):
 
     @abstractmethod
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
-              port: int | None = None) -> Named:
+              port: int | None = None) -> DnsServer:
         """A server instance (not started) in run_dir answering from the store's target;
         `with` starts it and waits until it serves every zone."""
