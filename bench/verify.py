@@ -52,6 +52,8 @@ import dns.rrset
 
 from servers import DLZ_CEILING as MEMORY
 from servers import REFERENCE as NATIVE
+from servers import get_server
+from servers.dlz import DLZ_PATH_CLASSES
 from servers.dnsserver import DnsServer
 from zonedata.model import Zone, empty_nonterminals
 
@@ -208,19 +210,23 @@ class ZoneFacts:
         return name
 
 
-def classify(query: Query, native: Answer, dlz: Answer, facts: ZoneFacts) -> str:
-    """The BIND_CLASSES name whose exact shape a native-vs-DLZ difference has, else DRIVER."""
+def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
+             classes: Iterable[str] = DLZ_PATH_CLASSES) -> str:
+    """The name of the first of `classes` (KNOWN_CLASSES names: a server's answer_classes)
+    whose exact shape a difference from native BIND has, else DRIVER."""
     qname, rdtype = query
-    for cls in BIND_CLASSES.values():
-        if cls.matches(qname, rdtype, native, dlz, facts):
-            return cls.name
+    for name in classes:
+        if KNOWN_CLASSES[name].matches(qname, rdtype, native, other, facts):
+            return name
     return DRIVER
 
 
-def classify_transfer(zone: dns.name.Name, native: Answer, dlz: Answer) -> str:
-    """A zone transfer's difference: only the root zone's (DLZ refuses it) is BIND's."""
-    refused = dlz.rcode != "NOERROR" and not dlz.answer
-    return "root-zone" if zone == dns.name.root and refused else DRIVER
+def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
+                      classes: Iterable[str] = DLZ_PATH_CLASSES) -> str:
+    """A zone transfer's difference: only the root zone's (DLZ refuses it) is known."""
+    refused = other.rcode != "NOERROR" and not other.answer
+    known = "root-zone" in classes and zone == dns.name.root and refused
+    return "root-zone" if known else DRIVER
 
 
 def _owner(qname: dns.name.Name) -> str:
@@ -367,6 +373,15 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
 )}
 
 
+# Differences other servers make from native BIND on the same data, each measured on the
+# coverage set and explained by a mechanism of that server (ServerKind.answer_classes names
+# the ones a server shows).
+OTHER_CLASSES: dict[str, BindClass] = {c.name: c for c in (
+)}
+
+KNOWN_CLASSES: dict[str, BindClass] = {**BIND_CLASSES, **OTHER_CLASSES}
+
+
 # --- counting --------------------------------------------------------------------------------
 
 
@@ -399,7 +414,7 @@ class Comparison:
         line = f"{self.driver}: {self.identical}/{self.total} identical"
         if self.driver_differences:
             line += f", {self.driver_differences} DRIVER DIFFERENCES"
-        return line + (f" (BIND DLZ-path classes: {extra})" if extra else "")
+        return line + (f" (known classes: {extra})" if extra else "")
 
 
 def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
@@ -417,48 +432,67 @@ def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
 REFERENCE = (NATIVE, MEMORY)
 
 
+def references_for(names: Iterable[str]) -> list[str]:
+    """The servers a comparison of `names` needs besides them: native BIND, and the server
+    each must answer exactly as (the memory driver for a DLZ driver)."""
+    needed = [NATIVE, *(get_server(name).same_answers_as for name in names)]
+    return [name for name in dict.fromkeys(needed) if name is not None]
+
+
 def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                     zones: Sequence[Zone], *, transfers: bool = True) -> dict[str, Comparison]:
     """Every query (and every zone's transfer) against every server; a Comparison each.
 
-    servers holds the two references (native BIND, the memory driver) and the drivers. The
-    memory driver's differences from native BIND are classified; a driver must answer exactly
-    as the memory driver does, and is then counted as the memory driver's answer is
-    (identical to native, or in a class).
+    servers holds native BIND and the servers to judge. A server's differences from native
+    BIND are classified by its own answer_classes (ServerKind), except for a server that
+    must answer exactly as another (a DLZ driver: as the memory driver, BIND's DLZ path with
+    a perfect driver, which is in `servers` too): any difference from that one is its own,
+    and otherwise it is counted as that one's answer is (identical to native, or in a class).
     """
     facts = ZoneFacts.of(zones)
-    drivers = {name: named for name, named in servers.items() if name not in REFERENCE}
-    results = {name: Comparison(name) for name in [MEMORY, *drivers]}
+    judged = {name: name for name in servers if name != NATIVE}
+    followers = {name: leader for name in judged
+                 if (leader := get_server(name).same_answers_as) not in (None, name)}
+    leaders = [name for name in judged if name not in followers]
+    results = {name: Comparison(name) for name in judged}
     for query in queries:
-        memory = ask(servers[MEMORY], query)
-        diff = compare_answers(query, ask(servers[NATIVE], query), memory)
-        judged = (None if diff is None else classify(query, *diff, facts), detail(query, diff))
-        results[MEMORY].add(*judged)
-        for name, named in drivers.items():
-            _judge_driver(results[name], query, judged,
-                          compare_answers(query, memory, ask(named, query)))
+        native = ask(servers[NATIVE], query)
+        replies = {name: ask(servers[name], query) for name in leaders}
+        verdicts = {}
+        for name in leaders:
+            diff = compare_answers(query, native, replies[name])
+            verdicts[name] = (None if diff is None else classify(
+                query, *diff, facts, get_server(name).answer_classes), detail(query, diff))
+            results[name].add(*verdicts[name])
+        for name, leader in followers.items():
+            _judge_driver(results[name], leader, query, verdicts[leader],
+                          compare_answers(query, replies[leader], ask(servers[name], query)))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
-            memory_rrs = transfer(servers[MEMORY], zone.origin)
-            diff = _differs(transfer(servers[NATIVE], zone.origin), memory_rrs)
-            judged = (None if diff is None else classify_transfer(zone.origin, *diff),
-                      detail(query, diff))
-            results[MEMORY].add(*judged)
-            for name, named in drivers.items():
-                _judge_driver(results[name], query, judged,
-                              _differs(memory_rrs, transfer(named, zone.origin)))
+            native_rrs = transfer(servers[NATIVE], zone.origin)
+            leader_rrs = {name: transfer(servers[name], zone.origin) for name in leaders}
+            verdicts = {}
+            for name in leaders:
+                diff = _differs(native_rrs, leader_rrs[name])
+                verdicts[name] = (None if diff is None else classify_transfer(
+                    zone.origin, *diff, get_server(name).answer_classes), detail(query, diff))
+                results[name].add(*verdicts[name])
+            for name, leader in followers.items():
+                _judge_driver(results[name], leader, query, verdicts[leader],
+                              _differs(leader_rrs[leader], transfer(servers[name], zone.origin)))
     return results
 
 
-def _judge_driver(result: Comparison, query: Query, memory_judged: tuple[str | None, str],
-                  diff_from_memory: tuple[Answer, Answer] | None) -> None:
-    """A driver that answered as the memory driver did is judged as the memory driver was."""
-    if diff_from_memory is None:
-        result.add(*memory_judged)
+def _judge_driver(result: Comparison, leader: str, query: Query,
+                  leader_judged: tuple[str | None, str],
+                  diff_from_leader: tuple[Answer, Answer] | None) -> None:
+    """A driver that answered as its leader (the memory driver) did is judged as it was."""
+    if diff_from_leader is None:
+        result.add(*leader_judged)
     else:
-        result.add(DRIVER, detail(query, diff_from_memory)
-                   + "\n    (expected: the memory driver's answer)")
+        result.add(DRIVER, detail(query, diff_from_leader)
+                   + f"\n    (expected: the {leader} driver's answer)")
 
 
 def _differs(expected: Answer, got: Answer) -> tuple[Answer, Answer] | None:

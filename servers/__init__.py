@@ -11,7 +11,10 @@ from __future__ import annotations
 from base.errors import UserError
 from servers.dlz import DlzNamed
 from servers.kind import ServerKind
+from servers.knot import KnotServer
 from servers.native import NativeNamed
+from servers.nsd import NsdServer
+from servers.pdns import PdnsBindServer, PdnsServer
 
 # kib_per_record: named's resident memory per record, from `startup` at a million zones of 10
 # records (docs/results/startup-2026-11-21: native 11,235 MiB, memory 2,320 MiB), rounded up.
@@ -30,6 +33,16 @@ SERVERS: tuple[ServerKind, ...] = (
     DlzNamed("bdbhpt-c", store="bdbhpt", options={"mode": "concurrent"}),
     # A private environment reads a file the loader replaces by rename.
     DlzNamed("bdbhpt-p", store="bdbhpt", options={"mode": "private"}, needs_reload=True),
+    # PowerDNS 4.7 over its own schemas and files; caches off (the backend itself) and its
+    # default caches ("-cached").
+    PdnsServer("pdns-gpgsql", store="pdns_pg"),
+    PdnsServer("pdns-gpgsql-cached", store="pdns_pg", cached=True),
+    PdnsServer("pdns-gmysql", store="pdns_mysql"),
+    PdnsServer("pdns-gmysql-cached", store="pdns_mysql", cached=True),
+    PdnsBindServer("pdns-bind", store="native"),
+    # The same zone files as native BIND.
+    NsdServer("nsd", store="native"),
+    KnotServer("knot", store="native"),
 )
 
 # The servers every comparison is made against: native BIND on the same data, and the
