@@ -212,12 +212,28 @@ class ZoneFacts:
 
 def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
              classes: Iterable[str] = DLZ_PATH_CLASSES) -> str:
-    """The name of the first of `classes` (KNOWN_CLASSES names: a server's answer_classes)
-    whose exact shape a difference from native BIND has, else DRIVER."""
+    """The known class(es) a difference from native BIND belongs to, else DRIVER.
+
+    `classes` are KNOWN_CLASSES names (a server's answer_classes): a BIND DLZ-path class
+    names a difference when the difference has exactly its shape; another server's
+    behaviours are normalisations, and a difference belongs to those (joined with "+") that
+    take it away entirely, applied in the server's order.
+    """
     qname, rdtype = query
-    for name in classes:
-        if KNOWN_CLASSES[name].matches(qname, rdtype, native, other, facts):
-            return name
+    known = [KNOWN_CLASSES[name] for name in classes]
+    for cls in known:
+        if isinstance(cls, BindClass) and cls.matches(qname, rdtype, native, other, facts):
+            return cls.name
+    applied: list[str] = []
+    for cls in known:
+        if not isinstance(cls, ServerBehaviour):
+            continue
+        pair = cls.normalize(qname, rdtype, native, other, facts)
+        if pair is not None and pair != (native, other):
+            native, other = pair
+            applied.append(cls.name)
+            if native == other:
+                return "+".join(applied)
     return DRIVER
 
 
@@ -225,8 +241,10 @@ def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
                       classes: Iterable[str] = DLZ_PATH_CLASSES) -> str:
     """A zone transfer's difference: only the root zone's (DLZ refuses it) is known."""
     refused = other.rcode != "NOERROR" and not other.answer
-    known = "root-zone" in classes and zone == dns.name.root and refused
-    return "root-zone" if known else DRIVER
+    if "root-zone" in classes and zone == dns.name.root and refused:
+        return "root-zone"
+    return classify((zone, "AXFR"), native, other, ZoneFacts.of(()), [
+        name for name in classes if isinstance(KNOWN_CLASSES[name], ServerBehaviour)])
 
 
 def _owner(qname: dns.name.Name) -> str:
@@ -373,13 +391,231 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
 )}
 
 
-# Differences other servers make from native BIND on the same data, each measured on the
-# coverage set and explained by a mechanism of that server (ServerKind.answer_classes names
-# the ones a server shows).
-OTHER_CLASSES: dict[str, BindClass] = {c.name: c for c in (
+# --- other servers' known differences --------------------------------------------------------
+#
+# Another server's differences from native BIND are behaviours of that server, several of
+# which can meet in one answer (a positive answer without the authority NS RRset, whose
+# rdata names also come back in lower case). So each is a normalisation: it removes exactly
+# its own effect from a (native, other) pair when the pair has its shape, and a difference
+# belongs to the classes whose normalisations, applied in the server's order, make the two
+# answers equal ("knot-minimal-authority+knot-rdata-name-case"); anything left is DRIVER.
+
+# Types whose rdata text holds only names and numbers, so lower-casing it folds the names.
+_NAME_RDATA_TYPES = frozenset({"NS", "CNAME", "DNAME", "PTR", "MX", "SRV", "SOA"})
+# Types whose last rdata field is a name the server may add addresses for (additional data).
+_TARGET_TYPES = frozenset({"NS", "MX", "SRV"})
+
+Pair = tuple[Answer, Answer]
+Normalize = Callable[[dns.name.Name, str, Answer, Answer, ZoneFacts], Pair | None]
+
+
+@dataclass(frozen=True)
+class ServerBehaviour:
+    """A difference another server makes from native BIND on the same data, as a
+    normalisation (None: the pair does not have its shape)."""
+
+    name: str
+    summary: str
+    mechanism: str
+    normalize: Normalize
+
+    def describe(self) -> str:
+        return f"{self.summary} ({self.mechanism})"
+
+
+def _fold_rr(rr: Rr) -> Rr:
+    return (rr[0], rr[1], rr[2], rr[3].lower()) if rr[2] in _NAME_RDATA_TYPES else rr
+
+
+def _folded(a: Answer) -> Answer:
+    return replace(a, answer=frozenset(map(_fold_rr, a.answer)),
+                   authority=frozenset(map(_fold_rr, a.authority)),
+                   additional=frozenset(map(_fold_rr, a.additional)))
+
+
+def _rdata_name_case(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                     facts: ZoneFacts) -> Pair | None:
+    return _folded(native), _folded(other)
+
+
+def _targets(rrs: Iterable[Rr]) -> set[str]:
+    """Names at the end of NS, MX and SRV rdata (what additional addresses are for)."""
+    return {rr[3].split()[-1].lower() for rr in rrs if rr[2] in _TARGET_TYPES}
+
+
+def _only_addresses_of(additional: frozenset[Rr], names: set[str]) -> bool:
+    return all(rr[2] in ("A", "AAAA") and rr[0] in names for rr in additional)
+
+
+def _minimal_authority(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                       facts: ZoneFacts) -> Pair | None:
+    """A positive answer without the zone's NS RRset in the authority section, and without
+    the additional addresses that were there only for it."""
+    if not (native.rcode == other.rcode == "NOERROR" and native.answer and native.authority
+            and not other.authority and all(rr[2] == "NS" for rr in native.authority)):
+        return None
+    keep = _targets(native.answer)
+    ns_only = _targets(native.authority) - keep
+    return replace(native, authority=frozenset(), additional=frozenset(
+        rr for rr in native.additional if rr[0] not in ns_only)), other
+
+
+def _any_one_rrset(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """ANY answered with one of the name's RRsets, no authority section, and additional
+    addresses of that RRset's targets only."""
+    rrsets = {(rr[0], rr[2]) for rr in other.answer}
+    if not (rdtype == "ANY" and len(rrsets) == 1 and other.answer <= native.answer
+            and native.rcode == other.rcode == "NOERROR" and native.aa == other.aa
+            and not other.authority
+            and _only_addresses_of(other.additional, _targets(other.answer))):
+        return None
+    return other, other
+
+
+def _any_to_tcp(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                facts: ZoneFacts) -> Pair | None:
+    """ANY over UDP answered with an empty truncated response."""
+    if rdtype == "ANY" and other.tc and not (other.answer or other.authority
+                                             or other.additional):
+        return other, other
+    return None
+
+
+# The octets PowerDNS accepts in a query name without 8bit-dns (its packet handler's check).
+_PDNS_NAME_OCTETS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              b"0123456789-_*./@ \\:")
+
+
+def _servfail_8bit(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """SERVFAIL, nothing else, for a query name with an octet PowerDNS refuses."""
+    odd = any(octet not in _PDNS_NAME_OCTETS for label in qname.labels for octet in label)
+    if odd and other.rcode == "SERVFAIL" and not (other.answer or other.authority
+                                                   or other.additional):
+        return other, other
+    return None
+
+
+def _dname_not_processed(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                         facts: ZoneFacts) -> Pair | None:
+    """Below a DNAME: NXDOMAIN with the zone's SOA instead of the DNAME and its CNAME."""
+    dnames = [dns.name.from_text(rr[0]) for rr in native.answer if rr[2] == "DNAME"]
+    zone = facts.zone_of(qname)
+    if not (zone is not None and any(qname.is_subdomain(d) and qname != d for d in dnames)
+            and other.rcode == "NXDOMAIN" and not other.answer and other.authority
+            and all(rr[2] == "SOA" and rr[0] == _owner(zone) for rr in other.authority)):
+        return None
+    return other, other
+
+
+def _when(shape: Shape) -> Normalize:
+    """A BIND-class shape (a predicate on the pair) as a normalisation."""
+    def normalize(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                  facts: ZoneFacts) -> Pair | None:
+        return (other, other) if shape(qname, rdtype, native, other, facts) else None
+    return normalize
+
+
+def _extra_target_addresses(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                            facts: ZoneFacts) -> Pair | None:
+    """Additional addresses of the answer's NS, MX or SRV targets that native BIND leaves
+    out."""
+    extra = other.additional - native.additional
+    if extra and _only_addresses_of(extra, _targets(other.answer)):
+        return native, replace(other, additional=other.additional - extra)
+    return None
+
+
+_NAME_CASE = "names inside rdata come back in lower case, or spelled as the query name " \
+             "they were compressed against (names compare case-insensitively)"
+_MINIMAL = "positive answers carry no NS RRset in the authority section, nor the " \
+           "additional addresses that would go with it"
+_ANY_ONE = "ANY is answered with one RRset of the name, without authority section"
+_NSEC_CNAME = "NSEC at a CNAME owner (an unsigned zone): the CNAME is followed; native " \
+              "BIND answers NODATA"
+_ROOT_GLUE = "the root zone's NS (or ANY) answer adds the NS target's addresses, which " \
+             "native BIND 9.18 leaves out of its additional section"
+
+OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
+    ServerBehaviour(
+        "nsd-rdata-name-case", _NAME_CASE,
+        "NSD compresses names case-insensitively, so a name sharing a suffix with the query "
+        "takes the query's spelling, and keeps one spelling per name in its domain table",
+        _rdata_name_case),
+    ServerBehaviour(
+        "nsd-any-one-rrset", _ANY_ONE,
+        "NSD answers ANY with a single RRset (RFC 8482) and adds no NS RRset to it",
+        _any_one_rrset),
+    ServerBehaviour(
+        "nsd-nsec-at-cname", _NSEC_CNAME,
+        "NSD treats NSEC in an unsigned zone as an absent type and follows the CNAME",
+        _when(_nsec_at_cname)),
+    ServerBehaviour(
+        "nsd-cross-zone-chain",
+        "a CNAME (here one synthesised from a DNAME) into another hosted zone is followed "
+        "into it; native BIND stops at the zone boundary",
+        "NSD follows a CNAME into any zone it serves, the root zone included, and answers "
+        "from it (NXDOMAIN with the root's SOA)",
+        _when(_cross_zone_chain)),
+    ServerBehaviour(
+        "nsd-root-glue", _ROOT_GLUE,
+        "NSD adds the addresses of every NS target it holds; BIND's mechanism not traced",
+        _extra_target_addresses),
+    ServerBehaviour(
+        "knot-rdata-name-case", _NAME_CASE,
+        "Knot stores names in lower case when it loads a zone and compresses names "
+        "case-insensitively against the query name",
+        _rdata_name_case),
+    ServerBehaviour(
+        "knot-minimal-authority", _MINIMAL,
+        "Knot DNS answers minimally: the authority section holds NS only for a referral",
+        _minimal_authority),
+    ServerBehaviour(
+        "knot-any-one-rrset", _ANY_ONE,
+        "Knot DNS answers ANY over UDP with a single RRset (RFC 8482)",
+        _any_one_rrset),
+    ServerBehaviour(
+        "knot-root-glue", _ROOT_GLUE,
+        "Knot adds the addresses of every NS target it holds; BIND's mechanism not traced",
+        _extra_target_addresses),
+    ServerBehaviour(
+        "pdns-8bit-dns",
+        "a query name with an octet outside letters, digits and -_*./@ \\: (e.g. ' \" % ( "
+        "$ ; or binary) is answered SERVFAIL, whatever the data",
+        "PowerDNS refuses such names unless 8bit-dns=yes (default no)",
+        _servfail_8bit),
+    ServerBehaviour(
+        "pdns-rdata-name-case", _NAME_CASE,
+        "PowerDNS compresses names case-insensitively, so the SOA of a negative answer "
+        "takes the query name's spelling",
+        _rdata_name_case),
+    ServerBehaviour(
+        "pdns-any-to-tcp",
+        "ANY over UDP: an empty truncated response (the TCP answer is not compared)",
+        "any-to-tcp=yes, PowerDNS's default, sends every ANY query to TCP",
+        _any_to_tcp),
+    ServerBehaviour(
+        "pdns-minimal-authority", _MINIMAL,
+        "PowerDNS 4 adds the NS RRset to the authority section of referrals only",
+        _minimal_authority),
+    ServerBehaviour(
+        "pdns-dname-off",
+        "a name below a DNAME: NXDOMAIN with the zone's SOA; native BIND synthesises the "
+        "CNAME",
+        "dname-processing=no, PowerDNS 4.7's default: a DNAME is served as data only",
+        _dname_not_processed),
+    ServerBehaviour(
+        "pdns-root-glue", _ROOT_GLUE,
+        "PowerDNS adds the addresses of every NS target it holds; BIND's mechanism not traced",
+        _extra_target_addresses),
+    ServerBehaviour(
+        "pdns-nsec-at-cname", _NSEC_CNAME,
+        "PowerDNS treats NSEC in an unsigned zone as an absent type and follows the CNAME",
+        _when(_nsec_at_cname)),
 )}
 
-KNOWN_CLASSES: dict[str, BindClass] = {**BIND_CLASSES, **OTHER_CLASSES}
+KNOWN_CLASSES: dict[str, BindClass | ServerBehaviour] = {**BIND_CLASSES, **OTHER_CLASSES}
 
 
 # --- counting --------------------------------------------------------------------------------

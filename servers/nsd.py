@@ -104,6 +104,10 @@ class NsdServer(ServerKind):
     """NSD answering from the native store's zone files."""
 
     needs_reload: bool = True  # NSD reads zone files at start and on SIGHUP only
+    # Measured on the coverage set (bench/verify.py OTHER_CLASSES), in the order they apply.
+    answer_classes: tuple[str, ...] = ("nsd-rdata-name-case", "nsd-any-one-rrset",
+                                       "nsd-nsec-at-cname", "nsd-cross-zone-chain",
+                                       "nsd-root-glue")
     group = "NSD, Knot"
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
