@@ -93,6 +93,12 @@ def selected_servers(text: str) -> list[str]:
     return names
 
 
+def group_of(name: str) -> str:
+    """The results table's column group of a server ("" for a name no longer registered)."""
+    server = _BY_NAME.get(name)
+    return server.group if server is not None else ""
+
+
 def report_order(name: str) -> tuple[int, str]:
     """Sort key: registry order, unknown names (from old results) last, alphabetically."""
     names = server_names()

@@ -63,6 +63,8 @@ class DnsServer(ABC):
     ready_line: ClassVar[re.Pattern[bytes]]
     # Logged once per zone loaded, for `startup`'s "how far it got" (None: loads none).
     zone_loaded_line: ClassVar[re.Pattern[bytes] | None] = None
+    # The generated configuration file, in the run directory.
+    conf_path: Path
 
     def __init__(self, run_dir: Path, *, threads: int = 1, port: int | None = None,
                  env: Mapping[str, str] | None = None) -> None:

@@ -63,7 +63,9 @@ class Pdns(DnsServer):
         return {
             "local-address": "127.0.0.1",
             "local-port": str(self.port),
-            "socket-dir": str(self.run_dir),
+            # Relative to the run directory (its working directory): the control socket's
+            # absolute path could pass the 107 octets a unix socket path may have.
+            "socket-dir": ".",
             "guardian": "no",
             "daemon": "no",
             "disable-syslog": "yes",
@@ -83,9 +85,8 @@ class Pdns(DnsServer):
     def reload(self) -> None:
         """`pdns_control reload`: the bind backend reads changed zone files again."""
         self._running_proc()
-        run_checked(["pdns_control", f"--config-dir={self.run_dir}",
-                     f"--socket-dir={self.run_dir}", "reload"], "pdns_control reload",
-                    cwd=self.run_dir, timeout=60)
+        run_checked(["pdns_control", f"--config-dir={self.run_dir}", "--socket-dir=.",
+                     "reload"], "pdns_control reload", cwd=self.run_dir, timeout=60)
 
 
 @dataclass(frozen=True)

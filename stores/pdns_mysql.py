@@ -88,18 +88,17 @@ def _connect(target: MysqlServer) -> MySQLdb.Connection:
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:
-    """Delete the batch's zones and their records and write them anew (no foreign keys in
-    the schema: the records go explicitly)."""
+    """Write the batch's zones anew under their domain ids (see stores/pdns_pg.py); the
+    schema has no foreign keys, so the old records go explicitly."""
     cursor = conn.cursor()
     names = [pdns_rows.pdns_name(zone.origin) for zone in batch]
     in_names = ", ".join(["%s"] * len(names))
-    cursor.execute(f"DELETE r FROM records r JOIN domains d ON r.domain_id = d.id "
-                   f"WHERE d.name IN ({in_names})", names)
-    cursor.execute(f"DELETE FROM domains WHERE name IN ({in_names})", names)
-    cursor.executemany("INSERT INTO domains (name, type) VALUES (%s, 'NATIVE')",
+    cursor.executemany("INSERT IGNORE INTO domains (name, type) VALUES (%s, 'NATIVE')",
                        [(name,) for name in names])
     cursor.execute(f"SELECT name, id FROM domains WHERE name IN ({in_names})", names)
     ids = {name: domain_id for name, domain_id in cursor.fetchall()}
+    in_ids = ", ".join(["%s"] * len(ids))
+    cursor.execute(f"DELETE FROM records WHERE domain_id IN ({in_ids})", list(ids.values()))
     cursor.executemany(_INSERT_RECORDS, [(ids[name], *row)
                                          for zone, name in zip(batch, names, strict=True)
                                          for row in pdns_rows.zone_rows(zone)])

@@ -70,11 +70,14 @@ def _connect(target: PgServer) -> psycopg.Connection:
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:
-    """Delete the batch's zones (their records cascade) and write them anew."""
+    """Write the batch's zones anew under their domain ids: a zone already there keeps its
+    id, which PowerDNS's caches may hold (a new id would hide the zone until they expire)."""
     names = [pdns_rows.pdns_name(zone.origin) for zone in batch]
-    conn.execute("DELETE FROM domains WHERE name = ANY(%s)", (names,))
-    ids = dict(conn.execute("INSERT INTO domains (name, type) SELECT unnest(%s::text[]), "
-                            "'NATIVE' RETURNING name, id", (names,)).fetchall())
+    conn.execute("INSERT INTO domains (name, type) SELECT unnest(%s::text[]), 'NATIVE' "
+                 "ON CONFLICT (name) DO NOTHING", (names,))
+    ids = dict(conn.execute("SELECT name, id FROM domains WHERE name = ANY(%s)",
+                            (names,)).fetchall())
+    conn.execute("DELETE FROM records WHERE domain_id = ANY(%s)", (list(ids.values()),))
     with conn.cursor() as cur, cur.copy(_COPY_RECORDS) as copy:
         for zone, name in zip(batch, names, strict=True):
             for row in pdns_rows.zone_rows(zone):
