@@ -527,6 +527,30 @@ def _extra_target_addresses(qname: dns.name.Name, rdtype: str, native: Answer, o
     return None
 
 
+def _split_at_nul(name: str) -> str:
+    """An owner as the lmdb backend gives it back: each label with a NUL octet split there,
+    its parts in reverse order."""
+    labels: list[bytes] = []
+    for label in dns.name.from_text(name).labels:
+        labels.extend(reversed(label.split(b"\0")) if b"\0" in label else [label])
+    return dns.name.Name(labels).to_text().lower()
+
+
+def _nul_label_split(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                     facts: ZoneFacts) -> Pair | None:
+    """Native's owners as the lmdb backend spells back a NUL inside a label."""
+    rrs = native.answer | native.authority | native.additional
+    if not any("\\000" in rr[0] for rr in rrs):
+        return None
+    return replace(native, answer=_nul_split(native.answer),
+                   authority=_nul_split(native.authority),
+                   additional=_nul_split(native.additional)), other
+
+
+def _nul_split(rrs: frozenset[Rr]) -> frozenset[Rr]:
+    return frozenset((_split_at_nul(rr[0]), rr[1], rr[2], rr[3]) for rr in rrs)
+
+
 _NAME_CASE = "names inside rdata come back in lower case, or spelled as the query name " \
              "they were compressed against (names compare case-insensitively)"
 _MINIMAL = "positive answers carry no NS RRset in the authority section, nor the " \
@@ -588,7 +612,8 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
     ServerBehaviour(
         "pdns-rdata-name-case", _NAME_CASE,
         "PowerDNS compresses names case-insensitively, so the SOA of a negative answer "
-        "takes the query name's spelling",
+        "takes the query name's spelling; the lmdb backend also keeps names inside rdata "
+        "in lower case",
         _rdata_name_case),
     ServerBehaviour(
         "pdns-any-to-tcp",
@@ -605,6 +630,13 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "CNAME",
         "dname-processing=no, PowerDNS 4.7's default: a DNAME is served as data only",
         _dname_not_processed),
+    ServerBehaviour(
+        "pdns-lmdb-nul-label",
+        "an owner name with a NUL octet inside a label comes back split there (nul\\000byte "
+        "as byte.nul); seen in transfers, the queries themselves are pdns-8bit-dns",
+        "the lmdb backend keys records by the name's labels reversed and joined with NUL "
+        "octets, so a NUL inside a label reads back as a label boundary",
+        _nul_label_split),
     ServerBehaviour(
         "pdns-root-glue", _ROOT_GLUE,
         "PowerDNS adds the addresses of every NS target it holds; BIND's mechanism not traced",

@@ -14,7 +14,7 @@ from servers.kind import ServerKind
 from servers.knot import KnotServer
 from servers.native import NativeNamed
 from servers.nsd import NsdServer
-from servers.pdns import PdnsBindServer, PdnsServer
+from servers.pdns import PDNS_CLASSES, PdnsBindServer, PdnsServer
 
 # kib_per_record: named's resident memory per record, from `startup` at a million zones of 10
 # records (docs/results/startup-2026-11-21: native 11,235 MiB, memory 2,320 MiB), rounded up.
@@ -39,6 +39,9 @@ SERVERS: tuple[ServerKind, ...] = (
     PdnsServer("pdns-gpgsql-cached", store="pdns_pg", cached=True),
     PdnsServer("pdns-gmysql", store="pdns_mysql"),
     PdnsServer("pdns-gmysql-cached", store="pdns_mysql", cached=True),
+    # The lmdb backend adds one class of its own (a NUL octet inside a label).
+    PdnsServer("pdns-lmdb", store="pdns_lmdb",
+               answer_classes=(*PDNS_CLASSES, "pdns-lmdb-nul-label")),
     PdnsBindServer("pdns-bind", store="native"),
     # The same zone files as native BIND.
     NsdServer("nsd", store="native"),

@@ -34,6 +34,13 @@ CACHES_OFF: Mapping[str, str] = {
 }
 
 
+# Measured on the coverage set (bench/verify.py OTHER_CLASSES), in the order they apply; the
+# same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
+PDNS_CLASSES = ("pdns-8bit-dns", "pdns-rdata-name-case", "pdns-any-to-tcp",
+                "pdns-minimal-authority", "pdns-dname-off", "pdns-nsec-at-cname",
+                "pdns-root-glue")
+
+
 class Pdns(DnsServer):
     """One private pdns_server in the foreground (no guardian), logging to stderr."""
 
@@ -96,12 +103,7 @@ class PdnsServer(ServerKind):
     # PowerDNS's default caches (packet cache 20 s, query cache 20 s, negative 60 s): an
     # update shows after they expire, which the runner's update visibility then measures.
     cached: bool = False
-    # Measured on the coverage set (bench/verify.py OTHER_CLASSES), in the order they apply;
-    # the same for every backend: they are PowerDNS's own.
-    answer_classes: tuple[str, ...] = ("pdns-8bit-dns", "pdns-rdata-name-case",
-                                       "pdns-any-to-tcp", "pdns-minimal-authority",
-                                       "pdns-dname-off", "pdns-nsec-at-cname",
-                                       "pdns-root-glue")
+    answer_classes: tuple[str, ...] = PDNS_CLASSES
     group = "PowerDNS backends"
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
