@@ -13,11 +13,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import dns.name
+import dns.rdata
+import dns.rdataclass
 
 from base.process import run_checked
 from stores.pdns_rows import pdns_name
 from stores.store import DirectoryStore
-from zonedata.model import Record, Zone
+from zonedata.model import Record, Zone, from_rdata
 from zonedata.zonefiles import zone_file_text
 
 _CONF = "pdns.conf"
@@ -64,13 +66,16 @@ class PdnsLmdbStore(DirectoryStore):
 
 def _records(listing: str) -> Iterator[Record]:
     """`pdnsutil list-zone` lines (owner, TTL, class, type, content, tab-separated) as model
-    records; names in it are absolute without the final dot."""
+    records; names in it are absolute, some without the final dot (the SOA's), so the
+    content is parsed against the root."""
     for line in listing.splitlines():
         fields = line.split("\t")
         if len(fields) != 5 or fields[2] != "IN":
             continue  # "$ORIGIN ." and the like
         owner, ttl, _, rdtype, content = fields
-        yield Record(dns.name.from_text(owner), int(ttl), rdtype, content)
+        rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, content,
+                                    origin=dns.name.root, relativize=False)
+        yield from_rdata(dns.name.from_text(owner), int(ttl), rdata)
 
 
 STORE = PdnsLmdbStore()
