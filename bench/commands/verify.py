@@ -33,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="dnsperf-format query file (default: queries derived from the zones)")
     p.add_argument("--drivers", default="all",
                    help="'all' (every driver that is built) or a comma list")
-    p.add_argument("--threads", type=int, default=2, help="named worker threads")
+    p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
     p.set_defaults(func=run)
 
