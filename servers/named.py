@@ -46,6 +46,7 @@ class Named(DnsServer):
     # zone file still loading gets SERVFAIL although named already answers.
     ready_line = re.compile(rb" general: notice: running$", re.M)
     zone_loaded_line = re.compile(rb": loaded serial ")
+    zone_failed_line = re.compile(rb"zone \S+: not loaded due to errors\.", re.M)
 
     def __init__(self, run_dir: Path, body: str, *, threads: int = 1, port: int | None = None,
                  extra_options: str = "", wrapper: Sequence[str] = (),
