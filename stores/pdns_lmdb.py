@@ -64,6 +64,16 @@ class PdnsLmdbStore(DirectoryStore):
                            f"pdnsutil {args[0]} ({target})", cwd=target, timeout=600)
 
 
+# Types whose presentation has quoted character-strings: a `"` there is quoting.
+_QUOTED_STRING_TYPES = frozenset({"TXT", "SPF", "HINFO", "NAPTR", "CAA"})
+
+
+def _escape_quotes(content: str) -> str:
+    """pdnsutil prints a `"` inside a name unescaped (DNSName escapes only `.`, `\\` and
+    unprintable octets); in a zone file's presentation it opens a quoted string."""
+    return content.replace('"', '\\"')
+
+
 def _records(listing: str) -> Iterator[Record]:
     """`pdnsutil list-zone` lines (owner, TTL, class, type, content, tab-separated) as model
     records; names in it are absolute, some without the final dot (the SOA's), so the
@@ -73,6 +83,8 @@ def _records(listing: str) -> Iterator[Record]:
         if len(fields) != 5 or fields[2] != "IN":
             continue  # "$ORIGIN ." and the like
         owner, ttl, _, rdtype, content = fields
+        if rdtype not in _QUOTED_STRING_TYPES:
+            content = _escape_quotes(content)
         rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, content,
                                     origin=dns.name.root, relativize=False)
         yield from_rdata(dns.name.from_text(owner), int(ttl), rdata)

@@ -105,8 +105,8 @@ def handwritten() -> Results:
     qps = {"native": 10000, "memory": 8000, "pg": 400, "mysql": 600, "ldap": 80, "fs": 200,
            "bdb-btree": 1000, "bdb-hash": 900, "bdbhpt-t": 4000, "bdbhpt-c": 5000,
            "bdbhpt-p": 6000, "pdns-gpgsql": 300, "pdns-gpgsql-cached": 3000,
-           "pdns-gmysql": 200, "pdns-gmysql-cached": 2500, "pdns-bind": 5000, "nsd": 12000,
-           "knot": 11000}
+           "pdns-gmysql": 200, "pdns-gmysql-cached": 2500, "pdns-lmdb": 4000, "pdns-bind": 5000,
+           "nsd": 12000, "knot": 11000}
     cells = []
     for threads in (1, 2):
         for driver, value in qps.items():

@@ -181,15 +181,23 @@ def _has_cache(store: Store) -> bool:
 
 def test_cache_figures_are_read_for_every_store_that_has_them(scale_run: Path) -> None:
     for point in load_results(scale_run).scale:
-        store = get_server(point.driver).store_object()
+        kind = get_server(point.driver)
+        store = kind.store_object()
         if not _has_cache(store):
             assert point.cache is None, point.key
             continue
         cache = point.cache
         assert cache and cache["source"], point.key
-        if cache["hits"] is not None:  # a counted cache: requests were made during the runs
-            assert cache["hits"] + cache["misses"] > 0, point.key
-            assert 0 <= cache["hit_ratio"] <= 1, point.key
+        if cache["hits"] is not None:  # a counted cache
+            requests = cache["hits"] + cache["misses"]
+            # A server with caches of its own in front (PowerDNS "-cached", warmed up on a few
+            # hundred zones) may not ask its database at all during the runs.
+            if not getattr(kind, "cached", False):
+                assert requests > 0, point.key
+            if requests:
+                assert 0 <= cache["hit_ratio"] <= 1, point.key
+            else:
+                assert cache["hit_ratio"] is None, point.key
         elif cache["mapped_bytes"] is not None:  # slapd: its data file partly in memory
             assert 0 < cache["resident_share"] <= 1, point.key
             if point.mix == "uniform":  # every zone asked for: most of the data was read
