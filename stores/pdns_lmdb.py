@@ -54,6 +54,13 @@ class PdnsLmdbStore(DirectoryStore):
             origin = dns.name.root if name == "." else dns.name.from_text(name)
             yield Zone(origin, list(_records(self._pdnsutil(target, "list-zone", name))))
 
+    def as_held(self, zone: Zone) -> Zone:
+        """PowerDNS's lmdb backend keys a record by its owner's labels reversed and joined with
+        NUL octets, so a label holding a NUL comes back split there (`nul\\000byte` as
+        `byte.nul`: verify's pdns-lmdb-nul-label), and it keeps a name inside rdata relative to
+        the zone, so the zone's part comes back in the zone's own case."""
+        return Zone(zone.origin, [_as_held(r, zone.origin) for r in zone.records])
+
     def _write_conf(self, target: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
         (target / _CONF).write_text("".join(f"{key}={value}\n" for key, value
@@ -62,6 +69,29 @@ class PdnsLmdbStore(DirectoryStore):
     def _pdnsutil(self, target: Path, *args: str) -> str:
         return run_checked(["pdnsutil", f"--config-dir={target}", *args],
                            f"pdnsutil {args[0]} ({target})", cwd=target, timeout=600)
+
+
+def _split_at_nul(name: dns.name.Name) -> dns.name.Name:
+    labels: list[bytes] = []
+    for label in name.labels:
+        labels.extend(reversed(label.split(b"\0")))
+    return dns.name.Name(labels)
+
+
+def _in_zone_case(name: dns.name.Name, origin: dns.name.Name) -> dns.name.Name:
+    if not name.is_subdomain(origin):
+        return name
+    return name.relativize(origin).derelativize(origin)
+
+
+def _as_held(record: Record, origin: dns.name.Name) -> Record:
+    rdata = dns.rdata.from_text(dns.rdataclass.IN, record.rdtype, record.rdata,
+                                origin=dns.name.root, relativize=False)
+    names = {slot: _in_zone_case(value, origin) for slot in rdata.__slots__
+             if isinstance(value := getattr(rdata, slot), dns.name.Name)}
+    if names:
+        rdata = rdata.replace(**names)
+    return from_rdata(_split_at_nul(record.owner), record.ttl, rdata)
 
 
 # Types whose presentation has quoted character-strings: a `"` there is quoting.

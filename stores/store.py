@@ -101,6 +101,12 @@ class Store(ABC, Generic[T]):
     def read_back(self, target: T) -> Iterator[Zone]:
         """Every zone in the store, in the model's form (for round-trip tests)."""
 
+    def as_held(self, zone: Zone) -> Zone:
+        """The zone as this store keeps it: what read_back gives after loading it. The same
+        zone, unless the store's own software cannot keep some data as given (then it says
+        what it changes, and round-trip tests expect exactly that)."""
+        return zone
+
     def dlz_args(self, target: T, options: Mapping[str, str]) -> dict[str, str]:
         """The key=value arguments a DLZ driver needs to reach this store's data; `options`
         are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
