@@ -71,6 +71,12 @@ class PdnsLmdbStore(DirectoryStore):
                            f"pdnsutil {args[0]} ({target})", cwd=target, timeout=600)
 
 
+def _absolute_rdata(rdtype: str, text: str) -> dns.rdata.Rdata:
+    """Presentation text parsed against the root: every name in it is absolute."""
+    return dns.rdata.from_text(dns.rdataclass.IN, rdtype, text, origin=dns.name.root,
+                               relativize=False)
+
+
 def _split_at_nul(name: dns.name.Name) -> dns.name.Name:
     labels: list[bytes] = []
     for label in name.labels:
@@ -85,8 +91,7 @@ def _in_zone_case(name: dns.name.Name, origin: dns.name.Name) -> dns.name.Name:
 
 
 def _as_held(record: Record, origin: dns.name.Name) -> Record:
-    rdata = dns.rdata.from_text(dns.rdataclass.IN, record.rdtype, record.rdata,
-                                origin=dns.name.root, relativize=False)
+    rdata = _absolute_rdata(record.rdtype, record.rdata)
     names = {slot: _in_zone_case(value, origin) for slot in rdata.__slots__
              if isinstance(value := getattr(rdata, slot), dns.name.Name)}
     if names:
@@ -115,9 +120,7 @@ def _records(listing: str) -> Iterator[Record]:
         owner, ttl, _, rdtype, content = fields
         if rdtype not in _QUOTED_STRING_TYPES:
             content = _escape_quotes(content)
-        rdata = dns.rdata.from_text(dns.rdataclass.IN, rdtype, content,
-                                    origin=dns.name.root, relativize=False)
-        yield from_rdata(dns.name.from_text(owner), int(ttl), rdata)
+        yield from_rdata(dns.name.from_text(owner), int(ttl), _absolute_rdata(rdtype, content))
 
 
 STORE = PdnsLmdbStore()
