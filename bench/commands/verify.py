@@ -8,20 +8,20 @@ from pathlib import Path
 
 import dns.name
 
+from base.errors import UserError
 from base.process import new_run_dir
 from bench.datasets import add_data_options, zone_source
 from bench.serving import serving
 from bench.verify import (
     DRIVER,
     KNOWN_CLASSES,
-    REFERENCE,
     Comparison,
     Query,
     compare_servers,
     derive_queries,
     references_for,
 )
-from servers import selected_servers
+from servers import REFERENCE, selected_servers
 from zonedata.model import Zone
 from zonedata.queries import read_query_file
 
@@ -47,13 +47,15 @@ def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
 def run(args: argparse.Namespace) -> int:
     stream, _ = zone_source(args)
     zones = list(stream())
-    drivers = [d for d in selected_servers(args.drivers) if d not in REFERENCE]
+    drivers = [d for d in selected_servers(args.drivers) if d != REFERENCE]
+    if not drivers:
+        raise UserError(f"verify compares servers with {REFERENCE}: --drivers names no other")
     queries = load_queries(args, zones)
     run_dir = new_run_dir("verify")
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
                                                  threads=args.threads))
-                  for d in [*references_for(drivers), *drivers]}
+                  for d in dict.fromkeys([*references_for(drivers), *drivers])}
         print(f"verifying {len(queries)} queries over {len(zones)} zones: "
               f"{', '.join(served)}", flush=True)
         results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
