@@ -12,7 +12,7 @@ from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
-from bench.datasets import zone_source
+from bench.datasets import add_zone_file_options, describe, zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Profile, Runner, Setup, clients_for
@@ -40,7 +40,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
                    help="server (named + database) and load generator on separate CPUs")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--zones", type=Path, metavar="DIR", help="zone files instead of generated")
+    add_zone_file_options(p, src)
     src.add_argument("--generate", type=int, metavar="N", help="generated zones (profile default)")
     src.add_argument("--coverage", action="store_true", help="the coverage data set")
     p.add_argument("--records", type=int, default=None, help="records per generated zone")
@@ -55,7 +55,8 @@ def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
-    if args.zones is None and not args.coverage and args.generate is None:
+    if (args.zones is None and args.named_conf is None and not args.coverage
+            and args.generate is None):
         args.generate = profile.zones
     if args.records is None:
         args.records = profile.records
@@ -70,7 +71,7 @@ def prepare(args: argparse.Namespace, command: str,
     run_dir = new_run_dir("bench")
     query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
     setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in drivers[1:]],
-                  stream=stream, dataset=_describe(args), query_file=query_file,
+                  stream=stream, dataset=describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
                   pin=args.pin)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
@@ -113,10 +114,3 @@ def _derive_query_file(stream: Callable[[], Iterator[Zone]], run_dir: Path, coun
         pass
     return path
 
-
-def _describe(args: argparse.Namespace) -> str:
-    if args.zones is not None:
-        return f"zone files from {args.zones}"
-    if args.coverage:
-        return "coverage data set"
-    return f"{args.generate} generated zones x ~{args.records} records (seed {args.seed})"
