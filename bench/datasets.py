@@ -17,6 +17,7 @@ from base.errors import UserError
 from servers import bindversion
 from zonedata.model import Zone
 from zonedata.namedconf import ConfZone, NamedConf, read_named_conf
+from zonedata.traffic import Traffic, derive_query_file
 
 # Bad zones named in full in the one error line; the rest are counted.
 _BAD_ZONES_SHOWN = 5
@@ -42,6 +43,30 @@ def add_zone_file_options(parser: argparse.ArgumentParser,
     parser.add_argument("--skip-bad-zones", action="store_true",
                         help="with --named-conf: leave out zones whose file fails to load "
                              "(default: stop, listing them)")
+
+
+def add_query_source_options(parser: argparse.ArgumentParser,
+                             queries: argparse._MutuallyExclusiveGroup) -> None:
+    """--queries-from into the group of query options `queries`; --only-zones beside."""
+    queries.add_argument("--queries-from", type=Path, metavar="FILE",
+                         help="real traffic as the queries: a BIND query log, a pcap/pcapng "
+                              "capture or a dnsperf file (told apart by content)")
+    parser.add_argument("--only-zones", action="store_true",
+                        help="with --queries-from: keep only queries for the loaded zones")
+
+
+def traffic_queries(args: argparse.Namespace, stream: Callable[[], Iterator[Zone]],
+                    run_dir: Path) -> tuple[Path, Traffic] | None:
+    """The query file derived from --queries-from in run_dir (None without the option)."""
+    if args.queries_from is None:
+        if args.only_zones:
+            raise UserError("--only-zones filters the queries of --queries-from: give that too")
+        return None
+    origins = (zone.origin for zone in stream()) if args.only_zones else None
+    path = run_dir / "queries-from.txt"
+    traffic = derive_query_file(args.queries_from, path, origins)
+    print(traffic.summary(), file=sys.stderr)
+    return path, traffic
 
 
 def zone_source(args: argparse.Namespace) -> tuple[Callable[[], Iterator[Zone]], int | None]:

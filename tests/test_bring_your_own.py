@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dns.message
+import dns.name
+import dpkt
 import pytest
 
 from base.errors import UserError
@@ -16,6 +19,8 @@ from bench.datasets import named_conf_zones
 from servers import bindversion
 from stores import get_store
 from zonedata.namedconf import read_named_conf
+from zonedata.queries import read_query_file
+from zonedata.traffic import derive_query_file, detect_format
 
 SOA = "ns1.example.org. hostmaster.example.org. 1 3600 900 604800 300"
 
@@ -142,3 +147,162 @@ def test_named_conf_without_zone_data_is_one_error(tmp_path):
     conf = write(tmp_path / "named.conf", 'zone "." { type hint; file "root.hints"; };\n')
     with pytest.raises(UserError, match=r"no zone with data to load \(1 hint\)"):
         named_conf_zones(conf, skip_bad=False)
+
+
+# --- --queries-from ---------------------------------------------------------------------------
+
+# Query log lines as BIND 9.18 writes them (lib/ns/query.c log_query through lib/ns/client.c
+# ns_client_logv), behind a logging channel's print-time, category and severity.
+CHANNEL = "25-Nov-2026 06:00:00.101 queries: info: "
+QUERY_LOG = "".join(f"{line}\n" for line in [
+    f"{CHANNEL}client @0x7f5c2c0a8d68 127.0.0.1#45678 (www.a.test): "
+    "query: www.a.test IN A +E(0)K (127.0.0.1)",
+    f"{CHANNEL}client @0x7f5c2c0a8d68 10.1.2.3#5353 (a.test): view inside: "
+    "query: a.test IN MX -E(0)DV (10.0.0.1)",
+    f"{CHANNEL}client @0x7f5c2c0b1234 192.0.2.7#1024 (ftp.c.test): "
+    "query: ftp.c.test IN AAAA -E(0)TK (192.0.2.53) [ECS 192.0.2.0/24/0]",
+    f"{CHANNEL}client @0x7f5c2c0b1234 127.0.0.1#1025 (version.bind): "
+    "query: version.bind CH TXT -E(0) (127.0.0.1)",
+    f"{CHANNEL}client @0x7f5c2c0b1234 127.0.0.1#1026 (a.test): "
+    "query: a.test IN AXFR -T (127.0.0.1)",
+    f"{CHANNEL}client @0x7f5c2c0b1234 127.0.0.1#1027 (www.example.com): "
+    "query: www.example.com IN A +E(0)K (127.0.0.1)",
+    "25-Nov-2026 06:00:00.107 general: info: zone a.test/IN/inside: loaded serial 1",
+    f"{CHANNEL}client @0x7f5c2c0b1234 127.0.0.1#1028 (.): query: . IN NS -E(0) (127.0.0.1)",
+])
+
+
+def query_wire(name: str, rdtype: str, *, response: bool = False) -> bytes:
+    query = dns.message.make_query(name, rdtype)
+    return (dns.message.make_response(query) if response else query).to_wire()
+
+
+def udp4(payload: bytes, dport: int = 53, sport: int = 40000) -> bytes:
+    udp = dpkt.udp.UDP(sport=sport, dport=dport, data=payload)
+    udp.ulen = len(udp)
+    ip = dpkt.ip.IP(src=bytes([192, 0, 2, 1]), dst=bytes([192, 0, 2, 53]),
+                    p=dpkt.ip.IP_PROTO_UDP, data=udp)
+    ip.len = len(ip)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6,
+                                        type=dpkt.ethernet.ETH_TYPE_IP, data=ip))
+
+
+def tcp6(payload: bytes) -> bytes:
+    framed = len(payload).to_bytes(2, "big") + payload
+    tcp = dpkt.tcp.TCP(sport=40001, dport=53, flags=dpkt.tcp.TH_PUSH | dpkt.tcp.TH_ACK,
+                       data=framed)
+    ip6 = dpkt.ip6.IP6(src=bytes(15) + b"\x01", dst=bytes(15) + b"\x35", nxt=dpkt.ip.IP_PROTO_TCP,
+                       hlim=64, data=tcp)
+    ip6.plen = len(tcp)
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\x04" * 6,
+                                        type=dpkt.ethernet.ETH_TYPE_IP6, data=ip6))
+
+
+def arp() -> bytes:
+    return bytes(dpkt.ethernet.Ethernet(src=b"\x02" * 6, dst=b"\xff" * 6,
+                                        type=dpkt.ethernet.ETH_TYPE_ARP, data=dpkt.arp.ARP()))
+
+
+CAPTURE = [
+    udp4(query_wire("www.a.test.", "A")),
+    udp4(query_wire("www.a.test.", "A", response=True), dport=40000, sport=53),
+    udp4(b"not a dns message", dport=9999),
+    tcp6(query_wire("mail.a.test.", "MX")),
+    udp4(b"\x00\x01garbage"),
+    arp(),
+    udp4(query_wire("www.example.com.", "AAAA")),
+]
+
+
+def write_capture(path: Path, frames: list[bytes], *, ng: bool = False) -> Path:
+    with open(path, "wb") as out:
+        writer = dpkt.pcapng.Writer(out) if ng else dpkt.pcap.Writer(out)
+        for number, frame in enumerate(frames):
+            writer.writepkt(frame, ts=1_764_000_000 + number / 10)
+    return path
+
+
+ZONES = [dns.name.from_text(n) for n in ("a.test.", "b.test.", "c.test.")]
+
+
+def test_query_log_lines_become_queries(tmp_path):
+    log = write(tmp_path / "query.log", QUERY_LOG)
+    assert detect_format(log) == "querylog"
+    out = tmp_path / "q.txt"
+    traffic = derive_query_file(log, out, ZONES)
+    assert read_query_file(out) == [("www.a.test.", "A"), ("a.test.", "MX"),
+                                    ("ftp.c.test.", "AAAA")]
+    assert traffic.kept == 3
+    assert dict(traffic.dropped) == {"not class IN": 1, "zone transfer": 1,
+                                     "outside loaded zones": 2, "not a query": 1}
+    header = [line for line in out.read_text().splitlines() if line.startswith(";")]
+    assert header == [f"; source: {log} (querylog)", "; kept: 3",
+                      "; dropped not a query: 1", "; dropped not class IN: 1",
+                      "; dropped outside loaded zones: 2", "; dropped zone transfer: 1"]
+
+
+def test_query_log_without_only_zones_keeps_every_in_query(tmp_path):
+    traffic = derive_query_file(write(tmp_path / "query.log", QUERY_LOG), tmp_path / "q.txt")
+    assert traffic.kept == 5
+    assert ("www.example.com.", "A") in read_query_file(tmp_path / "q.txt")
+    assert (".", "NS") in read_query_file(tmp_path / "q.txt")
+
+
+@pytest.mark.parametrize("ng", [False, True], ids=["pcap", "pcapng"])
+def test_capture_queries_over_udp_and_tcp(tmp_path, ng):
+    capture = write_capture(tmp_path / "dns.cap", CAPTURE, ng=ng)
+    assert detect_format(capture) == ("pcapng" if ng else "pcap")
+    out = tmp_path / "q.txt"
+    traffic = derive_query_file(capture, out, ZONES)
+    assert read_query_file(out) == [("www.a.test.", "A"), ("mail.a.test.", "MX")]
+    assert dict(traffic.dropped) == {"not a query": 1, "not DNS": 2, "malformed": 1,
+                                     "outside loaded zones": 1}
+    assert out.read_text().startswith(f"; source: {capture} ({'pcapng' if ng else 'pcap'})\n")
+
+
+def test_dnsperf_file_is_taken_as_it_is(tmp_path):
+    source = write(tmp_path / "mine.txt", "; my queries\nwww.a.test A\nb.test. soa\n"
+                                          "one-field\nwww.d.test A\n")
+    traffic = derive_query_file(source, tmp_path / "q.txt", ZONES)
+    assert read_query_file(tmp_path / "q.txt") == [("www.a.test.", "A"), ("b.test.", "SOA")]
+    assert dict(traffic.dropped) == {"malformed": 1, "outside loaded zones": 1}
+
+
+def test_capture_without_dns_is_one_error_and_no_file(tmp_path):
+    capture = write_capture(tmp_path / "web.pcap", [udp4(b"x" * 40, dport=443), arp()])
+    out = tmp_path / "q.txt"
+    with pytest.raises(UserError, match=rf"^{capture}: no usable DNS queries in this pcap file "
+                                        r"\(2 not DNS\)$"):
+        derive_query_file(capture, out)
+    assert list(tmp_path.iterdir()) == [capture]
+
+
+def test_unrecognised_or_truncated_sources_are_one_error(tmp_path):
+    text = write(tmp_path / "notes.txt", "hello there, this is not traffic\n")
+    with pytest.raises(UserError, match=r"notes.txt: neither a pcap/pcapng capture"):
+        derive_query_file(text, tmp_path / "q.txt")
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(write_capture(tmp_path / "whole.pcap", CAPTURE).read_bytes()[:30])
+    with pytest.raises(UserError, match=r"cut.pcap: cannot read packet capture"):
+        derive_query_file(cut, tmp_path / "q.txt")
+    with pytest.raises(UserError, match=r"absent.log: cannot read query source"):
+        derive_query_file(tmp_path / "absent.log", tmp_path / "q.txt")
+    assert not (tmp_path / "q.txt").exists()
+
+
+def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
+    capture = write_capture(tmp_path / "web.pcap", [udp4(b"x" * 40, dport=443)])
+    assert bench_main(["run", "--profile", "tiny", "--coverage", "--drivers", "native",
+                       "--queries-from", str(capture), "--out", str(tmp_path / "out")]) == 1
+    (line,) = error_lines(capsys.readouterr().err)
+    assert line == f"error: {capture}: no usable DNS queries in this pcap file (1 not DNS)"
+    assert not (tmp_path / "out").exists()
+
+
+def test_only_zones_needs_queries_from(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
+    assert bench_main(["run", "--profile", "tiny", "--coverage", "--drivers", "native",
+                       "--only-zones", "--out", str(tmp_path / "out")]) == 1
+    (line,) = error_lines(capsys.readouterr().err)
+    assert "--only-zones filters the queries of --queries-from" in line

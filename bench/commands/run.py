@@ -12,7 +12,13 @@ from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
 from bench.commands import positive_counts
-from bench.datasets import add_zone_file_options, describe, zone_source
+from bench.datasets import (
+    add_query_source_options,
+    add_zone_file_options,
+    describe,
+    traffic_queries,
+    zone_source,
+)
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Profile, Runner, Setup, clients_for
@@ -45,8 +51,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     src.add_argument("--coverage", action="store_true", help="the coverage data set")
     p.add_argument("--records", type=int, default=None, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--queries", type=Path, metavar="FILE",
-                   help="dnsperf query file (default: derived from the data set)")
+    queries = p.add_mutually_exclusive_group()
+    queries.add_argument("--queries", type=Path, metavar="FILE",
+                         help="dnsperf query file (default: derived from the data set)")
+    add_query_source_options(p, queries)
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default: results/<timestamp>)")
 
@@ -69,7 +77,9 @@ def prepare(args: argparse.Namespace, command: str,
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO_ROOT / "results" / (stamp if command == "run" else f"{command}-{stamp}")
     run_dir = new_run_dir("bench")
-    query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
+    traffic = traffic_queries(args, stream, run_dir)
+    query_file = (traffic[0] if traffic else args.queries
+                  or _derive_query_file(stream, run_dir, profile.queries, args.seed))
     setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in drivers[1:]],
                   stream=stream, dataset=describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
@@ -80,6 +90,8 @@ def prepare(args: argparse.Namespace, command: str,
                                                 for t in setup.threads},
                             "connections": args.connections or "threads", "pin": args.pin,
                             "dataset": setup.dataset, "drivers": drivers})
+    if traffic:
+        results.meta["queries_from"] = traffic[1].as_dict()
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
