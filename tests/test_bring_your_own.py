@@ -1,11 +1,14 @@
 """Bring your own (issue 17): an existing named.conf's zones and real query traffic as inputs.
 
-These tests start no server: the named.conf ones run BIND's named-checkconf and load into the
-fs store (a directory), the traffic ones only read and write files.
+All but the last test start no server: the named.conf ones run BIND's named-checkconf and load
+into the fs store (a directory), the traffic ones only read and write files; the last serves a
+named.conf's zones from native BIND and the memory driver and replays a query log at both.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import dns.message
@@ -14,10 +17,12 @@ import dpkt
 import pytest
 
 from base.errors import UserError
+from base.paths import REPO_ROOT
 from bench.cli import main as bench_main
 from bench.datasets import named_conf_zones
 from servers import bindversion
 from stores import get_store
+from tests.benchcli import bench_env, processes_under
 from zonedata.namedconf import read_named_conf
 from zonedata.queries import read_query_file
 from zonedata.traffic import derive_query_file, detect_format
@@ -306,3 +311,20 @@ def test_only_zones_needs_queries_from(tmp_path, capsys, monkeypatch):
                        "--only-zones", "--out", str(tmp_path / "out")]) == 1
     (line,) = error_lines(capsys.readouterr().err)
     assert "--only-zones filters the queries of --queries-from" in line
+
+
+# --- end to end: the one test here that starts servers (native BIND and the memory driver) ---
+
+
+def test_verify_serves_a_named_conf_and_replays_its_query_log(conf, tmp_path, run_root):
+    log = write(tmp_path / "query.log", QUERY_LOG)
+    done = subprocess.run([sys.executable, "-m", "bench", "verify", "--named-conf", str(conf),
+                           "--skip-bad-zones", "--queries-from", str(log), "--only-zones",
+                           "--drivers", "memory", "--no-axfr"],
+                          cwd=REPO_ROOT, env=bench_env(run_root), capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{log} (querylog): 3 queries kept" in done.stderr
+    assert "verifying 3 queries over 3 zones: native, memory" in done.stdout
+    assert "memory: 3/3 identical" in done.stdout
+    assert processes_under(run_root) == []
