@@ -79,7 +79,8 @@ def zone_source(args: argparse.Namespace) -> tuple[Callable[[], Iterator[Zone]],
         return (lambda: zonefiles.read_zone_dir(args.zones)), None
     if args.named_conf is not None:
         zones = named_conf_zones(args.named_conf, skip_bad=args.skip_bad_zones)
-        return (lambda: (zone.read() for zone in zones)), len(zones)
+        compilezone = bindversion.selected(need_drivers=False).compilezone
+        return (lambda: (zone.read(compilezone) for zone in zones)), len(zones)
     if args.coverage:
         return (lambda: iter(generator.coverage_zones(args.seed))), None
     if args.generate < 1:
@@ -101,13 +102,14 @@ def describe(args: argparse.Namespace) -> str:
 def named_conf_zones(conf: Path, *, skip_bad: bool) -> list[ConfZone]:
     """The zones of conf that load, each read once here so that a bad one stops the command
     before any store is touched (or, with skip_bad, is left out with a warning)."""
-    found = read_named_conf(conf, bindversion.selected(need_drivers=False).checkconf)
+    bind = bindversion.selected(need_drivers=False)
+    found = read_named_conf(conf, bind.checkconf)
     _note_conf(found)
     good: list[ConfZone] = []
     bad: list[str] = []
     for zone in found.zones:
         try:
-            zone.read()
+            zone.read(bind.compilezone)
         except UserError as exc:
             bad.append(f"{zone.origin.to_text()} ({exc})")
             continue

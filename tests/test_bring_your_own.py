@@ -49,7 +49,9 @@ def conf(tmp_path: Path) -> Path:
     write(data / "a.zone", zone_text("mail A 192.0.2.2\n"))
     write(data / "a-outside.zone", zone_text("outside A 192.0.2.9\n"))
     write(data / "sub" / "b.zone", zone_text())
-    write(data / "c.zone", zone_text("ftp AAAA 2001:db8::1\n"))
+    # A secondary's file is in BIND's raw format unless masterfile-format says otherwise.
+    compile_zone("c.test", write(tmp_path / "c.txt", zone_text("ftp AAAA 2001:db8::1\n")),
+                 data / "c.zone")
     write(data / "bad.zone", f"$TTL 300\n@ SOA {SOA}\n@ NS ns1.example.org.\nwww A 192.0.2.999\n")
     include = write(tmp_path / "conf.d" / "more.conf",
                     'zone "b.test" { type master; file "sub/b.zone"; };\n'
@@ -74,6 +76,13 @@ def checkconf() -> list[str]:
     return bindversion.select("9.18", need_drivers=False).checkconf
 
 
+def compile_zone(origin: str, text: Path, raw: Path) -> None:
+    """A raw-format zone file made by BIND's named-compilezone, as a secondary's transfer."""
+    argv = [*bindversion.select("9.18", need_drivers=False).compilezone, "-q", "-F", "raw",
+            "-o", str(raw), origin, str(text)]
+    subprocess.run(argv, check=True, capture_output=True)
+
+
 def error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("error:")]
 
@@ -84,11 +93,11 @@ def error_lines(err: str) -> list[str]:
 def test_named_conf_zones_come_from_named_checkconf(conf):
     found = read_named_conf(conf, checkconf())
     data = conf.parent / "data"
-    assert [(z.origin.to_text(), z.type, z.file, z.view) for z in found.zones] == [
-        ("a.test.", "primary", data / "a.zone", "inside"),
-        ("b.test.", "primary", data / "sub" / "b.zone", "inside"),  # from the include
-        ("bad.test.", "primary", data / "bad.zone", "inside"),
-        ("c.test.", "secondary", data / "c.zone", "outside"),
+    assert [(z.origin.to_text(), z.type, z.file, z.format, z.view) for z in found.zones] == [
+        ("a.test.", "primary", data / "a.zone", "text", "inside"),
+        ("b.test.", "primary", data / "sub" / "b.zone", "text", "inside"),  # from the include
+        ("bad.test.", "primary", data / "bad.zone", "text", "inside"),
+        ("c.test.", "secondary", data / "c.zone", "raw", "outside"),
     ]
     assert found.views == ["inside", "outside"]
     assert dict(found.left_out) == {"also in an earlier view (inside)": 1,
@@ -328,3 +337,17 @@ def test_verify_serves_a_named_conf_and_replays_its_query_log(conf, tmp_path, ru
     assert "verifying 3 queries over 3 zones: native, memory" in done.stdout
     assert "memory: 3/3 identical" in done.stdout
     assert processes_under(run_root) == []
+
+
+def test_secondary_text_file_needs_masterfile_format_text(tmp_path):
+    write(tmp_path / "s.zone", zone_text())
+    statement = 'zone "s.test" {{ type secondary; primaries {{ 192.0.2.53; }}; file "s.zone";{} }};'
+    conf = write(tmp_path / "named.conf", f'options {{ directory "{tmp_path}"; }};\n'
+                                          + statement.format(""))
+    with pytest.raises(UserError, match=rf"{tmp_path / 's.zone'}: not a raw-format zone file "
+                                        "named-compilezone reads: .*format mismatch"):
+        named_conf_zones(conf, skip_bad=False)
+    write(conf, f'options {{ directory "{tmp_path}"; }};\n'
+                + statement.format(" masterfile-format text;"))
+    (zone,) = named_conf_zones(conf, skip_bad=False)
+    assert zone.format == "text"
