@@ -83,7 +83,8 @@ class NamedConf:
     path: Path
     zones: list[ConfZone] = field(default_factory=list)
     views: list[str] = field(default_factory=list)
-    # Zones left out, by reason ("hint", "secondary without a file", "also in view x", ...).
+    # Zones left out, by reason ("hint", "secondary without a file", "also in an earlier view
+    # (inside)", ...).
     left_out: Counter[str] = field(default_factory=Counter)
 
 
@@ -123,8 +124,8 @@ def parse_canonical(text: str, conf: Path, cwd: Path) -> NamedConf:
     found = NamedConf(conf)
     seen: dict[dns.name.Name, str] = {}
     for view, zone in _zone_statements(statements, found):
-        view_format = _simple_values(view.body or [] if view else []).get("masterfile-format")
-        file_format = view_format or options.get("masterfile-format")
+        view_options = _simple_values(view.body or []) if view else {}
+        file_format = view_options.get("masterfile-format") or options.get("masterfile-format")
         _add_zone(found, seen, view, zone, _Place(directory, file_format, conf))
     return found
 
