@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import dns.exception
 import dns.name
@@ -30,6 +31,7 @@ from bench.results import Cell, QpsSummary, Results, save_results
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
 from servers.dnsserver import DnsServer
+from servers.external import ExternalServer, Target
 from servers.kind import ServerKind
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
@@ -87,6 +89,9 @@ class Setup:
     # (queries per second) every server is asked to carry, to compare them at the same load.
     steps: tuple[float, ...] = capacity.DEFAULT_STEPS
     common_rate: float | None = None
+    # A server the suite did not start (`--target`): measured alone, instead of the reference
+    # and the servers, with the phases for_target gives.
+    target: Target | None = None
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -130,7 +135,7 @@ def pin_processes(pids: list[int], cpu_list: str | None) -> None:
 class Measuring:
     """One cell being measured: the store, the server started over it, and its figures."""
 
-    loaded: LoadedStore
+    loaded: LoadedStore | None  # None: a --target server (its phases never touch a store)
     named: DnsServer
     cell: Cell
 
@@ -153,10 +158,13 @@ class Runner:
         self.setup = setup
         self.results = results
         self.phases = tuple(phases_of(profile) if phases is None else phases)
+        if setup.target is not None:
+            self.phases = for_target(self.phases)
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
         self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
         per_cell = [phase.expected_s(profile) for phase in self.phases]
-        cells = (1 + len(setup.servers)) * len(setup.threads)
+        servers = 1 if setup.target is not None else 1 + len(setup.servers)
+        cells = servers * len(setup.threads)
         self.progress = StepProgress(per_cell * cells)
 
     # Read when a phase first needs them: a runner whose phases check no answers (`scale`,
@@ -176,6 +184,10 @@ class Runner:
               file=sys.stderr, flush=True)
         self.results.prober_floor = prober.measure_floor(self.profile.probes,
                                                           cpu_list=self.load_cpus)
+        if self.setup.target is not None:
+            for threads in self.setup.threads:
+                self.run_target_cell(self.setup.target, threads)
+            return self.results
         for server in [self.setup.reference, *self.setup.servers]:
             self.run_server(server)
         return self.results
@@ -206,20 +218,33 @@ class Runner:
         if cell.connections != threads:
             label += f" connections={cell.connections}"
         named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
-        measuring = Measuring(loaded, named, cell)
+        self.measure_cell(Measuring(loaded, named, cell), label)
+
+    def run_target_cell(self, target: Target, threads: int) -> None:
+        """Every phase against a server the suite did not start; `threads` is its own worker
+        count as its operator gave it (it sets dnsperf's client sockets)."""
+        # No connections of the suite's: what the server keeps to its data is its own.
+        cell = Cell(target.label, threads, 0, target=target.given)
+        named = target.server(self.setup.run_dir / f"target-{target.label}-{threads}",
+                              threads=threads)
+        self.measure_cell(Measuring(None, named, cell),
+                          f"{target.label} at {target.address} threads={threads}")
+
+    def measure_cell(self, m: Measuring, label: str) -> None:
+        """The phases in order until one leaves the cell not "ok"; the cell recorded."""
         phases = iter(self.phases)
         try:
             for phase in phases:
                 self.progress.step(f"{label}: {phase.label}")
-                phase.run(self, measuring)
-                if cell.status != "ok":
+                phase.run(self, m)
+                if m.cell.status != "ok":
                     break
         except UserError as exc:
-            cell.status, cell.error = "failed", str(exc)
+            m.cell.status, m.cell.error = "failed", str(exc)
         finally:
-            named.stop()
+            m.named.stop()
         self.progress.skip(sum(1 for _ in phases))
-        self._record(cell)
+        self._record(m.cell)
 
     # --- the phases, in PHASES order --------------------------------------------------------
 
@@ -251,23 +276,32 @@ class Runner:
         named_cpu = accounting.CpuMeter(m.named.pids())
         db_cpu = accounting.CpuMeter(m.loaded.server_pids())
         with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
-            for _ in range(self.profile.runs):
-                m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+            self.qps_runs(m)
         cell = m.cell
-        cell.qps = QpsSummary.from_runs(cell.qps_runs)
         answered = sum(r.queries_completed for r in cell.qps_runs)
         has_db = m.loaded.store.has_server
         cell.cpu_us_per_query = {
             "named": accounting.us_per_query(named_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,
-            "dnsperf": accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs),
-                                               answered),
+            "dnsperf": self.dnsperf_cpu(cell),
         }
         cell.peak_rss_kb = {"named": accounting.peak_rss_kb(m.named.pids()),
                             "db": db_mem.peak_pss_kb if has_db else None}
 
+    def qps_runs(self, m: Measuring) -> None:
+        """The measured dnsperf runs and their median."""
+        for _ in range(self.profile.runs):
+            m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+        m.cell.qps = QpsSummary.from_runs(m.cell.qps_runs)
+
+    @staticmethod
+    def dnsperf_cpu(cell: Cell) -> float | None:
+        """The load generator's CPU per answered query over the QPS runs."""
+        answered = sum(r.queries_completed for r in cell.qps_runs)
+        return accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs), answered)
+
     def loaded_latency(self, m: Measuring) -> None:
-        with dnsperf.start_background("127.0.0.1", m.named.port, self.setup.query_file,
+        with dnsperf.start_background(m.named.host, m.named.port, self.setup.query_file,
                                       **self._dnsperf_options(m.named)) as load:
             load.wait_sending(timeout=30)
             m.cell.latency_loaded = self.probe(m.named)
@@ -288,7 +322,7 @@ class Runner:
         if self.setup.common_rate:
             curve.common_rate_step = self.offered_step(m.named, None, self.setup.common_rate)
         curve.resperf = resperf.ramp(
-            "127.0.0.1", m.named.port, self.setup.query_file,
+            m.named.host, m.named.port, self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
             clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
         save_results(self.results, self.setup.out_dir)
@@ -301,12 +335,12 @@ class Runner:
         probing = capacity.probe_rate(target)
         drops_before = accounting.udp_receive_buffer_errors()
         with dnsperf.start_background(
-                "127.0.0.1", named.port, self.setup.query_file, duration=seconds,
+                named.host, named.port, self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus,
                 extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1"]) as load:
-            probes = prober.probe("127.0.0.1", named.port, self.setup.query_file,
+            probes = prober.probe(named.host, named.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
                                   interval=1 / probing)
@@ -316,6 +350,24 @@ class Runner:
                  else drops_after - drops_before)
         return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
                                       drops)
+
+    # --- a server the suite did not start (--target) ----------------------------------------
+
+    def reach_target(self, m: Measuring) -> None:
+        """In place of startup: the target serves every zone of the data set (an
+        authoritative SOA answer each), and the figures it cannot give are marked so."""
+        m.cell.unavailable = dict(NOT_STARTED_HERE)
+        target = cast(ExternalServer, m.named)
+        for zone in sorted(self.facts.origins - {dns.name.root}):
+            target.check_serves(zone)
+
+    def measure_target_qps(self, m: Measuring) -> None:
+        """measure_qps without the server's and its database's CPU and memory: their
+        processes are not the suite's (only the load generator's own CPU is)."""
+        self.qps_runs(m)
+        m.cell.cpu_us_per_query = {"named": None, "db": None,
+                                   "dnsperf": self.dnsperf_cpu(m.cell)}
+        m.cell.peak_rss_kb = {"named": None, "db": None}
 
     def update_visibility(self, m: Measuring) -> None:
         try:
@@ -330,11 +382,11 @@ class Runner:
                 "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus}
 
     def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
-        return dnsperf.run_dnsperf("127.0.0.1", named.port, self.setup.query_file,
+        return dnsperf.run_dnsperf(named.host, named.port, self.setup.query_file,
                                    duration=seconds, **self._dnsperf_options(named))
 
     def probe(self, named: DnsServer) -> prober.LatencyStats:
-        return prober.probe("127.0.0.1", named.port, self.setup.query_file,
+        return prober.probe(named.host, named.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus)
 
     def wait_all_zones(self, named: DnsServer) -> None:
@@ -396,6 +448,39 @@ CAPACITY_SWEEP = Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) 
                        * (p.step_s + 1.5) + p.resperf_ramp_s + 2, Runner.capacity_sweep)
 # `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
 CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
+
+
+# What a --target cell cannot measure, and why: results.json and the report say so instead of
+# showing a zero or leaving the figure out unexplained.
+NOT_STARTED_HERE: dict[str, str] = {
+    "startup_ms": "the suite did not start the server (--target)",
+    "mismatches": "not compared with native BIND's: a --target run measures no server over the "
+               "same store (`verify` compares the servers the suite starts)",
+    "update_visibility_ms": "the suite loaded no store the server reads (--target)",
+    "cpu_us_per_query.named": "the server's processes are not the suite's to account "
+                              "(--target)",
+    "cpu_us_per_query.db": "its database, if any, is not the suite's to account (--target)",
+    "peak_rss_kb.named": "the server's processes are not the suite's to account (--target)",
+    "peak_rss_kb.db": "its database, if any, is not the suite's to account (--target)",
+}
+
+REACH_TARGET = Phase("checking the target serves every zone", lambda p: 1.0,
+                     Runner.reach_target)
+
+
+def for_target(phases: Sequence[Phase]) -> tuple[Phase, ...]:
+    """The phases over a server the suite did not start: its startup replaced by a check that
+    it serves the data set, QPS without its CPU and memory, and no phase that needs its store
+    (the answer check against the reference, update visibility)."""
+    swap = {Runner.start_server: REACH_TARGET,
+            Runner.measure_qps: dataclasses.replace(_phase(Runner.measure_qps),
+                                                    run=Runner.measure_target_qps)}
+    needs_store = (Runner.check_answers, Runner.update_visibility)
+    return tuple(swap.get(p.run, p) for p in phases if p.run not in needs_store)
+
+
+def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
+    return next(p for p in PHASES if p.run is run)
 
 
 def phases_of(profile: Profile) -> tuple[Phase, ...]:
