@@ -1,28 +1,39 @@
 """Bring your own (issue 17): an existing named.conf's zones and real query traffic as inputs.
 
-All but the last test start no server: the named.conf ones run BIND's named-checkconf and load
-into the fs store (a directory), the traffic ones only read and write files; the last serves a
-named.conf's zones from native BIND and the memory driver and replays a query log at both.
+The named.conf tests run BIND's named-checkconf and load into the fs store (a directory), the
+traffic ones only read and write files, the --target input checks start nothing; at the end,
+one test serves a named.conf's zones from native BIND and the memory driver and replays a query
+log at both, and one measures a `serve` it started as a server the suite did not start
+(`run --target`, `capacity --target`).
 """
 
 from __future__ import annotations
 
+import json
+import re
+import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import dns.message
 import dns.name
+import dns.query
+import dns.rcode
 import dpkt
 import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from base.process import free_port
 from bench.cli import main as bench_main
 from bench.datasets import named_conf_zones
 from servers import bindversion
 from stores import get_store
 from tests.benchcli import bench_env, processes_under
+from zonedata.generator import generate
 from zonedata.namedconf import read_named_conf
 from zonedata.queries import read_query_file
 from zonedata.traffic import derive_query_file, detect_format
@@ -322,7 +333,92 @@ def test_only_zones_needs_queries_from(tmp_path, capsys, monkeypatch):
     assert "--only-zones filters the queries of --queries-from" in line
 
 
-# --- end to end: the one test here that starts servers (native BIND and the memory driver) ---
+# --- --target: input checks (nothing is started) --------------------------------------------
+
+
+def target_run(tmp_path: Path, *options: str) -> list[str]:
+    """`run --profile tiny` with options that must stop it: its error lines; nothing written."""
+    args = ["run", "--profile", "tiny", *options, "--out", str(tmp_path / "out")]
+    assert bench_main(args) == 1
+    assert not (tmp_path / "out").exists()
+    return args
+
+
+def test_target_that_refuses_is_one_error_naming_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
+    port = free_port()  # nothing listens there: the refusal comes back at once
+    target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--driver-label", "mine")
+    (line,) = error_lines(capsys.readouterr().err)
+    first = next(generate(20, 10, 1)).origin  # the tiny profile's data set's first zone
+    assert line == (f"error: --target 127.0.0.1:{port}: no answer to {first} SOA from "
+                    f"127.0.0.1:{port}: connection refused")
+    assert not (tmp_path / "run").exists(), "checked before anything was set up"
+
+
+def test_target_that_stays_silent_is_one_error_naming_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
+        silent.bind(("127.0.0.1", 0))
+        port = silent.getsockname()[1]
+        target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--driver-label", "mine")
+    (line,) = error_lines(capsys.readouterr().err)
+    assert line.startswith(f"error: --target 127.0.0.1:{port}: no answer to ")
+    assert line.endswith("in 3 tries of 2 s (is a DNS server running there?)")
+
+
+def test_target_that_serves_other_zones_is_one_error(tmp_path, capsys, monkeypatch):
+    """A server that answers, but not for the data set's zones: stopped before measuring."""
+    monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as refusing:
+        refusing.bind(("127.0.0.1", 0))
+        refusing.settimeout(10)
+        port = refusing.getsockname()[1]
+        answer = _answer_refused(refusing)
+        target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--driver-label", "mine")
+        answer.join()
+    (line,) = error_lines(capsys.readouterr().err)
+    assert line.startswith(f"error: --target 127.0.0.1:{port}: ")
+    assert "SOA answered REFUSED without authority (no AA): the server there does not serve " \
+           "the data set's zones" in line
+
+
+def _answer_refused(sock: socket.socket) -> threading.Thread:
+    """A thread answering the first query on sock REFUSED, as a server for other zones does."""
+    def answer() -> None:
+        wire, peer = sock.recvfrom(65535)
+        response = dns.message.make_response(dns.message.from_wire(wire))
+        response.set_rcode(dns.rcode.REFUSED)
+        sock.sendto(response.to_wire(), peer)
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    (["--target", "127.0.0.1"], "--target '127.0.0.1': not HOST:PORT"),
+    (["--target", "127.0.0.1:domain"], "--target '127.0.0.1:domain': not HOST:PORT"),
+    (["--target", "127.0.0.1:70000"], "--target 127.0.0.1:70000: port 70000 is not between 1 "
+                                      "and 65535"),
+    (["--target", "127.0.0.1:53"], "--target 127.0.0.1:53 needs --driver-label NAME"),
+    (["--driver-label", "mine"], "--driver-label names the results of a --target server"),
+    (["--target", "127.0.0.1:53", "--driver-label", "native"],
+     "--driver-label native: a server the suite runs has that name"),
+    (["--target", "127.0.0.1:53", "--driver-label", "mine", "--drivers", "memory"],
+     "--target measures the one server at HOST:PORT: leave out --drivers"),
+    (["--target", "127.0.0.1:53", "--driver-label", "mine", "--connections", "2"],
+     "a --target server's are its own"),
+])
+def test_target_options_that_do_not_fit_are_one_error(tmp_path, capsys, monkeypatch, options,
+                                                      expected):
+    monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
+    target_run(tmp_path, *options)
+    (line,) = error_lines(capsys.readouterr().err)
+    assert line.startswith("error: ") and expected in line, line
+    assert not (tmp_path / "run").exists()
+
+
+# --- end to end: the tests here that start servers -------------------------------------------
 
 
 def test_verify_serves_a_named_conf_and_replays_its_query_log(conf, tmp_path, run_root):
@@ -351,3 +447,81 @@ def test_secondary_text_file_needs_masterfile_format_text(tmp_path):
                 + statement.format(" masterfile-format text;"))
     (zone,) = named_conf_zones(conf, skip_bad=False)
     assert zone.format == "text"
+
+
+def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
+    """`run --target` and `capacity --target` against a `serve` of the tiny profile's data:
+    latency, QPS and capacity steps measured at its address, startup, CPU and memory marked
+    unavailable, the server left running."""
+    serve = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "native",
+                              "--generate", "20", "--records", "10", "--seed", "1"],
+                             cwd=REPO_ROOT, env=bench_env(run_root / "serve"),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert serve.stdout is not None
+        first = serve.stdout.readline()
+        match = re.search(r"port (\d+)", first)
+        assert match, first + serve.stdout.read()
+        target = f"127.0.0.1:{match[1]}"
+        ran = _bench(run_root, "run", "--profile", "tiny", "--target", target,
+                     "--driver-label", "mine", "--out", str(tmp_path / "run"))
+        results = json.loads((tmp_path / "run" / "results.json").read_text())
+        _check_target_results(results, target)
+        report = (tmp_path / "run" / "results.md").read_text()
+        assert f"--target: mine at {target}" in report
+        assert re.search(r"^\| Startup \(ms\) \| n/a \[\d\] \|$", report, re.M), report
+        assert re.search(r"^\| mine \| 1 \| n/a \[\d\] \| n/a \[\d\] \| [\d.,]+ \| "
+                         r"n/a \[\d\] \| n/a \[\d\] \|$", report, re.M), report
+        assert "n/a: the suite did not start the server (--target)" in report
+        assert "threads=1" in ran.stderr and "mine at " in ran.stderr
+
+        _bench(run_root, "capacity", "--profile", "tiny", "--target", target, "--driver-label",
+               "mine", "--steps", "50,100", "--common-rate", "0", "--out",
+               str(tmp_path / "capacity"))
+        results = json.loads((tmp_path / "capacity" / "results.json").read_text())
+        (curve,) = results["capacity"]
+        assert curve["driver"] == "mine"
+        assert [step["percent"] for step in curve["steps"]] == [50, 100]
+        assert all(step["answered_qps"] > 0 for step in curve["steps"]), curve["steps"]
+        (cell,) = results["cells"]
+        assert cell["startup_ms"] is None and "startup_ms" in cell["unavailable"]
+
+        assert serve.poll() is None, "the suite left the server it did not start running"
+        response = dns.query.udp(dns.message.make_query(next(generate(20, 10, 1)).origin, "SOA"),
+                                 "127.0.0.1", port=int(match[1]), timeout=5)
+        assert response.answer
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.communicate(timeout=60)
+    assert serve.returncode == 130
+    assert processes_under(run_root) == []
+
+
+def _bench(run_root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
+                          env=bench_env(run_root / args[0]), capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def _check_target_results(results: dict, target: str) -> None:
+    """One ok cell under the label, at the target, with measured latency and QPS and the
+    figures the suite cannot measure there None and said to be unavailable."""
+    assert results["meta"]["target"]["label"] == "mine"
+    assert results["meta"]["target"]["target"] == target
+    assert results["meta"]["drivers"] == ["mine"]
+    (cell,) = results["cells"]
+    assert (cell["driver"], cell["status"], cell["target"]) == ("mine", "ok", target), cell
+    assert cell["qps_runs"] and all(r["queries_completed"] > 0 for r in cell["qps_runs"])
+    assert cell["qps"]["median"] > 0
+    for kind in ("latency_unloaded", "latency_loaded"):
+        assert cell[kind]["count"] > 0, kind
+    assert cell["cpu_us_per_query"]["dnsperf"] is not None  # the load generator is ours
+    unavailable = cell["unavailable"]
+    for figure in ("startup_ms", "update_visibility_ms"):
+        assert cell[figure] is None and figure in unavailable, figure
+    for field in ("cpu_us_per_query", "peak_rss_kb"):
+        for who in ("named", "db"):
+            assert cell[field][who] is None and f"{field}.{who}" in unavailable, (field, who)
+    assert "mismatches" in unavailable
