@@ -2,7 +2,7 @@
 
 The named.conf tests run BIND's named-checkconf and load into the fs store (a directory), the
 traffic ones only read and write files, the --target input checks start nothing; at the end,
-one test serves a named.conf's zones from native BIND and the memory driver and replays a query
+one test serves a named.conf's zones from native BIND, the memory and the fs driver and replays a query
 log at both, and one measures a `serve` it started as a server the suite did not start
 (`run --target`, `capacity --target`).
 """
@@ -425,13 +425,14 @@ def test_verify_serves_a_named_conf_and_replays_its_query_log(conf, tmp_path, ru
     log = write(tmp_path / "query.log", QUERY_LOG)
     done = subprocess.run([sys.executable, "-m", "bench", "verify", "--named-conf", str(conf),
                            "--skip-bad-zones", "--queries-from", str(log), "--only-zones",
-                           "--drivers", "memory", "--no-axfr"],
+                           "--drivers", "fs", "--no-axfr"],
                           cwd=REPO_ROOT, env=bench_env(run_root), capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{log} (querylog): 3 queries kept" in done.stderr
-    assert "verifying 3 queries over 3 zones: native, memory" in done.stdout
+    assert "verifying 3 queries over 3 zones: native, memory, fs" in done.stdout
     assert "memory: 3/3 identical" in done.stdout
+    assert "fs: 3/3 identical" in done.stdout
     assert processes_under(run_root) == []
 
 
