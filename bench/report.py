@@ -509,16 +509,24 @@ def _plot_qps(results: Results, path: Path) -> Path:
             heights.append(c.qps.median)
             low.append(c.qps.median - (c.qps.min or c.qps.median))
             high.append((c.qps.max or c.qps.median) - c.qps.median)
-        ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
-               label=f"{threads} thread{'s' if threads != 1 else ''}")
+        if heights:  # an empty bar set would still get a legend entry
+            ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
+                   label=f"{threads} thread{'s' if threads != 1 else ''}")
     ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
     ax.set_ylabel("queries per second (median, min–max)")
-    ax.set_yscale("log")
-    _plain_log_labels(ax.yaxis)
+    _log_scale_if_data(ax)
     ax.set_title("Throughput per driver")
     ax.grid(axis="y", which="both", alpha=0.3)
     _legend_or_note(ax)
     return _save(fig, path)
+
+
+def _log_scale_if_data(ax: Any) -> None:
+    """A log y axis with plain labels; an axis without data (every cell WRONG or FAILED)
+    stays linear, which matplotlib cannot log-scale."""
+    if ax.has_data():
+        ax.set_yscale("log")
+        _plain_log_labels(ax.yaxis)
 
 
 def _legend_or_note(ax: Any) -> None:
@@ -549,8 +557,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
         else:
             ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(f"{kind.capitalize()} latency (driver/threads)")
-        ax.set_yscale("log")
-        _plain_log_labels(ax.yaxis)
+        _log_scale_if_data(ax)
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.set_ylabel("microseconds")
     fig.suptitle("Box: p25–p75 with median; whiskers: p1 and p99")
