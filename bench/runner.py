@@ -163,9 +163,12 @@ class Runner:
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
         self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
         per_cell = [phase.expected_s(profile) for phase in self.phases]
-        servers = 1 if setup.target is not None else 1 + len(setup.servers)
-        cells = servers * len(setup.threads)
-        self.progress = StepProgress(per_cell * cells)
+        if setup.target is not None:
+            # The reference's answers first (the target's are checked against them).
+            self.progress = StepProgress([5.0] + per_cell * len(setup.threads))
+        else:
+            cells = (1 + len(setup.servers)) * len(setup.threads)
+            self.progress = StepProgress(per_cell * cells)
 
     # Read when a phase first needs them: a runner whose phases check no answers (`scale`,
     # at a million zones) never streams the data set for them.
@@ -185,12 +188,22 @@ class Runner:
         self.results.prober_floor = prober.measure_floor(self.profile.probes,
                                                           cpu_list=self.load_cpus)
         if self.setup.target is not None:
+            self.progress.step(f"{self.setup.reference.name}: the answers the target must give")
+            self.collect_reference()
             for threads in self.setup.threads:
                 self.run_target_cell(self.setup.target, threads)
             return self.results
         for server in [self.setup.reference, *self.setup.servers]:
             self.run_server(server)
         return self.results
+
+    def collect_reference(self) -> None:
+        """The reference server's answers to the check queries, which every cell must give
+        (served once here, for the runs that do not measure the reference itself)."""
+        with loaded_store(self.setup.reference, self.setup.stream,
+                          self.setup.run_dir) as reference, \
+                reference.named(self.setup.run_dir, threads=1) as named:
+            self.reference = {query: ask(named, query) for query in self.check}
 
     def run_server(self, server: ServerKind) -> None:
         try:
@@ -361,6 +374,18 @@ class Runner:
         for zone in sorted(self.facts.origins - {dns.name.root}):
             target.check_serves(zone)
 
+    def check_target_answers(self, m: Measuring) -> None:
+        """The target's answers against the reference's over the same data set (collected
+        before any cell): it must serve the data set the queries are made from. A server the
+        suite did not start has no known classes of difference: every one counts."""
+        m.cell.mismatches = self.wrong_answers(m.named, ())
+        if m.cell.mismatches:
+            m.cell.status = "wrong"
+            m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
+                            f"{self.setup.reference.name}'s over the data set: does the "
+                            "target serve that data (--zones, --named-conf, --generate and "
+                            "--seed as it was made)?")
+
     def measure_target_qps(self, m: Measuring) -> None:
         """measure_qps without the server's and its database's CPU and memory: their
         processes are not the suite's (only the load generator's own CPU is)."""
@@ -404,11 +429,15 @@ class Runner:
         if server == self.setup.reference:
             self.reference = {q: ask(named, q) for q in self.check}
             return 0
+        return self.wrong_answers(named, server.answer_classes)
+
+    def wrong_answers(self, named: DnsServer, answer_classes: Sequence[str]) -> int:
+        """Check queries whose answers differ from the reference's beyond answer_classes."""
         wrong = 0
         for query in self.check:
             diff = compare_answers(query, self.reference[query], ask(named, query))
             if diff is not None and classify(query, *diff, self.facts,
-                                             server.answer_classes) == "driver":
+                                             answer_classes) == "driver":
                 wrong += 1
         return wrong
 
@@ -454,8 +483,6 @@ CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
 # showing a zero or leaving the figure out unexplained.
 NOT_STARTED_HERE: dict[str, str] = {
     "startup_ms": "the suite did not start the server (--target)",
-    "mismatches": "not compared with native BIND's: a --target run measures no server over the "
-               "same store (`verify` compares the servers the suite starts)",
     "update_visibility_ms": "the suite loaded no store the server reads (--target)",
     "cpu_us_per_query.named": "the server's processes are not the suite's to account "
                               "(--target)",
@@ -466,17 +493,19 @@ NOT_STARTED_HERE: dict[str, str] = {
 
 REACH_TARGET = Phase("checking the target serves every zone", lambda p: 1.0,
                      Runner.reach_target)
+CHECK_TARGET_ANSWERS = Phase("checking answers against the reference's",
+                             lambda p: 1.0 + p.check_queries * 0.002, Runner.check_target_answers)
 
 
 def for_target(phases: Sequence[Phase]) -> tuple[Phase, ...]:
     """The phases over a server the suite did not start: its startup replaced by a check that
-    it serves the data set, QPS without its CPU and memory, and no phase that needs its store
-    (the answer check against the reference, update visibility)."""
-    swap = {Runner.start_server: REACH_TARGET,
+    it serves every zone, its answers checked against the reference's collected beforehand,
+    QPS without its CPU and memory, and no update visibility (the suite wrote no store it
+    reads)."""
+    swap = {Runner.start_server: REACH_TARGET, Runner.check_answers: CHECK_TARGET_ANSWERS,
             Runner.measure_qps: dataclasses.replace(_phase(Runner.measure_qps),
                                                     run=Runner.measure_target_qps)}
-    needs_store = (Runner.check_answers, Runner.update_visibility)
-    return tuple(swap.get(p.run, p) for p in phases if p.run not in needs_store)
+    return tuple(swap.get(p.run, p) for p in phases if p.run is not Runner.update_visibility)
 
 
 def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:

@@ -2,8 +2,8 @@
 
 The named.conf tests run BIND's named-checkconf and load into the fs store (a directory), the
 traffic ones only read and write files, the --target input checks start nothing; at the end,
-one test serves a named.conf's zones from native BIND, the memory and the fs driver and replays a query
-log at both, and one measures a `serve` it started as a server the suite did not start
+one test serves a named.conf's zones from native BIND, the memory and the fs driver and replays
+a query log at them, and one measures a `serve` it started as a server the suite did not start
 (`run --target`, `capacity --target`).
 """
 
@@ -452,8 +452,9 @@ def test_secondary_text_file_needs_masterfile_format_text(tmp_path):
 
 def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
     """`run --target` and `capacity --target` against a `serve` of the tiny profile's data:
-    latency, QPS and capacity steps measured at its address, startup, CPU and memory marked
-    unavailable, the server left running."""
+    its answers checked against native BIND's over the data set, latency, QPS and capacity
+    steps measured at its address, startup, CPU and memory marked unavailable, the server left
+    running; a data set it does not serve makes the cell WRONG."""
     serve = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "native",
                               "--generate", "20", "--records", "10", "--seed", "1"],
                              cwd=REPO_ROOT, env=bench_env(run_root / "serve"),
@@ -486,6 +487,15 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         assert all(step["answered_qps"] > 0 for step in curve["steps"]), curve["steps"]
         (cell,) = results["cells"]
         assert cell["startup_ms"] is None and "startup_ms" in cell["unavailable"]
+
+        # Same zone names, other records: the answers tell the data sets apart.
+        _bench(run_root, "run", "--profile", "tiny", "--seed", "2", "--target", target,
+               "--driver-label", "mine", "--out", str(tmp_path / "other-data"))
+        results = json.loads((tmp_path / "other-data" / "results.json").read_text())
+        (cell,) = results["cells"]
+        assert cell["status"] == "wrong" and cell["mismatches"] > 0, cell
+        assert "answers differ from native's over the data set" in cell["error"]
+        assert cell["qps_runs"] == [], "nothing is timed over answers that are wrong"
 
         assert serve.poll() is None, "the suite left the server it did not start running"
         response = dns.query.udp(dns.message.make_query(next(generate(20, 10, 1)).origin, "SOA"),
@@ -525,4 +535,4 @@ def _check_target_results(results: dict, target: str) -> None:
     for field in ("cpu_us_per_query", "peak_rss_kb"):
         for who in ("named", "db"):
             assert cell[field][who] is None and f"{field}.{who}" in unavailable, (field, who)
-    assert "mismatches" in unavailable
+    assert cell["mismatches"] == 0 and "mismatches" not in unavailable
