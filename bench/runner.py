@@ -31,6 +31,7 @@ from bench.serving import LoadedStore, loaded_store
 from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
 from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
+from stores.url import PRIVATE, StoreUrls
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
 
@@ -87,6 +88,8 @@ class Setup:
     # (queries per second) every server is asked to carry, to compare them at the same load.
     steps: tuple[float, ...] = capacity.DEFAULT_STEPS
     common_rate: float | None = None
+    # Stores on servers the suite did not start (--store-url); the others run their own.
+    store_urls: StoreUrls = PRIVATE
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -182,7 +185,8 @@ class Runner:
 
     def run_server(self, server: ServerKind) -> None:
         try:
-            with loaded_store(server, self.setup.stream, self.setup.run_dir) as loaded:
+            with loaded_store(server, self.setup.stream, self.setup.run_dir,
+                              store_urls=self.setup.store_urls) as loaded:
                 for threads in self.setup.threads:
                     self.run_cell(loaded, threads)
         except UserError as exc:  # the store itself would not start or load
@@ -256,7 +260,8 @@ class Runner:
         cell = m.cell
         cell.qps = QpsSummary.from_runs(cell.qps_runs)
         answered = sum(r.queries_completed for r in cell.qps_runs)
-        has_db = m.loaded.store.has_server
+        # None, not 0: a server the suite did not start is unaccounted, not free.
+        has_db = m.loaded.accounts_server
         cell.cpu_us_per_query = {
             "named": accounting.us_per_query(named_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,

@@ -15,6 +15,7 @@ import MySQLdb
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
+from stores.url import StoreUrl
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
@@ -30,7 +31,9 @@ class MysqlServer:
 
     database = "dlz"
     user = "dlz"
-    password = "dlz"
+    # Not a secret: the account exists on this private server only, reachable from this host.
+    password: str | None = "dlz"
+    started_here = True
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
         """db_host: run inside that network namespace, reached over TCP at its address only."""
@@ -175,6 +178,11 @@ class MysqlServer:
         args.update(kw)
         return MySQLdb.connect(**args)
 
+    @property
+    def env(self) -> dict[str, str]:
+        """A client's environment besides its arguments: none (the password is an argument)."""
+        return {}
+
     def pids(self) -> list[int]:
         return self._proc.pids() if self._proc is not None else []
 
@@ -188,3 +196,65 @@ class MysqlServer:
             conn.close()
         # "10.11.14-MariaDB-0+deb12u2" -> "MariaDB 10.11.14"
         return f"MariaDB {text.split('-')[0]}"
+
+
+class ExternalMysql:
+    """A MariaDB (or MySQL) server the suite did not start (--store-url): the same fields the
+    store reads from a MysqlServer, but nothing to start, restart or stop, and no process of
+    ours."""
+
+    started_here = False
+    socket: str | None = None
+    via: tuple[str, int] | None = None
+    # The password never goes into named.conf (a file): `env` hands it to named.
+    password: str | None = None
+    _DEFAULT_PORT = 3306
+
+    def __init__(self, url: StoreUrl) -> None:
+        self.url = url
+        self.host: str | None = url.host
+        self.port = url.port or self._DEFAULT_PORT
+        self.database = url.database
+        self.user = url.user
+        # Without a password in the URL, MYSQL_PWD (which the client library reads when a
+        # connection is given none) reaches named by inheritance, as it reaches this process.
+        self.env = {"MYSQL_PWD": url.password} if url.password is not None else {}
+
+    def connect(self, **kw: Any) -> MySQLdb.Connection:
+        """A new connection to the URL's database; UserError naming the URL (without its
+        password) when the server cannot be reached or refuses; kw overrides."""
+        args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
+                                "password": self.url.password, "database": self.database,
+                                "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S}
+        args.update(kw)
+        try:
+            return MySQLdb.connect(**{k: v for k, v in args.items() if v is not None})
+        except MySQLdb.Error as exc:
+            raise self.url.error(f"cannot connect: {_message(exc)}") from None
+
+    def restart(self) -> None:
+        """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
+
+    def pids(self) -> list[int]:
+        return []
+
+    def version(self) -> str:
+        conn = self.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT VERSION()")
+            (text,) = cursor.fetchone()
+        finally:
+            conn.close()
+        return f"{'MariaDB' if 'MariaDB' in text else 'MySQL'} {text.split('-')[0]}"
+
+
+_CONNECT_TIMEOUT_S = 10
+
+# What the store reads and writes: the suite's own server or one it was lent.
+MysqlTarget = MysqlServer | ExternalMysql
+
+
+def _message(exc: MySQLdb.Error) -> str:
+    """The server's or client library's text of an error ((code, text) in args)."""
+    return str(exc.args[-1]) if exc.args else str(exc)

@@ -11,7 +11,7 @@ from pathlib import Path
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
-from bench.commands import positive_counts
+from bench.commands import add_store_url_options, positive_counts, store_urls
 from bench.datasets import zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
@@ -49,12 +49,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="dnsperf query file (default: derived from the data set)")
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default: results/<timestamp>)")
+    add_store_url_options(p)
 
 
 def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
+    urls = store_urls(args)
     if args.zones is None and not args.coverage and args.generate is None:
         args.generate = profile.zones
     if args.records is None:
@@ -72,13 +74,14 @@ def prepare(args: argparse.Namespace, command: str,
     setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in drivers[1:]],
                   stream=stream, dataset=_describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
-                  pin=args.pin)
+                  pin=args.pin, store_urls=urls)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
                                                 for t in setup.threads},
                             "connections": args.connections or "threads", "pin": args.pin,
-                            "dataset": setup.dataset, "drivers": drivers})
+                            "dataset": setup.dataset, "drivers": drivers,
+                            "store_urls": urls.described()})
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results

@@ -9,6 +9,7 @@ from pathlib import Path
 import dns.name
 
 from base.process import new_run_dir
+from bench.commands import add_store_url_options, store_urls
 from bench.datasets import add_data_options, zone_source
 from bench.serving import serving
 from bench.verify import (
@@ -35,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'all' (every driver that is built) or a comma list")
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
+    add_store_url_options(p)
     p.set_defaults(func=run)
 
 
@@ -45,6 +47,7 @@ def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
 
 
 def run(args: argparse.Namespace) -> int:
+    urls = store_urls(args)
     stream, _ = zone_source(args)
     zones = list(stream())
     drivers = [d for d in selected_servers(args.drivers) if d not in REFERENCE]
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = new_run_dir("verify")
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
-                                                 threads=args.threads))
+                                                 threads=args.threads, store_urls=urls))
                   for d in [*references_for(drivers), *drivers]}
         print(f"verifying {len(queries)} queries over {len(zones)} zones: "
               f"{', '.join(served)}", flush=True)
