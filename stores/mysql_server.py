@@ -7,6 +7,8 @@ benchmark database whose data is reloaded from the zone model whenever needed.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,10 @@ from stores.url import StoreUrl
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
+# MariaDB's own reader of option files (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf).
+PRINT_DEFAULTS = "/usr/bin/my_print_defaults"
+# The option groups a MariaDB client reads its connection settings from.
+_CLIENT_GROUPS = ("client", "client-mariadb")
 
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
@@ -215,16 +221,21 @@ class ExternalMysql:
         self.host: str | None = url.host
         self.port = url.port or self._DEFAULT_PORT
         self.database = url.database
-        self.user = url.user
-        # Without a password in the URL, MYSQL_PWD (which the client library reads when a
-        # connection is given none) reaches named by inheritance, as it reaches this process.
-        self.env = {"MYSQL_PWD": url.password} if url.password is not None else {}
+        # The URL's, else MYSQL_PWD, else the option files' [client] (~/.my.cnf): found here
+        # once, then handed to named as MYSQL_PWD, which its client library reads when the
+        # driver gives no password (the driver reads no option file: one could undo the
+        # settings it makes, such as LOAD DATA LOCAL off).
+        options = client_option_files() if url.password is None else {}
+        self.user = url.user or options.get("user")
+        self._password = (url.password if url.password is not None
+                          else os.environ.get("MYSQL_PWD", options.get("password")))
+        self.env = {"MYSQL_PWD": self._password} if self._password is not None else {}
 
     def connect(self, **kw: Any) -> MySQLdb.Connection:
         """A new connection to the URL's database; UserError naming the URL (without its
         password) when the server cannot be reached or refuses; kw overrides."""
         args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
-                                "password": self.url.password, "database": self.database,
+                                "password": self._password, "database": self.database,
                                 "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S}
         args.update(kw)
         try:
@@ -253,6 +264,23 @@ _CONNECT_TIMEOUT_S = 10
 
 # What the store reads and writes: the suite's own server or one it was lent.
 MysqlTarget = MysqlServer | ExternalMysql
+
+
+def client_option_files() -> dict[str, str]:
+    """user and password of the option files' client groups as MariaDB's own tool reads them
+    (the last one given wins, as in a client); nothing when none is set or the tool is
+    missing. Its output holds the password: it is parsed here and never shown."""
+    try:
+        done = subprocess.run([PRINT_DEFAULTS, *_CLIENT_GROUPS], capture_output=True,
+                              text=True, timeout=20, check=False)
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        key, sep, value = line.removeprefix("--").partition("=")
+        if sep and key in ("user", "password"):
+            found[key] = value
+    return found
 
 
 def _message(exc: MySQLdb.Error) -> str:
