@@ -210,11 +210,11 @@ def _hold_own_tables_empty(conn: MySQLdb.Connection) -> None:
     its data set into an empty store, as into a private server)."""
     apply_schema(conn)
     cursor = conn.cursor()
-    for table in TABLES:
-        cursor.execute(f"ALTER TABLE {table} COMMENT = '{OWN_MARK}'")
     # Rows of records and xfr_clients go with their zone (ON DELETE CASCADE).
     cursor.execute("DELETE FROM zones")
     conn.commit()
+    for table in TABLES:
+        cursor.execute(f"ALTER TABLE {table} COMMENT = '{OWN_MARK}'")
 
 
 def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]
