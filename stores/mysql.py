@@ -30,8 +30,9 @@ _LOAD_RECORDS = ("LOAD DATA LOCAL INFILE %s INTO TABLE records CHARACTER SET bin
                  "(zone_id, name, seq, type, ttl, data)")
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
 
-# The comment the suite puts on its tables in a database it did not create (--store-url):
-# a table of the same name without it is someone else's.
+# The comment schemas/mysql.sql gives the suite's tables at birth (DDL is not transactional
+# here: a table is never left unmarked): in a database the suite did not create
+# (--store-url), a table of the same name without it is someone else's.
 OWN_MARK = "dlzbench store table"
 
 
@@ -56,6 +57,8 @@ class MysqlStore(Store[MysqlTarget]):
             check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
             _check_local_infile(conn, url)
             _hold_own_tables_empty(conn)
+        except MySQLdb.Error as exc:  # e.g. no CREATE privilege
+            raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
         finally:
             conn.close()
         yield target
@@ -206,15 +209,13 @@ def _check_local_infile(conn: MySQLdb.Connection, url: StoreUrl) -> None:
 
 
 def _hold_own_tables_empty(conn: MySQLdb.Connection) -> None:
-    """The suite's tables in the database, marked as its own, holding no zone (a command loads
-    its data set into an empty store, as into a private server)."""
+    """The suite's tables in the database, holding no zone (a command loads its data set into
+    an empty store, as into a private server)."""
     apply_schema(conn)
     cursor = conn.cursor()
     # Rows of records and xfr_clients go with their zone (ON DELETE CASCADE).
     cursor.execute("DELETE FROM zones")
     conn.commit()
-    for table in TABLES:
-        cursor.execute(f"ALTER TABLE {table} COMMENT = '{OWN_MARK}'")
 
 
 def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]

@@ -27,8 +27,8 @@ _CACHE_QUERY = ("SELECT d.blks_hit, d.blks_read, "
                 "FROM pg_stat_database d WHERE d.datname = current_database()")
 _COPY_RECORDS = "COPY records (zone_id, name, type, ttl, data) FROM STDIN"
 
-# The comment the suite puts on its tables in a database it did not create (--store-url):
-# a table of the same name without it is someone else's.
+# The comment schemas/pg.sql puts on the suite's tables: in a database the suite did not
+# create (--store-url), a table of the same name without it is someone else's.
 OWN_MARK = "dlzbench store table"
 # Every relation a user can make (tables, views, sequences...) outside the system schemas,
 # except sequences that belong to a table's column (an identity's): that table is listed.
@@ -62,7 +62,10 @@ class PgStore(Store[PgTarget]):
             conn.autocommit = True
             foreign, clashing = _others_objects(conn)
             check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
-            _hold_own_tables_empty(conn)
+            try:
+                _hold_own_tables_empty(conn)
+            except psycopg.Error as exc:  # e.g. no CREATE privilege: one transaction, undone
+                raise url.error(f"cannot create the suite's tables: {exc}") from None
         yield target
 
     def server_is_ours(self, target: PgTarget) -> bool:
@@ -162,12 +165,8 @@ def _others_objects(conn: psycopg.Connection) -> tuple[list[str], list[str]]:
 def _hold_own_tables_empty(conn: psycopg.Connection) -> None:
     """The suite's tables in the database, marked as its own, holding no zone (a command loads
     its data set into an empty store, as into a private server)."""
-    with conn.transaction():
-        for statement in sql.schema_statements(SCHEMA):
-            conn.execute(statement)
-        for table in TABLES:
-            conn.execute(f"COMMENT ON TABLE {table} IS '{OWN_MARK}'")
-        conn.execute(f"TRUNCATE {', '.join(TABLES)}")
+    apply_schema(conn)
+    conn.execute(f"TRUNCATE {', '.join(TABLES)}")
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:
