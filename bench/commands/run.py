@@ -81,7 +81,7 @@ def prepare(args: argparse.Namespace, command: str,
                                                 for t in setup.threads},
                             "connections": args.connections or "threads", "pin": args.pin,
                             "dataset": setup.dataset, "drivers": drivers,
-                            "store_urls": urls.described()})
+                            **({"store_urls": urls.described()} if urls.urls else {})})
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
