@@ -48,14 +48,23 @@ class MysqlStore(Store[MysqlTarget]):
             _connect(db).close()
             yield db
 
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            _check_lent(conn, url, overwrite)
+        except MySQLdb.Error as exc:
+            raise url.error(f"cannot read the database's objects: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        return target.version()
+
     @contextmanager
     def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[MysqlTarget]:
         target = ExternalMysql(url)
         conn = target.connect()
         try:
-            foreign, clashing = _others_objects(conn)
-            check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
-            _check_local_infile(conn, url)
+            _check_lent(conn, url, overwrite)
             _hold_own_tables_empty(conn)
         except MySQLdb.Error as exc:  # e.g. no CREATE privilege
             raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
@@ -170,6 +179,12 @@ def apply_schema(conn: MySQLdb.Connection) -> None:
     cursor = conn.cursor()
     for statement in sql.schema_statements(SCHEMA):
         cursor.execute(statement)
+
+
+def _check_lent(conn: MySQLdb.Connection, url: StoreUrl, overwrite: bool) -> None:
+    foreign, clashing = _others_objects(conn)
+    check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
+    _check_local_infile(conn, url)
 
 
 def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:

@@ -55,13 +55,21 @@ class PgStore(Store[PgTarget]):
         with PgServer(run_dir, db_host=db_host) as pg, _connect(pg):
             yield pg
 
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        with ExternalPg(url).connect() as conn:
+            try:
+                _check_lent(conn, url, overwrite)
+            except psycopg.Error as exc:
+                raise url.error(f"cannot read the database's objects: {exc}") from None
+            number = conn.info.server_version
+        return f"PostgreSQL {number // 10000}.{number % 10000}"
+
     @contextmanager
     def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[PgTarget]:
         target = ExternalPg(url)
         with target.connect() as conn:
             conn.autocommit = True
-            foreign, clashing = _others_objects(conn)
-            check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
+            _check_lent(conn, url, overwrite)
             try:
                 _hold_own_tables_empty(conn)
             except psycopg.Error as exc:  # e.g. no CREATE privilege: one transaction, undone
@@ -146,6 +154,11 @@ def apply_schema(conn: psycopg.Connection) -> None:
     with conn.transaction():
         for statement in sql.schema_statements(SCHEMA):
             conn.execute(statement)
+
+
+def _check_lent(conn: psycopg.Connection, url: StoreUrl, overwrite: bool) -> None:
+    foreign, clashing = _others_objects(conn)
+    check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
 
 
 def _others_objects(conn: psycopg.Connection) -> tuple[list[str], list[str]]:

@@ -246,11 +246,6 @@ class ExternalPg:
     def pids(self) -> list[int]:
         return []
 
-    def version(self) -> str:
-        with self.connect() as conn:
-            number = conn.info.server_version
-        return f"PostgreSQL {number // 10000}.{number % 10000}"
-
 
 _CONNECT_TIMEOUT_S = 10
 

@@ -100,6 +100,11 @@ class Store(ABC, Generic[T]):
         suite's tables, empty. Leaving the context stops nothing and drops nothing."""
         raise url.error(f"the {self.name} store cannot use a server the suite did not start")
 
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        """What external() checks before writing anything, alone: a command checks every
+        --store-url so before it starts anything. The server's name and version."""
+        raise url.error(f"the {self.name} store cannot use a server the suite did not start")
+
     def server_is_ours(self, target: T) -> bool:
         """Whether the suite started the store's server: only then is it restarted between
         measurements and its processes' CPU, memory and cache accounted."""

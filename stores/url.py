@@ -131,6 +131,8 @@ class StoreUrls:
 
     urls: Mapping[str, StoreUrl] = field(default_factory=dict)
     overwrite: bool = False
+    # store -> the server's name and version, once checked().
+    servers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, texts: list[str], *, overwrite: bool = False) -> StoreUrls:
@@ -142,6 +144,15 @@ class StoreUrls:
                                 f"({urls[url.store]})")
             urls[url.store] = url
         return cls(urls, overwrite)
+
+    def checked(self) -> StoreUrls:
+        """These URLs once every server has answered and every database may be written
+        (UserError naming the first that may not), with the servers' versions."""
+        from stores import get_store
+
+        servers = {name: get_store(name).check_external(url, overwrite=self.overwrite)
+                   for name, url in self.urls.items()}
+        return StoreUrls(self.urls, self.overwrite, servers)
 
     def server(self, store: Store, run_dir: Path, *,
                db_host: DatabaseHost | None = None) -> AbstractContextManager[Any]:
@@ -161,8 +172,10 @@ class StoreUrls:
         return url.redacted() if url is not None else str(directory)
 
     def described(self) -> dict[str, str]:
-        """store -> URL without password, for results' metadata."""
-        return {name: url.redacted() for name, url in self.urls.items()}
+        """store -> URL without password (and its server's version), for results' metadata."""
+        return {name: url.redacted() + (f" ({self.servers[name]})" if name in self.servers
+                                         else "")
+                for name, url in self.urls.items()}
 
 
 PRIVATE = StoreUrls()

@@ -213,7 +213,8 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(lent_mysql: tuple[Lent, Mysql
     assert done.returncode == 0, done.stdout + done.stderr
     _password_nowhere(root, done.stdout, done.stderr)
     results = json.loads((out / "results.json").read_text())
-    assert results["meta"]["store_urls"] == {"mysql": lent.url("own").replace(PASSWORD, "***")}
+    assert results["meta"]["store_urls"]["mysql"].startswith(
+        lent.url("own").replace(PASSWORD, "***") + " (MariaDB 10.11.")
     (cell,) = [c for c in results["cells"] if c["driver"] == "mysql"]
     assert cell["status"] == "ok", cell
     assert cell["cpu_us_per_query"]["db"] is None
@@ -294,6 +295,18 @@ def test_a_closed_port_is_one_error_line(store: str, scheme: str, run_root: Path
                                   "--generate", "2", "--store-url", f"{store}={url}"))
     assert line.startswith(f"error: --store-url {store}={url.replace(PASSWORD, '***')}: "
                            "cannot connect"), line
+
+
+def test_run_checks_every_url_before_measuring_anything(run_root: Path) -> None:
+    """The reference is measured first for minutes: a bad second store must stop the run
+    before that, not become a failed cell at its end."""
+    root = run_root / "run-closed"
+    out = root / "results"
+    url = f"mysql://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/own"
+    line = _one_error_line(_bench(root, "run", "--profile", "tiny", "--drivers", "mysql",
+                                  "--out", str(out), "--store-url", f"mysql={url}"))
+    assert "cannot connect" in line, line
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("given,says", [

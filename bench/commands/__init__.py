@@ -33,7 +33,8 @@ def add_store_url_options(parser: argparse.ArgumentParser) -> None:
 
 
 def store_urls(args: argparse.Namespace) -> StoreUrls:
-    """The stores given by --store-url, checked before anything starts."""
+    """The stores given by --store-url, each server reached and its database checked before
+    anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")
-    return StoreUrls.parse(args.store_url, overwrite=args.store_url_overwrite)
+    return StoreUrls.parse(args.store_url, overwrite=args.store_url_overwrite).checked()
