@@ -33,6 +33,7 @@ from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answer
 from servers.dnsserver import DnsServer
 from servers.external import ExternalServer, Target
 from servers.kind import ServerKind
+from stores.url import PRIVATE, StoreUrls
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
 
@@ -92,6 +93,8 @@ class Setup:
     # A server the suite did not start (`--target`): measured alone, instead of the reference
     # and the servers, with the phases for_target gives.
     target: Target | None = None
+    # Stores on servers the suite did not start (--store-url); the others run their own.
+    store_urls: StoreUrls = PRIVATE
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -207,7 +210,8 @@ class Runner:
 
     def run_server(self, server: ServerKind) -> None:
         try:
-            with loaded_store(server, self.setup.stream, self.setup.run_dir) as loaded:
+            with loaded_store(server, self.setup.stream, self.setup.run_dir,
+                              store_urls=self.setup.store_urls) as loaded:
                 for threads in self.setup.threads:
                     self.run_cell(loaded, threads)
         except UserError as exc:  # the store itself would not start or load
@@ -292,7 +296,8 @@ class Runner:
             self.qps_runs(m)
         cell = m.cell
         answered = sum(r.queries_completed for r in cell.qps_runs)
-        has_db = m.loaded.store.has_server
+        # None, not 0: a server the suite did not start is unaccounted, not free.
+        has_db = m.loaded.accounts_server
         cell.cpu_us_per_query = {
             "named": accounting.us_per_query(named_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,

@@ -12,7 +12,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
-from bench.commands import positive_counts
+from bench.commands import add_store_url_options, positive_counts, store_urls
 from bench.datasets import (
     add_query_source_options,
     add_zone_file_options,
@@ -66,12 +66,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     add_query_source_options(p, queries)
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default: results/<timestamp>)")
+    add_store_url_options(p)
 
 
 def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
+    urls = store_urls(args)
     target = _target(args)
     if (args.zones is None and args.named_conf is None and not args.coverage
             and args.generate is None):
@@ -103,7 +105,7 @@ def prepare(args: argparse.Namespace, command: str,
     setup = Setup(reference=get_server(REFERENCE), servers=servers,
                   stream=stream, dataset=describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
-                  pin=args.pin, target=target)
+                  pin=args.pin, target=target, store_urls=urls)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
@@ -111,7 +113,8 @@ def prepare(args: argparse.Namespace, command: str,
                             "connections": ("the target's own" if target is not None
                                             else args.connections or "threads"),
                             "pin": args.pin,
-                            "dataset": setup.dataset, "drivers": drivers})
+                            "dataset": setup.dataset, "drivers": drivers,
+                            **({"store_urls": urls.described()} if urls.urls else {})})
     if traffic:
         results.meta["queries_from"] = traffic[1].as_dict()
     if target is not None:

@@ -10,6 +10,7 @@ import dns.name
 
 from base.errors import UserError
 from base.process import new_run_dir
+from bench.commands import add_store_url_options, store_urls
 from bench.datasets import add_data_options, add_query_source_options, traffic_queries, zone_source
 from bench.serving import serving
 from bench.verify import (
@@ -38,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'all' (every driver that is built) or a comma list")
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
+    add_store_url_options(p)
     p.set_defaults(func=run)
 
 
@@ -50,6 +52,7 @@ def load_queries(args: argparse.Namespace, zones: list[Zone], run_dir: Path) -> 
 
 
 def run(args: argparse.Namespace) -> int:
+    urls = store_urls(args)
     stream, _ = zone_source(args)
     zones = list(stream())
     drivers = [d for d in selected_servers(args.drivers) if d != REFERENCE]
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     queries = load_queries(args, zones, run_dir)
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
-                                                 threads=args.threads))
+                                                 threads=args.threads, store_urls=urls))
                   for d in dict.fromkeys([*references_for(drivers), *drivers])}
         print(f"verifying {len(queries)} queries over {len(zones)} zones: "
               f"{', '.join(served)}", flush=True)
