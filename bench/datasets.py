@@ -1,27 +1,72 @@
-"""Where a command's zone data comes from: a zone-file directory or the generator.
+"""Where a command's zone data comes from: a zone-file directory, an existing named.conf, or the
+generator.
 
-Every command that takes data (`load`, `serve`, `verify`, `run`, `startup`) uses these options,
-so a data set is named the same way everywhere and can be streamed again for each store.
+Every command that takes data (`load`, `serve`, `verify`, `run`, `capacity`) uses these options,
+so a data set is named the same way everywhere and can be streamed again for each store;
+zone_source is the one place that turns the options into zones.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from base.errors import UserError
+from servers import bindversion
 from zonedata.model import Zone
+from zonedata.namedconf import ConfZone, NamedConf, read_named_conf
+from zonedata.traffic import Traffic, derive_query_file
+
+# Bad zones named in full in the one error line; the rest are counted.
+_BAD_ZONES_SHOWN = 5
 
 
 def add_data_options(parser: argparse.ArgumentParser) -> None:
     src = parser.add_mutually_exclusive_group(required=True)
-    src.add_argument("--zones", type=Path, metavar="DIR", help="directory of RFC 1035 zone files")
+    add_zone_file_options(parser, src)
     src.add_argument("--generate", type=int, metavar="N", help="generate N zones")
     src.add_argument("--coverage", action="store_true",
                      help="the small data set covering every record type and awkward name")
     parser.add_argument("--records", type=int, default=10, help="records per generated zone")
     parser.add_argument("--seed", type=int, default=1, help="generator seed")
+
+
+def add_zone_file_options(parser: argparse.ArgumentParser,
+                          src: argparse._MutuallyExclusiveGroup) -> None:
+    """--zones and --named-conf into the data-source group src; --skip-bad-zones beside."""
+    src.add_argument("--zones", type=Path, metavar="DIR", help="directory of RFC 1035 zone files")
+    src.add_argument("--named-conf", type=Path, metavar="FILE",
+                     help="the primary (and secondary, where they have a file) zones of an "
+                          "existing BIND configuration, read through named-checkconf -p")
+    parser.add_argument("--skip-bad-zones", action="store_true",
+                        help="with --named-conf: leave out zones whose file fails to load "
+                             "(default: stop, listing them)")
+
+
+def add_query_source_options(parser: argparse.ArgumentParser,
+                             queries: argparse._MutuallyExclusiveGroup) -> None:
+    """--queries-from into the group of query options `queries`; --only-zones beside."""
+    queries.add_argument("--queries-from", type=Path, metavar="FILE",
+                         help="real traffic as the queries: a BIND query log, a pcap/pcapng "
+                              "capture or a dnsperf file (told apart by content)")
+    parser.add_argument("--only-zones", action="store_true",
+                        help="with --queries-from: keep only queries for the loaded zones")
+
+
+def traffic_queries(args: argparse.Namespace, stream: Callable[[], Iterator[Zone]],
+                    run_dir: Path) -> tuple[Path, Traffic] | None:
+    """The query file derived from --queries-from in run_dir (None without the option)."""
+    if args.queries_from is None:
+        if args.only_zones:
+            raise UserError("--only-zones filters the queries of --queries-from: give that too")
+        return None
+    origins = (zone.origin for zone in stream()) if args.only_zones else None
+    path = run_dir / "queries-from.txt"
+    traffic = derive_query_file(args.queries_from, path, origins)
+    print(traffic.summary(), file=sys.stderr)
+    return path, traffic
 
 
 def zone_source(args: argparse.Namespace) -> tuple[Callable[[], Iterator[Zone]], int | None]:
@@ -32,8 +77,65 @@ def zone_source(args: argparse.Namespace) -> tuple[Callable[[], Iterator[Zone]],
         if not args.zones.is_dir():
             raise UserError(f"zone directory {args.zones} does not exist")
         return (lambda: zonefiles.read_zone_dir(args.zones)), None
+    if args.named_conf is not None:
+        zones = named_conf_zones(args.named_conf, skip_bad=args.skip_bad_zones)
+        compilezone = bindversion.selected(need_drivers=False).compilezone
+        return (lambda: (zone.read(compilezone) for zone in zones)), len(zones)
     if args.coverage:
         return (lambda: iter(generator.coverage_zones(args.seed))), None
     if args.generate < 1:
         raise UserError("--generate needs at least 1 zone")
     return (lambda: generator.generate(args.generate, args.records, args.seed)), args.generate
+
+
+def describe(args: argparse.Namespace) -> str:
+    """The data set in words, for reports and metadata."""
+    if args.zones is not None:
+        return f"zone files from {args.zones}"
+    if args.named_conf is not None:
+        return f"the zones of {args.named_conf}"
+    if args.coverage:
+        return "coverage data set"
+    return f"{args.generate} generated zones x ~{args.records} records (seed {args.seed})"
+
+
+def named_conf_zones(conf: Path, *, skip_bad: bool) -> list[ConfZone]:
+    """The zones of conf that load, each read once here so that a bad one stops the command
+    before any store is touched (or, with skip_bad, is left out with a warning)."""
+    bind = bindversion.selected(need_drivers=False)
+    found = read_named_conf(conf, bind.checkconf)
+    _note_conf(found)
+    good: list[ConfZone] = []
+    bad: list[str] = []
+    for zone in found.zones:
+        try:
+            zone.read(bind.compilezone)
+        except UserError as exc:
+            bad.append(f"{zone.origin.to_text()} ({exc})")
+            continue
+        good.append(zone)
+    if bad and not skip_bad:
+        shown = "; ".join(bad[:_BAD_ZONES_SHOWN])
+        more = f"; and {len(bad) - _BAD_ZONES_SHOWN} more" if len(bad) > _BAD_ZONES_SHOWN else ""
+        raise UserError(f"named.conf {conf}: {len(bad)} of {len(found.zones)} zones fail to "
+                        f"load: {shown}{more} (--skip-bad-zones leaves them out)")
+    for text in bad:
+        print(f"warning: skipping zone {text}", file=sys.stderr)
+    if not good:
+        raise UserError(f"named.conf {conf}: no zone with data to load "
+                        f"({_left_out_text(found) or 'no zone statements'})")
+    return good
+
+
+def _note_conf(found: NamedConf) -> None:
+    """One line on what the configuration gave, one warning when views were flattened."""
+    left_out = _left_out_text(found)
+    print(f"{found.path}: {len(found.zones)} zones with data"
+          + (f"; left out: {left_out}" if left_out else ""), file=sys.stderr)
+    if found.views:
+        print(f"warning: {found.path}: views {', '.join(found.views)} flattened into one set of "
+              "zones (a zone in several views is taken from the first)", file=sys.stderr)
+
+
+def _left_out_text(found: NamedConf) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(found.left_out.items()))

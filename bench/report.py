@@ -27,6 +27,9 @@ from servers import group_of, report_order
 
 NONE = "–"
 WARN = "⚠"
+# A figure that cannot be measured for that server (Cell.unavailable says why): never a
+# zero, never a bare dash.
+NOT_AVAILABLE = "n/a"
 
 # Each version string names its program, except Python's.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
@@ -91,6 +94,28 @@ def status_text(cell: Cell, notes: Notes) -> str | None:
         reason = f"{cell.mismatches} answers differ from native BIND's; {reason}"
     number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): {label}: {reason}")
     return f"{label} [{number}]"
+
+
+class Unavailable:
+    """"n/a [k]" for a figure a cell could not measure; each reason once in the notes."""
+
+    def __init__(self, notes: Notes) -> None:
+        self.notes = notes
+        self.numbers: dict[tuple[str, int, str], int] = {}
+
+    def text(self, cell: Cell, key: str) -> str | None:
+        """The marker for cell's figure `key`, or None when the figure was measurable."""
+        reason = cell.unavailable.get(key)
+        if reason is None:
+            return None
+        return f"{NOT_AVAILABLE} [{self.number(cell, reason)}]"
+
+    def number(self, cell: Cell, reason: str) -> int:
+        key = (column_label(cell), cell.threads, reason)
+        if key not in self.numbers:
+            self.numbers[key] = self.notes.add(f"{column_label(cell)}, {cell.threads} "
+                                               f"thread(s): {NOT_AVAILABLE}: {reason}")
+        return self.numbers[key]
 
 
 def lossy_runs(cell: Cell, threshold: float) -> list[tuple[int, DnsperfRun]]:
@@ -228,6 +253,7 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     threshold = results.loss_threshold
     notes = Notes()
     statuses = {id(c): status_text(c, notes) for c in cells}
+    unavailable = Unavailable(notes)
     native = _reference_median(results, "native", threads)
     memory = _reference_median(results, "memory", threads)
 
@@ -242,24 +268,36 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
                                                    notes)),
         row("Unloaded (us)", lambda c: _latency_text(c.latency_unloaded, c, "unloaded",
                                                      threshold, notes)),
-        row("Startup (ms)", lambda c: fmt_number(c.startup_ms)),
-        row("Update visible (ms)", lambda c: fmt_number(c.update_visibility_ms)),
+        row("Startup (ms)", lambda c: unavailable.text(c, "startup_ms")
+            or fmt_number(c.startup_ms)),
+        row("Update visible (ms)", lambda c: unavailable.text(c, "update_visibility_ms")
+            or fmt_number(c.update_visibility_ms)),
     ]
-    connections = sorted({c.connections for c in cells})
+    for c in cells:  # answers are checked before anything is timed: no row of their own
+        if "mismatches" in c.unavailable and statuses[id(c)] is None:
+            unavailable.number(c, f"answers {c.unavailable['mismatches']}")
+    # 0: a server whose connections to its data are not the suite's (a --target server).
+    connections = sorted({c.connections for c in cells} - {0})
     title = f"## {threads} thread{'s' if threads != 1 else ''}"
-    lines = [title + f" (database connections: {', '.join(map(str, connections))})", ""]
-    lines += [render_groups([c.driver for c in cells]), ""]
+    if connections:
+        title += f" (database connections: {', '.join(map(str, connections))})"
+    lines = [title, ""]
+    lines += [render_groups(cells), ""]
     lines += _table([f"threads {threads}"] + [column_label(c) for c in cells], rows)
     if notes.lines:
         lines += [""] + notes.render()
     return lines + [""]
 
 
-def render_groups(drivers: list[str]) -> str:
-    """The columns' groups, left to right (README: the question each group answers)."""
+def render_groups(cells: list[Cell]) -> str:
+    """The columns' groups, left to right (README: the question each group answers); a
+    server the suite did not start with the address it was measured at."""
     groups: dict[str, list[str]] = {}
-    for driver in drivers:
-        groups.setdefault(group_of(driver) or "other", []).append(driver)
+    for cell in cells:
+        if cell.target is not None:
+            groups.setdefault("--target", []).append(f"{cell.driver} at {cell.target}")
+        else:
+            groups.setdefault(group_of(cell.driver) or "other", []).append(cell.driver)
     return "Columns: " + " | ".join(f"{group}: {', '.join(names)}"
                                     for group, names in groups.items())
 
@@ -291,21 +329,33 @@ def render_costs(results: Results) -> list[str]:
     header = ["driver", "threads", "CPU us/query named", "db", "dnsperf",
               "peak RSS named (kB)", "db (kB)"]
     rows = []
+    notes = Notes()
+    unavailable = Unavailable(notes)
     for threads in results.thread_counts():
         for c in results.cells_for(threads):
             if c.status != "ok":
                 rows.append([column_label(c), str(threads)] + [c.status.upper()] * 5)
                 continue
-            cpu, rss = c.cpu_us_per_query, c.peak_rss_kb
+
+            def figure(field: str, key: str, decimals: int | None = None,
+                       c: Cell = c) -> str:
+                values: dict = getattr(c, field)
+                return (unavailable.text(c, f"{field}.{key}")
+                        or fmt_number(values.get(key), decimals))
+
             rows.append([column_label(c), str(threads),
-                         fmt_number(cpu.get("named")), fmt_number(cpu.get("db")),
-                         fmt_number(cpu.get("dnsperf")),
-                         fmt_number(rss.get("named"), 0), fmt_number(rss.get("db"), 0)])
-    return (["## Cost per query", "",
-             "CPU time (user + system) per answered query over the QPS runs; db is the "
-             "database server's whole process tree ('–': no database server). Peak RSS is the "
-             "high-water mark of resident memory.", ""]
-            + _table(header, rows) + [""])
+                         figure("cpu_us_per_query", "named"), figure("cpu_us_per_query", "db"),
+                         figure("cpu_us_per_query", "dnsperf"),
+                         figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
+    lines = (["## Cost per query", "",
+              "CPU time (user + system) per answered query over the QPS runs; db is the "
+              "database server's whole process tree ('–': no database server). Peak RSS is "
+              f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
+              "that server (the note says why).", ""]
+             + _table(header, rows))
+    if notes.lines:
+        lines += [""] + notes.render()
+    return lines + [""]
 
 
 def _startup_cell(p: StartupPoint) -> str:
@@ -459,16 +509,24 @@ def _plot_qps(results: Results, path: Path) -> Path:
             heights.append(c.qps.median)
             low.append(c.qps.median - (c.qps.min or c.qps.median))
             high.append((c.qps.max or c.qps.median) - c.qps.median)
-        ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
-               label=f"{threads} thread{'s' if threads != 1 else ''}")
+        if heights:  # an empty bar set would still get a legend entry
+            ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
+                   label=f"{threads} thread{'s' if threads != 1 else ''}")
     ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
     ax.set_ylabel("queries per second (median, min–max)")
-    ax.set_yscale("log")
-    _plain_log_labels(ax.yaxis)
+    _log_scale_if_data(ax)
     ax.set_title("Throughput per driver")
     ax.grid(axis="y", which="both", alpha=0.3)
     _legend_or_note(ax)
     return _save(fig, path)
+
+
+def _log_scale_if_data(ax: Any) -> None:
+    """A log y axis with plain labels; an axis without data (every cell WRONG or FAILED)
+    stays linear, which matplotlib cannot log-scale."""
+    if ax.has_data():
+        ax.set_yscale("log")
+        _plain_log_labels(ax.yaxis)
 
 
 def _legend_or_note(ax: Any) -> None:
@@ -499,8 +557,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
         else:
             ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(f"{kind.capitalize()} latency (driver/threads)")
-        ax.set_yscale("log")
-        _plain_log_labels(ax.yaxis)
+        _log_scale_if_data(ax)
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.set_ylabel("microseconds")
     fig.suptitle("Box: p25–p75 with median; whiskers: p1 and p99")
@@ -510,7 +567,8 @@ def _plot_latency(results: Results, path: Path) -> Path:
 def _plot_cpu(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    cells = _ok_cells(results)
+    # A server whose CPU the suite cannot account has no bar (not a zero one).
+    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
     labels = [f"{c.driver}/{c.threads}" for c in cells]
     named = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
     db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
@@ -522,7 +580,11 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     ax.set_ylabel("CPU microseconds per answered query")
     ax.set_title("Server CPU per query (driver/threads)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend()
+    if cells:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, f"{NOT_AVAILABLE}: no server whose CPU the suite accounts",
+                ha="center", va="center", transform=ax.transAxes)
     return _save(fig, path)
 
 

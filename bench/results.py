@@ -80,6 +80,12 @@ class Cell:
     update_visibility_ms: float | None = None
     cpu_us_per_query: dict[str, float | None] = field(default_factory=dict)
     peak_rss_kb: dict[str, int | None] = field(default_factory=dict)
+    # A server the suite did not start (`run --target`): where it answered, and the figures
+    # that cannot be measured there with why, keyed like the fields ("startup_ms",
+    # "cpu_us_per_query.named", ...): their values are None because they are unavailable,
+    # not because nothing was recorded.
+    target: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -103,6 +109,8 @@ class Cell:
             "update_visibility_ms": self.update_visibility_ms,
             "cpu_us_per_query": dict(self.cpu_us_per_query),
             "peak_rss_kb": dict(self.peak_rss_kb),
+            "target": self.target,
+            "unavailable": dict(self.unavailable),
         }
 
     @classmethod

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import dns.exception
 import dns.name
@@ -30,7 +31,9 @@ from bench.results import Cell, QpsSummary, Results, save_results
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
 from servers.dnsserver import DnsServer
+from servers.external import ExternalServer, Target
 from servers.kind import ServerKind
+from stores.url import PRIVATE, StoreUrls
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
 
@@ -87,6 +90,11 @@ class Setup:
     # (queries per second) every server is asked to carry, to compare them at the same load.
     steps: tuple[float, ...] = capacity.DEFAULT_STEPS
     common_rate: float | None = None
+    # A server the suite did not start (`--target`): measured alone, instead of the reference
+    # and the servers, with the phases for_target gives.
+    target: Target | None = None
+    # Stores on servers the suite did not start (--store-url); the others run their own.
+    store_urls: StoreUrls = PRIVATE
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -130,7 +138,7 @@ def pin_processes(pids: list[int], cpu_list: str | None) -> None:
 class Measuring:
     """One cell being measured: the store, the server started over it, and its figures."""
 
-    loaded: LoadedStore
+    loaded: LoadedStore | None  # None: a --target server (its phases never touch a store)
     named: DnsServer
     cell: Cell
 
@@ -153,11 +161,17 @@ class Runner:
         self.setup = setup
         self.results = results
         self.phases = tuple(phases_of(profile) if phases is None else phases)
+        if setup.target is not None:
+            self.phases = for_target(self.phases)
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
         self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
         per_cell = [phase.expected_s(profile) for phase in self.phases]
-        cells = (1 + len(setup.servers)) * len(setup.threads)
-        self.progress = StepProgress(per_cell * cells)
+        if setup.target is not None:
+            # The reference's answers first (the target's are checked against them).
+            self.progress = StepProgress([5.0] + per_cell * len(setup.threads))
+        else:
+            cells = (1 + len(setup.servers)) * len(setup.threads)
+            self.progress = StepProgress(per_cell * cells)
 
     # Read when a phase first needs them: a runner whose phases check no answers (`scale`,
     # at a million zones) never streams the data set for them.
@@ -176,13 +190,28 @@ class Runner:
               file=sys.stderr, flush=True)
         self.results.prober_floor = prober.measure_floor(self.profile.probes,
                                                           cpu_list=self.load_cpus)
+        if self.setup.target is not None:
+            self.progress.step(f"{self.setup.reference.name}: the answers the target must give")
+            self.collect_reference()
+            for threads in self.setup.threads:
+                self.run_target_cell(self.setup.target, threads)
+            return self.results
         for server in [self.setup.reference, *self.setup.servers]:
             self.run_server(server)
         return self.results
 
+    def collect_reference(self) -> None:
+        """The reference server's answers to the check queries, which every cell must give
+        (served once here, for the runs that do not measure the reference itself)."""
+        with loaded_store(self.setup.reference, self.setup.stream,
+                          self.setup.run_dir) as reference, \
+                reference.named(self.setup.run_dir, threads=1) as named:
+            self.reference = {query: ask(named, query) for query in self.check}
+
     def run_server(self, server: ServerKind) -> None:
         try:
-            with loaded_store(server, self.setup.stream, self.setup.run_dir) as loaded:
+            with loaded_store(server, self.setup.stream, self.setup.run_dir,
+                              store_urls=self.setup.store_urls) as loaded:
                 for threads in self.setup.threads:
                     self.run_cell(loaded, threads)
         except UserError as exc:  # the store itself would not start or load
@@ -206,20 +235,33 @@ class Runner:
         if cell.connections != threads:
             label += f" connections={cell.connections}"
         named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
-        measuring = Measuring(loaded, named, cell)
+        self.measure_cell(Measuring(loaded, named, cell), label)
+
+    def run_target_cell(self, target: Target, threads: int) -> None:
+        """Every phase against a server the suite did not start; `threads` is its own worker
+        count as its operator gave it (it sets dnsperf's client sockets)."""
+        # No connections of the suite's: what the server keeps to its data is its own.
+        cell = Cell(target.label, threads, 0, target=target.given)
+        named = target.server(self.setup.run_dir / f"target-{target.label}-{threads}",
+                              threads=threads)
+        self.measure_cell(Measuring(None, named, cell),
+                          f"{target.label} at {target.address} threads={threads}")
+
+    def measure_cell(self, m: Measuring, label: str) -> None:
+        """The phases in order until one leaves the cell not "ok"; the cell recorded."""
         phases = iter(self.phases)
         try:
             for phase in phases:
                 self.progress.step(f"{label}: {phase.label}")
-                phase.run(self, measuring)
-                if cell.status != "ok":
+                phase.run(self, m)
+                if m.cell.status != "ok":
                     break
         except UserError as exc:
-            cell.status, cell.error = "failed", str(exc)
+            m.cell.status, m.cell.error = "failed", str(exc)
         finally:
-            named.stop()
+            m.named.stop()
         self.progress.skip(sum(1 for _ in phases))
-        self._record(cell)
+        self._record(m.cell)
 
     # --- the phases, in PHASES order --------------------------------------------------------
 
@@ -251,23 +293,33 @@ class Runner:
         named_cpu = accounting.CpuMeter(m.named.pids())
         db_cpu = accounting.CpuMeter(m.loaded.server_pids())
         with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
-            for _ in range(self.profile.runs):
-                m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+            self.qps_runs(m)
         cell = m.cell
-        cell.qps = QpsSummary.from_runs(cell.qps_runs)
         answered = sum(r.queries_completed for r in cell.qps_runs)
-        has_db = m.loaded.store.has_server
+        # None, not 0: a server the suite did not start is unaccounted, not free.
+        has_db = m.loaded.accounts_server
         cell.cpu_us_per_query = {
             "named": accounting.us_per_query(named_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,
-            "dnsperf": accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs),
-                                               answered),
+            "dnsperf": self.dnsperf_cpu(cell),
         }
         cell.peak_rss_kb = {"named": accounting.peak_rss_kb(m.named.pids()),
                             "db": db_mem.peak_pss_kb if has_db else None}
 
+    def qps_runs(self, m: Measuring) -> None:
+        """The measured dnsperf runs and their median."""
+        for _ in range(self.profile.runs):
+            m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+        m.cell.qps = QpsSummary.from_runs(m.cell.qps_runs)
+
+    @staticmethod
+    def dnsperf_cpu(cell: Cell) -> float | None:
+        """The load generator's CPU per answered query over the QPS runs."""
+        answered = sum(r.queries_completed for r in cell.qps_runs)
+        return accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs), answered)
+
     def loaded_latency(self, m: Measuring) -> None:
-        with dnsperf.start_background("127.0.0.1", m.named.port, self.setup.query_file,
+        with dnsperf.start_background(m.named.host, m.named.port, self.setup.query_file,
                                       **self._dnsperf_options(m.named)) as load:
             load.wait_sending(timeout=30)
             m.cell.latency_loaded = self.probe(m.named)
@@ -288,7 +340,7 @@ class Runner:
         if self.setup.common_rate:
             curve.common_rate_step = self.offered_step(m.named, None, self.setup.common_rate)
         curve.resperf = resperf.ramp(
-            "127.0.0.1", m.named.port, self.setup.query_file,
+            m.named.host, m.named.port, self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
             clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
         save_results(self.results, self.setup.out_dir)
@@ -301,12 +353,12 @@ class Runner:
         probing = capacity.probe_rate(target)
         drops_before = accounting.udp_receive_buffer_errors()
         with dnsperf.start_background(
-                "127.0.0.1", named.port, self.setup.query_file, duration=seconds,
+                named.host, named.port, self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus,
                 extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1"]) as load:
-            probes = prober.probe("127.0.0.1", named.port, self.setup.query_file,
+            probes = prober.probe(named.host, named.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
                                   interval=1 / probing)
@@ -316,6 +368,36 @@ class Runner:
                  else drops_after - drops_before)
         return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
                                       drops)
+
+    # --- a server the suite did not start (--target) ----------------------------------------
+
+    def reach_target(self, m: Measuring) -> None:
+        """In place of startup: the target serves every zone of the data set (an
+        authoritative SOA answer each), and the figures it cannot give are marked so."""
+        m.cell.unavailable = dict(NOT_STARTED_HERE)
+        target = cast(ExternalServer, m.named)
+        for zone in sorted(self.facts.origins - {dns.name.root}):
+            target.check_serves(zone)
+
+    def check_target_answers(self, m: Measuring) -> None:
+        """The target's answers against the reference's over the same data set (collected
+        before any cell): it must serve the data set the queries are made from. A server the
+        suite did not start has no known classes of difference: every one counts."""
+        m.cell.mismatches = self.wrong_answers(m.named, ())
+        if m.cell.mismatches:
+            m.cell.status = "wrong"
+            m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
+                            f"{self.setup.reference.name}'s over the data set: does the "
+                            "target serve that data (--zones, --named-conf, --generate and "
+                            "--seed as it was made)?")
+
+    def measure_target_qps(self, m: Measuring) -> None:
+        """measure_qps without the server's and its database's CPU and memory: their
+        processes are not the suite's (only the load generator's own CPU is)."""
+        self.qps_runs(m)
+        m.cell.cpu_us_per_query = {"named": None, "db": None,
+                                   "dnsperf": self.dnsperf_cpu(m.cell)}
+        m.cell.peak_rss_kb = {"named": None, "db": None}
 
     def update_visibility(self, m: Measuring) -> None:
         try:
@@ -330,11 +412,11 @@ class Runner:
                 "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus}
 
     def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
-        return dnsperf.run_dnsperf("127.0.0.1", named.port, self.setup.query_file,
+        return dnsperf.run_dnsperf(named.host, named.port, self.setup.query_file,
                                    duration=seconds, **self._dnsperf_options(named))
 
     def probe(self, named: DnsServer) -> prober.LatencyStats:
-        return prober.probe("127.0.0.1", named.port, self.setup.query_file,
+        return prober.probe(named.host, named.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus)
 
     def wait_all_zones(self, named: DnsServer) -> None:
@@ -352,11 +434,15 @@ class Runner:
         if server == self.setup.reference:
             self.reference = {q: ask(named, q) for q in self.check}
             return 0
+        return self.wrong_answers(named, server.answer_classes)
+
+    def wrong_answers(self, named: DnsServer, answer_classes: Sequence[str]) -> int:
+        """Check queries whose answers differ from the reference's beyond answer_classes."""
         wrong = 0
         for query in self.check:
             diff = compare_answers(query, self.reference[query], ask(named, query))
             if diff is not None and classify(query, *diff, self.facts,
-                                             server.answer_classes) == "driver":
+                                             answer_classes) == "driver":
                 wrong += 1
         return wrong
 
@@ -396,6 +482,39 @@ CAPACITY_SWEEP = Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) 
                        * (p.step_s + 1.5) + p.resperf_ramp_s + 2, Runner.capacity_sweep)
 # `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
 CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
+
+
+# What a --target cell cannot measure, and why: results.json and the report say so instead of
+# showing a zero or leaving the figure out unexplained.
+NOT_STARTED_HERE: dict[str, str] = {
+    "startup_ms": "the suite did not start the server (--target)",
+    "update_visibility_ms": "the suite loaded no store the server reads (--target)",
+    "cpu_us_per_query.named": "the server's processes are not the suite's to account "
+                              "(--target)",
+    "cpu_us_per_query.db": "its database, if any, is not the suite's to account (--target)",
+    "peak_rss_kb.named": "the server's processes are not the suite's to account (--target)",
+    "peak_rss_kb.db": "its database, if any, is not the suite's to account (--target)",
+}
+
+REACH_TARGET = Phase("checking the target serves every zone", lambda p: 1.0,
+                     Runner.reach_target)
+CHECK_TARGET_ANSWERS = Phase("checking answers against the reference's",
+                             lambda p: 1.0 + p.check_queries * 0.002, Runner.check_target_answers)
+
+
+def for_target(phases: Sequence[Phase]) -> tuple[Phase, ...]:
+    """The phases over a server the suite did not start: its startup replaced by a check that
+    it serves every zone, its answers checked against the reference's collected beforehand,
+    QPS without its CPU and memory, and no update visibility (the suite wrote no store it
+    reads)."""
+    swap = {Runner.start_server: REACH_TARGET, Runner.check_answers: CHECK_TARGET_ANSWERS,
+            Runner.measure_qps: dataclasses.replace(_phase(Runner.measure_qps),
+                                                    run=Runner.measure_target_qps)}
+    return tuple(swap.get(p.run, p) for p in phases if p.run is not Runner.update_visibility)
+
+
+def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
+    return next(p for p in PHASES if p.run is run)
 
 
 def phases_of(profile: Profile) -> tuple[Phase, ...]:

@@ -20,6 +20,7 @@ from servers import get_server
 from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
 from stores.store import Store
+from stores.url import PRIVATE, StoreUrls
 from zonedata.model import Zone
 
 
@@ -48,6 +49,12 @@ class LoadedStore:
     def server_pids(self) -> list[int]:
         return self.store.server_pids(self.target)
 
+    @property
+    def accounts_server(self) -> bool:
+        """Whether the store's server is the suite's own, its CPU and memory accounted (one
+        given by --store-url runs others' work too, under processes that are not ours)."""
+        return self.store.server_is_ours(self.target)
+
 
 @dataclass
 class Served:
@@ -57,14 +64,16 @@ class Served:
 
 @contextmanager
 def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
-                 run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[LoadedStore]:
-    """The driver's store running under run_dir (inside db_host's namespace when given) with
-    the data set loaded; once it has stopped, its data is deleted and its logs are kept."""
+                 run_dir: Path, *, db_host: DatabaseHost | None = None,
+                 store_urls: StoreUrls = PRIVATE) -> Iterator[LoadedStore]:
+    """The driver's store running under run_dir (inside db_host's namespace when given), or
+    on the server store_urls names for it, with the data set loaded; once its private server
+    has stopped, its data is deleted and its logs are kept."""
     server = get_server(driver) if isinstance(driver, str) else driver
     store = server.store_object()
     directory = run_dir / store.name
     try:
-        with store.server(directory, db_host=db_host) as target:
+        with store_urls.server(store, directory, db_host=db_host) as target:
             stats = timed_load(store, stream(), target)
             yield LoadedStore(server, store, target, stats)
     finally:
@@ -73,10 +82,10 @@ def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
 
 @contextmanager
 def serving(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
-            threads: int = 1, connections: int | None = None,
-            port: int | None = None) -> Iterator[Served]:
+            threads: int = 1, connections: int | None = None, port: int | None = None,
+            store_urls: StoreUrls = PRIVATE) -> Iterator[Served]:
     """Load the data into the driver's store and run its server until the block ends."""
-    with loaded_store(driver, stream, run_dir) as loaded:
+    with loaded_store(driver, stream, run_dir, store_urls=store_urls) as loaded:
         with loaded.named(run_dir, threads=threads, connections=connections,
                           port=port) as named:
             yield Served(loaded, named)

@@ -32,7 +32,6 @@ from bench.progress import StepProgress
 from bench.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
 from bench.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
 from bench.serving import LoadedStore, loaded_store
-from bench.verify import ask
 from servers.dnsserver import DnsServer
 
 # A setting is as good as the best when its QPS is within this fraction of the best's.
@@ -145,13 +144,6 @@ class Tuner(Runner):
         return self.results
 
     # --- set-up -----------------------------------------------------------------------------
-
-    def collect_reference(self) -> None:
-        """The reference server's answers to the check queries, which every cell must give."""
-        with loaded_store(self.setup.reference, self.setup.stream,
-                          self.setup.run_dir) as reference, \
-                reference.named(self.setup.run_dir, threads=1) as named:
-            self.reference = {query: ask(named, query) for query in self.check}
 
     @contextlib.contextmanager
     def database_host(self) -> Iterator[DatabaseHost | None]:

@@ -1,7 +1,9 @@
 -- dlzbench: the MariaDB/MySQL store (driver dlz_mysql.so), MariaDB 10.11, InnoDB.
 --
 -- Applied by stores/mysql.py whenever a store is first used; every statement is idempotent.
--- Statements end with ';' at the end of a line (the loader splits on that).
+-- Statements end with ';' at the end of a line (the loader splits on that). Every table is
+-- born with the comment 'dlzbench store table': in a database the suite did not create
+-- (--store-url), a table of one of these names without it is someone else's.
 --
 -- Keys (zones.name, records.name) are the model's name keys: BIND's lower-case presentation
 -- text without the final dot, e.g. `www.example.com`, `a\.b.example.com`, `\000.example.com`.
@@ -14,7 +16,7 @@ CREATE TABLE IF NOT EXISTS zones (
     id   INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
     name VARBINARY(1100) NOT NULL,
     UNIQUE KEY zones_name (name)
-) ENGINE=InnoDB ROW_FORMAT=DYNAMIC;
+) ENGINE=InnoDB ROW_FORMAT=DYNAMIC COMMENT='dlzbench store table';
 
 -- One row per resource record, plus one marker row per empty non-terminal (type 'ENT',
 -- ttl 0, data '') so that "name exists without data" is one exact lookup too.
@@ -35,7 +37,7 @@ CREATE TABLE IF NOT EXISTS records (
     PRIMARY KEY (name, zone_id, seq),
     KEY records_zone (zone_id),
     CONSTRAINT records_zone_fk FOREIGN KEY (zone_id) REFERENCES zones (id) ON DELETE CASCADE
-) ENGINE=InnoDB ROW_FORMAT=DYNAMIC;
+) ENGINE=InnoDB ROW_FORMAT=DYNAMIC COMMENT='dlzbench store table';
 
 -- Who may transfer (AXFR) a zone: client addresses as BIND's sdlz layer formats them
 -- (`127.0.0.1`, `::1`), compared as bytes.
@@ -44,7 +46,7 @@ CREATE TABLE IF NOT EXISTS xfr_clients (
     client  VARBINARY(64) NOT NULL,
     PRIMARY KEY (zone_id, client),
     CONSTRAINT xfr_clients_zone_fk FOREIGN KEY (zone_id) REFERENCES zones (id) ON DELETE CASCADE
-) ENGINE=InnoDB ROW_FORMAT=DYNAMIC;
+) ENGINE=InnoDB ROW_FORMAT=DYNAMIC COMMENT='dlzbench store table';
 
 -- The driver's statements, as server-side prepared statements (mysql_stmt_prepare; MariaDB
 -- optimizes every execution with the bound values, so there is no generic-plan question):

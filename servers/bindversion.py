@@ -85,6 +85,10 @@ class Bind:
     def checkconf(self) -> list[str]:
         return self.command(["/usr/bin/named-checkconf"], with_drivers=False)
 
+    @property
+    def compilezone(self) -> list[str]:
+        return self.command(["/usr/bin/named-compilezone"], with_drivers=False)
+
     def version_line(self) -> str:
         """`named -v`'s line, e.g. "BIND 9.20.30-1~deb13u1-Debian (Stable Release) <id:>"."""
         argv = self.command(["/usr/sbin/named", "-v"], with_drivers=False)

@@ -81,7 +81,10 @@ class DlzNamed(ServerKind):
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
-        return Named(run_dir, self.body(target, connections), threads=threads, port=port)
+        # A password the store keeps out of named.conf reaches the driver as environment.
+        env = self.store_object().client_env(target)
+        return Named(run_dir, self.body(target, connections), threads=threads, port=port,
+                     env=env or None)
 
     def cache_reading(self, target: Any) -> CacheReading | None:
         return self.store_object().cache_reading(target, self.options)

@@ -47,7 +47,12 @@ def non_recursive_query(qname: str | dns.name.Name, rdtype: str,
     return query
 
 
-def _is_authoritative(response: dns.message.Message) -> bool:
+def address_family(host: str) -> socket.AddressFamily:
+    """The socket family of an IPv4 or IPv6 address."""
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def is_authoritative(response: dns.message.Message) -> bool:
     return bool(response.flags & dns.flags.AA) and response.rcode() in (
         dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
 
@@ -75,6 +80,9 @@ class DnsServer(ABC):
         self.run_dir = Path(run_dir).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.threads = threads
+        # Where it answers: our own servers on loopback; a server the suite did not start
+        # (servers/external.py) wherever it runs.
+        self.host = "127.0.0.1"
         self.port = port or free_port()
         self.env = dict(env) if env is not None else None
         self.start_timeout = _ENTER_TIMEOUT
@@ -147,7 +155,7 @@ class DnsServer(ABC):
         deadline = time.monotonic() + timeout
         while True:
             response = self._ask_udp(query)
-            if response is not None and _is_authoritative(response):
+            if response is not None and is_authoritative(response):
                 return round(time.monotonic() - proc.exec_time, 3)
             if not proc.running():
                 self._fail(f"{self.program} exited before any {what}")
@@ -162,7 +170,7 @@ class DnsServer(ABC):
         """One query, no waiting and no stopping: does the server answer it authoritatively
         now?"""
         response = self._ask_udp(non_recursive_query(qname, rdtype))
-        return response is not None and _is_authoritative(response)
+        return response is not None and is_authoritative(response)
 
     def _fail(self, problem: str) -> NoReturn:
         tail = self._running_proc().log_tail(30)  # read first: stopping appends shutdown lines
@@ -175,10 +183,10 @@ class DnsServer(ABC):
         A connected socket, so that "nothing listens yet" comes back at once as a refusal
         instead of costing the whole per-try timeout.
         """
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        with socket.socket(address_family(self.host), socket.SOCK_DGRAM) as sock:
             sock.settimeout(_POLL_TRY_TIMEOUT)
             try:
-                sock.connect(("127.0.0.1", self.port))
+                sock.connect((self.host, self.port))
                 sock.send(query.to_wire())
                 while True:
                     response = dns.message.from_wire(sock.recv(65535))
@@ -251,7 +259,7 @@ class DnsServer(ABC):
         """One non-recursive query; with EDNS0 advertising `payload` octets when given."""
         query = non_recursive_query(qname, rdtype, payload)
         send = dns.query.tcp if tcp else dns.query.udp
-        return send(query, "127.0.0.1", port=self.port, timeout=timeout)
+        return send(query, self.host, port=self.port, timeout=timeout)
 
     def pids(self) -> list[int]:
         """The server's processes (its workers and helpers too), for CPU and RSS accounting."""

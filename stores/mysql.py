@@ -15,8 +15,9 @@ import MySQLdb.cursors
 from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores import sql
-from stores.mysql_server import MysqlServer
+from stores.mysql_server import ExternalMysql, MysqlServer, MysqlTarget
 from stores.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
+from stores.url import StoreUrl, check_lent_database
 from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
@@ -29,10 +30,16 @@ _LOAD_RECORDS = ("LOAD DATA LOCAL INFILE %s INTO TABLE records CHARACTER SET bin
                  "(zone_id, name, seq, type, ttl, data)")
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
 
+# The comment schemas/mysql.sql gives the suite's tables at birth (DDL is not transactional
+# here: a table is never left unmarked): in a database the suite did not create
+# (--store-url), a table of the same name without it is someone else's.
+OWN_MARK = "dlzbench store table"
 
-class MysqlStore(Store[MysqlServer]):
+
+class MysqlStore(Store[MysqlTarget]):
     name = "mysql"
     has_server = True
+    url_schemes = ("mysql", "mariadb")
 
     @contextmanager
     def server(self, run_dir: Path, *,
@@ -41,7 +48,37 @@ class MysqlStore(Store[MysqlServer]):
             _connect(db).close()
             yield db
 
-    def load(self, zones: Iterable[Zone], target: MysqlServer) -> None:
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            _check_lent(conn, url, overwrite)
+        except MySQLdb.Error as exc:
+            raise url.error(f"cannot read the database's objects: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        return target.version()
+
+    @contextmanager
+    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[MysqlTarget]:
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            _check_lent(conn, url, overwrite)
+            _hold_own_tables_empty(conn)
+        except MySQLdb.Error as exc:  # e.g. no CREATE privilege
+            raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        yield target
+
+    def server_is_ours(self, target: MysqlTarget) -> bool:
+        return target.started_here
+
+    def client_env(self, target: MysqlTarget) -> dict[str, str]:
+        return target.env
+
+    def load(self, zones: Iterable[Zone], target: MysqlTarget) -> None:
         with tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
             conn = _connect(target)
             try:
@@ -50,7 +87,7 @@ class MysqlStore(Store[MysqlServer]):
             finally:
                 conn.close()
 
-    def read_back(self, target: MysqlServer) -> Iterator[Zone]:
+    def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
         conn = _connect(target)
         try:
             cursor = conn.cursor(MySQLdb.cursors.SSCursor)
@@ -59,13 +96,13 @@ class MysqlStore(Store[MysqlServer]):
         finally:
             conn.close()
 
-    def dlz_args(self, target: MysqlServer, options: Mapping[str, str]) -> dict[str, str]:
-        where = _endpoint(target)
-        return {**{k: str(v) for k, v in where.items()}, "user": target.user,
-                "password": target.password, "database": target.database}
+    def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
+        args = {**_endpoint(target), "user": target.user, "password": target.password,
+                "database": target.database}
+        return {key: str(value) for key, value in args.items() if value is not None}
 
     @contextmanager
-    def round_trips(self, target: MysqlServer) -> Iterator[Callable[[], object]]:
+    def round_trips(self, target: MysqlTarget) -> Iterator[Callable[[], object]]:
         where = {"unix_socket" if k == "socket" else k: v for k, v in _endpoint(target).items()}
         conn = target.connect(**where)
         try:
@@ -74,17 +111,20 @@ class MysqlStore(Store[MysqlServer]):
         finally:
             conn.close()
 
-    def restart_server(self, target: MysqlServer) -> None:
+    def restart_server(self, target: MysqlTarget) -> None:
         target.restart()
 
-    def tcp_endpoint(self, target: MysqlServer) -> tuple[str, int]:
+    def tcp_endpoint(self, target: MysqlTarget) -> tuple[str, int]:
         # Locally mariadbd listens on 127.0.0.1 beside its socket.
         return (target.host or "127.0.0.1", target.port)
 
-    def server_pids(self, target: MysqlServer) -> list[int]:
+    def server_pids(self, target: MysqlTarget) -> list[int]:
         return target.pids()
 
-    def cache_reading(self, target: MysqlServer, options: Mapping[str, str]) -> CacheReading:
+    def cache_reading(self, target: MysqlTarget, options: Mapping[str, str]
+                      ) -> CacheReading | None:
+        if not target.started_here:
+            return None  # a server shared with others: its counters are not the suite's alone
         conn = target.connect()
         try:
             cursor = conn.cursor()
@@ -103,7 +143,7 @@ class MysqlStore(Store[MysqlServer]):
                             hits=requests - misses, misses=misses)
 
 
-def _endpoint(target: MysqlServer) -> dict[str, str | int]:
+def _endpoint(target: MysqlTarget) -> dict[str, str | int]:
     """Where the DLZ driver reaches the server: a proxy in front of it, its TCP address on a
     host of its own, or its unix socket."""
     if target.via is not None:
@@ -113,7 +153,7 @@ def _endpoint(target: MysqlServer) -> dict[str, str | int]:
     return {"socket": str(target.socket)}
 
 
-def _connect(target: MysqlServer) -> MySQLdb.Connection:
+def _connect(target: MysqlTarget) -> MySQLdb.Connection:
     """A connection (autocommit off, LOAD DATA LOCAL allowed) to a database with the schema."""
     conn = target.connect(local_infile=1)
     try:
@@ -139,6 +179,58 @@ def apply_schema(conn: MySQLdb.Connection) -> None:
     cursor = conn.cursor()
     for statement in sql.schema_statements(SCHEMA):
         cursor.execute(statement)
+
+
+def _check_lent(conn: MySQLdb.Connection, url: StoreUrl, overwrite: bool) -> None:
+    foreign, clashing = _others_objects(conn)
+    check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
+    _check_local_infile(conn, url)
+
+
+def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:
+    """(every table, view and routine in the database the suite did not create, the tables
+    among them named as its own tables are)."""
+    cursor = conn.cursor()
+    cursor.execute("SELECT table_name, table_type = 'BASE TABLE' AND table_comment = %s "
+                   "FROM information_schema.tables WHERE table_schema = DATABASE() "
+                   "ORDER BY table_name", (OWN_MARK,))
+    foreign, clashing = [], []
+    for raw_name, marked in cursor.fetchall():
+        name = _text(raw_name)
+        if name in TABLES and marked:
+            continue
+        foreign.append(name)
+        if name in TABLES:
+            clashing.append(f"table {name}")
+    cursor.execute("SELECT routine_name FROM information_schema.routines "
+                   "WHERE routine_schema = DATABASE() ORDER BY routine_name")
+    foreign += [f"routine {_text(name)}" for (name,) in cursor.fetchall()]
+    return foreign, clashing
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _check_local_infile(conn: MySQLdb.Connection, url: StoreUrl) -> None:
+    """The store loads with LOAD DATA LOCAL INFILE, which the server must allow."""
+    cursor = conn.cursor()
+    cursor.execute("SELECT @@GLOBAL.local_infile")
+    (allowed,) = cursor.fetchone()
+    if not allowed:
+        raise url.error("the server does not allow LOAD DATA LOCAL INFILE, which the mysql "
+                        "store loads with (SET GLOBAL local_infile = 1, or local-infile in "
+                        "its configuration)")
+
+
+def _hold_own_tables_empty(conn: MySQLdb.Connection) -> None:
+    """The suite's tables in the database, holding no zone (a command loads its data set into
+    an empty store, as into a private server)."""
+    apply_schema(conn)
+    cursor = conn.cursor()
+    # Rows of records and xfr_clients go with their zone (ON DELETE CASCADE).
+    cursor.execute("DELETE FROM zones")
+    conn.commit()
 
 
 def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]

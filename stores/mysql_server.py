@@ -7,6 +7,8 @@ benchmark database whose data is reloaded from the zone model whenever needed.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,14 @@ import MySQLdb
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
+from stores.url import StoreUrl
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
+# MariaDB's own reader of option files (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf).
+PRINT_DEFAULTS = "/usr/bin/my_print_defaults"
+# The option groups a MariaDB client reads its connection settings from.
+_CLIENT_GROUPS = ("client", "client-mariadb")
 
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
@@ -30,7 +37,9 @@ class MysqlServer:
 
     database = "dlz"
     user = "dlz"
-    password = "dlz"
+    # Not a secret: the account exists on this private server only, reachable from this host.
+    password: str | None = "dlz"
+    started_here = True
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
         """db_host: run inside that network namespace, reached over TCP at its address only."""
@@ -175,6 +184,11 @@ class MysqlServer:
         args.update(kw)
         return MySQLdb.connect(**args)
 
+    @property
+    def env(self) -> dict[str, str]:
+        """A client's environment besides its arguments: none (the password is an argument)."""
+        return {}
+
     def pids(self) -> list[int]:
         return self._proc.pids() if self._proc is not None else []
 
@@ -188,3 +202,87 @@ class MysqlServer:
             conn.close()
         # "10.11.14-MariaDB-0+deb12u2" -> "MariaDB 10.11.14"
         return f"MariaDB {text.split('-')[0]}"
+
+
+class ExternalMysql:
+    """A MariaDB (or MySQL) server the suite did not start (--store-url): the same fields the
+    store reads from a MysqlServer, but nothing to start, restart or stop, and no process of
+    ours."""
+
+    started_here = False
+    socket: str | None = None
+    via: tuple[str, int] | None = None
+    # The password never goes into named.conf (a file): `env` hands it to named.
+    password: str | None = None
+    _DEFAULT_PORT = 3306
+
+    def __init__(self, url: StoreUrl) -> None:
+        self.url = url
+        self.host: str | None = url.host
+        self.port = url.port or self._DEFAULT_PORT
+        self.database = url.database
+        # The URL's, else MYSQL_PWD, else the option files' [client] (~/.my.cnf): found here
+        # once, then handed to named as MYSQL_PWD, which its client library reads when the
+        # driver gives no password (the driver reads no option file: one could undo the
+        # settings it makes, such as LOAD DATA LOCAL off).
+        options = client_option_files() if url.password is None else {}
+        self.user = url.user or options.get("user")
+        self._password = (url.password if url.password is not None
+                          else os.environ.get("MYSQL_PWD", options.get("password")))
+        self.env = {"MYSQL_PWD": self._password} if self._password is not None else {}
+
+    def connect(self, **kw: Any) -> MySQLdb.Connection:
+        """A new connection to the URL's database; UserError naming the URL (without its
+        password) when the server cannot be reached or refuses; kw overrides."""
+        args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
+                                "password": self._password, "database": self.database,
+                                "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S}
+        args.update(kw)
+        try:
+            return MySQLdb.connect(**{k: v for k, v in args.items() if v is not None})
+        except MySQLdb.Error as exc:
+            raise self.url.error(f"cannot connect: {_message(exc)}") from None
+
+    def restart(self) -> None:
+        """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
+
+    def pids(self) -> list[int]:
+        return []
+
+    def version(self) -> str:
+        conn = self.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT VERSION()")
+            (text,) = cursor.fetchone()
+        finally:
+            conn.close()
+        return f"{'MariaDB' if 'MariaDB' in text else 'MySQL'} {text.split('-')[0]}"
+
+
+_CONNECT_TIMEOUT_S = 10
+
+# What the store reads and writes: the suite's own server or one it was lent.
+MysqlTarget = MysqlServer | ExternalMysql
+
+
+def client_option_files() -> dict[str, str]:
+    """user and password of the option files' client groups as MariaDB's own tool reads them
+    (the last one given wins, as in a client); nothing when none is set or the tool is
+    missing. Its output holds the password: it is parsed here and never shown."""
+    try:
+        done = subprocess.run([PRINT_DEFAULTS, *_CLIENT_GROUPS], capture_output=True,
+                              text=True, timeout=20, check=False)
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        key, sep, value = line.removeprefix("--").partition("=")
+        if sep and key in ("user", "password"):
+            found[key] = value
+    return found
+
+
+def _message(exc: MySQLdb.Error) -> str:
+    """The server's or client library's text of an error ((code, text) in args)."""
+    return str(exc.args[-1]) if exc.args else str(exc)

@@ -18,6 +18,7 @@ import psycopg
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
+from stores.url import StoreUrl
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
 # cluster from /etc/postgresql, and a fresh machine has no symlinks in /usr/local/bin.
@@ -69,6 +70,7 @@ class PgServer:
 
     dbname = "dlz"
     user = "dlz"
+    started_here = True
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
         """db_host: run inside that network namespace, reached over TCP at its address only."""
@@ -181,6 +183,11 @@ class PgServer:
 
     # --- clients ------------------------------------------------------------------------------
 
+    @property
+    def env(self) -> dict[str, str]:
+        """A client's environment besides its arguments: none (trust authentication)."""
+        return {}
+
     def _conninfo(self, dbname: str) -> str:
         return f"host={self.host} port={self.port} dbname={dbname} user={self.user}"
 
@@ -200,6 +207,50 @@ class PgServer:
         with psycopg.connect(self.conninfo()) as conn:
             number = conn.info.server_version  # e.g. 150018 for 15.18
         return f"PostgreSQL {number // 10000}.{number % 10000}"
+
+
+class ExternalPg:
+    """A PostgreSQL server the suite did not start (--store-url): the same fields the store
+    reads from a PgServer, but nothing to start, restart or stop, and no process of ours."""
+
+    started_here = False
+    db_host: DatabaseHost | None = None
+    via: tuple[str, int] | None = None
+    _DEFAULT_PORT = 5432
+
+    def __init__(self, url: StoreUrl) -> None:
+        self.url = url
+        self.host = url.host
+        self.port = url.port or self._DEFAULT_PORT
+        self.dbname = url.database
+        self.user = url.user
+        # Without a password in the URL, libpq finds one the standard way (PGPASSWORD,
+        # PGPASSFILE, ~/.pgpass) in this process and in named alike; one from the URL reaches
+        # named through its environment, never through a file.
+        self.env = {"PGPASSWORD": url.password} if url.password is not None else {}
+
+    def connect(self) -> psycopg.Connection:
+        """A new connection to the URL's database, autocommit off; UserError naming the URL
+        (without its password) when the server cannot be reached or refuses."""
+        args = {"host": self.host, "port": self.port, "dbname": self.dbname, "user": self.user,
+                "password": self.url.password, "connect_timeout": _CONNECT_TIMEOUT_S}
+        try:
+            return psycopg.connect(**{k: v for k, v in args.items() if v is not None},
+                                   autocommit=False)
+        except psycopg.Error as exc:
+            raise self.url.error(f"cannot connect: {exc}") from None
+
+    def restart(self) -> None:
+        """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
+
+    def pids(self) -> list[int]:
+        return []
+
+
+_CONNECT_TIMEOUT_S = 10
+
+# What the store reads and writes: the suite's own server or one it was lent.
+PgTarget = PgServer | ExternalPg
 
 
 def _make_path_traversable(path: Path) -> None:

@@ -21,6 +21,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from base.errors import UserError
 from base.netns import DatabaseHost
+from stores.url import StoreUrl
 from zonedata.model import Zone
 
 # Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
@@ -78,6 +79,9 @@ class Store(ABC, Generic[T]):
     # Whether the store runs a database server of its own (PostgreSQL, MariaDB, slapd):
     # its processes are restarted between measurements and their CPU and memory accounted.
     has_server: ClassVar[bool] = False
+    # The URL schemes of a server of this kind that the suite did not start (--store-url);
+    # none: the store always runs its own.
+    url_schemes: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def server(self, run_dir: Path, *,
@@ -88,6 +92,28 @@ class Store(ABC, Generic[T]):
 
         Leaving the context stops the server and leaves no process behind.
         """
+
+    def external(self, url: StoreUrl, *, overwrite: bool) -> AbstractContextManager[T]:
+        """The store in the database at url, on a server the suite did not start; yield its
+        target. Refuses (UserError naming the URL) a server that does not answer and a
+        database holding objects the suite did not create unless `overwrite`; then holds the
+        suite's tables, empty. Leaving the context stops nothing and drops nothing."""
+        raise url.error(f"the {self.name} store cannot use a server the suite did not start")
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        """What external() checks before writing anything, alone: a command checks every
+        --store-url so before it starts anything. The server's name and version."""
+        raise url.error(f"the {self.name} store cannot use a server the suite did not start")
+
+    def server_is_ours(self, target: T) -> bool:
+        """Whether the suite started the store's server: only then is it restarted between
+        measurements and its processes' CPU, memory and cache accounted."""
+        return self.has_server
+
+    def client_env(self, target: T) -> dict[str, str]:
+        """Environment a DNS server reading this store needs besides its configuration: a
+        password kept out of files (named.conf is written to disk)."""
+        return {}
 
     @abstractmethod
     def load(self, zones: Iterable[Zone], target: T) -> None:

@@ -57,13 +57,18 @@ def zone_files(root: Path) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
-def read_zone_file(file: Path) -> Zone:
-    """One zone file -> model Zone; any problem is a UserError naming file (and line)."""
+def read_zone_file(file: Path, origin: dns.name.Name | None = None) -> Zone:
+    """One zone file -> model Zone; any problem is a UserError naming file (and line).
+
+    `origin` is the zone's name when known from elsewhere (a named.conf zone statement), as
+    named reads it; without it the origin comes from the file (zone_file_origin).
+    """
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{file}: cannot read zone file: {exc}") from exc
-    origin = zone_file_origin(text, file)
+    if origin is None:
+        origin = zone_file_origin(text, file)
     tok = _LineTrackingTokenizer(text, str(file))
     zone = dns.zone.Zone(origin, relativize=False)
     try:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
+
 from base.errors import UserError
+from stores.url import StoreUrls
 
 
 def positive_counts(text: str, option: str) -> list[int]:
@@ -14,3 +17,24 @@ def positive_counts(text: str, option: str) -> list[int]:
     if not values or min(values) < 1:
         raise UserError(f"{option} needs counts of at least 1")
     return values
+
+
+def add_store_url_options(parser: argparse.ArgumentParser) -> None:
+    """--store-url and --store-url-overwrite, for the commands that load and serve stores."""
+    parser.add_argument("--store-url", action="append", default=[], metavar="STORE=URL",
+                        help="load into and serve from a database server the suite did not "
+                             "start, one per store: pg=postgresql://USER@HOST:PORT/DB, "
+                             "mysql=mysql://USER@HOST:PORT/DB (the database is the suite's: "
+                             "its tables are emptied and loaded; password from the URL, "
+                             "PGPASSWORD, ~/.pgpass or MYSQL_PWD, never printed)")
+    parser.add_argument("--store-url-overwrite", action="store_true",
+                        help="let --store-url put the suite's tables into a database that also "
+                             "holds objects it did not create (it never drops or changes them)")
+
+
+def store_urls(args: argparse.Namespace) -> StoreUrls:
+    """The stores given by --store-url, each server reached and its database checked before
+    anything starts (a long run does not fail at its second server)."""
+    if args.store_url_overwrite and not args.store_url:
+        raise UserError("--store-url-overwrite needs a --store-url")
+    return StoreUrls.parse(args.store_url, overwrite=args.store_url_overwrite).checked()

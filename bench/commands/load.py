@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from base.paths import REPO_ROOT
+from bench.commands import add_store_url_options, store_urls
 from bench.datasets import add_data_options, zone_source
 from bench.loading import LoadStats, timed_load
 from bench.progress import ZoneProgress
@@ -21,6 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'all' or a comma list, e.g. pg,mysql,ldap,fs,bdb,bdbhpt")
     p.add_argument("--data", type=Path, default=REPO_ROOT / "run" / "data",
                    help="directory holding every store's instance (default: run/data)")
+    add_store_url_options(p)
     p.add_argument("--json", type=Path, default=None,
                    help="also write the per-store figures to this JSON file")
     p.set_defaults(func=run)
@@ -28,11 +30,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     stores = [get_store(name) for name in parse_store_list(args.stores)]
+    urls = store_urls(args)
     stream, total = zone_source(args)
     results: list[LoadStats] = []
     for store in stores:
-        with store.server(args.data / store.name) as target:
-            print(f"{store.name}: loading into {args.data / store.name}", flush=True)
+        with urls.server(store, args.data / store.name) as target:
+            print(f"{store.name}: loading into {urls.place(store, args.data / store.name)}",
+                  flush=True)
             progress = ZoneProgress(f"loading {store.name}", total)
             stats = timed_load(store, progress.wrap(stream()), target)
             results.append(stats)

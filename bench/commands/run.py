@@ -8,15 +8,23 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
-from bench.commands import positive_counts
-from bench.datasets import zone_source
+from bench.commands import add_store_url_options, positive_counts, store_urls
+from bench.datasets import (
+    add_query_source_options,
+    add_zone_file_options,
+    describe,
+    traffic_queries,
+    zone_source,
+)
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Profile, Runner, Setup, clients_for
-from servers import REFERENCE, get_server, selected_servers
+from servers import REFERENCE, get_server, selected_servers, server_names
+from servers.external import Target, parse_target
 from zonedata import queries
 from zonedata.model import Zone
 
@@ -31,57 +39,123 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of `run`, shared by the commands that measure the way it does."""
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick (default, minutes), full (the BIND-DLZ page's method), tiny (tests)")
-    p.add_argument("--drivers", default="all", help="'all' (every built driver) or a comma list; "
-                   "native BIND is always measured first, as the reference")
+    p.add_argument("--drivers", default=None, help="'all' (every built driver, the default) or "
+                   "a comma list; native BIND is always measured first, as the reference")
     p.add_argument("--threads", default=None, help="comma list of named thread counts "
-                   "(default from the profile: 1,2,4)")
+                   "(default from the profile: 1,2,4); with --target, the one worker thread "
+                   "count the target runs with (default 1), which sets dnsperf's sockets")
+    p.add_argument("--target", metavar="HOST:PORT",
+                   help="measure the DNS server already running there, which the suite did not "
+                        "start, instead of the suite's servers; it must serve the data set's "
+                        "zones; its startup, CPU and memory are marked unavailable")
+    p.add_argument("--driver-label", metavar="NAME",
+                   help="with --target: the name its results go under")
     p.add_argument("--connections", type=int, default=None,
                    help="driver connections (default: one per thread)")
     p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
                    help="server (named + database) and load generator on separate CPUs")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--zones", type=Path, metavar="DIR", help="zone files instead of generated")
+    add_zone_file_options(p, src)
     src.add_argument("--generate", type=int, metavar="N", help="generated zones (profile default)")
     src.add_argument("--coverage", action="store_true", help="the coverage data set")
     p.add_argument("--records", type=int, default=None, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--queries", type=Path, metavar="FILE",
-                   help="dnsperf query file (default: derived from the data set)")
+    queries = p.add_mutually_exclusive_group()
+    queries.add_argument("--queries", type=Path, metavar="FILE",
+                         help="dnsperf query file (default: derived from the data set)")
+    add_query_source_options(p, queries)
     p.add_argument("--out", type=Path, default=None,
                    help="results directory (default: results/<timestamp>)")
+    add_store_url_options(p)
 
 
 def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
-    if args.zones is None and not args.coverage and args.generate is None:
+    urls = store_urls(args)
+    target = _target(args)
+    if (args.zones is None and args.named_conf is None and not args.coverage
+            and args.generate is None):
         args.generate = profile.zones
     if args.records is None:
         args.records = profile.records
     stream, _ = zone_source(args)
-    # The reference is always measured, first: every ratio in the report is to it.
-    drivers = [REFERENCE, *[d for d in selected_servers(args.drivers) if d != REFERENCE]]
-    if args.threads is not None:
-        threads = tuple(positive_counts(args.threads, "--threads"))
+    if target is not None:
+        # Before anything is measured or written: a target that does not serve the data
+        # set's first zone stops the command here.
+        first = next(iter(stream()))
+        target.check_serves(first.origin)
+        drivers = [target.label]
+        threads = _target_threads(args)
+    else:
+        # The reference is always measured, first: every ratio in the report is to it.
+        drivers = [REFERENCE, *[d for d in selected_servers(args.drivers or "all")
+                                if d != REFERENCE]]
+        if args.threads is not None:
+            threads = tuple(positive_counts(args.threads, "--threads"))
     threads = threads or profile.threads
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO_ROOT / "results" / (stamp if command == "run" else f"{command}-{stamp}")
     run_dir = new_run_dir("bench")
-    query_file = args.queries or _derive_query_file(stream, run_dir, profile.queries, args.seed)
-    setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in drivers[1:]],
-                  stream=stream, dataset=_describe(args), query_file=query_file,
+    traffic = traffic_queries(args, stream, run_dir)
+    query_file = (traffic[0] if traffic else args.queries
+                  or _derive_query_file(stream, run_dir, profile.queries, args.seed))
+    servers = [] if target is not None else [get_server(d) for d in drivers[1:]]
+    setup = Setup(reference=get_server(REFERENCE), servers=servers,
+                  stream=stream, dataset=describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
-                  pin=args.pin)
+                  pin=args.pin, target=target, store_urls=urls)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
                             "parameters": {**profile.__dict__, "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
                                                 for t in setup.threads},
-                            "connections": args.connections or "threads", "pin": args.pin,
-                            "dataset": setup.dataset, "drivers": drivers})
+                            "connections": ("the target's own" if target is not None
+                                            else args.connections or "threads"),
+                            "pin": args.pin,
+                            "dataset": setup.dataset, "drivers": drivers,
+                            **({"store_urls": urls.described()} if urls.urls else {})})
+    if traffic:
+        results.meta["queries_from"] = traffic[1].as_dict()
+    if target is not None:
+        results.meta["target"] = target.as_dict()
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
+
+
+def _target(args: argparse.Namespace) -> Target | None:
+    """--target and --driver-label, checked against each other and the options that only
+    mean something for the suite's own servers."""
+    if args.target is None:
+        if args.driver_label is not None:
+            raise UserError("--driver-label names the results of a --target server: give "
+                            "--target HOST:PORT too")
+        return None
+    label = (args.driver_label or "").strip()
+    target = parse_target(args.target, label)  # a malformed HOST:PORT is the first thing said
+    if not label:
+        raise UserError(f"--target {args.target} needs --driver-label NAME: the name its "
+                        "results go under")
+    if label in server_names():
+        raise UserError(f"--driver-label {label}: a server the suite runs has that name; "
+                        "choose another, so results never mix the two")
+    if args.drivers is not None:
+        raise UserError("--target measures the one server at HOST:PORT: leave out --drivers")
+    if args.connections is not None:
+        raise UserError("--connections sets the suite's servers' connections to their "
+                        "database: a --target server's are its own")
+    return target
+
+
+def _target_threads(args: argparse.Namespace) -> tuple[int, ...]:
+    if args.threads is None:
+        return (1,)
+    counts = positive_counts(args.threads, "--threads")
+    if len(counts) != 1:
+        raise UserError(f"--threads {args.threads}: with --target, the one thread count the "
+                        "target runs with (the suite cannot change it)")
+    return (counts[0],)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,10 +187,3 @@ def _derive_query_file(stream: Callable[[], Iterator[Zone]], run_dir: Path, coun
         pass
     return path
 
-
-def _describe(args: argparse.Namespace) -> str:
-    if args.zones is not None:
-        return f"zone files from {args.zones}"
-    if args.coverage:
-        return "coverage data set"
-    return f"{args.generate} generated zones x ~{args.records} records (seed {args.seed})"

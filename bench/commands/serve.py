@@ -7,6 +7,7 @@ import signal
 
 from base.errors import UserError
 from base.process import new_run_dir, port_is_free
+from bench.commands import add_store_url_options, store_urls
 from bench.datasets import add_data_options, zone_source
 from bench.serving import serving
 from servers import server_names
@@ -23,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "server-count, Knot udp-workers)")
     p.add_argument("--connections", type=int, default=None,
                    help="driver connections (default: one per thread)")
+    add_store_url_options(p)
     p.set_defaults(func=run)
 
 
@@ -32,10 +34,11 @@ def run(args: argparse.Namespace) -> int:
     if args.port is not None and not port_is_free(args.port):
         raise UserError(f"port {args.port} on 127.0.0.1 is in use (leave out --port to get a "
                         "free one)")
+    urls = store_urls(args)
     stream, _ = zone_source(args)
     run_dir = new_run_dir(f"serve-{args.driver}")
     with serving(args.driver, stream, run_dir, threads=args.threads,
-                 connections=args.connections, port=args.port) as served:
+                 connections=args.connections, port=args.port, store_urls=urls) as served:
         load, named = served.loaded.load, served.named
         print(f"{args.driver}: {load.zones} zones, {load.records} records; {named.program} "
               f"with {args.threads} thread(s) (pid {named.pids()[0]}) on 127.0.0.1 port "

@@ -100,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if plan.db_host == "netns" and not server.store_object().has_server:
         raise UserError(f"--db-host netns: the {server.store} store of {driver} has no "
                         "server to put on a host of its own")
-    args.generate, args.records, args.zones, args.coverage = (profile.zones, profile.records,
-                                                              None, False)
+    args.generate, args.records, args.coverage = profile.zones, profile.records, False
+    args.zones = args.named_conf = None
     stream, _ = zone_source(args)
     out = args.out or REPO_ROOT / "results" / f"tune-{driver}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = new_run_dir("tune")

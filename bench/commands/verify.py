@@ -10,7 +10,8 @@ import dns.name
 
 from base.errors import UserError
 from base.process import new_run_dir
-from bench.datasets import add_data_options, zone_source
+from bench.commands import add_store_url_options, store_urls
+from bench.datasets import add_data_options, add_query_source_options, traffic_queries, zone_source
 from bench.serving import serving
 from bench.verify import (
     DRIVER,
@@ -29,32 +30,39 @@ from zonedata.queries import read_query_file
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="compare every driver's answers with native BIND")
     add_data_options(p)
-    p.add_argument("--queries", type=Path, metavar="FILE",
-                   help="dnsperf-format query file (default: queries derived from the zones)")
+    queries = p.add_mutually_exclusive_group()
+    queries.add_argument("--queries", type=Path, metavar="FILE",
+                         help="dnsperf-format query file (default: queries derived from the "
+                              "zones)")
+    add_query_source_options(p, queries)
     p.add_argument("--drivers", default="all",
                    help="'all' (every driver that is built) or a comma list")
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
+    add_store_url_options(p)
     p.set_defaults(func=run)
 
 
-def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
-    if args.queries is None:
+def load_queries(args: argparse.Namespace, zones: list[Zone], run_dir: Path) -> list[Query]:
+    traffic = traffic_queries(args, lambda: iter(zones), run_dir)
+    path = traffic[0] if traffic else args.queries
+    if path is None:
         return derive_queries(zones, args.seed)
-    return [(dns.name.from_text(name), rdtype) for name, rdtype in read_query_file(args.queries)]
+    return [(dns.name.from_text(name), rdtype) for name, rdtype in read_query_file(path)]
 
 
 def run(args: argparse.Namespace) -> int:
+    urls = store_urls(args)
     stream, _ = zone_source(args)
     zones = list(stream())
     drivers = [d for d in selected_servers(args.drivers) if d != REFERENCE]
     if not drivers:
         raise UserError(f"verify compares servers with {REFERENCE}: --drivers names no other")
-    queries = load_queries(args, zones)
     run_dir = new_run_dir("verify")
+    queries = load_queries(args, zones, run_dir)
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
-                                                 threads=args.threads))
+                                                 threads=args.threads, store_urls=urls))
                   for d in dict.fromkeys([*references_for(drivers), *drivers])}
         print(f"verifying {len(queries)} queries over {len(zones)} zones: "
               f"{', '.join(served)}", flush=True)

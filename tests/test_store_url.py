@@ -1,0 +1,327 @@
+"""`--store-url`: the pg and mysql stores on a database server the suite did not start.
+
+The "external" servers are the suite's own private PostgreSQL and MariaDB, started here by
+the test as an operator would run theirs: with an account that needs a password, a database
+lent to the suite, and a database that holds someone else's table. The bench commands get
+only the URL (and the standard environment), and must answer through the drivers, refuse the
+other databases, stop nothing they did not start, and never show the password.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.flags
+import dns.message
+import dns.query
+import MySQLdb
+import psycopg
+import pytest
+
+from base.paths import REPO_ROOT
+from base.process import free_port
+from stores.mysql_server import MysqlServer
+from stores.pg_server import PgServer
+from tests.benchcli import bench_env, processes_under
+
+PASSWORD = "Pw-7f3kq9Zx"
+USER = "ext"
+FOREIGN_ROWS = 3
+
+
+@dataclass
+class Lent:
+    """A server as an operator runs it: the URLs of its lent database (`own`), of one holding
+    a table of theirs (`shared`), and of one holding a table named like the suite's."""
+
+    scheme: str
+    port: int
+
+    def url(self, database: str, *, password: bool = True, user: bool = True) -> str:
+        account = USER + (f":{PASSWORD}" if password else "") + "@" if user else ""
+        return f"{self.scheme}://{account}127.0.0.1:{self.port}/{database}"
+
+
+@pytest.fixture(scope="module")
+def lent_pg(run_dir: Path) -> Iterator[tuple[Lent, PgServer]]:
+    with PgServer(run_dir / "lent-pg") as pg:
+        with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'")
+            for database in ("own", "shared", "clash"):
+                conn.execute(f"CREATE DATABASE {database} OWNER {USER}")
+        _foreign_table(pg, "shared", "customers")
+        _foreign_table(pg, "clash", "zones")
+        # Passwords on TCP from now on; this test's own superuser keeps the socket.
+        (pg.data_dir / "pg_hba.conf").write_text(
+            "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+        with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
+            conn.execute("SELECT pg_reload_conf()")
+        _wait_until_pg_wants_the_password(pg.port)
+        yield Lent("postgresql", pg.port), pg
+
+
+def _foreign_table(pg: PgServer, database: str, table: str) -> None:
+    with psycopg.connect(f"{pg.conninfo()} dbname={database} user={USER}",
+                         autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (id integer)")
+        conn.execute(f"INSERT INTO {table} SELECT generate_series(1, {FOREIGN_ROWS})")
+
+
+def _wait_until_pg_wants_the_password(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            psycopg.connect(host="127.0.0.1", port=port, dbname="own", user=USER,
+                            password="wrong").close()
+        except psycopg.OperationalError:
+            return
+        assert time.monotonic() < deadline, "pg_hba.conf reload never took effect"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def lent_mysql(run_dir: Path) -> Iterator[tuple[Lent, MysqlServer]]:
+    with MysqlServer(run_dir / "lent-mysql") as db:
+        conn = MySQLdb.connect(unix_socket=db.socket, user="root")
+        try:
+            cursor = conn.cursor()
+            cursor.execute(f"CREATE USER '{USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'")
+            for database in ("own", "shared", "clash"):
+                cursor.execute(f"CREATE DATABASE {database}")
+                cursor.execute(f"GRANT ALL ON {database}.* TO '{USER}'@'127.0.0.1'")
+            for database, table in (("shared", "customers"), ("clash", "zones")):
+                cursor.execute(f"CREATE TABLE {database}.{table} (id integer)")
+                cursor.execute(f"INSERT INTO {database}.{table} VALUES (1), (2), (3)")
+            conn.commit()
+        finally:
+            conn.close()
+        yield Lent("mysql", db.port), db
+
+
+def _bench(run_root: Path, *args: str, env: dict[str, str] | None = None
+           ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
+                          env={**bench_env(run_root), **(env or {})}, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _password_nowhere(run_root: Path, *texts: str) -> None:
+    """Not in the command's output, nor in any file it wrote (named.conf, logs, results)."""
+    for text in texts:
+        assert PASSWORD not in text
+    for path in run_root.rglob("*"):
+        if path.is_file():
+            assert PASSWORD.encode() not in path.read_bytes(), path
+
+
+def _pg_rows(pg: PgServer, database: str, statement: str) -> int:
+    with psycopg.connect(f"{pg.conninfo()} dbname={database}") as conn:
+        row = conn.execute(statement).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _mysql_rows(db: MysqlServer, database: str, statement: str) -> int:
+    conn = MySQLdb.connect(unix_socket=db.socket, user="root", database=database)
+    try:
+        cursor = conn.cursor()
+        cursor.execute(statement)
+        return int(cursor.fetchone()[0])
+    finally:
+        conn.close()
+
+
+# --- answers through the drivers ------------------------------------------------------------
+
+def test_pg_verify_through_a_url_with_password(lent_pg: tuple[Lent, PgServer],
+                                               run_root: Path) -> None:
+    lent, pg = lent_pg
+    root = run_root / "pg-verify"
+    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "pg",
+                  "--store-url", f"pg={lent.url('own')}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^pg: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
+    _password_nowhere(root, done.stdout, done.stderr)
+    assert _pg_rows(pg, "own", "SELECT count(*) FROM zones") == 4
+    # A private server's log outlives its data (keep_only_logs): none was started.
+    assert not list(root.rglob("postgres.log"))
+    assert processes_under(root) == []
+
+
+def test_mysql_verify_with_the_account_from_my_cnf(lent_mysql: tuple[Lent, MysqlServer],
+                                                    run_root: Path) -> None:
+    lent, db = lent_mysql
+    root = run_root / "mysql-verify"
+    home = run_root / "home"  # outside root: the password is in this file, by design
+    home.mkdir()
+    (home / ".my.cnf").write_text(f"[client]\nuser = {USER}\npassword = {PASSWORD}\n")
+    (home / ".my.cnf").chmod(0o600)
+    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "mysql",
+                  "--store-url", f"mysql={lent.url('own', user=False)}", env={"HOME": str(home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^mysql: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
+    _password_nowhere(root, done.stdout, done.stderr)
+    assert _mysql_rows(db, "own", "SELECT count(*) FROM zones") == 4
+    assert not list(root.rglob("mariadb.log")), "no MariaDB of its own was started"
+    assert processes_under(root) == []
+
+
+def test_pg_serve_with_the_password_from_a_pgpass_file(lent_pg: tuple[Lent, PgServer],
+                                                       run_root: Path) -> None:
+    lent, pg = lent_pg
+    root = run_root / "pg-serve"
+    root.mkdir()
+    passfile = root / "pgpass"
+    passfile.write_text(f"127.0.0.1:{lent.port}:own:{USER}:{PASSWORD}\n")
+    passfile.chmod(0o600)
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "pg",
+                             "--generate", "3", "--store-url",
+                             f"pg={lent.url('own', password=False)}"],
+                            cwd=REPO_ROOT, env={**bench_env(root), "PGPASSFILE": str(passfile)},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    match = re.search(r"port (\d+)", first)
+    assert match, first + proc.stdout.read()
+    zone = proc.stdout.readline().split()[-2]  # "try: dig @127.0.0.1 -p N <zone>. SOA"
+    response = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1",
+                             port=int(match[1]), timeout=5)
+    assert response.flags & dns.flags.AA and response.answer
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    passfile.unlink()
+    _password_nowhere(root, first, proc.stdout.read())
+    assert processes_under(root) == []
+    # The lent server was not stopped: it still answers.
+    assert _pg_rows(pg, "own", "SELECT count(*) FROM zones") == 3
+
+
+def test_run_tiny_accounts_no_cpu_of_a_lent_server(lent_mysql: tuple[Lent, MysqlServer],
+                                                   run_root: Path) -> None:
+    lent, _ = lent_mysql
+    root = run_root / "mysql-run"
+    out = root / "results"
+    done = _bench(root, "run", "--profile", "tiny", "--drivers", "mysql", "--out", str(out),
+                  "--store-url", f"mysql={lent.url('own')}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _password_nowhere(root, done.stdout, done.stderr)
+    results = json.loads((out / "results.json").read_text())
+    assert results["meta"]["store_urls"]["mysql"].startswith(
+        lent.url("own").replace(PASSWORD, "***") + " (MariaDB 10.11.")
+    (cell,) = [c for c in results["cells"] if c["driver"] == "mysql"]
+    assert cell["status"] == "ok", cell
+    assert cell["cpu_us_per_query"]["db"] is None
+    assert cell["peak_rss_kb"]["db"] is None
+    assert cell["cpu_us_per_query"]["named"] is not None
+    assert processes_under(root) == []
+
+
+# --- refusals ----------------------------------------------------------------------------------
+
+@pytest.fixture(params=["pg", "mysql"])
+def lent(request: pytest.FixtureRequest) -> tuple[str, Lent, object]:
+    lent, server = request.getfixturevalue(f"lent_{request.param}")
+    return request.param, lent, server
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
+    return lines[0]
+
+
+def _foreign_rows(store: str, server: object, database: str, table: str) -> int:
+    statement = f"SELECT count(*) FROM {table}"
+    if store == "pg":
+        assert isinstance(server, PgServer)
+        return _pg_rows(server, database, statement)
+    assert isinstance(server, MysqlServer)
+    return _mysql_rows(server, database, statement)
+
+
+def _has_suite_tables(store: str, server: object, database: str) -> bool:
+    if store == "pg":
+        assert isinstance(server, PgServer)
+        return bool(_pg_rows(server, database, "SELECT count(*) FROM pg_tables WHERE "
+                                               "tablename = 'records'"))
+    assert isinstance(server, MysqlServer)
+    return bool(_mysql_rows(server, database, "SELECT count(*) FROM information_schema.tables "
+                                               "WHERE table_schema = DATABASE() "
+                                               "AND table_name = 'records'"))
+
+
+def test_refuses_a_database_holding_other_objects(lent: tuple[str, Lent, object],
+                                                  run_root: Path) -> None:
+    store, where, server = lent
+    url = where.url("shared")
+    root = run_root / f"{store}-shared"
+    line = _one_error_line(_bench(root, "load", "--stores", store, "--generate", "2",
+                                  "--store-url", f"{store}={url}"))
+    assert url.replace(PASSWORD, "***") in line and "customers" in line, line
+    assert not _has_suite_tables(store, server, "shared"), "nothing was written"
+    # Told to share it: the suite's tables go beside the foreign one, which is left as it was.
+    done = _bench(root, "load", "--stores", store, "--generate", "2",
+                  "--store-url", f"{store}={url}", "--store-url-overwrite")
+    assert done.returncode == 0, done.stdout + done.stderr
+    _password_nowhere(root, done.stdout, done.stderr)
+    assert _has_suite_tables(store, server, "shared")
+    assert _foreign_rows(store, server, "shared", "customers") == FOREIGN_ROWS
+
+
+def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
+        lent: tuple[str, Lent, object], run_root: Path) -> None:
+    store, where, server = lent
+    line = _one_error_line(_bench(run_root / f"{store}-clash", "load", "--stores", store,
+                                  "--generate", "2", "--store-url",
+                                  f"{store}={where.url('clash')}", "--store-url-overwrite"))
+    assert "zones" in line and "not created by the suite" in line, line
+    assert _foreign_rows(store, server, "clash", "zones") == FOREIGN_ROWS
+    assert not _has_suite_tables(store, server, "clash")
+
+
+@pytest.mark.parametrize("store,scheme", [("pg", "postgresql"), ("mysql", "mysql")])
+def test_a_closed_port_is_one_error_line(store: str, scheme: str, run_root: Path) -> None:
+    url = f"{scheme}://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/own"
+    line = _one_error_line(_bench(run_root / f"{store}-closed", "load", "--stores", store,
+                                  "--generate", "2", "--store-url", f"{store}={url}"))
+    assert line.startswith(f"error: --store-url {store}={url.replace(PASSWORD, '***')}: "
+                           "cannot connect"), line
+
+
+def test_run_checks_every_url_before_measuring_anything(run_root: Path) -> None:
+    """The reference is measured first for minutes: a bad second store must stop the run
+    before that, not become a failed cell at its end."""
+    root = run_root / "run-closed"
+    out = root / "results"
+    url = f"mysql://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/own"
+    line = _one_error_line(_bench(root, "run", "--profile", "tiny", "--drivers", "mysql",
+                                  "--out", str(out), "--store-url", f"mysql={url}"))
+    assert "cannot connect" in line, line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("given,says", [
+    ("pg=mysql://u:{pw}@127.0.0.1:1/own", "takes postgresql:// or postgres:// URLs"),
+    ("mysql=postgresql://u:{pw}@127.0.0.1:1/own", "takes mysql:// or mariadb:// URLs"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:1", "names no database"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:http/own", "port is not a number"),
+    ("postgresql://u:{pw}@127.0.0.1:1/own", "expected STORE=URL"),
+    ("ldap=ldap://u:{pw}@127.0.0.1:389/dc=dlz", "not supported yet"),
+    ("bogus=postgresql://u:{pw}@127.0.0.1:1/own", "unknown store"),
+])
+def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> None:
+    root = run_root / "bad"
+    line = _one_error_line(_bench(root, "load", "--stores", "pg", "--generate", "2",
+                                  "--store-url", given.format(pw=PASSWORD)))
+    assert says in line, line
+
