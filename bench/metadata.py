@@ -27,6 +27,8 @@ _VERSION_COMMANDS: dict[str, list[str]] = {
     "mariadb": ["/usr/sbin/mariadbd", "--version"],
     "slapd": ["/usr/sbin/slapd", "-VV"],
     "berkeley_db": ["/usr/bin/db_stat", "-V"],
+    "nsd": ["/usr/sbin/nsd", "-v"],
+    "knot": ["/usr/sbin/knotd", "--version"],
 }
 
 
@@ -138,6 +140,8 @@ def collect() -> dict[str, object]:
     meta["bind"] = bind_version()
     for key, argv in _VERSION_COMMANDS.items():
         meta[key] = command_output(argv)
+    # pdns_server's --version line starts with a log timestamp: the package says it plainly.
+    meta["powerdns"] = f"PowerDNS {package_version('pdns-server')}"
     meta["dnsperf"] = dnsperf_version()
     meta["python"] = platform.python_version()
     meta["kernel"] = platform.release()
@@ -149,6 +153,6 @@ def collect() -> dict[str, object]:
     return meta
 
 
-METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "dnsperf", "python", "kernel", "os",
-                 "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
+METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "powerdns", "dnsperf", "python", "kernel",
+                 "os", "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
                  "git_dirty")

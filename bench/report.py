@@ -33,6 +33,8 @@ NOT_AVAILABLE = "n/a"
 
 # Each version string names its program, except Python's.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
+# Recorded since the other servers became rows; results from before have none of them.
+_OTHER_SERVER_KEYS = ("powerdns", "nsd", "knot")
 
 
 # ---------------------------------------------------------------- number formatting
@@ -154,8 +156,9 @@ def render_header(results: Results) -> list[str]:
                  f"usable), {memory_text}; {meta.get('os', 'unknown OS')}, kernel "
                  f"{meta.get('kernel', '?')} ({meta.get('machine', '?')}).")
     lines.append("")
+    keys = [*_VERSION_KEYS, *(key for key in _OTHER_SERVER_KEYS if key in meta)]
     versions = [f"{key}: {meta[key]}" if meta.get(key) in (NOT_INSTALLED, UNKNOWN)
-                else str(meta.get(key, f"{key}: unknown")) for key in _VERSION_KEYS]
+                else str(meta.get(key, f"{key}: unknown")) for key in keys]
     versions.append(f"Python {meta.get('python', 'unknown')}")
     # Version strings may hold "<id:...>", which markdown would take for an HTML tag.
     lines.append("**Versions:** " + "; ".join(versions).replace("<", "&lt;") + ".")
