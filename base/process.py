@@ -226,6 +226,26 @@ def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
     return out
 
 
+def run_logged(argv: Sequence[str], what: str, log: Path, *, cwd: Path | None = None) -> None:
+    """Run a set-up command whose output grows with the data (a line per zone): into log, not
+    memory; a failure is a UserError with the log's last lines. No time limit but Ctrl-C."""
+    try:
+        with open(log, "ab") as out:
+            done = subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
+                                  check=False)
+    except OSError as exc:
+        raise UserError(f"{what} failed: {exc}") from exc
+    if done.returncode != 0:
+        tail = "\n".join(_last_lines(log, 20))
+        raise UserError(f"{what} failed (exit {done.returncode}, {log}):\n{tail}")
+
+
+def _last_lines(path: Path, count: int) -> list[str]:
+    with open(path, "rb") as f:
+        f.seek(max(0, f.seek(0, os.SEEK_END) - 8192))
+        return f.read().decode(errors="replace").splitlines()[-count:]
+
+
 def _signal_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
