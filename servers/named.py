@@ -53,11 +53,13 @@ def _quote(path: Path) -> str:
 
 
 def _non_recursive_query(qname: str | dns.name.Name, rdtype: str,
-                         payload: int | None = None) -> dns.message.Message:
+                         payload: int | None = None, dnssec: bool = False) -> dns.message.Message:
     """A query without RD (every named here is authoritative only); with EDNS0 advertising
-    payload octets when given."""
+    payload octets when given, and the DO bit when dnssec (which needs EDNS0)."""
+    if dnssec and payload is None:
+        raise ValueError("the DO bit needs EDNS0: give a payload")
     query = dns.message.make_query(qname, rdtype, use_edns=None if payload is None else 0,
-                                   payload=payload)
+                                   payload=payload, want_dnssec=dnssec)
     query.flags &= ~dns.flags.RD
     return query
 
@@ -285,9 +287,11 @@ options {{
     # --- clients ------------------------------------------------------------------------------
 
     def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
-              timeout: float = 5.0, payload: int | None = None) -> dns.message.Message:
-        """One non-recursive query; with EDNS0 advertising `payload` octets when given."""
-        query = _non_recursive_query(qname, rdtype, payload)
+              timeout: float = 5.0, payload: int | None = None,
+              dnssec: bool = False) -> dns.message.Message:
+        """One non-recursive query; with EDNS0 advertising `payload` octets when given, and
+        the DO bit when dnssec."""
+        query = _non_recursive_query(qname, rdtype, payload, dnssec)
         send = dns.query.tcp if tcp else dns.query.udp
         return send(query, "127.0.0.1", port=self.port, timeout=timeout)
 
