@@ -134,12 +134,14 @@ def _udp_limit(response: dns.message.Message) -> int:
     return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
 
 
-def ask(named: Named, query: Query) -> Reply:
-    """The UDP answer, with the TCP answer when the UDP one may not be complete."""
-    udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD))
+def ask(named: Named, query: Query, dnssec: bool = False) -> Reply:
+    """The UDP answer, with the TCP answer when the UDP one may not be complete; both with the
+    DO bit when dnssec."""
+    udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD, dnssec=dnssec))
     if not (udp.tc or udp.size > udp.limit // 2):
         return udp, None
-    return udp, reduce(named.query(query[0], query[1], tcp=True, payload=UDP_PAYLOAD), tcp=True)
+    return udp, reduce(named.query(query[0], query[1], tcp=True, payload=UDP_PAYLOAD,
+                                   dnssec=dnssec), tcp=True)
 
 
 def complete(reply: Reply) -> Answer:
@@ -182,13 +184,17 @@ class ZoneFacts:
     delegations: frozenset[dns.name.Name]
     ents: frozenset[dns.name.Name]
     cnames: frozenset[dns.name.Name]
+    # Names that own only NSEC3 records (and their RRSIGs): the hashed names of an NSEC3 chain.
+    nsec3_owners: frozenset[dns.name.Name] = frozenset()
 
     @classmethod
     def of(cls, zones: Iterable[Zone]) -> ZoneFacts:
         origins, delegations, ents, cnames = set(), set(), set(), set()
+        nsec3_owners = set()
         for zone in zones:
             origins.add(zone.origin)
             ents.update(empty_nonterminals(zone))
+            nsec3_owners.update(nsec3_chain_owners(zone))
             for r in zone.records:
                 if r.owner == zone.origin:
                     continue
@@ -197,7 +203,7 @@ class ZoneFacts:
                 elif r.rdtype == "CNAME":
                     cnames.add(r.owner)
         return cls(frozenset(origins), frozenset(delegations), frozenset(ents),
-                   frozenset(cnames))
+                   frozenset(cnames), frozenset(nsec3_owners))
 
     def zone_of(self, name: dns.name.Name) -> dns.name.Name | None:
         """The deepest hosted zone name lies in, or None."""
@@ -208,19 +214,45 @@ class ZoneFacts:
         return name
 
 
+def nsec3_chain_owners(zone: Zone) -> set[dns.name.Name]:
+    """Owners holding nothing but NSEC3 records and their signatures."""
+    types: dict[dns.name.Name, set[str]] = {}
+    for r in zone.records:
+        types.setdefault(r.owner, set()).add(r.rdtype)
+    return {owner for owner, present in types.items()
+            if "NSEC3" in present and present <= {"NSEC3", "RRSIG"}}
+
+
 def classify(query: Query, native: Answer, dlz: Answer, facts: ZoneFacts) -> str:
-    """The BIND_CLASSES name whose exact shape a native-vs-DLZ difference has, else DRIVER."""
+    """The BIND_CLASSES name whose exact shape a native-vs-DLZ difference has, else DRIVER.
+
+    With the DO bit, a difference of one of the unsigned-path classes' shapes once native's
+    DNSSEC records are taken away (a cross-zone chain, say) is counted in that class: that
+    the DLZ answer also lacks the signatures and proofs is what every DLZ answer does.
+    """
     qname, rdtype = query
     for cls in BIND_CLASSES.values():
         if cls.matches(qname, rdtype, native, dlz, facts):
             return cls.name
+    stripped = without_dnssec_material(native)
+    if stripped != native:
+        for cls in BIND_CLASSES.values():
+            if cls.name in UNSIGNED_PATH_CLASSES and cls.matches(qname, rdtype, stripped, dlz,
+                                                                 facts):
+                return cls.name
     return DRIVER
 
 
 def classify_transfer(zone: dns.name.Name, native: Answer, dlz: Answer) -> str:
-    """A zone transfer's difference: only the root zone's (DLZ refuses it) is BIND's."""
+    """A zone transfer's difference: the root zone's (DLZ refuses it), and a signed zone's
+    RRSIGs at one name sharing the lowest TTL, are BIND's."""
     refused = dlz.rcode != "NOERROR" and not dlz.answer
-    return "root-zone" if zone == dns.name.root and refused else DRIVER
+    if zone == dns.name.root and refused:
+        return "root-zone"
+    if _has_type(native.answer, "RRSIG") and replace(
+            native, answer=merged_rrsig_ttls(native.answer)) == dlz:
+        return "rrsig-ttl"
+    return DRIVER
 
 
 def _owner(qname: dns.name.Name) -> str:
@@ -301,6 +333,120 @@ def _root_zone(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
     return facts.zone_of(qname) == dns.name.root and _is_bare(dlz, "REFUSED")
 
 
+# --- DNSSEC: what BIND's DLZ path leaves out of a signed zone's answers ------------------------
+
+# BIND's DNSSEC types (DNS_RDATATYPEATTR_DNSSEC in lib/dns/rdata/generic/*.c, 9.18).
+DNSSEC_TYPES = frozenset({"DNSKEY", "DS", "NSEC", "NSEC3", "NSEC3PARAM", "RRSIG"})
+_DENIAL_TYPES = frozenset({"NSEC", "NSEC3"})
+
+
+def _has_type(rrs: frozenset[Rr], *types: str) -> bool:
+    return any(rr[2] in types for rr in rrs)
+
+
+def _drop(rrs: frozenset[Rr], types: Iterable[str]) -> frozenset[Rr]:
+    kinds = set(types)
+    return frozenset(rr for rr in rrs if rr[2] not in kinds)
+
+
+def without_dnssec_material(a: Answer, answer_types: Iterable[str] = ("RRSIG",),
+                            authority_types: Iterable[str] = ("RRSIG", *_DENIAL_TYPES)
+                            ) -> Answer:
+    """The answer less its signatures (every section) and its denial proofs (authority)."""
+    return replace(a, answer=_drop(a.answer, answer_types),
+                   authority=_drop(a.authority, authority_types),
+                   additional=_drop(a.additional, ("RRSIG",)))
+
+
+def merged_rrsig_ttls(rrs: frozenset[Rr]) -> frozenset[Rr]:
+    """Every RRSIG at a name with the lowest TTL of the RRSIGs at that name."""
+    lowest: dict[str, int] = {}
+    for owner, ttl, rdtype, _ in rrs:
+        if rdtype == "RRSIG":
+            lowest[owner] = min(ttl, lowest.get(owner, ttl))
+    return frozenset((owner, lowest[owner] if rdtype == "RRSIG" else ttl, rdtype, data)
+                     for owner, ttl, rdtype, data in rrs)
+
+
+def _is_negative(a: Answer) -> bool:
+    return not a.answer and _has_type(a.authority, "SOA")
+
+
+def _is_wildcard_answer(a: Answer) -> bool:
+    """An RRSIG's labels field below its owner's label count: the answer came from a wildcard
+    (RFC 4035 section 5.3.2)."""
+    for owner, _, rdtype, data in a.answer:
+        if rdtype == "RRSIG":
+            labels = len(dns.name.from_text(owner)) - 1  # the root label is not counted
+            if int(data.split()[2]) < labels:
+                return True
+    return False
+
+
+def _equal_unsigned(native: Answer, dlz: Answer, *, answer: Iterable[str] = ("RRSIG",),
+                    authority: Iterable[str] = ("RRSIG", *_DENIAL_TYPES)) -> bool:
+    """Native had DNSSEC material, and DLZ answered exactly native less it."""
+    stripped = without_dnssec_material(native, answer, authority)
+    return stripped != native and stripped == dlz
+
+
+def _nsec3_owner(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                 facts: ZoneFacts) -> bool:
+    return qname in facts.nsec3_owners and native.rcode == "NXDOMAIN" and dlz.rcode == "NOERROR"
+
+
+def _rrsig_ttl(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+               facts: ZoneFacts) -> bool:
+    merged = replace(native, answer=merged_rrsig_ttls(native.answer))
+    return (rdtype == "RRSIG" and _has_type(native.answer, "RRSIG")
+            and without_dnssec_material(merged, answer_types=()) == dlz)
+
+
+def _any_hides_dnssec(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                      facts: ZoneFacts) -> bool:
+    return rdtype == "ANY" and _equal_unsigned(native, dlz, answer=DNSSEC_TYPES)
+
+
+def _dnssec_type_unsigned(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                          facts: ZoneFacts) -> bool:
+    return (rdtype in DNSSEC_TYPES - {"RRSIG"} and bool(native.answer)
+            and _equal_unsigned(native, dlz))
+
+
+def _unsigned_wildcard(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                       facts: ZoneFacts) -> bool:
+    return _is_wildcard_answer(native) and _equal_unsigned(native, dlz)
+
+
+def _unsigned_answer(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                     facts: ZoneFacts) -> bool:
+    return bool(native.answer) and _equal_unsigned(native, dlz)
+
+
+def _negative_no_proof(rcode: str) -> Shape:
+    def shape(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+              facts: ZoneFacts) -> bool:
+        if native.rcode != rcode or not _is_negative(native):
+            return False
+        # An SOA query's NXDOMAIN also has the soa-nxdomain-ttl difference.
+        return _equal_unsigned(native, dlz) or (
+            rdtype == "SOA" and _equal_unsigned(native, dlz.soa_ttl_zeroed()))
+    return shape
+
+
+def _referral_without(proof: str) -> Shape:
+    """A referral whose DS RRset ("DS") or whose proof of no DS ("NSEC") DLZ left out."""
+    def shape(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+              facts: ZoneFacts) -> bool:
+        if native.aa or native.answer or not _has_type(native.authority, "NS"):
+            return False
+        has_ds = _has_type(native.authority, "DS")
+        if has_ds != (proof == "DS"):
+            return False
+        return _equal_unsigned(native, dlz, authority=("RRSIG", "DS", *_DENIAL_TYPES))
+    return shape
+
+
 Shape = Callable[[dns.name.Name, str, Answer, Answer, ZoneFacts], bool]
 
 
@@ -364,7 +510,86 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
         "query.c query_validatezonedb() limits a chain to the zone of the first name, a "
         "check it skips for DLZ databases",
         _cross_zone_chain),
+    # Signed zones. sdlz.c's issecure() is false for every DLZ zone and its findrdataset()
+    # never fills sigrdataset (it answers ISC_R_NOTIMPLEMENTED for type RRSIG), so query.c
+    # asks it for no signature (qctx_prepare_buffers, query_addns, query_addsoa) and adds no
+    # proof; the DNSSEC records themselves are served as plain data.
+    BindClass(
+        "nsec3-owner",
+        "a hashed NSEC3 owner name: DLZ answers it as an existing name (NOERROR, the NSEC3 "
+        "record to an NSEC3 query), native BIND NXDOMAIN",
+        "native zones keep NSEC3 records in a tree of their own outside the zone's names "
+        "(rbtdb.c, RFC 5155's rule for queries at NSEC3 owner names); sdlz.c has no NSEC3 "
+        "tree (no findnsec3node, no getnsec3parameters) and getnodedata() finds the name",
+        _nsec3_owner),
+    BindClass(
+        "rrsig-ttl",
+        "RRSIG query (or a transfer of a signed zone): the same RRSIGs, every one at a name "
+        "with the lowest TTL of them; no signature over the rest",
+        "sdlz.c dns_sdlz_putrr() keeps one rdatalist per type, not per covered type, and "
+        "lowers its TTL to the smallest record's; query.c answers RRSIG as ANY "
+        "(query_respond_any) from sdlz's allrdatasets()",
+        _rrsig_ttl),
+    BindClass(
+        "any-hides-dnssec",
+        "ANY at a signed name: DLZ leaves out DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM and RRSIG",
+        "query.c query_respond_any() hides DNSSEC-type rdatasets of a zone database that is "
+        "not secure (a zone 'transitioning to secure'), and sdlz.c issecure() returns false",
+        _any_hides_dnssec),
+    BindClass(
+        "dnssec-type-unsigned",
+        "DNSKEY, DS, NSEC, NSEC3 or NSEC3PARAM asked for: DLZ serves the records without their "
+        "RRSIG (a validator cannot use an unsigned DNSKEY RRset)",
+        "sdlz.c findrdataset() finds the type like any other and never fills sigrdataset",
+        _dnssec_type_unsigned),
+    BindClass(
+        "unsigned-wildcard",
+        "a wildcard answer with DO: DLZ sends the expanded records without RRSIG and without "
+        "the NSEC/NSEC3 proof that no closer name exists",
+        "query.c query_addauth() adds the wildcard proof only if dns_db_issecure(), which "
+        "sdlz.c answers false; findrdataset() never fills sigrdataset",
+        _unsigned_wildcard),
+    BindClass(
+        "unsigned-answer",
+        "a positive answer with DO: DLZ sends the same records without an RRSIG in any "
+        "section (and, after a CNAME, without the target's denial proof)",
+        "sdlz.c findrdataset() leaves sigrdataset unused and issecure() is false, so "
+        "query.c asks for no signature (qctx_prepare_buffers, query_addns, query_addsoa)",
+        _unsigned_answer),
+    BindClass(
+        "nodata-no-proof",
+        "NODATA with DO: DLZ sends the SOA without RRSIG and without the NSEC/NSEC3 record "
+        "that proves the type absent",
+        "sdlz.c findext() returns DNS_R_NXRRSET with no NSEC rdataset, so query.c "
+        "query_nodata() has no proof to add (query_addnxrrsetnsec)",
+        _negative_no_proof("NOERROR")),
+    BindClass(
+        "nxdomain-no-proof",
+        "NXDOMAIN with DO: DLZ sends the SOA without RRSIG and without the NSEC/NSEC3 records "
+        "that prove the name and its wildcard absent",
+        "sdlz.c findext() returns DNS_R_NXDOMAIN with no NSEC rdataset and cannot find NSEC3 "
+        "records; query.c query_nxdomain() adds a proof only if find returned one, and "
+        "query_addwildcardproof() finds none",
+        _negative_no_proof("NXDOMAIN")),
+    BindClass(
+        "referral-no-ds",
+        "a referral to a signed child with DO: DLZ leaves out the DS RRset and its RRSIG",
+        "query.c query_addds() adds the DS only when both the DS rdataset and its signature "
+        "are found, and sdlz.c findrdataset() never returns a signature",
+        _referral_without("DS")),
+    BindClass(
+        "referral-no-proof",
+        "an insecure referral with DO: DLZ leaves out the NSEC/NSEC3 proof that the "
+        "delegation has no DS",
+        "query.c query_addds() falls back to the NSEC only when it and its signature are "
+        "found (NSEC3 needs findnsec3node, which sdlz lacks)",
+        _referral_without("NSEC")),
 )}
+
+# The classes of an unsigned data set, also judged on a signed one less its DNSSEC records.
+UNSIGNED_PATH_CLASSES = frozenset({"root-zone", "ds-parent-side", "soa-nxdomain-ttl",
+                                   "any-at-ent", "any-at-delegation", "nsec-at-cname",
+                                   "cross-zone-chain"})
 
 
 # --- counting --------------------------------------------------------------------------------
@@ -418,25 +643,26 @@ REFERENCE = (NATIVE, MEMORY)
 
 
 def compare_servers(servers: Mapping[str, Named], queries: Sequence[Query],
-                    zones: Sequence[Zone], *, transfers: bool = True) -> dict[str, Comparison]:
+                    zones: Sequence[Zone], *, transfers: bool = True,
+                    dnssec: bool = False) -> dict[str, Comparison]:
     """Every query (and every zone's transfer) against every server; a Comparison each.
 
     servers holds the two references (native BIND, the memory driver) and the drivers. The
     memory driver's differences from native BIND are classified; a driver must answer exactly
     as the memory driver does, and is then counted as the memory driver's answer is
-    (identical to native, or in a class).
+    (identical to native, or in a class). dnssec sets the DO bit on every query.
     """
     facts = ZoneFacts.of(zones)
     drivers = {name: named for name, named in servers.items() if name not in REFERENCE}
     results = {name: Comparison(name) for name in [MEMORY, *drivers]}
     for query in queries:
-        memory = ask(servers[MEMORY], query)
-        diff = compare_answers(query, ask(servers[NATIVE], query), memory)
+        memory = ask(servers[MEMORY], query, dnssec)
+        diff = compare_answers(query, ask(servers[NATIVE], query, dnssec), memory)
         judged = (None if diff is None else classify(query, *diff, facts), detail(query, diff))
         results[MEMORY].add(*judged)
         for name, named in drivers.items():
             _judge_driver(results[name], query, judged,
-                          compare_answers(query, memory, ask(named, query)))
+                          compare_answers(query, memory, ask(named, query, dnssec)))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")

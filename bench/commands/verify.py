@@ -34,6 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'all' (every driver that is built) or a comma list")
     p.add_argument("--threads", type=int, default=2, help="named worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
+    p.add_argument("--dnssec", action="store_true",
+                   help="set the DO bit on every query (signed data: RRSIGs and NSEC/NSEC3 "
+                        "proofs are compared too)")
     p.set_defaults(func=run)
 
 
@@ -53,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
                                                  threads=args.threads))
                   for d in [*REFERENCE, *drivers]}
-        print(f"verifying {len(queries)} queries over {len(zones)} zones: "
-              f"{', '.join(served)}", flush=True)
+        print(f"verifying {len(queries)} queries over {len(zones)} zones"
+              f"{' with the DO bit' if args.dnssec else ''}: {', '.join(served)}", flush=True)
         results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
-                                  transfers=not args.no_axfr)
+                                  transfers=not args.no_axfr, dnssec=args.dnssec)
     return report(results)
 
 
