@@ -377,7 +377,10 @@ def _is_wildcard_answer(a: Answer) -> bool:
     (RFC 4035 section 5.3.2)."""
     for owner, _, rdtype, data in a.answer:
         if rdtype == "RRSIG":
-            labels = len(dns.name.from_text(owner)) - 1  # the root label is not counted
+            name = dns.name.from_text(owner)
+            # Neither the root label nor a leading `*` (a query for the wildcard itself)
+            # counts.
+            labels = len(name) - 1 - (name.labels[0] == b"*")
             if int(data.split()[2]) < labels:
                 return True
     return False
