@@ -27,7 +27,11 @@ from bench.verify import (
     BIND_CLASSES,
     DNSSEC_TYPES,
     REFERENCE,
+    Answer,
+    ZoneFacts,
     ask,
+    classify,
+    classify_transfer,
     compare_servers,
     complete,
     derive_queries,
@@ -275,3 +279,53 @@ def test_delv_validates_native_and_finds_the_dlz_answer_bogus(
         bogus = delv(pg, anchors, "www.cov.test.", "A")
         assert "fully validated" not in bogus, bogus
         assert "resolution failed" in bogus, bogus
+
+
+# --- the classes' shapes, on answers written out by hand (no server) ----------------------------
+
+
+def _answer(rcode: str = "NOERROR", aa: bool = True, answer: tuple = (), authority: tuple = (),
+            additional: tuple = ()) -> Answer:
+    return Answer(rcode, aa, False, frozenset(answer), frozenset(authority),
+                  frozenset(additional))
+
+
+_SIG = "13 3 300 20270101000000 20260101000000 1 cov.test. AAAA"
+_SOA = ("cov.test.", 300, "SOA", "ns1.cov.test. hostmaster.cov.test. 1 3600 900 604800 300")
+_FACTS = ZoneFacts(frozenset({COVERAGE_ORIGIN}), frozenset(), frozenset(), frozenset(),
+                   frozenset({dns.name.from_text("abc.cov.test.")}))
+
+
+def test_signed_shapes_are_named_and_anything_else_is_the_drivers() -> None:
+    www = dns.name.from_text("www.cov.test.")
+    a_rr = ("www.cov.test.", 300, "A", "192.0.2.80")
+    native = _answer(answer=(a_rr, ("www.cov.test.", 300, "RRSIG", f"A {_SIG}")))
+    assert classify((www, "A"), native, _answer(answer=(a_rr,)), _FACTS) == "unsigned-answer"
+    # One record missing besides the signature: the driver's.
+    assert classify((www, "A"), native, _answer(), _FACTS) == "driver"
+    nsec = ("cov.test.", 300, "NSEC", "www.cov.test. NS SOA RRSIG NSEC DNSKEY")
+    nx = _answer("NXDOMAIN", authority=(_SOA, nsec, ("cov.test.", 300, "RRSIG", f"NSEC {_SIG}")))
+    assert classify((www, "A"), nx, _answer("NXDOMAIN", authority=(_SOA,)),
+                    _FACTS) == "nxdomain-no-proof"
+    ns_rr = ("sub.cov.test.", 3600, "NS", "ns.sub.cov.test.")
+    ds_rr = ("sub.cov.test.", 3600, "DS", "12345 8 2 AA")
+    referral = _answer(aa=False, authority=(ns_rr, ds_rr,
+                                            ("sub.cov.test.", 3600, "RRSIG", f"DS {_SIG}")))
+    sub = dns.name.from_text("x.sub.cov.test.")
+    assert classify((sub, "A"), referral, _answer(aa=False, authority=(ns_rr,)),
+                    _FACTS) == "referral-no-ds"
+    hashed = dns.name.from_text("abc.cov.test.")
+    assert classify((hashed, "NSEC3"), nx, _answer(answer=(("abc.cov.test.", 300, "NSEC3",
+                                                            "1 0 0 - DEF A"),)),
+                    _FACTS) == "nsec3-owner"
+
+
+def test_rrsig_ttls_merged_at_a_name_are_the_rrsig_ttl_class() -> None:
+    sigs = (("www.cov.test.", 300, "RRSIG", f"A {_SIG}"),
+            ("www.cov.test.", 60, "RRSIG", f"NSEC {_SIG}"))
+    native = _answer(answer=sigs)
+    merged = _answer(answer=tuple((o, 60, t, d) for o, _, t, d in sigs))
+    www = dns.name.from_text("www.cov.test.")
+    assert classify((www, "RRSIG"), native, merged, _FACTS) == "rrsig-ttl"
+    assert classify_transfer(COVERAGE_ORIGIN, native, merged) == "rrsig-ttl"
+    assert classify_transfer(COVERAGE_ORIGIN, native, _answer(answer=sigs[:1])) == "driver"
