@@ -167,13 +167,16 @@ endif
 # link Debian 12's libdb, copied beside them (same 5.3.28 API as the root's headers).
 BIND_HOST_LIBDB := $(CURDIR)/build/bind-9.20/host-libdb
 BIND_LIBS_DB := -L$(BIND_HOST_LIBDB) -ldb-5.3 -Wl,-rpath,$(BIND_HOST_LIBDB)
-bind-drivers: bind-root
+# The venv's python: servers/ imports dnspython, which Debian 12's python3 lacks.
 ifeq ($(BIND),9.20)
+bind-drivers: bind-root venv
 	@mkdir -p $(BIND_HOST_LIBDB)
 	cp -p $(firstword $(wildcard /usr/lib/*/libdb-5.3.so)) $(BIND_HOST_LIBDB)/
-	/usr/bin/python3 -m servers.bindversion 9.20 make -C drivers OUT=$(CURDIR)/build/bind-9.20 \
+	$(PY) -m servers.bindversion 9.20 make -C drivers OUT=$(CURDIR)/build/bind-9.20 \
 		ASAN_DIR=$(CURDIR)/build/bind-9.20/asan LIBS_bdb="$(BIND_LIBS_DB)" \
 		LIBS_bdbhpt="$(BIND_LIBS_DB)" all asan
+else
+bind-drivers: bind-root
 endif
 
 clean:

@@ -20,6 +20,7 @@ from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.prober import LatencyStats
 from bench.report_capacity import render_capacity, render_capacity_plots
+from bench.report_scale import render_scale, render_scale_plot
 from bench.results import Cell, Results, StartupPoint
 from servers import report_order
 
@@ -140,7 +141,7 @@ def render_header(results: Results) -> list[str]:
         lines += [f"- {key}: {_param_text(value)}" for key, value in parameters.items()]
         lines.append("")
     lines += _added_runs(meta.get("added_runs", []))
-    if results.cells or not results.startup_scaling:
+    if has_run_tables(results):
         lines += render_method(results)
     return lines
 
@@ -152,10 +153,12 @@ def _added_runs(runs: list[dict]) -> list[str]:
     lines = ["**Points added by later runs** (same machine and versions):", ""]
     for run in runs:
         dirty = " (uncommitted changes)" if run.get("git_dirty") else ""
+        mixes = f", {_param_text(run['mixes'])} mixes" if run.get("mixes") else ""
         lines.append(f"- {run.get('date')}, commit `{str(run.get('git_commit'))[:12]}`{dirty}: "
-                     f"startup of {_param_text(run.get('drivers', []))} at "
-                     f"{_param_text(run.get('zone_counts', []))} zones of "
-                     f"{run.get('records_per_zone')} records (seed {run.get('seed')})")
+                     f"{run.get('command', 'startup')} of {_param_text(run.get('drivers', []))} "
+                     f"at {_param_text(run.get('zone_counts', []))} zones of "
+                     f"{_param_text(run.get('records_per_zone'))} records (seed "
+                     f"{run.get('seed')}){mixes}")
     return [*lines, ""]
 
 
@@ -342,19 +345,26 @@ def render_startup_scaling(results: Results) -> list[str]:
         _table(header, rows) + [""]
 
 
+def has_run_tables(results: Results) -> bool:
+    """Does the file get `run`'s tables: it has cells, or it is none of a `startup` or a
+    `scale` file (whose own sections are all they hold)?"""
+    return bool(results.cells) or not (results.startup_scaling or results.scale)
+
+
 def render_markdown(results: Results) -> str:
     lines = render_header(results)
     if results.tuning is not None:  # a `tune` file: its grid is read by threads x connections
         from bench.tunereport import render_tuning
 
         lines += render_tuning(results)
-    elif results.cells or not results.startup_scaling:  # a `startup` file: only its table
+    elif has_run_tables(results):
         for threads in results.thread_counts():
             lines += render_thread_table(results, threads)
         lines += render_percentiles(results)
         lines += render_costs(results)
     lines += render_capacity(results)
     lines += render_startup_scaling(results)
+    lines += render_scale(results)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -381,13 +391,14 @@ def render_plots(results: Results, out_dir: Path) -> list[Path]:
         from bench.tunereport import render_tune_plots
 
         written += render_tune_plots(results, out_dir)
-    elif results.cells or not results.startup_scaling:  # not for a `startup`-only results file
+    elif has_run_tables(results):
         written += [_plot_qps(results, out_dir / "qps.png"),
                     _plot_latency(results, out_dir / "latency.png"),
                     _plot_cpu(results, out_dir / "cpu.png")]
     if results.startup_scaling:
         written.append(_plot_startup(results, out_dir / "startup.png"))
     written += render_capacity_plots(results, out_dir)
+    written += render_scale_plot(results, out_dir)
     return written
 
 

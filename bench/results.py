@@ -7,9 +7,11 @@
   "cells": [Cell, ...],                       one per (driver, threads, connections)
   "startup_scaling": [StartupPoint, ...],
   "capacity": [capacity.Curve, ...],       `capacity`: one per (driver, threads)
-  "tuning": Tuning | null }                   `tune` only: where the database was, what
+  "tuning": Tuning | null,                    `tune` only: where the database was, what
                                               round trip was added, processes/CPU scaling,
                                               the recommended setting (absent in older files)
+  "scale": [SizeCell, ...] }                  `scale`: one per (driver, zones, records per
+                                              zone, query mix) (absent in older files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -168,6 +170,40 @@ class ScalePoint:
 
 
 @dataclass
+class SizeCell:
+    """`scale`: one driver over one data set (zones x records per zone) under one query mix:
+    the runner's figures (QPS, latency, CPU and RSS of named and the database) with the store's
+    size on disk, its load and its cache figures (CacheReading.since over the QPS runs)."""
+
+    zones: int
+    records_per_zone: int
+    mix: str                 # "uniform" or "popular" (zonedata/mixes.py)
+    cell: Cell
+    shape: bool = False      # from --shapes (few large against many small zones)
+    not_measured: str | None = None   # why the cell was left out (it would not fit in memory)
+    store_bytes: int | None = None
+    load_seconds: float | None = None
+    records_per_second: float | None = None
+    loader_rss_kb: int | None = None
+    cache: dict | None = None
+
+    @property
+    def driver(self) -> str:
+        return self.cell.driver
+
+    @property
+    def key(self) -> tuple[str, int, int, str]:
+        return self.driver, self.zones, self.records_per_zone, self.mix
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "cell": self.cell.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SizeCell:
+        return cls(**{**data, "cell": Cell.from_dict(data["cell"])})
+
+
+@dataclass
 class Recommendation:
     """The smallest threads/connections setting whose QPS is within `tolerance` of the best."""
 
@@ -226,6 +262,7 @@ class Results:
     startup_scaling: list[StartupPoint] = field(default_factory=list)
     capacity: list[Curve] = field(default_factory=list)
     tuning: Tuning | None = None
+    scale: list[SizeCell] = field(default_factory=list)
     schema: int = SCHEMA
 
     @property
@@ -257,7 +294,8 @@ class Results:
                 "cells": [c.to_dict() for c in self.cells],
                 "startup_scaling": [p.to_dict() for p in self.startup_scaling],
                 "capacity": [c.to_dict() for c in self.capacity],
-                "tuning": None if self.tuning is None else self.tuning.to_dict()}
+                "tuning": None if self.tuning is None else self.tuning.to_dict(),
+                "scale": [c.to_dict() for c in self.scale]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -270,7 +308,8 @@ class Results:
                    startup_scaling=[StartupPoint.from_dict(p)
                                     for p in data.get("startup_scaling", [])],
                    capacity=[Curve.from_dict(c) for c in data.get("capacity", [])],
-                   tuning=_opt(Tuning, data.get("tuning")), schema=schema)
+                   tuning=_opt(Tuning, data.get("tuning")),
+                   scale=[SizeCell.from_dict(c) for c in data.get("scale", [])], schema=schema)
 
 
 def _opt_dict(value: DnsperfRun | LatencyStats | Tuning | None) -> dict | None:

@@ -12,6 +12,7 @@ stores never time themselves.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import time
@@ -153,14 +154,22 @@ class Runner:
         self.results = results
         self.phases = tuple(phases_of(profile) if phases is None else phases)
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
-        self.queries = [(dns.name.from_text(n), t)
-                        for n, t in read_query_file(setup.query_file)]
-        self.check = self.queries[:profile.check_queries]
         self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
-        self.facts = ZoneFacts.of(setup.stream())
         per_cell = [phase.expected_s(profile) for phase in self.phases]
         cells = (1 + len(setup.servers)) * len(setup.threads)
         self.progress = StepProgress(per_cell * cells)
+
+    # Read when a phase first needs them: a runner whose phases check no answers (`scale`,
+    # at a million zones) never streams the data set for them.
+    @functools.cached_property
+    def check(self) -> list[Query]:
+        """The queries whose answers are compared with the reference server's."""
+        lines = read_query_file(self.setup.query_file)[:self.profile.check_queries]
+        return [(dns.name.from_text(name), rdtype) for name, rdtype in lines]
+
+    @functools.cached_property
+    def facts(self) -> ZoneFacts:
+        return ZoneFacts.of(self.setup.stream())
 
     def run(self) -> Results:
         print(f"expected duration: about {self.progress.seconds_left() / 60:.0f} min",

@@ -116,7 +116,7 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
                   timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
     """Every driver at one zone count, each point handed to record as soon as it is measured
     (an interrupted run keeps them); each store is loaded once for all the servers it feeds."""
-    for store, servers in _by_store(drivers):
+    for store, servers in by_store(drivers):
         data = run_dir / f"{zones}"
         data.mkdir(parents=True, exist_ok=True)
         report(f"{zones:,} zones: loading {store.name}")
@@ -140,7 +140,8 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
 
 
-def _by_store(drivers: list[str]) -> list[tuple[Store, list[ServerKind]]]:
+def by_store(drivers: list[str]) -> list[tuple[Store, list[ServerKind]]]:
+    """The drivers grouped by the store that feeds them, each store once, in first-use order."""
     groups: dict[str, tuple[Store, list[ServerKind]]] = {}
     for driver in drivers:
         server = get_server(driver)

@@ -17,6 +17,7 @@ from base.errors import UserError
 from base.paths import DRIVERS_DIR
 from servers.kind import ServerKind
 from servers.named import Named
+from stores.store import CacheReading
 
 # named splits the dlopen string at white space, ends it at a double quote, and takes a
 # backslash as an escape: a word holding any of these cannot reach the driver intact. Braces
@@ -71,6 +72,9 @@ class DlzNamed(ServerKind):
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
         return Named(run_dir, self.body(target, connections), threads=threads, port=port)
+
+    def cache_reading(self, target: Any) -> CacheReading | None:
+        return self.store_object().cache_reading(target, self.options)
 
 
 def stack_frames_of(library: Path) -> re.Pattern[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from servers.named import Named
 from stores import get_store
-from stores.store import Store
+from stores.store import CacheReading, Store
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,21 @@ class ServerKind(ABC):
     # The server answers a store update only after `rndc reload` (it reads its data at
     # load time, or keeps a file the loader replaces by rename).
     needs_reload: bool = False
+    # Resident memory of named per record it serves, for a server that holds the whole data
+    # set in its own memory (None: it reads the store on demand). `scale` leaves a data set
+    # that would not fit out, as not measured, instead of driving the machine out of memory.
+    kib_per_record: float | None = None
 
     def store_object(self) -> Store:
         return get_store(self.store)
+
+    def cache_reading(self, target: Any) -> CacheReading | None:
+        """The store's own cache figures as this server's driver uses the store."""
+        return self.store_object().cache_reading(target, {})
+
+    def memory_needed_kib(self, records: int) -> float | None:
+        """named's expected resident memory over `records` records (None: not data-bound)."""
+        return None if self.kib_per_record is None else self.kib_per_record * records
 
     def is_built(self) -> bool:
         """Everything the server needs from `make build` is there."""

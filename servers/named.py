@@ -247,11 +247,15 @@ options {{
     def __enter__(self) -> Named:
         self.start()
         try:
-            self._running_proc().wait_ready(self._zones_loaded, self.start_timeout)
+            self.wait_running()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def wait_running(self, timeout: float | None = None) -> None:
+        """Until named logs that it runs with every zone loaded (default: start_timeout)."""
+        self._running_proc().wait_ready(self._zones_loaded, timeout or self.start_timeout)
 
     def _zones_loaded(self) -> bool:
         """Has this start of named logged that it runs with all its zones loaded?"""

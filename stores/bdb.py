@@ -32,7 +32,7 @@ from stores.bdbcommon import (
     encode_lines,
     prepare_zone,
 )
-from stores.store import DirectoryStore
+from stores.store import CacheReading, DirectoryStore
 from zonedata.model import Zone, key_to_name
 
 # The loader's private cache per file; the access pattern of a load is random across zones.
@@ -212,6 +212,13 @@ class BdbStore(DirectoryStore):
 
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
         return {"file": str((Path(target) / FILES[options["access"]]).resolve())}
+
+    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading:
+        # drivers/bdb opens the file with no environment: each connection's cache is private
+        # to named (set to the loader's size there), with no region another process could read.
+        return CacheReading("Berkeley DB without an environment: one private cache per driver "
+                            "connection inside named, not readable from outside; the size is "
+                            "per connection", CACHE_BYTES)
 
 
 STORE = BdbStore()

@@ -43,12 +43,13 @@ from berkeleydb import db
 from stores.bdbcommon import (
     ACL_VALUE,
     PreparedZone,
+    db_stat_reading,
     decode_lines,
     decode_records,
     encode_lines,
     prepare_zone,
 )
-from stores.store import DirectoryStore, interrupts_deferred
+from stores.store import CacheReading, DirectoryStore, interrupts_deferred
 from zonedata.model import Zone, key_to_name
 
 DATA_FILE = "dns.db"
@@ -72,7 +73,8 @@ DATABASES = {
     "dns_retired": db.DB_BTREE,
 }
 
-_CACHE = "set_cachesize 0 268435456 1"
+CACHE_BYTES = 256 * 1024 * 1024
+_CACHE = f"set_cachesize 0 {CACHE_BYTES} 1"
 # Read by every process that opens (or creates) the environment, so sizes never disagree.
 DB_CONFIG = {
     "transactional": [_CACHE, "set_lk_max_locks 100000", "set_lk_max_objects 100000",
@@ -371,6 +373,15 @@ class BdbhptStore(DirectoryStore):
         """The home of the driver's `mode` (transactional, concurrent or private)."""
         mode = options["mode"]
         return {"mode": mode, "env": str((Path(target) / mode).resolve())}
+
+    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading:
+        """The mode's environment cache: readable from outside in the shared-region modes;
+        a private environment's cache lives in named's memory alone."""
+        mode = options["mode"]
+        if mode == "private":
+            return CacheReading("Berkeley DB private environment: a cache inside named, not "
+                                "readable from outside", CACHE_BYTES)
+        return db_stat_reading(Path(target) / mode, CACHE_BYTES)
 
 
 STORE = BdbhptStore()

@@ -40,7 +40,7 @@ from base.errors import UserError
 from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores.ldap_server import LdapServer
-from stores.store import DEFAULT_XFR_CLIENTS, Store
+from stores.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
 from zonedata.model import (
     ENT_TYPE,
     Record,
@@ -209,6 +209,14 @@ class LdapStore(Store[LdapServer]):
 
     def server_pids(self, target: LdapServer) -> list[int]:
         return target.pids()
+
+    def cache_reading(self, target: LdapServer, options: Mapping[str, str]) -> CacheReading:
+        # back-mdb has no cache of its own: slapd maps the database file and reads it through
+        # the kernel's page cache, so what it holds is the file's share resident in its map.
+        resident, size = target.mapped_data()
+        return CacheReading("slapd back-mdb: data.mdb resident in slapd's mapping "
+                            "(/proc/PID/smaps Rss) / the file's size", None,
+                            resident_bytes=resident, mapped_bytes=size)
 
 
 @contextmanager

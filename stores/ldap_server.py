@@ -213,6 +213,12 @@ class LdapServer:
     def pids(self) -> list[int]:
         return self._process.pids() if self.running() and self._process else []
 
+    def mapped_data(self) -> tuple[int, int]:
+        """(bytes of the live data.mdb resident in slapd's mappings of it, the file's size)."""
+        data_file = self.data_dir.resolve() / "data.mdb"
+        resident = sum(_resident_kb(pid, data_file) for pid in self.pids()) * 1024
+        return resident, data_file.stat().st_size
+
     @staticmethod
     def version() -> str:
         """'slapd 2.5.13' (the upstream version of the installed slapd)."""
@@ -222,3 +228,21 @@ class LdapServer:
             raise UserError(f"cannot tell the version of {SLAPD}")
         return f"slapd {match.group(1)}"
 
+
+_MAPPING_HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s+(.*)$")
+
+
+def _resident_kb(pid: int, path: Path) -> int:
+    """kB of path resident in the process's mappings of it (/proc/PID/smaps Rss lines)."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps").read_text().splitlines()
+    except OSError:  # the process ended
+        return 0
+    total, inside = 0, False
+    for line in lines:
+        header = _MAPPING_HEADER.match(line)
+        if header:
+            inside = header.group(1) == str(path)
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
@@ -16,7 +16,7 @@ from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.mysql_server import MysqlServer
-from stores.store import DEFAULT_XFR_CLIENTS, Store
+from stores.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
 from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
@@ -84,6 +84,24 @@ class MysqlStore(Store[MysqlServer]):
     def server_pids(self, target: MysqlServer) -> list[int]:
         return target.pids()
 
+    def cache_reading(self, target: MysqlServer, options: Mapping[str, str]) -> CacheReading:
+        conn = target.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                           "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads')")
+            status = {name: int(value) for name, value in cursor.fetchall()}
+            cursor.execute("SELECT @@innodb_buffer_pool_size")
+            (configured,) = cursor.fetchone()
+        finally:
+            conn.close()
+        # read_requests are every logical page read; reads, those the pool did not hold.
+        requests = status["Innodb_buffer_pool_read_requests"]
+        misses = status["Innodb_buffer_pool_reads"]
+        return CacheReading("InnoDB buffer pool: Innodb_buffer_pool_read_requests / "
+                            "Innodb_buffer_pool_reads", int(configured),
+                            hits=requests - misses, misses=misses)
+
 
 def _endpoint(target: MysqlServer) -> dict[str, str | int]:
     """Where the DLZ driver reaches the server: a proxy in front of it, its TCP address on a
@@ -129,7 +147,11 @@ def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_fi
     try:
         _replace_zones(conn, batch, rows_file)
     except BaseException:
-        conn.rollback()
+        # Ctrl-C in the middle of a result leaves the connection out of sync ("Commands out of
+        # sync"), so ROLLBACK cannot be sent; the connection's close, which load() does next,
+        # ends the transaction uncommitted just the same, and the first error is the one to say.
+        with suppress(MySQLdb.Error):
+            conn.rollback()
         raise
     conn.commit()
 

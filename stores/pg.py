@@ -12,12 +12,18 @@ from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
 from stores import sql
 from stores.pg_server import PgServer
-from stores.store import DEFAULT_XFR_CLIENTS, Store
+from stores.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
 from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = SCHEMA_DIR / "pg.sql"
 TABLES = ("zones", "records", "xfr_clients")
 
+# blks_read counts blocks not in shared_buffers, read from the kernel (its page cache or
+# the disk): the hit ratio is shared_buffers', not the machine's.
+_CACHE_QUERY = ("SELECT d.blks_hit, d.blks_read, "
+                "(SELECT setting::bigint * pg_size_bytes(unit) FROM pg_settings "
+                "WHERE name = 'shared_buffers') "
+                "FROM pg_stat_database d WHERE d.datname = current_database()")
 _COPY_RECORDS = "COPY records (zone_id, name, type, ttl, data) FROM STDIN"
 
 
@@ -62,6 +68,16 @@ class PgStore(Store[PgServer]):
 
     def server_pids(self, target: PgServer) -> list[int]:
         return target.pids()
+
+    def cache_reading(self, target: PgServer, options: Mapping[str, str]) -> CacheReading:
+        # A backend publishes its block counts at the end of a transaction, at most once a
+        # second (PostgreSQL 15's shared statistics): a reading lags the last second or so.
+        with target.connect() as conn:
+            row = conn.execute(_CACHE_QUERY).fetchone()
+        assert row is not None  # the database the connection is to has its row
+        hits, reads, configured = row
+        return CacheReading("PostgreSQL shared_buffers: pg_stat_database blks_hit / "
+                            "blks_read", int(configured), hits=int(hits), misses=int(reads))
 
 
 def _connect(target: PgServer) -> psycopg.Connection:

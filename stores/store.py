@@ -15,6 +15,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
@@ -27,6 +28,47 @@ DEFAULT_XFR_CLIENTS: tuple[str, ...] = ("127.0.0.1", "::1")
 
 # How the other methods reach the data: a server object (PgServer, ...) or a directory.
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CacheReading:
+    """The store's own cache at one moment, as its database reports it (`scale`).
+
+    hits and misses are counters since the server started: what a measurement reports is the
+    difference of two readings (since). resident_bytes of mapped_bytes is a gauge: how much of
+    the data the server has mapped is in memory now.
+    """
+
+    source: str                        # what was read, e.g. "pg_stat_database blks_hit/read"
+    configured_bytes: int | None       # the cache size the suite configures for this store
+    hits: int | None = None            # page or block requests the cache answered
+    misses: int | None = None          # requests that had to read past it
+    resident_bytes: int | None = None
+    mapped_bytes: int | None = None
+
+    def since(self, before: CacheReading | None) -> dict[str, float | int | str | None]:
+        """This reading against an earlier one: the requests in between and their hit ratio,
+        the resident share now, the configured size."""
+        hits = _delta(self.hits, before.hits if before else None)
+        misses = _delta(self.misses, before.misses if before else None)
+        requests = None if hits is None or misses is None else hits + misses
+        resident = (self.resident_bytes / self.mapped_bytes
+                    if self.resident_bytes is not None and self.mapped_bytes else None)
+        return {"source": self.source, "configured_bytes": self.configured_bytes,
+                "hits": hits, "misses": misses,
+                "hit_ratio": hits / requests if requests else None,
+                "resident_bytes": self.resident_bytes, "mapped_bytes": self.mapped_bytes,
+                "resident_share": resident}
+
+
+def _delta(now: int | None, before: int | None) -> int | None:
+    """now - before; now alone without an earlier reading or after a restart reset the
+    counters (they count from that start then)."""
+    if now is None:
+        return None
+    if before is None or now < before:
+        return now
+    return now - before
 
 
 class Store(ABC, Generic[T]):
@@ -84,6 +126,12 @@ class Store(ABC, Generic[T]):
     def server_pids(self, target: T) -> list[int]:
         """Processes of the store's server, for CPU and memory accounting."""
         return []
+
+    def cache_reading(self, target: T, options: Mapping[str, str]) -> CacheReading | None:
+        """The store's own cache figures now, for the driver whose `options` are given (a
+        store's drivers may use different caches); None: no cache of its own to read (the
+        data is in named's memory, or read through the kernel's page cache only)."""
+        return None
 
 
 class DirectoryStore(Store[Path]):

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -27,3 +31,16 @@ def processes_under(path: Path) -> list[str]:
             if str(path) in cmdline and state != "Z":
                 found.append(cmdline)
     return found
+
+
+def interrupt_when(proc: subprocess.Popen, ready: Callable[[], bool],
+                   timeout: float = 300) -> None:
+    """Ctrl-C the bench command once `ready()` holds; it must end with status 130."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert proc.poll() is None and time.monotonic() < deadline, \
+            proc.communicate()[0].decode(errors="replace")[-2000:]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output.decode(errors="replace")[-2000:]

@@ -8,10 +8,8 @@ bad step lists, and that Ctrl-C keeps the steps measured before it.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.capacity import latency_figures, parse_steps
 from bench.results import load_results
-from tests.benchcli import bench_env, processes_under
+from tests.benchcli import bench_env, interrupt_when, processes_under
 
 STEPS = (25.0, 100.0, 150.0)
 
@@ -114,14 +112,7 @@ def test_ctrl_c_keeps_finished_steps(tmp_path: Path, run_root: Path) -> None:
     out = tmp_path / "out"
     proc = _capacity(root, "--drivers", "memory", "--steps", "10,20,30,40,50,60,70,80",
                      "--out", str(out))
-    deadline = time.monotonic() + 300
-    while not _steps_saved(out / "results.json"):
-        assert proc.poll() is None and time.monotonic() < deadline, \
-            proc.communicate()[0].decode(errors="replace")[-2000:]
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
+    interrupt_when(proc, lambda: _steps_saved(out / "results.json"))
     assert processes_under(root) == []
     curves = load_results(out).capacity
     assert curves and curves[0].steps, "the steps measured before Ctrl-C are kept"

@@ -6,10 +6,8 @@ came from, and that an interrupted run stops every process and keeps what it gat
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ import pytest
 from base.paths import REPO_ROOT
 from bench.results import load_results
 from servers import get_server
-from tests.benchcli import bench_env, processes_under
+from tests.benchcli import bench_env, interrupt_when, processes_under
 
 # native BIND plus one driver of each family.
 DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
@@ -96,16 +94,9 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Pat
     out = tmp_path / "out"
     proc = _bench(run_root, "run", "--profile", "tiny", "--drivers", "native,pg", "--out",
                   str(out))
-    deadline = time.monotonic() + 300
     # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
-    while not ((out / "results.json").exists()
-               and any("postgres -D" in c for c in processes_under(run_root))):
-        assert proc.poll() is None and time.monotonic() < deadline, \
-            proc.communicate()[0].decode(errors="replace")[-2000:]
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, output.decode(errors="replace")[-2000:]
+    interrupt_when(proc, lambda: (out / "results.json").exists()
+                   and any("postgres -D" in c for c in processes_under(run_root)))
     assert processes_under(run_root) == []
     cells = load_results(out).cells
     assert [(c.driver, c.status) for c in cells][:1] == [("native", "ok")], \

@@ -118,7 +118,7 @@ class QuerySampler:
             yield zone
 
     def observe(self, zone: Zone) -> None:
-        facts = _ZoneFacts(zone)
+        facts = QueryFacts(zone)
         if self.targets["hit"]:
             for owner, rdtype in facts.hits():
                 self.reservoirs["hit"].offer((owner, rdtype))
@@ -145,8 +145,7 @@ class QuerySampler:
         return out
 
     def _nxdomain_name(self, origin: dns.name.Name) -> str:
-        label = f"{NXDOMAIN_PREFIX}{self.rng.getrandbits(48):012x}"
-        return query_text(dns.name.Name([label.encode(), *origin.labels]))
+        return nxdomain_name(origin, self.rng)
 
     def write(self, path: Path) -> dict[str, int]:
         """Write the query file; return queries per kind."""
@@ -162,6 +161,12 @@ def write_query_file(zones: Iterable[Zone], path: Path, count: int,
     sampler = QuerySampler(count, mix, seed)
     yield from sampler.watch(zones)
     sampler.write(path)
+
+
+def nxdomain_name(origin: dns.name.Name, rng: random.Random) -> str:
+    """A name under origin that does not exist (origin must be QueryFacts.nxdomain_eligible)."""
+    label = f"{NXDOMAIN_PREFIX}{rng.getrandbits(48):012x}"
+    return query_text(dns.name.Name([label.encode(), *origin.labels]))
 
 
 def query_text(name: dns.name.Name) -> str:
@@ -194,8 +199,8 @@ def read_query_file(path: Path) -> list[tuple[str, str]]:
     return queries
 
 
-class _ZoneFacts:
-    """What one zone answers, as far as sampling needs it."""
+class QueryFacts:
+    """What one zone answers, as far as sampling needs it (zonedata/mixes.py too)."""
 
     def __init__(self, zone: Zone) -> None:
         self.origin = zone.origin

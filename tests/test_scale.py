@@ -1,0 +1,239 @@
+"""`bench scale` scaled down: 200 and 2,000 zones, no timing asserted.
+
+Without servers: both query mixes ask for every zone class they claim (uniform: every zone;
+popular: every decile of the popularity order, in falling shares) with generate's hit /
+NXDOMAIN / NODATA split, each line checked against the generated zone it names; the popular
+mix's skew is the stated exponent's; bad options are one error line.
+With servers (the command itself): every built driver measured under both mixes at 200 and
+2,000 zones, the cache figures of every store that has them read, --add-to merging.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import dns.name
+import pytest
+
+from base.paths import REPO_ROOT
+from bench.results import load_results
+from servers import SERVERS, get_server
+from stores.store import Store
+from tests.benchcli import bench_env, processes_under
+from zonedata.generator import generate, generate_zone
+from zonedata.mixes import MixWriter, expected_share, plan_mix
+from zonedata.model import empty_nonterminals
+from zonedata.queries import DEFAULT_QUERY_MIX, NXDOMAIN_PREFIX, split_count
+
+SMALL, LARGE = 200, 2000
+QUERIES = 20000
+_ZONE = re.compile(r"(?:^|\.)z(\d{6})\.bench\.test\.$")
+
+
+def _write(tmp: Path, zones: int, mix: str, count: int, exponent: float = 1.0) -> Path:
+    path = tmp / f"{mix}-{zones}-{exponent:g}.txt"
+    writer = MixWriter({path: plan_mix(mix, zones, count, exponent=exponent, seed=1)})
+    for _ in writer.watch(generate(zones, 10, 1)):
+        pass
+    writer.write()
+    return path
+
+
+def _lines(path: Path) -> list[tuple[str, str]]:
+    return [tuple(line.split()) for line in path.read_text().splitlines()]
+
+
+def _zone_of(name: str) -> int:
+    match = _ZONE.search(name)
+    assert match, name
+    return int(match.group(1))
+
+
+def _kind(name: str, rdtype: str) -> str:
+    """What the generated zone answers to the query, from the zone itself."""
+    zone = generate_zone(_zone_of(name), 10, 1)
+    owner = dns.name.from_text(name)
+    if owner.labels[0].decode().startswith(NXDOMAIN_PREFIX):
+        names = {r.owner for r in zone.records} | set(empty_nonterminals(zone))
+        assert owner not in names
+        return "nxdomain"
+    types = {r.rdtype for r in zone.records if r.owner == owner}
+    if rdtype in types:
+        return "hit"
+    assert owner in empty_nonterminals(zone) or types, (name, rdtype)
+    return "nodata"
+
+
+@pytest.mark.parametrize("zones", [SMALL, LARGE])
+def test_uniform_mix_asks_for_every_zone_evenly(tmp_path: Path, zones: int) -> None:
+    per_zone = collections.Counter(_zone_of(n) for n, _ in _lines(
+        _write(tmp_path, zones, "uniform", QUERIES)))
+    assert set(per_zone) == set(range(zones))
+    assert max(per_zone.values()) - min(per_zone.values()) <= 1
+
+
+@pytest.mark.parametrize("mix", ["uniform", "popular"])
+def test_both_mixes_keep_the_kinds_of_generate(tmp_path: Path, mix: str) -> None:
+    lines = _lines(_write(tmp_path, SMALL, mix, 2000))
+    kinds = collections.Counter(_kind(name, rdtype) for name, rdtype in lines)
+    assert kinds == split_count(2000, DEFAULT_QUERY_MIX)
+
+
+@pytest.mark.parametrize("zones", [SMALL, LARGE])
+def test_popular_mix_reaches_every_decile_in_falling_shares(tmp_path: Path, zones: int) -> None:
+    order = plan_mix("popular", zones, 1, seed=1).order
+    rank = {zone: r for r, zone in enumerate(order)}
+    per_decile = collections.Counter(rank[_zone_of(n)] * 10 // zones for n, _ in _lines(
+        _write(tmp_path, zones, "popular", QUERIES)))
+    shares = [per_decile[d] for d in range(10)]
+    assert all(shares), shares
+    assert shares == sorted(shares, reverse=True), shares
+
+
+@pytest.mark.parametrize("exponent", [0.5, 1.0, 2.0])
+def test_popular_mix_is_skewed_as_stated(tmp_path: Path, exponent: float) -> None:
+    zones = LARGE
+    order = plan_mix("popular", zones, 1, exponent=exponent, seed=1).order
+    per_zone = collections.Counter(_zone_of(n) for n, _ in _lines(
+        _write(tmp_path, zones, "popular", QUERIES, exponent)))
+    for top in (1, 10, 200):
+        share = sum(per_zone[z] for z in order[:top]) / QUERIES
+        assert share == pytest.approx(expected_share(zones, exponent, top), abs=0.02), top
+    # The most popular zone against the second: 2**exponent as often.
+    ratio = per_zone[order[0]] / per_zone[order[1]]
+    assert ratio == pytest.approx(2 ** exponent, rel=0.15)
+
+
+def test_a_larger_exponent_is_a_hotter_set(tmp_path: Path) -> None:
+    tops = []
+    for exponent in (0.0, 0.5, 1.0, 2.0):
+        per_zone = collections.Counter(_zone_of(n) for n, _ in _lines(
+            _write(tmp_path, SMALL, "popular", QUERIES, exponent)))
+        tops.append(sum(count for _, count in per_zone.most_common(SMALL // 10)))
+    assert tops == sorted(tops) and tops[0] < tops[-1], tops
+
+
+def test_popularity_order_is_seeded_and_not_the_load_order() -> None:
+    first = plan_mix("popular", LARGE, 10, seed=1).order
+    assert first == plan_mix("popular", LARGE, 10, seed=1).order
+    assert first != plan_mix("popular", LARGE, 10, seed=2).order
+    assert first[:10] != list(range(10))
+
+
+def _bench(run_root: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", "scale", *args], cwd=REPO_ROOT,
+                          env=bench_env(run_root), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--zones-counts", "0"], "--zones-counts"),
+    (["--zones-counts", "100,0"], "--zones-counts"),
+    (["--zipf", "-1"], "--zipf -1"),
+    (["--zipf", "-0.5"], "--zipf -0.5"),
+    (["--shapes", "10x0"], "--shapes"),
+    (["--shapes", "ten"], "--shapes"),
+    (["--mixes", "hot"], "--mixes"),
+    (["--queries", "0"], "--queries"),
+])
+def test_bad_input_is_one_error_line(run_root: Path, args: list[str], words: str) -> None:
+    done = _bench(run_root, "--drivers", "native", *args, timeout=60)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
+
+
+# --- the command, with servers ----------------------------------------------------------------
+
+def _built() -> list[str]:
+    return [s.name for s in SERVERS if s.is_built()]
+
+
+@pytest.fixture(scope="module")
+def scale_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
+    out = tmp_path_factory.mktemp("scale")
+    done = _bench(run_root, "--profile", "tiny", "--zones-counts", f"{SMALL},{LARGE}",
+                  "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def test_every_driver_is_measured_under_both_mixes(scale_run: Path) -> None:
+    cells = {p.key: p for p in load_results(scale_run).scale}
+    assert set(cells) == {(d, n, 10, mix) for d in _built() for n in (SMALL, LARGE)
+                          for mix in ("uniform", "popular")}
+    for point in cells.values():
+        assert point.not_measured is None, point.key  # a few thousand zones fit anywhere
+        assert point.cell.status == "ok", (point.key, point.cell.error)
+        assert point.cell.qps.median and point.cell.latency_loaded, point.key
+        assert point.cell.latency_unloaded and point.cell.cpu_us_per_query["named"], point.key
+        assert point.cell.peak_rss_kb["named"] and point.store_bytes, point.key
+
+
+def _has_cache(store: Store) -> bool:
+    """Does the store override Store.cache_reading (it has figures of its own to read)?"""
+    return type(store).cache_reading is not Store.cache_reading
+
+
+def test_cache_figures_are_read_for_every_store_that_has_them(scale_run: Path) -> None:
+    for point in load_results(scale_run).scale:
+        store = get_server(point.driver).store_object()
+        if not _has_cache(store):
+            assert point.cache is None, point.key
+            continue
+        cache = point.cache
+        assert cache and cache["source"], point.key
+        if cache["hits"] is not None:  # a counted cache: requests were made during the runs
+            assert cache["hits"] + cache["misses"] > 0, point.key
+            assert 0 <= cache["hit_ratio"] <= 1, point.key
+        elif cache["mapped_bytes"] is not None:  # slapd: its data file partly in memory
+            assert 0 < cache["resident_share"] <= 1, point.key
+        else:  # a cache inside named: its configured size at least
+            assert cache["configured_bytes"], point.key
+
+
+def test_report_has_the_tables_and_the_plot(scale_run: Path) -> None:
+    markdown = (scale_run / "results.md").read_text()
+    for title in ("### uniform mix: QPS / p99 under load",
+                  "### popular mix: QPS / p99 under load", "### Every cell"):
+        assert title in markdown
+    assert f"{LARGE:,} zones" in markdown
+    assert "## 1 thread" not in markdown  # no `run` tables in a scale-only file
+    assert (scale_run / "scale.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_add_to_merges_and_replaces(scale_run: Path, run_root: Path) -> None:
+    before = {p.key: p for p in load_results(scale_run).scale}
+    done = _bench(run_root, "--profile", "tiny", "--drivers", "memory", "--zones-counts",
+                  f"100,{SMALL}", "--shapes", "10x200", "--mixes", "popular", "--add-to",
+                  str(scale_run))
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = load_results(scale_run)
+    after = {p.key: p for p in results.scale}
+    added = {("memory", 100, 10, "popular"), ("memory", 10, 200, "popular")}
+    assert set(after) == set(before) | added
+    assert after["memory", 10, 200, "popular"].shape
+    # Measured again: a new cell in the old one's place, every other cell untouched.
+    assert after["memory", SMALL, 10, "popular"] != before["memory", SMALL, 10, "popular"]
+    for key in set(before) - {("memory", SMALL, 10, "popular")}:
+        assert after[key] == before[key], key
+    assert [r["command"] for r in results.meta["added_runs"]] == ["scale"]
+    markdown = (scale_run / "results.md").read_text()
+    assert "Zone shape, popular mix" in markdown and "Points added by later runs" in markdown
+
+
+def test_add_to_refuses_other_measuring_conditions(scale_run: Path, run_root: Path) -> None:
+    done = _bench(run_root, "--profile", "tiny", "--drivers", "memory", "--zones-counts", "100",
+                  "--zipf", "2", "--add-to", str(scale_run), timeout=600)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "error: the results were measured with zipf_exponent=1.0, not 2.0: their cells would "
+        "not be comparable"]
+
+
+def test_no_server_is_left_running(scale_run: Path, run_root: Path) -> None:
+    assert processes_under(run_root) == []
