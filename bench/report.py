@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.dnsperf import DnsperfRun
 from bench.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
+from bench.plotstyle import driver_style
 from bench.prober import LatencyStats
 from bench.report_capacity import render_capacity, render_capacity_plots
 from bench.report_scale import render_scale, render_scale_plot
@@ -524,10 +525,10 @@ def _plot_startup(results: Results, path: Path) -> Path:
         mine = sorted((p for p in points if p.driver == driver), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
         sized = [p for p in mine if p.named_rss_kb is not None]
-        ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed], "o-",
-                     label=driver)
-        ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized], "o-",
-                    label=driver)
+        ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],
+                     **driver_style(driver))
+        ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized],
+                    **driver_style(driver))
     for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "named peak RSS (MiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.plotstyle import driver_style
 from bench.results import Results, SizeCell
 from servers import report_order
 
@@ -169,9 +170,9 @@ def render_scale_plot(results: Results, out_dir: Path) -> list[Path]:
             points = sorted((p for p in mine if p.driver == driver), key=lambda p: p.zones)
             qps = [p for p in points if p.cell.qps.median is not None]
             p99 = [p for p in points if _p99(p) is not None]
-            row[0].plot([p.zones for p in qps], [p.cell.qps.median for p in qps], "o-",
-                        label=driver)
-            row[1].plot([p.zones for p in p99], [_p99(p) for p in p99], "o-", label=driver)
+            row[0].plot([p.zones for p in qps], [p.cell.qps.median for p in qps],
+                        **driver_style(driver))
+            row[1].plot([p.zones for p in p99], [_p99(p) for p in p99], **driver_style(driver))
         for ax, what in zip(row, ("queries per second", "p99 under load (us)"), strict=True):
             ax.set_xscale("log")
             ax.set_yscale("log")

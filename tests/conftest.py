@@ -4,6 +4,7 @@ run root for the tests that start `python3 -m bench`, also removed afterwards.""
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +12,12 @@ from pathlib import Path
 import pytest
 
 from base.process import new_run_dir
+
+# A suite started in the background by a non-interactive shell (`nohup make test &`) inherits
+# SIGINT ignored, and an ignored signal stays ignored across exec: every Ctrl-C test then sent a
+# signal nobody received (22 failed so). A handler installed here is reset to the default in
+# every child at exec, so the commands under test receive Ctrl-C as from a terminal.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="module")

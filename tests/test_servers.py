@@ -340,6 +340,21 @@ def test_named_wait_answers_times_out_with_log(run_dir: Path):
     assert server.pids() == []
 
 
+def test_named_wait_answers_stops_at_a_zone_that_failed_to_load(run_dir: Path):
+    """A zone named will not load never answers: waiting stops at its log line, not the timeout."""
+    zone = run_dir / "too-many.db"
+    mx = "".join(f"@ 3600 IN MX {i} mail{i}.x.test.\n" for i in range(101))
+    zone.write_text("$TTL 3600\n@ IN SOA ns.x.test. host.x.test. 1 3600 600 86400 60\n"
+                    f"@ IN NS ns.x.test.\nns IN A 192.0.2.1\n{mx}")
+    server = Named(run_dir / "ns-toomany", f'zone "x.test" {{ type primary; file "{zone}"; }};')
+    server.start()
+    with pytest.raises(UserError) as failure:
+        server.wait_answers("x.test", timeout=300)
+    assert "zone x.test/IN: not loaded due to errors." in str(failure.value)
+    assert "too many records" in str(failure.value)
+    assert server.pids() == []
+
+
 # --- interrupted by a signal --------------------------------------------------------------------
 
 # Runs in a child Python: start one server, print its pids, then wait to be signalled.

@@ -1,0 +1,23 @@
+"""One look per server in every per-driver plot.
+
+The registry has more servers than matplotlib's ten default colours: native and bdbhpt-p were
+drawn in the same blue. tab20's dark shades go to the first ten servers and its light ones to
+the next ten, each with its own marker too.
+"""
+
+from __future__ import annotations
+
+from servers import server_names
+
+_MARKERS = "osD^v<>ph*"
+
+
+def driver_style(driver: str) -> dict[str, object]:
+    """matplotlib keyword arguments for the line of `driver` (the same in every plot)."""
+    import matplotlib
+
+    names = server_names()
+    index = names.index(driver) if driver in names else len(names)
+    shade = (2 * index) % 20 + (index // 10) % 2
+    return {"color": matplotlib.colormaps["tab20"](shade),
+            "marker": _MARKERS[index % len(_MARKERS)], "linestyle": "-", "label": driver}
