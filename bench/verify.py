@@ -405,6 +405,26 @@ def _rrsig_ttl(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
             and without_dnssec_material(merged, answer_types=()) == dlz)
 
 
+# What a parent zone signs at a delegation point (the NS RRset there is not signed; NSEC3
+# records live at hashed owners).
+_PARENT_SIDE_SIGNED = frozenset({"DS", "NSEC"})
+
+
+def _rrsig_at_delegation(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                         facts: ZoneFacts) -> bool:
+    if rdtype != "RRSIG" or qname not in facts.delegations or not _is_referral(
+            without_dnssec_material(native, authority_types=("RRSIG", "DS", *_DENIAL_TYPES)),
+            qname):
+        return False
+    apex = facts.zone_of(qname.parent())
+    return (apex is not None and dlz.rcode == "NOERROR" and not dlz.aa and bool(dlz.answer)
+            and all(rr[0] == _owner(qname) and rr[2] == "RRSIG"
+                    and rr[3].split()[0] in _PARENT_SIDE_SIGNED for rr in dlz.answer)
+            and bool(dlz.authority)
+            and all(rr[0] == _owner(apex) and rr[2] == "NS" for rr in dlz.authority)
+            and all(rr[2] in ("A", "AAAA") for rr in dlz.additional))
+
+
 def _any_hides_dnssec(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
                       facts: ZoneFacts) -> bool:
     return rdtype == "ANY" and _equal_unsigned(native, dlz, answer=DNSSEC_TYPES)
@@ -533,6 +553,15 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
         "lowers its TTL to the smallest record's; query.c answers RRSIG as ANY "
         "(query_respond_any) from sdlz's allrdatasets()",
         _rrsig_ttl),
+    BindClass(
+        "rrsig-at-delegation",
+        "RRSIG at a delegation point: DLZ answers the parent side's signatures there (over "
+        "its NSEC and DS) without AA, with the zone's own NS RRset in the authority section; "
+        "native BIND gives the referral",
+        "query.c asks for type ANY when the query is for RRSIG, sdlz.c find() returns "
+        "DNS_R_ZONECUT for ANY at a zone cut, and query_respond_any() answers the node's "
+        "RRSIGs; query_addauth() then adds the apex NS (query_addns)",
+        _rrsig_at_delegation),
     BindClass(
         "any-hides-dnssec",
         "ANY at a signed name: DLZ leaves out DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM and RRSIG",

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import dns.name
@@ -194,7 +195,7 @@ DRIVERS = [s.name for s in SERVERS if s.name not in REFERENCE and s.is_built()]
 # What the signed coverage set must show through BIND's DLZ path, each at least once.
 EXPECTED_CLASSES = {"unsigned-answer", "unsigned-wildcard", "nodata-no-proof",
                     "nxdomain-no-proof", "referral-no-ds", "referral-no-proof",
-                    "dnssec-type-unsigned", "rrsig-ttl"}
+                    "dnssec-type-unsigned", "rrsig-ttl", "rrsig-at-delegation"}
 
 
 @pytest.fixture(scope="module")
@@ -329,3 +330,25 @@ def test_rrsig_ttls_merged_at_a_name_are_the_rrsig_ttl_class() -> None:
     assert classify((www, "RRSIG"), native, merged, _FACTS) == "rrsig-ttl"
     assert classify_transfer(COVERAGE_ORIGIN, native, merged) == "rrsig-ttl"
     assert classify_transfer(COVERAGE_ORIGIN, native, _answer(answer=sigs[:1])) == "driver"
+
+
+def test_rrsig_query_at_a_delegation_is_the_rrsig_at_delegation_class() -> None:
+    """Native refers; DLZ answers the parent side's RRSIG there with the apex NS."""
+    sub = dns.name.from_text("sub.cov.test.")
+    facts = replace(_FACTS, delegations=frozenset({sub}))
+    ns_rr = ("sub.cov.test.", 3600, "NS", "ns.sub.cov.test.")
+    nsec = ("sub.cov.test.", 300, "NSEC", "www.cov.test. NS RRSIG NSEC")
+    nsec_sig = ("sub.cov.test.", 300, "RRSIG", f"NSEC {_SIG}")
+    native = _answer(aa=False, authority=(ns_rr, nsec, nsec_sig))
+    apex_ns = ("cov.test.", 3600, "NS", "ns1.cov.test.")
+    glue = ("ns1.cov.test.", 3600, "A", "192.0.2.1")
+    dlz = _answer(aa=False, answer=(nsec_sig,), authority=(apex_ns,), additional=(glue,))
+    assert classify((sub, "RRSIG"), native, dlz, facts) == "rrsig-at-delegation"
+    # A signature over a child-side type, or the child's NS in the authority: the driver's.
+    child_sig = ("sub.cov.test.", 300, "RRSIG", f"A {_SIG}")
+    assert classify((sub, "RRSIG"), native, replace(dlz, answer=frozenset({child_sig})),
+                    facts) == "driver"
+    assert classify((sub, "RRSIG"), native, replace(dlz, authority=frozenset({ns_rr})),
+                    facts) == "driver"
+    # Not a delegation in the data: the driver's too.
+    assert classify((sub, "RRSIG"), native, dlz, _FACTS) == "driver"
