@@ -87,6 +87,9 @@ class Setup:
     # (queries per second) every server is asked to carry, to compare them at the same load.
     steps: tuple[float, ...] = capacity.DEFAULT_STEPS
     common_rate: float | None = None
+    # Every query carries the DO bit (EDNS0): dnsperf's and the prober's `-D`, and the answer
+    # check asks with it too, so signed data is answered with its signatures where BIND can.
+    dnssec: bool = False
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -327,7 +330,8 @@ class Runner:
 
     def _dnsperf_options(self, named: Named) -> dict:
         return {"clients": clients_for(self.profile, named.threads),
-                "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus}
+                "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus,
+                "extra": dnsperf.DNSSEC_OK if self.setup.dnssec else ()}
 
     def dnsperf(self, named: Named, seconds: float) -> dnsperf.DnsperfRun:
         return dnsperf.run_dnsperf("127.0.0.1", named.port, self.setup.query_file,
@@ -335,7 +339,8 @@ class Runner:
 
     def probe(self, named: Named) -> prober.LatencyStats:
         return prober.probe("127.0.0.1", named.port, self.setup.query_file,
-                            self.profile.probes, cpu_list=self.load_cpus)
+                            self.profile.probes, cpu_list=self.load_cpus,
+                            dnssec=self.setup.dnssec)
 
     def wait_all_zones(self, named: Named) -> None:
         """Every zone answers before anything is checked or timed.
@@ -348,12 +353,13 @@ class Runner:
 
     def count_mismatches(self, server: ServerKind, named: Named) -> int:
         """Answers that differ from the reference server's beyond BIND's own DLZ-path classes."""
+        dnssec = self.setup.dnssec
         if server == self.setup.reference:
-            self.reference = {q: ask(named, q) for q in self.check}
+            self.reference = {q: ask(named, q, dnssec) for q in self.check}
             return 0
         wrong = 0
         for query in self.check:
-            diff = compare_answers(query, self.reference[query], ask(named, query))
+            diff = compare_answers(query, self.reference[query], ask(named, query, dnssec))
             if diff is not None and classify(query, *diff, self.facts) == "driver":
                 wrong += 1
         return wrong

@@ -111,7 +111,7 @@ def refuse_signed_input(zone: Zone) -> None:
     found = sorted({r.rdtype for r in zone.records} & SIGNER_TYPES)
     if found:
         raise UserError(f"zone {zone.origin} is signed already (it holds {', '.join(found)}): "
-                        "give it without --sign")
+                        "signing takes unsigned zones")
 
 
 def check_signed(zone: Zone, where: str = "") -> None:
