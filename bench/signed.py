@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections.abc import Callable
 
 import dns.exception
 import dns.flags
 import dns.message
 import dns.query
 
-from bench import prober
 from bench.datasets import Stream
 from bench.progress import StepProgress
 from bench.results import Cell, Results, SignedCell, save_results
@@ -106,27 +106,19 @@ class SignedRunner(Runner):
         run_dir.mkdir(parents=True, exist_ok=True)
         return dataclasses.replace(self.setup, stream=stream, run_dir=run_dir, dnssec=True)
 
-    def run(self) -> Results:
-        print(f"expected duration: about {self.progress.seconds_left() / 60:.0f} min "
-              "(without the loads)", flush=True)
-        self.results.prober_floor = prober.measure_floor(self.profile.probes,
-                                                          cpu_list=self.load_cpus)
-        for server in [self.setup.reference, *self.setup.servers]:
-            self.run_server(server)
-        return self.results
-
     def run_server(self, server: ServerKind) -> None:
         for variant in self.variants:
             variant.run_server(server)
 
 
-def _phase(label: str) -> Phase:
-    return next(p for p in PHASES if p.label == label)
+def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
+    return next(p for p in PHASES if p.run is run)
 
 
 # run's phases up to the loaded latency, then the reply check (module docstring).
 SIGNED_PHASES: tuple[Phase, ...] = (
-    *(_phase(label) for label in ("startup", "checking answers against the reference",
-                                  "warm-up", "unloaded latency", "QPS", "loaded latency")),
+    *(_phase(run) for run in (Runner.start_server, Runner.check_answers, Runner.warm_up,
+                              Runner.unloaded_latency, Runner.measure_qps,
+                              Runner.loaded_latency)),
     Phase("reply sizes", lambda p: 0.5 + p.check_queries * 0.001, VariantRunner.reply_sizes),
 )
