@@ -81,7 +81,10 @@ def test_stores_hold_more_when_signed(signed_run: Path) -> None:
     for server in SERVERS:
         unsigned, signed = points[server, "unsigned"], points[server, "signed"]
         assert signed.records > unsigned.records, server
-        assert signed.store_bytes > unsigned.store_bytes, server
+    # Stores whose files are nothing but the data (a database server's files also hold its
+    # logs and preallocated WAL, which a few kilobytes of signatures need not change).
+    for server in ("native", "memory"):
+        assert points[server, "signed"].store_bytes > points[server, "unsigned"].store_bytes
 
 
 def test_native_signed_replies_are_larger_and_dlz_ones_are_not_signed(
