@@ -17,6 +17,8 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	mariadb-server default-libmysqlclient-dev \
 	slapd ldap-utils libldap-dev libsasl2-dev \
 	libdb-dev db-util \
+	pdns-server pdns-backend-pgsql pdns-backend-mysql pdns-backend-lmdb pdns-backend-bind \
+	nsd knot knot-dnsutils \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2
 

@@ -24,7 +24,7 @@ from bench.report_capacity import render_capacity, render_capacity_plots
 from bench.report_scale import render_scale, render_scale_plot
 from bench.report_signed import render_signed, render_signed_plot
 from bench.results import Cell, Results, StartupPoint
-from servers import report_order
+from servers import group_of, report_order
 
 NONE = "–"
 WARN = "⚠"
@@ -249,10 +249,20 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     connections = sorted({c.connections for c in cells})
     title = f"## {threads} thread{'s' if threads != 1 else ''}"
     lines = [title + f" (database connections: {', '.join(map(str, connections))})", ""]
+    lines += [render_groups([c.driver for c in cells]), ""]
     lines += _table([f"threads {threads}"] + [column_label(c) for c in cells], rows)
     if notes.lines:
         lines += [""] + notes.render()
     return lines + [""]
+
+
+def render_groups(drivers: list[str]) -> str:
+    """The columns' groups, left to right (README: the question each group answers)."""
+    groups: dict[str, list[str]] = {}
+    for driver in drivers:
+        groups.setdefault(group_of(driver) or "other", []).append(driver)
+    return "Columns: " + " | ".join(f"{group}: {', '.join(names)}"
+                                    for group, names in groups.items())
 
 
 # ---------------------------------------------------------------- detail tables

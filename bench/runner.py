@@ -29,8 +29,8 @@ from bench.progress import StepProgress
 from bench.results import Cell, QpsSummary, Results, save_results
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
+from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
-from servers.named import Named
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
 
@@ -134,7 +134,7 @@ class Measuring:
     """One cell being measured: the store, the server started over it, and its figures."""
 
     loaded: LoadedStore
-    named: Named
+    named: DnsServer
     cell: Cell
 
 
@@ -296,7 +296,7 @@ class Runner:
             clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
         save_results(self.results, self.setup.out_dir)
 
-    def offered_step(self, named: Named, percent: float | None, target: float) -> capacity.Step:
+    def offered_step(self, named: DnsServer, percent: float | None, target: float) -> capacity.Step:
         """dnsperf held at `target` queries per second for one step, the prober measuring
         latency beside it (one socket per probe, so every worker is sampled)."""
         time.sleep(1.0)  # a backlog left by an overloaded step drains first
@@ -328,21 +328,21 @@ class Runner:
 
     # --- tools of the phases ----------------------------------------------------------------
 
-    def _dnsperf_options(self, named: Named) -> dict:
+    def _dnsperf_options(self, named: DnsServer) -> dict:
         return {"clients": clients_for(self.profile, named.threads),
                 "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus,
                 "extra": dnsperf.DNSSEC_OK if self.setup.dnssec else ()}
 
-    def dnsperf(self, named: Named, seconds: float) -> dnsperf.DnsperfRun:
+    def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
         return dnsperf.run_dnsperf("127.0.0.1", named.port, self.setup.query_file,
                                    duration=seconds, **self._dnsperf_options(named))
 
-    def probe(self, named: Named) -> prober.LatencyStats:
+    def probe(self, named: DnsServer) -> prober.LatencyStats:
         return prober.probe("127.0.0.1", named.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus,
                             dnssec=self.setup.dnssec)
 
-    def wait_all_zones(self, named: Named) -> None:
+    def wait_all_zones(self, named: DnsServer) -> None:
         """Every zone answers before anything is checked or timed.
 
         Startup is timed to the last zone of the data set, but native BIND with several
@@ -351,8 +351,9 @@ class Runner:
         for zone in sorted(self.facts.origins - {dns.name.root}):
             named.wait_answers(zone.to_text(), "SOA", timeout=self.profile.startup_timeout_s)
 
-    def count_mismatches(self, server: ServerKind, named: Named) -> int:
-        """Answers that differ from the reference server's beyond BIND's own DLZ-path classes."""
+    def count_mismatches(self, server: ServerKind, named: DnsServer) -> int:
+        """Answers that differ from the reference server's beyond the server's known classes
+        (a DLZ driver's: BIND's own DLZ-path classes)."""
         dnssec = self.setup.dnssec
         if server == self.setup.reference:
             self.reference = {q: ask(named, q, dnssec) for q in self.check}
@@ -360,11 +361,12 @@ class Runner:
         wrong = 0
         for query in self.check:
             diff = compare_answers(query, self.reference[query], ask(named, query, dnssec))
-            if diff is not None and classify(query, *diff, self.facts) == "driver":
+            if diff is not None and classify(query, *diff, self.facts,
+                                             server.answer_classes) == "driver":
                 wrong += 1
         return wrong
 
-    def time_update(self, loaded: LoadedStore, named: Named) -> float | None:
+    def time_update(self, loaded: LoadedStore, named: DnsServer) -> float | None:
         """ms from the store's update until named answers the new record."""
         zone = next(iter(self.setup.stream()))
         marker = dns.name.Name((b"dlzbench-update",) + zone.origin.labels)
@@ -409,7 +411,7 @@ def phases_of(profile: Profile) -> tuple[Phase, ...]:
     return (*PHASES[:6], CAPACITY_SWEEP, *PHASES[6:])
 
 
-def _wait_for_txt(named: Named, name: dns.name.Name, value: str, timeout: float) -> bool:
+def _wait_for_txt(named: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

@@ -17,8 +17,8 @@ from base.netns import DatabaseHost
 from base.process import keep_only_logs
 from bench.loading import LoadStats, timed_load
 from servers import get_server
+from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
-from servers.named import Named
 from stores.store import Store
 from zonedata.model import Zone
 
@@ -41,7 +41,7 @@ class LoadedStore:
         return self.load.last_zone
 
     def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
-              port: int | None = None) -> Named:
+              port: int | None = None) -> DnsServer:
         """A server (not started) answering from this store's data."""
         return self.server.build(self.target, run_dir / f"named-{self.driver}-{threads}",
                                  threads=threads, connections=connections or threads, port=port)
@@ -53,7 +53,7 @@ class LoadedStore:
 @dataclass
 class Served:
     loaded: LoadedStore
-    named: Named
+    named: DnsServer
 
 
 @contextmanager

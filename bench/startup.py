@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +24,6 @@ from bench.accounting import peak_rss_kb
 from bench.results import StartupPoint
 from servers import get_server
 from servers.kind import ServerKind
-from servers.named import Named
 from stores.store import Store
 from zonedata.generator import zone_name
 from zonedata.model import name_key
@@ -69,15 +67,6 @@ def load_in_child(store: Store, zones: int, records: int, seed: int, data: Path,
     return json.loads(figures.read_text())[0]
 
 
-def _zones_loaded(named: Named) -> int:
-    """Zones named reported loaded so far (native BIND logs one line per zone)."""
-    try:
-        text = named.log_path.read_text(errors="replace")
-    except OSError:
-        return 0
-    return len(re.findall(r": loaded serial ", text))
-
-
 def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
                  timeout: float) -> StartupPoint:
     """named from exec until it answers for the last zone; a named still loading at the
@@ -91,7 +80,7 @@ def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
         deadline = named.exec_time + timeout
         while not named.answers(last):
             if not named.pids():
-                point.status, point.error = "failed", "named exited during start-up"
+                point.status, point.error = "failed", f"{named.program} exited during start-up"
                 break
             if time.monotonic() > deadline:
                 point.status = "timeout"
@@ -101,12 +90,12 @@ def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
         else:
             point.startup_ms = (time.monotonic() - named.exec_time) * 1000
         point.named_rss_kb = peak_rss_kb(named.pids()) if named.pids() else None
-    except UserError as exc:  # named refused its configuration
+    except UserError as exc:  # the server refused its configuration
         point.status, point.error = "failed", str(exc).splitlines()[0]
     finally:
         named.stop()
     if point.status != "ok":
-        loaded = _zones_loaded(named)
+        loaded = named.zones_loaded()
         if loaded:
             point.error += f" ({loaded:,} of {zones:,} zones loaded)"
     return point

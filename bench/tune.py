@@ -33,7 +33,7 @@ from bench.results import Cell, Recommendation, Results, ScalePoint, Tuning, sav
 from bench.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
 from bench.serving import LoadedStore, loaded_store
 from bench.verify import ask
-from servers.named import Named
+from servers.dnsserver import DnsServer
 
 # A setting is as good as the best when its QPS is within this fraction of the best's.
 TOLERANCE = 0.05
@@ -221,7 +221,7 @@ class Tuner(Runner):
                                [named], [server])
         pin_processes(loaded.server_pids(), self.server_cpus or _cpu_text(cpus))
 
-    def measure_point(self, point: ScalePoint, servers: list[Named],
+    def measure_point(self, point: ScalePoint, servers: list[DnsServer],
                       cpus: list[list[int]]) -> None:
         """Start every server (each pinned to its CPUs), one warm-up and one measured dnsperf
         load against their shared port; the requests each received."""

@@ -52,7 +52,9 @@ import dns.rrset
 
 from servers import DLZ_CEILING as MEMORY
 from servers import REFERENCE as NATIVE
-from servers.named import Named
+from servers import get_server
+from servers.dlz import DLZ_ANSWER_CLASSES, DLZ_PATH_CLASSES
+from servers.dnsserver import DnsServer
 from zonedata.model import Zone, empty_nonterminals
 
 Query = tuple[dns.name.Name, str]
@@ -134,7 +136,7 @@ def _udp_limit(response: dns.message.Message) -> int:
     return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
 
 
-def ask(named: Named, query: Query, dnssec: bool = False) -> Reply:
+def ask(named: DnsServer, query: Query, dnssec: bool = False) -> Reply:
     """The UDP answer, with the TCP answer when the UDP one may not be complete; both with the
     DO bit when dnssec."""
     udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD, dnssec=dnssec))
@@ -160,7 +162,7 @@ def compare_answers(query: Query, reference: Reply, other: Reply) -> tuple[Answe
     return None if expected == got else (expected, got)
 
 
-def transfer(named: Named, zone: dns.name.Name, source: str | None = None) -> Answer:
+def transfer(named: DnsServer, zone: dns.name.Name, source: str | None = None) -> Answer:
     """A full zone transfer reduced to its set of RRs; the rcode says why it failed."""
     try:
         messages = list(dns.query.xfr("127.0.0.1", zone, port=named.port, timeout=30,
@@ -223,36 +225,57 @@ def nsec3_chain_owners(zone: Zone) -> set[dns.name.Name]:
             if "NSEC3" in present and present <= {"NSEC3", "RRSIG"}}
 
 
-def classify(query: Query, native: Answer, dlz: Answer, facts: ZoneFacts) -> str:
-    """The BIND_CLASSES name whose exact shape a native-vs-DLZ difference has, else DRIVER.
+def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
+             classes: Iterable[str] = DLZ_ANSWER_CLASSES) -> str:
+    """The known class(es) a difference from native BIND belongs to, else DRIVER.
+
+    `classes` are KNOWN_CLASSES names (a server's answer_classes): a BIND DLZ-path class
+    names a difference when the difference has exactly its shape; another server's
+    behaviours are normalisations, and a difference belongs to those (joined with "+") that
+    take it away entirely, applied in the server's order.
 
     With the DO bit, a difference of one of the unsigned-path classes' shapes once native's
     DNSSEC records are taken away (a cross-zone chain, say) is counted in that class: that
     the DLZ answer also lacks the signatures and proofs is what every DLZ answer does.
     """
     qname, rdtype = query
-    for cls in BIND_CLASSES.values():
-        if cls.matches(qname, rdtype, native, dlz, facts):
+    known = [KNOWN_CLASSES[name] for name in classes]
+    bind_classes = [cls for cls in known if isinstance(cls, BindClass)]
+    for cls in bind_classes:
+        if cls.matches(qname, rdtype, native, other, facts):
             return cls.name
     stripped = without_dnssec_material(native)
     if stripped != native:
-        for cls in BIND_CLASSES.values():
-            if cls.name in UNSIGNED_PATH_CLASSES and cls.matches(qname, rdtype, stripped, dlz,
-                                                                 facts):
+        for cls in bind_classes:
+            if cls.name in UNSIGNED_PATH_CLASSES and cls.matches(qname, rdtype, stripped,
+                                                                 other, facts):
                 return cls.name
+    applied: list[str] = []
+    for cls in known:
+        if not isinstance(cls, ServerBehaviour):
+            continue
+        pair = cls.normalize(qname, rdtype, native, other, facts)
+        if pair is not None and pair != (native, other):
+            native, other = pair
+            applied.append(cls.name)
+            if native == other:
+                return "+".join(applied)
     return DRIVER
 
 
-def classify_transfer(zone: dns.name.Name, native: Answer, dlz: Answer) -> str:
-    """A zone transfer's difference: the root zone's (DLZ refuses it), and a signed zone's
-    RRSIGs at one name sharing the lowest TTL, are BIND's."""
-    refused = dlz.rcode != "NOERROR" and not dlz.answer
-    if zone == dns.name.root and refused:
+def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
+                      classes: Iterable[str] = DLZ_ANSWER_CLASSES) -> str:
+    """A zone transfer's difference: the root zone's (DLZ refuses it), a signed zone's RRSIGs
+    at one name sharing the lowest TTL (DLZ), and another server's behaviours."""
+    classes = list(classes)
+    refused = other.rcode != "NOERROR" and not other.answer
+    if "root-zone" in classes and zone == dns.name.root and refused:
         return "root-zone"
-    if _has_type(native.answer, "RRSIG") and replace(
-            native, answer=merged_rrsig_ttls(native.answer)) == dlz:
+    if "rrsig-ttl" in classes and _has_type(native.answer, "RRSIG") and replace(
+            native, answer=merged_rrsig_ttls(native.answer)) == other:
         return "rrsig-ttl"
-    return DRIVER
+    return classify((zone, "AXFR"), native, other, ZoneFacts.of(()), [
+        name for name in classes if isinstance(KNOWN_CLASSES[name], ServerBehaviour)])
 
 
 def _owner(qname: dns.name.Name) -> str:
@@ -619,9 +642,266 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
 )}
 
 # The classes of an unsigned data set, also judged on a signed one less its DNSSEC records.
-UNSIGNED_PATH_CLASSES = frozenset({"root-zone", "ds-parent-side", "soa-nxdomain-ttl",
-                                   "any-at-ent", "any-at-delegation", "nsec-at-cname",
-                                   "cross-zone-chain"})
+UNSIGNED_PATH_CLASSES = frozenset(DLZ_PATH_CLASSES)
+
+
+# --- other servers' known differences --------------------------------------------------------
+#
+# Another server's differences from native BIND are behaviours of that server, several of
+# which can meet in one answer (a positive answer without the authority NS RRset, whose
+# rdata names also come back in lower case). So each is a normalisation: it removes exactly
+# its own effect from a (native, other) pair when the pair has its shape, and a difference
+# belongs to the classes whose normalisations, applied in the server's order, make the two
+# answers equal ("knot-minimal-authority+knot-rdata-name-case"); anything left is DRIVER.
+
+# Types whose rdata text holds only names and numbers, so lower-casing it folds the names.
+_NAME_RDATA_TYPES = frozenset({"NS", "CNAME", "DNAME", "PTR", "MX", "SRV", "SOA"})
+# Types whose last rdata field is a name the server may add addresses for (additional data).
+_TARGET_TYPES = frozenset({"NS", "MX", "SRV"})
+
+Pair = tuple[Answer, Answer]
+Normalize = Callable[[dns.name.Name, str, Answer, Answer, ZoneFacts], Pair | None]
+
+
+@dataclass(frozen=True)
+class ServerBehaviour:
+    """A difference another server makes from native BIND on the same data, as a
+    normalisation (None: the pair does not have its shape)."""
+
+    name: str
+    summary: str
+    mechanism: str
+    normalize: Normalize
+
+    def describe(self) -> str:
+        return f"{self.summary} ({self.mechanism})"
+
+
+def _fold_rr(rr: Rr) -> Rr:
+    return (rr[0], rr[1], rr[2], rr[3].lower()) if rr[2] in _NAME_RDATA_TYPES else rr
+
+
+def _folded(a: Answer) -> Answer:
+    return replace(a, answer=frozenset(map(_fold_rr, a.answer)),
+                   authority=frozenset(map(_fold_rr, a.authority)),
+                   additional=frozenset(map(_fold_rr, a.additional)))
+
+
+def _rdata_name_case(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                     facts: ZoneFacts) -> Pair | None:
+    return _folded(native), _folded(other)
+
+
+def _targets(rrs: Iterable[Rr]) -> set[str]:
+    """Names at the end of NS, MX and SRV rdata (what additional addresses are for)."""
+    return {rr[3].split()[-1].lower() for rr in rrs if rr[2] in _TARGET_TYPES}
+
+
+def _only_addresses_of(additional: frozenset[Rr], names: set[str]) -> bool:
+    return all(rr[2] in ("A", "AAAA") and rr[0] in names for rr in additional)
+
+
+def _minimal_authority(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                       facts: ZoneFacts) -> Pair | None:
+    """A positive answer without the zone's NS RRset in the authority section, and without
+    the additional addresses that were there only for it."""
+    if not (native.rcode == other.rcode == "NOERROR" and native.answer and native.authority
+            and not other.authority and all(rr[2] == "NS" for rr in native.authority)):
+        return None
+    keep = _targets(native.answer)
+    ns_only = _targets(native.authority) - keep
+    return replace(native, authority=frozenset(), additional=frozenset(
+        rr for rr in native.additional if rr[0] not in ns_only)), other
+
+
+def _any_one_rrset(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """ANY answered with one of the name's RRsets, no authority section, and additional
+    addresses of that RRset's targets only."""
+    rrsets = {(rr[0], rr[2]) for rr in other.answer}
+    if not (rdtype == "ANY" and len(rrsets) == 1 and other.answer <= native.answer
+            and native.rcode == other.rcode == "NOERROR" and native.aa == other.aa
+            and not other.authority
+            and _only_addresses_of(other.additional, _targets(other.answer))):
+        return None
+    return other, other
+
+
+def _any_to_tcp(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                facts: ZoneFacts) -> Pair | None:
+    """ANY over UDP answered with an empty truncated response."""
+    if rdtype == "ANY" and other.tc and not (other.answer or other.authority
+                                             or other.additional):
+        return other, other
+    return None
+
+
+# The octets PowerDNS accepts in a query name without 8bit-dns (its packet handler's check).
+_PDNS_NAME_OCTETS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                              b"0123456789-_*./@ \\:")
+
+
+def _servfail_8bit(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """SERVFAIL, nothing else, for a query name with an octet PowerDNS refuses."""
+    odd = any(octet not in _PDNS_NAME_OCTETS for label in qname.labels for octet in label)
+    if odd and other.rcode == "SERVFAIL" and not (other.answer or other.authority
+                                                   or other.additional):
+        return other, other
+    return None
+
+
+def _dname_not_processed(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                         facts: ZoneFacts) -> Pair | None:
+    """Below a DNAME: NXDOMAIN with the zone's SOA instead of the DNAME and its CNAME."""
+    dnames = [dns.name.from_text(rr[0]) for rr in native.answer if rr[2] == "DNAME"]
+    zone = facts.zone_of(qname)
+    if not (zone is not None and any(qname.is_subdomain(d) and qname != d for d in dnames)
+            and other.rcode == "NXDOMAIN" and not other.answer and other.authority
+            and all(rr[2] == "SOA" and rr[0] == _owner(zone) for rr in other.authority)):
+        return None
+    return other, other
+
+
+def _when(shape: Shape) -> Normalize:
+    """A BIND-class shape (a predicate on the pair) as a normalisation."""
+    def normalize(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                  facts: ZoneFacts) -> Pair | None:
+        return (other, other) if shape(qname, rdtype, native, other, facts) else None
+    return normalize
+
+
+def _extra_target_addresses(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                            facts: ZoneFacts) -> Pair | None:
+    """Additional addresses of the answer's NS, MX or SRV targets that native BIND leaves
+    out."""
+    extra = other.additional - native.additional
+    if extra and _only_addresses_of(extra, _targets(other.answer)):
+        return native, replace(other, additional=other.additional - extra)
+    return None
+
+
+def _split_at_nul(name: str) -> str:
+    """An owner as the lmdb backend gives it back: each label with a NUL octet split there,
+    its parts in reverse order."""
+    labels: list[bytes] = []
+    for label in dns.name.from_text(name).labels:
+        labels.extend(reversed(label.split(b"\0")) if b"\0" in label else [label])
+    return dns.name.Name(labels).to_text().lower()
+
+
+def _nul_label_split(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                     facts: ZoneFacts) -> Pair | None:
+    """Native's owners as the lmdb backend spells back a NUL inside a label."""
+    rrs = native.answer | native.authority | native.additional
+    if not any("\\000" in rr[0] for rr in rrs):
+        return None
+    return replace(native, answer=_nul_split(native.answer),
+                   authority=_nul_split(native.authority),
+                   additional=_nul_split(native.additional)), other
+
+
+def _nul_split(rrs: frozenset[Rr]) -> frozenset[Rr]:
+    return frozenset((_split_at_nul(rr[0]), rr[1], rr[2], rr[3]) for rr in rrs)
+
+
+_NAME_CASE = "names inside rdata come back in lower case, or spelled as the query name " \
+             "they were compressed against (names compare case-insensitively)"
+_MINIMAL = "positive answers carry no NS RRset in the authority section, nor the " \
+           "additional addresses that would go with it"
+_ANY_ONE = "ANY is answered with one RRset of the name, without authority section"
+_NSEC_CNAME = "NSEC at a CNAME owner (an unsigned zone): the CNAME is followed; native " \
+              "BIND answers NODATA"
+_ROOT_GLUE = "the root zone's NS (or ANY) answer adds the NS target's addresses, which " \
+             "native BIND 9.18 leaves out of its additional section"
+
+OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
+    ServerBehaviour(
+        "nsd-rdata-name-case", _NAME_CASE,
+        "NSD compresses names case-insensitively, so a name sharing a suffix with the query "
+        "takes the query's spelling, and keeps one spelling per name in its domain table",
+        _rdata_name_case),
+    ServerBehaviour(
+        "nsd-any-one-rrset", _ANY_ONE,
+        "NSD answers ANY with a single RRset (RFC 8482) and adds no NS RRset to it",
+        _any_one_rrset),
+    ServerBehaviour(
+        "nsd-nsec-at-cname", _NSEC_CNAME,
+        "NSD treats NSEC in an unsigned zone as an absent type and follows the CNAME",
+        _when(_nsec_at_cname)),
+    ServerBehaviour(
+        "nsd-cross-zone-chain",
+        "a CNAME (here one synthesised from a DNAME) into another hosted zone is followed "
+        "into it; native BIND stops at the zone boundary",
+        "NSD follows a CNAME into any zone it serves, the root zone included, and answers "
+        "from it (NXDOMAIN with the root's SOA)",
+        _when(_cross_zone_chain)),
+    ServerBehaviour(
+        "nsd-root-glue", _ROOT_GLUE,
+        "NSD adds the addresses of every NS target it holds; BIND's mechanism not traced",
+        _extra_target_addresses),
+    ServerBehaviour(
+        "knot-rdata-name-case", _NAME_CASE,
+        "Knot stores names in lower case when it loads a zone and compresses names "
+        "case-insensitively against the query name",
+        _rdata_name_case),
+    ServerBehaviour(
+        "knot-minimal-authority", _MINIMAL,
+        "Knot DNS answers minimally: the authority section holds NS only for a referral",
+        _minimal_authority),
+    ServerBehaviour(
+        "knot-any-one-rrset", _ANY_ONE,
+        "Knot DNS answers ANY over UDP with a single RRset (RFC 8482)",
+        _any_one_rrset),
+    ServerBehaviour(
+        "knot-root-glue", _ROOT_GLUE,
+        "Knot adds the addresses of every NS target it holds; BIND's mechanism not traced",
+        _extra_target_addresses),
+    ServerBehaviour(
+        "pdns-8bit-dns",
+        "a query name with an octet outside letters, digits and -_*./@ \\: (e.g. ' \" % ( "
+        "$ ; or binary) is answered SERVFAIL, whatever the data",
+        "PowerDNS refuses such names unless 8bit-dns=yes (default no)",
+        _servfail_8bit),
+    ServerBehaviour(
+        "pdns-rdata-name-case", _NAME_CASE,
+        "PowerDNS compresses names case-insensitively, so the SOA of a negative answer "
+        "takes the query name's spelling; the lmdb backend also keeps names inside rdata "
+        "in lower case",
+        _rdata_name_case),
+    ServerBehaviour(
+        "pdns-any-to-tcp",
+        "ANY over UDP: an empty truncated response (the TCP answer is not compared)",
+        "any-to-tcp=yes, PowerDNS's default, sends every ANY query to TCP",
+        _any_to_tcp),
+    ServerBehaviour(
+        "pdns-minimal-authority", _MINIMAL,
+        "PowerDNS 4 adds the NS RRset to the authority section of referrals only",
+        _minimal_authority),
+    ServerBehaviour(
+        "pdns-dname-off",
+        "a name below a DNAME: NXDOMAIN with the zone's SOA; native BIND synthesises the "
+        "CNAME",
+        "dname-processing=no, PowerDNS 4.7's default: a DNAME is served as data only",
+        _dname_not_processed),
+    ServerBehaviour(
+        "pdns-lmdb-nul-label",
+        "an owner name with a NUL octet inside a label comes back split there (nul\\000byte "
+        "as byte.nul); seen in transfers, the queries themselves are pdns-8bit-dns",
+        "the lmdb backend keys records by the name's labels reversed and joined with NUL "
+        "octets, so a NUL inside a label reads back as a label boundary",
+        _nul_label_split),
+    ServerBehaviour(
+        "pdns-root-glue", _ROOT_GLUE,
+        "PowerDNS adds the addresses of every NS target it holds; BIND's mechanism not traced",
+        _extra_target_addresses),
+    ServerBehaviour(
+        "pdns-nsec-at-cname", _NSEC_CNAME,
+        "PowerDNS treats NSEC in an unsigned zone as an absent type and follows the CNAME",
+        _when(_nsec_at_cname)),
+)}
+
+KNOWN_CLASSES: dict[str, BindClass | ServerBehaviour] = {**BIND_CLASSES, **OTHER_CLASSES}
 
 
 # --- counting --------------------------------------------------------------------------------
@@ -656,7 +936,7 @@ class Comparison:
         line = f"{self.driver}: {self.identical}/{self.total} identical"
         if self.driver_differences:
             line += f", {self.driver_differences} DRIVER DIFFERENCES"
-        return line + (f" (BIND DLZ-path classes: {extra})" if extra else "")
+        return line + (f" (known classes: {extra})" if extra else "")
 
 
 def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
@@ -674,49 +954,70 @@ def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
 REFERENCE = (NATIVE, MEMORY)
 
 
-def compare_servers(servers: Mapping[str, Named], queries: Sequence[Query],
+def references_for(names: Iterable[str]) -> list[str]:
+    """The servers a comparison of `names` needs besides them: native BIND, and the server
+    each must answer exactly as (the memory driver for a DLZ driver)."""
+    needed = [NATIVE, *(get_server(name).same_answers_as for name in names)]
+    return [name for name in dict.fromkeys(needed) if name is not None]
+
+
+def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                     zones: Sequence[Zone], *, transfers: bool = True,
                     dnssec: bool = False) -> dict[str, Comparison]:
     """Every query (and every zone's transfer) against every server; a Comparison each.
 
-    servers holds the two references (native BIND, the memory driver) and the drivers. The
-    memory driver's differences from native BIND are classified; a driver must answer exactly
-    as the memory driver does, and is then counted as the memory driver's answer is
-    (identical to native, or in a class). dnssec sets the DO bit on every query.
+    servers holds native BIND and the servers to judge. A server's differences from native
+    BIND are classified by its own answer_classes (ServerKind), except for a server that
+    must answer exactly as another (a DLZ driver: as the memory driver, BIND's DLZ path with
+    a perfect driver, which is in `servers` too): any difference from that one is its own,
+    and otherwise it is counted as that one's answer is (identical to native, or in a class).
+    dnssec sets the DO bit on every query.
     """
     facts = ZoneFacts.of(zones)
-    drivers = {name: named for name, named in servers.items() if name not in REFERENCE}
-    results = {name: Comparison(name) for name in [MEMORY, *drivers]}
+    judged = {name: name for name in servers if name != NATIVE}
+    followers = {name: leader for name in judged
+                 if (leader := get_server(name).same_answers_as) not in (None, name)}
+    leaders = [name for name in judged if name not in followers]
+    results = {name: Comparison(name) for name in judged}
     for query in queries:
-        memory = ask(servers[MEMORY], query, dnssec)
-        diff = compare_answers(query, ask(servers[NATIVE], query, dnssec), memory)
-        judged = (None if diff is None else classify(query, *diff, facts), detail(query, diff))
-        results[MEMORY].add(*judged)
-        for name, named in drivers.items():
-            _judge_driver(results[name], query, judged,
-                          compare_answers(query, memory, ask(named, query, dnssec)))
+        native = ask(servers[NATIVE], query, dnssec)
+        replies = {name: ask(servers[name], query, dnssec) for name in leaders}
+        verdicts = {}
+        for name in leaders:
+            diff = compare_answers(query, native, replies[name])
+            verdicts[name] = (None if diff is None else classify(
+                query, *diff, facts, get_server(name).answer_classes), detail(query, diff))
+            results[name].add(*verdicts[name])
+        for name, leader in followers.items():
+            _judge_driver(results[name], leader, query, verdicts[leader],
+                          compare_answers(query, replies[leader],
+                                          ask(servers[name], query, dnssec)))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
-            memory_rrs = transfer(servers[MEMORY], zone.origin)
-            diff = _differs(transfer(servers[NATIVE], zone.origin), memory_rrs)
-            judged = (None if diff is None else classify_transfer(zone.origin, *diff),
-                      detail(query, diff))
-            results[MEMORY].add(*judged)
-            for name, named in drivers.items():
-                _judge_driver(results[name], query, judged,
-                              _differs(memory_rrs, transfer(named, zone.origin)))
+            native_rrs = transfer(servers[NATIVE], zone.origin)
+            leader_rrs = {name: transfer(servers[name], zone.origin) for name in leaders}
+            verdicts = {}
+            for name in leaders:
+                diff = _differs(native_rrs, leader_rrs[name])
+                verdicts[name] = (None if diff is None else classify_transfer(
+                    zone.origin, *diff, get_server(name).answer_classes), detail(query, diff))
+                results[name].add(*verdicts[name])
+            for name, leader in followers.items():
+                _judge_driver(results[name], leader, query, verdicts[leader],
+                              _differs(leader_rrs[leader], transfer(servers[name], zone.origin)))
     return results
 
 
-def _judge_driver(result: Comparison, query: Query, memory_judged: tuple[str | None, str],
-                  diff_from_memory: tuple[Answer, Answer] | None) -> None:
-    """A driver that answered as the memory driver did is judged as the memory driver was."""
-    if diff_from_memory is None:
-        result.add(*memory_judged)
+def _judge_driver(result: Comparison, leader: str, query: Query,
+                  leader_judged: tuple[str | None, str],
+                  diff_from_leader: tuple[Answer, Answer] | None) -> None:
+    """A driver that answered as its leader (the memory driver) did is judged as it was."""
+    if diff_from_leader is None:
+        result.add(*leader_judged)
     else:
-        result.add(DRIVER, detail(query, diff_from_memory)
-                   + "\n    (expected: the memory driver's answer)")
+        result.add(DRIVER, detail(query, diff_from_leader)
+                   + f"\n    (expected: the {leader} driver's answer)")
 
 
 def _differs(expected: Answer, got: Answer) -> tuple[Answer, Answer] | None:

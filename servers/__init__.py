@@ -11,7 +11,10 @@ from __future__ import annotations
 from base.errors import UserError
 from servers.dlz import DlzNamed
 from servers.kind import ServerKind
+from servers.knot import KnotServer
 from servers.native import NativeNamed
+from servers.nsd import NsdServer
+from servers.pdns import PDNS_CLASSES, PdnsBindServer, PdnsServer
 
 # kib_per_record: named's resident memory per record, from `startup` at a million zones of 10
 # records (docs/results/startup-2026-11-21: native 11,235 MiB, memory 2,320 MiB), rounded up.
@@ -30,6 +33,19 @@ SERVERS: tuple[ServerKind, ...] = (
     DlzNamed("bdbhpt-c", store="bdbhpt", options={"mode": "concurrent"}),
     # A private environment reads a file the loader replaces by rename.
     DlzNamed("bdbhpt-p", store="bdbhpt", options={"mode": "private"}, needs_reload=True),
+    # PowerDNS 4.7 over its own schemas and files; caches off (the backend itself) and its
+    # default caches ("-cached").
+    PdnsServer("pdns-gpgsql", store="pdns_pg"),
+    PdnsServer("pdns-gpgsql-cached", store="pdns_pg", cached=True),
+    PdnsServer("pdns-gmysql", store="pdns_mysql"),
+    PdnsServer("pdns-gmysql-cached", store="pdns_mysql", cached=True),
+    # The lmdb backend adds one class of its own (a NUL octet inside a label).
+    PdnsServer("pdns-lmdb", store="pdns_lmdb",
+               answer_classes=(*PDNS_CLASSES, "pdns-lmdb-nul-label")),
+    PdnsBindServer("pdns-bind", store="native"),
+    # The same zone files as native BIND.
+    NsdServer("nsd", store="native"),
+    KnotServer("knot", store="native"),
 )
 
 # The servers every comparison is made against: native BIND on the same data, and the
@@ -78,6 +94,12 @@ def selected_servers(text: str) -> list[str]:
         if not get_server(name).is_built():
             raise UserError(f"driver {name} is not built (run `make build`)")
     return names
+
+
+def group_of(name: str) -> str:
+    """The results table's column group of a server ("" for a name no longer registered)."""
+    server = _BY_NAME.get(name)
+    return server.group if server is not None else ""
 
 
 def report_order(name: str) -> tuple[int, str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from servers.named import Named
+from servers.dnsserver import DnsServer
 from stores import get_store
 from stores.store import CacheReading, Store
 
@@ -25,10 +25,23 @@ class ServerKind(ABC):
     # The server answers a store update only after `rndc reload` (it reads its data at
     # load time, or keeps a file the loader replaces by rename).
     needs_reload: bool = False
-    # Resident memory of named per record it serves, for a server that holds the whole data
-    # set in its own memory (None: it reads the store on demand). `scale` leaves a data set
-    # that would not fit out, as not measured, instead of driving the machine out of memory.
+    # Resident memory of the server per record it serves, for a server that holds the whole
+    # data set in its own memory (None: it reads the store on demand). `scale` leaves a data
+    # set that would not fit out, as not measured, instead of driving the machine out of
+    # memory.
     kib_per_record: float | None = None
+    # The known differences of its answers from native BIND's: names of bench/verify.py's
+    # classes, each measured on the coverage set and explained by a mechanism of the server.
+    # Any other difference is a wrong answer.
+    answer_classes: tuple[str, ...] = ()
+
+    # Which column group of the results table the server belongs to (README: which question
+    # each group answers).
+    group: ClassVar[str] = ""
+    # A server whose answers must equal another server's exactly (a DLZ driver: the memory
+    # driver's, BIND's DLZ path with a perfect driver); None: compared with native BIND and
+    # judged by its own answer_classes.
+    same_answers_as: ClassVar[str | None] = None
 
     def store_object(self) -> Store:
         return get_store(self.store)
@@ -47,6 +60,8 @@ class ServerKind(ABC):
 
     @abstractmethod
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
-              port: int | None = None) -> Named:
+              port: int | None = None) -> DnsServer:
         """A server instance (not started) in run_dir answering from the store's target;
-        `with` starts it and waits until it serves every zone."""
+        `with` starts it and waits until it serves every zone. `threads` is the server's own
+        worker knob (named -n, PowerDNS receiver threads, NSD server-count, Knot UDP
+        workers); `connections` the connections it keeps to the store's server."""

@@ -9,42 +9,20 @@ reading the stock bind.keys trust anchors), /var/cache/bind or /run/named.
 from __future__ import annotations
 
 import base64
-import os
 import re
 import secrets
-import socket
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
 
-import dns.exception
-import dns.flags
-import dns.message
-import dns.name
-import dns.query
-import dns.rcode
-
-from base.errors import UserError
-from base.process import ManagedProcess, free_port, run_checked
+from base.process import run_checked
 from servers import bindversion
+from servers.dnsserver import DnsServer
 
 _KEY_NAME = "dlzbench-rndc"
-_ENTER_TIMEOUT = 120.0
-_STOP_TIMEOUT = 15.0
 # A wrapper such as Valgrind makes named many times slower to start and to shut down (memcheck
 # writes its report at exit, which a SIGKILL after the normal time-out would lose).
 _WRAPPED_SLOWDOWN = 10.0
-# Per-try timeout while polling: short, so a lost datagram costs little, yet long enough for
-# a driver that has to ask its database before answering.
-_POLL_TRY_TIMEOUT = 0.5
-# Pause between tries when nothing listens yet (the refusal comes back at once).
-_POLL_PAUSE = 0.002
-# named logs this once every zone has loaded (or failed to); before it, a query for a zone
-# file still loading gets SERVFAIL although named already answers.
-_RUNNING_LINE = re.compile(rb" general: notice: running$", re.M)
-_ZONE_NOT_LOADED = re.compile(rb"zone \S+: not loaded due to errors\.", re.M)
 # The counter of a statistics dump (statistics-file) holding every query received over IPv4.
 _REQUESTS_RECEIVED = re.compile(r"^\s*(\d+) IPv4 requests received$", re.M)
 
@@ -53,24 +31,7 @@ def _quote(path: Path) -> str:
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _non_recursive_query(qname: str | dns.name.Name, rdtype: str,
-                         payload: int | None = None, dnssec: bool = False) -> dns.message.Message:
-    """A query without RD (every named here is authoritative only); with EDNS0 advertising
-    payload octets when given, and the DO bit when dnssec (which needs EDNS0)."""
-    if dnssec and payload is None:
-        raise ValueError("the DO bit needs EDNS0: give a payload")
-    query = dns.message.make_query(qname, rdtype, use_edns=None if payload is None else 0,
-                                   payload=payload, want_dnssec=dnssec)
-    query.flags &= ~dns.flags.RD
-    return query
-
-
-def _is_authoritative(response: dns.message.Message) -> bool:
-    return bool(response.flags & dns.flags.AA) and response.rcode() in (
-        dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
-
-
-class Named:
+class Named(DnsServer):
     """One private named; `with Named(dir, body) as ns:` starts it, waits until every zone
     has loaded, and always stops it.
 
@@ -80,35 +41,29 @@ class Named:
     to run (default: the one DLZBENCH_BIND selects, 9.18 when unset).
     """
 
+    program = "named"
+    # named logs this once every zone has loaded (or failed to); before it, a query for a
+    # zone file still loading gets SERVFAIL although named already answers.
+    ready_line = re.compile(rb" general: notice: running$", re.M)
+    zone_loaded_line = re.compile(rb": loaded serial ")
+    zone_failed_line = re.compile(rb"zone \S+: not loaded due to errors\.", re.M)
+
     def __init__(self, run_dir: Path, body: str, *, threads: int = 1, port: int | None = None,
                  extra_options: str = "", wrapper: Sequence[str] = (),
                  env: Mapping[str, str] | None = None,
                  bind: bindversion.Bind | None = None) -> None:
+        super().__init__(run_dir, threads=threads, port=port, env=env)
         self.bind = bind or bindversion.selected()
-        self.run_dir = Path(run_dir).resolve()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.threads = threads
         self.wrapper = list(wrapper)
-        self.env = dict(env) if env is not None else None
         slowdown = _WRAPPED_SLOWDOWN if self.wrapper else 1.0
-        self.start_timeout = _ENTER_TIMEOUT * slowdown
-        self.stop_timeout = _STOP_TIMEOUT * slowdown
-        self.port = port or free_port()
-        self.control_port = self._other_free_port()
+        self.start_timeout *= slowdown
+        self.stop_timeout *= slowdown
+        self.control_port = self.other_free_port()
         self.conf_path = self.run_dir / "named.conf"
         self.rndc_conf_path = self.run_dir / "rndc.conf"
-        self.log_path = self.run_dir / "named.log"
-        self._proc: ManagedProcess | None = None
-        self._log_start = 0
-        self._scanned_to = 0
         secret = base64.b64encode(secrets.token_bytes(32)).decode()
         self.conf_path.write_text(self._named_conf(body, extra_options, secret))
         self.rndc_conf_path.write_text(self._rndc_conf(secret))
-
-    def _other_free_port(self) -> int:
-        while (port := free_port()) == self.port:
-            pass
-        return port
 
     # --- configuration ------------------------------------------------------------------------
 
@@ -174,126 +129,17 @@ options {{
 
     # --- life cycle ---------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Exec named and return at once; `exec_time` is then the start of the startup clock."""
-        if self._proc is not None:
-            return
+    def check_config(self) -> None:
         # named's own parser, run first so that a config error fails start() itself; errors
         # only a running named finds (a DLZ driver that will not load) fail the wait instead.
         run_checked([*self.bind.checkconf, str(self.conf_path)],
                     f"named config check of {self.conf_path}", cwd=self.run_dir, timeout=60)
+
+    def argv(self) -> list[str]:
         # -L sends what named logs before it has read the logging statement (a config error,
         # for one) to our log file instead of syslog.
-        argv = [*self.bind.command([*self.wrapper, "/usr/sbin/named"]), "-f",
+        return [*self.bind.command([*self.wrapper, "/usr/sbin/named"]), "-f",
                 "-n", str(self.threads), "-c", str(self.conf_path), "-L", str(self.log_path)]
-        env = {**os.environ, **self.env} if self.env is not None else None
-        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        self._scanned_to = self._log_start
-        self._proc = ManagedProcess("named", argv, self.log_path, cwd=self.run_dir, env=env)
-        self._proc.start()
-
-    @property
-    def exec_time(self) -> float:
-        """time.monotonic() just before named was exec'd."""
-        return self._running_proc().exec_time
-
-    def _running_proc(self) -> ManagedProcess:
-        if self._proc is None:
-            raise UserError("named is not started")
-        return self._proc
-
-    def wait_answers(self, qname: str, rdtype: str = "SOA", timeout: float = 120.0) -> float:
-        """Poll until named answers qname/rdtype authoritatively; seconds since exec."""
-        proc = self._running_proc()
-        query = _non_recursive_query(qname, rdtype)
-        what = f"authoritative answer for {qname}/{rdtype}"
-        deadline = time.monotonic() + timeout
-        while True:
-            response = self._ask_udp(query)
-            if response is not None and _is_authoritative(response):
-                return round(time.monotonic() - proc.exec_time, 3)
-            if not proc.running():
-                self._fail(f"named exited before any {what}")
-            failed = self._zone_load_failure()
-            if failed is not None:
-                self._fail(f"no {what}: {failed}")
-            if time.monotonic() > deadline:
-                self._fail(f"no {what} from named within {timeout:.0f}s")
-            time.sleep(_POLL_PAUSE)
-
-    def answers(self, qname: str, rdtype: str = "SOA") -> bool:
-        """One query, no waiting and no stopping: does named answer it authoritatively now?"""
-        query = _non_recursive_query(qname, rdtype)
-        response = self._ask_udp(query)
-        return response is not None and _is_authoritative(response)
-
-    def _fail(self, problem: str) -> NoReturn:
-        tail = self._running_proc().log_tail(30)  # read first: stopping appends shutdown lines
-        self.stop()
-        raise UserError(f"{problem}; log {self.log_path}:\n{tail}")
-
-    def _ask_udp(self, query: dns.message.Message) -> dns.message.Message | None:
-        """One try; None when nothing answered in time.
-
-        A connected socket, so that "nothing listens yet" comes back at once as a refusal
-        instead of costing the whole per-try timeout.
-        """
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            sock.settimeout(_POLL_TRY_TIMEOUT)
-            try:
-                sock.connect(("127.0.0.1", self.port))
-                sock.send(query.to_wire())
-                while True:
-                    response = dns.message.from_wire(sock.recv(65535))
-                    if query.is_response(response):
-                        return response
-            except (OSError, dns.exception.DNSException):
-                return None
-
-    def __enter__(self) -> Named:
-        self.start()
-        try:
-            self.wait_running()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def wait_running(self, timeout: float | None = None) -> None:
-        """Until named logs that it runs with every zone loaded (default: start_timeout)."""
-        self._running_proc().wait_ready(self._zones_loaded, timeout or self.start_timeout)
-
-    def _zone_load_failure(self) -> str | None:
-        """named's first "zone ... not loaded due to errors" line of this start, if any.
-
-        A zone that fails to load never answers, and waiting for it costs the whole startup
-        timeout (an hour for `scale`): a 100,000-record zone with an over-long RRset did. The
-        log is read on from where the last look ended (named logs a line per zone: ~95 MB at a
-        million zones), whole lines only.
-        """
-        if not self.log_path.exists():
-            return None
-        with open(self.log_path, "rb") as log:
-            log.seek(self._scanned_to)
-            chunk = log.read()
-        whole = chunk[:chunk.rfind(b"\n") + 1]
-        self._scanned_to += len(whole)
-        found = _ZONE_NOT_LOADED.search(whole)
-        return found.group(0).decode(errors="replace") if found else None
-
-    def _zones_loaded(self) -> bool:
-        """Has this start of named logged that it runs with all its zones loaded?"""
-        with open(self.log_path, "rb") as log:
-            log.seek(self._log_start)
-            return _RUNNING_LINE.search(log.read()) is not None
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            proc.stop(timeout=self.stop_timeout)
 
     def reload(self) -> None:
         """`rndc reload` over this instance's own control channel and key."""
@@ -311,20 +157,6 @@ options {{
                     cwd=self.run_dir, timeout=60)
         found = _REQUESTS_RECEIVED.search(stats.read_text())
         return int(found.group(1)) if found else 0  # a counter at 0 is not listed
-
-    # --- clients ------------------------------------------------------------------------------
-
-    def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
-              timeout: float = 5.0, payload: int | None = None,
-              dnssec: bool = False) -> dns.message.Message:
-        """One non-recursive query; with EDNS0 advertising `payload` octets when given, and
-        the DO bit when dnssec."""
-        query = _non_recursive_query(qname, rdtype, payload, dnssec)
-        send = dns.query.tcp if tcp else dns.query.udp
-        return send(query, "127.0.0.1", port=self.port, timeout=timeout)
-
-    def pids(self) -> list[int]:
-        return self._proc.pids() if self._proc is not None else []
 
     def version(self) -> str:
         # "BIND 9.18.49-1~deb12u3-Debian (Extended Support Version) <id:>" -> "BIND 9.18.49"

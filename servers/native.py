@@ -8,6 +8,7 @@ one string in memory.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ _PLAIN_OCTETS = frozenset(range(0x21, 0x7F)) - set(b'".;\\()@$')
 @dataclass(frozen=True)
 class NativeNamed(ServerKind):
     needs_reload: bool = True  # named reads zone files at load time only
+    group = "native BIND"
 
     def body(self, zone_dir: Path, run_dir: Path) -> str:
         """An include of run_dir/zones.conf, which names every zone file of zone_dir."""
@@ -41,6 +43,27 @@ class NativeNamed(ServerKind):
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
         return Named(run_dir, self.body(target, run_dir), threads=threads, port=port)
+
+
+def native_zones(zone_dir: Path) -> Iterator[tuple[dns.name.Name, Path]]:
+    """(origin, file) of every zone file the native store wrote under zone_dir, one at a time
+    (other servers over the same files: NSD, Knot, PowerDNS's bind backend)."""
+    for file in zone_files(Path(zone_dir).resolve()):
+        yield _file_origin(file), file
+
+
+# Octets another server's config may hold as themselves in a zone name.
+_STRICT_PLAIN = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_*")
+
+
+def strict_zone_name(name: dns.name.Name) -> str:
+    """A zone name for NSD's, Knot's or PowerDNS's config: every octet but letters, digits,
+    '-', '_' and '*' written as \\DDD, so that no config syntax (quotes, %, backslashes)
+    meets a raw octet and every server's name parser reads the same name."""
+    if name == dns.name.root:
+        return "."
+    return "".join("".join(chr(o) if o in _STRICT_PLAIN else f"\\{o:03d}" for o in label) + "."
+                   for label in name.labels if label)
 
 
 def _zone_block(origin: dns.name.Name, file: Path) -> str:

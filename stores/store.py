@@ -3,9 +3,9 @@
 Every backend is one module in stores/, named after the backend, that defines `STORE`, an
 instance of a `Store` subclass; servers/__init__.py lists which DNS servers each store feeds.
 A store knows its own server (if it has one), how to write the model into it, read it back and
-replace one zone, and what a DLZ driver must be told to reach it. It never times or counts its
-loads (bench/loading.py does, the same way for every store), and it never builds named.conf
-(servers/ does).
+replace one zone, and what a DLZ driver or a PowerDNS backend must be told to reach it. It
+never times or counts its loads (bench/loading.py does, the same way for every store), and it
+never builds a DNS server's config (servers/ does).
 """
 
 from __future__ import annotations
@@ -101,10 +101,20 @@ class Store(ABC, Generic[T]):
     def read_back(self, target: T) -> Iterator[Zone]:
         """Every zone in the store, in the model's form (for round-trip tests)."""
 
+    def as_held(self, zone: Zone) -> Zone:
+        """The zone as this store keeps it: what read_back gives after loading it. The same
+        zone, unless the store's own software cannot keep some data as given (then it says
+        what it changes, and round-trip tests expect exactly that)."""
+        return zone
+
     def dlz_args(self, target: T, options: Mapping[str, str]) -> dict[str, str]:
         """The key=value arguments a DLZ driver needs to reach this store's data; `options`
         are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
         raise UserError(f"the {self.name} store is not read through a DLZ driver")
+
+    def pdns_settings(self, target: T) -> dict[str, str]:
+        """PowerDNS's launch= and its backend's settings that reach this store's data."""
+        raise UserError(f"the {self.name} store is not read by a PowerDNS backend")
 
     def round_trips(self, target: T) -> AbstractContextManager[Callable[[], object]]:
         """A function making one trivial request to the store's server, the way its DLZ driver

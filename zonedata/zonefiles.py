@@ -213,7 +213,33 @@ def zone_file_text(zone: Zone) -> str:
     records = sorted(zone.records, key=lambda r: r.rdtype != "SOA")  # stable: SOA first
     lines = [f"$ORIGIN {zone.origin.to_text()}\n"]
     lines += [f"{r.owner.to_text()} {r.ttl} IN {r.rdtype} {r.rdata}\n" for r in records]
-    return "".join(lines)
+    return _escape_unquoted("".join(lines))
+
+
+# Octets dnspython writes as themselves in names that Knot 3.2's zone scanner refuses outside
+# a quoted string ("invalid domain name character"); written as \DDD they are the same octet
+# to every reader (BIND, NSD, PowerDNS, dnspython).
+_UNQUOTED_ESCAPES = {"'": "\\039", "%": "\\037"}
+
+
+def _escape_unquoted(text: str) -> str:
+    """text with the _UNQUOTED_ESCAPES octets outside quoted strings written as \\DDD."""
+    if not any(char in text for char in _UNQUOTED_ESCAPES):
+        return text  # the generated data sets: no octet-by-octet pass over millions of zones
+    out: list[str] = []
+    quoted = escaped = False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif not quoted and char in _UNQUOTED_ESCAPES:
+            out.append(_UNQUOTED_ESCAPES[char])
+            continue
+        out.append(char)
+    return "".join(out)
 
 
 def write_zone_file(zone: Zone, path: Path) -> None:

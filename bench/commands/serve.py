@@ -18,15 +18,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_data_options(p)
     p.add_argument("--port", type=int, default=None, help="UDP/TCP port on 127.0.0.1 "
                    "(default: a free one)")
-    p.add_argument("--threads", type=int, default=1, help="named worker threads (-n)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="server worker threads (named -n; PowerDNS receiver-threads, NSD "
+                        "server-count, Knot udp-workers)")
     p.add_argument("--connections", type=int, default=None,
                    help="driver connections (default: one per thread)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    # named binds with SO_REUSEPORT, so a second server on a taken port would start and
-    # silently share it with the first.
+    # named (like Knot, NSD and PowerDNS here) binds with SO_REUSEPORT, so a second server on
+    # a taken port would start and silently share it with the first.
     if args.port is not None and not port_is_free(args.port):
         raise UserError(f"port {args.port} on 127.0.0.1 is in use (leave out --port to get a "
                         "free one)")
@@ -35,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     with serving(args.driver, stream, run_dir, threads=args.threads,
                  connections=args.connections, port=args.port) as served:
         load, named = served.loaded.load, served.named
-        print(f"{args.driver}: {load.zones} zones, {load.records} records; named -n "
-              f"{args.threads} (pid {named.pids()[0]}) on 127.0.0.1 port {named.port}; "
+        print(f"{args.driver}: {load.zones} zones, {load.records} records; {named.program} "
+              f"with {args.threads} thread(s) (pid {named.pids()[0]}) on 127.0.0.1 port "
+              f"{named.port}; "
               f"run directory {run_dir}", flush=True)
         print(f"try: dig @127.0.0.1 -p {named.port} {served.loaded.last_zone}. SOA", flush=True)
         print("Ctrl-C stops everything.", flush=True)

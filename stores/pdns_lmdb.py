@@ -1,0 +1,126 @@
+"""The pdns_lmdb store: PowerDNS's LMDB backend database in a directory, written by PowerDNS's
+own `pdnsutil load-zone` and `rectify-zone` (two processes per zone, each zone replaced in
+one LMDB transaction); read by pdns_server's lmdb backend.
+
+There is no bulk loader for LMDB other than pdnsutil: the zone goes to pdnsutil as zone-file
+text (zonedata/zonefiles.py), so the data is exactly what the native store writes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import dns.name
+import dns.rdata
+import dns.rdataclass
+
+from base.process import run_checked
+from stores.pdns_rows import pdns_name
+from stores.store import DirectoryStore
+from zonedata.model import Record, Zone, from_rdata
+from zonedata.zonefiles import zone_file_text
+
+_CONF = "pdns.conf"
+
+
+class PdnsLmdbStore(DirectoryStore):
+    name = "pdns_lmdb"
+
+    def pdns_settings(self, target: Path) -> dict[str, str]:
+        # The same settings for pdnsutil and the server: the shard count and file name are
+        # part of the database's layout.
+        return {"launch": "lmdb", "lmdb-filename": str(target / "pdns.lmdb"),
+                "lmdb-shards": "4"}
+
+    def load(self, zones: Iterable[Zone], target: Path) -> None:
+        self._write_conf(target)
+        with tempfile.TemporaryDirectory(dir=target) as scratch:
+            zone_file = Path(scratch) / "zone"
+            for zone in zones:
+                zone_file.write_text(zone_file_text(zone), encoding="ascii")
+                name = pdns_name(zone.origin)
+                self._pdnsutil(target, "load-zone", name, str(zone_file))
+                # Without it an empty non-terminal does not exist (NXDOMAIN) and glue counts
+                # as authoritative: the rows the SQL stores write themselves (pdns_rows).
+                self._pdnsutil(target, "rectify-zone", name)
+
+    def read_back(self, target: Path) -> Iterator[Zone]:
+        if not (target / _CONF).exists():
+            return
+        listed = self._pdnsutil(target, "list-all-zones")
+        for name in sorted(line for line in listed.splitlines() if line.strip()):
+            origin = dns.name.root if name == "." else dns.name.from_text(name)
+            yield Zone(origin, list(_records(self._pdnsutil(target, "list-zone", name))))
+
+    def as_held(self, zone: Zone) -> Zone:
+        """PowerDNS's lmdb backend keys a record by its owner's labels reversed and joined with
+        NUL octets, so a label holding a NUL comes back split there (`nul\\000byte` as
+        `byte.nul`: verify's pdns-lmdb-nul-label), and it keeps a name inside rdata relative to
+        the zone, so the zone's part comes back in the zone's own case."""
+        return Zone(zone.origin, [_as_held(r, zone.origin) for r in zone.records])
+
+    def _write_conf(self, target: Path) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        (target / _CONF).write_text("".join(f"{key}={value}\n" for key, value
+                                            in self.pdns_settings(target).items()))
+
+    def _pdnsutil(self, target: Path, *args: str) -> str:
+        return run_checked(["pdnsutil", f"--config-dir={target}", *args],
+                           f"pdnsutil {args[0]} ({target})", cwd=target, timeout=600)
+
+
+def _absolute_rdata(rdtype: str, text: str) -> dns.rdata.Rdata:
+    """Presentation text parsed against the root: every name in it is absolute."""
+    return dns.rdata.from_text(dns.rdataclass.IN, rdtype, text, origin=dns.name.root,
+                               relativize=False)
+
+
+def _split_at_nul(name: dns.name.Name) -> dns.name.Name:
+    labels: list[bytes] = []
+    for label in name.labels:
+        labels.extend(reversed(label.split(b"\0")))
+    return dns.name.Name(labels)
+
+
+def _in_zone_case(name: dns.name.Name, origin: dns.name.Name) -> dns.name.Name:
+    if not name.is_subdomain(origin):
+        return name
+    return name.relativize(origin).derelativize(origin)
+
+
+def _as_held(record: Record, origin: dns.name.Name) -> Record:
+    rdata = _absolute_rdata(record.rdtype, record.rdata)
+    names = {slot: _in_zone_case(value, origin) for slot in rdata.__slots__
+             if isinstance(value := getattr(rdata, slot), dns.name.Name)}
+    if names:
+        rdata = rdata.replace(**names)
+    return from_rdata(_split_at_nul(record.owner), record.ttl, rdata)
+
+
+# Types whose presentation has quoted character-strings: a `"` there is quoting.
+_QUOTED_STRING_TYPES = frozenset({"TXT", "SPF", "HINFO", "NAPTR", "CAA"})
+
+
+def _escape_quotes(content: str) -> str:
+    """pdnsutil prints a `"` inside a name unescaped (DNSName escapes only `.`, `\\` and
+    unprintable octets); in a zone file's presentation it opens a quoted string."""
+    return content.replace('"', '\\"')
+
+
+def _records(listing: str) -> Iterator[Record]:
+    """`pdnsutil list-zone` lines (owner, TTL, class, type, content, tab-separated) as model
+    records; names in it are absolute, some without the final dot (the SOA's), so the
+    content is parsed against the root."""
+    for line in listing.splitlines():
+        fields = line.split("\t")
+        if len(fields) != 5 or fields[2] != "IN":
+            continue  # "$ORIGIN ." and the like
+        owner, ttl, _, rdtype, content = fields
+        if rdtype not in _QUOTED_STRING_TYPES:
+            content = _escape_quotes(content)
+        yield from_rdata(dns.name.from_text(owner), int(ttl), _absolute_rdata(rdtype, content))
+
+
+STORE = PdnsLmdbStore()
