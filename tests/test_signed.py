@@ -37,7 +37,7 @@ from bench.verify import (
     complete,
     derive_queries,
 )
-from servers import SERVERS, store_names
+from servers import DLZ_CEILING, SERVERS, store_names
 from servers.named import Named
 from stores import get_store
 from stores.bdbcommon import decode_records, encode_lines, record_line
@@ -186,12 +186,17 @@ def test_every_store_round_trips_the_signed_set(store_name: str, run_dir: Path,
     with store.server(run_dir / f"rt-{store.name}") as target:
         stats = timed_load(store, signed, target)
         assert stats.records == sum(len(z.records) for z in signed)
-        assert canonical_set(store.read_back(target)) == canonical_set(signed)
+        # as_held: what the store's own representation changes (pdns_lmdb: a NUL in a label).
+        assert canonical_set(store.read_back(target)) == canonical_set(
+            store.as_held(z) for z in signed)
 
 
 # --- verify with the DO bit (servers) ---------------------------------------------------------
 
-DRIVERS = [s.name for s in SERVERS if s.name not in REFERENCE and s.is_built()]
+# BIND's DLZ drivers: what BIND's DLZ path does with signed data is this file's question (the
+# other servers are judged by their own classes, measured on unsigned data).
+DRIVERS = [s.name for s in SERVERS
+           if s.same_answers_as == DLZ_CEILING and s.name not in REFERENCE and s.is_built()]
 # What the signed coverage set must show through BIND's DLZ path, each at least once.
 EXPECTED_CLASSES = {"unsigned-answer", "unsigned-wildcard", "nodata-no-proof",
                     "nxdomain-no-proof", "referral-no-ds", "referral-no-proof",
