@@ -42,6 +42,9 @@ class ServerKind(ABC):
     # driver's, BIND's DLZ path with a perfect driver); None: compared with native BIND and
     # judged by its own answer_classes.
     same_answers_as: ClassVar[str | None] = None
+    # Why the server cannot serve a signed zone as its store holds it (None: it can, with
+    # the signatures or, through BIND's DLZ path, as plain data): `run --signed` leaves it out.
+    cannot_serve_signed: ClassVar[str | None] = None
 
     def store_object(self) -> Store:
         return get_store(self.store)

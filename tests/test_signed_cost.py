@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 
 from base.paths import REPO_ROOT
+from bench.commands.run import signable_servers
 from bench.dnsperf import DnsperfRun
 from bench.report_signed import render_signed, reply_bytes, reply_mbits
 from bench.results import Cell, Results, SignedCell, load_results, save_results
+from servers import SERVERS as REGISTRY
+from servers import get_server, selected_servers
+from servers.dlz import DlzNamed
+from servers.pdns import PdnsServer
 from tests.benchcli import bench_env, processes_under
 
 DRIVERS = ("memory", "pg")
@@ -126,6 +131,29 @@ def test_data_that_cannot_be_signed_is_one_error_line(tmp_path: Path, run_root: 
     assert _one_error_line(root, "run", "--nsec3", "--profile", "tiny") == \
         "error: --nsec3 only applies to --signed"
     assert processes_under(root) == []
+
+
+def test_a_server_that_cannot_serve_signed_zones_is_one_error_line(run_root: Path) -> None:
+    line = _one_error_line(run_root / "pdns", "run", "--signed", "--profile", "tiny",
+                           "--drivers", "memory,pdns-gpgsql")
+    assert line.startswith("error: run --signed cannot measure pdns-gpgsql: PowerDNS serves "
+                           "stored RRSIGs only for zones marked PRESIGNED"), line
+
+
+def test_all_is_every_server_that_can_serve_a_signed_zone(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    chosen = signable_servers("all")
+    assert chosen == [name for name in selected_servers("all")
+                      if get_server(name).cannot_serve_signed is None]
+    pdns = [s.name for s in REGISTRY if isinstance(s, PdnsServer)]
+    assert pdns and not set(pdns) & set(chosen)
+    assert "native" in chosen
+    built_dlz = [s.name for s in REGISTRY if isinstance(s, DlzNamed) and s.is_built()]
+    assert set(built_dlz) <= set(chosen)
+    # NSD and Knot read the signed zone files as they read any other.
+    assert {"nsd", "knot"} & set(selected_servers("all")) <= set(chosen)
+    note = capsys.readouterr().out.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith("run --signed leaves out pdns-"), note
 
 
 # --- the report's figures on hand-written results (no server) ---------------------------------
