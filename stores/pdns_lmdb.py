@@ -103,10 +103,15 @@ def _as_held(record: Record, origin: dns.name.Name) -> Record:
 _QUOTED_STRING_TYPES = frozenset({"TXT", "SPF", "HINFO", "NAPTR", "CAA"})
 
 
-def _escape_quotes(content: str) -> str:
-    """pdnsutil prints a `"` inside a name unescaped (DNSName escapes only `.`, `\\` and
-    unprintable octets); in a zone file's presentation it opens a quoted string."""
-    return content.replace('"', '\\"')
+# Octets pdnsutil prints unescaped inside a name (DNSName escapes only `.`, `\\` and octets
+# outside 0x21-0x7e) that a zone file's presentation reads as syntax: a quoted string, a
+# multi-line group, a comment. A signed zone's NSEC next names carry them from the owners.
+_PRESENTATION_SYNTAX = str.maketrans({c: "\\" + c for c in '"();'})
+
+
+def _escape_syntax(content: str) -> str:
+    """Content of a type without character-strings, its names' syntax octets escaped."""
+    return content.translate(_PRESENTATION_SYNTAX)
 
 
 def _records(listing: str) -> Iterator[Record]:
@@ -119,7 +124,7 @@ def _records(listing: str) -> Iterator[Record]:
             continue  # "$ORIGIN ." and the like
         owner, ttl, _, rdtype, content = fields
         if rdtype not in _QUOTED_STRING_TYPES:
-            content = _escape_quotes(content)
+            content = _escape_syntax(content)
         yield from_rdata(dns.name.from_text(owner), int(ttl), _absolute_rdata(rdtype, content))
 
 
