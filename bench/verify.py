@@ -53,7 +53,7 @@ import dns.rrset
 from servers import DLZ_CEILING as MEMORY
 from servers import REFERENCE as NATIVE
 from servers import get_server
-from servers.dlz import DLZ_ANSWER_CLASSES, DLZ_PATH_CLASSES
+from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES
 from servers.dnsserver import DnsServer
 from zonedata.model import Zone, empty_nonterminals
 
@@ -225,11 +225,15 @@ def nsec3_chain_owners(zone: Zone) -> set[dns.name.Name]:
             if "NSEC3" in present and present <= {"NSEC3", "RRSIG"}}
 
 
+# A DLZ driver's known classes (DlzNamed.known_classes()), the default of the two below.
+DLZ_CLASSES = (*DLZ_PATH_CLASSES, *DLZ_SIGNED_PATH_CLASSES)
+
+
 def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
-             classes: Iterable[str] = DLZ_ANSWER_CLASSES) -> str:
+             classes: Iterable[str] = DLZ_CLASSES) -> str:
     """The known class(es) a difference from native BIND belongs to, else DRIVER.
 
-    `classes` are KNOWN_CLASSES names (a server's answer_classes): a BIND DLZ-path class
+    `classes` are KNOWN_CLASSES names (a server's known_classes()): a BIND DLZ-path class
     names a difference when the difference has exactly its shape; another server's
     behaviours are normalisations, and a difference belongs to those (joined with "+") that
     take it away entirely, applied in the server's order.
@@ -264,7 +268,7 @@ def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
 
 
 def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
-                      classes: Iterable[str] = DLZ_ANSWER_CLASSES) -> str:
+                      classes: Iterable[str] = DLZ_CLASSES) -> str:
     """A zone transfer's difference: the root zone's (DLZ refuses it), a signed zone's RRSIGs
     at one name sharing the lowest TTL (DLZ), and another server's behaviours."""
     classes = list(classes)
@@ -967,7 +971,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
     """Every query (and every zone's transfer) against every server; a Comparison each.
 
     servers holds native BIND and the servers to judge. A server's differences from native
-    BIND are classified by its own answer_classes (ServerKind), except for a server that
+    BIND are classified by its own known classes (ServerKind), except for a server that
     must answer exactly as another (a DLZ driver: as the memory driver, BIND's DLZ path with
     a perfect driver, which is in `servers` too): any difference from that one is its own,
     and otherwise it is counted as that one's answer is (identical to native, or in a class).
@@ -986,7 +990,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
         for name in leaders:
             diff = compare_answers(query, native, replies[name])
             verdicts[name] = (None if diff is None else classify(
-                query, *diff, facts, get_server(name).answer_classes), detail(query, diff))
+                query, *diff, facts, get_server(name).known_classes()), detail(query, diff))
             results[name].add(*verdicts[name])
         for name, leader in followers.items():
             _judge_driver(results[name], leader, query, verdicts[leader],
@@ -1001,7 +1005,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
             for name in leaders:
                 diff = _differs(native_rrs, leader_rrs[name])
                 verdicts[name] = (None if diff is None else classify_transfer(
-                    zone.origin, *diff, get_server(name).answer_classes), detail(query, diff))
+                    zone.origin, *diff, get_server(name).known_classes()), detail(query, diff))
                 results[name].add(*verdicts[name])
             for name, leader in followers.items():
                 _judge_driver(results[name], leader, query, verdicts[leader],
