@@ -696,25 +696,41 @@ def _rdata_name_case(qname: dns.name.Name, rdtype: str, native: Answer, other: A
     return _folded(native), _folded(other)
 
 
+def _covered(rr: Rr) -> str:
+    """The type an RR goes with: an RRSIG's covered type, any other RR's own (with DO a
+    signed RRset comes with its signatures, and a behaviour moves or drops them together)."""
+    return rr[3].split()[0] if rr[2] == "RRSIG" else rr[2]
+
+
 def _targets(rrs: Iterable[Rr]) -> set[str]:
     """Names at the end of NS, MX and SRV rdata (what additional addresses are for)."""
     return {rr[3].split()[-1].lower() for rr in rrs if rr[2] in _TARGET_TYPES}
 
 
+def _one_rrset(answer: frozenset[Rr]) -> bool:
+    """One name's RRset with its signatures, or that name's RRSIG RRset alone."""
+    types = {rr[2] for rr in answer} - {"RRSIG"}
+    if len({rr[0] for rr in answer}) != 1:
+        return False
+    return len(types) == 1 and all(_covered(rr) in types for rr in answer) or (
+        not types and bool(answer))
+
+
 def _only_addresses_of(additional: frozenset[Rr], names: set[str]) -> bool:
-    return all(rr[2] in ("A", "AAAA") and rr[0] in names for rr in additional)
+    return all(_covered(rr) in ("A", "AAAA") and rr[0] in names for rr in additional)
 
 
 def _minimal_authority(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
                        facts: ZoneFacts) -> Pair | None:
-    """A positive answer without the zone's NS RRset in the authority section, and without
-    the additional addresses that were there only for it."""
-    if not (native.rcode == other.rcode == "NOERROR" and native.answer and native.authority
-            and not other.authority and all(rr[2] == "NS" for rr in native.authority)):
+    """A positive answer without the zone's NS RRset (and its signatures) in the authority
+    section, and without the additional addresses that were there only for it; anything
+    else in the authority section (a wildcard answer's NSEC proof) stays."""
+    ns = frozenset(rr for rr in native.authority if _covered(rr) == "NS")
+    if not (native.rcode == other.rcode == "NOERROR" and native.answer and ns
+            and other.authority == native.authority - ns):
         return None
-    keep = _targets(native.answer)
-    ns_only = _targets(native.authority) - keep
-    return replace(native, authority=frozenset(), additional=frozenset(
+    ns_only = _targets(ns) - _targets(native.answer)
+    return replace(native, authority=native.authority - ns, additional=frozenset(
         rr for rr in native.additional if rr[0] not in ns_only)), other
 
 
@@ -722,11 +738,37 @@ def _any_one_rrset(qname: dns.name.Name, rdtype: str, native: Answer, other: Ans
                    facts: ZoneFacts) -> Pair | None:
     """ANY answered with one of the name's RRsets, no authority section, and additional
     addresses of that RRset's targets only."""
-    rrsets = {(rr[0], rr[2]) for rr in other.answer}
-    if not (rdtype == "ANY" and len(rrsets) == 1 and other.answer <= native.answer
+    if not (rdtype == "ANY" and _one_rrset(other.answer) and other.answer <= native.answer
             and native.rcode == other.rcode == "NOERROR" and native.aa == other.aa
             and not other.authority
             and _only_addresses_of(other.additional, _targets(other.answer))):
+        return None
+    return other, other
+
+
+def _nsec_referral(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """NSEC at a delegation point answered with the referral (NS, and the DS or the NSEC
+    that proves none, with signatures) instead of the parent side's NSEC record."""
+    owner = _owner(qname)
+    if not (rdtype == "NSEC" and qname in facts.delegations and native.answer
+            and not other.aa and not other.answer
+            and any(rr[2] == "NS" for rr in other.authority)
+            and all(rr[0] == owner for rr in other.authority)
+            and _only_addresses_of(other.additional, _targets(other.authority))):
+        return None
+    return other, other
+
+
+def _rrsig_one_rrset(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                     facts: ZoneFacts) -> Pair | None:
+    """RRSIG answered with the signatures over one of the name's RRsets, no authority or
+    additional section."""
+    if not (rdtype == "RRSIG" and native.rcode == other.rcode == "NOERROR"
+            and native.aa == other.aa and other.answer and other.answer <= native.answer
+            and all(rr[2] == "RRSIG" for rr in other.answer) and _one_rrset(
+                frozenset((rr[0], rr[1], _covered(rr), rr[3]) for rr in other.answer))
+            and not other.authority and not other.additional):
         return None
     return other, other
 
@@ -816,6 +858,8 @@ _MINIMAL = "positive answers carry no NS RRset in the authority section, nor the
 _ANY_ONE = "ANY is answered with one RRset of the name, without authority section"
 _NSEC_CNAME = "NSEC at a CNAME owner (an unsigned zone): the CNAME is followed; native " \
               "BIND answers NODATA"
+_NSEC_REFERRAL = "NSEC at a delegation point of a signed zone: the referral (NS, DS or the " \
+                 "NSEC proving none); native BIND answers the parent side's NSEC record"
 _ROOT_GLUE = "the root zone's NS (or ANY) answer adds the NS target's addresses, which " \
              "native BIND 9.18 leaves out of its additional section"
 
@@ -845,6 +889,10 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "NSD adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
     ServerBehaviour(
+        "nsd-nsec-at-delegation", _NSEC_REFERRAL,
+        "NSD refers an NSEC query at a zone cut to the child, as for a child-side type",
+        _nsec_referral),
+    ServerBehaviour(
         "knot-rdata-name-case", _NAME_CASE,
         "Knot stores names in lower case when it loads a zone and compresses names "
         "case-insensitively against the query name",
@@ -861,6 +909,17 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "knot-root-glue", _ROOT_GLUE,
         "Knot adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
+    ServerBehaviour(
+        "knot-rrsig-one-rrset",
+        "RRSIG is answered with the signatures over one of the name's RRsets, without "
+        "authority section; native BIND gives every signature at the name",
+        "Knot DNS minimises a query for type RRSIG as it does ANY (seen on the signed "
+        "coverage set; Knot's code not traced)",
+        _rrsig_one_rrset),
+    ServerBehaviour(
+        "knot-nsec-at-delegation", _NSEC_REFERRAL,
+        "Knot refers an NSEC query at a zone cut to the child, as for a child-side type",
+        _nsec_referral),
     ServerBehaviour(
         "pdns-8bit-dns",
         "a query name with an octet outside letters, digits and -_*./@ \\: (e.g. ' \" % ( "
