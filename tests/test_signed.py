@@ -37,7 +37,7 @@ from bench.verify import (
     complete,
     derive_queries,
 )
-from servers import DLZ_CEILING, SERVERS, store_names
+from servers import DLZ_CEILING, SERVERS, get_server, store_names
 from servers.named import Named
 from stores import get_store
 from stores.bdbcommon import decode_records, encode_lines, record_line
@@ -235,13 +235,15 @@ def test_verify_with_do_on_signed_coverage(fleet: dict[str, Named], signed: list
 
 def test_verify_without_do_on_signed_coverage(fleet: dict[str, Named], signed: list[Zone]) -> None:
     """Without DO the signed set answers as the unsigned one did, beyond the explicit
-    RRSIG and ANY queries and the transfers."""
+    RRSIG and ANY queries and the transfers: query.c turns an RRSIG query into ANY whether
+    or not DO is set, so rrsig-ttl and rrsig-at-delegation occur without it too."""
     results = compare_servers(fleet, derive_queries(signed), signed)
     for name, comparison in results.items():
         assert comparison.driver_differences == 0, name
     assert set(results["memory"].classes) <= {
         "root-zone", "ds-parent-side", "soa-nxdomain-ttl", "any-at-ent", "any-at-delegation",
-        "nsec-at-cname", "cross-zone-chain", "rrsig-ttl", "any-hides-dnssec"}
+        "nsec-at-cname", "cross-zone-chain", "rrsig-ttl", "rrsig-at-delegation",
+        "any-hides-dnssec"}
 
 
 def test_verify_with_do_on_nsec3_zones(run_dir: Path, tmp_path: Path) -> None:
@@ -256,6 +258,28 @@ def test_verify_with_do_on_nsec3_zones(run_dir: Path, tmp_path: Path) -> None:
     memory = results["memory"]
     assert memory.driver_differences == 0, "\n".join(memory.differences[:5])
     assert {"nsec3-owner", "nxdomain-no-proof", "nodata-no-proof"} <= set(memory.classes)
+
+
+# Servers other than BIND that `run --signed` measures: they read the signed zone files
+# themselves (NSD, Knot), so they answer with DO as any DNSSEC server does.
+OTHERS = [s.name for s in SERVERS if s.same_answers_as is None and s.name not in REFERENCE
+          and s.cannot_serve_signed is None and s.is_built()]
+
+
+def test_other_servers_answer_the_signed_set_with_do_within_their_classes(
+        run_dir: Path, signed: list[Zone]) -> None:
+    assert OTHERS, "no NSD or Knot"
+    with ExitStack() as stack:
+        servers = {d: stack.enter_context(serving(d, lambda: iter(signed), run_dir / f"o-{d}"))
+                   .named for d in ["native", *OTHERS]}
+        results = compare_servers(servers, derive_queries(signed), signed, dnssec=True)
+    for name, comparison in results.items():
+        assert comparison.driver_differences == 0, (
+            f"{name}: " + "\n".join(comparison.differences[:8]))
+        seen = {part for cls in comparison.classes for part in cls.split("+")}
+        assert seen <= set(get_server(name).known_classes()), comparison.summary()
+        # Each class seen only with signed data occurs here (the others: tests/test_others.py).
+        assert set(get_server(name).dnssec_classes) <= seen, comparison.summary()
 
 
 # --- a validating resolver: delv with a trust anchor for the test zone's KSK -------------------
