@@ -28,7 +28,8 @@ compared (`complete`):
 comparable after its server has stopped (the runner keeps native BIND's answers).
 
 Known differences. Seven classes of difference come from BIND's own DLZ path (lib/dns/sdlz.c,
-lib/ns/query.c), not from any driver: they are seen between native BIND and a perfect
+lib/ns/query.c), not from any driver, and eleven more on signed data (DNSSEC material the
+path leaves out or changes): they are seen between native BIND and a perfect
 in-memory DLZ module (tests/test_memory_driver.py). `classify` names a difference only when
 it has exactly the shape the class describes (`BIND_CLASSES`); every other difference belongs
 to the driver. Drivers are then compared with the memory driver, which must match them

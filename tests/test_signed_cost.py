@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.commands.run import signable_servers
+from bench.commands import signable_servers
 from bench.dnsperf import DnsperfRun
 from bench.report_signed import render_signed, reply_bytes, reply_mbits
 from bench.results import Cell, Results, SignedCell, load_results, save_results
@@ -145,7 +145,7 @@ def test_a_server_that_cannot_serve_signed_zones_is_one_error_line(run_root: Pat
 
 def test_all_is_every_server_that_can_serve_a_signed_zone(
         capsys: pytest.CaptureFixture[str]) -> None:
-    chosen = signable_servers("all")
+    chosen = signable_servers("all", "run --signed")
     assert chosen == [name for name in selected_servers("all")
                       if get_server(name).cannot_serve_signed is None]
     pdns = [s.name for s in REGISTRY if isinstance(s, PdnsServer)]

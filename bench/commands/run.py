@@ -12,7 +12,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
-from bench.commands import positive_counts
+from bench.commands import positive_counts, signable_servers
 from bench.datasets import signed_copy, zone_source
 from bench.report import write_report
 from bench.results import Results, save_results
@@ -113,7 +113,7 @@ def run_signed(args: argparse.Namespace) -> int:
     """`run --signed`: the data set signed before anything starts (a zone that cannot be
     signed stops here, in one line), then every server over both variants."""
     # A bad option stops before the data set is signed.
-    args.drivers = ",".join(signable_servers(args.drivers))
+    args.drivers = ",".join(signable_servers(args.drivers, "run --signed"))
     if args.threads is not None:
         positive_counts(args.threads, "--threads")
     unsigned, _ = zone_source(_with_profile_data(args, PROFILES[args.profile]))
@@ -125,21 +125,6 @@ def run_signed(args: argparse.Namespace) -> int:
                               "algorithm": ALGORITHM, "dnssec_ok": True,
                               "dnsperf_edns_payload": DNSPERF_EDNS_PAYLOAD}
     return measure(SignedRunner(profile, setup, results, signed))
-
-
-def signable_servers(text: str) -> list[str]:
-    """--drivers for `run --signed`: 'all' less the servers that cannot serve a signed zone
-    (said in one line); naming one of them is an error."""
-    names = selected_servers(text)
-    unable = {name: reason for name in names
-              if (reason := get_server(name).cannot_serve_signed) is not None}
-    if unable and text != "all":
-        name, reason = next(iter(unable.items()))
-        raise UserError(f"run --signed cannot measure {name}: {reason}")
-    if unable:
-        print(f"run --signed leaves out {', '.join(unable)}: "
-              f"{'; '.join(dict.fromkeys(unable.values()))}", flush=True)
-    return [name for name in names if name not in unable]
 
 
 def measure(runner: Runner) -> int:

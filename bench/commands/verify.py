@@ -9,6 +9,7 @@ from pathlib import Path
 import dns.name
 
 from base.process import new_run_dir
+from bench.commands import signable_servers
 from bench.datasets import add_data_options, zone_source
 from bench.serving import serving
 from bench.verify import (
@@ -48,9 +49,12 @@ def load_queries(args: argparse.Namespace, zones: list[Zone]) -> list[Query]:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Over signed data, only the servers that can serve a signed zone: chosen before signing.
+    names = (signable_servers(args.drivers, "verify of signed data") if args.sign or args.signed
+             else selected_servers(args.drivers))
+    drivers = [d for d in names if d not in REFERENCE]
     stream, _ = zone_source(args)
     zones = list(stream())
-    drivers = [d for d in selected_servers(args.drivers) if d not in REFERENCE]
     queries = load_queries(args, zones)
     run_dir = new_run_dir("verify")
     with ExitStack() as stack:
