@@ -1,13 +1,16 @@
 """The pdns_lmdb store: PowerDNS's LMDB backend database in a directory, written by PowerDNS's
-own `pdnsutil load-zone` and `rectify-zone` (two processes per zone, each zone replaced in
-one LMDB transaction); read by pdns_server's lmdb backend.
+own `pdnsutil`; read by pdns_server's lmdb backend.
 
-There is no bulk loader for LMDB other than pdnsutil: the zone goes to pdnsutil as zone-file
-text (zonedata/zonefiles.py), so the data is exactly what the native store writes.
+PowerDNS has no bulk loader for LMDB, but `pdnsutil b2b-migrate bind lmdb` copies every zone of
+a bind backend (zone files and a named.conf of zone statements) in one process; with
+`pdnsutil rectify-all-zones` after it, that is two processes for the whole data set where
+`load-zone` + `rectify-zone` took two per zone (36 ms a zone: 10 hours for a million). The zone
+files are zonedata/zonefiles.py's text, so the data is exactly what the native store writes.
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -23,6 +26,7 @@ from zonedata.model import Record, Zone, from_rdata
 from zonedata.zonefiles import zone_file_text
 
 _CONF = "pdns.conf"
+_PLAIN_NAME = re.compile(r"[a-z0-9_.-]+")
 
 
 class PdnsLmdbStore(DirectoryStore):
@@ -35,16 +39,60 @@ class PdnsLmdbStore(DirectoryStore):
                 "lmdb-shards": "4"}
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
+        if (target / "pdns.lmdb").exists():
+            # b2b-migrate refuses a target that holds any zone: zone by zone then.
+            for zone in zones:
+                self.update(zone, target)
+            return
+        self._write_conf(target)
+        awkward: list[Zone] = []
+        with tempfile.TemporaryDirectory(dir=target) as scratch:
+            bind_dir = Path(scratch)
+            self._write_bind_backend(zones, bind_dir, awkward)
+            self._pdnsutil(target, "b2b-migrate", "bind", "lmdb",
+                           conf=self._loading_settings(target, bind_dir))
+        # Without a rectify an empty non-terminal does not exist (NXDOMAIN) and glue counts as
+        # authoritative: the rows the SQL stores write themselves (pdns_rows).
+        self._pdnsutil(target, "rectify-all-zones", "quiet",
+                       conf=self._loading_settings(target, None))
+        for zone in awkward:
+            self.update(zone, target)
+
+    def update(self, zone: Zone, target: Path) -> None:
+        """One zone replaced in one LMDB transaction, a server reading beside it."""
         self._write_conf(target)
         with tempfile.TemporaryDirectory(dir=target) as scratch:
             zone_file = Path(scratch) / "zone"
-            for zone in zones:
-                zone_file.write_text(zone_file_text(zone), encoding="ascii")
+            zone_file.write_text(zone_file_text(zone), encoding="ascii")
+            name = pdns_name(zone.origin)
+            self._pdnsutil(target, "load-zone", name, str(zone_file))
+        self._pdnsutil(target, "rectify-zone", name)
+
+    def _write_bind_backend(self, zones: Iterable[Zone], bind_dir: Path,
+                            awkward: list[Zone]) -> None:
+        """Each zone's file, named by its position (a zone name is no file name), and the
+        named.conf that lists them for PowerDNS's bind backend; a zone whose name is more than
+        letters, digits, `-`, `_` and dots is kept in `awkward` for load-zone, which takes the
+        name as an argument rather than inside named.conf's quotes."""
+        with open(bind_dir / "named.conf", "w", encoding="ascii") as conf:
+            for number, zone in enumerate(zones):
                 name = pdns_name(zone.origin)
-                self._pdnsutil(target, "load-zone", name, str(zone_file))
-                # Without it an empty non-terminal does not exist (NXDOMAIN) and glue counts
-                # as authoritative: the rows the SQL stores write themselves (pdns_rows).
-                self._pdnsutil(target, "rectify-zone", name)
+                if not _PLAIN_NAME.fullmatch(name):
+                    awkward.append(zone)
+                    continue
+                zone_file = bind_dir / f"{number}.zone"
+                zone_file.write_text(zone_file_text(zone), encoding="ascii")
+                conf.write(f'zone "{name}" {{ type master; file "{zone_file}"; }};\n')
+
+    def _loading_settings(self, target: Path, bind_dir: Path | None) -> dict[str, str]:
+        """The server's settings, plus the bind backend to copy from, and no fsync: LMDB's
+        default syncs at every zone's commit (7 ms a zone here, against 0.4 ms without); the
+        file is complete when pdnsutil exits, and a crash mid-load is reloaded anyway."""
+        settings = {**self.pdns_settings(target), "lmdb-sync-mode": "nosync"}
+        if bind_dir is not None:
+            settings.update({"launch": "bind,lmdb",
+                             "bind-config": str(bind_dir / "named.conf")})
+        return settings
 
     def read_back(self, target: Path) -> Iterator[Zone]:
         if not (target / _CONF).exists():
@@ -61,14 +109,25 @@ class PdnsLmdbStore(DirectoryStore):
         the zone, so the zone's part comes back in the zone's own case."""
         return Zone(zone.origin, [_as_held(r, zone.origin) for r in zone.records])
 
-    def _write_conf(self, target: Path) -> None:
+    def _write_conf(self, target: Path, settings: dict[str, str] | None = None) -> None:
         target.mkdir(parents=True, exist_ok=True)
+        settings = self.pdns_settings(target) if settings is None else settings
         (target / _CONF).write_text("".join(f"{key}={value}\n" for key, value
-                                            in self.pdns_settings(target).items()))
+                                            in settings.items()))
 
-    def _pdnsutil(self, target: Path, *args: str) -> str:
-        return run_checked(["pdnsutil", f"--config-dir={target}", *args],
-                           f"pdnsutil {args[0]} ({target})", cwd=target, timeout=600)
+    def _pdnsutil(self, target: Path, *args: str, conf: dict[str, str] | None = None) -> str:
+        """pdnsutil over the store, with the server's settings or, for one bulk command, others
+        (the server's are written back after it; a bulk command over a million zones has no
+        time limit but Ctrl-C)."""
+        if conf is not None:
+            self._write_conf(target, conf)
+        try:
+            return run_checked(["pdnsutil", f"--config-dir={target}", *args],
+                               f"pdnsutil {args[0]} ({target})", cwd=target,
+                               timeout=600 if conf is None else None)
+        finally:
+            if conf is not None:
+                self._write_conf(target)
 
 
 def _absolute_rdata(rdtype: str, text: str) -> dns.rdata.Rdata:

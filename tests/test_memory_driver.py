@@ -17,6 +17,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -50,6 +51,7 @@ from servers.named import Named, asan_environment, valgrind_errors, valgrind_wra
 from servers.native import NativeNamed
 from stores import native
 from stores.memory import STORE
+from tests.benchcli import bench_env
 from zonedata.generator import coverage_zones, longest_name
 from zonedata.model import Zone, empty_nonterminals, make_record
 
@@ -496,3 +498,24 @@ def test_valgrind_finds_nothing_in_the_driver(run_dir: Path, pair: Pair) -> None
     assert "ERROR SUMMARY" in log
     found = valgrind_errors(log, _OUR_CODE)
     assert not found, "\n\n".join(found[:3])
+
+
+def _verify(run_root: Path, *drivers: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bench", "verify", "--generate", "5",
+                           "--drivers", ",".join(drivers)], cwd=REPO_ROOT,
+                          env=bench_env(run_root), capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def test_verify_of_the_memory_driver_alone_compares_it_with_native(run_root: Path) -> None:
+    done = _verify(run_root, "memory")
+    assert done.returncode == 0, done.stderr[-2000:]
+    judged = re.search(r"^memory: (\d+)/(\d+) identical", done.stdout, re.M)
+    assert judged and int(judged[2]) > 0, done.stdout
+
+
+def test_verify_of_native_alone_is_one_error_line(run_root: Path) -> None:
+    done = _verify(run_root, "native")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "error: verify compares servers with native: --drivers names no other"]

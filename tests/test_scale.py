@@ -5,7 +5,9 @@ popular: every decile of the popularity order, in falling shares) with generate'
 NXDOMAIN / NODATA split, each line checked against the generated zone it names; the popular
 mix's skew is the stated exponent's; bad options are one error line.
 With servers (the command itself): one server of each store measured under both mixes at 200
-and 2,000 zones, the cache figures of every store that has them read, --add-to merging.
+zones, the cache figures of every store that has them read, --add-to merging a count and a
+shape. (`startup` loads every store at 2,000 zones; two counts here cost three minutes of the
+suite and added no check.)
 """
 
 from __future__ import annotations
@@ -163,7 +165,7 @@ def _one_per_store() -> list[str]:
 @pytest.fixture(scope="module")
 def scale_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("scale")
-    done = _bench(run_root, "--profile", "tiny", "--zones-counts", f"{SMALL},{LARGE}",
+    done = _bench(run_root, "--profile", "tiny", "--zones-counts", f"{SMALL}",
                   "--drivers", ",".join(_one_per_store()), "--out", str(out))
     assert done.returncode == 0, done.stderr[-3000:]
     return out
@@ -171,7 +173,7 @@ def scale_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
 
 def test_every_driver_is_measured_under_both_mixes(scale_run: Path) -> None:
     cells = {p.key: p for p in load_results(scale_run).scale}
-    assert set(cells) == {(d, n, 10, mix) for d in _one_per_store() for n in (SMALL, LARGE)
+    assert set(cells) == {(d, SMALL, 10, mix) for d in _one_per_store()
                           for mix in ("uniform", "popular")}
     for point in cells.values():
         assert point.not_measured is None, point.key  # a few thousand zones fit anywhere
@@ -210,7 +212,7 @@ def test_report_has_the_tables_and_the_plot(scale_run: Path) -> None:
     for title in ("### uniform mix: QPS / p99 under load",
                   "### popular mix: QPS / p99 under load", "### Every cell"):
         assert title in markdown
-    assert f"{LARGE:,} zones" in markdown
+    assert f"{SMALL:,} zones" in markdown
     assert "## 1 thread" not in markdown  # no `run` tables in a scale-only file
     assert (scale_run / "scale.png").read_bytes()[:4] == b"\x89PNG"
 

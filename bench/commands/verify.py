@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dns.name
 
+from base.errors import UserError
 from base.process import new_run_dir
 from bench.commands import signable_servers
 from bench.datasets import add_data_options, zone_source
@@ -15,14 +16,13 @@ from bench.serving import serving
 from bench.verify import (
     DRIVER,
     KNOWN_CLASSES,
-    REFERENCE,
     Comparison,
     Query,
     compare_servers,
     derive_queries,
     references_for,
 )
-from servers import selected_servers
+from servers import REFERENCE, selected_servers
 from zonedata.model import Zone
 from zonedata.queries import read_query_file
 
@@ -52,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     # Over signed data, only the servers that can serve a signed zone: chosen before signing.
     names = (signable_servers(args.drivers, "verify of signed data") if args.sign or args.signed
              else selected_servers(args.drivers))
-    drivers = [d for d in names if d not in REFERENCE]
+    drivers = [d for d in names if d != REFERENCE]
+    if not drivers:
+        raise UserError(f"verify compares servers with {REFERENCE}: --drivers names no other")
     stream, _ = zone_source(args)
     zones = list(stream())
     queries = load_queries(args, zones)
@@ -60,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
                                                  threads=args.threads))
-                  for d in [*references_for(drivers), *drivers]}
+                  for d in dict.fromkeys([*references_for(drivers), *drivers])}
         print(f"verifying {len(queries)} queries over {len(zones)} zones"
               f"{' with the DO bit' if args.dnssec else ''}: {', '.join(served)}", flush=True)
         results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
