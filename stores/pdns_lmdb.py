@@ -27,6 +27,9 @@ from zonedata.zonefiles import zone_file_text
 
 _CONF = "pdns.conf"
 _PLAIN_NAME = re.compile(r"[a-z0-9_.-]+")
+# Types PowerDNS's bind backend leaves out when it reads a zone file (its parseZoneFile: "we
+# synthesise NSECs on demand"), so b2b-migrate from it would lose a signed zone's denial chain.
+_BIND_BACKEND_DROPS = frozenset({"NSEC", "NSEC3", "NSEC3PARAM"})
 
 
 class PdnsLmdbStore(DirectoryStore):
@@ -73,11 +76,13 @@ class PdnsLmdbStore(DirectoryStore):
         """Each zone's file, named by its position (a zone name is no file name), and the
         named.conf that lists them for PowerDNS's bind backend; a zone whose name is more than
         letters, digits, `-`, `_` and dots is kept in `awkward` for load-zone, which takes the
-        name as an argument rather than inside named.conf's quotes."""
+        name as an argument rather than inside named.conf's quotes, and so is a zone holding
+        a type the bind backend drops (a signed zone's NSEC or NSEC3 chain)."""
         with open(bind_dir / "named.conf", "w", encoding="ascii") as conf:
             for number, zone in enumerate(zones):
                 name = pdns_name(zone.origin)
-                if not _PLAIN_NAME.fullmatch(name):
+                if not _PLAIN_NAME.fullmatch(name) or any(
+                        r.rdtype in _BIND_BACKEND_DROPS for r in zone.records):
                     awkward.append(zone)
                     continue
                 zone_file = bind_dir / f"{number}.zone"
