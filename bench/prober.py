@@ -81,13 +81,14 @@ def build_prober() -> Path:
 
 def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1.0,
           cpu_list: str | None = None, seconds: float | None = None,
-          interval: float | None = None) -> LatencyStats:
+          interval: float | None = None, dnssec: bool = False) -> LatencyStats:
     """Send `count` queries from `query_file` (cycled), one at a time (with `seconds`, as many
-    as fit in that time, at most `count`; with `interval`, at most one per interval seconds);
-    their latencies."""
+    as fit in that time, at most `count`; with `interval`, at most one per interval seconds;
+    with `dnssec`, the DO bit set as dnsperf -D sets it); their latencies."""
     argv = [str(build_prober()), "-n", str(count), "-t", str(max(1, round(timeout * 1000))),
             *(["-l", f"{seconds:g}"] if seconds else []),
             *(["-i", str(round(interval * 1e6))] if interval else []),
+            *(["-D"] if dnssec else []),
             addr, str(port), str(query_file)]
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]

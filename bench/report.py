@@ -22,6 +22,7 @@ from bench.plotstyle import driver_style
 from bench.prober import LatencyStats
 from bench.report_capacity import render_capacity, render_capacity_plots
 from bench.report_scale import render_scale, render_scale_plot
+from bench.report_signed import render_signed, render_signed_plot
 from bench.results import Cell, Results, StartupPoint
 from servers import group_of, report_order
 
@@ -410,9 +411,10 @@ def render_startup_scaling(results: Results) -> list[str]:
 
 
 def has_run_tables(results: Results) -> bool:
-    """Does the file get `run`'s tables: it has cells, or it is none of a `startup` or a
-    `scale` file (whose own sections are all they hold)?"""
-    return bool(results.cells) or not (results.startup_scaling or results.scale)
+    """Does the file get `run`'s tables: it has cells, or it is none of a `startup`, a
+    `scale` or a `run --signed` file (whose own sections are all they hold)?"""
+    return bool(results.cells) or not (results.startup_scaling or results.scale
+                                       or results.signed)
 
 
 def render_markdown(results: Results) -> str:
@@ -429,6 +431,7 @@ def render_markdown(results: Results) -> str:
     lines += render_capacity(results)
     lines += render_startup_scaling(results)
     lines += render_scale(results)
+    lines += render_signed(results)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -463,6 +466,7 @@ def render_plots(results: Results, out_dir: Path) -> list[Path]:
         written.append(_plot_startup(results, out_dir / "startup.png"))
     written += render_capacity_plots(results, out_dir)
     written += render_scale_plot(results, out_dir)
+    written += render_signed_plot(results, out_dir)
     return written
 
 

@@ -10,8 +10,11 @@
   "tuning": Tuning | null,                    `tune` only: where the database was, what
                                               round trip was added, processes/CPU scaling,
                                               the recommended setting (absent in older files)
-  "scale": [SizeCell, ...] }                  `scale`: one per (driver, zones, records per
+  "scale": [SizeCell, ...],                   `scale`: one per (driver, zones, records per
                                               zone, query mix) (absent in older files)
+  "signed": [SignedCell, ...] }               `run --signed`: one per (driver, threads, data
+                                              variant: unsigned or signed) (absent in older
+                                              files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -212,6 +215,40 @@ class SizeCell:
 
 
 @dataclass
+class SignedCell:
+    """`run --signed`: one driver over one variant of the data set ("unsigned", or "signed":
+    the same zones signed), every query with the DO bit: the runner's figures, with what
+    holding that variant costs the store (its files on disk after the load, the load's time)
+    and the replies to the check queries over UDP (how many, how many truncated, their mean
+    size on the wire)."""
+
+    variant: str
+    cell: Cell
+    zones: int = 0
+    records: int = 0
+    store_bytes: int | None = None
+    load_seconds: float | None = None
+    replies: int = 0
+    truncated: int = 0
+    reply_bytes: float | None = None
+
+    @property
+    def driver(self) -> str:
+        return self.cell.driver
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return self.driver, self.cell.threads, self.variant
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "cell": self.cell.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SignedCell:
+        return cls(**{**data, "cell": Cell.from_dict(data["cell"])})
+
+
+@dataclass
 class Recommendation:
     """The smallest threads/connections setting whose QPS is within `tolerance` of the best."""
 
@@ -271,6 +308,7 @@ class Results:
     capacity: list[Curve] = field(default_factory=list)
     tuning: Tuning | None = None
     scale: list[SizeCell] = field(default_factory=list)
+    signed: list[SignedCell] = field(default_factory=list)
     schema: int = SCHEMA
 
     @property
@@ -303,7 +341,8 @@ class Results:
                 "startup_scaling": [p.to_dict() for p in self.startup_scaling],
                 "capacity": [c.to_dict() for c in self.capacity],
                 "tuning": None if self.tuning is None else self.tuning.to_dict(),
-                "scale": [c.to_dict() for c in self.scale]}
+                "scale": [c.to_dict() for c in self.scale],
+                "signed": [c.to_dict() for c in self.signed]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -317,7 +356,9 @@ class Results:
                                     for p in data.get("startup_scaling", [])],
                    capacity=[Curve.from_dict(c) for c in data.get("capacity", [])],
                    tuning=_opt(Tuning, data.get("tuning")),
-                   scale=[SizeCell.from_dict(c) for c in data.get("scale", [])], schema=schema)
+                   scale=[SizeCell.from_dict(c) for c in data.get("scale", [])],
+                   signed=[SignedCell.from_dict(c) for c in data.get("signed", [])],
+                   schema=schema)
 
 
 def _opt_dict(value: DnsperfRun | LatencyStats | Tuning | None) -> dict | None:

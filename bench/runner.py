@@ -95,6 +95,9 @@ class Setup:
     target: Target | None = None
     # Stores on servers the suite did not start (--store-url); the others run their own.
     store_urls: StoreUrls = PRIVATE
+    # Every query carries the DO bit (EDNS0): dnsperf's and the prober's `-D`, and the answer
+    # check asks with it too, so signed data is answered with its signatures where BIND can.
+    dnssec: bool = False
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -206,7 +209,7 @@ class Runner:
         with loaded_store(self.setup.reference, self.setup.stream,
                           self.setup.run_dir) as reference, \
                 reference.named(self.setup.run_dir, threads=1) as named:
-            self.reference = {query: ask(named, query) for query in self.check}
+            self.reference = {query: ask(named, query, self.setup.dnssec) for query in self.check}
 
     def run_server(self, server: ServerKind) -> None:
         try:
@@ -409,7 +412,8 @@ class Runner:
 
     def _dnsperf_options(self, named: DnsServer) -> dict:
         return {"clients": clients_for(self.profile, named.threads),
-                "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus}
+                "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus,
+                "extra": dnsperf.DNSSEC_OK if self.setup.dnssec else ()}
 
     def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
         return dnsperf.run_dnsperf(named.host, named.port, self.setup.query_file,
@@ -417,7 +421,8 @@ class Runner:
 
     def probe(self, named: DnsServer) -> prober.LatencyStats:
         return prober.probe(named.host, named.port, self.setup.query_file,
-                            self.profile.probes, cpu_list=self.load_cpus)
+                            self.profile.probes, cpu_list=self.load_cpus,
+                            dnssec=self.setup.dnssec)
 
     def wait_all_zones(self, named: DnsServer) -> None:
         """Every zone answers before anything is checked or timed.
@@ -432,15 +437,16 @@ class Runner:
         """Answers that differ from the reference server's beyond the server's known classes
         (a DLZ driver's: BIND's own DLZ-path classes)."""
         if server == self.setup.reference:
-            self.reference = {q: ask(named, q) for q in self.check}
+            self.reference = {q: ask(named, q, self.setup.dnssec) for q in self.check}
             return 0
-        return self.wrong_answers(named, server.answer_classes)
+        return self.wrong_answers(named, server.known_classes())
 
     def wrong_answers(self, named: DnsServer, answer_classes: Sequence[str]) -> int:
         """Check queries whose answers differ from the reference's beyond answer_classes."""
+        dnssec = self.setup.dnssec
         wrong = 0
         for query in self.check:
-            diff = compare_answers(query, self.reference[query], ask(named, query))
+            diff = compare_answers(query, self.reference[query], ask(named, query, dnssec))
             if diff is not None and classify(query, *diff, self.facts,
                                              answer_classes) == "driver":
                 wrong += 1

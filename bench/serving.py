@@ -30,6 +30,7 @@ class LoadedStore:
     store: Store
     target: Any
     load: LoadStats
+    directory: Path | None = None  # the store's files (its server's data and logs), if known
 
     @property
     def driver(self) -> str:
@@ -75,7 +76,7 @@ def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
     try:
         with store_urls.server(store, directory, db_host=db_host) as target:
             stats = timed_load(store, stream(), target)
-            yield LoadedStore(server, store, target, stats)
+            yield LoadedStore(server, store, target, stats, directory)
     finally:
         keep_only_logs(directory)
 

@@ -28,7 +28,8 @@ compared (`complete`):
 comparable after its server has stopped (the runner keeps native BIND's answers).
 
 Known differences. Seven classes of difference come from BIND's own DLZ path (lib/dns/sdlz.c,
-lib/ns/query.c), not from any driver: they are seen between native BIND and a perfect
+lib/ns/query.c), not from any driver, and eleven more on signed data (DNSSEC material the
+path leaves out or changes): they are seen between native BIND and a perfect
 in-memory DLZ module (tests/test_memory_driver.py). `classify` names a difference only when
 it has exactly the shape the class describes (`BIND_CLASSES`); every other difference belongs
 to the driver. Drivers are then compared with the memory driver, which must match them
@@ -53,7 +54,7 @@ import dns.rrset
 from servers import DLZ_CEILING as MEMORY
 from servers import REFERENCE as NATIVE
 from servers import get_server
-from servers.dlz import DLZ_PATH_CLASSES
+from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES
 from servers.dnsserver import DnsServer
 from zonedata.model import Zone, empty_nonterminals
 
@@ -136,12 +137,14 @@ def _udp_limit(response: dns.message.Message) -> int:
     return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
 
 
-def ask(named: DnsServer, query: Query) -> Reply:
-    """The UDP answer, with the TCP answer when the UDP one may not be complete."""
-    udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD))
+def ask(named: DnsServer, query: Query, dnssec: bool = False) -> Reply:
+    """The UDP answer, with the TCP answer when the UDP one may not be complete; both with the
+    DO bit when dnssec."""
+    udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD, dnssec=dnssec))
     if not (udp.tc or udp.size > udp.limit // 2):
         return udp, None
-    return udp, reduce(named.query(query[0], query[1], tcp=True, payload=UDP_PAYLOAD), tcp=True)
+    return udp, reduce(named.query(query[0], query[1], tcp=True, payload=UDP_PAYLOAD,
+                                   dnssec=dnssec), tcp=True)
 
 
 def complete(reply: Reply) -> Answer:
@@ -184,13 +187,17 @@ class ZoneFacts:
     delegations: frozenset[dns.name.Name]
     ents: frozenset[dns.name.Name]
     cnames: frozenset[dns.name.Name]
+    # Names that own only NSEC3 records (and their RRSIGs): the hashed names of an NSEC3 chain.
+    nsec3_owners: frozenset[dns.name.Name] = frozenset()
 
     @classmethod
     def of(cls, zones: Iterable[Zone]) -> ZoneFacts:
         origins, delegations, ents, cnames = set(), set(), set(), set()
+        nsec3_owners = set()
         for zone in zones:
             origins.add(zone.origin)
             ents.update(empty_nonterminals(zone))
+            nsec3_owners.update(nsec3_chain_owners(zone))
             for r in zone.records:
                 if r.owner == zone.origin:
                     continue
@@ -199,7 +206,7 @@ class ZoneFacts:
                 elif r.rdtype == "CNAME":
                     cnames.add(r.owner)
         return cls(frozenset(origins), frozenset(delegations), frozenset(ents),
-                   frozenset(cnames))
+                   frozenset(cnames), frozenset(nsec3_owners))
 
     def zone_of(self, name: dns.name.Name) -> dns.name.Name | None:
         """The deepest hosted zone name lies in, or None."""
@@ -210,20 +217,44 @@ class ZoneFacts:
         return name
 
 
+def nsec3_chain_owners(zone: Zone) -> set[dns.name.Name]:
+    """Owners holding nothing but NSEC3 records and their signatures."""
+    types: dict[dns.name.Name, set[str]] = {}
+    for r in zone.records:
+        types.setdefault(r.owner, set()).add(r.rdtype)
+    return {owner for owner, present in types.items()
+            if "NSEC3" in present and present <= {"NSEC3", "RRSIG"}}
+
+
+# A DLZ driver's known classes (DlzNamed.known_classes()), the default of the two below.
+DLZ_CLASSES = (*DLZ_PATH_CLASSES, *DLZ_SIGNED_PATH_CLASSES)
+
+
 def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
-             classes: Iterable[str] = DLZ_PATH_CLASSES) -> str:
+             classes: Iterable[str] = DLZ_CLASSES) -> str:
     """The known class(es) a difference from native BIND belongs to, else DRIVER.
 
-    `classes` are KNOWN_CLASSES names (a server's answer_classes): a BIND DLZ-path class
+    `classes` are KNOWN_CLASSES names (a server's known_classes()): a BIND DLZ-path class
     names a difference when the difference has exactly its shape; another server's
     behaviours are normalisations, and a difference belongs to those (joined with "+") that
     take it away entirely, applied in the server's order.
+
+    With the DO bit, a difference of one of the unsigned-path classes' shapes once native's
+    DNSSEC records are taken away (a cross-zone chain, say) is counted in that class: that
+    the DLZ answer also lacks the signatures and proofs is what every DLZ answer does.
     """
     qname, rdtype = query
     known = [KNOWN_CLASSES[name] for name in classes]
-    for cls in known:
-        if isinstance(cls, BindClass) and cls.matches(qname, rdtype, native, other, facts):
+    bind_classes = [cls for cls in known if isinstance(cls, BindClass)]
+    for cls in bind_classes:
+        if cls.matches(qname, rdtype, native, other, facts):
             return cls.name
+    stripped = without_dnssec_material(native)
+    if stripped != native:
+        for cls in bind_classes:
+            if cls.name in UNSIGNED_PATH_CLASSES and cls.matches(qname, rdtype, stripped,
+                                                                 other, facts):
+                return cls.name
     applied: list[str] = []
     for cls in known:
         if not isinstance(cls, ServerBehaviour):
@@ -238,11 +269,16 @@ def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
 
 
 def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
-                      classes: Iterable[str] = DLZ_PATH_CLASSES) -> str:
-    """A zone transfer's difference: only the root zone's (DLZ refuses it) is known."""
+                      classes: Iterable[str] = DLZ_CLASSES) -> str:
+    """A zone transfer's difference: the root zone's (DLZ refuses it), a signed zone's RRSIGs
+    at one name sharing the lowest TTL (DLZ), and another server's behaviours."""
+    classes = list(classes)
     refused = other.rcode != "NOERROR" and not other.answer
     if "root-zone" in classes and zone == dns.name.root and refused:
         return "root-zone"
+    if "rrsig-ttl" in classes and _has_type(native.answer, "RRSIG") and replace(
+            native, answer=merged_rrsig_ttls(native.answer)) == other:
+        return "rrsig-ttl"
     return classify((zone, "AXFR"), native, other, ZoneFacts.of(()), [
         name for name in classes if isinstance(KNOWN_CLASSES[name], ServerBehaviour)])
 
@@ -325,6 +361,143 @@ def _root_zone(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
     return facts.zone_of(qname) == dns.name.root and _is_bare(dlz, "REFUSED")
 
 
+# --- DNSSEC: what BIND's DLZ path leaves out of a signed zone's answers ------------------------
+
+# BIND's DNSSEC types (DNS_RDATATYPEATTR_DNSSEC in lib/dns/rdata/generic/*.c, 9.18).
+DNSSEC_TYPES = frozenset({"DNSKEY", "DS", "NSEC", "NSEC3", "NSEC3PARAM", "RRSIG"})
+_DENIAL_TYPES = frozenset({"NSEC", "NSEC3"})
+
+
+def _has_type(rrs: frozenset[Rr], *types: str) -> bool:
+    return any(rr[2] in types for rr in rrs)
+
+
+def _drop(rrs: frozenset[Rr], types: Iterable[str]) -> frozenset[Rr]:
+    kinds = set(types)
+    return frozenset(rr for rr in rrs if rr[2] not in kinds)
+
+
+def without_dnssec_material(a: Answer, answer_types: Iterable[str] = ("RRSIG",),
+                            authority_types: Iterable[str] = ("RRSIG", *_DENIAL_TYPES)
+                            ) -> Answer:
+    """The answer less its signatures (every section) and its denial proofs (authority)."""
+    return replace(a, answer=_drop(a.answer, answer_types),
+                   authority=_drop(a.authority, authority_types),
+                   additional=_drop(a.additional, ("RRSIG",)))
+
+
+def merged_rrsig_ttls(rrs: frozenset[Rr]) -> frozenset[Rr]:
+    """Every RRSIG at a name with the lowest TTL of the RRSIGs at that name."""
+    lowest: dict[str, int] = {}
+    for owner, ttl, rdtype, _ in rrs:
+        if rdtype == "RRSIG":
+            lowest[owner] = min(ttl, lowest.get(owner, ttl))
+    return frozenset((owner, lowest[owner] if rdtype == "RRSIG" else ttl, rdtype, data)
+                     for owner, ttl, rdtype, data in rrs)
+
+
+def _is_negative(a: Answer) -> bool:
+    return not a.answer and _has_type(a.authority, "SOA")
+
+
+def _is_wildcard_answer(a: Answer) -> bool:
+    """An RRSIG's labels field below its owner's label count: the answer came from a wildcard
+    (RFC 4035 section 5.3.2)."""
+    for owner, _, rdtype, data in a.answer:
+        if rdtype == "RRSIG":
+            name = dns.name.from_text(owner)
+            # Neither the root label nor a leading `*` (a query for the wildcard itself)
+            # counts.
+            labels = len(name) - 1 - (name.labels[0] == b"*")
+            if int(data.split()[2]) < labels:
+                return True
+    return False
+
+
+def _equal_unsigned(native: Answer, dlz: Answer, *, answer: Iterable[str] = ("RRSIG",),
+                    authority: Iterable[str] = ("RRSIG", *_DENIAL_TYPES)) -> bool:
+    """Native had DNSSEC material, and DLZ answered exactly native less it."""
+    stripped = without_dnssec_material(native, answer, authority)
+    return stripped != native and stripped == dlz
+
+
+def _nsec3_owner(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                 facts: ZoneFacts) -> bool:
+    return qname in facts.nsec3_owners and native.rcode == "NXDOMAIN" and dlz.rcode == "NOERROR"
+
+
+def _rrsig_ttl(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+               facts: ZoneFacts) -> bool:
+    merged = replace(native, answer=merged_rrsig_ttls(native.answer))
+    return (rdtype == "RRSIG" and _has_type(native.answer, "RRSIG")
+            and without_dnssec_material(merged, answer_types=()) == dlz)
+
+
+# What a parent zone signs at a delegation point (the NS RRset there is not signed; NSEC3
+# records live at hashed owners).
+_PARENT_SIDE_SIGNED = frozenset({"DS", "NSEC"})
+
+
+def _rrsig_at_delegation(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                         facts: ZoneFacts) -> bool:
+    if rdtype != "RRSIG" or qname not in facts.delegations or not _is_referral(
+            without_dnssec_material(native, authority_types=("RRSIG", "DS", *_DENIAL_TYPES)),
+            qname):
+        return False
+    apex = facts.zone_of(qname.parent())
+    return (apex is not None and dlz.rcode == "NOERROR" and not dlz.aa and bool(dlz.answer)
+            and all(rr[0] == _owner(qname) and rr[2] == "RRSIG"
+                    and rr[3].split()[0] in _PARENT_SIDE_SIGNED for rr in dlz.answer)
+            and bool(dlz.authority)
+            and all(rr[0] == _owner(apex) and rr[2] == "NS" for rr in dlz.authority)
+            and all(rr[2] in ("A", "AAAA") for rr in dlz.additional))
+
+
+def _any_hides_dnssec(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                      facts: ZoneFacts) -> bool:
+    return rdtype == "ANY" and _equal_unsigned(native, dlz, answer=DNSSEC_TYPES)
+
+
+def _dnssec_type_unsigned(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                          facts: ZoneFacts) -> bool:
+    return (rdtype in DNSSEC_TYPES - {"RRSIG"} and bool(native.answer)
+            and _equal_unsigned(native, dlz))
+
+
+def _unsigned_wildcard(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                       facts: ZoneFacts) -> bool:
+    return _is_wildcard_answer(native) and _equal_unsigned(native, dlz)
+
+
+def _unsigned_answer(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+                     facts: ZoneFacts) -> bool:
+    return bool(native.answer) and _equal_unsigned(native, dlz)
+
+
+def _negative_no_proof(rcode: str) -> Shape:
+    def shape(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+              facts: ZoneFacts) -> bool:
+        if native.rcode != rcode or not _is_negative(native):
+            return False
+        # An SOA query's NXDOMAIN also has the soa-nxdomain-ttl difference.
+        return _equal_unsigned(native, dlz) or (
+            rdtype == "SOA" and _equal_unsigned(native, dlz.soa_ttl_zeroed()))
+    return shape
+
+
+def _referral_without(proof: str) -> Shape:
+    """A referral whose DS RRset ("DS") or whose proof of no DS ("NSEC") DLZ left out."""
+    def shape(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
+              facts: ZoneFacts) -> bool:
+        if native.aa or native.answer or not _has_type(native.authority, "NS"):
+            return False
+        has_ds = _has_type(native.authority, "DS")
+        if has_ds != (proof == "DS"):
+            return False
+        return _equal_unsigned(native, dlz, authority=("RRSIG", "DS", *_DENIAL_TYPES))
+    return shape
+
+
 Shape = Callable[[dns.name.Name, str, Answer, Answer, ZoneFacts], bool]
 
 
@@ -388,7 +561,93 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
         "query.c query_validatezonedb() limits a chain to the zone of the first name, a "
         "check it skips for DLZ databases",
         _cross_zone_chain),
+    # Signed zones. sdlz.c's issecure() is false for every DLZ zone and its findrdataset()
+    # never fills sigrdataset (it answers ISC_R_NOTIMPLEMENTED for type RRSIG), so query.c
+    # asks it for no signature (qctx_prepare_buffers, query_addns, query_addsoa) and adds no
+    # proof; the DNSSEC records themselves are served as plain data.
+    BindClass(
+        "nsec3-owner",
+        "a hashed NSEC3 owner name: DLZ answers it as an existing name (NOERROR, the NSEC3 "
+        "record to an NSEC3 query), native BIND NXDOMAIN",
+        "native zones keep NSEC3 records in a tree of their own outside the zone's names "
+        "(rbtdb.c, RFC 5155's rule for queries at NSEC3 owner names); sdlz.c has no NSEC3 "
+        "tree (no findnsec3node, no getnsec3parameters) and getnodedata() finds the name",
+        _nsec3_owner),
+    BindClass(
+        "rrsig-ttl",
+        "RRSIG query (or a transfer of a signed zone): the same RRSIGs, every one at a name "
+        "with the lowest TTL of them; no signature over the rest",
+        "sdlz.c dns_sdlz_putrr() keeps one rdatalist per type, not per covered type, and "
+        "lowers its TTL to the smallest record's; query.c answers RRSIG as ANY "
+        "(query_respond_any) from sdlz's allrdatasets()",
+        _rrsig_ttl),
+    BindClass(
+        "rrsig-at-delegation",
+        "RRSIG at a delegation point: DLZ answers the parent side's signatures there (over "
+        "its NSEC and DS) without AA, with the zone's own NS RRset in the authority section; "
+        "native BIND gives the referral",
+        "query.c asks for type ANY when the query is for RRSIG, sdlz.c find() returns "
+        "DNS_R_ZONECUT for ANY at a zone cut, and query_respond_any() answers the node's "
+        "RRSIGs; query_addauth() then adds the apex NS (query_addns)",
+        _rrsig_at_delegation),
+    BindClass(
+        "any-hides-dnssec",
+        "ANY at a signed name: DLZ leaves out DNSKEY, DS, NSEC, NSEC3, NSEC3PARAM and RRSIG",
+        "query.c query_respond_any() hides DNSSEC-type rdatasets of a zone database that is "
+        "not secure (a zone 'transitioning to secure'), and sdlz.c issecure() returns false",
+        _any_hides_dnssec),
+    BindClass(
+        "dnssec-type-unsigned",
+        "DNSKEY, DS, NSEC, NSEC3 or NSEC3PARAM asked for: DLZ serves the records without their "
+        "RRSIG (a validator cannot use an unsigned DNSKEY RRset)",
+        "sdlz.c findrdataset() finds the type like any other and never fills sigrdataset",
+        _dnssec_type_unsigned),
+    BindClass(
+        "unsigned-wildcard",
+        "a wildcard answer with DO: DLZ sends the expanded records without RRSIG and without "
+        "the NSEC/NSEC3 proof that no closer name exists",
+        "query.c query_addauth() adds the wildcard proof only if dns_db_issecure(), which "
+        "sdlz.c answers false; findrdataset() never fills sigrdataset",
+        _unsigned_wildcard),
+    BindClass(
+        "unsigned-answer",
+        "a positive answer with DO: DLZ sends the same records without an RRSIG in any "
+        "section (and, after a CNAME, without the target's denial proof)",
+        "sdlz.c findrdataset() leaves sigrdataset unused and issecure() is false, so "
+        "query.c asks for no signature (qctx_prepare_buffers, query_addns, query_addsoa)",
+        _unsigned_answer),
+    BindClass(
+        "nodata-no-proof",
+        "NODATA with DO: DLZ sends the SOA without RRSIG and without the NSEC/NSEC3 record "
+        "that proves the type absent",
+        "sdlz.c findext() returns DNS_R_NXRRSET with no NSEC rdataset, so query.c "
+        "query_nodata() has no proof to add (query_addnxrrsetnsec)",
+        _negative_no_proof("NOERROR")),
+    BindClass(
+        "nxdomain-no-proof",
+        "NXDOMAIN with DO: DLZ sends the SOA without RRSIG and without the NSEC/NSEC3 records "
+        "that prove the name and its wildcard absent",
+        "sdlz.c findext() returns DNS_R_NXDOMAIN with no NSEC rdataset and cannot find NSEC3 "
+        "records; query.c query_nxdomain() adds a proof only if find returned one, and "
+        "query_addwildcardproof() finds none",
+        _negative_no_proof("NXDOMAIN")),
+    BindClass(
+        "referral-no-ds",
+        "a referral to a signed child with DO: DLZ leaves out the DS RRset and its RRSIG",
+        "query.c query_addds() adds the DS only when both the DS rdataset and its signature "
+        "are found, and sdlz.c findrdataset() never returns a signature",
+        _referral_without("DS")),
+    BindClass(
+        "referral-no-proof",
+        "an insecure referral with DO: DLZ leaves out the NSEC/NSEC3 proof that the "
+        "delegation has no DS",
+        "query.c query_addds() falls back to the NSEC only when it and its signature are "
+        "found (NSEC3 needs findnsec3node, which sdlz lacks)",
+        _referral_without("NSEC")),
 )}
+
+# The classes of an unsigned data set, also judged on a signed one less its DNSSEC records.
+UNSIGNED_PATH_CLASSES = frozenset(DLZ_PATH_CLASSES)
 
 
 # --- other servers' known differences --------------------------------------------------------
@@ -438,25 +697,41 @@ def _rdata_name_case(qname: dns.name.Name, rdtype: str, native: Answer, other: A
     return _folded(native), _folded(other)
 
 
+def _covered(rr: Rr) -> str:
+    """The type an RR goes with: an RRSIG's covered type, any other RR's own (with DO a
+    signed RRset comes with its signatures, and a behaviour moves or drops them together)."""
+    return rr[3].split()[0] if rr[2] == "RRSIG" else rr[2]
+
+
 def _targets(rrs: Iterable[Rr]) -> set[str]:
     """Names at the end of NS, MX and SRV rdata (what additional addresses are for)."""
     return {rr[3].split()[-1].lower() for rr in rrs if rr[2] in _TARGET_TYPES}
 
 
+def _one_rrset(answer: frozenset[Rr]) -> bool:
+    """One name's RRset with its signatures, or that name's RRSIG RRset alone."""
+    types = {rr[2] for rr in answer} - {"RRSIG"}
+    if len({rr[0] for rr in answer}) != 1:
+        return False
+    return len(types) == 1 and all(_covered(rr) in types for rr in answer) or (
+        not types and bool(answer))
+
+
 def _only_addresses_of(additional: frozenset[Rr], names: set[str]) -> bool:
-    return all(rr[2] in ("A", "AAAA") and rr[0] in names for rr in additional)
+    return all(_covered(rr) in ("A", "AAAA") and rr[0] in names for rr in additional)
 
 
 def _minimal_authority(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
                        facts: ZoneFacts) -> Pair | None:
-    """A positive answer without the zone's NS RRset in the authority section, and without
-    the additional addresses that were there only for it."""
-    if not (native.rcode == other.rcode == "NOERROR" and native.answer and native.authority
-            and not other.authority and all(rr[2] == "NS" for rr in native.authority)):
+    """A positive answer without the zone's NS RRset (and its signatures) in the authority
+    section, and without the additional addresses that were there only for it; anything
+    else in the authority section (a wildcard answer's NSEC proof) stays."""
+    ns = frozenset(rr for rr in native.authority if _covered(rr) == "NS")
+    if not (native.rcode == other.rcode == "NOERROR" and native.answer and ns
+            and other.authority == native.authority - ns):
         return None
-    keep = _targets(native.answer)
-    ns_only = _targets(native.authority) - keep
-    return replace(native, authority=frozenset(), additional=frozenset(
+    ns_only = _targets(ns) - _targets(native.answer)
+    return replace(native, authority=native.authority - ns, additional=frozenset(
         rr for rr in native.additional if rr[0] not in ns_only)), other
 
 
@@ -464,11 +739,37 @@ def _any_one_rrset(qname: dns.name.Name, rdtype: str, native: Answer, other: Ans
                    facts: ZoneFacts) -> Pair | None:
     """ANY answered with one of the name's RRsets, no authority section, and additional
     addresses of that RRset's targets only."""
-    rrsets = {(rr[0], rr[2]) for rr in other.answer}
-    if not (rdtype == "ANY" and len(rrsets) == 1 and other.answer <= native.answer
+    if not (rdtype == "ANY" and _one_rrset(other.answer) and other.answer <= native.answer
             and native.rcode == other.rcode == "NOERROR" and native.aa == other.aa
             and not other.authority
             and _only_addresses_of(other.additional, _targets(other.answer))):
+        return None
+    return other, other
+
+
+def _nsec_referral(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """NSEC at a delegation point answered with the referral (NS, and the DS or the NSEC
+    that proves none, with signatures) instead of the parent side's NSEC record."""
+    owner = _owner(qname)
+    if not (rdtype == "NSEC" and qname in facts.delegations and native.answer
+            and not other.aa and not other.answer
+            and any(rr[2] == "NS" for rr in other.authority)
+            and all(rr[0] == owner for rr in other.authority)
+            and _only_addresses_of(other.additional, _targets(other.authority))):
+        return None
+    return other, other
+
+
+def _rrsig_one_rrset(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                     facts: ZoneFacts) -> Pair | None:
+    """RRSIG answered with the signatures over one of the name's RRsets, no authority or
+    additional section."""
+    if not (rdtype == "RRSIG" and native.rcode == other.rcode == "NOERROR"
+            and native.aa == other.aa and other.answer and other.answer <= native.answer
+            and all(rr[2] == "RRSIG" for rr in other.answer) and _one_rrset(
+                frozenset((rr[0], rr[1], _covered(rr), rr[3]) for rr in other.answer))
+            and not other.authority and not other.additional):
         return None
     return other, other
 
@@ -558,6 +859,8 @@ _MINIMAL = "positive answers carry no NS RRset in the authority section, nor the
 _ANY_ONE = "ANY is answered with one RRset of the name, without authority section"
 _NSEC_CNAME = "NSEC at a CNAME owner (an unsigned zone): the CNAME is followed; native " \
               "BIND answers NODATA"
+_NSEC_REFERRAL = "NSEC at a delegation point of a signed zone: the referral (NS, DS or the " \
+                 "NSEC proving none); native BIND answers the parent side's NSEC record"
 _ROOT_GLUE = "the root zone's NS (or ANY) answer adds the NS target's addresses, which " \
              "native BIND 9.18 leaves out of its additional section"
 
@@ -587,6 +890,10 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "NSD adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
     ServerBehaviour(
+        "nsd-nsec-at-delegation", _NSEC_REFERRAL,
+        "NSD refers an NSEC query at a zone cut to the child, as for a child-side type",
+        _nsec_referral),
+    ServerBehaviour(
         "knot-rdata-name-case", _NAME_CASE,
         "Knot stores names in lower case when it loads a zone and compresses names "
         "case-insensitively against the query name",
@@ -603,6 +910,17 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "knot-root-glue", _ROOT_GLUE,
         "Knot adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
+    ServerBehaviour(
+        "knot-rrsig-one-rrset",
+        "RRSIG is answered with the signatures over one of the name's RRsets, without "
+        "authority section; native BIND gives every signature at the name",
+        "Knot DNS minimises a query for type RRSIG as it does ANY (seen on the signed "
+        "coverage set; Knot's code not traced)",
+        _rrsig_one_rrset),
+    ServerBehaviour(
+        "knot-nsec-at-delegation", _NSEC_REFERRAL,
+        "Knot refers an NSEC query at a zone cut to the child, as for a child-side type",
+        _nsec_referral),
     ServerBehaviour(
         "pdns-8bit-dns",
         "a query name with an octet outside letters, digits and -_*./@ \\: (e.g. ' \" % ( "
@@ -708,14 +1026,16 @@ def references_for(names: Iterable[str]) -> list[str]:
 
 
 def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
-                    zones: Sequence[Zone], *, transfers: bool = True) -> dict[str, Comparison]:
+                    zones: Sequence[Zone], *, transfers: bool = True,
+                    dnssec: bool = False) -> dict[str, Comparison]:
     """Every query (and every zone's transfer) against every server; a Comparison each.
 
     servers holds native BIND and the servers to judge. A server's differences from native
-    BIND are classified by its own answer_classes (ServerKind), except for a server that
+    BIND are classified by its own known classes (ServerKind), except for a server that
     must answer exactly as another (a DLZ driver: as the memory driver, BIND's DLZ path with
     a perfect driver, which is in `servers` too): any difference from that one is its own,
     and otherwise it is counted as that one's answer is (identical to native, or in a class).
+    dnssec sets the DO bit on every query.
     """
     facts = ZoneFacts.of(zones)
     judged = {name: name for name in servers if name != NATIVE}
@@ -724,17 +1044,18 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
     leaders = [name for name in judged if name not in followers]
     results = {name: Comparison(name) for name in judged}
     for query in queries:
-        native = ask(servers[NATIVE], query)
-        replies = {name: ask(servers[name], query) for name in leaders}
+        native = ask(servers[NATIVE], query, dnssec)
+        replies = {name: ask(servers[name], query, dnssec) for name in leaders}
         verdicts = {}
         for name in leaders:
             diff = compare_answers(query, native, replies[name])
             verdicts[name] = (None if diff is None else classify(
-                query, *diff, facts, get_server(name).answer_classes), detail(query, diff))
+                query, *diff, facts, get_server(name).known_classes()), detail(query, diff))
             results[name].add(*verdicts[name])
         for name, leader in followers.items():
             _judge_driver(results[name], leader, query, verdicts[leader],
-                          compare_answers(query, replies[leader], ask(servers[name], query)))
+                          compare_answers(query, replies[leader],
+                                          ask(servers[name], query, dnssec)))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
@@ -744,7 +1065,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
             for name in leaders:
                 diff = _differs(native_rrs, leader_rrs[name])
                 verdicts[name] = (None if diff is None else classify_transfer(
-                    zone.origin, *diff, get_server(name).answer_classes), detail(query, diff))
+                    zone.origin, *diff, get_server(name).known_classes()), detail(query, diff))
                 results[name].add(*verdicts[name])
             for name, leader in followers.items():
                 _judge_driver(results[name], leader, query, verdicts[leader],

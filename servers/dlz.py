@@ -45,6 +45,12 @@ def dlz_clause(name: str, library: Path, args: Mapping[str, str]) -> str:
 # driver): bench/verify.py's BIND classes, each with its mechanism in BIND's code.
 DLZ_PATH_CLASSES = ("root-zone", "ds-parent-side", "soa-nxdomain-ttl", "any-at-ent",
                     "any-at-delegation", "nsec-at-cname", "cross-zone-chain")
+# What the same path leaves out of, or changes in, a signed zone's answers (DO bit set, or an
+# explicit query for a DNSSEC type): sdlz.c returns no signatures and has no NSEC3 tree.
+DLZ_SIGNED_PATH_CLASSES = ("nsec3-owner", "rrsig-ttl", "rrsig-at-delegation",
+                           "any-hides-dnssec", "dnssec-type-unsigned", "unsigned-wildcard",
+                           "unsigned-answer", "nodata-no-proof", "nxdomain-no-proof",
+                           "referral-no-ds", "referral-no-proof")
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class DlzNamed(ServerKind):
     """named answering through a DLZ driver that reads the store's data on every query."""
 
     answer_classes: tuple[str, ...] = DLZ_PATH_CLASSES
+    dnssec_classes: tuple[str, ...] = DLZ_SIGNED_PATH_CLASSES
     group = "BIND DLZ drivers"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
 

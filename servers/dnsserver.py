@@ -38,11 +38,13 @@ _POLL_PAUSE = 0.002
 
 
 def non_recursive_query(qname: str | dns.name.Name, rdtype: str,
-                        payload: int | None = None) -> dns.message.Message:
+                        payload: int | None = None, dnssec: bool = False) -> dns.message.Message:
     """A query without RD (every server here is authoritative only); with EDNS0 advertising
-    payload octets when given."""
+    payload octets when given, and the DO bit when dnssec (which needs EDNS0)."""
+    if dnssec and payload is None:
+        raise ValueError("the DO bit needs EDNS0: give a payload")
     query = dns.message.make_query(qname, rdtype, use_edns=None if payload is None else 0,
-                                   payload=payload)
+                                   payload=payload, want_dnssec=dnssec)
     query.flags &= ~dns.flags.RD
     return query
 
@@ -255,9 +257,11 @@ class DnsServer(ABC):
     # --- clients ------------------------------------------------------------------------------
 
     def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
-              timeout: float = 5.0, payload: int | None = None) -> dns.message.Message:
-        """One non-recursive query; with EDNS0 advertising `payload` octets when given."""
-        query = non_recursive_query(qname, rdtype, payload)
+              timeout: float = 5.0, payload: int | None = None,
+              dnssec: bool = False) -> dns.message.Message:
+        """One non-recursive query; with EDNS0 advertising `payload` octets when given, and
+        the DO bit when dnssec."""
+        query = non_recursive_query(qname, rdtype, payload, dnssec)
         send = dns.query.tcp if tcp else dns.query.udp
         return send(query, self.host, port=self.port, timeout=timeout)
 

@@ -34,6 +34,8 @@ class ServerKind(ABC):
     # classes, each measured on the coverage set and explained by a mechanism of the server.
     # Any other difference is a wrong answer.
     answer_classes: tuple[str, ...] = ()
+    # Those seen only on signed data asked with the DO bit (`verify --dnssec`, `run --signed`).
+    dnssec_classes: tuple[str, ...] = ()
 
     # Which column group of the results table the server belongs to (README: which question
     # each group answers).
@@ -42,6 +44,13 @@ class ServerKind(ABC):
     # driver's, BIND's DLZ path with a perfect driver); None: compared with native BIND and
     # judged by its own answer_classes.
     same_answers_as: ClassVar[str | None] = None
+    # Why the server cannot serve a signed zone as its store holds it (None: it can, with
+    # the signatures or, through BIND's DLZ path, as plain data): `run --signed` leaves it out.
+    cannot_serve_signed: ClassVar[str | None] = None
+
+    def known_classes(self) -> tuple[str, ...]:
+        """Every known difference of its answers, in the order they are tried."""
+        return (*self.answer_classes, *self.dnssec_classes)
 
     def store_object(self) -> Store:
         return get_store(self.store)

@@ -104,6 +104,7 @@ class KnotServer(ServerKind):
     # Measured on the coverage set (bench/verify.py OTHER_CLASSES), in the order they apply.
     answer_classes: tuple[str, ...] = ("knot-rdata-name-case", "knot-any-one-rrset",
                                        "knot-minimal-authority", "knot-root-glue")
+    dnssec_classes: tuple[str, ...] = ("knot-rrsig-one-rrset", "knot-nsec-at-delegation")
     group = "NSD, Knot"
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,

@@ -108,6 +108,7 @@ class NsdServer(ServerKind):
     answer_classes: tuple[str, ...] = ("nsd-rdata-name-case", "nsd-any-one-rrset",
                                        "nsd-nsec-at-cname", "nsd-cross-zone-chain",
                                        "nsd-root-glue")
+    dnssec_classes: tuple[str, ...] = ("nsd-nsec-at-delegation",)
     group = "NSD, Knot"
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,

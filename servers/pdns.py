@@ -105,6 +105,12 @@ class PdnsServer(ServerKind):
     cached: bool = False
     answer_classes: tuple[str, ...] = PDNS_CLASSES
     group = "PowerDNS backends"
+    # Its backends hold the DNSSEC records as rows like any other, but PowerDNS answers with
+    # stored signatures only for a zone marked PRESIGNED in its domain metadata (the gsql
+    # backends' domainmetadata table with gsql-dnssec, lmdb's own, the bind backend's
+    # bind-dnssec-db), which no store sets.
+    cannot_serve_signed = ("PowerDNS serves stored RRSIGs only for zones marked PRESIGNED in "
+                           "its domain metadata, which its stores do not set")
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         """launch= and the backend's settings that reach the store's data."""

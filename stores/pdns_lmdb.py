@@ -28,6 +28,9 @@ from zonedata.zonefiles import zone_file_text
 
 _CONF = "pdns.conf"
 _PLAIN_NAME = re.compile(r"[a-z0-9_.-]+")
+# Types PowerDNS's bind backend leaves out when it reads a zone file (its parseZoneFile: "we
+# synthesise NSECs on demand"), so b2b-migrate from it would lose a signed zone's denial chain.
+_BIND_BACKEND_DROPS = frozenset({"NSEC", "NSEC3", "NSEC3PARAM"})
 
 
 class PdnsLmdbStore(DirectoryStore):
@@ -78,11 +81,13 @@ class PdnsLmdbStore(DirectoryStore):
         """Each zone's file, named by its position (a zone name is no file name), and the
         named.conf that lists them for PowerDNS's bind backend; a zone whose name is more than
         letters, digits, `-`, `_` and dots is kept in `awkward` for load-zone, which takes the
-        name as an argument rather than inside named.conf's quotes."""
+        name as an argument rather than inside named.conf's quotes, and so is a zone holding
+        a type the bind backend drops (a signed zone's NSEC or NSEC3 chain)."""
         with open(bind_dir / "named.conf", "w", encoding="ascii") as conf:
             for number, zone in enumerate(zones):
                 name = pdns_name(zone.origin)
-                if not _PLAIN_NAME.fullmatch(name):
+                if not _PLAIN_NAME.fullmatch(name) or any(
+                        r.rdtype in _BIND_BACKEND_DROPS for r in zone.records):
                     awkward.append(zone)
                     continue
                 zone_file = _zone_file(bind_dir, number)
@@ -142,8 +147,7 @@ def _zone_file(bind_dir: Path, number: int) -> Path:
     """A thousand zone files a directory: removing the scratch directory lists one directory
     at a time, and a listing of a million names would be the loader's peak memory."""
     directory = bind_dir / str(number // 1000)
-    if number % 1000 == 0:
-        directory.mkdir()
+    directory.mkdir(exist_ok=True)  # its first zone may have gone to load-zone instead
     return directory / f"{number}.zone"
 
 
@@ -179,10 +183,15 @@ def _as_held(record: Record, origin: dns.name.Name) -> Record:
 _QUOTED_STRING_TYPES = frozenset({"TXT", "SPF", "HINFO", "NAPTR", "CAA"})
 
 
-def _escape_quotes(content: str) -> str:
-    """pdnsutil prints a `"` inside a name unescaped (DNSName escapes only `.`, `\\` and
-    unprintable octets); in a zone file's presentation it opens a quoted string."""
-    return content.replace('"', '\\"')
+# Octets pdnsutil prints unescaped inside a name (DNSName escapes only `.`, `\\` and octets
+# outside 0x21-0x7e) that a zone file's presentation reads as syntax: a quoted string, a
+# multi-line group, a comment. A signed zone's NSEC next names carry them from the owners.
+_PRESENTATION_SYNTAX = str.maketrans({c: "\\" + c for c in '"();'})
+
+
+def _escape_syntax(content: str) -> str:
+    """Content of a type without character-strings, its names' syntax octets escaped."""
+    return content.translate(_PRESENTATION_SYNTAX)
 
 
 def _records(listing: str) -> Iterator[Record]:
@@ -195,7 +204,7 @@ def _records(listing: str) -> Iterator[Record]:
             continue  # "$ORIGIN ." and the like
         owner, ttl, _, rdtype, content = fields
         if rdtype not in _QUOTED_STRING_TYPES:
-            content = _escape_quotes(content)
+            content = _escape_syntax(content)
         yield from_rdata(dns.name.from_text(owner), int(ttl), _absolute_rdata(rdtype, content))
 
 

@@ -26,8 +26,10 @@ from base.errors import UserError
 from zonedata.model import Zone, from_rdata
 
 ZONE_SUFFIXES = (".zone", ".db")
-# Files in a zone directory that are never zone files: ours (queries.txt), BIND's journals.
-_NOT_ZONE_SUFFIXES = (".txt", ".jnl", ".conf", ".json", ".md", ".log", ".tmp")
+# Files in a zone directory that are never zone files: ours (queries.txt), BIND's journals,
+# DNSSEC keys kept beside the zones they sign (K<zone>+<alg>+<id>.key / .private).
+_NOT_ZONE_SUFFIXES = (".txt", ".jnl", ".conf", ".json", ".md", ".log", ".tmp", ".key",
+                      ".private")
 # Octets kept as they are in a file name; every other octet of the zone key becomes %XX.
 _SAFE_FILE_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789-.")
 _MAX_FILE_STEM = 180

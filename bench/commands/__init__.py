@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from base.errors import UserError
+from servers import get_server, selected_servers
 from stores.url import StoreUrls
 
 
@@ -38,3 +39,18 @@ def store_urls(args: argparse.Namespace) -> StoreUrls:
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")
     return StoreUrls.parse(args.store_url, overwrite=args.store_url_overwrite).checked()
+
+
+def signable_servers(text: str, command: str) -> list[str]:
+    """--drivers over signed data: 'all' less the servers that cannot serve a signed zone
+    (said in one line); naming one of them is an error."""
+    names = selected_servers(text)
+    unable = {name: reason for name in names
+              if (reason := get_server(name).cannot_serve_signed) is not None}
+    if unable and text != "all":
+        name, reason = next(iter(unable.items()))
+        raise UserError(f"{command} cannot measure {name}: {reason}")
+    if unable:
+        print(f"{command} leaves out {', '.join(unable)}: "
+              f"{'; '.join(dict.fromkeys(unable.values()))}", flush=True)
+    return [name for name in names if name not in unable]

@@ -11,6 +11,7 @@ from base.errors import UserError
 from zonedata.generator import appendix_b, coverage_zones, generate
 from zonedata.model import Zone
 from zonedata.queries import DEFAULT_QUERY_MIX, QuerySampler, parse_mix
+from zonedata.signing import KEYS_DIR, SigningOptions, sign_zones
 from zonedata.zonefiles import write_zone_dir
 
 QUERY_FILE = "queries.txt"
@@ -33,6 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="query mix, e.g. hit=0.8,nxdomain=0.1,nodata=0.1")
     p.add_argument("--shard", type=int, default=1000,
                    help="sub-directories the zone files are spread over (1: none)")
+    p.add_argument("--signed", action="store_true",
+                   help="sign every zone with dnssec-keygen/dnssec-signzone (NSEC; keys under "
+                        "OUT/.keys)")
+    p.add_argument("--nsec3", action="store_true",
+                   help="with --signed: NSEC3 (no salt, 0 iterations) instead of NSEC")
     p.set_defaults(func=run)
 
 
@@ -48,8 +54,16 @@ def run(args: argparse.Namespace) -> int:
             yield zone
 
     sampler = QuerySampler(args.queries, args.mix, args.seed)
-    written = write_zone_dir(sampler.watch(counted(zones)), args.out, shard=args.shard)
-    print(f"wrote {written} zones ({records} records) under {args.out}")
+    watched = sampler.watch(counted(zones))
+    if args.signed:
+        written = sign_zones(watched, args.out, SigningOptions(nsec3=args.nsec3),
+                             shard=args.shard)
+        chain = "NSEC3" if args.nsec3 else "NSEC"
+        print(f"signed {written} zones ({records} records before signing, {chain}) under "
+              f"{args.out}; keys and trust anchors in {args.out / KEYS_DIR}")
+    else:
+        written = write_zone_dir(watched, args.out, shard=args.shard)
+        print(f"wrote {written} zones ({records} records) under {args.out}")
     if args.queries:
         per_kind = sampler.write(args.out / QUERY_FILE)
         kinds = ", ".join(f"{kind} {n}" for kind, n in per_kind.items())
@@ -64,6 +78,8 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UserError("nothing to generate: give --zones N, --appendix-b HOSTS or --coverage")
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         raise UserError(f"--out {args.out} exists and is not an empty directory")
+    if args.nsec3 and not args.signed:
+        raise UserError("--nsec3 only applies to --signed")
 
 
 def _selected_zones(args: argparse.Namespace) -> Iterator[Zone]:

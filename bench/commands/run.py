@@ -12,26 +12,37 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench import metadata
-from bench.commands import add_store_url_options, positive_counts, store_urls
+from bench.commands import add_store_url_options, positive_counts, signable_servers, store_urls
 from bench.datasets import (
     add_query_source_options,
     add_zone_file_options,
     describe,
+    signed_copy,
     traffic_queries,
     zone_source,
 )
 from bench.report import write_report
 from bench.results import Results, save_results
 from bench.runner import PROFILES, Profile, Runner, Setup, clients_for
+from bench.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
 from servers import REFERENCE, get_server, selected_servers, server_names
 from servers.external import Target, parse_target
 from zonedata import queries
 from zonedata.model import Zone
+from zonedata.signing import ALGORITHM
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run the benchmark and write results.json, results.md, plots")
     add_run_options(p)
+    # Not the data options' --signed ("the --zones directory is signed already"): here the
+    # data is unsigned and signed by the command, hence dests of their own.
+    p.add_argument("--signed", dest="measure_signed", action="store_true",
+                   help="signed against unsigned: sign the data set (dnssec-signzone), then "
+                        "measure every server over both, every query with the DO bit; one "
+                        "thread unless --threads")
+    p.add_argument("--nsec3", dest="signed_nsec3", action="store_true",
+                   help="with --signed: NSEC3 (no salt, 0 iterations) instead of NSEC")
     p.set_defaults(func=run)
 
 
@@ -75,12 +86,7 @@ def prepare(args: argparse.Namespace, command: str,
     profile = PROFILES[args.profile]
     urls = store_urls(args)
     target = _target(args)
-    if (args.zones is None and args.named_conf is None and not args.coverage
-            and args.generate is None):
-        args.generate = profile.zones
-    if args.records is None:
-        args.records = profile.records
-    stream, _ = zone_source(args)
+    stream, _ = zone_source(_with_profile_data(args, profile))
     if target is not None:
         # Before anything is measured or written: a target that does not serve the data
         # set's first zone stops the command here.
@@ -158,9 +164,44 @@ def _target_threads(args: argparse.Namespace) -> tuple[int, ...]:
     return (counts[0],)
 
 
+def _with_profile_data(args: argparse.Namespace, profile: Profile) -> argparse.Namespace:
+    """args with the profile's generated data set where no data set was given."""
+    if (args.zones is None and args.named_conf is None and not args.coverage
+            and args.generate is None):
+        args.generate = profile.zones
+    if args.records is None:
+        args.records = profile.records
+    return args
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.signed_nsec3 and not args.measure_signed:
+        raise UserError("--nsec3 only applies to --signed")
+    if args.measure_signed:
+        return run_signed(args)
     profile, setup, results = prepare(args, "run")
     return measure(Runner(profile, setup, results))
+
+
+def run_signed(args: argparse.Namespace) -> int:
+    """`run --signed`: the data set signed before anything starts (a zone that cannot be
+    signed stops here, in one line), then every server over both variants."""
+    # A bad option stops before the data set is signed.
+    if args.target is not None:
+        raise UserError("run --signed measures the suite's servers over data it signs: "
+                        "not a --target")
+    args.drivers = ",".join(signable_servers(args.drivers or "all", "run --signed"))
+    if args.threads is not None:
+        positive_counts(args.threads, "--threads")
+    unsigned, _ = zone_source(_with_profile_data(args, PROFILES[args.profile]))
+    signed = signed_copy(unsigned, args.signed_nsec3)
+    # One thread unless told otherwise, as `capacity`: thread counts are `run`'s and `tune`'s.
+    profile, setup, results = prepare(args, "signed", threads=(1,))
+    results.meta["command"] = "run --signed"
+    results.meta["signed"] = {"chain": "NSEC3" if args.signed_nsec3 else "NSEC",
+                              "algorithm": ALGORITHM, "dnssec_ok": True,
+                              "dnsperf_edns_payload": DNSPERF_EDNS_PAYLOAD}
+    return measure(SignedRunner(profile, setup, results, signed))
 
 
 def measure(runner: Runner) -> int:

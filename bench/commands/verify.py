@@ -10,7 +10,7 @@ import dns.name
 
 from base.errors import UserError
 from base.process import new_run_dir
-from bench.commands import add_store_url_options, store_urls
+from bench.commands import add_store_url_options, signable_servers, store_urls
 from bench.datasets import add_data_options, add_query_source_options, traffic_queries, zone_source
 from bench.serving import serving
 from bench.verify import (
@@ -40,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
     add_store_url_options(p)
+    p.add_argument("--dnssec", action="store_true",
+                   help="set the DO bit on every query (signed data: RRSIGs and NSEC/NSEC3 "
+                        "proofs are compared too)")
     p.set_defaults(func=run)
 
 
@@ -53,21 +56,24 @@ def load_queries(args: argparse.Namespace, zones: list[Zone], run_dir: Path) -> 
 
 def run(args: argparse.Namespace) -> int:
     urls = store_urls(args)
-    stream, _ = zone_source(args)
-    zones = list(stream())
-    drivers = [d for d in selected_servers(args.drivers) if d != REFERENCE]
+    # Over signed data, only the servers that can serve a signed zone: chosen before signing.
+    names = (signable_servers(args.drivers, "verify of signed data") if args.sign or args.signed
+             else selected_servers(args.drivers))
+    drivers = [d for d in names if d != REFERENCE]
     if not drivers:
         raise UserError(f"verify compares servers with {REFERENCE}: --drivers names no other")
+    stream, _ = zone_source(args)
+    zones = list(stream())
     run_dir = new_run_dir("verify")
     queries = load_queries(args, zones, run_dir)
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
                                                  threads=args.threads, store_urls=urls))
                   for d in dict.fromkeys([*references_for(drivers), *drivers])}
-        print(f"verifying {len(queries)} queries over {len(zones)} zones: "
-              f"{', '.join(served)}", flush=True)
+        print(f"verifying {len(queries)} queries over {len(zones)} zones"
+              f"{' with the DO bit' if args.dnssec else ''}: {', '.join(served)}", flush=True)
         results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
-                                  transfers=not args.no_axfr)
+                                  transfers=not args.no_axfr, dnssec=args.dnssec)
     return report(results)
 
 

@@ -1,7 +1,8 @@
 /*
  * prober: measures DNS latency one query at a time.
  *
- *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] ADDR PORT QUERYFILE
+ *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] [-D]
+ *          ADDR PORT QUERYFILE
  *       Sends COUNT queries (the query file's lines, cycled; with -l, as many as fit in SECONDS
  *       and at most COUNT; with -i, at most one every INTERVAL_US, so that sampling latency
  *       beside a load does not add a load of its own) to ADDR:PORT over UDP, each only
@@ -22,7 +23,8 @@
  *
  * The query file has dnsperf's format: "NAME TYPE" per line, ';' starts a comment line.
  * Queries are built like dnsperf builds them (RD set, no EDNS, class IN) so that both tools
- * ask the server the same questions.
+ * ask the server the same questions; with -D, like dnsperf -D: an EDNS0 OPT record
+ * advertising 4096 octets with the DO bit set, so signed zones are answered with signatures.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -42,7 +44,10 @@
 #define MAX_WIRE_NAME 255
 #define MAX_LABEL 63
 #define HEADER_LEN 12
-#define MAX_QUERY (HEADER_LEN + MAX_WIRE_NAME + 4)
+#define OPT_LEN 11
+#define MAX_QUERY (HEADER_LEN + MAX_WIRE_NAME + 4 + OPT_LEN)
+/* dnsperf's MAX_EDNS_PACKET: the payload its -D queries advertise. */
+#define EDNS_PAYLOAD 4096
 #define MAX_DATAGRAM 65535
 
 struct query {
@@ -163,6 +168,25 @@ static void build_query(const char *name, uint16_t type, struct query *q, size_t
     w[pos++] = 0;
     w[pos++] = 1; /* class IN */
     q->len = pos;
+}
+
+/* An EDNS0 OPT record with the DO bit (RFC 3225) after the question, as dnsperf -D adds it. */
+static void add_dnssec_ok(struct query *q)
+{
+    unsigned char *w = q->wire + q->len;
+    w[0] = 0;                             /* owner: the root */
+    w[1] = 0;
+    w[2] = 41;                            /* type OPT */
+    w[3] = (unsigned char)(EDNS_PAYLOAD >> 8);
+    w[4] = (unsigned char)(EDNS_PAYLOAD & 0xff);
+    w[5] = 0;                             /* extended rcode */
+    w[6] = 0;                             /* version 0 */
+    w[7] = 0x80;                          /* DO */
+    w[8] = 0;
+    w[9] = 0;                             /* no options: rdlength 0 */
+    w[10] = 0;
+    q->len += OPT_LEN;
+    q->wire[11] = 1;                      /* ARCOUNT */
 }
 
 static struct query *read_queries(const char *path, size_t *count)
@@ -295,22 +319,26 @@ static int run_prober(int argc, char **argv)
     double limit_s = 0;
     long interval_us = 0;
     const char *out_path = NULL;
+    int dnssec_ok = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "n:l:i:t:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:l:i:t:o:D")) != -1) {
         switch (opt) {
         case 'n': count = strtol(optarg, NULL, 10); break;
         case 'l': limit_s = strtod(optarg, NULL); break;
         case 'i': interval_us = strtol(optarg, NULL, 10); break;
         case 't': timeout_ms = strtol(optarg, NULL, 10); break;
         case 'o': out_path = optarg; break;
+        case 'D': dnssec_ok = 1; break;
         default: return 2;
         }
     }
     if (argc - optind != 3 || count <= 0 || timeout_ms <= 0 || limit_s < 0 || interval_us < 0)
         die("usage: prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] "
-            "ADDR PORT QUERYFILE");
+            "[-D] ADDR PORT QUERYFILE");
     size_t nqueries;
     struct query *queries = read_queries(argv[optind + 2], &nqueries);
+    for (size_t i = 0; dnssec_ok && i < nqueries; i++)
+        add_dnssec_ok(&queries[i]);
     FILE *out = out_path ? fopen(out_path, "w") : stdout;
     if (out == NULL)
         die("cannot open the output file");
