@@ -193,15 +193,19 @@ class MysqlServer:
         return self._proc.pids() if self._proc is not None else []
 
     def version(self) -> str:
-        conn = self.connect()
-        try:
-            cursor = conn.cursor()
-            cursor.execute("SELECT VERSION()")
-            (text,) = cursor.fetchone()
-        finally:
-            conn.close()
-        # "10.11.14-MariaDB-0+deb12u2" -> "MariaDB 10.11.14"
-        return f"MariaDB {text.split('-')[0]}"
+        return server_version(self.connect())
+
+
+def server_version(conn: MySQLdb.Connection) -> str:
+    """The server's product and version ("10.11.14-MariaDB-0+deb12u2" -> "MariaDB 10.11.14");
+    closes conn."""
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SELECT VERSION()")
+        (text,) = cursor.fetchone()
+    finally:
+        conn.close()
+    return f"{'MariaDB' if 'MariaDB' in text else 'MySQL'} {text.split('-')[0]}"
 
 
 class ExternalMysql:
@@ -250,14 +254,7 @@ class ExternalMysql:
         return []
 
     def version(self) -> str:
-        conn = self.connect()
-        try:
-            cursor = conn.cursor()
-            cursor.execute("SELECT VERSION()")
-            (text,) = cursor.fetchone()
-        finally:
-            conn.close()
-        return f"{'MariaDB' if 'MariaDB' in text else 'MySQL'} {text.split('-')[0]}"
+        return server_version(self.connect())
 
 
 _CONNECT_TIMEOUT_S = 10

@@ -64,17 +64,9 @@ class ConfZone:
     def _compile_to_text(self, compilezone: Sequence[str], out: Path) -> None:
         argv = [*compilezone, "-f", self.format, "-F", "text", "-s", "full", "-o",
                 str(out), self.origin.to_text(), str(self.file)]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=600,
-                                  check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise UserError(f"{self.file}: named-compilezone failed: {exc}") from exc
-        if done.returncode != 0:
-            said = [line.strip() for line in (done.stdout + done.stderr).splitlines()
-                    if line.strip()]
-            raise UserError(f"{self.file}: not a {self.format}-format zone file named-compilezone "
-                            f"reads: {'; '.join(said) or f'exit {done.returncode}'}")
-
+        _run_bind_tool(argv, f"{self.file}: named-compilezone",
+                       f"{self.file}: not a {self.format}-format zone file named-compilezone "
+                       "reads")
 
 @dataclass
 class NamedConf:
@@ -94,6 +86,21 @@ class _Statement:
     body: list[_Statement] | None  # None: a simple `words;` statement
 
 
+def _run_bind_tool(argv: Sequence[str], what: str, refused: str) -> str:
+    """A BIND tool's standard output; a UserError in one line when `what` cannot run, or
+    `refused` with everything the tool said when it exits non-zero."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=600,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"{what} failed: {exc}") from exc
+    if done.returncode != 0:
+        said = [line.strip() for line in (done.stdout + done.stderr).splitlines()
+                if line.strip()]
+        raise UserError(f"{refused}: {'; '.join(said) or f'exit {done.returncode}'}")
+    return done.stdout
+
+
 def read_named_conf(conf: Path, checkconf: Sequence[str]) -> NamedConf:
     """Run `checkconf -p conf` (argv of named-checkconf) and read its zone statements."""
     return parse_canonical(canonical_text(conf, checkconf), conf, Path.cwd())
@@ -103,17 +110,8 @@ def canonical_text(conf: Path, checkconf: Sequence[str]) -> str:
     """named-checkconf's canonical print of conf; its complaint as one UserError line."""
     if not conf.is_file():
         raise UserError(f"named.conf {conf}: no such file")
-    try:
-        done = subprocess.run([*checkconf, "-p", str(conf)], capture_output=True, text=True,
-                              timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"named.conf {conf}: named-checkconf failed: {exc}") from exc
-    if done.returncode != 0:
-        problems = [line.strip() for line in (done.stderr + done.stdout).splitlines()
-                    if line.strip()]
-        raise UserError(f"named.conf {conf}: named-checkconf rejects it: "
-                        f"{'; '.join(problems) or f'exit {done.returncode}'}")
-    return done.stdout
+    return _run_bind_tool([*checkconf, "-p", str(conf)], f"named.conf {conf}: named-checkconf",
+                          f"named.conf {conf}: named-checkconf rejects it")
 
 
 def parse_canonical(text: str, conf: Path, cwd: Path) -> NamedConf:
