@@ -156,3 +156,15 @@ def collect() -> dict[str, object]:
 METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "powerdns", "dnsperf", "python", "kernel",
                  "os", "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
                  "git_dirty")
+
+# What an added run (`--add-to`) is compared on with the run that made the results: a point
+# measured on other software or another machine must say so beside the first run's.
+_COMPARED_KEYS = tuple(k for k in METADATA_KEYS if k not in ("date", "git_commit", "git_dirty"))
+
+
+def added_run(earlier: dict, now: dict) -> dict:
+    """The record of a run adding points to results first measured with `earlier`'s metadata:
+    its date and commit, and every version or machine fact that differs ({} when none)."""
+    differs = {key: now.get(key) for key in _COMPARED_KEYS
+               if key in earlier and now.get(key) != earlier.get(key)}
+    return {**{k: now.get(k) for k in ("date", "git_commit", "git_dirty")}, "differs": differs}

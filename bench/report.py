@@ -180,7 +180,7 @@ def _added_runs(runs: list[dict]) -> list[str]:
     """Points measured later into the same results (`startup --add-to`), one line each."""
     if not runs:
         return []
-    lines = ["**Points added by later runs** (same machine and versions):", ""]
+    lines = ["**Points added by later runs**:", ""]
     for run in runs:
         dirty = " (uncommitted changes)" if run.get("git_dirty") else ""
         mixes = f", {_param_text(run['mixes'])} mixes" if run.get("mixes") else ""
@@ -188,8 +188,18 @@ def _added_runs(runs: list[dict]) -> list[str]:
                      f"{run.get('command', 'startup')} of {_param_text(run.get('drivers', []))} "
                      f"at {_param_text(run.get('zone_counts', []))} zones of "
                      f"{_param_text(run.get('records_per_zone'))} records (seed "
-                     f"{run.get('seed')}){mixes}")
+                     f"{run.get('seed')}){mixes}; {_differences_text(run)}")
     return [*lines, ""]
+
+
+def _differences_text(run: dict) -> str:
+    """What the added run's versions and machine were, against the first run's."""
+    if "differs" not in run:  # recorded before added runs kept their metadata
+        return "its versions and machine were not recorded"
+    if not run["differs"]:
+        return "same versions and machine"
+    return "differs: " + ", ".join(f"{key} {_param_text(value)}"
+                                   for key, value in run["differs"].items())
 
 
 def _param_text(value: object) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import UserError
-from bench import prober
+from bench import metadata, prober
 from bench.loading import LoadStats
 from bench.progress import StepProgress
 from bench.results import Cell, Results, SizeCell, save_results
@@ -305,7 +305,7 @@ def merge_into(results: Results, plan: Plan, meta: dict) -> Results:
             raise UserError(f"the results were measured with {key}={earlier[key]}, not "
                             f"{meta['scale'][key]}: their cells would not be comparable")
     results.meta.setdefault("scale", meta["scale"])
-    added = {k: meta.get(k) for k in ("date", "git_commit", "git_dirty")}
+    added = metadata.added_run(results.meta, meta)
     results.meta.setdefault("added_runs", []).append(
         {**added, "command": "scale", "drivers": list(plan.drivers),
          "zone_counts": [d.zones for d in plan.datasets],

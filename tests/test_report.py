@@ -310,3 +310,19 @@ def test_empty_results_render(tmp_path):
     markdown = write_report(Results(), tmp_path)
     assert markdown.startswith("# dlzbench results")
     _assert_pngs(tmp_path, ["qps.png", "latency.png", "cpu.png"])
+
+
+def test_an_added_run_says_what_differs_from_the_first():
+    """`--add-to` points measured on another BIND or kernel must say so beside the first run's
+    figures, not sit under a claim of the same machine and versions."""
+    first = {"bind": "BIND 9.18.49", "kernel": "6.18.44-a", "postgresql": "15.18", "date": "d1",
+             "git_commit": "a" * 40, "git_dirty": False}
+    later = {**first, "bind": "BIND 9.20.30", "date": "d2", "git_commit": "b" * 40}
+    same = metadata.added_run(first, {**first, "date": "d3"})
+    other = metadata.added_run(first, later)
+    assert same["differs"] == {} and other["differs"] == {"bind": "BIND 9.20.30"}
+    point = {"drivers": ["pg"], "zone_counts": [1000], "records_per_zone": 10, "seed": 1}
+    results = Results(meta={**first, "added_runs": [{**same, **point}, {**other, **point}]})
+    markdown = render_markdown(results)
+    assert "zones of 10 records (seed 1); same versions and machine" in markdown
+    assert "(seed 1); differs: bind BIND 9.20.30" in markdown

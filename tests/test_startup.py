@@ -74,7 +74,8 @@ def test_a_later_run_adds_its_points(startup_run: Path, run_root: Path) -> None:
     assert set(after) == {(p.driver, p.zones) for p in before} | {("memory", TINY)}
     assert after["memory", TINY].status == "ok"
     assert [r["drivers"] for r in results.meta["added_runs"]] == [["memory"]]
-    assert "Points added by later runs" in (startup_run / "results.md").read_text()
+    assert results.meta["added_runs"][0]["differs"] == {}  # the same machine, minutes later
+    assert "same versions and machine" in (startup_run / "results.md").read_text()
 
 
 def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path,

@@ -80,8 +80,7 @@ def earlier_results(directory: Path, params: dict, drivers: list[str],
     remeasured = {(d, n) for d in drivers for n in counts}
     results.startup_scaling = [p for p in results.startup_scaling
                                if (p.driver, p.zones) not in remeasured]
-    now = metadata.collect()
-    added = {k: now.get(k) for k in ("date", "git_commit", "git_dirty")}
+    added = metadata.added_run(results.meta, metadata.collect())
     results.meta.setdefault("added_runs", []).append(
         {**added, "drivers": drivers, "zone_counts": counts,
          "records_per_zone": params["records_per_zone"], "seed": params["seed"]})
