@@ -28,6 +28,7 @@ import ldap.ldapobject
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
+from stores.url import StoreUrl
 
 SLAPD = "/usr/sbin/slapd"
 SLAPADD = "/usr/sbin/slapadd"
@@ -46,12 +47,15 @@ _SUN_PATH_MAX = 107
 class LdapServer:
     """One slapd instance: loopback TCP and an ldapi socket, one mdb database under `suffix`."""
 
+    started_here = True
+
     def __init__(self, run_dir: Path, *, suffix: str, schema_files: Sequence[Path],
                  indexes: Sequence[str], log_level: str = "0",
-                 db_host: DatabaseHost | None = None) -> None:
+                 db_host: DatabaseHost | None = None, password: str | None = None) -> None:
         """db_host: run inside that network namespace, reached over TCP at its address only
         (no ldapi socket, which any process on this machine could reach through the file
-        system); ldapi_uri is then None."""
+        system); ldapi_uri is then None. password: the rootdn's (default: a fresh random one;
+        a test's server played as someone else's has a known one)."""
         self.run_dir = Path(run_dir).resolve()
         self.db_host = db_host
         self.suffix = suffix
@@ -66,7 +70,7 @@ class LdapServer:
         self.ldapi_uri: str | None = None if db_host else \
             "ldapi://" + urllib.parse.quote(str(socket_path), safe="")
         self.bind_dn = f"cn=admin,{suffix}"
-        self.password = secrets.token_hex(16)
+        self.password = password or secrets.token_hex(16)
         self.config_path = self.run_dir / "slapd.conf"
         # A symlink to the live mdb directory, so that a bulk load can build a new one and
         # switch to it with one rename (see bulk_load).
@@ -177,6 +181,12 @@ class LdapServer:
         conn.simple_bind_s(self.bind_dn, self.password)
         return conn
 
+    @property
+    def env(self) -> dict[str, str]:
+        """A client's environment besides its arguments: none (the DLZ driver is given this
+        run's throwaway rootdn password as an argument)."""
+        return {}
+
     def bulk_load(self, ldif_path: Path) -> None:
         """Add an LDIF file offline with `slapadd -q`, all or nothing; slapd is stopped for it.
 
@@ -234,6 +244,85 @@ class LdapServer:
         if not match:
             raise UserError(f"cannot tell the version of {SLAPD}")
         return f"slapd {match.group(1)}"
+
+
+class ExternalLdap:
+    """An LDAP server the suite did not start (--store-url ldap=...): the same fields the store
+    reads from an LdapServer, but nothing to start, restart or stop, and no process of ours.
+    The suite's subtree is the URL's path (its suffix), bound to as the URL's user (its bind DN).
+    """
+
+    started_here = False
+    db_host: DatabaseHost | None = None
+    via: tuple[str, int] | None = None
+    # The lent server's own socket, if the URL names one, is `uri`: the DLZ driver uses that.
+    ldapi_uri: str | None = None
+
+    def __init__(self, url: StoreUrl) -> None:
+        self.url = url
+        self.suffix = url.database
+        self.bind_dn = url.user or ""
+        self.port = url.port or _DEFAULT_PORT
+        self.uri = server_uri(url)
+        # OpenLDAP reads no password from the environment (its tools take -w, -W or -y), so
+        # the suite has one variable of its own: the URL's password, else LDAP_PASSWORD. It
+        # reaches the DLZ driver inside named as LDAP_PASSWORD too, never through named.conf.
+        self.password = (url.password if url.password is not None
+                         else os.environ.get(PASSWORD_ENV, "") if self.bind_dn else "")
+        self.env = {PASSWORD_ENV: self.password} if self.password else {}
+
+    def connect(self) -> ldap.ldapobject.LDAPObject:
+        """A python-ldap connection to the URL's server, bound as its bind DN (anonymous
+        without one); UserError naming the URL (without its password) when the server cannot
+        be reached or refuses the bind."""
+        if self.bind_dn and not self.password:
+            raise self.url.error(f"names the bind DN {self.bind_dn} but no password: give it in "
+                                 f"the URL or in {PASSWORD_ENV}")
+        try:
+            conn = ldap.initialize(self.uri)
+            conn.set_option(ldap.OPT_PROTOCOL_VERSION, ldap.VERSION3)
+            conn.set_option(ldap.OPT_NETWORK_TIMEOUT, _CONNECT_TIMEOUT_S)
+            conn.set_option(ldap.OPT_REFERRALS, 0)  # never follow a referral elsewhere
+            conn.simple_bind_s(self.bind_dn, self.password)
+        except (ldap.SERVER_DOWN, ldap.CONNECT_ERROR, ldap.TIMEOUT) as exc:
+            raise self.url.error(f"cannot connect: {ldap_message(exc)}") from None
+        except ldap.LDAPError as exc:  # the server answered: it refused the bind
+            raise self.url.error(f"cannot bind as {self.bind_dn or 'anonymous'}: "
+                                 f"{ldap_message(exc)}") from None
+        return conn
+
+    def restart(self) -> None:
+        """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
+
+    def pids(self) -> list[int]:
+        return []
+
+
+# The environment variable holding the bind password of a lent LDAP server (no standard one
+# exists); drivers/ldap/dlz_ldap.c reads the same name.
+PASSWORD_ENV = "LDAP_PASSWORD"
+_CONNECT_TIMEOUT_S = 10.0
+_DEFAULT_PORT = 389
+
+# What the store reads and writes: the suite's own server or one it was lent.
+LdapTarget = LdapServer | ExternalLdap
+
+
+def server_uri(url: StoreUrl) -> str:
+    """The LDAP URI of a --store-url's server alone: ldap://HOST:PORT (an IPv6 address in
+    brackets) or ldapi:// with its socket's path percent-encoded, as libldap takes it."""
+    if url.scheme == "ldapi":
+        return "ldapi://" + urllib.parse.quote(url.host, safe="")
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"ldap://{host}:{url.port or _DEFAULT_PORT}"
+
+
+def ldap_message(exc: ldap.LDAPError) -> str:
+    """python-ldap's error as one line: its description, and the server's text if any."""
+    details = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+    desc = str(details.get("desc") or type(exc).__name__)
+    info = str(details.get("info") or "").strip()
+    return f"{desc} ({info})" if info and info != desc else desc
 
 
 _MAPPING_HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s+(.*)$")

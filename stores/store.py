@@ -93,6 +93,13 @@ class Store(ABC, Generic[T]):
         Leaving the context stops the server and leaves no process behind.
         """
 
+    def check_url(self, url: StoreUrl) -> None:
+        """Refuse (UserError naming the URL) a parsed --store-url this store cannot use, before
+        any network: by default its path must name one database."""
+        if not url.database or "/" in url.database:
+            raise url.error("names no database (…/DATABASE at the end): the suite's tables "
+                            "need a database of their own")
+
     def external(self, url: StoreUrl, *, overwrite: bool) -> AbstractContextManager[T]:
         """The store in the database at url, on a server the suite did not start; yield its
         target. Refuses (UserError naming the URL) a server that does not answer and a

@@ -1,9 +1,11 @@
 """A store on a database server the suite did not start: `--store-url STORE=URL`.
 
 `pg=postgresql://user@host:port/db` or `mysql=mysql://user@host:port/db`: the store's tables
-go into that database, which the suite treats as lent to it. It starts and stops no server
-there, drops nothing, and refuses a database holding objects it did not create unless told
-to share it (`--store-url-overwrite`). A password may be in the URL; it is never printed:
+go into that database, which the suite treats as lent to it;
+`ldap=ldap://binddn@host:port/suffix`: the store's entries go under that suffix DN, the
+subtree lent to it. It starts and stops no server there, deletes nothing it did not create,
+and refuses a database (a subtree) holding objects it did not create unless told to share it
+(`--store-url-overwrite`). A password may be in the URL; it is never printed:
 every text naming a URL (errors, logs, results) uses `redacted()`.
 
 Which store takes which scheme is the store's own (Store.url_schemes); how it reaches such a
@@ -42,23 +44,22 @@ class StoreUrl:
 
     store: str
     scheme: str
-    host: str               # a name, an address, or (PostgreSQL) a unix socket directory
+    host: str               # a name, an address, or a unix socket (PostgreSQL: its directory)
     port: int | None        # None: the client library's default
-    database: str
-    user: str | None = None
+    database: str           # LDAP: the suffix DN of the subtree lent to the suite
+    user: str | None = None  # LDAP: the bind DN
     password: str | None = field(default=None, repr=False)
 
     def redacted(self) -> str:
         """The URL as given, its password (if any) shown as ***."""
-        user = urllib.parse.quote(self.user, safe="") if self.user else ""
+        user = _quoted(self.user) if self.user else ""
         if self.password is not None:
             user += ":***"
         host = urllib.parse.quote(self.host, safe="") if "/" in self.host else self.host
         if ":" in host:  # an IPv6 address
             host = f"[{host}]"
         port = f":{self.port}" if self.port is not None else ""
-        return (f"{self.scheme}://{user + '@' if user else ''}{host}{port}/"
-                f"{urllib.parse.quote(self.database, safe='')}")
+        return f"{self.scheme}://{user + '@' if user else ''}{host}{port}/{_quoted(self.database)}"
 
     def __str__(self) -> str:
         return f"{self.store}={self.redacted()}"
@@ -69,6 +70,12 @@ class StoreUrl:
         if self.password:
             text = text.replace(self.password, "***")
         return UserError(f"--store-url {self}: {redact(text)}")
+
+
+def _quoted(part: str) -> str:
+    """A user name or a path segment of a URL, percent-encoded; the = and , of a DN kept, so
+    that an LDAP URL reads back as it was written (cn=admin,dc=example,dc=net@...)."""
+    return urllib.parse.quote(part, safe="=,")
 
 
 def parse_store_url(text: str) -> StoreUrl:
@@ -85,13 +92,15 @@ def parse_store_url(text: str) -> StoreUrl:
         raise UserError(f"--store-url {redact(text)}: {exc}") from None
     if not store.url_schemes:
         raise UserError(f"--store-url {redact(text)}: the {name} store cannot use a server the "
-                        "suite did not start (not supported yet; pg and mysql can)")
+                        "suite did not start (pg, mysql and ldap can)")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in store.url_schemes:
         raise UserError(f"--store-url {redact(text)}: the {name} store takes "
                         f"{' or '.join(s + '://' for s in store.url_schemes)} URLs, "
                         f"not {parts.scheme or 'this'}")
-    return _from_parts(name, parts, redact(text))
+    parsed = _from_parts(name, parts, redact(text))
+    store.check_url(parsed)
+    return parsed
 
 
 def _from_parts(store: str, parts: urllib.parse.SplitResult, shown: str) -> StoreUrl:
@@ -101,12 +110,10 @@ def _from_parts(store: str, parts: urllib.parse.SplitResult, shown: str) -> Stor
         raise UserError(f"--store-url {shown}: the port is not a number from 1 to 65535") \
             from None
     host = _host(parts.netloc.rpartition("@")[2], port)
+    # What the path names (a database, a suffix DN) is checked by the store (Store.check_url).
     database = urllib.parse.unquote(parts.path.removeprefix("/"))
     if not host:
         raise UserError(f"--store-url {shown}: names no host")
-    if not database or "/" in database:
-        raise UserError(f"--store-url {shown}: names no database (…/DATABASE at the end): "
-                        "the suite's tables need a database of their own")
     if parts.query or parts.fragment:
         raise UserError(f"--store-url {shown}: takes no ?options or #fragment")
     if port == 0:
@@ -118,7 +125,7 @@ def _from_parts(store: str, parts: urllib.parse.SplitResult, shown: str) -> Stor
 
 
 def _host(hostport: str, port: int | None) -> str:
-    """The host of HOST[:PORT], unquoted (a socket directory is written %2Frun%2Fpostgresql),
+    """The host of HOST[:PORT], unquoted (a socket is written %2Frun%2Fpostgresql),
     without the brackets of an IPv6 address; case kept (a directory's name has case)."""
     host = hostport.rsplit(":", 1)[0] if port is not None else hostport
     return urllib.parse.unquote(host.removeprefix("[").removesuffix("]"))
@@ -187,15 +194,16 @@ def check_lent_database(url: StoreUrl, *, foreign: list[str], clashing: list[str
     tables' names that it did not create (always), or any other object it did not create
     (unless `overwrite`)."""
     if clashing:
-        raise url.error(f"database {url.database} holds {_listed(clashing)}, not created by "
+        raise url.error(f"database {url.database} holds {listed(clashing)}, not created by "
                         "the suite, where its own tables go; give the suite a database of "
                         "its own")
     if foreign and not overwrite:
         raise url.error(f"database {url.database} holds {len(foreign)} object(s) the suite did "
-                        f"not create ({_listed(foreign)}); give the suite a database of its "
+                        f"not create ({listed(foreign)}); give the suite a database of its "
                         "own, or add --store-url-overwrite to put its tables beside them")
 
 
-def _listed(names: list[str], most: int = 3) -> str:
+def listed(names: list[str], most: int = 3) -> str:
+    """The first `most` names, and how many more."""
     shown = ", ".join(names[:most])
     return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -1,10 +1,10 @@
-"""`--store-url`: the pg and mysql stores on a database server the suite did not start.
+"""`--store-url`: the pg, mysql and ldap stores on a server the suite did not start.
 
-The "external" servers are the suite's own private PostgreSQL and MariaDB, started here by
-the test as an operator would run theirs: with an account that needs a password, a database
-lent to the suite, and a database that holds someone else's table. The bench commands get
-only the URL (and the standard environment), and must answer through the drivers, refuse the
-other databases, stop nothing they did not start, and never show the password.
+The "external" servers are the suite's own private PostgreSQL, MariaDB and slapd, started here
+by the test as an operator would run theirs: with an account that needs a password, a database
+(an LDAP subtree) lent to the suite, and one that holds someone else's table (entries). The
+bench commands get only the URL (and the standard environment), and must answer through the
+drivers, refuse the other databases, stop nothing they did not start, and never show the password.
 """
 
 from __future__ import annotations
@@ -16,18 +16,21 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import dns.flags
 import dns.message
 import dns.query
+import ldap
 import MySQLdb
 import psycopg
 import pytest
 
 from base.paths import REPO_ROOT
 from base.process import free_port
+from stores.ldap import INDEXES, SCHEMA_FILE, ZONE_CLASS
+from stores.ldap_server import PASSWORD_ENV, LdapServer
 from stores.mysql_server import MysqlServer
 from stores.pg_server import PgServer
 from tests.benchcli import bench_env, processes_under
@@ -35,19 +38,32 @@ from tests.benchcli import bench_env, processes_under
 PASSWORD = "Pw-7f3kq9Zx"
 USER = "ext"
 FOREIGN_ROWS = 3
+# The lent slapd's database: the suite is lent ou=own (which it creates) and ou=shared (which
+# holds ou=customers and its entries), bound to as the database's rootdn.
+LDAP_BASE = "dc=example,dc=net"
+LDAP_ADMIN = f"cn=admin,{LDAP_BASE}"
 
 
 @dataclass
 class Lent:
     """A server as an operator runs it: the URLs of its lent database (`own`), of one holding
-    a table of theirs (`shared`), and of one holding a table named like the suite's."""
+    a table of theirs (`shared`), and of one holding a table named like the suite's. On an
+    LDAP server each is the subtree ou=NAME under `under`, bound to as `user`."""
 
     scheme: str
     port: int
+    user: str = USER
+    under: str = ""
 
-    def url(self, database: str, *, password: bool = True, user: bool = True) -> str:
-        account = USER + (f":{PASSWORD}" if password else "") + "@" if user else ""
-        return f"{self.scheme}://{account}127.0.0.1:{self.port}/{database}"
+    def where(self, database: str) -> str:
+        """The database's name, or the suffix DN of the LDAP subtree of that name."""
+        return f"ou={database},{self.under}" if self.under else database
+
+    def url(self, database: str, *, password: bool = True, user: bool = True,
+            host: str | None = None) -> str:
+        account = self.user + (f":{PASSWORD}" if password else "") + "@" if user else ""
+        return (f"{self.scheme}://{account}{host or f'127.0.0.1:{self.port}'}/"
+                f"{self.where(database)}")
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +120,62 @@ def lent_mysql(run_dir: Path) -> Iterator[tuple[Lent, MysqlServer]]:
         finally:
             conn.close()
         yield Lent("mysql", db.port), db
+
+
+@pytest.fixture(scope="module")
+def lent_ldap(run_dir: Path) -> Iterator[tuple[Lent, LdapServer]]:
+    with _with_monitor(LdapServer(run_dir / "lent-ldap", suffix=LDAP_BASE,
+                                  schema_files=[SCHEMA_FILE], indexes=INDEXES,
+                                  password=PASSWORD)) as slapd:
+        _add_entries(slapd, [
+            (LDAP_BASE, {"objectClass": [b"dcObject", b"organization"], "dc": [b"example"],
+                         "o": [b"example"]}),
+            (f"ou=shared,{LDAP_BASE}", {"objectClass": [b"organizationalUnit"],
+                                        "ou": [b"shared"]}),
+            (f"ou=readonly,{LDAP_BASE}", {"objectClass": [b"organizationalUnit"],
+                                          "ou": [b"readonly"]}),
+            (f"ou=customers,ou=shared,{LDAP_BASE}", {"objectClass": [b"organizationalUnit"],
+                                                     "ou": [b"customers"]}),
+            *((f"cn=c{i},ou=customers,ou=shared,{LDAP_BASE}",
+               {"objectClass": [b"device"], "cn": [f"c{i}".encode()]})
+              for i in range(FOREIGN_ROWS)),
+        ])
+        yield Lent("ldap", slapd.port, LDAP_ADMIN, LDAP_BASE), slapd
+
+
+def _with_monitor(slapd: LdapServer) -> LdapServer:
+    """The server with OpenLDAP's cn=Monitor, as operators often run it: where the suite reads
+    the server's version (slapd.conf is read again at start)."""
+    slapd.config_path.write_text(slapd.config_path.read_text() + "database monitor\n")
+    return slapd
+
+
+@pytest.fixture(scope="module")
+def bare_ldap(run_dir: Path) -> Iterator[Lent]:
+    """A slapd whose schema is OpenLDAP's core alone: not the suite's."""
+    with LdapServer(run_dir / "bare-ldap", suffix=LDAP_BASE, schema_files=[], indexes=[],
+                    password=PASSWORD) as slapd:
+        yield Lent("ldap", slapd.port, LDAP_ADMIN, LDAP_BASE)
+
+
+def _add_entries(slapd: LdapServer, entries: list[tuple[str, dict[str, list[bytes]]]]) -> None:
+    conn = slapd.connect()
+    try:
+        for dn, attrs in entries:
+            conn.add_s(dn, list(attrs.items()))
+    finally:
+        conn.unbind_s()
+
+
+def _ldap_count(slapd: LdapServer, base: str, filterstr: str) -> int:
+    """Entries at or under base matching filterstr (0 when base does not exist)."""
+    conn = slapd.connect()
+    try:
+        return len(conn.search_s(base, ldap.SCOPE_SUBTREE, filterstr, ["1.1"]))
+    except ldap.NO_SUCH_OBJECT:
+        return 0
+    finally:
+        conn.unbind_s()
 
 
 def _bench(run_root: Path, *args: str, env: dict[str, str] | None = None
@@ -204,19 +276,20 @@ def test_pg_serve_with_the_password_from_a_pgpass_file(lent_pg: tuple[Lent, PgSe
     assert _pg_rows(pg, "own", "SELECT count(*) FROM zones") == 3
 
 
-def test_run_tiny_accounts_no_cpu_of_a_lent_server(lent_mysql: tuple[Lent, MysqlServer],
-                                                   run_root: Path) -> None:
-    lent, _ = lent_mysql
-    root = run_root / "mysql-run"
+@pytest.mark.parametrize("store,server", [("mysql", "MariaDB 10.11."), ("ldap", "OpenLDAP 2.5.")])
+def test_run_tiny_accounts_no_cpu_of_a_lent_server(store: str, server: str, run_root: Path,
+                                                   request: pytest.FixtureRequest) -> None:
+    lent, _ = request.getfixturevalue(f"lent_{store}")
+    root = run_root / f"{store}-run"
     out = root / "results"
-    done = _bench(root, "run", "--profile", "tiny", "--drivers", "mysql", "--out", str(out),
-                  "--store-url", f"mysql={lent.url('own')}")
+    done = _bench(root, "run", "--profile", "tiny", "--drivers", store, "--out", str(out),
+                  "--store-url", f"{store}={lent.url('own')}")
     assert done.returncode == 0, done.stdout + done.stderr
     _password_nowhere(root, done.stdout, done.stderr)
     results = json.loads((out / "results.json").read_text())
-    assert results["meta"]["store_urls"]["mysql"].startswith(
-        lent.url("own").replace(PASSWORD, "***") + " (MariaDB 10.11.")
-    (cell,) = [c for c in results["cells"] if c["driver"] == "mysql"]
+    assert results["meta"]["store_urls"][store].startswith(
+        lent.url("own").replace(PASSWORD, "***") + f" ({server}")
+    (cell,) = [c for c in results["cells"] if c["driver"] == store]
     assert cell["status"] == "ok", cell
     assert cell["cpu_us_per_query"]["db"] is None
     assert cell["peak_rss_kb"]["db"] is None
@@ -224,10 +297,59 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(lent_mysql: tuple[Lent, Mysql
     assert processes_under(root) == []
 
 
+def test_ldap_verify_through_a_url_with_password(lent_ldap: tuple[Lent, LdapServer],
+                                                 run_root: Path) -> None:
+    lent, slapd = lent_ldap
+    root = run_root / "ldap-verify"
+    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "ldap",
+                  "--store-url", f"ldap={lent.url('own')}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^ldap: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
+    _password_nowhere(root, done.stdout, done.stderr)
+    # ou=own did not exist: the suite created it, and its zones are under it.
+    assert _ldap_count(slapd, lent.where("own"), f"(objectClass={ZONE_CLASS.decode()})") == 4
+    assert not list(root.rglob("slapd.log")), "no slapd of its own was started"
+    assert processes_under(root) == []
+
+
+def test_ldap_serve_through_its_socket_with_the_password_from_the_environment(
+        lent_ldap: tuple[Lent, LdapServer], run_root: Path) -> None:
+    lent, slapd = lent_ldap
+    root = run_root / "ldap-serve"
+    assert slapd.ldapi_uri is not None
+    socket = slapd.ldapi_uri.removeprefix("ldapi://")  # the path, percent-encoded
+    url = replace(lent, scheme="ldapi").url("own", password=False, host=socket)
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "ldap",
+                             "--generate", "3", "--store-url", f"ldap={url}"],
+                            cwd=REPO_ROOT, env={**bench_env(root), PASSWORD_ENV: PASSWORD},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    match = re.search(r"port (\d+)", first)
+    assert match, first + proc.stdout.read()
+    zone = proc.stdout.readline().split()[-2]  # "try: dig @127.0.0.1 -p N <zone>. SOA"
+    response = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1",
+                             port=int(match[1]), timeout=5)
+    assert response.flags & dns.flags.AA and response.answer
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    _password_nowhere(root, first, proc.stdout.read())
+    assert processes_under(root) == []
+    # The lent server was not stopped: it still answers, with the suite's zones in it.
+    assert _ldap_count(slapd, lent.where("own"), f"(objectClass={ZONE_CLASS.decode()})") == 3
+
+
 # --- refusals ----------------------------------------------------------------------------------
 
-@pytest.fixture(params=["pg", "mysql"])
+@pytest.fixture(params=["pg", "mysql", "ldap"])
 def lent(request: pytest.FixtureRequest) -> tuple[str, Lent, object]:
+    lent, server = request.getfixturevalue(f"lent_{request.param}")
+    return request.param, lent, server
+
+
+@pytest.fixture(params=["pg", "mysql"])
+def lent_sql(request: pytest.FixtureRequest) -> tuple[str, Lent, object]:
+    """A lent SQL database: where a table can be named like one of the suite's."""
     lent, server = request.getfixturevalue(f"lent_{request.param}")
     return request.param, lent, server
 
@@ -241,6 +363,9 @@ def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def _foreign_rows(store: str, server: object, database: str, table: str) -> int:
+    if store == "ldap":
+        assert isinstance(server, LdapServer)
+        return _ldap_count(server, f"ou={table},ou={database},{LDAP_BASE}", "(objectClass=device)")
     statement = f"SELECT count(*) FROM {table}"
     if store == "pg":
         assert isinstance(server, PgServer)
@@ -250,6 +375,10 @@ def _foreign_rows(store: str, server: object, database: str, table: str) -> int:
 
 
 def _has_suite_tables(store: str, server: object, database: str) -> bool:
+    if store == "ldap":
+        assert isinstance(server, LdapServer)
+        return bool(_ldap_count(server, f"ou={database},{LDAP_BASE}",
+                                f"(objectClass={ZONE_CLASS.decode()})"))
     if store == "pg":
         assert isinstance(server, PgServer)
         return bool(_pg_rows(server, database, "SELECT count(*) FROM pg_tables WHERE "
@@ -270,17 +399,19 @@ def test_refuses_a_database_holding_other_objects(lent: tuple[str, Lent, object]
     assert url.replace(PASSWORD, "***") in line and "customers" in line, line
     assert not _has_suite_tables(store, server, "shared"), "nothing was written"
     # Told to share it: the suite's tables go beside the foreign one, which is left as it was.
-    done = _bench(root, "load", "--stores", store, "--generate", "2",
-                  "--store-url", f"{store}={url}", "--store-url-overwrite")
-    assert done.returncode == 0, done.stdout + done.stderr
-    _password_nowhere(root, done.stdout, done.stderr)
-    assert _has_suite_tables(store, server, "shared")
-    assert _foreign_rows(store, server, "shared", "customers") == FOREIGN_ROWS
+    # Twice: the second command empties the suite's own data first, and only that.
+    for _ in range(2):
+        done = _bench(root, "load", "--stores", store, "--generate", "2",
+                      "--store-url", f"{store}={url}", "--store-url-overwrite")
+        assert done.returncode == 0, done.stdout + done.stderr
+        _password_nowhere(root, done.stdout, done.stderr)
+        assert _has_suite_tables(store, server, "shared")
+        assert _foreign_rows(store, server, "shared", "customers") == FOREIGN_ROWS
 
 
 def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
-        lent: tuple[str, Lent, object], run_root: Path) -> None:
-    store, where, server = lent
+        lent_sql: tuple[str, Lent, object], run_root: Path) -> None:
+    store, where, server = lent_sql
     line = _one_error_line(_bench(run_root / f"{store}-clash", "load", "--stores", store,
                                   "--generate", "2", "--store-url",
                                   f"{store}={where.url('clash')}", "--store-url-overwrite"))
@@ -289,9 +420,12 @@ def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
     assert not _has_suite_tables(store, server, "clash")
 
 
-@pytest.mark.parametrize("store,scheme", [("pg", "postgresql"), ("mysql", "mysql")])
-def test_a_closed_port_is_one_error_line(store: str, scheme: str, run_root: Path) -> None:
-    url = f"{scheme}://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/own"
+@pytest.mark.parametrize("store,scheme,user,path", [
+    ("pg", "postgresql", USER, "own"), ("mysql", "mysql", USER, "own"),
+    ("ldap", "ldap", LDAP_ADMIN, f"ou=own,{LDAP_BASE}")])
+def test_a_closed_port_is_one_error_line(store: str, scheme: str, user: str, path: str,
+                                         run_root: Path) -> None:
+    url = f"{scheme}://{user}:{PASSWORD}@127.0.0.1:{free_port()}/{path}"
     line = _one_error_line(_bench(run_root / f"{store}-closed", "load", "--stores", store,
                                   "--generate", "2", "--store-url", f"{store}={url}"))
     assert line.startswith(f"error: --store-url {store}={url.replace(PASSWORD, '***')}: "
@@ -310,13 +444,37 @@ def test_run_checks_every_url_before_measuring_anything(run_root: Path) -> None:
     assert not out.exists()
 
 
+def test_a_bind_that_may_not_write_is_one_error_line(lent_ldap: tuple[Lent, LdapServer],
+                                                      run_root: Path) -> None:
+    """Anonymous: slapd lets it read (the checks pass) but not write, which the first add of
+    the load finds."""
+    lent, slapd = lent_ldap
+    line = _one_error_line(_bench(run_root / "ldap-anonymous", "load", "--stores", "ldap",
+                                  "--generate", "2", "--store-url",
+                                  f"ldap={lent.url('readonly', user=False)}"))
+    assert "cannot add dlzId=" in line and "authentication required" in line, line
+    assert _ldap_count(slapd, lent.where("readonly"), "(objectClass=*)") == 1
+
+
+def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
+                                                              run_root: Path) -> None:
+    line = _one_error_line(_bench(run_root / "ldap-bare", "load", "--stores", "ldap",
+                                  "--generate", "2", "--store-url",
+                                  f"ldap={bare_ldap.url('own')}"))
+    assert "lacks dlzId" in line and "schemas/ldap/dlz.schema" in line, line
+
+
 @pytest.mark.parametrize("given,says", [
     ("pg=mysql://u:{pw}@127.0.0.1:1/own", "takes postgresql:// or postgres:// URLs"),
     ("mysql=postgresql://u:{pw}@127.0.0.1:1/own", "takes mysql:// or mariadb:// URLs"),
     ("pg=postgresql://u:{pw}@127.0.0.1:1", "names no database"),
     ("pg=postgresql://u:{pw}@127.0.0.1:http/own", "port is not a number"),
     ("postgresql://u:{pw}@127.0.0.1:1/own", "expected STORE=URL"),
-    ("ldap=ldap://u:{pw}@127.0.0.1:389/dc=dlz", "not supported yet"),
+    ("ldap=ldap://cn=admin:{pw}@127.0.0.1:389/dlz", "suffix 'dlz' is not a DN"),
+    ("ldap=ldap://admin:{pw}@127.0.0.1:389/o=dlz", "bind DN 'admin' is not a DN"),
+    ("ldap=ldap://cn=admin:{pw}@127.0.0.1:389", "names no suffix"),
+    ("ldap=ldapi://cn=admin:{pw}@slapd/o=dlz", "names the server's socket by its absolute"),
+    ("fs=file:///tmp/dlz", "cannot use a server the suite did not start"),
     ("bogus=postgresql://u:{pw}@127.0.0.1:1/own", "unknown store"),
 ])
 def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> None:

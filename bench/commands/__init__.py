@@ -25,12 +25,15 @@ def add_store_url_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store-url", action="append", default=[], metavar="STORE=URL",
                         help="load into and serve from a database server the suite did not "
                              "start, one per store: pg=postgresql://USER@HOST:PORT/DB, "
-                             "mysql=mysql://USER@HOST:PORT/DB (the database is the suite's: "
-                             "its tables are emptied and loaded; password from the URL, "
-                             "PGPASSWORD, ~/.pgpass or MYSQL_PWD, never printed)")
+                             "mysql=mysql://USER@HOST:PORT/DB, "
+                             "ldap=ldap://BINDDN@HOST:PORT/SUFFIX (the database, or the "
+                             "subtree under SUFFIX, is the suite's: its data there is emptied "
+                             "and loaded; password from the URL, PGPASSWORD, ~/.pgpass, "
+                             "MYSQL_PWD or LDAP_PASSWORD, never printed)")
     parser.add_argument("--store-url-overwrite", action="store_true",
-                        help="let --store-url put the suite's tables into a database that also "
-                             "holds objects it did not create (it never drops or changes them)")
+                        help="let --store-url put the suite's tables into a database (its "
+                             "entries under an LDAP suffix) that also holds objects it did not "
+                             "create (it never drops or changes them)")
 
 
 def store_urls(args: argparse.Namespace) -> StoreUrls:

@@ -37,6 +37,12 @@
 #include "../common/dlz_driver.h"
 
 #define DEFAULT_TIMEOUT_MS 2000
+/*
+ * Where the bind password is found when named.conf gives none (password=): libldap reads no
+ * password from the environment, so the suite names one variable (stores/ldap_server.py) and
+ * a password never has to be written into a file.
+ */
+#define PASSWORD_ENV "LDAP_PASSWORD"
 /* Longest dlzXfrClient value compared as an address; longer ones are compared as text. */
 #define ADDR_TEXT_MAX 64
 
@@ -378,6 +384,8 @@ static int
 ld_init(const struct dlz_args *args, void **state) {
 	const char *uri = dlz_arg_str(args, "uri", NULL);
 	const char *base = dlz_arg_str(args, "base", NULL);
+	const char *binddn = dlz_arg_str(args, "binddn", "");
+	const char *password = dlz_arg_str(args, "password", NULL);
 	struct ld_state *st;
 	long timeout_ms;
 
@@ -392,11 +400,18 @@ ld_init(const struct dlz_args *args, void **state) {
 	if (st == NULL) {
 		return DLZ_ERROR;
 	}
-	/* No binddn: an anonymous simple bind (empty name and password). */
+	/*
+	 * No binddn: an anonymous simple bind (empty name and password). A binddn without a
+	 * password argument: the password from the environment (read once, here: named has not
+	 * started its workers yet), else none.
+	 */
+	if (password == NULL && binddn[0] != '\0') {
+		password = getenv(PASSWORD_ENV);
+	}
 	st->uri = strdup(uri);
 	st->base = strdup(base);
-	st->binddn = strdup(dlz_arg_str(args, "binddn", ""));
-	st->password = strdup(dlz_arg_str(args, "password", ""));
+	st->binddn = strdup(binddn);
+	st->password = strdup(password != NULL ? password : "");
 	st->timeout.tv_sec = timeout_ms / 1000;
 	st->timeout.tv_usec = (timeout_ms % 1000) * 1000;
 	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
