@@ -194,6 +194,27 @@ def _password_nowhere(run_root: Path, *texts: str) -> None:
             assert PASSWORD.encode() not in path.read_bytes(), path
 
 
+def _serve_answers_and_stops(root: Path, store: str, url: str, env: dict[str, str]) -> str:
+    """`serve` of 3 zones from the store at url: its first zone's SOA answered with AA, then
+    SIGTERM stops it (exit 130); what it printed."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", store,
+                             "--generate", "3", "--store-url", f"{store}={url}"],
+                            cwd=REPO_ROOT, env={**bench_env(root), **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    match = re.search(r"port (\d+)", first)
+    assert match, first + proc.stdout.read()
+    second = proc.stdout.readline()
+    zone = second.split()[-2]  # "try: dig @127.0.0.1 -p N <zone>. SOA"
+    response = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1",
+                             port=int(match[1]), timeout=5)
+    assert response.flags & dns.flags.AA and response.answer
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    return first + second + proc.stdout.read()
+
+
 def _pg_rows(pg: PgServer, database: str, statement: str) -> int:
     with psycopg.connect(f"{pg.conninfo()} dbname={database}") as conn:
         row = conn.execute(statement).fetchone()
@@ -254,23 +275,10 @@ def test_pg_serve_with_the_password_from_a_pgpass_file(lent_pg: tuple[Lent, PgSe
     passfile = root / "pgpass"
     passfile.write_text(f"127.0.0.1:{lent.port}:own:{USER}:{PASSWORD}\n")
     passfile.chmod(0o600)
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "pg",
-                             "--generate", "3", "--store-url",
-                             f"pg={lent.url('own', password=False)}"],
-                            cwd=REPO_ROOT, env={**bench_env(root), "PGPASSFILE": str(passfile)},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    match = re.search(r"port (\d+)", first)
-    assert match, first + proc.stdout.read()
-    zone = proc.stdout.readline().split()[-2]  # "try: dig @127.0.0.1 -p N <zone>. SOA"
-    response = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1",
-                             port=int(match[1]), timeout=5)
-    assert response.flags & dns.flags.AA and response.answer
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 130
+    output = _serve_answers_and_stops(root, "pg", lent.url("own", password=False),
+                                      {"PGPASSFILE": str(passfile)})
     passfile.unlink()
-    _password_nowhere(root, first, proc.stdout.read())
+    _password_nowhere(root, output)
     assert processes_under(root) == []
     # The lent server was not stopped: it still answers.
     assert _pg_rows(pg, "own", "SELECT count(*) FROM zones") == 3
@@ -319,21 +327,8 @@ def test_ldap_serve_through_its_socket_with_the_password_from_the_environment(
     assert slapd.ldapi_uri is not None
     socket = slapd.ldapi_uri.removeprefix("ldapi://")  # the path, percent-encoded
     url = replace(lent, scheme="ldapi").url("own", password=False, host=socket)
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "ldap",
-                             "--generate", "3", "--store-url", f"ldap={url}"],
-                            cwd=REPO_ROOT, env={**bench_env(root), PASSWORD_ENV: PASSWORD},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    match = re.search(r"port (\d+)", first)
-    assert match, first + proc.stdout.read()
-    zone = proc.stdout.readline().split()[-2]  # "try: dig @127.0.0.1 -p N <zone>. SOA"
-    response = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1",
-                             port=int(match[1]), timeout=5)
-    assert response.flags & dns.flags.AA and response.answer
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 130
-    _password_nowhere(root, first, proc.stdout.read())
+    output = _serve_answers_and_stops(root, "ldap", url, {PASSWORD_ENV: PASSWORD})
+    _password_nowhere(root, output)
     assert processes_under(root) == []
     # The lent server was not stopped: it still answers, with the suite's zones in it.
     assert _ldap_count(slapd, lent.where("own"), f"(objectClass={ZONE_CLASS.decode()})") == 3
