@@ -194,6 +194,16 @@ def _password_nowhere(run_root: Path, *texts: str) -> None:
             assert PASSWORD.encode() not in path.read_bytes(), path
 
 
+def _verify_4_zones_through(root: Path, store: str, url: str) -> None:
+    """`verify` of 4 generated zones with the store at url: every answer as native BIND's but
+    for the known classes (exit 0), and the password in no output or file."""
+    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", store,
+                  "--store-url", f"{store}={url}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(rf"^{store}: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
+    _password_nowhere(root, done.stdout, done.stderr)
+
+
 def _serve_answers_and_stops(root: Path, store: str, url: str, env: dict[str, str]) -> str:
     """`serve` of 3 zones from the store at url: its first zone's SOA answered with AA, then
     SIGTERM stops it (exit 130); what it printed."""
@@ -238,11 +248,7 @@ def test_pg_verify_through_a_url_with_password(lent_pg: tuple[Lent, PgServer],
                                                run_root: Path) -> None:
     lent, pg = lent_pg
     root = run_root / "pg-verify"
-    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "pg",
-                  "--store-url", f"pg={lent.url('own')}")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(r"^pg: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
-    _password_nowhere(root, done.stdout, done.stderr)
+    _verify_4_zones_through(root, "pg", lent.url("own"))
     assert _pg_rows(pg, "own", "SELECT count(*) FROM zones") == 4
     # A private server's log outlives its data (keep_only_logs): none was started.
     assert not list(root.rglob("postgres.log"))
@@ -309,11 +315,7 @@ def test_ldap_verify_through_a_url_with_password(lent_ldap: tuple[Lent, LdapServ
                                                  run_root: Path) -> None:
     lent, slapd = lent_ldap
     root = run_root / "ldap-verify"
-    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "ldap",
-                  "--store-url", f"ldap={lent.url('own')}")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(r"^ldap: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
-    _password_nowhere(root, done.stdout, done.stderr)
+    _verify_4_zones_through(root, "ldap", lent.url("own"))
     # ou=own did not exist: the suite created it, and its zones are under it.
     assert _ldap_count(slapd, lent.where("own"), f"(objectClass={ZONE_CLASS.decode()})") == 4
     assert not list(root.rglob("slapd.log")), "no slapd of its own was started"
