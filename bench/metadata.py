@@ -159,7 +159,8 @@ METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "powerdns", "dnsperf", "pyt
 
 # What an added run (`--add-to`) is compared on with the run that made the results: a point
 # measured on other software or another machine must say so beside the first run's.
-_COMPARED_KEYS = tuple(k for k in METADATA_KEYS if k not in ("date", "git_commit", "git_dirty"))
+_RUN_KEYS = ("date", "git_commit", "git_dirty")
+_COMPARED_KEYS = tuple(k for k in METADATA_KEYS if k not in _RUN_KEYS)
 
 
 def added_run(earlier: dict, now: dict) -> dict:
@@ -167,4 +168,4 @@ def added_run(earlier: dict, now: dict) -> dict:
     its date and commit, and every version or machine fact that differs ({} when none)."""
     differs = {key: now.get(key) for key in _COMPARED_KEYS
                if key in earlier and now.get(key) != earlier.get(key)}
-    return {**{k: now.get(k) for k in ("date", "git_commit", "git_dirty")}, "differs": differs}
+    return {**{k: now.get(k) for k in _RUN_KEYS}, "differs": differs}
