@@ -75,7 +75,7 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-# --- toxiproxy: the latency-injecting TCP proxy behind --db-rtt (bench/latency.py) --------
+# --- toxiproxy: the latency-injecting TCP proxy behind --db-rtt (bench/measure/latency.py) --------
 # This kernel has no netem qdisc, so added round-trip time comes from Shopify's toxiproxy,
 # built from its Go module at a pinned tag into the git-ignored .tools/bin. The module and
 # build caches are a throw-away directory, so the build leaves nothing else behind; the
@@ -110,14 +110,14 @@ build drivers: apt-packages
 
 build drivers: apt-packages bind-drivers
 	$(MAKE) -C drivers
-	$(MAKE) -C bench/prober
+	$(MAKE) -C bench/load/prober
 
 test: deps build
-	$(PY) -m ruff check base zonedata stores servers bench tests
+	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 	DLZBENCH_BIND=$(BIND) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
-	$(PY) -m ruff check base zonedata stores servers bench tests
+	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 
 bench: deps build
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)

@@ -9,7 +9,7 @@ upstream stream (client to database) and one of floor(X/2) ms on the downstream 
 whole milliseconds are accepted, rather than rounding the request into something else.
 
 What the proxy actually adds is measured from the client's side, ping-style, by
-bench/latency.py.
+bench/measure/latency.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 import sys
 
-from bench.cli import main
+from bench.commands.cli import main
 
 sys.exit(main())

@@ -1,8 +1,8 @@
 """The registry: every DNS server the suite can measure, one line each, in report order.
 
-Each line names a server (the `--driver` value), the store that feeds it (stores/<store>.py)
+Each line names a server (the `--driver` value), the store that feeds it (loaders/<store>.py)
 and, for a DLZ driver, what distinguishes it (drivers/<store>/ by default). Everything that
-lists drivers or stores (the CLI, the runner, the report's column order, the tests) reads
+lists drivers or loaders (the CLI, the runner, the report's column order, the tests) reads
 this table; nothing else names a backend.
 """
 

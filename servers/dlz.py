@@ -15,9 +15,9 @@ from typing import Any
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
+from loaders.store import CacheReading
 from servers.kind import ServerKind
 from servers.named import Named
-from stores.store import CacheReading
 
 # named splits the dlopen string at white space, ends it at a double quote, and takes a
 # backslash as an escape: a word holding any of these cannot reach the driver intact. Braces
@@ -42,7 +42,7 @@ def dlz_clause(name: str, library: Path, args: Mapping[str, str]) -> str:
 
 
 # The differences BIND's own DLZ path makes from native BIND with a perfect driver (the memory
-# driver): bench/verify.py's BIND classes, each with its mechanism in BIND's code.
+# driver): bench/verify/'s BIND classes, each with its mechanism in BIND's code.
 DLZ_PATH_CLASSES = ("root-zone", "ds-parent-side", "soa-nxdomain-ttl", "any-at-ent",
                     "any-at-delegation", "nsec-at-cname", "cross-zone-chain")
 # What the same path leaves out of, or changes in, a signed zone's answers (DO bit set, or an

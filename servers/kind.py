@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from loaders import get_store
+from loaders.store import CacheReading, Store
 from servers.dnsserver import DnsServer
-from stores import get_store
-from stores.store import CacheReading, Store
 
 
 @dataclass(frozen=True)
 class ServerKind(ABC):
     name: str        # the `--driver` value
-    store: str       # the store (stores/<store>.py) holding the data it answers from
+    store: str       # the store (loaders/<store>.py) holding the data it answers from
     # The server answers a store update only after `rndc reload` (it reads its data at
     # load time, or keeps a file the loader replaces by rename).
     needs_reload: bool = False
@@ -30,7 +30,7 @@ class ServerKind(ABC):
     # set that would not fit out, as not measured, instead of driving the machine out of
     # memory.
     kib_per_record: float | None = None
-    # The known differences of its answers from native BIND's: names of bench/verify.py's
+    # The known differences of its answers from native BIND's: names of bench/verify/'s
     # classes, each measured on the coverage set and explained by a mechanism of the server.
     # Any other difference is a wrong answer.
     answer_classes: tuple[str, ...] = ()

@@ -104,7 +104,7 @@ class NsdServer(ServerKind):
     """NSD answering from the native store's zone files."""
 
     needs_reload: bool = True  # NSD reads zone files at start and on SIGHUP only
-    # Measured on the coverage set (bench/verify.py OTHER_CLASSES), in the order they apply.
+    # Measured on the coverage set (bench/verify/ OTHER_CLASSES), in the order they apply.
     answer_classes: tuple[str, ...] = ("nsd-rdata-name-case", "nsd-any-one-rrset",
                                        "nsd-nsec-at-cname", "nsd-cross-zone-chain",
                                        "nsd-root-glue")

@@ -16,8 +16,8 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from bench.capacity import latency_figures, parse_steps
-from bench.results import load_results
+from bench.measure.capacity import latency_figures, parse_steps
+from bench.measure.results import load_results
 from tests.benchcli import bench_env, interrupt_when, processes_under
 
 STEPS = (25.0, 100.0, 150.0)

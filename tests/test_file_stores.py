@@ -27,12 +27,12 @@ import pytest
 from berkeleydb import db
 
 from base.errors import UserError
-from bench.loading import timed_load
+from bench.measure.loading import timed_load
+from loaders import bdb, bdbhpt, fs
+from loaders.berkeley import prepare_zone
+from loaders.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed
-from stores import bdb, bdbhpt, fs
-from stores.bdbcommon import prepare_zone
-from stores.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
 from zonedata.generator import coverage_zones
 from zonedata.model import (
     Record,
@@ -421,7 +421,7 @@ def test_which_drivers_see_updates_only_after_reload() -> None:
 _READER = textwrap.dedent("""
     import sys, time
     from berkeleydb import db
-    from stores.bdbhpt import ENV_FLAGS
+    from loaders.bdbhpt import ENV_FLAGS
     home, mode, zone = sys.argv[1:]
     env = db.DBEnv()
     env.open(home, ENV_FLAGS[mode])

@@ -13,7 +13,7 @@ import dns.name
 import pytest
 
 from base.errors import UserError
-from bench.cli import main as bench_main
+from bench.commands.cli import main as bench_main
 from zonedata.generator import (
     AWKWARD_LABELS,
     appendix_b,

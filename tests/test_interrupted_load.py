@@ -21,9 +21,9 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import descendants
+from loaders import get_store
+from loaders.store import Store
 from servers import store_names
-from stores import get_store
-from stores.store import Store
 from zonedata.generator import generate, generate_zone
 from zonedata.model import Zone
 
@@ -53,7 +53,7 @@ INTERRUPT_WHEN: dict[str, Callable[[int], bool]] = {"ldap": _command_running("sl
 def _interrupted_load(store: Store, data: Path, log: Path, first_load: bool) -> int:
     """Run a load of ZONES zones (NEW_SEED), Ctrl-C it while writing; its exit status."""
     argv = [sys.executable, "-m", "bench", "load", "--generate", str(ZONES), "--seed",
-            str(NEW_SEED), "--stores", store.name, "--data", str(data)]
+            str(NEW_SEED), "--loaders", store.name, "--data", str(data)]
     ready = INTERRUPT_WHEN.get(store.name) if first_load else None
     with open(log, "w+b") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT,

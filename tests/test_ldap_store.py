@@ -13,10 +13,9 @@ import pytest
 
 from base.errors import UserError
 from base.process import new_run_dir
-from bench.loading import timed_load
-from servers import get_server
-from servers.dlz import DlzNamed
-from stores.ldap import (
+from bench.measure.loading import timed_load
+from databases.slapd import LdapServer
+from loaders.ldap import (
     INDEXES,
     SCHEMA_FILE,
     STORE,
@@ -28,7 +27,8 @@ from stores.ldap import (
     zone_attrs,
     zone_dn,
 )
-from stores.ldap_server import LdapServer
+from servers import get_server
+from servers.dlz import DlzNamed
 from zonedata.model import Zone, canonical_set, make_record
 
 

@@ -22,9 +22,9 @@ import pytest
 
 from base.errors import UserError
 from base.process import free_port
-from bench import accounting, metadata
-from bench.dnsperf import run_dnsperf, start_background
-from bench.prober import LatencyStats, build_prober, measure_floor, nearest_rank, probe
+from bench.load.dnsperf import run_dnsperf, start_background
+from bench.load.prober import LatencyStats, build_prober, measure_floor, nearest_rank, probe
+from bench.measure import accounting, metadata
 from servers.named import Named
 
 ZONE = """$TTL 300

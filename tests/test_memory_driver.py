@@ -45,12 +45,12 @@ from bench.verify import (
     reduce,
     transfer,
 )
+from loaders import native
+from loaders.memory import STORE
 from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.native import NativeNamed
-from stores import native
-from stores.memory import STORE
 from tests.benchcli import bench_env
 from zonedata.generator import coverage_zones, longest_name
 from zonedata.model import Zone, empty_nonterminals, make_record

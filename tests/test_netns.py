@@ -27,18 +27,18 @@ from base.errors import UserError
 from base.latency_proxy import TOXIPROXY, LatencyProxy, parse_db_rtt, split_rtt
 from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
-from bench.latency import measure_store_added_rtt
-from bench.serving import loaded_store
+from bench.measure.latency import measure_store_added_rtt
+from bench.measure.serving import loaded_store
 from bench.verify import ask, compare_answers, derive_queries, detail
+from databases.mariadb import MysqlServer
+from databases.postgresql import PgServer
+from databases.slapd import LdapServer
+from loaders.ldap import INDEXES, SCHEMA_FILE, SUFFIX, ensure_suffix_entry
+from loaders.mysql import STORE as MYSQL_STORE
+from loaders.pg import STORE as PG_STORE
 from servers import get_server
 from servers.dlz import DlzNamed
 from servers.named import Named
-from stores.ldap import INDEXES, SCHEMA_FILE, SUFFIX, ensure_suffix_entry
-from stores.ldap_server import LdapServer
-from stores.mysql import STORE as MYSQL_STORE
-from stores.mysql_server import MysqlServer
-from stores.pg import STORE as PG_STORE
-from stores.pg_server import PgServer
 from zonedata.generator import coverage_zones
 
 # make deps builds toxiproxy only where Go 1.23+ is installed (Debian 12's own Go is older).
@@ -96,7 +96,7 @@ def test_removal_stops_what_still_runs_inside() -> None:
 HOLDER = """
 import json, sys, time
 from base.netns import DatabaseHost
-from stores.pg_server import PgServer
+from databases.postgresql import PgServer
 with DatabaseHost() as host, PgServer(sys.argv[1], db_host=host) as pg:
     print(json.dumps([host.name, host.host_interface, pg.pids()]), flush=True)
     time.sleep(600)

@@ -2,7 +2,7 @@
 Knot, each a private instance over its store, judged against native BIND.
 
   - every row serves the coverage set and answers as native BIND does apart from its own
-    named classes (bench/verify.py OTHER_CLASSES), each of which the coverage set exercises;
+    named classes (bench/verify/ OTHER_CLASSES), each of which the coverage set exercises;
   - a store update reaches each of them (after the reload its registry line asks for);
   - the runner's thread knob becomes each server's own setting;
   - Ctrl-C of a bench command leaves no pdns_server, nsd or knotd behind;
@@ -26,7 +26,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import free_port
-from bench.serving import LoadedStore, loaded_store
+from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify import DRIVER, Comparison, compare_servers, derive_queries
 from servers import REFERENCE, SERVERS, get_server
 from servers.dlz import DlzNamed
@@ -43,7 +43,7 @@ THREADS = 2
 @dataclass
 class Fleet:
     zones: list[Zone]
-    stores: dict[str, LoadedStore]
+    loaders: dict[str, LoadedStore]
     servers: dict[str, DnsServer]
 
 
@@ -51,11 +51,11 @@ class Fleet:
 def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = coverage_zones()
     with ExitStack() as stack:
-        stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
+        loaders = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
                   for d in [REFERENCE, *OTHERS]}
         servers = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
-                   for d, s in stores.items()}
-        yield Fleet(zones, stores, servers)
+                   for d, s in loaders.items()}
+        yield Fleet(zones, loaders, servers)
 
 
 @pytest.fixture(scope="module")

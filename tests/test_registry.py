@@ -9,9 +9,9 @@ import pytest
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
+from loaders import get_store
 from servers import SERVERS, get_server, parse_store_list, selected_servers, store_names
 from servers.dlz import DlzNamed, dlz_clause
-from stores import get_store
 
 DNS_SDLZFLAG_THREADSAFE = 0x1  # drivers/common/dlz_abi.h
 DLZ = [s for s in SERVERS if isinstance(s, DlzNamed)]

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import accounting, metadata
-from bench.cli import main
+from bench.commands.cli import main
 from bench.commands.compare import compare
-from bench.dnsperf import DnsperfRun, run_dnsperf, start_background
-from bench.prober import LatencyStats, measure_floor, probe
-from bench.report import render_markdown, render_plots, write_report
-from bench.results import (
+from bench.load.dnsperf import DnsperfRun, run_dnsperf, start_background
+from bench.load.prober import LatencyStats, measure_floor, probe
+from bench.measure import accounting, metadata
+from bench.measure.results import (
     Cell,
     QpsSummary,
     Results,
@@ -30,6 +29,7 @@ from bench.results import (
     load_results,
     save_results,
 )
+from bench.report.run import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.results import load_results
+from bench.measure.results import load_results
 from servers import get_server
 from tests.benchcli import bench_env, interrupt_when, processes_under
 

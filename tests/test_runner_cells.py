@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from bench.results import Results
-from bench.runner import PHASES, PROFILES, Measuring, Phase, Runner, Setup
+from bench.measure.results import Results
+from bench.measure.runner import PHASES, PROFILES, Measuring, Phase, Runner, Setup
 from servers import REFERENCE, get_server
 from servers.dlz import DlzNamed
 from zonedata.generator import generate

@@ -22,9 +22,9 @@ import dns.name
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.results import load_results
+from bench.measure.results import load_results
+from loaders.store import Store
 from servers import SERVERS, get_server
-from stores.store import Store
 from tests.benchcli import bench_env, processes_under
 from zonedata.generator import generate, generate_zone
 from zonedata.mixes import MixWriter, expected_share, plan_mix

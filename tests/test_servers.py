@@ -25,9 +25,9 @@ import pytest
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import free_port
+from databases.mariadb import MysqlServer
+from databases.postgresql import PgServer
 from servers.named import Named
-from stores.mysql_server import MysqlServer
-from stores.pg_server import PgServer
 
 
 def is_running(pid: int) -> bool:
@@ -362,7 +362,7 @@ CHILD = """
 import json, sys, time
 from pathlib import Path
 from servers.named import Named
-from stores.pg_server import PgServer
+from databases.postgresql import PgServer
 
 kind, run_dir = sys.argv[1], Path(sys.argv[2])
 if kind == "postgres":

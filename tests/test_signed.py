@@ -2,7 +2,7 @@
 DO bit, and what a validating resolver makes of a DLZ answer.
 
 The first group runs BIND's signing tools only (no server): the signed coverage set, the
-record types it adds through the model and the stores' record encodings, and the one-line
+record types it adds through the model and the loaders' record encodings, and the one-line
 failures that leave nothing behind. The rest start servers: every store's round trip of the
 signed set, verify with the DO bit against native BIND, and `delv` with a trust anchor for the
 test zone's KSK against native BIND and the PostgreSQL driver.
@@ -21,9 +21,9 @@ import dns.name
 import pytest
 
 from base.errors import UserError
-from bench import cli
-from bench.loading import timed_load
-from bench.serving import serving
+from bench.commands import cli
+from bench.measure.loading import timed_load
+from bench.measure.serving import serving
 from bench.verify import (
     BIND_CLASSES,
     DNSSEC_TYPES,
@@ -37,11 +37,11 @@ from bench.verify import (
     complete,
     derive_queries,
 )
+from loaders import get_store
+from loaders.berkeley import decode_records, encode_lines, record_line
+from loaders.ldap import parse_record_value, record_value
 from servers import DLZ_CEILING, SERVERS, get_server, store_names
 from servers.named import Named
-from stores import get_store
-from stores.bdbcommon import decode_records, encode_lines, record_line
-from stores.ldap import parse_record_value, record_value
 from zonedata.generator import CHILD_ORIGIN, COVERAGE_ORIGIN, coverage_zones, generate
 from zonedata.model import Zone, canonical_set, make_record
 from zonedata.signing import (
@@ -179,7 +179,7 @@ def test_generate_signed_and_the_data_options(tmp_path: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: verify of signed data cannot measure pdns-lmdb: PowerDNS serves "
                    "stored RRSIGs only for zones marked PRESIGNED in its domain metadata, which "
-                   "its stores do not set"], err
+                   "its loaders do not set"], err
 
 
 # --- every store holds the signed data (servers) ----------------------------------------------

@@ -13,9 +13,9 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.commands import signable_servers
-from bench.dnsperf import DnsperfRun
-from bench.report_signed import render_signed, reply_bytes, reply_mbits
-from bench.results import Cell, Results, SignedCell, load_results, save_results
+from bench.load.dnsperf import DnsperfRun
+from bench.measure.results import Cell, Results, SignedCell, load_results, save_results
+from bench.report.signed import render_signed, reply_bytes, reply_mbits
 from servers import SERVERS as REGISTRY
 from servers import get_server, selected_servers
 from servers.dlz import DlzNamed

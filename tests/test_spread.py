@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import dnsperf, prober
-from bench.runner import PROFILES, clients_for
-from bench.serving import serving
+from bench.load import dnsperf, prober
+from bench.measure.runner import PROFILES, clients_for
+from bench.measure.serving import serving
 from servers.named import Named
 from zonedata.generator import generate
 from zonedata.queries import write_query_file

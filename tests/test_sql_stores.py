@@ -1,4 +1,4 @@
-"""The PostgreSQL and MariaDB stores beyond the generic round trip (tests/test_stores.py).
+"""The PostgreSQL and MariaDB loaders beyond the generic round trip (tests/test_stores.py).
 
 Each store runs in a real private server holding coverage_zones() plus a zone of hostile
 owner names; the DLZ drivers' statements (schemas/*.sql) are run from here with bound
@@ -16,11 +16,11 @@ import dns.name
 import psycopg
 import pytest
 
-from bench.loading import timed_load
+from bench.measure.loading import timed_load
+from loaders import mysql, pg
+from loaders.store import DEFAULT_XFR_CLIENTS, Store
 from servers import get_server
 from servers.dlz import DlzNamed
-from stores import mysql, pg
-from stores.store import DEFAULT_XFR_CLIENTS, Store
 from zonedata.generator import coverage_zones
 from zonedata.model import ENT_TYPE, Zone, canonical_set, empty_nonterminals, make_record, name_key
 

@@ -13,10 +13,10 @@ from typing import Any
 import dns.name
 import pytest
 
-from bench.loading import timed_load
+from bench.measure.loading import timed_load
+from loaders import get_store
+from loaders.store import Store
 from servers import store_names
-from stores import get_store
-from stores.store import Store
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone, canonical_set, make_record
 

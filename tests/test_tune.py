@@ -19,12 +19,12 @@ import pytest
 from base.errors import UserError
 from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
-from bench.cli import main
+from bench.commands.cli import main
 from bench.commands.compare import compare
-from bench.results import Results, load_results
-from bench.tune import grid_pairs, recommend
+from bench.measure.results import Results, load_results
+from bench.measure.tune import grid_pairs, recommend
+from loaders.memory import STORE as MEMORY_STORE
 from servers import get_server
-from stores.memory import STORE as MEMORY_STORE
 from tests.benchcli import bench_env, processes_under
 
 

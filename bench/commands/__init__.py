@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from base.errors import UserError
+from databases.url import StoreUrls
 from servers import get_server, selected_servers
-from stores.url import StoreUrls
 
 
 def positive_counts(text: str, option: str) -> list[int]:
@@ -21,7 +21,7 @@ def positive_counts(text: str, option: str) -> list[int]:
 
 
 def add_store_url_options(parser: argparse.ArgumentParser) -> None:
-    """--store-url and --store-url-overwrite, for the commands that load and serve stores."""
+    """--store-url and --store-url-overwrite, for the commands that load and serve loaders."""
     parser.add_argument("--store-url", action="append", default=[], metavar="STORE=URL",
                         help="load into and serve from a database server the suite did not "
                              "start, one per store: pg=postgresql://USER@HOST:PORT/DB, "
@@ -37,7 +37,7 @@ def add_store_url_options(parser: argparse.ArgumentParser) -> None:
 
 
 def store_urls(args: argparse.Namespace) -> StoreUrls:
-    """The stores given by --store-url, each server reached and its database checked before
+    """The loaders given by --store-url, each server reached and its database checked before
     anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from base.errors import UserError
-from bench.capacity import DEFAULT_STEPS, parse_steps
 from bench.commands.run import add_run_options, measure, prepare
-from bench.runner import CAPACITY_PHASES, Runner
+from bench.measure.capacity import DEFAULT_STEPS, parse_steps
+from bench.measure.runner import CAPACITY_PHASES, Runner
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -16,11 +16,11 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.capacity import STRICT, UP_TO_THE_TASK, Curve
-from bench.metadata import METADATA_KEYS
-from bench.prober import LatencyStats
-from bench.report import fmt_change, fmt_number
-from bench.results import Cell, Results, StartupPoint, load_results
+from bench.load.prober import LatencyStats
+from bench.measure.capacity import STRICT, UP_TO_THE_TASK, Curve
+from bench.measure.metadata import METADATA_KEYS
+from bench.measure.results import Cell, Results, StartupPoint, load_results
+from bench.report.run import fmt_change, fmt_number
 from servers import DLZ_CEILING, REFERENCE
 
 Figure = tuple[str, Callable[[Cell], float | None]]

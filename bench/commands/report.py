@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.report import write_report
-from bench.results import load_results, results_path
+from bench.measure.results import load_results, results_path
+from bench.report.run import write_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

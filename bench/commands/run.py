@@ -11,9 +11,9 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench import metadata
 from bench.commands import add_store_url_options, positive_counts, signable_servers, store_urls
-from bench.datasets import (
+from bench.measure import metadata
+from bench.measure.datasets import (
     add_query_source_options,
     add_zone_file_options,
     describe,
@@ -21,10 +21,10 @@ from bench.datasets import (
     traffic_queries,
     zone_source,
 )
-from bench.report import write_report
-from bench.results import Results, save_results
-from bench.runner import PROFILES, Profile, Runner, Setup, clients_for
-from bench.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
+from bench.measure.results import Results, save_results
+from bench.measure.runner import PROFILES, Profile, Runner, Setup, clients_for
+from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
+from bench.report.run import write_report
 from servers import REFERENCE, get_server, selected_servers, server_names
 from servers.external import Target, parse_target
 from zonedata import queries

@@ -1,5 +1,5 @@
 """`python3 -m bench scale`: QPS and latency against data size, uniform and popular query mixes,
-and zone shape (bench/scale.py)."""
+and zone shape (bench/measure/scale.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench import metadata
 from bench.commands import positive_counts
 from bench.commands.run import measure
-from bench.results import Results, load_results
-from bench.runner import PROFILES, Setup, clients_for
-from bench.scale import (
+from bench.measure import metadata
+from bench.measure.results import Results, load_results
+from bench.measure.runner import PROFILES, Setup, clients_for
+from bench.measure.scale import (
     DEFAULT_ZONE_COUNTS,
     DataSet,
     Plan,

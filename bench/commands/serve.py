@@ -8,8 +8,8 @@ import signal
 from base.errors import UserError
 from base.process import new_run_dir, port_is_free
 from bench.commands import add_store_url_options, store_urls
-from bench.datasets import add_data_options, zone_source
-from bench.serving import serving
+from bench.measure.datasets import add_data_options, zone_source
+from bench.measure.serving import serving
 from servers import server_names
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench import metadata
 from bench.commands import positive_counts
-from bench.report import write_report
-from bench.results import Results, StartupPoint, load_results, save_results
-from bench.startup import measure_count
+from bench.measure import metadata
+from bench.measure.results import Results, StartupPoint, load_results, save_results
+from bench.measure.startup import measure_count
+from bench.report.run import write_report
 from servers import selected_servers
 
 

@@ -1,7 +1,7 @@
 """`python3 -m bench tune --driver D`: QPS, p99 under load and CPU per query over a grid of
 named threads x driver connections, processes against threads and QPS against server CPUs, with
 the database on this host or its own (a network namespace) and an optional added round trip;
-results.json, results.md, the heat map and the curves in one directory (bench/tune.py)."""
+results.json, results.md, the heat map and the curves in one directory (bench/measure/tune.py)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from base.errors import UserError
 from base.latency_proxy import parse_db_rtt
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench import metadata
 from bench.commands import positive_counts
 from bench.commands.run import _derive_query_file
-from bench.datasets import zone_source
-from bench.report import write_report
-from bench.results import Results, save_results
-from bench.runner import PROFILES, Setup, cpu_split
-from bench.tune import DB_HOSTS, TOLERANCE, Plan, Tuner, default_processes, grid_pairs
+from bench.measure import metadata
+from bench.measure.datasets import zone_source
+from bench.measure.results import Results, save_results
+from bench.measure.runner import PROFILES, Setup, cpu_split
+from bench.measure.tune import DB_HOSTS, TOLERANCE, Plan, Tuner, default_processes, grid_pairs
+from bench.report.run import write_report
 from servers import REFERENCE, get_server, selected_servers
 
 DEFAULT_THREADS = "1,2,4,8,16,32,64"

@@ -11,8 +11,13 @@ import dns.name
 from base.errors import UserError
 from base.process import new_run_dir
 from bench.commands import add_store_url_options, signable_servers, store_urls
-from bench.datasets import add_data_options, add_query_source_options, traffic_queries, zone_source
-from bench.serving import serving
+from bench.measure.datasets import (
+    add_data_options,
+    add_query_source_options,
+    traffic_queries,
+    zone_source,
+)
+from bench.measure.serving import serving
 from bench.verify import (
     DRIVER,
     KNOWN_CLASSES,

@@ -47,7 +47,7 @@ enum bdbhpt_get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
 
 struct bdbhpt_mode {
 	const char *name;
-	uint32_t env_flags; /* exactly the loader's (stores/bdbhpt.py ENV_FLAGS) */
+	uint32_t env_flags; /* exactly the loader's (loaders/bdbhpt.py ENV_FLAGS) */
 	bool shared;        /* a region other processes use: one handle per process */
 };
 

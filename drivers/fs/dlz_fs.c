@@ -1,6 +1,6 @@
 /*
  * The filesystem driver: reads the one-file-per-zone tree of schemas/fs.md (written by
- * stores/fs.py).
+ * loaders/fs.py).
  *
  * No process-wide state: every access is relative to a connection's own descriptor of the
  * root (O_PATH), never chdir. A connection is one thread's state at a time (the core's pool
@@ -21,7 +21,7 @@
  *    the core answers wildcards above it "not found" without rows, RFC 4592), and the extra
  *    owners the core asks for (names it expects BIND to look up next in this zone).
  *
- * A query name maps to components exactly as stores/fs.py's key_labels/component: a label
+ * A query name maps to components exactly as loaders/fs.py's key_labels/component: a label
  * that cannot be a component (empty, a byte BIND never writes, longer than COMP_MAX) makes
  * every name containing it nonexistent, and nothing is opened for it.
  *

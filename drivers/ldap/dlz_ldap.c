@@ -39,7 +39,7 @@
 #define DEFAULT_TIMEOUT_MS 2000
 /*
  * Where the bind password is found when named.conf gives none (password=): libldap reads no
- * password from the environment, so the suite names one variable (stores/ldap_server.py) and
+ * password from the environment, so the suite names one variable (databases/slapd.py) and
  * a password never has to be written into a file.
  */
 #define PASSWORD_ENV "LDAP_PASSWORD"

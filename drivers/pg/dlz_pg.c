@@ -118,7 +118,7 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 
 /* ---- state and connections -------------------------------------------------------------- */
 
-/* The conninfo keys the store passes (stores/pg.py: PgStore.dlz_args). */
+/* The conninfo keys the store passes (loaders/pg.py: PgStore.dlz_args). */
 static const char *const pg_keys[] = { "host", "port", "dbname", "user", NULL };
 
 #define MAX_PARAMS 16

@@ -1,0 +1,1 @@
+"""Load tools: dnsperf, resperf and the latency prober (with its C source)."""

@@ -1,0 +1,134 @@
+"""Latency one query at a time, measured by the C prober (bench/load/prober/prober.c).
+
+Percentiles use the nearest-rank method: the p-th percentile of n sorted samples is the
+sample at rank ceil(p/100 * n) (1-based). Every percentile is therefore a latency that was
+actually measured, and p50 <= p90 <= p99 <= max holds by construction.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base.errors import UserError
+from base.process import ManagedProcess, new_run_dir, run_checked
+
+PROBER_DIR = Path(__file__).resolve().parent
+PROBER_BIN = PROBER_DIR / "prober"
+TASKSET = "/usr/bin/taskset"
+
+# A one-line query file for the floor: the responder echoes any question.
+_FLOOR_QUERY = "floor.prober.invalid A\n"
+
+
+@dataclass
+class LatencyStats:
+    """Latency of `count` answered queries in microseconds; `lost` ones timed out; sent from
+    `source_ports` distinct ports (one socket per query: see prober.c)."""
+
+    count: int = 0
+    lost: int = 0
+    source_ports: int | None = None
+    mean_us: float | None = None
+    p50_us: float | None = None
+    p90_us: float | None = None
+    p99_us: float | None = None
+    max_us: float | None = None
+    min_us: float | None = None
+    samples_ns: list[int] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_samples(cls, samples_ns: list[int], lost: int = 0,
+                     source_ports: int | None = None) -> LatencyStats:
+        if not samples_ns:
+            return cls(count=0, lost=lost, source_ports=source_ports)
+        ordered = sorted(samples_ns)
+        return cls(count=len(ordered), lost=lost, source_ports=source_ports,
+                   mean_us=statistics.fmean(ordered) / 1000,
+                   p50_us=nearest_rank(ordered, 50) / 1000,
+                   p90_us=nearest_rank(ordered, 90) / 1000,
+                   p99_us=nearest_rank(ordered, 99) / 1000,
+                   max_us=ordered[-1] / 1000, min_us=ordered[0] / 1000,
+                   samples_ns=list(samples_ns))
+
+    def to_dict(self) -> dict:
+        return {"count": self.count, "lost": self.lost, "source_ports": self.source_ports,
+                "mean_us": self.mean_us,
+                "p50_us": self.p50_us, "p90_us": self.p90_us, "p99_us": self.p99_us,
+                "max_us": self.max_us, "min_us": self.min_us, "samples_ns": self.samples_ns}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LatencyStats:
+        return cls(**data)
+
+
+def nearest_rank(ordered: list[int], percent: float) -> int:
+    """The nearest-rank percentile of already sorted, non-empty samples."""
+    rank = max(1, math.ceil(percent / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def build_prober() -> Path:
+    """Build bench/load/prober/prober if it is missing or older than its source; its path."""
+    run_checked(["make", "-s", "-C", str(PROBER_DIR), "prober"], "building the prober")
+    return PROBER_BIN
+
+
+def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1.0,
+          cpu_list: str | None = None, seconds: float | None = None,
+          interval: float | None = None, dnssec: bool = False) -> LatencyStats:
+    """Send `count` queries from `query_file` (cycled), one at a time (with `seconds`, as many
+    as fit in that time, at most `count`; with `interval`, at most one per interval seconds;
+    with `dnssec`, the DO bit set as dnsperf -D sets it); their latencies."""
+    argv = [str(build_prober()), "-n", str(count), "-t", str(max(1, round(timeout * 1000))),
+            *(["-l", f"{seconds:g}"] if seconds else []),
+            *(["-i", str(round(interval * 1e6))] if interval else []),
+            *(["-D"] if dnssec else []),
+            addr, str(port), str(query_file)]
+    if cpu_list:
+        argv = [TASKSET, "-c", cpu_list, *argv]
+    # Worst case every query times out; the margin covers start-up on a busy machine.
+    done = subprocess.run(argv, capture_output=True, text=True, check=False,
+                          timeout=(seconds or count * timeout) + timeout + 60)
+    if done.returncode != 0:
+        raise UserError(f"prober failed (exit {done.returncode}): {done.stderr.strip()}")
+    samples = [int(line) for line in done.stdout.split()]
+    summary = dict(re.findall(r"\b(sent|ports)=(\d+)", done.stderr))
+    sent = int(summary.get("sent", count))
+    return LatencyStats.from_samples(samples, lost=sent - len(samples),
+                                     source_ports=int(summary["ports"]) if "ports" in summary
+                                     else None)
+
+
+def measure_floor(count: int, timeout: float = 1.0, cpu_list: str | None = None
+                  ) -> LatencyStats:
+    """The prober's own latency floor: probe a trivial echo responder on loopback."""
+    prober = build_prober()
+    run_dir = new_run_dir("prober-floor")
+    query_file = run_dir / "floor.queries"
+    query_file.write_text(_FLOOR_QUERY)
+    log = run_dir / "responder.out"
+    with ManagedProcess("prober responder", [str(prober), "--responder", "0"], log) as resp:
+        resp.start()
+        resp.wait_ready(lambda: _responder_port(log) is not None, timeout=10)
+        port = _responder_port(log) or 0  # never 0: wait_ready saw the port line
+        stats = probe("127.0.0.1", port, query_file, count, timeout, cpu_list)
+    query_file.unlink()
+    log.unlink()
+    run_dir.rmdir()
+    return stats
+
+
+def _responder_port(log: Path) -> int | None:
+    """The port the responder printed as its first line ("port N"), once it has."""
+    try:
+        first = log.read_text().split("\n", 1)
+    except OSError:
+        return None
+    if len(first) < 2 or not first[0].startswith("port "):
+        return None
+    return int(first[0].split()[1])

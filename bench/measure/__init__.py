@@ -1,0 +1,1 @@
+"""Measuring: the runner and one module per measurement; every clock and counter is here."""

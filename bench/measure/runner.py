@@ -1,0 +1,544 @@
+"""The benchmark runner: every figure of the BIND-DLZ "Performance Tests" table (seed 003,
+../shared/seeds/003_b0923ef81a1e32b7.txt), per server and thread count.
+
+The reference server (native BIND) is measured first, then every other server. For each, its
+store is loaded once; for each thread count the store's server is restarted and the DNS server
+started afresh, then the phases of PHASES run in order: startup time, a check of the answers
+against the reference's, a discarded warm-up run, unloaded latency, R dnsperf runs, loaded
+latency, update visibility, and CPU/memory cost. Every figure is measured here; drivers and
+loaders never time themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+import dns.exception
+import dns.name
+
+from base.errors import UserError
+from bench.load import dnsperf, prober, resperf
+from bench.measure import accounting, capacity
+from bench.measure.progress import StepProgress
+from bench.measure.results import Cell, QpsSummary, Results, save_results
+from bench.measure.serving import LoadedStore, loaded_store
+from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
+from databases.url import PRIVATE, StoreUrls
+from servers.dnsserver import DnsServer
+from servers.external import ExternalServer, Target
+from servers.kind import ServerKind
+from zonedata.model import Zone, make_record
+from zonedata.queries import read_query_file
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How big and how long: the method parameters of one run."""
+
+    name: str
+    zones: int
+    records: int
+    queries: int          # lines in the generated query file
+    warmup_s: float       # the discarded dnsperf run (seed 003: 10 minutes)
+    duration_s: float     # each measured dnsperf run (seed 003: 60 s)
+    runs: int             # measured dnsperf runs; the median is reported
+    probes: int           # single queries per latency measurement
+    check_queries: int    # answers compared with native BIND before timing
+    threads: tuple[int, ...] = (1, 2, 4)
+    clients: int = 4      # dnsperf's sockets at least; more with more named threads
+    queue_depth: int = 100
+    startup_timeout_s: float = 120.0  # until named answers for the last zone
+    step_s: float = 5.0           # each offered-load step of `capacity`
+    resperf_ramp_s: float = 10.0  # resperf's ramp in `capacity`
+    capacity: bool = False        # `run` sweeps offered load too (the capacity phase)
+
+
+PROFILES = {
+    "tiny": Profile("tiny", zones=20, records=10, queries=500, warmup_s=0.5, duration_s=1.0,
+                    runs=2, probes=100, check_queries=50, threads=(1,), startup_timeout_s=10.0,
+                    step_s=1.0, resperf_ramp_s=2.0),
+    "quick": Profile("quick", zones=1000, records=10, queries=20000, warmup_s=2.0,
+                     duration_s=4.0, runs=3, probes=1000, check_queries=200),
+    "full": Profile("full", zones=10000, records=10, queries=100000, warmup_s=600.0,
+                    duration_s=60.0, runs=3, probes=10000, check_queries=2000, step_s=30.0,
+                    resperf_ramp_s=60.0, capacity=True),
+}
+
+
+@dataclass(kw_only=True)
+class Setup:
+    """Everything one run needs besides the profile."""
+
+    reference: ServerKind          # measured first; its answers are what every server must give
+    servers: list[ServerKind]      # measured after the reference, in this order
+    stream: Callable[[], Iterator[Zone]]
+    dataset: str
+    query_file: Path
+    run_dir: Path
+    out_dir: Path
+    threads: tuple[int, ...]
+    connections: int | None = None
+    pin: bool = True
+    # capacity: offered loads in % of each cell's closed-loop maximum, and one absolute rate
+    # (queries per second) every server is asked to carry, to compare them at the same load.
+    steps: tuple[float, ...] = capacity.DEFAULT_STEPS
+    common_rate: float | None = None
+    # A server the suite did not start (`--target`): measured alone, instead of the reference
+    # and the servers, with the phases for_target gives.
+    target: Target | None = None
+    # Stores on servers the suite did not start (--store-url); the others run their own.
+    store_urls: StoreUrls = PRIVATE
+    # Every query carries the DO bit (EDNS0): dnsperf's and the prober's `-D`, and the answer
+    # check asks with it too, so signed data is answered with its signatures where BIND can.
+    dnssec: bool = False
+
+
+# dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
+# worker and the kernel hashes each client socket onto one of them: with 4 dnsperf sockets
+# and named -n 4, one worker got no query at all (docs/loaded-latency.md); the chance that
+# CLIENTS_PER_THREAD x N sockets leave one of N workers idle is N x (1 - 1/N)^(8N), 0.04%
+# at N = 4.
+CLIENTS_PER_THREAD = 8
+
+
+def clients_for(profile: Profile, threads: int) -> int:
+    """dnsperf's client sockets against named -n threads."""
+    return max(profile.clients, CLIENTS_PER_THREAD * threads)
+
+
+def cpu_split(pin: bool) -> tuple[str | None, str | None]:
+    """(server cpus, load-generator cpus) for taskset; None, None when not pinning."""
+    if not pin:
+        return None, None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise UserError("--pin needs at least two CPUs")
+    half = len(cpus) // 2
+    return ",".join(map(str, cpus[:half])), ",".join(map(str, cpus[half:]))
+
+
+def pin_processes(pids: list[int], cpu_list: str | None) -> None:
+    """Move every thread of the processes onto the server's CPUs (children inherit it)."""
+    if cpu_list is None:
+        return
+    cpus = {int(c) for c in cpu_list.split(",")}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                os.sched_setaffinity(int(task.name), cpus)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+@dataclass
+class Measuring:
+    """One cell being measured: the store, the server started over it, and its figures."""
+
+    loaded: LoadedStore | None  # None: a --target server (its phases never touch a store)
+    named: DnsServer
+    cell: Cell
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One step of measuring a cell: what the progress line says, how long it is expected to
+    take (seconds, from the profile), and what it does. A phase that leaves the cell not "ok"
+    ends the cell."""
+
+    label: str
+    expected_s: Callable[[Profile], float]
+    run: Callable[[Runner, Measuring], None]
+
+
+class Runner:
+    def __init__(self, profile: Profile, setup: Setup, results: Results,
+                 phases: Sequence[Phase] | None = None) -> None:
+        self.profile = profile
+        self.setup = setup
+        self.results = results
+        self.phases = tuple(phases_of(profile) if phases is None else phases)
+        if setup.target is not None:
+            self.phases = for_target(self.phases)
+        self.server_cpus, self.load_cpus = cpu_split(setup.pin)
+        self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
+        per_cell = [phase.expected_s(profile) for phase in self.phases]
+        if setup.target is not None:
+            # The reference's answers first (the target's are checked against them).
+            self.progress = StepProgress([5.0] + per_cell * len(setup.threads))
+        else:
+            cells = (1 + len(setup.servers)) * len(setup.threads)
+            self.progress = StepProgress(per_cell * cells)
+
+    # Read when a phase first needs them: a runner whose phases check no answers (`scale`,
+    # at a million zones) never streams the data set for them.
+    @functools.cached_property
+    def check(self) -> list[Query]:
+        """The queries whose answers are compared with the reference server's."""
+        lines = read_query_file(self.setup.query_file)[:self.profile.check_queries]
+        return [(dns.name.from_text(name), rdtype) for name, rdtype in lines]
+
+    @functools.cached_property
+    def facts(self) -> ZoneFacts:
+        return ZoneFacts.of(self.setup.stream())
+
+    def run(self) -> Results:
+        print(f"expected duration: about {self.progress.seconds_left() / 60:.0f} min",
+              file=sys.stderr, flush=True)
+        self.results.prober_floor = prober.measure_floor(self.profile.probes,
+                                                          cpu_list=self.load_cpus)
+        if self.setup.target is not None:
+            self.progress.step(f"{self.setup.reference.name}: the answers the target must give")
+            self.collect_reference()
+            for threads in self.setup.threads:
+                self.run_target_cell(self.setup.target, threads)
+            return self.results
+        for server in [self.setup.reference, *self.setup.servers]:
+            self.run_server(server)
+        return self.results
+
+    def collect_reference(self) -> None:
+        """The reference server's answers to the check queries, which every cell must give
+        (served once here, for the runs that do not measure the reference itself)."""
+        with loaded_store(self.setup.reference, self.setup.stream,
+                          self.setup.run_dir) as reference, \
+                reference.named(self.setup.run_dir, threads=1) as named:
+            self.reference = {query: ask(named, query, self.setup.dnssec) for query in self.check}
+
+    def run_server(self, server: ServerKind) -> None:
+        try:
+            with loaded_store(server, self.setup.stream, self.setup.run_dir,
+                              store_urls=self.setup.store_urls) as loaded:
+                for threads in self.setup.threads:
+                    self.run_cell(loaded, threads)
+        except UserError as exc:  # the store itself would not start or load
+            for threads in self.setup.threads:
+                if self.results.cell(server.name, threads) is None:
+                    self.progress.skip(len(self.phases))
+                    self._record(Cell(server.name, threads, self._connections(threads),
+                                      status="failed", error=str(exc)))
+
+    def _connections(self, threads: int) -> int:
+        return self.setup.connections or threads
+
+    def _record(self, cell: Cell) -> None:
+        self.results.cells.append(cell)
+        save_results(self.results, self.setup.out_dir)
+
+    def run_cell(self, loaded: LoadedStore, threads: int, connections: int | None = None) -> None:
+        """Every phase at `threads`, with `connections` (default: the setup's) to the store."""
+        cell = Cell(loaded.driver, threads, connections or self._connections(threads))
+        label = f"{loaded.driver} threads={threads}"
+        if cell.connections != threads:
+            label += f" connections={cell.connections}"
+        named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
+        self.measure_cell(Measuring(loaded, named, cell), label)
+
+    def run_target_cell(self, target: Target, threads: int) -> None:
+        """Every phase against a server the suite did not start; `threads` is its own worker
+        count as its operator gave it (it sets dnsperf's client sockets)."""
+        # No connections of the suite's: what the server keeps to its data is its own.
+        cell = Cell(target.label, threads, 0, target=target.given)
+        named = target.server(self.setup.run_dir / f"target-{target.label}-{threads}",
+                              threads=threads)
+        self.measure_cell(Measuring(None, named, cell),
+                          f"{target.label} at {target.address} threads={threads}")
+
+    def measure_cell(self, m: Measuring, label: str) -> None:
+        """The phases in order until one leaves the cell not "ok"; the cell recorded."""
+        phases = iter(self.phases)
+        try:
+            for phase in phases:
+                self.progress.step(f"{label}: {phase.label}")
+                phase.run(self, m)
+                if m.cell.status != "ok":
+                    break
+        except UserError as exc:
+            m.cell.status, m.cell.error = "failed", str(exc)
+        finally:
+            m.named.stop()
+        self.progress.skip(sum(1 for _ in phases))
+        self._record(m.cell)
+
+    # --- the phases, in PHASES order --------------------------------------------------------
+
+    def start_server(self, m: Measuring) -> None:
+        """A fresh start: the store's server restarted, then named, timed to the last zone."""
+        m.loaded.store.restart_server(m.loaded.target)
+        pin_processes(m.loaded.server_pids(), self.server_cpus)
+        m.named.start()
+        m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
+                                                 timeout=self.profile.startup_timeout_s) * 1000
+        pin_processes(m.named.pids(), self.server_cpus)
+        self.wait_all_zones(m.named)
+
+    def check_answers(self, m: Measuring) -> None:
+        m.cell.mismatches = self.count_mismatches(m.loaded.server, m.named)
+        if m.cell.mismatches:
+            m.cell.status = "wrong"
+            m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
+                            f"{self.setup.reference.name}'s (run `python3 -m bench verify` "
+                            "for details)")
+
+    def warm_up(self, m: Measuring) -> None:
+        m.cell.warmup_run = self.dnsperf(m.named, self.profile.warmup_s)
+
+    def unloaded_latency(self, m: Measuring) -> None:
+        m.cell.latency_unloaded = self.probe(m.named)
+
+    def measure_qps(self, m: Measuring) -> None:
+        named_cpu = accounting.CpuMeter(m.named.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
+        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
+            self.qps_runs(m)
+        cell = m.cell
+        answered = sum(r.queries_completed for r in cell.qps_runs)
+        # None, not 0: a server the suite did not start is unaccounted, not free.
+        has_db = m.loaded.accounts_server
+        cell.cpu_us_per_query = {
+            "named": accounting.us_per_query(named_cpu.seconds, answered),
+            "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,
+            "dnsperf": self.dnsperf_cpu(cell),
+        }
+        cell.peak_rss_kb = {"named": accounting.peak_rss_kb(m.named.pids()),
+                            "db": db_mem.peak_pss_kb if has_db else None}
+
+    def qps_runs(self, m: Measuring) -> None:
+        """The measured dnsperf runs and their median."""
+        for _ in range(self.profile.runs):
+            m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+        m.cell.qps = QpsSummary.from_runs(m.cell.qps_runs)
+
+    @staticmethod
+    def dnsperf_cpu(cell: Cell) -> float | None:
+        """The load generator's CPU per answered query over the QPS runs."""
+        answered = sum(r.queries_completed for r in cell.qps_runs)
+        return accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs), answered)
+
+    def loaded_latency(self, m: Measuring) -> None:
+        with dnsperf.start_background(m.named.host, m.named.port, self.setup.query_file,
+                                      **self._dnsperf_options(m.named)) as load:
+            load.wait_sending(timeout=30)
+            m.cell.latency_loaded = self.probe(m.named)
+            m.cell.loaded_run = load.stop()
+
+    def capacity_sweep(self, m: Measuring) -> None:
+        """Offered-load steps around the closed-loop maximum (the QPS phase's median), the
+        common rate, and resperf's ramp; saved after every step (Ctrl-C keeps them)."""
+        closed = m.cell.qps.median
+        curve = capacity.Curve(m.cell.driver, m.cell.threads, m.cell.connections, closed)
+        self.results.capacity.append(curve)
+        if not closed:
+            curve.error = "no closed-loop maximum to step around"
+            return
+        for percent in self.setup.steps:
+            curve.steps.append(self.offered_step(m.named, percent, closed * percent / 100))
+            save_results(self.results, self.setup.out_dir)
+        if self.setup.common_rate:
+            curve.common_rate_step = self.offered_step(m.named, None, self.setup.common_rate)
+        curve.resperf = resperf.ramp(
+            m.named.host, m.named.port, self.setup.query_file,
+            max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
+            clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
+        save_results(self.results, self.setup.out_dir)
+
+    def offered_step(self, named: DnsServer, percent: float | None, target: float) -> capacity.Step:
+        """dnsperf held at `target` queries per second for one step, the prober measuring
+        latency beside it (one socket per probe, so every worker is sampled)."""
+        time.sleep(1.0)  # a backlog left by an overloaded step drains first
+        seconds = self.profile.step_s
+        probing = capacity.probe_rate(target)
+        drops_before = accounting.udp_receive_buffer_errors()
+        with dnsperf.start_background(
+                named.host, named.port, self.setup.query_file, duration=seconds,
+                clients=clients_for(self.profile, named.threads),
+                queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
+                cpu_list=self.load_cpus,
+                extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1"]) as load:
+            probes = prober.probe(named.host, named.port, self.setup.query_file,
+                                  capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
+                                  cpu_list=self.load_cpus, seconds=seconds,
+                                  interval=1 / probing)
+            run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
+        drops_after = accounting.udp_receive_buffer_errors()
+        drops = (None if drops_before is None or drops_after is None
+                 else drops_after - drops_before)
+        return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
+                                      drops)
+
+    # --- a server the suite did not start (--target) ----------------------------------------
+
+    def reach_target(self, m: Measuring) -> None:
+        """In place of startup: the target serves every zone of the data set (an
+        authoritative SOA answer each), and the figures it cannot give are marked so."""
+        m.cell.unavailable = dict(NOT_STARTED_HERE)
+        target = cast(ExternalServer, m.named)
+        for zone in sorted(self.facts.origins - {dns.name.root}):
+            target.check_serves(zone)
+
+    def check_target_answers(self, m: Measuring) -> None:
+        """The target's answers against the reference's over the same data set (collected
+        before any cell): it must serve the data set the queries are made from. A server the
+        suite did not start has no known classes of difference: every one counts."""
+        m.cell.mismatches = self.wrong_answers(m.named, ())
+        if m.cell.mismatches:
+            m.cell.status = "wrong"
+            m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
+                            f"{self.setup.reference.name}'s over the data set: does the "
+                            "target serve that data (--zones, --named-conf, --generate and "
+                            "--seed as it was made)?")
+
+    def measure_target_qps(self, m: Measuring) -> None:
+        """measure_qps without the server's and its database's CPU and memory: their
+        processes are not the suite's (only the load generator's own CPU is)."""
+        self.qps_runs(m)
+        m.cell.cpu_us_per_query = {"named": None, "db": None,
+                                   "dnsperf": self.dnsperf_cpu(m.cell)}
+        m.cell.peak_rss_kb = {"named": None, "db": None}
+
+    def update_visibility(self, m: Measuring) -> None:
+        try:
+            m.cell.update_visibility_ms = self.time_update(m.loaded, m.named)
+        except UserError as exc:  # a store mode that cannot take writes while named reads
+            m.cell.error = f"update visibility: {exc}"
+
+    # --- tools of the phases ----------------------------------------------------------------
+
+    def _dnsperf_options(self, named: DnsServer) -> dict:
+        return {"clients": clients_for(self.profile, named.threads),
+                "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus,
+                "extra": dnsperf.DNSSEC_OK if self.setup.dnssec else ()}
+
+    def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
+        return dnsperf.run_dnsperf(named.host, named.port, self.setup.query_file,
+                                   duration=seconds, **self._dnsperf_options(named))
+
+    def probe(self, named: DnsServer) -> prober.LatencyStats:
+        return prober.probe(named.host, named.port, self.setup.query_file,
+                            self.profile.probes, cpu_list=self.load_cpus,
+                            dnssec=self.setup.dnssec)
+
+    def wait_all_zones(self, named: DnsServer) -> None:
+        """Every zone answers before anything is checked or timed.
+
+        Startup is timed to the last zone of the data set, but native BIND with several
+        threads loads zones in parallel: the last one may answer before others are loaded.
+        """
+        for zone in sorted(self.facts.origins - {dns.name.root}):
+            named.wait_answers(zone.to_text(), "SOA", timeout=self.profile.startup_timeout_s)
+
+    def count_mismatches(self, server: ServerKind, named: DnsServer) -> int:
+        """Answers that differ from the reference server's beyond the server's known classes
+        (a DLZ driver's: BIND's own DLZ-path classes)."""
+        if server == self.setup.reference:
+            self.reference = {q: ask(named, q, self.setup.dnssec) for q in self.check}
+            return 0
+        return self.wrong_answers(named, server.known_classes())
+
+    def wrong_answers(self, named: DnsServer, answer_classes: Sequence[str]) -> int:
+        """Check queries whose answers differ from the reference's beyond answer_classes."""
+        dnssec = self.setup.dnssec
+        wrong = 0
+        for query in self.check:
+            diff = compare_answers(query, self.reference[query], ask(named, query, dnssec))
+            if diff is not None and classify(query, *diff, self.facts,
+                                             answer_classes) == "driver":
+                wrong += 1
+        return wrong
+
+    def time_update(self, loaded: LoadedStore, named: DnsServer) -> float | None:
+        """ms from the store's update until named answers the new record."""
+        zone = next(iter(self.setup.stream()))
+        marker = dns.name.Name((b"dlzbench-update",) + zone.origin.labels)
+        value = f'"{time.time_ns()}"'
+        changed = dataclasses.replace(zone, records=[*zone.records,
+                                                     make_record(marker, 60, "TXT", value)])
+        start = time.monotonic()
+        loaded.store.update(changed, loaded.target)
+        if loaded.server.needs_reload:
+            named.reload()
+        seen = _wait_for_txt(named, marker, value, timeout=30)
+        elapsed = (time.monotonic() - start) * 1000
+        loaded.store.update(zone, loaded.target)  # back to the data set every cell measures
+        if loaded.server.needs_reload:
+            named.reload()
+        return elapsed if seen else None
+
+
+# The method of one cell, in order (README "The benchmark method"). Expected seconds drive the
+# progress estimate only; a few seconds of set-up are the measured order of each fixed step.
+PHASES: tuple[Phase, ...] = (
+    Phase("startup", lambda p: 2.0, Runner.start_server),
+    Phase("checking answers against the reference", lambda p: 1.0 + p.check_queries * 0.002,
+          Runner.check_answers),
+    Phase("warm-up", lambda p: p.warmup_s, Runner.warm_up),
+    Phase("unloaded latency", lambda p: p.probes * 0.0005, Runner.unloaded_latency),
+    Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps),
+    Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002, Runner.loaded_latency),
+    Phase("update visibility", lambda p: 1.0, Runner.update_visibility),
+)
+
+CAPACITY_SWEEP = Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) + 1)
+                       * (p.step_s + 1.5) + p.resperf_ramp_s + 2, Runner.capacity_sweep)
+# `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
+CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
+
+
+# What a --target cell cannot measure, and why: results.json and the report say so instead of
+# showing a zero or leaving the figure out unexplained.
+NOT_STARTED_HERE: dict[str, str] = {
+    "startup_ms": "the suite did not start the server (--target)",
+    "update_visibility_ms": "the suite loaded no store the server reads (--target)",
+    "cpu_us_per_query.named": "the server's processes are not the suite's to account "
+                              "(--target)",
+    "cpu_us_per_query.db": "its database, if any, is not the suite's to account (--target)",
+    "peak_rss_kb.named": "the server's processes are not the suite's to account (--target)",
+    "peak_rss_kb.db": "its database, if any, is not the suite's to account (--target)",
+}
+
+REACH_TARGET = Phase("checking the target serves every zone", lambda p: 1.0,
+                     Runner.reach_target)
+CHECK_TARGET_ANSWERS = Phase("checking answers against the reference's",
+                             lambda p: 1.0 + p.check_queries * 0.002, Runner.check_target_answers)
+
+
+def for_target(phases: Sequence[Phase]) -> tuple[Phase, ...]:
+    """The phases over a server the suite did not start: its startup replaced by a check that
+    it serves every zone, its answers checked against the reference's collected beforehand,
+    QPS without its CPU and memory, and no update visibility (the suite wrote no store it
+    reads)."""
+    swap = {Runner.start_server: REACH_TARGET, Runner.check_answers: CHECK_TARGET_ANSWERS,
+            Runner.measure_qps: dataclasses.replace(_phase(Runner.measure_qps),
+                                                    run=Runner.measure_target_qps)}
+    return tuple(swap.get(p.run, p) for p in phases if p.run is not Runner.update_visibility)
+
+
+def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
+    return next(p for p in PHASES if p.run is run)
+
+
+def phases_of(profile: Profile) -> tuple[Phase, ...]:
+    """`run`'s phases; a profile with capacity sweeps after the loaded latency."""
+    if not profile.capacity:
+        return PHASES
+    return (*PHASES[:6], CAPACITY_SWEEP, *PHASES[6:])
+
+
+def _wait_for_txt(named: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            answer = named.query(name, "TXT", timeout=1)
+            if any(rd.to_text() == value for rrset in answer.answer for rd in rrset):
+                return True
+        except (dns.exception.DNSException, OSError):  # a reload may drop a query
+            pass
+        time.sleep(0.001)
+    return False

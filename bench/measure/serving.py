@@ -1,0 +1,92 @@
+"""One server under test fed by one data set: the store's server, the data loaded (timed here),
+and the DNS server on top.
+
+`serve`, `verify`, `startup` and the runner all start a server through these functions, so
+none of them knows which database is behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from base.netns import DatabaseHost
+from base.process import keep_only_logs
+from bench.measure.loading import LoadStats, timed_load
+from databases.url import PRIVATE, StoreUrls
+from loaders.store import Store
+from servers import get_server
+from servers.dnsserver import DnsServer
+from servers.kind import ServerKind
+from zonedata.model import Zone
+
+
+@dataclass
+class LoadedStore:
+    server: ServerKind
+    store: Store
+    target: Any
+    load: LoadStats
+    directory: Path | None = None  # the store's files (its server's data and logs), if known
+
+    @property
+    def driver(self) -> str:
+        return self.server.name
+
+    @property
+    def last_zone(self) -> str:
+        """Key of the last zone loaded: startup is timed until it answers."""
+        return self.load.last_zone
+
+    def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
+              port: int | None = None) -> DnsServer:
+        """A server (not started) answering from this store's data."""
+        return self.server.build(self.target, run_dir / f"named-{self.driver}-{threads}",
+                                 threads=threads, connections=connections or threads, port=port)
+
+    def server_pids(self) -> list[int]:
+        return self.store.server_pids(self.target)
+
+    @property
+    def accounts_server(self) -> bool:
+        """Whether the store's server is the suite's own, its CPU and memory accounted (one
+        given by --store-url runs others' work too, under processes that are not ours)."""
+        return self.store.server_is_ours(self.target)
+
+
+@dataclass
+class Served:
+    loaded: LoadedStore
+    named: DnsServer
+
+
+@contextmanager
+def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
+                 run_dir: Path, *, db_host: DatabaseHost | None = None,
+                 store_urls: StoreUrls = PRIVATE) -> Iterator[LoadedStore]:
+    """The driver's store running under run_dir (inside db_host's namespace when given), or
+    on the server store_urls names for it, with the data set loaded; once its private server
+    has stopped, its data is deleted and its logs are kept."""
+    server = get_server(driver) if isinstance(driver, str) else driver
+    store = server.store_object()
+    directory = run_dir / store.name
+    try:
+        with store_urls.server(store, directory, db_host=db_host) as target:
+            stats = timed_load(store, stream(), target)
+            yield LoadedStore(server, store, target, stats, directory)
+    finally:
+        keep_only_logs(directory)
+
+
+@contextmanager
+def serving(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
+            threads: int = 1, connections: int | None = None, port: int | None = None,
+            store_urls: StoreUrls = PRIVATE) -> Iterator[Served]:
+    """Load the data into the driver's store and run its server until the block ends."""
+    with loaded_store(driver, stream, run_dir, store_urls=store_urls) as loaded:
+        with loaded.named(run_dir, threads=threads, connections=connections,
+                          port=port) as named:
+            yield Served(loaded, named)

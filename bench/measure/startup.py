@@ -1,0 +1,138 @@
+"""Startup time and memory against zone count: native BIND and every driver.
+
+For each zone count the data set is generated (streamed, deterministic) and loaded into each
+store by `python3 -m bench load` in a child process, whose peak RSS shows whether loading stays
+flat as the count grows. Then, for each driver of that store, named is started over the loaded
+store and timed from its exec until it answers for the last zone. A named that does not answer
+within the timeout, or dies (e.g. out of memory), is a result too: recorded with how far it got.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from bench.measure.accounting import peak_rss_kb
+from bench.measure.results import StartupPoint
+from loaders.store import Store
+from servers import get_server
+from servers.kind import ServerKind
+from zonedata.generator import zone_name
+from zonedata.model import name_key
+
+Report = Callable[[str], None]
+# How often named is asked for the last zone while it starts (a query costs it microseconds).
+POLL_SECONDS = 0.002
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes allocated on disk under path (what an operator has to provision)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def load_in_child(store: Store, zones: int, records: int, seed: int, data: Path,
+                  log: Path) -> dict:
+    """Run the store's load in a child process; its figures, with the loader's own peak RSS
+    (peak_rss_kb: the loading program alone, not the database server it starts)."""
+    figures = data / f"load-{store.name}.json"
+    argv = [sys.executable, "-m", "bench", "load", "--generate", str(zones), "--records",
+            str(records), "--seed", str(seed), "--loaders", store.name, "--data", str(data),
+            "--json", str(figures)]
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+        try:
+            proc.wait()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-5:])
+        raise UserError(f"loading {zones} zones into {store.name} failed:\n{tail}")
+    return json.loads(figures.read_text())[0]
+
+
+def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
+                 timeout: float) -> StartupPoint:
+    """named from exec until it answers for the last zone; a named still loading at the
+    timeout is measured as it is then (RSS, zones loaded) before it is stopped."""
+    point = StartupPoint(server.name, zones)
+    named = server.build(target, run_dir / f"named-{server.name}-{zones}", threads=1,
+                         connections=1)
+    last = name_key(zone_name(zones - 1))
+    try:
+        named.start()
+        deadline = named.exec_time + timeout
+        while not named.answers(last):
+            if not named.pids():
+                point.status, point.error = "failed", f"{named.program} exited during start-up"
+                break
+            if time.monotonic() > deadline:
+                point.status = "timeout"
+                point.error = f"no answer for the last zone within {timeout:.0f}s"
+                break
+            time.sleep(POLL_SECONDS)
+        else:
+            point.startup_ms = (time.monotonic() - named.exec_time) * 1000
+        point.named_rss_kb = peak_rss_kb(named.pids()) if named.pids() else None
+    except UserError as exc:  # the server refused its configuration
+        point.status, point.error = "failed", str(exc).splitlines()[0]
+    finally:
+        named.stop()
+    if point.status != "ok":
+        loaded = named.zones_loaded()
+        if loaded:
+            point.error += f" ({loaded:,} of {zones:,} zones loaded)"
+    return point
+
+
+def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_dir: Path,
+                  timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
+    """Every driver at one zone count, each point handed to record as soon as it is measured
+    (an interrupted run keeps them); each store is loaded once for all the servers it feeds."""
+    for store, servers in by_store(drivers):
+        data = run_dir / f"{zones}"
+        data.mkdir(parents=True, exist_ok=True)
+        report(f"{zones:,} zones: loading {store.name}")
+        try:
+            figures = load_in_child(store, zones, records, seed, data, run_dir / "load.log")
+        except UserError as exc:
+            for server in servers:
+                record(StartupPoint(server.name, zones, status="failed",
+                                    error=str(exc).splitlines()[0]))
+            continue
+        with store.server(data / store.name) as target:
+            size = disk_usage(data / store.name)
+            for server in servers:
+                report(f"{zones:,} zones: starting {server.name}")
+                point = time_startup(server, target, zones, run_dir, timeout)
+                point.store_bytes = size
+                point.load_seconds = figures["seconds"]
+                point.records_per_second = figures["records_per_second"]
+                point.loader_rss_kb = figures["peak_rss_kb"]
+                record(point)
+        shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
+
+
+def by_store(drivers: list[str]) -> list[tuple[Store, list[ServerKind]]]:
+    """The drivers grouped by the store that feeds them, each store once, in first-use order."""
+    groups: dict[str, tuple[Store, list[ServerKind]]] = {}
+    for driver in drivers:
+        server = get_server(driver)
+        groups.setdefault(server.store, (server.store_object(), []))[1].append(server)
+    return list(groups.values())

@@ -1,0 +1,244 @@
+"""`tune`: which named thread count and driver connection count to run a DLZ driver with.
+
+A DLZ driver blocks its named worker for the whole round trip to its database, so the thread
+count that serves most queries depends on that round trip, not on the core count: threads
+beyond the CPU count are what hides it (issue 12). The Tuner measures, for one driver:
+
+1. the grid: every (threads, connections) pair, each a runner cell (startup, answers checked
+   against native BIND's, warm-up, QPS runs with CPU per query, p99 under load: the runner's
+   own phases), with the store's server on this host or in a network namespace of its own
+   (base.netns) and optionally a latency proxy (base.latency_proxy) between named and it;
+2. processes against threads (seed 004, ../shared/seeds/004_268b5ab59dee7869.txt): N
+   single-thread named processes sharing one address and port (SO_REUSEPORT), each pinned to
+   its own server CPU, against one N-thread process; QPS of one dnsperf load, summed;
+3. CPUs: QPS against the number of CPUs given to the server side, the load on the rest;
+4. the recommendation: the smallest setting within 5% of the best QPS, with its p99.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from base.errors import UserError
+from base.latency_proxy import LatencyProxy
+from base.netns import DatabaseHost
+from base.process import free_port
+from bench.load import dnsperf, prober
+from bench.measure.latency import measure_store_added_rtt
+from bench.measure.progress import StepProgress
+from bench.measure.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
+from bench.measure.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
+from bench.measure.serving import LoadedStore, loaded_store
+from servers.dnsserver import DnsServer
+
+# A setting is as good as the best when its QPS is within this fraction of the best's.
+TOLERANCE = 0.05
+DB_HOSTS = ("local", "netns")
+
+# The runner's phases a grid cell runs: update visibility and unloaded latency say nothing
+# about the thread and connection counts.
+GRID_PHASES = tuple(p for p in PHASES if p.run in (
+    Runner.start_server, Runner.check_answers, Runner.warm_up, Runner.measure_qps,
+    Runner.loaded_latency))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """What `tune` measures besides the runner's Setup."""
+
+    pairs: tuple[tuple[int, int], ...]   # (threads, connections), in measuring order
+    db_host: str = "local"
+    db_rtt_ms: int = 0
+    processes: tuple[int, ...] = ()      # N of "N processes against N threads"; () skips
+    cpu_scaling: bool = True
+
+
+def grid_pairs(threads: Sequence[int], connections: Sequence[int] | None) -> list[tuple[int, int]]:
+    """Every (threads, connections) pair; without a connection list, connections take the
+    thread counts' values, so the grid holds connections below, at and above the threads."""
+    counts = sorted(set(connections if connections is not None else threads))
+    return [(t, c) for t in sorted(set(threads)) for c in counts]
+
+
+def default_processes(server_cpus: int) -> tuple[int, ...]:
+    """1, 2, 4, ... up to the server CPUs, and at least 1 and 2 (sharing a port needs two)."""
+    counts, n = [1, 2], 4
+    while n <= server_cpus:
+        counts.append(n)
+        n *= 2
+    return tuple(counts)
+
+
+def recommend(cells: Sequence[Cell], tolerance: float = TOLERANCE) -> Recommendation | None:
+    """The smallest (threads, then connections) measured setting within tolerance of the best
+    QPS; None without a correct cell with a QPS figure."""
+    ok = [c for c in cells if c.status == "ok" and c.qps.median is not None]
+    if not ok:
+        return None
+    best = max(ok, key=lambda c: c.qps.median or 0.0)
+    best_qps = best.qps.median or 0.0
+    good = [c for c in ok if (c.qps.median or 0.0) >= (1 - tolerance) * best_qps]
+    pick = min(good, key=lambda c: (c.threads, c.connections))
+    return Recommendation(driver=pick.driver, threads=pick.threads,
+                          connections=pick.connections, qps=pick.qps.median or 0.0,
+                          p99_us=pick.latency_loaded.p99_us if pick.latency_loaded else None,
+                          best_qps=best_qps, best_threads=best.threads,
+                          best_connections=best.connections, tolerance=tolerance)
+
+
+def all_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def _cpu_text(cpus: Sequence[int]) -> str:
+    return ",".join(map(str, cpus))
+
+
+class Tuner(Runner):
+    """The runner, measuring one driver over a grid of thread and connection counts."""
+
+    def __init__(self, profile: Profile, setup: Setup, results: Results, plan: Plan) -> None:
+        super().__init__(profile, setup, results, phases=GRID_PHASES)
+        if len(setup.servers) != 1:
+            raise UserError("tune measures one driver at a time")
+        self.server = setup.servers[0]
+        self.plan = plan
+        self.tuning = results.tuning = Tuning(db_host=plan.db_host, db_rtt_ms=plan.db_rtt_ms)
+        per_cell = [phase.expected_s(profile) for phase in self.phases]
+        self.progress = StepProgress([2.0] + per_cell * len(plan.pairs)
+                                     + [self._point_s()] * self._point_count())
+
+    def _point_s(self) -> float:
+        return 2.0 + self._point_warmup_s() + self.profile.duration_s
+
+    def _point_warmup_s(self) -> float:
+        # The full profile's 10-minute warm-up is for the grid; a scaling point is a warm
+        # store already.
+        return min(self.profile.warmup_s, self.profile.duration_s)
+
+    def _point_count(self) -> int:
+        cpu_points = len(all_cpus()) - 1 if self.plan.cpu_scaling else 0
+        return 2 * len(self.plan.processes) + max(0, cpu_points)
+
+    def run(self) -> Results:
+        self.results.prober_floor = prober.measure_floor(self.profile.probes,
+                                                          cpu_list=self.load_cpus)
+        self.progress.step(f"{self.setup.reference.name}: the answers every setting must give")
+        self.collect_reference()
+        with self.database_host() as host, \
+                loaded_store(self.server, self.setup.stream, self.setup.run_dir,
+                             db_host=host) as loaded, \
+                self.latency_proxy(loaded):
+            for threads, connections in self.plan.pairs:
+                self.run_cell(loaded, threads, connections)
+            recommendation = recommend(self.results.cells)
+            self.tuning.recommendations = [recommendation] if recommendation else []
+            save_results(self.results, self.setup.out_dir)
+            for count in self.plan.processes:
+                self.processes_against_threads(loaded, count)
+            if self.plan.cpu_scaling:
+                self.cpu_scaling(loaded, recommendation)
+        return self.results
+
+    # --- set-up -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def database_host(self) -> Iterator[DatabaseHost | None]:
+        if self.plan.db_host != "netns":
+            yield None
+            return
+        with DatabaseHost() as host:
+            self.tuning.db_namespace = host.name
+            self.tuning.db_address = host.address
+            yield host
+
+    @contextlib.contextmanager
+    def latency_proxy(self, loaded: LoadedStore) -> Iterator[None]:
+        """With --db-rtt, a proxy adding it between named and the database: its added round
+        trip measured first, then named pointed at it (target.via)."""
+        if not self.plan.db_rtt_ms:
+            yield
+            return
+        host, port = loaded.store.tcp_endpoint(loaded.target)
+        with LatencyProxy(self.setup.run_dir / "toxiproxy", host, port,
+                          self.plan.db_rtt_ms) as proxy:
+            added = measure_store_added_rtt(loaded.store, loaded.target, proxy)
+            self.tuning.added_rtt = added.as_json()
+            loaded.target.via = (proxy.listen_host, proxy.listen_port)
+            try:
+                yield
+            finally:
+                loaded.target.via = None
+
+    # --- processes against threads, CPUs ---------------------------------------------------
+
+    def _server_cpu_list(self) -> list[int]:
+        """The server side's CPUs (all of them when not pinning)."""
+        if self.server_cpus is None:
+            return all_cpus()
+        return [int(c) for c in self.server_cpus.split(",")]
+
+    def processes_against_threads(self, loaded: LoadedStore, count: int) -> None:
+        cpus = self._server_cpu_list()
+        threaded = loaded.named(self.setup.run_dir, threads=count, connections=count)
+        self.measure_point(ScalePoint(loaded.driver, "threads", count, count, count,
+                                      _cpu_text(cpus), self.load_cpus), [threaded], [cpus])
+        # One port for all: named binds it with SO_REUSEPORT, so the kernel spreads the
+        # load's flows over the processes.
+        port = free_port()
+        own = [[cpus[i % len(cpus)]] for i in range(count)]
+        processes = [loaded.server.build(loaded.target,
+                                         self.setup.run_dir / f"process-{loaded.driver}-{i}",
+                                         threads=1, connections=1, port=port)
+                     for i in range(count)]
+        self.measure_point(ScalePoint(loaded.driver, "processes", count, 1, 1,
+                                      ";".join(_cpu_text(c) for c in own), self.load_cpus),
+                           processes, own)
+
+    def cpu_scaling(self, loaded: LoadedStore, setting: Recommendation | None) -> None:
+        """QPS with 1 .. nproc-1 CPUs for named and the database, the rest for dnsperf; at
+        the recommended setting (the largest thread count of the grid without one)."""
+        cpus = all_cpus()
+        threads = setting.threads if setting else max(t for t, _ in self.plan.pairs)
+        connections = setting.connections if setting else threads
+        for k in range(1, len(cpus)):
+            server, load = cpus[:k], cpus[k:]
+            named = loaded.named(self.setup.run_dir, threads=threads, connections=connections)
+            pin_processes(loaded.server_pids(), _cpu_text(server))
+            self.measure_point(ScalePoint(loaded.driver, "cpus", k, threads, connections,
+                                          _cpu_text(server), _cpu_text(load)),
+                               [named], [server])
+        pin_processes(loaded.server_pids(), self.server_cpus or _cpu_text(cpus))
+
+    def measure_point(self, point: ScalePoint, servers: list[DnsServer],
+                      cpus: list[list[int]]) -> None:
+        """Start every server (each pinned to its CPUs), one warm-up and one measured dnsperf
+        load against their shared port; the requests each received."""
+        self.progress.step(f"{point.driver}: {point.count} {point.kind}")
+        try:
+            with contextlib.ExitStack() as running:
+                for named, cpu_list in zip(servers, cpus, strict=True):
+                    running.enter_context(named)
+                    pin_processes(named.pids(), _cpu_text(cpu_list))
+                port = servers[0].port
+                # As many client sockets as a grid cell of the same thread count: named
+                # reads each socket's flow on one worker, so fewer sockets than threads leave
+                # workers idle (pg at 32 threads over a 1 ms round trip: 1,466 QPS with 4
+                # sockets, 3,694 in the grid's cell with 256).
+                clients = clients_for(self.profile, point.threads * len(servers))
+                options = {"clients": clients, "queue_depth": self.profile.queue_depth,
+                           "cpu_list": point.load_cpus}
+                dnsperf.run_dnsperf("127.0.0.1", port, self.setup.query_file,
+                                    duration=self._point_warmup_s(), **options)
+                point.run = dnsperf.run_dnsperf("127.0.0.1", port, self.setup.query_file,
+                                                duration=self.profile.duration_s, **options)
+                point.qps = point.run.qps
+                point.requests = [named.requests_received() for named in servers]
+        except UserError as exc:
+            point.status, point.error = "failed", str(exc)
+        self.tuning.scaling.append(point)
+        save_results(self.results, self.setup.out_dir)
+

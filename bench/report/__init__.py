@@ -1,0 +1,1 @@
+"""Reporting: one shared formatting module, one report module per measurement, plot style."""

@@ -1,0 +1,631 @@
+"""results.json -> results.md and PNG plots, the tables in the layout of seed 003 (the
+BIND-DLZ "Performance Tests" page, ../shared/seeds/003_b0923ef81a1e32b7.txt).
+
+Main table, one per thread count, as in 003_b0923ef81a1e32b7.txt: rows QPS, Loaded latency,
+Unloaded latency, Startup; one column per driver, native BIND and the in-memory reference
+first. QPS is the median of the measured runs with their min–max spread; "% of native" and
+"% of memory" compare medians of the same results file (same machine, same session).
+
+A cell whose driver gave wrong answers or failed shows WRONG or FAILED in every row, never a
+number, with the reason listed under the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from bench.load.dnsperf import DnsperfRun
+from bench.load.prober import LatencyStats
+from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
+from bench.measure.results import Cell, Results, StartupPoint
+from bench.report.capacity import render_capacity, render_capacity_plots
+from bench.report.scale import render_scale, render_scale_plot
+from bench.report.signed import render_signed, render_signed_plot
+from bench.report.style import driver_style
+from servers import group_of, report_order
+
+NONE = "–"
+WARN = "⚠"
+# A figure that cannot be measured for that server (Cell.unavailable says why): never a
+# zero, never a bare dash.
+NOT_AVAILABLE = "n/a"
+
+# Each version string names its program, except Python's.
+_VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
+# Recorded since the other servers became rows; results from before have none of them.
+_OTHER_SERVER_KEYS = ("powerdns", "nsd", "knot")
+
+
+# ---------------------------------------------------------------- number formatting
+
+def fmt_number(value: float | None, decimals: int | None = None) -> str:
+    """Thousands separators; small values keep a decimal or two so they are not all '0'."""
+    if value is None:
+        return NONE
+    if decimals is None:
+        decimals = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+    return f"{value:,.{decimals}f}"
+
+
+def fmt_percent(value: float | None, reference: float | None) -> str:
+    if value is None or not reference:
+        return NONE
+    return f"{100 * value / reference:,.1f}%"
+
+
+def fmt_change(old: float | None, new: float | None) -> tuple[str, str]:
+    """(absolute change, relative change) between two figures."""
+    if old is None or new is None:
+        return NONE, NONE
+    delta = new - old
+    relative = f"{100 * delta / old:+.1f}%" if old else NONE
+    return f"{delta:+,.2f}", relative
+
+
+def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+# ---------------------------------------------------------------- status and flags
+
+class Notes:
+    """Footnotes under a table: reasons for WRONG/FAILED cells and loss flags."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, text: str) -> int:
+        self.lines.append(text)
+        return len(self.lines)
+
+    def render(self) -> list[str]:
+        return [f"{i}. {text}" for i, text in enumerate(self.lines, 1)]
+
+
+def status_text(cell: Cell, notes: Notes) -> str | None:
+    """WRONG/FAILED with a footnote for a cell that has no valid figures, else None."""
+    if cell.status == "ok":
+        return None
+    label = "WRONG" if cell.status == "wrong" else "FAILED"
+    reason = cell.error or "no reason recorded"
+    if cell.status == "wrong":
+        reason = f"{cell.mismatches} answers differ from native BIND's; {reason}"
+    number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): {label}: {reason}")
+    return f"{label} [{number}]"
+
+
+class Unavailable:
+    """"n/a [k]" for a figure a cell could not measure; each reason once in the notes."""
+
+    def __init__(self, notes: Notes) -> None:
+        self.notes = notes
+        self.numbers: dict[tuple[str, int, str], int] = {}
+
+    def text(self, cell: Cell, key: str) -> str | None:
+        """The marker for cell's figure `key`, or None when the figure was measurable."""
+        reason = cell.unavailable.get(key)
+        if reason is None:
+            return None
+        return f"{NOT_AVAILABLE} [{self.number(cell, reason)}]"
+
+    def number(self, cell: Cell, reason: str) -> int:
+        key = (column_label(cell), cell.threads, reason)
+        if key not in self.numbers:
+            self.numbers[key] = self.notes.add(f"{column_label(cell)}, {cell.threads} "
+                                               f"thread(s): {NOT_AVAILABLE}: {reason}")
+        return self.numbers[key]
+
+
+def lossy_runs(cell: Cell, threshold: float) -> list[tuple[int, DnsperfRun]]:
+    """Measured QPS runs (1-based index) that lost more than `threshold` of their queries."""
+    return [(i, run) for i, run in enumerate(cell.qps_runs, 1)
+            if run.loss_fraction > threshold]
+
+
+def latency_loss(stats: LatencyStats | None) -> float:
+    if stats is None or stats.count + stats.lost == 0:
+        return 0.0
+    return stats.lost / (stats.count + stats.lost)
+
+
+def column_label(cell: Cell) -> str:
+    """The driver, with its connection count when that differs from the thread count."""
+    if cell.connections in (0, cell.threads):
+        return cell.driver
+    return f"{cell.driver} ({cell.connections} conn.)"
+
+
+# ---------------------------------------------------------------- header
+
+def render_header(results: Results) -> list[str]:
+    meta = results.meta
+    lines = ["# dlzbench results", ""]
+    commit = str(meta.get("git_commit", "unknown"))
+    dirty = " (uncommitted changes)" if meta.get("git_dirty") else ""
+    lines.append(f"Measured {meta.get('date', 'at an unknown date')}, "
+                 f"repository commit `{commit[:12]}`{dirty}.")
+    lines.append("")
+    memory = meta.get("memory_kb")
+    memory_text = f"{int(memory) / 1048576:.1f} GiB RAM" if memory else "unknown RAM"
+    lines.append(f"**Machine:** {meta.get('cpu_model', 'unknown CPU')}, "
+                 f"{meta.get('cpu_count', '?')} logical CPUs ({meta.get('cpu_usable', '?')} "
+                 f"usable), {memory_text}; {meta.get('os', 'unknown OS')}, kernel "
+                 f"{meta.get('kernel', '?')} ({meta.get('machine', '?')}).")
+    lines.append("")
+    keys = [*_VERSION_KEYS, *(key for key in _OTHER_SERVER_KEYS if key in meta)]
+    versions = [f"{key}: {meta[key]}" if meta.get(key) in (NOT_INSTALLED, UNKNOWN)
+                else str(meta.get(key, f"{key}: unknown")) for key in keys]
+    versions.append(f"Python {meta.get('python', 'unknown')}")
+    # Version strings may hold "<id:...>", which markdown would take for an HTML tag.
+    lines.append("**Versions:** " + "; ".join(versions).replace("<", "&lt;") + ".")
+    lines.append("")
+    parameters = {k: v for k, v in meta.items() if k not in (*METADATA_KEYS, "added_runs")}
+    if parameters:
+        lines.append("**Parameters:**")
+        lines.append("")
+        lines += [f"- {key}: {_param_text(value)}" for key, value in parameters.items()]
+        lines.append("")
+    lines += _added_runs(meta.get("added_runs", []))
+    if has_run_tables(results):
+        lines += render_method(results)
+    return lines
+
+
+def _added_runs(runs: list[dict]) -> list[str]:
+    """Points measured later into the same results (`startup --add-to`), one line each."""
+    if not runs:
+        return []
+    lines = ["**Points added by later runs**:", ""]
+    for run in runs:
+        dirty = " (uncommitted changes)" if run.get("git_dirty") else ""
+        mixes = f", {_param_text(run['mixes'])} mixes" if run.get("mixes") else ""
+        lines.append(f"- {run.get('date')}, commit `{str(run.get('git_commit'))[:12]}`{dirty}: "
+                     f"{run.get('command', 'startup')} of {_param_text(run.get('drivers', []))} "
+                     f"at {_param_text(run.get('zone_counts', []))} zones of "
+                     f"{_param_text(run.get('records_per_zone'))} records (seed "
+                     f"{run.get('seed')}){mixes}; {_differences_text(run)}")
+    return [*lines, ""]
+
+
+def _differences_text(run: dict) -> str:
+    """What the added run's versions and machine were, against the first run's."""
+    if "differs" not in run:  # recorded before added runs kept their metadata
+        return "its versions and machine were not recorded"
+    if not run["differs"]:
+        return "same versions and machine"
+    return "differs: " + ", ".join(f"{key} {_param_text(value)}"
+                                   for key, value in run["differs"].items())
+
+
+def _param_text(value: object) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def render_method(results: Results) -> list[str]:
+    meta = results.meta
+    runs = meta.get("runs", "R")
+    duration = meta.get("duration", "D")
+    lines = [f"QPS is the median of {runs} dnsperf runs of {duration} s each, after a "
+             "discarded warm-up run; min–max of those runs in parentheses. Latency is the "
+             "mean of single queries sent one at a time by the prober, with the server idle "
+             "(Unloaded) or held at its maximum by dnsperf (Loaded), in microseconds. "
+             "Percentiles are nearest-rank."]
+    floor = results.prober_floor
+    if floor is not None and floor.count:
+        lines.append("")
+        lines.append(f"Prober floor (its own round trip to an echo responder on loopback, "
+                     f"{floor.count} queries): mean {fmt_number(floor.mean_us)} us, p50 "
+                     f"{fmt_number(floor.p50_us)} us, p99 {fmt_number(floor.p99_us)} us, max "
+                     f"{fmt_number(floor.max_us)} us. Every latency below includes it.")
+    lines.append("")
+    return lines
+
+
+# ---------------------------------------------------------------- main table
+
+def _qps_text(cell: Cell, threshold: float, notes: Notes) -> str:
+    q = cell.qps
+    text = fmt_number(q.median, 0)
+    if q.min is not None and q.max is not None and len(cell.qps_runs) > 1:
+        text += f" ({fmt_number(q.min, 0)}–{fmt_number(q.max, 0)})"
+    lossy = lossy_runs(cell, threshold)
+    if lossy:
+        detail = ", ".join(f"run {i} lost {100 * run.loss_fraction:.1f}%" for i, run in lossy)
+        number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): {detail} of its "
+                           f"queries (threshold {100 * threshold:g}%)")
+        text += f" {WARN}[{number}]"
+    return text
+
+
+def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: float,
+                  notes: Notes) -> str:
+    if stats is None:
+        return NONE
+    text = fmt_number(stats.mean_us)
+    loss = latency_loss(stats)
+    if loss > threshold:
+        number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): {kind} probe "
+                           f"lost {stats.lost} of {stats.count + stats.lost} queries")
+        text += f" {WARN}[{number}]"
+    return text
+
+
+def _reference_median(results: Results, driver: str, threads: int) -> float | None:
+    ref = results.cell(driver, threads)
+    return ref.qps.median if ref is not None and ref.status == "ok" else None
+
+
+def render_thread_table(results: Results, threads: int) -> list[str]:
+    cells = results.cells_for(threads)
+    threshold = results.loss_threshold
+    notes = Notes()
+    statuses = {id(c): status_text(c, notes) for c in cells}
+    unavailable = Unavailable(notes)
+    native = _reference_median(results, "native", threads)
+    memory = _reference_median(results, "memory", threads)
+
+    def row(label: str, figure: Callable[[Cell], str]) -> list[str]:
+        return [label] + [statuses[id(c)] or figure(c) for c in cells]
+
+    rows = [
+        row("QPS", lambda c: _qps_text(c, threshold, notes)),
+        row("% of native", lambda c: fmt_percent(c.qps.median, native)),
+        row("% of memory", lambda c: fmt_percent(c.qps.median, memory)),
+        row("Loaded (us)", lambda c: _latency_text(c.latency_loaded, c, "loaded", threshold,
+                                                   notes)),
+        row("Unloaded (us)", lambda c: _latency_text(c.latency_unloaded, c, "unloaded",
+                                                     threshold, notes)),
+        row("Startup (ms)", lambda c: unavailable.text(c, "startup_ms")
+            or fmt_number(c.startup_ms)),
+        row("Update visible (ms)", lambda c: unavailable.text(c, "update_visibility_ms")
+            or fmt_number(c.update_visibility_ms)),
+    ]
+    for c in cells:  # answers are checked before anything is timed: no row of their own
+        if "mismatches" in c.unavailable and statuses[id(c)] is None:
+            unavailable.number(c, f"answers {c.unavailable['mismatches']}")
+    # 0: a server whose connections to its data are not the suite's (a --target server).
+    connections = sorted({c.connections for c in cells} - {0})
+    title = f"## {threads} thread{'s' if threads != 1 else ''}"
+    if connections:
+        title += f" (database connections: {', '.join(map(str, connections))})"
+    lines = [title, ""]
+    lines += [render_groups(cells), ""]
+    lines += _table([f"threads {threads}"] + [column_label(c) for c in cells], rows)
+    if notes.lines:
+        lines += [""] + notes.render()
+    return lines + [""]
+
+
+def render_groups(cells: list[Cell]) -> str:
+    """The columns' groups, left to right (README: the question each group answers); a
+    server the suite did not start with the address it was measured at."""
+    groups: dict[str, list[str]] = {}
+    for cell in cells:
+        if cell.target is not None:
+            groups.setdefault("--target", []).append(f"{cell.driver} at {cell.target}")
+        else:
+            groups.setdefault(group_of(cell.driver) or "other", []).append(cell.driver)
+    return "Columns: " + " | ".join(f"{group}: {', '.join(names)}"
+                                    for group, names in groups.items())
+
+
+# ---------------------------------------------------------------- detail tables
+
+def _percentiles(stats: LatencyStats | None) -> list[str]:
+    if stats is None:
+        return [NONE] * 5
+    return [fmt_number(v) for v in (stats.p50_us, stats.p90_us, stats.p99_us, stats.max_us)] \
+        + [str(stats.lost)]
+
+
+def render_percentiles(results: Results) -> list[str]:
+    header = ["driver", "threads", "unloaded p50", "p90", "p99", "max", "lost",
+              "loaded p50", "p90", "p99", "max", "lost"]
+    rows = []
+    for threads in results.thread_counts():
+        for c in results.cells_for(threads):
+            if c.status != "ok":
+                rows.append([column_label(c), str(threads)] + [c.status.upper()] * 10)
+            else:
+                rows.append([column_label(c), str(threads)] + _percentiles(c.latency_unloaded)
+                            + _percentiles(c.latency_loaded))
+    return ["## Latency percentiles (us)", ""] + _table(header, rows) + [""]
+
+
+def render_costs(results: Results) -> list[str]:
+    header = ["driver", "threads", "CPU us/query named", "db", "dnsperf",
+              "peak RSS named (kB)", "db (kB)"]
+    rows = []
+    notes = Notes()
+    unavailable = Unavailable(notes)
+    for threads in results.thread_counts():
+        for c in results.cells_for(threads):
+            if c.status != "ok":
+                rows.append([column_label(c), str(threads)] + [c.status.upper()] * 5)
+                continue
+
+            def figure(field: str, key: str, decimals: int | None = None,
+                       c: Cell = c) -> str:
+                values: dict = getattr(c, field)
+                return (unavailable.text(c, f"{field}.{key}")
+                        or fmt_number(values.get(key), decimals))
+
+            rows.append([column_label(c), str(threads),
+                         figure("cpu_us_per_query", "named"), figure("cpu_us_per_query", "db"),
+                         figure("cpu_us_per_query", "dnsperf"),
+                         figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
+    lines = (["## Cost per query", "",
+              "CPU time (user + system) per answered query over the QPS runs; db is the "
+              "database server's whole process tree ('–': no database server). Peak RSS is "
+              f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
+              "that server (the note says why).", ""]
+             + _table(header, rows))
+    if notes.lines:
+        lines += [""] + notes.render()
+    return lines + [""]
+
+
+def _startup_cell(p: StartupPoint) -> str:
+    if p.status != "ok":
+        return p.status.upper()
+    seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
+    rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+    return f"{fmt_number(seconds)} s, {fmt_number(rss, 0)} MiB"
+
+
+def render_startup_summary(results: Results) -> list[str]:
+    """Driver x zone count: named's startup time and memory (the operator's question)."""
+    points = {(p.driver, p.zones): p for p in results.startup_scaling}
+    counts = sorted({n for _, n in points})
+    drivers = sorted({d for d, _ in points}, key=report_order)
+    rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
+            for d in drivers]
+    return ["## Startup time and named memory", "",
+            "Time from named's exec until it answers for the last zone, and named's resident "
+            "memory then. Details, failures and loader figures in the next table.", ""] + \
+        _table(["driver", *(f"{n:,} zones" for n in counts)], rows) + [""]
+
+
+def render_startup_scaling(results: Results) -> list[str]:
+    if not results.startup_scaling:
+        return []
+    header = ["driver", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+              "load (s)", "records/s", "loader RSS (MiB)"]
+    rows = []
+    for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.driver), p.zones)):
+        loader_rss = p.loader_rss_kb / 1024 if p.loader_rss_kb is not None else None
+        load = [fmt_number(p.load_seconds), fmt_number(p.records_per_second, 0),
+                fmt_number(loader_rss, 0)]
+        if p.status != "ok":
+            rows.append([p.driver, f"{p.zones:,}", f"{p.status.upper()}: {p.error}", NONE,
+                         NONE, *load])
+            continue
+        size = p.store_bytes / 1e6 if p.store_bytes is not None else None
+        seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
+        rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+        rows.append([p.driver, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
+                     fmt_number(size), *load])
+    return render_startup_summary(results) + ["## Startup against zone count", "",
+            "Startup: from named's exec until it answers authoritatively for the last zone "
+            "loaded. named RSS: its peak resident memory at that moment. Store size: the "
+            "store's files on disk. Load: the store's loader in its own process (its peak RSS "
+            "shows whether loading memory stays flat as the zone count grows).", ""] + \
+        _table(header, rows) + [""]
+
+
+def has_run_tables(results: Results) -> bool:
+    """Does the file get `run`'s tables: it has cells, or it is none of a `startup`, a
+    `scale` or a `run --signed` file (whose own sections are all they hold)?"""
+    return bool(results.cells) or not (results.startup_scaling or results.scale
+                                       or results.signed)
+
+
+def render_markdown(results: Results) -> str:
+    lines = render_header(results)
+    if results.tuning is not None:  # a `tune` file: its grid is read by threads x connections
+        from bench.report.tune import render_tuning
+
+        lines += render_tuning(results)
+    elif has_run_tables(results):
+        for threads in results.thread_counts():
+            lines += render_thread_table(results, threads)
+        lines += render_percentiles(results)
+        lines += render_costs(results)
+    lines += render_capacity(results)
+    lines += render_startup_scaling(results)
+    lines += render_scale(results)
+    lines += render_signed(results)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# ---------------------------------------------------------------- plots
+
+def write_report(results: Results, directory: Path) -> str:
+    """Write directory/results.md and the plots; the markdown."""
+    markdown = render_markdown(results)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "results.md").write_text(markdown)
+    render_plots(results, directory)
+    return markdown
+
+
+def render_plots(results: Results, out_dir: Path) -> list[Path]:
+    """qps.png, latency.png, cpu.png and (with startup scaling data) startup.png; for a `tune`
+    file, its heat map and curves (bench/report/tune.py)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: never needs a display
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    if results.tuning is not None:
+        from bench.report.tune import render_tune_plots
+
+        written += render_tune_plots(results, out_dir)
+    elif has_run_tables(results):
+        written += [_plot_qps(results, out_dir / "qps.png"),
+                    _plot_latency(results, out_dir / "latency.png"),
+                    _plot_cpu(results, out_dir / "cpu.png")]
+    if results.startup_scaling:
+        written.append(_plot_startup(results, out_dir / "startup.png"))
+    written += render_capacity_plots(results, out_dir)
+    written += render_scale_plot(results, out_dir)
+    written += render_signed_plot(results, out_dir)
+    return written
+
+
+def _ok_cells(results: Results) -> list[Cell]:
+    return [c for t in results.thread_counts() for c in results.cells_for(t)
+            if c.status == "ok"]
+
+
+def _save(fig: object, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plain_log_labels(axis: object) -> None:
+    """Plain numbers ("9.8", "200") instead of powers of ten on a log axis; a narrow range
+    is then labelled by its minor ticks, which the default would write as 9.8x10^0."""
+    from matplotlib.ticker import LogFormatter
+
+    axis.set_major_formatter(LogFormatter())
+    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+
+
+def _plot_qps(results: Results, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    drivers = results.drivers()
+    thread_counts = results.thread_counts()
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(drivers) + 2), 4.5))
+    width = 0.8 / max(1, len(thread_counts))
+    for i, threads in enumerate(thread_counts):
+        xs, heights, low, high = [], [], [], []
+        for x, driver in enumerate(drivers):
+            c = results.cell(driver, threads)
+            offset = (i - (len(thread_counts) - 1) / 2) * width
+            if c is not None and c.status != "ok":
+                # No bar for a driver without valid figures, but say why it is missing.
+                ax.text(x + offset, 0.02, c.status.upper(), rotation=90, ha="center",
+                        va="bottom", fontsize=8, color="firebrick",
+                        transform=ax.get_xaxis_transform())
+            if c is None or c.status != "ok" or c.qps.median is None:
+                continue
+            xs.append(x + offset)
+            heights.append(c.qps.median)
+            low.append(c.qps.median - (c.qps.min or c.qps.median))
+            high.append((c.qps.max or c.qps.median) - c.qps.median)
+        if heights:  # an empty bar set would still get a legend entry
+            ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
+                   label=f"{threads} thread{'s' if threads != 1 else ''}")
+    ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
+    ax.set_ylabel("queries per second (median, min–max)")
+    _log_scale_if_data(ax)
+    ax.set_title("Throughput per driver")
+    ax.grid(axis="y", which="both", alpha=0.3)
+    _legend_or_note(ax)
+    return _save(fig, path)
+
+
+def _log_scale_if_data(ax: Any) -> None:
+    """A log y axis with plain labels; an axis without data (every cell WRONG or FAILED)
+    stays linear, which matplotlib cannot log-scale."""
+    if ax.has_data():
+        ax.set_yscale("log")
+        _plain_log_labels(ax.yaxis)
+
+
+def _legend_or_note(ax: Any) -> None:
+    """A legend, or "no data" across an empty plot (a run whose every cell failed)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+
+
+def _plot_latency(results: Results, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    cells = _ok_cells(results)
+    fig, axes = plt.subplots(2, 1, figsize=(min(16, max(7, 0.5 * len(cells) + 3)), 8),
+                             sharey=True)
+    for ax, kind in zip(axes, ("unloaded", "loaded"), strict=True):
+        data, labels = [], []
+        for c in cells:
+            stats = c.latency_unloaded if kind == "unloaded" else c.latency_loaded
+            if stats is not None and stats.samples_ns:
+                data.append([s / 1000 for s in stats.samples_ns])
+                labels.append(f"{c.driver}/{c.threads}")
+        if data:
+            # Whiskers at the 1st and 99th percentile; the tail beyond is in the table.
+            ax.boxplot(data, whis=(1, 99), showfliers=False)
+            ax.set_xticks(range(1, len(labels) + 1), labels, rotation=40, ha="right")
+        else:
+            ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(f"{kind.capitalize()} latency (driver/threads)")
+        _log_scale_if_data(ax)
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.set_ylabel("microseconds")
+    fig.suptitle("Box: p25–p75 with median; whiskers: p1 and p99")
+    return _save(fig, path)
+
+
+def _plot_cpu(results: Results, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    # A server whose CPU the suite cannot account has no bar (not a zero one).
+    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
+    labels = [f"{c.driver}/{c.threads}" for c in cells]
+    named = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
+    db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(cells) + 2), 4.5))
+    xs = range(len(cells))
+    ax.bar(xs, named, label="named")
+    ax.bar(xs, db, bottom=named, label="database server")
+    ax.set_xticks(xs, labels, rotation=40, ha="right")
+    ax.set_ylabel("CPU microseconds per answered query")
+    ax.set_title("Server CPU per query (driver/threads)")
+    ax.grid(axis="y", alpha=0.3)
+    if cells:
+        ax.legend()
+    else:
+        ax.text(0.5, 0.5, f"{NOT_AVAILABLE}: no server whose CPU the suite accounts",
+                ha="center", va="center", transform=ax.transAxes)
+    return _save(fig, path)
+
+
+def _plot_startup(results: Results, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
+    points = [p for p in results.startup_scaling if p.status == "ok"]
+    for driver in sorted({p.driver for p in points}, key=report_order):
+        mine = sorted((p for p in points if p.driver == driver), key=lambda p: p.zones)
+        timed = [p for p in mine if p.startup_ms is not None]
+        sized = [p for p in mine if p.named_rss_kb is not None]
+        ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],
+                     **driver_style(driver))
+        ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized],
+                    **driver_style(driver))
+    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "named peak RSS (MiB)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log_labels(ax.yaxis)
+        ax.set_xlabel("zones")
+        ax.set_ylabel(ylabel)
+        ax.grid(which="both", alpha=0.3)
+        _legend_or_note(ax)
+    ax_time.set_title("Startup time against zone count")
+    ax_rss.set_title("named memory against zone count")
+    return _save(fig, path)

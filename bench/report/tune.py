@@ -1,0 +1,202 @@
+"""The `tune` part of results.md and its plots: the threads x connections grid (QPS, p99 under
+load, CPU per query), the recommendation, processes against threads, and QPS against CPUs.
+
+The grid reads rows as named thread counts and columns as driver connection counts; a cell
+that answered wrongly or failed shows WRONG or FAILED, never a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.measure.results import Cell, Results, ScalePoint, Tuning
+from bench.report.run import NONE, Notes, _save, _table, fmt_number, status_text
+
+HEATMAP = "tune-heatmap.png"
+CURVES = "tune-curves.png"
+
+
+def _grid(results: Results, driver: str) -> dict[tuple[int, int], Cell]:
+    return {(c.threads, c.connections): c for c in results.cells if c.driver == driver}
+
+
+def _axes(grid: dict[tuple[int, int], Cell]) -> tuple[list[int], list[int]]:
+    return sorted({t for t, _ in grid}), sorted({c for _, c in grid})
+
+
+def render_grid(results: Results, driver: str, title: str,
+                figure: Callable[[Cell], str]) -> list[str]:
+    grid = _grid(results, driver)
+    threads, connections = _axes(grid)
+    notes = Notes()
+    rows = []
+    for t in threads:
+        row = [str(t)]
+        for c in connections:
+            cell = grid.get((t, c))
+            if cell is None:
+                row.append(NONE)
+            else:
+                row.append(status_text(cell, notes) or figure(cell))
+        rows.append(row)
+    header = ["threads \\ connections", *map(str, connections)]
+    return [f"### {driver}: {title}", ""] + _table(header, rows) + [""] + notes.render()
+
+
+def _p99(cell: Cell) -> str:
+    return fmt_number(cell.latency_loaded.p99_us if cell.latency_loaded else None)
+
+
+def _cpu(cell: Cell) -> str:
+    named, db = cell.cpu_us_per_query.get("named"), cell.cpu_us_per_query.get("db")
+    return f"{fmt_number(named, 1)} / {fmt_number(db, 1)}"
+
+
+def render_database(tuning: Tuning) -> list[str]:
+    where = "on this host" if tuning.db_host == "local" else \
+        f"in network namespace {tuning.db_namespace}, at {tuning.db_address} over a veth pair"
+    lines = [f"- Database: {where}."]
+    if not tuning.db_rtt_ms:
+        lines.append("- Added round trip: none (no proxy).")
+    else:
+        added = tuning.added_rtt or {}
+        lines.append(f"- Added round trip: {tuning.db_rtt_ms} ms requested from "
+                     f"{added.get('tool', 'the proxy')}; measured "
+                     f"{fmt_number(added.get('measured_added_ms'), 3)} ms (median of "
+                     f"{added.get('samples', NONE)} trivial requests through the proxy, "
+                     f"{fmt_number(added.get('proxied_ms'), 3)} ms, minus straight to the "
+                     f"database, {fmt_number(added.get('direct_ms'), 3)} ms).")
+    return lines
+
+
+def render_recommendations(tuning: Tuning) -> list[str]:
+    if not tuning.recommendations:
+        return ["No recommendation: no setting answered correctly with a QPS figure.", ""]
+    lines = []
+    for r in tuning.recommendations:
+        lines.append(f"**Recommended for {r.driver}: {r.threads} threads, {r.connections} "
+                     f"connections**: {fmt_number(r.qps)} QPS, p99 under load "
+                     f"{fmt_number(r.p99_us)} us. The smallest setting within "
+                     f"{r.tolerance:.0%} of the best QPS ({fmt_number(r.best_qps)} at "
+                     f"{r.best_threads} threads, {r.best_connections} connections).")
+    return lines + [""]
+
+
+def _point_qps(point: ScalePoint | None) -> str:
+    if point is None:
+        return NONE
+    if point.status != "ok":
+        return point.status.upper()
+    return fmt_number(point.qps)
+
+
+def render_processes(tuning: Tuning) -> list[str]:
+    points = {(p.kind, p.count): p for p in tuning.scaling}
+    counts = sorted({p.count for p in tuning.scaling if p.kind == "processes"})
+    if not counts:
+        return []
+    rows = []
+    for n in counts:
+        processes = points.get(("processes", n))
+        spread = " / ".join(map(str, processes.requests)) if processes else NONE
+        rows.append([str(n), _point_qps(points.get(("threads", n))), _point_qps(processes),
+                     spread or NONE])
+    header = ["N", "one N-thread process: QPS", "N one-thread processes, one port: QPS",
+              "requests each process received"]
+    return ["### Processes against threads", "",
+            "N one-thread named processes share one address and port (SO_REUSEPORT), each "
+            "pinned to its own server CPU (in turn when there are fewer CPUs than processes), "
+            "against one N-thread process; one dnsperf load each.", ""] + \
+        _table(header, rows) + [""]
+
+
+def render_cpus(tuning: Tuning) -> list[str]:
+    points = sorted((p for p in tuning.scaling if p.kind == "cpus"), key=lambda p: p.count)
+    if not points:
+        return []
+    rows = [[str(p.count), p.server_cpus or NONE, p.load_cpus or NONE,
+             f"{p.threads} / {p.connections}", _point_qps(p)] for p in points]
+    header = ["server CPUs", "server (taskset)", "dnsperf (taskset)", "threads / connections",
+              "QPS"]
+    return ["### QPS against server CPUs", ""] + _table(header, rows) + [""]
+
+
+def render_tuning(results: Results) -> list[str]:
+    tuning = results.tuning
+    assert tuning is not None
+    lines = ["## Tuning threads and connections", "", *render_database(tuning), ""]
+    lines += render_recommendations(tuning)
+    for driver in results.drivers():
+        lines += render_grid(results, driver, "QPS (median of the runs)",
+                             lambda c: fmt_number(c.qps.median))
+        lines += render_grid(results, driver, "p99 latency under load (us)", _p99)
+        lines += render_grid(results, driver, "CPU us per query, named / database", _cpu)
+    lines += render_processes(tuning) + render_cpus(tuning)
+    lines += [f"Plots: {HEATMAP} (QPS over the grid), {CURVES} (QPS against threads, one "
+              "curve per connection count).", ""]
+    return lines
+
+
+# ---------------------------------------------------------------- plots
+
+def render_tune_plots(results: Results, out_dir: Path) -> list[Path]:
+    return [_plot_heatmap(results, out_dir / HEATMAP), _plot_curves(results, out_dir / CURVES)]
+
+
+def _qps(cell: Cell | None) -> float | None:
+    if cell is None or cell.status != "ok":
+        return None
+    return cell.qps.median
+
+
+def _plot_heatmap(results: Results, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    drivers = results.drivers()
+    fig, axes = plt.subplots(1, max(1, len(drivers)), squeeze=False,
+                             figsize=(5.5 * max(1, len(drivers)), 4.5))
+    for ax, driver in zip(axes[0], drivers, strict=False):
+        grid = _grid(results, driver)
+        threads, connections = _axes(grid)
+        values = np.array([[_qps(grid.get((t, c))) or np.nan for c in connections]
+                           for t in threads], dtype=float)
+        image = ax.imshow(values, origin="lower", aspect="auto", cmap="viridis")
+        for i, row in enumerate(values):
+            for j, value in enumerate(row):
+                text = "–" if np.isnan(value) else f"{value:,.0f}"
+                # Dark text on the bright (high) end of viridis, light text on the dark end.
+                bright = not np.isnan(value) and image.norm(value) > 0.6
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if bright else "white")
+        ax.set_xticks(range(len(connections)), [str(c) for c in connections])
+        ax.set_yticks(range(len(threads)), [str(t) for t in threads])
+        ax.set_xlabel("driver connections")
+        ax.set_ylabel("named threads")
+        ax.set_title(f"{driver}: QPS")
+        fig.colorbar(image, ax=ax, label="queries per second (median)")
+    return _save(fig, path)
+
+
+def _plot_curves(results: Results, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for driver in results.drivers():
+        grid = _grid(results, driver)
+        threads, connections = _axes(grid)
+        for c in connections:
+            points = [(t, q) for t in threads if (q := _qps(grid.get((t, c)))) is not None]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=f"{driver}, {c} connection"
+                                                  f"{'s' if c != 1 else ''}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("named threads")
+    ax.set_ylabel("queries per second (median)")
+    ax.set_title("QPS against threads, per connection count")
+    ax.grid(which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -1,0 +1,285 @@
+"""A private MariaDB 10.11 instance: its own data directory, socket and loopback port.
+
+Both mariadb-install-db and mariadbd run with --no-defaults, so nothing in /etc/mysql (the
+distribution's instance, its socket, its port) has any say. The instance is a scratch
+benchmark database whose data is reloaded from the zone model whenever needed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import MySQLdb
+
+from base.errors import UserError
+from base.netns import DatabaseHost
+from base.process import ManagedProcess, free_port, run_checked
+from databases.url import StoreUrl
+
+MARIADBD = "/usr/sbin/mariadbd"
+INSTALL_DB = "/usr/bin/mariadb-install-db"
+# MariaDB's own reader of option files (/etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf).
+PRINT_DEFAULTS = "/usr/bin/my_print_defaults"
+# The option groups a MariaDB client reads its connection settings from.
+_CLIENT_GROUPS = ("client", "client-mariadb")
+
+# sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
+_MAX_SOCKET_PATH = 107
+
+_START_TIMEOUT = 120.0
+
+
+class MysqlServer:
+    """One private mariadbd; `with MysqlServer(dir) as db:` starts it and always stops it."""
+
+    database = "dlz"
+    user = "dlz"
+    # Not a secret: the account exists on this private server only, reachable from this host.
+    password: str | None = "dlz"
+    started_here = True
+
+    def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
+        """db_host: run inside that network namespace, reached over TCP at its address only."""
+        self.run_dir = Path(run_dir).resolve()
+        self.data_dir = self.run_dir / "data"
+        self.db_host = db_host
+        self.socket = str(self.run_dir / "mariadb.sock")
+        # TCP address clients use when the server is on its own host (None: the unix socket).
+        self.host: str | None = None
+        self.port = free_port()
+        self.log_path = self.run_dir / "mariadb.log"
+        # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
+        # use instead of reaching the server directly; loaders always go direct.
+        self.via: tuple[str, int] | None = None
+        self._proc: ManagedProcess | None = None
+        if db_host:
+            # mariadbd always opens a unix socket; an abstract one ("@name") belongs to the
+            # network namespace, so no process outside it can connect to it.
+            self.socket = f"@{db_host.name}-mariadb"
+            self.host = db_host.address
+        elif len(self.socket) > _MAX_SOCKET_PATH:
+            raise UserError(f"run directory {self.run_dir} is too deep for a unix socket "
+                            f"({self.socket} is longer than {_MAX_SOCKET_PATH} bytes)")
+
+    def _server_argv(self) -> list[str]:
+        return [
+            MARIADBD, "--no-defaults",
+            f"--datadir={self.data_dir}", f"--socket={self.socket}", f"--port={self.port}",
+            f"--pid-file={self.run_dir / 'mariadb.pid'}", f"--tmpdir={self.run_dir / 'tmp'}",
+            "--bind-address=127.0.0.1", "--user=root", "--skip-name-resolve",
+            "--local-infile=1",
+            # named opens one connection per worker thread and per zone-transfer client.
+            "--max-connections=600",
+            # Exact, byte-wise key comparison unless a schema asks for something else.
+            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_bin",
+            # Scratch benchmark instance: durability traded for load speed, and every start
+            # is a cold start (no buffer pool dump carried over from the previous run).
+            "--innodb-flush-log-at-trx-commit=2", "--innodb-buffer-pool-size=256M",
+            "--innodb-buffer-pool-dump-at-shutdown=0", "--innodb-buffer-pool-load-at-startup=0",
+            "--skip-log-bin",
+        ]
+
+    # --- the database on its own host (base.netns) -------------------------------------------
+
+    def _db_host_argv(self, argv: list[str]) -> list[str]:
+        """argv run in the namespace, listening on its address, creating user dlz at start."""
+        assert self.db_host is not None
+        init_file = self.run_dir / "init.sql"
+        init_file.write_text(";\n".join(self._user_statements([self.db_host.peer_address]))
+                             + ";\n")
+        argv = [arg for arg in argv if not arg.startswith("--bind-address=")]
+        return self.db_host.command([*argv, f"--bind-address={self.db_host.address}",
+                                     f"--init-file={init_file}"])
+
+    def _install_db(self) -> None:
+        run_checked([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}", "--user=root",
+                     "--skip-test-db", "--auth-root-authentication-method=socket"],
+                    "mariadb-install-db", cwd=self.run_dir)
+
+    def _create_user(self) -> None:
+        """Database dlz and user dlz (idempotent, so it simply runs at every start)."""
+        # LOAD DATA LOCAL INFILE needs no global privilege, only INSERT on the target table
+        # and local_infile enabled on both ends.
+        conn = self._root_connection()
+        try:
+            cursor = conn.cursor()
+            for sql in self._user_statements(["localhost", "127.0.0.1"]):
+                cursor.execute(sql)
+        finally:
+            conn.close()
+
+    def _user_statements(self, client_hosts: list[str]) -> list[str]:
+        statements = [f"CREATE DATABASE IF NOT EXISTS `{self.database}`"]
+        for host in client_hosts:
+            account = f"'{self.user}'@'{host}'"
+            statements += [
+                f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY '{self.password}'",
+                f"GRANT ALL PRIVILEGES ON `{self.database}`.* TO {account}",
+            ]
+        return statements
+
+    def _root_connection(self) -> MySQLdb.Connection:
+        # install-db gave root@localhost unix_socket authentication; this process is root.
+        return MySQLdb.connect(unix_socket=self.socket, user="root", connect_timeout=2)
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._proc is not None:
+            return
+        (self.run_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        if not (self.data_dir / "mysql").is_dir():
+            self._install_db()
+        # No --log-error: mariadbd then logs to stderr, which goes to our log file.
+        argv = self._server_argv()
+        if self.db_host:
+            argv = self._db_host_argv(argv)
+        proc = ManagedProcess("mariadbd", argv, self.log_path, cwd=self.run_dir)
+        self._proc = proc
+        try:
+            proc.start()
+            proc.wait_ready(self._answers, _START_TIMEOUT)
+            if not self.db_host:  # there the init file made the user
+                self._create_user()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        try:
+            (self.connect(connect_timeout=2) if self.db_host else self._root_connection()).close()
+        except MySQLdb.OperationalError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.stop(timeout=60)  # SIGTERM: InnoDB shuts down cleanly
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> MysqlServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- clients ------------------------------------------------------------------------------
+
+    def connect(self, **kw: Any) -> MySQLdb.Connection:
+        """A new connection as user dlz to database dlz over the socket (or TCP to db_host's
+        address); kw overrides."""
+        where: dict[str, Any] = ({"host": self.host, "port": self.port} if self.host
+                                 else {"unix_socket": self.socket})
+        args: dict[str, Any] = {**where, "user": self.user,
+                                "password": self.password, "database": self.database,
+                                "local_infile": 1, "charset": "utf8mb4"}
+        args.update(kw)
+        return MySQLdb.connect(**args)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """A client's environment besides its arguments: none (the password is an argument)."""
+        return {}
+
+    def pids(self) -> list[int]:
+        return self._proc.pids() if self._proc is not None else []
+
+    def version(self) -> str:
+        return server_version(self.connect())
+
+
+def server_version(conn: MySQLdb.Connection) -> str:
+    """The server's product and version ("10.11.14-MariaDB-0+deb12u2" -> "MariaDB 10.11.14");
+    closes conn."""
+    try:
+        cursor = conn.cursor()
+        cursor.execute("SELECT VERSION()")
+        (text,) = cursor.fetchone()
+    finally:
+        conn.close()
+    return f"{'MariaDB' if 'MariaDB' in text else 'MySQL'} {text.split('-')[0]}"
+
+
+class ExternalMysql:
+    """A MariaDB (or MySQL) server the suite did not start (--store-url): the same fields the
+    store reads from a MysqlServer, but nothing to start, restart or stop, and no process of
+    ours."""
+
+    started_here = False
+    socket: str | None = None
+    via: tuple[str, int] | None = None
+    # The password never goes into named.conf (a file): `env` hands it to named.
+    password: str | None = None
+    _DEFAULT_PORT = 3306
+
+    def __init__(self, url: StoreUrl) -> None:
+        self.url = url
+        self.host: str | None = url.host
+        self.port = url.port or self._DEFAULT_PORT
+        self.database = url.database
+        # The URL's, else MYSQL_PWD, else the option files' [client] (~/.my.cnf): found here
+        # once, then handed to named as MYSQL_PWD, which its client library reads when the
+        # driver gives no password (the driver reads no option file: one could undo the
+        # settings it makes, such as LOAD DATA LOCAL off).
+        options = client_option_files() if url.password is None else {}
+        self.user = url.user or options.get("user")
+        self._password = (url.password if url.password is not None
+                          else os.environ.get("MYSQL_PWD", options.get("password")))
+        self.env = {"MYSQL_PWD": self._password} if self._password is not None else {}
+
+    def connect(self, **kw: Any) -> MySQLdb.Connection:
+        """A new connection to the URL's database; UserError naming the URL (without its
+        password) when the server cannot be reached or refuses; kw overrides."""
+        args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
+                                "password": self._password, "database": self.database,
+                                "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S}
+        args.update(kw)
+        try:
+            return MySQLdb.connect(**{k: v for k, v in args.items() if v is not None})
+        except MySQLdb.Error as exc:
+            raise self.url.error(f"cannot connect: {_message(exc)}") from None
+
+    def restart(self) -> None:
+        """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
+
+    def pids(self) -> list[int]:
+        return []
+
+    def version(self) -> str:
+        return server_version(self.connect())
+
+
+_CONNECT_TIMEOUT_S = 10
+
+# What the store reads and writes: the suite's own server or one it was lent.
+MysqlTarget = MysqlServer | ExternalMysql
+
+
+def client_option_files() -> dict[str, str]:
+    """user and password of the option files' client groups as MariaDB's own tool reads them
+    (the last one given wins, as in a client); nothing when none is set or the tool is
+    missing. Its output holds the password: it is parsed here and never shown."""
+    try:
+        done = subprocess.run([PRINT_DEFAULTS, *_CLIENT_GROUPS], capture_output=True,
+                              text=True, timeout=20, check=False)
+    except OSError:
+        return {}
+    found: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        key, sep, value = line.removeprefix("--").partition("=")
+        if sep and key in ("user", "password"):
+            found[key] = value
+    return found
+
+
+def _message(exc: MySQLdb.Error) -> str:
+    """The server's or client library's text of an error ((code, text) in args)."""
+    return str(exc.args[-1]) if exc.args else str(exc)

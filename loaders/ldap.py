@@ -1,0 +1,751 @@
+"""The `ldap` store: zones in a private OpenLDAP slapd (back-mdb), read by drivers/ldap.
+
+DIT (schemas/ldap/README.md explains why):
+
+    o=dlz
+      dlzId=<hash(zone key)>              dlzZoneEntry: dlzZoneName, dlzGeneration, dlzXfrClient*
+        dlzId=<gen>-<hash(owner key)>     dlzNodeEntry: dlzOwner, dlzZone, dlzGeneration,
+                                                        dlzRecord*
+
+Keys never appear in DNs (RDNs are hashes of them), so no RFC 4514 escaping is ever needed
+and long escaped names never hit back-mdb's 511-byte limit on a stored RDN. Every record of
+one owner is one value `TYPE TTL rdata` of the owner entry's dlzRecord; an empty non-terminal
+is an owner entry whose only value is `ENT 0 ` (empty rdata).
+
+Loading into a directory with no zones writes one LDIF file and adds it offline with
+`slapadd -q`; into a server the suite did not start (--store-url ldap=...), whose files it
+cannot reach, it adds the entries online instead, pipelined (a batch of zones' entries sent
+without waiting for each answer), each zone made live by one modify once whole.
+Otherwise each zone is replaced online by generation: the new records are added as entries
+of generation G+1 (which readers ignore), one modify of the zone entry makes G+1 the live
+generation, then generation G is deleted. Readers keep only the owner entries of the
+zone entry's live generation, and each search is one LMDB snapshot, so they see the old zone
+or the new one, never a mix. (LDAP transactions, RFC 5805, would do this in one step, but
+slapd 2.5.13 crashes in txn_preop under them.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import ldap
+import ldap.dn
+import ldap.schema
+import ldif
+from ldap.ldapobject import LDAPObject
+
+from base.errors import UserError
+from base.netns import DatabaseHost
+from base.paths import SCHEMA_DIR
+from databases.slapd import ExternalLdap, LdapServer, LdapTarget, ldap_message
+from databases.url import StoreUrl, listed
+from loaders import sql
+from loaders.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
+from zonedata.model import (
+    ENT_TYPE,
+    Record,
+    Zone,
+    empty_nonterminals,
+    key_to_name,
+    name_key,
+)
+
+SUFFIX = "o=dlz"
+SCHEMA_FILE = SCHEMA_DIR / "ldap" / "dlz.schema"
+# objectClass: back-mdb ORs (objectClass=referral) into every search filter, so without this
+# index every search is a full scan. The others are exactly what the driver filters on.
+INDEXES = ("objectClass eq", "dlzZoneName eq", "dlzOwner eq", "dlzZone eq")
+
+ZONE_CLASS = b"dlzZoneEntry"
+NODE_CLASS = b"dlzNodeEntry"
+ENT_VALUE = f"{ENT_TYPE} 0 ".encode()
+
+# Bytes a filter value may carry unescaped (RFC 4515 requires only \ * ( ) NUL; everything
+# outside printable ASCII is escaped too so that the filter string is plain ASCII).
+_FILTER_SAFE = frozenset(range(0x21, 0x7F)) - set(b"\\*()")
+
+Attrs = dict[str, list[bytes]]
+
+
+def entry_id(key: str) -> str:
+    """The RDN value standing for a key: 128 bits of BLAKE2b, hex."""
+    return hashlib.blake2b(key.encode(), digest_size=16).hexdigest()
+
+
+def zone_dn(zone_key: str, suffix: str = SUFFIX) -> str:
+    return f"dlzId={entry_id(zone_key)},{suffix}"
+
+
+def node_dn(zone_key: str, owner_key: str, generation: int, suffix: str = SUFFIX) -> str:
+    return f"dlzId={generation}-{entry_id(owner_key)},{zone_dn(zone_key, suffix)}"
+
+
+def filter_value(value: str | bytes) -> str:
+    """An assertion value escaped per RFC 4515 (every byte outside a safe set as \\XX)."""
+    raw = value.encode() if isinstance(value, str) else value
+    return "".join(chr(b) if b in _FILTER_SAFE else f"\\{b:02x}" for b in raw)
+
+
+def record_value(rdtype: str, ttl: int, rdata: str) -> bytes:
+    return f"{rdtype} {ttl} {rdata}".encode()
+
+
+def parse_record_value(value: bytes) -> tuple[str, int, str]:
+    rdtype, ttl, rdata = value.decode().split(" ", 2)
+    return rdtype, int(ttl), rdata
+
+
+def zone_attrs(zone_key: str, generation: int | None) -> Attrs:
+    """A zone entry; without a generation it is not live yet (readers skip it)."""
+    attrs = {
+        "objectClass": [ZONE_CLASS],
+        "dlzId": [entry_id(zone_key).encode()],
+        "dlzZoneName": [zone_key.encode()],
+        "dlzXfrClient": [c.encode() for c in DEFAULT_XFR_CLIENTS],
+    }
+    if generation is not None:
+        attrs["dlzGeneration"] = [str(generation).encode()]
+    return attrs
+
+
+def node_entries(zone: Zone, generation: int, suffix: str) -> dict[str, Attrs]:
+    """DN -> attributes of every owner entry of a zone, ENT markers included.
+
+    Built whole before anything is written, so a zone whose records fail to iterate never
+    reaches the directory.
+    """
+    values: dict[str, dict[bytes, None]] = {}
+    for rec in zone.records:
+        # A dict keeps first-seen order and drops exact duplicates, which LDAP would reject.
+        values.setdefault(name_key(rec.owner), {})[
+            record_value(rec.rdtype, rec.ttl, rec.rdata)] = None
+    for ent in empty_nonterminals(zone):
+        values.setdefault(name_key(ent), {})[ENT_VALUE] = None
+    zone_key = zone.key
+    gen = str(generation).encode()
+    return {
+        node_dn(zone_key, owner, generation, suffix): {
+            "objectClass": [NODE_CLASS],
+            "dlzId": [f"{generation}-{entry_id(owner)}".encode()],
+            "dlzOwner": [owner.encode()],
+            "dlzZone": [zone_key.encode()],
+            "dlzGeneration": [gen],
+            "dlzRecord": list(vals),
+        }
+        for owner, vals in values.items()
+    }
+
+
+def search_iter(conn: LDAPObject, base: str, scope: int, filterstr: str,
+                attrs: list[str]) -> Iterator[tuple[str, dict[str, list[bytes]]]]:
+    """Entries of a search as they arrive, so a million zones never sit in memory at once."""
+    msgid = conn.search_ext(base, scope, filterstr, attrs)
+    finished = False
+    try:
+        while not finished:
+            rtype, rdata, _, _ = conn.result3(msgid, all=0)
+            finished = rtype == ldap.RES_SEARCH_RESULT
+            yield from rdata
+    finally:
+        if not finished:  # the caller stopped early or it failed: drop the rest
+            with contextlib.suppress(ldap.LDAPError):
+                conn.abandon(msgid)
+
+
+class LdapStore(Store[LdapTarget]):
+    name = "ldap"
+    has_server = True
+    url_schemes = ("ldap", "ldapi")
+
+    @contextmanager
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[LdapServer]:
+        slapd = LdapServer(run_dir, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES,
+                           db_host=db_host)
+        with slapd:
+            ensure_suffix_entry(slapd)
+            yield slapd
+
+    def check_url(self, url: StoreUrl) -> None:
+        if not url.database:
+            raise url.error("names no suffix (…/SUFFIX at the end, e.g. "
+                            "/ou=dlzbench,dc=example,dc=net): the suite's entries need a "
+                            "subtree of their own")
+        _check_dn(url, "suffix", url.database)
+        if url.user:
+            _check_dn(url, "bind DN", url.user)
+        if url.scheme == "ldapi" and (url.port is not None or not url.host.startswith("/")):
+            raise url.error("an ldapi:// URL names the server's socket by its absolute path, "
+                            "percent-encoded: ldapi://%2Frun%2Fslapd%2Fldapi/SUFFIX")
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        with bound(ExternalLdap(url)) as conn:
+            root = _root_dse(conn, url)
+            _check_lent(conn, url, root, overwrite)
+            return _server_version(conn, root)
+
+    @contextmanager
+    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[ExternalLdap]:
+        target = ExternalLdap(url)
+        with bound(target) as conn:
+            root = _root_dse(conn, url)
+            _check_lent(conn, url, root, overwrite)
+            _create_suffix_entry(conn, url)
+            _hold_own_subtree_empty(conn, url)
+        yield target
+
+    def server_is_ours(self, target: LdapTarget) -> bool:
+        return target.started_here
+
+    def client_env(self, target: LdapTarget) -> dict[str, str]:
+        return target.env
+
+    def load(self, zones: Iterable[Zone], target: LdapTarget) -> None:
+        with bound(target) as conn:
+            if has_zones(conn, target.suffix):
+                for zone in zones:
+                    replace_zone(conn, zone, target.suffix)
+                return
+            if isinstance(target, ExternalLdap):
+                # slapadd writes the database files, offline: a lent server is loaded online.
+                online_bulk_load(conn, zones, target.suffix, target.url)
+                return
+        bulk_load(target, zones)
+
+    def update(self, zone: Zone, target: LdapTarget) -> None:
+        # Always online: the bulk path stops slapd, which named may be reading from.
+        with bound(target) as conn:
+            replace_zone(conn, zone, target.suffix)
+
+    def read_back(self, target: LdapTarget) -> Iterator[Zone]:
+        with bound(target) as conn:
+            for _, attrs in search_iter(conn, target.suffix, ldap.SCOPE_ONELEVEL,
+                                        f"(objectClass={ZONE_CLASS.decode()})",
+                                        ["dlzZoneName"]):
+                zone = read_zone(conn, target.suffix, attrs["dlzZoneName"][0].decode())
+                if zone is not None:
+                    yield zone
+
+    def dlz_args(self, target: LdapTarget, options: Mapping[str, str]) -> dict[str, str]:
+        args = {"uri": _driver_uri(target), "base": target.suffix}
+        if target.bind_dn:
+            args["binddn"] = target.bind_dn
+        if isinstance(target, LdapServer):
+            # The private server's rootdn password is a throwaway made for this run; a lent
+            # server's never goes into named.conf: it reaches the driver as LDAP_PASSWORD in
+            # named's environment (client_env).
+            args["password"] = target.password
+        return args
+
+    @contextmanager
+    def round_trips(self, target: LdapTarget) -> Iterator[Callable[[], object]]:
+        conn = ldap.initialize(_driver_uri(target))
+        conn.simple_bind_s(target.bind_dn, target.password)
+        try:
+            yield conn.whoami_s
+        finally:
+            conn.unbind_s()
+
+    def restart_server(self, target: LdapTarget) -> None:
+        target.restart()  # a lent server's: nothing (ExternalLdap.restart)
+
+    def tcp_endpoint(self, target: LdapTarget) -> tuple[str, int]:
+        if target.uri.startswith("ldapi:"):
+            raise UserError("the ldap store's server is reached through a unix socket "
+                            "(ldapi://): there is no TCP endpoint to put a proxy in front of")
+        return urlsplit(target.uri).hostname or "127.0.0.1", target.port
+
+    def server_pids(self, target: LdapTarget) -> list[int]:
+        return target.pids()
+
+    def cache_reading(self, target: LdapTarget,
+                      options: Mapping[str, str]) -> CacheReading | None:
+        if isinstance(target, ExternalLdap):
+            return None  # a server shared with others, its files not ours to look at
+        # back-mdb has no cache of its own: slapd maps the database file and reads it through
+        # the kernel's page cache, so what it holds is the file's share resident in its map.
+        resident, size = target.mapped_data()
+        return CacheReading("slapd back-mdb: data.mdb resident in slapd's mapping "
+                            "(/proc/PID/smaps Rss) / the file's size", None,
+                            resident_bytes=resident, mapped_bytes=size)
+
+
+@contextmanager
+def bound(slapd: LdapTarget) -> Iterator[LDAPObject]:
+    """A bound connection, unbound at the end, except after Ctrl-C: the interrupt may have
+    landed inside a python-ldap call, between its taking the connection's lock and its
+    try/finally, and unbinding would then wait for that lock forever. The socket closes with
+    the process anyway."""
+    conn = slapd.connect()
+    interrupted = False
+    try:
+        yield conn
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            conn.unbind_s()
+
+
+def _driver_uri(target: LdapTarget) -> str:
+    """Where the DLZ driver reaches slapd: a proxy in front of it, else its unix socket (ldapi:
+    measured 4.6% -> 5.8% of native against loopback TCP), else (on a host of its own) TCP;
+    a lent server where its URL says."""
+    if target.via is not None:
+        return f"ldap://{target.via[0]}:{target.via[1]}"
+    return target.ldapi_uri or target.uri
+
+
+def ensure_suffix_entry(slapd: LdapServer) -> None:
+    rdn_value = slapd.suffix.split(",", 1)[0].split("=", 1)[1]
+    with bound(slapd) as conn, contextlib.suppress(ldap.ALREADY_EXISTS):
+        # A restarted directory keeps its data.
+        conn.add_s(slapd.suffix, [("objectClass", [b"organization"]),
+                                  ("o", [rdn_value.encode()])])
+
+
+def has_zones(conn: LDAPObject, suffix: str) -> bool:
+    try:
+        found = conn.search_ext_s(suffix, ldap.SCOPE_ONELEVEL,
+                                  f"(objectClass={ZONE_CLASS.decode()})", ["1.1"], sizelimit=1)
+    except ldap.SIZELIMIT_EXCEEDED:
+        return True
+    return bool(found)
+
+
+# -- bulk path: LDIF + slapadd --------------------------------------------------------------
+
+def bulk_load(slapd: LdapServer, zones: Iterable[Zone]) -> None:
+    """Stream every zone into one LDIF file, then slapadd it; nothing is added on a failure."""
+    ldif_path = slapd.run_dir / f"load-{os.getpid()}-{secrets.token_hex(3)}.ldif"
+    try:
+        with open(ldif_path, "w", encoding="ascii") as out:
+            written = write_ldif(ldif.LDIFWriter(out), zones, slapd.suffix)
+        if written:
+            slapd.bulk_load(ldif_path)
+    finally:
+        ldif_path.unlink(missing_ok=True)
+
+
+def write_ldif(writer: ldif.LDIFWriter, zones: Iterable[Zone], suffix: str) -> int:
+    """Every zone's entries as LDIF; how many zones were written."""
+    seen: set[int] = set()
+    for zone in zones:
+        key = zone.key
+        nodes = node_entries(zone, 1, suffix)
+        _first_time(seen, key)
+        writer.unparse(zone_dn(key, suffix), zone_attrs(key, 1))
+        for dn, attrs in nodes.items():
+            writer.unparse(dn, attrs)
+    return len(seen)
+
+
+def _first_time(seen: set[int], key: str) -> None:
+    """Note a zone of a bulk load into an empty directory, refusing one seen before (both bulk
+    paths write each zone once, as generation 1)."""
+    # 64 bits of each zone's id: enough to tell a million zones apart, small to keep.
+    tag = int(entry_id(key)[:16], 16)
+    if tag in seen:
+        raise UserError(f"zone {key} appears twice in one load into an empty directory")
+    seen.add(tag)
+
+
+# -- online path: write a new generation, switch, delete the old one -------------------------
+
+def replace_zone(conn: LDAPObject, zone: Zone, suffix: str) -> None:
+    """Replace one zone whole; a reader sees all old or all new records, never a mix."""
+    key = zone.key
+    zdn = zone_dn(key, suffix)
+    live = live_generation(conn, zdn)
+    new_gen = 1 if live is None else live + 1
+    nodes = node_entries(zone, new_gen, suffix)
+    children = children_by_generation(conn, zdn)
+    # Leftovers of an interrupted earlier load: never live, so safe to drop first.
+    delete_entries(conn, [dn for dn, gen in children.items() if gen != live])
+    if live is None and zone_entry_missing(conn, zdn):
+        conn.add_s(zdn, list(zone_attrs(key, None).items()))
+    written: list[str] = []
+    try:
+        for dn, attrs in nodes.items():
+            conn.add_s(dn, list(attrs.items()))
+            written.append(dn)
+    except Exception:
+        # Not live yet, so invisible; removed now if possible, else by the next replace (after
+        # Ctrl-C always by the next replace: see bound()).
+        with contextlib.suppress(ldap.LDAPError):
+            delete_entries(conn, written)
+        raise
+    switch = zone_attrs(key, new_gen)
+    conn.modify_s(zdn, [(ldap.MOD_REPLACE, "dlzGeneration", switch["dlzGeneration"]),
+                        (ldap.MOD_REPLACE, "dlzXfrClient", switch["dlzXfrClient"])])
+    delete_entries(conn, [dn for dn, gen in children.items() if gen == live])
+
+
+def live_generation(conn: LDAPObject, zdn: str) -> int | None:
+    """The zone entry's live generation; None if the entry is missing or not live yet."""
+    try:
+        found = conn.search_s(zdn, ldap.SCOPE_BASE, "(objectClass=*)", ["dlzGeneration"])
+    except ldap.NO_SUCH_OBJECT:
+        return None
+    values = found[0][1].get("dlzGeneration")
+    return int(values[0]) if values else None
+
+
+def zone_entry_missing(conn: LDAPObject, zdn: str) -> bool:
+    try:
+        conn.search_s(zdn, ldap.SCOPE_BASE, "(objectClass=*)", ["1.1"])
+    except ldap.NO_SUCH_OBJECT:
+        return True
+    return False
+
+
+def children_by_generation(conn: LDAPObject, zdn: str) -> dict[str, int]:
+    """DN -> generation of every owner entry under a zone entry (none if it is missing)."""
+    try:
+        found = conn.search_s(zdn, ldap.SCOPE_ONELEVEL, "(objectClass=*)", ["dlzGeneration"])
+    except ldap.NO_SUCH_OBJECT:
+        return {}
+    return {dn: int(attrs["dlzGeneration"][0]) for dn, attrs in found}
+
+
+def delete_entries(conn: LDAPObject, dns: Iterable[str]) -> None:
+    for dn in dns:
+        conn.delete_s(dn)
+
+
+# -- reading back ---------------------------------------------------------------------------
+
+def read_zone(conn: LDAPObject, suffix: str, zone_key: str) -> Zone | None:
+    """One zone read the way the driver transfers it: one indexed search returning the zone
+    entry and every owner entry, of which only the live generation's count. None if not live.
+    """
+    value = filter_value(zone_key)
+    live: int | None = None
+    nodes: list[dict[str, list[bytes]]] = []
+    for _, attrs in search_iter(conn, suffix, ldap.SCOPE_SUBTREE,
+                                f"(|(dlzZoneName={value})(dlzZone={value}))",
+                                ["dlzZoneName", "dlzGeneration", "dlzOwner", "dlzRecord"]):
+        if "dlzZoneName" in attrs:
+            live = int(attrs["dlzGeneration"][0]) if "dlzGeneration" in attrs else None
+        else:
+            nodes.append(attrs)
+    if live is None:
+        return None
+    zone = Zone(key_to_name(zone_key))
+    for attrs in nodes:
+        if int(attrs["dlzGeneration"][0]) != live:
+            continue
+        owner = key_to_name(attrs["dlzOwner"][0].decode())
+        for rec in attrs.get("dlzRecord", []):
+            rdtype, ttl, rdata = parse_record_value(rec)
+            if rdtype != ENT_TYPE:
+                zone.records.append(Record(owner, ttl, rdtype, rdata))
+    return zone
+
+
+# -- bulk path into a lent server: online adds, pipelined ------------------------------------
+
+# Writes in flight on one connection: enough to hide the round trip to a server over a
+# network, below slapd's default per-connection limit of pending operations (100 unbound).
+PIPELINE_WINDOW = 64
+# The longest wait for one write's answer (a lent server may be busy with others' work).
+_WRITE_TIMEOUT_S = 120
+
+
+class Pipeline:
+    """LDAP writes sent without waiting for each answer, up to PIPELINE_WINDOW in flight on one
+    connection; drain() waits for all. LDAP has no multi-entry add (and RFC 5805 transactions
+    crash slapd 2.5.13), so this is the batching there is: slapd works on the next writes
+    while the answers to the earlier ones travel back."""
+
+    def __init__(self, conn: LDAPObject, url: StoreUrl) -> None:
+        self.conn = conn
+        self.url = url
+        self.pending: dict[int, str] = {}  # message id -> what it does, for an error
+
+    def add(self, dn: str, attrs: Attrs) -> None:
+        self._sent(self.conn.add_ext(dn, list(attrs.items())), f"add {dn}")
+
+    def modify(self, dn: str, changes: list[tuple[int, str, list[bytes]]]) -> None:
+        self._sent(self.conn.modify_ext(dn, changes), f"modify {dn}")
+
+    def delete(self, dn: str) -> None:
+        self._sent(self.conn.delete_ext(dn), f"delete {dn}")
+
+    def drain(self) -> None:
+        while self.pending:
+            self._answer()
+
+    def _sent(self, msgid: int, what: str) -> None:
+        self.pending[msgid] = what
+        if len(self.pending) >= PIPELINE_WINDOW:
+            self._answer()
+
+    def _answer(self) -> None:
+        """Take one answer; a refused write is a UserError naming the URL and the entry (the
+        writes still in flight are abandoned with the connection)."""
+        try:
+            _, _, msgid, _ = self.conn.result3(ldap.RES_ANY, all=1, timeout=_WRITE_TIMEOUT_S)
+        except ldap.LDAPError as exc:
+            details = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+            what = self.pending.get(details.get("msgid", -1), "write an entry")
+            raise self.url.error(f"cannot {what}: {ldap_message(exc)}") from None
+        self.pending.pop(msgid, None)
+
+
+def online_bulk_load(conn: LDAPObject, zones: Iterable[Zone], suffix: str,
+                     url: StoreUrl) -> None:
+    """Every zone into an empty subtree of a lent server, a batch of zones at a time: their zone
+    entries not live yet, then their owner entries, then one modify per zone making it live, so
+    that a reader (or a load stopped part-way) never sees part of a zone. A zone entry left
+    not live is dropped by the next replace or by the next command's emptying."""
+    seen: set[int] = set()
+    pipe = Pipeline(conn, url)
+    for batch in sql.zone_batches(zones):
+        # Built whole before anything is written (node_entries), as on the other paths.
+        entries = [(zone.key, node_entries(zone, 1, suffix)) for zone in batch]
+        for key, _ in entries:
+            _first_time(seen, key)
+            pipe.add(zone_dn(key, suffix), zone_attrs(key, None))
+        pipe.drain()  # a parent must exist before its children are added
+        for _, nodes in entries:
+            for dn, attrs in nodes.items():
+                pipe.add(dn, attrs)
+        pipe.drain()  # a zone goes live only once all of it is there
+        for key, _ in entries:
+            pipe.modify(zone_dn(key, suffix), [(ldap.MOD_REPLACE, "dlzGeneration", [b"1"])])
+        pipe.drain()
+
+
+# -- a lent server (--store-url ldap=...): its schema, its suffix, others' entries -----------
+
+# named.conf's dlopen string cannot carry these in an argument (servers/dlz.py's _UNPASSABLE):
+# a suffix or bind DN holding one could never reach the DLZ driver.
+_UNPASSABLE = frozenset('"\\{}')
+# The object class of a suffix entry the suite creates, by its RDN's attribute type (with the
+# attributes it must have besides the RDN's); an entry of another type is the operator's to make.
+_SUFFIX_CLASSES: dict[str, tuple[list[bytes], tuple[str, ...]]] = {
+    "o": ([b"organization"], ()),
+    "ou": ([b"organizationalUnit"], ()),
+    "dc": ([b"dcObject", b"organization"], ("o",)),
+}
+# Others' entries named in a refusal, at most (a count above it is "more than").
+_FOREIGN_SHOWN = 100
+# Deletes per round when emptying the suite's subtree (bounded memory at a million zones).
+_DELETE_ROUND = 10_000
+_SCHEMA_NAME = re.compile(r"^(attributetype|objectclass)\s*\(\s*[\d.]+\s+NAME\s+'([^']+)'",
+                          re.IGNORECASE | re.MULTILINE)
+
+
+def _check_dn(url: StoreUrl, what: str, dn: str) -> None:
+    """Refuse a suffix or bind DN that is not a DN, or that named.conf could not carry."""
+    try:
+        ldap.dn.str2dn(dn)
+    except ldap.DECODING_ERROR:
+        raise url.error(f"the {what} {dn!r} is not a DN (e.g. ou=dlzbench,dc=example,dc=net; "
+                        "in the URL, percent-encode : @ / ? # and %)") from None
+    if any(c.isspace() or c in _UNPASSABLE for c in dn):
+        raise url.error(f"the {what} {dn!r} holds white space, a quote, a backslash or a brace: "
+                        "named.conf's dlopen string cannot pass it to the DLZ driver")
+
+
+def _root_dse(conn: LDAPObject, url: StoreUrl) -> dict[str, list[bytes]]:
+    """The server's root DSE (user and operational attributes): where its schema is, its
+    naming contexts, its vendor if it says."""
+    try:
+        found = conn.search_s("", ldap.SCOPE_BASE, "(objectClass=*)", ["*", "+"])
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read the server's root DSE: {ldap_message(exc)}") from None
+    return found[0][1] if found else {}
+
+
+def _check_lent(conn: LDAPObject, url: StoreUrl, root: dict[str, list[bytes]],
+                overwrite: bool) -> None:
+    """Refuse a server without the suite's schema, a missing suffix entry the suite could not
+    create, and a subtree holding others' entries unless `overwrite`; writes nothing."""
+    missing = _missing_schema(conn, url, root)
+    if missing:
+        raise url.error(f"the server's schema lacks {listed(missing)}: add "
+                        f"{SCHEMA_FILE.relative_to(SCHEMA_DIR.parent)} to it (slapd.conf: "
+                        "include it; cn=config: convert it with slaptest and ldapadd it)")
+    if not _entry_exists(conn, url, url.database):
+        _check_creatable(conn, url, root)
+        return
+    foreign = _others_entries(conn, url)
+    if foreign and not overwrite:
+        count = (f"more than {_FOREIGN_SHOWN} entries" if len(foreign) > _FOREIGN_SHOWN
+                 else f"{len(foreign)} {'entry' if len(foreign) == 1 else 'entries'}")
+        raise url.error(f"suffix {url.database} holds {count} the suite did not "
+                        f"create ({listed(foreign)}); lend the suite a subtree of its own, or "
+                        "add --store-url-overwrite to put its entries beside them")
+
+
+def _schema_names() -> list[str]:
+    """The names of schemas/ldap/dlz.schema's attribute types and object classes."""
+    return [name for _, name in _SCHEMA_NAME.findall(SCHEMA_FILE.read_text())]
+
+
+def _missing_schema(conn: LDAPObject, url: StoreUrl,
+                    root: dict[str, list[bytes]]) -> list[str]:
+    """The suite's attribute types and object classes that the server's subschema lacks."""
+    where = root.get("subschemaSubentry")
+    if not where:
+        raise url.error("the server publishes no schema (no subschemaSubentry in its root DSE)")
+    try:
+        entry = conn.read_subschemasubentry_s(where[0].decode(),
+                                              attrs=["attributeTypes", "objectClasses"])
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read the server's schema: {ldap_message(exc)}") from None
+    schema = ldap.schema.SubSchema(entry or {}, check_uniqueness=0)
+    present = {name.lower() for kind in (ldap.schema.AttributeType, ldap.schema.ObjectClass)
+               for oid in schema.listall(kind)
+               for name in (schema.get_obj(kind, oid).names or ())}
+    return [name for name in _schema_names() if name.lower() not in present]
+
+
+def _entry_exists(conn: LDAPObject, url: StoreUrl, dn: str) -> bool:
+    try:
+        conn.search_s(dn, ldap.SCOPE_BASE, "(objectClass=*)", ["1.1"])
+    except ldap.NO_SUCH_OBJECT:
+        return False
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read {dn}: {ldap_message(exc)}") from None
+    return True
+
+
+def _suffix_entry(url: StoreUrl) -> tuple[str, Attrs] | None:
+    """The suffix's RDN attribute and the entry the suite would create for it; None for a
+    suffix whose entry the operator must make (a multi-valued RDN, or another type)."""
+    rdn = ldap.dn.str2dn(url.database)[0]
+    if len(rdn) != 1 or rdn[0][0].lower() not in _SUFFIX_CLASSES:
+        return None
+    kind, value, _ = rdn[0]
+    classes, also = _SUFFIX_CLASSES[kind.lower()]
+    attrs: Attrs = {"objectClass": classes, kind: [value.encode()]}
+    attrs.update({name: [value.encode()] for name in also})
+    return kind, attrs
+
+
+def _normalized(dn: str) -> str:
+    return ldap.dn.dn2str(ldap.dn.str2dn(dn)).lower()
+
+
+def _check_creatable(conn: LDAPObject, url: StoreUrl, root: dict[str, list[bytes]]) -> None:
+    """Refuse a missing suffix entry the suite cannot create: one of a kind it does not make,
+    or whose parent is missing (unless it is the top of one of the server's databases)."""
+    if _suffix_entry(url) is None:
+        raise url.error(f"the suffix entry {url.database} does not exist, and the suite "
+                        "creates o=, ou= or dc= entries only: create it, then run again")
+    parent = ldap.dn.dn2str(ldap.dn.str2dn(url.database)[1:])
+    contexts = {_normalized(c.decode()) for c in root.get("namingContexts", [])}
+    if _normalized(url.database) in contexts or (parent and _entry_exists(conn, url, parent)):
+        return
+    raise url.error(f"the suffix entry {url.database} does not exist, nor does its parent "
+                    f"{parent or '(none)'}: lend the suite a subtree of an entry the server "
+                    "holds")
+
+
+def _create_suffix_entry(conn: LDAPObject, url: StoreUrl) -> None:
+    """The suffix entry, created if missing (then the suite's: it is never deleted either)."""
+    made = _suffix_entry(url)
+    if made is None or _entry_exists(conn, url, url.database):
+        return
+    try:
+        conn.add_s(url.database, list(made[1].items()))
+    except ldap.ALREADY_EXISTS:
+        return  # made meanwhile by someone else
+    except ldap.LDAPError as exc:
+        raise url.error(f"the suffix entry {url.database} does not exist and the suite cannot "
+                        f"create it: {ldap_message(exc)}") from None
+
+
+def _others_entries(conn: LDAPObject, url: StoreUrl) -> list[str]:
+    """DNs of entries under the suffix (the suffix entry aside) the suite did not create, at
+    most _FOREIGN_SHOWN + 1: every entry but its zone and owner entries (its schema's classes,
+    which a command has checked the server has: without them the filter would match nothing)."""
+    others = (f"(!(|(objectClass={ZONE_CLASS.decode()})"
+              f"(objectClass={NODE_CLASS.decode()})))")
+    found: list[str] = []
+    try:
+        for dn, _ in search_iter(conn, url.database, ldap.SCOPE_SUBORDINATE, others, ["1.1"]):
+            found.append(dn or "a referral")
+            if len(found) > _FOREIGN_SHOWN:
+                break
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read the entries under {url.database}: "
+                        f"{ldap_message(exc)}") from None
+    return found
+
+
+def _hold_own_subtree_empty(conn: LDAPObject, url: StoreUrl) -> None:
+    """The suffix holding none of the suite's entries (a command loads its data set into an
+    empty store, as into a private server): every owner entry, then every zone entry, of the
+    suite's classes only. Another's entry under a zone entry stops it (one error line)."""
+    pipe = Pipeline(conn, url)
+    for scope, kind in ((ldap.SCOPE_SUBTREE, NODE_CLASS), (ldap.SCOPE_ONELEVEL, ZONE_CLASS)):
+        while True:
+            dns = _some_dns(conn, url, scope, f"(objectClass={kind.decode()})")
+            for dn in dns:
+                pipe.delete(dn)
+            pipe.drain()
+            if len(dns) < _DELETE_ROUND:
+                break
+
+
+def _some_dns(conn: LDAPObject, url: StoreUrl, scope: int, filterstr: str) -> list[str]:
+    """Up to _DELETE_ROUND DNs under the suffix matching filterstr."""
+    found: list[str] = []
+    try:
+        for dn, _ in search_iter(conn, url.database, scope, filterstr, ["1.1"]):
+            if dn:
+                found.append(dn)
+            if len(found) >= _DELETE_ROUND:
+                break
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read the entries under {url.database}: "
+                        f"{ldap_message(exc)}") from None
+    return found
+
+
+def _server_version(conn: LDAPObject, root: dict[str, list[bytes]]) -> str:
+    """What the server says it is: its root DSE's vendorVersion (RFC 3045), else OpenLDAP's
+    cn=Monitor (if the operator lets the bind DN read it), else what its root DSE's class
+    tells."""
+    def first(values: list[bytes] | None) -> str:
+        return values[0].decode(errors="replace").strip() if values else ""
+
+    vendor, version = first(root.get("vendorName")), first(root.get("vendorVersion"))
+    if version:
+        return version if not vendor or vendor.lower() in version.lower() \
+            else f"{vendor} {version}"
+    monitored = _monitored_info(conn)
+    found = re.search(r"slapd (\d+\.\d+\.\d+)", monitored)
+    if found:
+        return f"OpenLDAP {found[1]}"
+    if b"openldaprootdse" in {c.lower() for c in root.get("objectClass", [])}:
+        return "OpenLDAP (version not published)"
+    return vendor or "LDAP server (vendor and version not published)"
+
+
+def _monitored_info(conn: LDAPObject) -> str:
+    """OpenLDAP's `monitoredInfo` ("OpenLDAP: slapd 2.5.13 ..."), or '' where cn=Monitor is
+    not configured or not readable."""
+    try:
+        found = conn.search_s("cn=Monitor", ldap.SCOPE_BASE, "(objectClass=*)",
+                              ["monitoredInfo"])
+    except ldap.LDAPError:
+        return ""
+    values = found[0][1].get("monitoredInfo") if found else None
+    return values[0].decode(errors="replace") if values else ""
+
+
+STORE = LdapStore()

@@ -1,0 +1,296 @@
+"""The MariaDB store: schemas/mysql.sql in a private MariaDB 10.11 (InnoDB), loaded with
+LOAD DATA LOCAL INFILE."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO
+
+import MySQLdb
+import MySQLdb.cursors
+
+from base.netns import DatabaseHost
+from base.paths import SCHEMA_DIR
+from databases.mariadb import ExternalMysql, MysqlServer, MysqlTarget
+from databases.url import StoreUrl, check_lent_database
+from loaders import sql
+from loaders.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
+from zonedata.model import ENT_TYPE, Zone
+
+SCHEMA = SCHEMA_DIR / "mysql.sql"
+TABLES = ("zones", "records", "xfr_clients")
+
+# The file's bytes go in as they are (CHARACTER SET binary); backslash escapes tab, newline,
+# NUL and itself, so no key or rdata text can end a field or a line early.
+_LOAD_RECORDS = ("LOAD DATA LOCAL INFILE %s INTO TABLE records CHARACTER SET binary "
+                 "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "
+                 "(zone_id, name, seq, type, ttl, data)")
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
+
+# The comment schemas/mysql.sql gives the suite's tables at birth (DDL is not transactional
+# here: a table is never left unmarked): in a database the suite did not create
+# (--store-url), a table of the same name without it is someone else's.
+OWN_MARK = "dlzbench store table"
+
+
+class MysqlStore(Store[MysqlTarget]):
+    name = "mysql"
+    has_server = True
+    url_schemes = ("mysql", "mariadb")
+
+    @contextmanager
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[MysqlServer]:
+        with MysqlServer(run_dir, db_host=db_host) as db:
+            _connect(db).close()
+            yield db
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            _check_lent(conn, url, overwrite)
+        except MySQLdb.Error as exc:
+            raise url.error(f"cannot read the database's objects: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        return target.version()
+
+    @contextmanager
+    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[MysqlTarget]:
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            _check_lent(conn, url, overwrite)
+            _hold_own_tables_empty(conn)
+        except MySQLdb.Error as exc:  # e.g. no CREATE privilege
+            raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        yield target
+
+    def server_is_ours(self, target: MysqlTarget) -> bool:
+        return target.started_here
+
+    def client_env(self, target: MysqlTarget) -> dict[str, str]:
+        return target.env
+
+    def load(self, zones: Iterable[Zone], target: MysqlTarget) -> None:
+        with tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
+            conn = _connect(target)
+            try:
+                for batch in sql.zone_batches(zones):
+                    _replace_in_transaction(conn, batch, rows_file)
+            finally:
+                conn.close()
+
+    def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
+        conn = _connect(target)
+        try:
+            cursor = conn.cursor(MySQLdb.cursors.SSCursor)
+            cursor.execute(sql.READ_BACK, (ENT_TYPE,))
+            yield from sql.zones_from_rows(_decoded(cursor))
+        finally:
+            conn.close()
+
+    def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
+        args = {**_endpoint(target), "user": target.user, "password": target.password,
+                "database": target.database}
+        return {key: str(value) for key, value in args.items() if value is not None}
+
+    @contextmanager
+    def round_trips(self, target: MysqlTarget) -> Iterator[Callable[[], object]]:
+        where = {"unix_socket" if k == "socket" else k: v for k, v in _endpoint(target).items()}
+        conn = target.connect(**where)
+        try:
+            cursor = conn.cursor()
+            yield lambda: (cursor.execute("SELECT 1"), cursor.fetchall())
+        finally:
+            conn.close()
+
+    def restart_server(self, target: MysqlTarget) -> None:
+        target.restart()
+
+    def tcp_endpoint(self, target: MysqlTarget) -> tuple[str, int]:
+        # Locally mariadbd listens on 127.0.0.1 beside its socket.
+        return (target.host or "127.0.0.1", target.port)
+
+    def server_pids(self, target: MysqlTarget) -> list[int]:
+        return target.pids()
+
+    def cache_reading(self, target: MysqlTarget, options: Mapping[str, str]
+                      ) -> CacheReading | None:
+        if not target.started_here:
+            return None  # a server shared with others: its counters are not the suite's alone
+        conn = target.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                           "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads')")
+            status = {name: int(value) for name, value in cursor.fetchall()}
+            cursor.execute("SELECT @@innodb_buffer_pool_size")
+            (configured,) = cursor.fetchone()
+        finally:
+            conn.close()
+        # read_requests are every logical page read; reads, those the pool did not hold.
+        requests = status["Innodb_buffer_pool_read_requests"]
+        misses = status["Innodb_buffer_pool_reads"]
+        return CacheReading("InnoDB buffer pool: Innodb_buffer_pool_read_requests / "
+                            "Innodb_buffer_pool_reads", int(configured),
+                            hits=requests - misses, misses=misses)
+
+
+def _endpoint(target: MysqlTarget) -> dict[str, str | int]:
+    """Where the DLZ driver reaches the server: a proxy in front of it, its TCP address on a
+    host of its own, or its unix socket."""
+    if target.via is not None:
+        return {"host": target.via[0], "port": target.via[1]}
+    if target.host is not None:
+        return {"host": target.host, "port": target.port}
+    return {"socket": str(target.socket)}
+
+
+def _connect(target: MysqlTarget) -> MySQLdb.Connection:
+    """A connection (autocommit off, LOAD DATA LOCAL allowed) to a database with the schema."""
+    conn = target.connect(local_infile=1)
+    try:
+        ensure_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def ensure_schema(conn: MySQLdb.Connection) -> None:
+    """Apply schemas/mysql.sql unless its tables are all there already."""
+    cursor = conn.cursor()
+    cursor.execute("SELECT COUNT(*) FROM information_schema.tables "
+                   "WHERE table_schema = DATABASE() AND table_name IN (%s, %s, %s)", TABLES)
+    (present,) = cursor.fetchone()
+    if present != len(TABLES):
+        apply_schema(conn)
+
+
+def apply_schema(conn: MySQLdb.Connection) -> None:
+    """Every statement of schemas/mysql.sql (each is idempotent; DDL commits by itself)."""
+    cursor = conn.cursor()
+    for statement in sql.schema_statements(SCHEMA):
+        cursor.execute(statement)
+
+
+def _check_lent(conn: MySQLdb.Connection, url: StoreUrl, overwrite: bool) -> None:
+    foreign, clashing = _others_objects(conn)
+    check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
+    _check_local_infile(conn, url)
+
+
+def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:
+    """(every table, view and routine in the database the suite did not create, the tables
+    among them named as its own tables are)."""
+    cursor = conn.cursor()
+    cursor.execute("SELECT table_name, table_type = 'BASE TABLE' AND table_comment = %s "
+                   "FROM information_schema.tables WHERE table_schema = DATABASE() "
+                   "ORDER BY table_name", (OWN_MARK,))
+    foreign, clashing = [], []
+    for raw_name, marked in cursor.fetchall():
+        name = _text(raw_name)
+        if name in TABLES and marked:
+            continue
+        foreign.append(name)
+        if name in TABLES:
+            clashing.append(f"table {name}")
+    cursor.execute("SELECT routine_name FROM information_schema.routines "
+                   "WHERE routine_schema = DATABASE() ORDER BY routine_name")
+    foreign += [f"routine {_text(name)}" for (name,) in cursor.fetchall()]
+    return foreign, clashing
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _check_local_infile(conn: MySQLdb.Connection, url: StoreUrl) -> None:
+    """The store loads with LOAD DATA LOCAL INFILE, which the server must allow."""
+    cursor = conn.cursor()
+    cursor.execute("SELECT @@GLOBAL.local_infile")
+    (allowed,) = cursor.fetchone()
+    if not allowed:
+        raise url.error("the server does not allow LOAD DATA LOCAL INFILE, which the mysql "
+                        "store loads with (SET GLOBAL local_infile = 1, or local-infile in "
+                        "its configuration)")
+
+
+def _hold_own_tables_empty(conn: MySQLdb.Connection) -> None:
+    """The suite's tables in the database, holding no zone (a command loads its data set into
+    an empty store, as into a private server)."""
+    apply_schema(conn)
+    cursor = conn.cursor()
+    # Rows of records and xfr_clients go with their zone (ON DELETE CASCADE).
+    cursor.execute("DELETE FROM zones")
+    conn.commit()
+
+
+def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]
+                            ) -> None:
+    """One transaction: a reader sees each zone old or new; a failure leaves it as it was."""
+    try:
+        _replace_zones(conn, batch, rows_file)
+    except BaseException:
+        # Ctrl-C in the middle of a result leaves the connection out of sync ("Commands out of
+        # sync"), so ROLLBACK cannot be sent; the connection's close, which load() does next,
+        # ends the transaction uncommitted just the same, and the first error is the one to say.
+        with suppress(MySQLdb.Error):
+            conn.rollback()
+        raise
+    conn.commit()
+
+
+def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]) -> None:
+    """Delete the batch's zones (cascading to their rows) and write them anew."""
+    cursor = conn.cursor()
+    keys = sql.zone_keys(batch)
+    in_keys = ", ".join(["%s"] * len(keys))
+    cursor.execute(f"DELETE FROM zones WHERE name IN ({in_keys})", keys)
+    cursor.executemany("INSERT INTO zones (name) VALUES (%s)", [(key,) for key in keys])
+    cursor.execute(f"SELECT name, id FROM zones WHERE name IN ({in_keys})", keys)
+    ids = {name.decode(): zone_id for name, zone_id in cursor.fetchall()}
+    written = _write_rows_file(rows_file, batch, ids)
+    cursor.execute(_LOAD_RECORDS, (rows_file.name,))
+    # LOCAL turns data errors into warnings and skips the row; a short count is a lost row.
+    if cursor.rowcount != written:
+        raise RuntimeError(f"LOAD DATA stored {cursor.rowcount} of {written} record rows")
+    cursor.executemany("INSERT INTO xfr_clients (zone_id, client) VALUES (%s, %s)",
+                       [(zone_id, client) for zone_id in ids.values()
+                        for client in DEFAULT_XFR_CLIENTS])
+
+
+def _write_rows_file(rows_file: IO[bytes], batch: list[Zone], ids: dict[str, int]) -> int:
+    """The batch's record rows as LOAD DATA text, replacing the file's content; row count."""
+    rows_file.seek(0)
+    rows_file.truncate()
+    written = 0
+    for zone in batch:
+        zone_id = ids[zone.key]
+        # seq numbers a zone's rows so that (name, zone_id, seq) is a key even for two
+        # rows of the same owner.
+        for seq, (name, rdtype, ttl, data) in enumerate(sql.zone_rows(zone)):
+            fields = (str(zone_id), name, str(seq), rdtype, str(ttl), data)
+            rows_file.write(("\t".join(f.translate(_ESCAPES) for f in fields) + "\n").encode())
+            written += 1
+    rows_file.flush()
+    return written
+
+
+def _decoded(rows: Iterable[tuple]) -> Iterator[sql.ReadBackRow]:
+    """Read-back rows with the VARBINARY/BLOB columns turned back into text."""
+    for zone, owner, ttl, rdtype, data in rows:
+        if owner is None:
+            yield zone.decode(), None, None, None, None
+        else:
+            yield zone.decode(), owner.decode(), ttl, rdtype.decode(), data.decode()
+
+
+STORE = MysqlStore()

@@ -1,0 +1,87 @@
+"""The pdns_pg store: PowerDNS's own PostgreSQL schema (the Debian package's schema file) in a
+private PostgreSQL 15 like the pg store's, loaded with COPY; read by pdns_server's gpgsql
+backend.
+
+A store of its own rather than a second schema in the pg store: a store's load writes one
+layout (the runner times it as the load of the servers it feeds), PowerDNS's `records`
+table would clash with the DLZ schema's, and `startup` loads each store once for all the
+servers it feeds, so pg's DLZ driver never pays for PowerDNS's rows nor the reverse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psycopg
+
+from base.netns import DatabaseHost
+from databases.postgresql import PgServer
+from loaders import pdns_rows, sql
+from loaders.pg import PgStore
+from zonedata.model import Zone
+
+_COPY_RECORDS = "COPY records (domain_id, name, type, content, ttl, prio, auth) FROM STDIN"
+
+
+class PdnsPgStore(PgStore):
+    name = "pdns_pg"
+
+    @contextmanager
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[PgServer]:
+        with PgServer(run_dir, db_host=db_host) as pg, _connect(pg):
+            yield pg
+
+    def load(self, zones: Iterable[Zone], target: PgServer) -> None:
+        with _connect(target) as conn:
+            for batch in sql.zone_batches(zones):
+                with conn.transaction():  # each zone old or new to a reader, never a mix
+                    _replace_zones(conn, batch)
+
+    def read_back(self, target: PgServer) -> Iterator[Zone]:
+        with _connect(target) as conn, conn.cursor() as cur:
+            yield from pdns_rows.zones_from_rows(cur.stream(pdns_rows.READ_BACK))
+
+    def pdns_settings(self, target: PgServer) -> dict[str, str]:
+        host, port = target.via or (target.host, target.port)
+        return {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
+                "gpgsql-dbname": target.dbname, "gpgsql-user": target.user,
+                "gpgsql-password": ""}
+
+
+def _connect(target: PgServer) -> psycopg.Connection:
+    """An autocommit connection (transactions are explicit) to a database with the schema."""
+    conn = target.connect()
+    conn.autocommit = True
+    try:
+        present = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                               "current_schema() AND tablename = ANY(%s)",
+                               (list(pdns_rows.TABLES),)).fetchone()
+        if present is None or present[0] != len(pdns_rows.TABLES):
+            with conn.transaction():
+                for statement in sql.schema_statements(pdns_rows.PG_SCHEMA):
+                    conn.execute(statement)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:
+    """Write the batch's zones anew under their domain ids: a zone already there keeps its
+    id, which PowerDNS's caches may hold (a new id would hide the zone until they expire)."""
+    names = [pdns_rows.pdns_name(zone.origin) for zone in batch]
+    conn.execute("INSERT INTO domains (name, type) SELECT unnest(%s::text[]), 'NATIVE' "
+                 "ON CONFLICT (name) DO NOTHING", (names,))
+    ids = dict(conn.execute("SELECT name, id FROM domains WHERE name = ANY(%s)",
+                            (names,)).fetchall())
+    conn.execute("DELETE FROM records WHERE domain_id = ANY(%s)", (list(ids.values()),))
+    with conn.cursor() as cur, cur.copy(_COPY_RECORDS) as copy:
+        for zone, name in zip(batch, names, strict=True):
+            for row in pdns_rows.zone_rows(zone):
+                copy.write_row((ids[name], *row))
+
+
+STORE = PdnsPgStore()

@@ -1,0 +1,102 @@
+"""The model as PowerDNS's generic SQL rows (the Debian package's schema: domains, records),
+shared by the pdns_pg and pdns_mysql loaders.
+
+PowerDNS looks a name up by its own text form (DNSName::toString: lower case, no final dot,
+`.` and `\\` escaped with a backslash, octets outside 0x21-0x7e as \\DDD, the root as `.`),
+so the rows hold names in exactly that form. MX and SRV keep their preference in the prio
+column, without it in the content; every other content is the model's presentation text,
+which PowerDNS parses as a zone file's. Records at or under a delegation are not
+authoritative (auth false), as `pdnsutil rectify-zone` would mark them, and each empty
+non-terminal has a row of type NULL so that PowerDNS answers it NODATA, not NXDOMAIN.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import dns.name
+
+from zonedata.model import Record, Zone, empty_nonterminals
+
+PG_SCHEMA = Path("/usr/share/pdns-backend-pgsql/schema/schema.pgsql.sql")
+MYSQL_SCHEMA = Path("/usr/share/pdns-backend-mysql/schema/schema.mysql.sql")
+TABLES = ("domains", "records")
+
+# Types whose first rdata field PowerDNS keeps in the prio column.
+_PRIO_TYPES = frozenset({"MX", "SRV"})
+
+# One records row without its domain id: name, type (None: an empty non-terminal), content,
+# ttl, prio, auth.
+PdnsRow = tuple[str, str | None, str | None, int | None, int, bool]
+
+
+def pdns_name(name: dns.name.Name) -> str:
+    """PowerDNS's text for a name, as its SQL backends store and look it up."""
+    if name == dns.name.root:
+        return "."
+    return ".".join(_label(label) for label in name.labels if label)
+
+
+def _label(label: bytes) -> str:
+    out = []
+    for octet in label.lower():
+        if octet in b".\\":
+            out.append("\\" + chr(octet))
+        elif 0x20 < octet < 0x7F:
+            out.append(chr(octet))
+        else:
+            out.append(f"\\{octet:03d}")
+    return "".join(out)
+
+
+def zone_rows(zone: Zone) -> Iterator[PdnsRow]:
+    """The zone's records as rows, then one row per empty non-terminal."""
+    cuts = {r.owner for r in zone.records if r.rdtype == "NS" and r.owner != zone.origin}
+    for record in zone.records:
+        prio, content = _split_prio(record)
+        yield (pdns_name(record.owner), record.rdtype, content, record.ttl, prio,
+               _authoritative(record.owner, record.rdtype, cuts))
+    for name in empty_nonterminals(zone):
+        yield pdns_name(name), None, None, None, 0, _authoritative(name, "", cuts)
+
+
+def _split_prio(record: Record) -> tuple[int, str]:
+    if record.rdtype not in _PRIO_TYPES:
+        return 0, record.rdata
+    prio, content = record.rdata.split(" ", 1)
+    return int(prio), content
+
+
+def _authoritative(owner: dns.name.Name, rdtype: str, cuts: set[dns.name.Name]) -> bool:
+    """False at a delegation (but its DS) and under it: glue and occluded data."""
+    if owner in cuts:
+        return rdtype == "DS"
+    return not any(owner.is_subdomain(cut) for cut in cuts)
+
+
+# Read-back: zone name, then a record's name, type, content, ttl, prio (None for a zone
+# without records), ordered by zone.
+ReadBackRow = tuple[str, str | None, str | None, str | None, int | None, int | None]
+
+READ_BACK = """
+SELECT d.name, r.name, r.type, r.content, r.ttl, r.prio
+  FROM domains d LEFT JOIN records r ON r.domain_id = d.id AND r.type IS NOT NULL
+ ORDER BY d.id
+"""
+
+
+def zones_from_rows(rows: Iterable[ReadBackRow]) -> Iterator[Zone]:
+    """Read-back rows, grouped by zone (ordered so), back into the model's Zones."""
+    for zone_name, group in itertools.groupby(rows, key=lambda row: row[0]):
+        records = [Record(_from_pdns(owner), ttl, rdtype,
+                          f"{prio} {content}" if rdtype in _PRIO_TYPES else content)
+                   for _, owner, rdtype, content, ttl, prio in group
+                   if owner is not None and rdtype is not None and content is not None
+                   and ttl is not None]
+        yield Zone(_from_pdns(zone_name), records)
+
+
+def _from_pdns(text: str) -> dns.name.Name:
+    return dns.name.root if text == "." else dns.name.from_text(text)
