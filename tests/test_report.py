@@ -29,7 +29,7 @@ from bench.measure.results import (
     load_results,
     save_results,
 )
-from bench.report.run import render_markdown, render_plots, write_report
+from bench.report.write import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
 

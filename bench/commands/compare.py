@@ -20,7 +20,7 @@ from bench.load.prober import LatencyStats
 from bench.measure.capacity import STRICT, UP_TO_THE_TASK, Curve
 from bench.measure.metadata import METADATA_KEYS
 from bench.measure.results import Cell, Results, StartupPoint, load_results
-from bench.report.run import fmt_change, fmt_number
+from bench.report.format import fmt_change, fmt_number
 from servers import DLZ_CEILING, REFERENCE
 
 Figure = tuple[str, Callable[[Cell], float | None]]

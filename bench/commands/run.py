@@ -24,7 +24,7 @@ from bench.measure.datasets import (
 from bench.measure.results import Results, save_results
 from bench.measure.runner import PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
-from bench.report.run import write_report
+from bench.report.write import write_report
 from servers import REFERENCE, get_server, selected_servers, server_names
 from servers.external import Target, parse_target
 from zonedata import queries

@@ -14,7 +14,7 @@ from bench.commands import positive_counts
 from bench.measure import metadata
 from bench.measure.results import Results, StartupPoint, load_results, save_results
 from bench.measure.startup import measure_count
-from bench.report.run import write_report
+from bench.report.write import write_report
 from servers import selected_servers
 
 

@@ -13,13 +13,8 @@ from typing import Any
 
 from bench.measure.capacity import SLOWEST, STRICT, UP_TO_THE_TASK, Curve, Step
 from bench.measure.results import Results
+from bench.report.format import NONE, fmt_number, legend_or_note, save_figure
 from servers import REFERENCE, report_order
-
-NONE = "–"
-
-
-def _n(value: float | None, decimals: int = 0) -> str:
-    return NONE if value is None else f"{value:,.{decimals}f}"
 
 
 def _curves(results: Results) -> list[Curve]:
@@ -27,7 +22,7 @@ def _curves(results: Results) -> list[Curve]:
 
 
 def _p(step: Step | None, key: str) -> str:
-    return NONE if step is None else _n(step.latency_us.get(key))
+    return NONE if step is None else fmt_number(step.latency_us.get(key), 0)
 
 
 def _reference_breaking_point(results: Results, threads: int) -> float | None:
@@ -54,7 +49,7 @@ def render_capacity(results: Results) -> list[str]:
              "than 10% is marked burst (dnsperf 2.10's limiter catching up after a stall).", ""]
     header = ["driver", "threads", "closed loop (QPS)", "breaking point 5% (QPS)",
               "% of closed loop", "breaking point 1% (QPS)", "p99 at 50% (us)",
-              "p99 at 90% (us)", f"p50 / p99 at {_n(common)} QPS (us)",
+              "p99 at 90% (us)", f"p50 / p99 at {fmt_number(common, 0)} QPS (us)",
               "Mbit/s at breaking point", "resperf max (QPS)", "bursts"]
     lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     notes = []
@@ -66,14 +61,15 @@ def render_capacity(results: Results) -> list[str]:
         common_step = curve.common_rate_step
         ramp = curve.resperf
         bursts = sum(s.burst for s in curve.steps)
-        row = [curve.driver, str(curve.threads), _n(curve.closed_loop_qps), _n(bp),
-               _n(share, 1), _n(curve.breaking_point(STRICT)),
+        row = [curve.driver, str(curve.threads), fmt_number(curve.closed_loop_qps, 0),
+               fmt_number(bp, 0),
+               fmt_number(share, 1), fmt_number(curve.breaking_point(STRICT), 0),
                _p(curve.step_near(None if bp is None else 0.5 * bp), "p99"),
                _p(curve.step_near(None if bp is None else 0.9 * bp), "p99"),
                NONE if common_step is None else
                f"{_p(common_step, 'p50')} / {_p(common_step, 'p99')}",
-               NONE if at_bp is None else _n(at_bp.reply_mbit_s, 1),
-               NONE if ramp is None else _n(ramp.max_qps), str(bursts)]
+               NONE if at_bp is None else fmt_number(at_bp.reply_mbit_s, 1),
+               NONE if ramp is None else fmt_number(ramp.max_qps, 0), str(bursts)]
         lines.append("| " + " | ".join(row) + " |")
         if share is not None and not 90 <= share <= 110:
             notes.append(f"- {curve.driver} ({curve.threads} thread(s)): its breaking point "
@@ -99,10 +95,10 @@ def render_seed_001_tables(results: Results) -> list[str]:
                   "|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for step in curve.steps:
             relative = NONE if not native else f"{step.offered_qps / native:.2f}"
-            lines.append(f"| {_n(step.offered_qps)} | {_n(step.percent)} | "
+            lines.append(f"| {fmt_number(step.offered_qps, 0)} | {fmt_number(step.percent, 0)} | "
                          f"{100 * step.answered_fraction:.1f} | {relative} | "
                          f"{_p(step, 'p50')} | {_p(step, 'p99')} | {_p(step, 'p99.9')} | "
-                         f"{_n(step.udp_rcvbuf_errors)} |")
+                         f"{fmt_number(step.udp_rcvbuf_errors, 0)} |")
         lines.append("")
     return lines
 
@@ -128,18 +124,9 @@ def _figure() -> tuple[Any, Any]:
     return plt.subplots(figsize=(8, 5))
 
 
-def _save(fig: Any, ax: Any, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    handles, _ = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no data", transform=ax.transAxes, ha="center")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+def _finish(fig: Any, ax: Any, path: Path) -> Path:
+    legend_or_note(ax, fontsize=8)
+    return save_figure(fig, path)
 
 
 def _plot_answered(results: Results, path: Path) -> Path:
@@ -154,7 +141,7 @@ def _plot_answered(results: Results, path: Path) -> Path:
     ax.set_xlabel("offered queries per second")
     ax.set_ylabel("% answered")
     ax.set_title("Answered share against offered load")
-    return _save(fig, ax, path)
+    return _finish(fig, ax, path)
 
 
 def _plot_latency(results: Results, path: Path) -> Path:
@@ -172,7 +159,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
     ax.set_xlabel("offered queries per second")
     ax.set_ylabel("latency (us); a lost query counts as the 1 s timeout")
     ax.set_title("Latency against offered load")
-    return _save(fig, ax, path)
+    return _finish(fig, ax, path)
 
 
 def _plot_resperf(results: Results, path: Path) -> Path:
@@ -184,7 +171,7 @@ def _plot_resperf(results: Results, path: Path) -> Path:
     ax.set_xlabel("resperf's offered queries per second (ramp)")
     ax.set_ylabel("responses per second")
     ax.set_title("resperf ramp")
-    return _save(fig, ax, path)
+    return _finish(fig, ax, path)
 
 
 def _plot_slowest(results: Results, path: Path) -> Path:
@@ -205,4 +192,4 @@ def _plot_slowest(results: Results, path: Path) -> Path:
     ax.set_xlabel("slowest percentile (%)")
     ax.set_ylabel("latency (us)")
     ax.set_title("Latency of the slowest queries at the breaking point")
-    return _save(fig, ax, path)
+    return _finish(fig, ax, path)

@@ -1,4 +1,4 @@
-"""results.json -> results.md and PNG plots, the tables in the layout of seed 003 (the
+"""`run`'s sections of results.md and its plots, the tables in the layout of seed 003 (the
 BIND-DLZ "Performance Tests" page, ../shared/seeds/003_b0923ef81a1e32b7.txt).
 
 Main table, one per thread count, as in 003_b0923ef81a1e32b7.txt: rows QPS, Loaded latency,
@@ -12,7 +12,7 @@ number, with the reason listed under the table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +20,21 @@ from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.measure.results import Cell, Results, StartupPoint
-from bench.report.capacity import render_capacity, render_capacity_plots
-from bench.report.scale import render_scale, render_scale_plot
-from bench.report.signed import render_signed, render_signed_plot
+from bench.report.format import (
+    NONE,
+    NOT_AVAILABLE,
+    WARN,
+    Notes,
+    column_label,
+    fmt_number,
+    fmt_percent,
+    legend_or_note,
+    markdown_table,
+    save_figure,
+    status_text,
+)
 from bench.report.style import driver_style
 from servers import group_of, report_order
-
-NONE = "–"
-WARN = "⚠"
-# A figure that cannot be measured for that server (Cell.unavailable says why): never a
-# zero, never a bare dash.
-NOT_AVAILABLE = "n/a"
 
 # Each version string names its program, except Python's.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
@@ -38,66 +42,7 @@ _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnspe
 _OTHER_SERVER_KEYS = ("powerdns", "nsd", "knot")
 
 
-# ---------------------------------------------------------------- number formatting
-
-def fmt_number(value: float | None, decimals: int | None = None) -> str:
-    """Thousands separators; small values keep a decimal or two so they are not all '0'."""
-    if value is None:
-        return NONE
-    if decimals is None:
-        decimals = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
-    return f"{value:,.{decimals}f}"
-
-
-def fmt_percent(value: float | None, reference: float | None) -> str:
-    if value is None or not reference:
-        return NONE
-    return f"{100 * value / reference:,.1f}%"
-
-
-def fmt_change(old: float | None, new: float | None) -> tuple[str, str]:
-    """(absolute change, relative change) between two figures."""
-    if old is None or new is None:
-        return NONE, NONE
-    delta = new - old
-    relative = f"{100 * delta / old:+.1f}%" if old else NONE
-    return f"{delta:+,.2f}", relative
-
-
-def _table(header: list[str], rows: Iterable[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
 # ---------------------------------------------------------------- status and flags
-
-class Notes:
-    """Footnotes under a table: reasons for WRONG/FAILED cells and loss flags."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def add(self, text: str) -> int:
-        self.lines.append(text)
-        return len(self.lines)
-
-    def render(self) -> list[str]:
-        return [f"{i}. {text}" for i, text in enumerate(self.lines, 1)]
-
-
-def status_text(cell: Cell, notes: Notes) -> str | None:
-    """WRONG/FAILED with a footnote for a cell that has no valid figures, else None."""
-    if cell.status == "ok":
-        return None
-    label = "WRONG" if cell.status == "wrong" else "FAILED"
-    reason = cell.error or "no reason recorded"
-    if cell.status == "wrong":
-        reason = f"{cell.mismatches} answers differ from native BIND's; {reason}"
-    number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): {label}: {reason}")
-    return f"{label} [{number}]"
-
 
 class Unavailable:
     """"n/a [k]" for a figure a cell could not measure; each reason once in the notes."""
@@ -131,13 +76,6 @@ def latency_loss(stats: LatencyStats | None) -> float:
     if stats is None or stats.count + stats.lost == 0:
         return 0.0
     return stats.lost / (stats.count + stats.lost)
-
-
-def column_label(cell: Cell) -> str:
-    """The driver, with its connection count when that differs from the thread count."""
-    if cell.connections in (0, cell.threads):
-        return cell.driver
-    return f"{cell.driver} ({cell.connections} conn.)"
 
 
 # ---------------------------------------------------------------- header
@@ -297,7 +235,7 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
         title += f" (database connections: {', '.join(map(str, connections))})"
     lines = [title, ""]
     lines += [render_groups(cells), ""]
-    lines += _table([f"threads {threads}"] + [column_label(c) for c in cells], rows)
+    lines += markdown_table([f"threads {threads}"] + [column_label(c) for c in cells], rows)
     if notes.lines:
         lines += [""] + notes.render()
     return lines + [""]
@@ -336,7 +274,7 @@ def render_percentiles(results: Results) -> list[str]:
             else:
                 rows.append([column_label(c), str(threads)] + _percentiles(c.latency_unloaded)
                             + _percentiles(c.latency_loaded))
-    return ["## Latency percentiles (us)", ""] + _table(header, rows) + [""]
+    return ["## Latency percentiles (us)", ""] + markdown_table(header, rows) + [""]
 
 
 def render_costs(results: Results) -> list[str]:
@@ -366,7 +304,7 @@ def render_costs(results: Results) -> list[str]:
               "database server's whole process tree ('–': no database server). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
               "that server (the note says why).", ""]
-             + _table(header, rows))
+             + markdown_table(header, rows))
     if notes.lines:
         lines += [""] + notes.render()
     return lines + [""]
@@ -390,7 +328,7 @@ def render_startup_summary(results: Results) -> list[str]:
     return ["## Startup time and named memory", "",
             "Time from named's exec until it answers for the last zone, and named's resident "
             "memory then. Details, failures and loader figures in the next table.", ""] + \
-        _table(["driver", *(f"{n:,} zones" for n in counts)], rows) + [""]
+        markdown_table(["driver", *(f"{n:,} zones" for n in counts)], rows) + [""]
 
 
 def render_startup_scaling(results: Results) -> list[str]:
@@ -417,7 +355,7 @@ def render_startup_scaling(results: Results) -> list[str]:
             "loaded. named RSS: its peak resident memory at that moment. Store size: the "
             "store's files on disk. Load: the store's loader in its own process (its peak RSS "
             "shows whether loading memory stays flat as the zone count grows).", ""] + \
-        _table(header, rows) + [""]
+        markdown_table(header, rows) + [""]
 
 
 def has_run_tables(results: Results) -> bool:
@@ -427,71 +365,23 @@ def has_run_tables(results: Results) -> bool:
                                        or results.signed)
 
 
-def render_markdown(results: Results) -> str:
-    lines = render_header(results)
-    if results.tuning is not None:  # a `tune` file: its grid is read by threads x connections
-        from bench.report.tune import render_tuning
-
-        lines += render_tuning(results)
-    elif has_run_tables(results):
-        for threads in results.thread_counts():
-            lines += render_thread_table(results, threads)
-        lines += render_percentiles(results)
-        lines += render_costs(results)
-    lines += render_capacity(results)
-    lines += render_startup_scaling(results)
-    lines += render_scale(results)
-    lines += render_signed(results)
-    return "\n".join(lines).rstrip() + "\n"
-
-
 # ---------------------------------------------------------------- plots
 
-def write_report(results: Results, directory: Path) -> str:
-    """Write directory/results.md and the plots; the markdown."""
-    markdown = render_markdown(results)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "results.md").write_text(markdown)
-    render_plots(results, directory)
-    return markdown
+def render_run_plots(results: Results, out_dir: Path) -> list[Path]:
+    """qps.png, latency.png and cpu.png of the run's cells."""
+    return [_plot_qps(results, out_dir / "qps.png"),
+            _plot_latency(results, out_dir / "latency.png"),
+            _plot_cpu(results, out_dir / "cpu.png")]
 
 
-def render_plots(results: Results, out_dir: Path) -> list[Path]:
-    """qps.png, latency.png, cpu.png and (with startup scaling data) startup.png; for a `tune`
-    file, its heat map and curves (bench/report/tune.py)."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: never needs a display
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    if results.tuning is not None:
-        from bench.report.tune import render_tune_plots
-
-        written += render_tune_plots(results, out_dir)
-    elif has_run_tables(results):
-        written += [_plot_qps(results, out_dir / "qps.png"),
-                    _plot_latency(results, out_dir / "latency.png"),
-                    _plot_cpu(results, out_dir / "cpu.png")]
-    if results.startup_scaling:
-        written.append(_plot_startup(results, out_dir / "startup.png"))
-    written += render_capacity_plots(results, out_dir)
-    written += render_scale_plot(results, out_dir)
-    written += render_signed_plot(results, out_dir)
-    return written
+def render_startup_plot(results: Results, out_dir: Path) -> Path:
+    """startup.png: startup time and memory against the zone count."""
+    return _plot_startup(results, out_dir / "startup.png")
 
 
 def _ok_cells(results: Results) -> list[Cell]:
     return [c for t in results.thread_counts() for c in results.cells_for(t)
             if c.status == "ok"]
-
-
-def _save(fig: object, path: Path) -> Path:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def _plain_log_labels(axis: object) -> None:
@@ -534,8 +424,8 @@ def _plot_qps(results: Results, path: Path) -> Path:
     _log_scale_if_data(ax)
     ax.set_title("Throughput per driver")
     ax.grid(axis="y", which="both", alpha=0.3)
-    _legend_or_note(ax)
-    return _save(fig, path)
+    legend_or_note(ax)
+    return save_figure(fig, path)
 
 
 def _log_scale_if_data(ax: Any) -> None:
@@ -544,14 +434,6 @@ def _log_scale_if_data(ax: Any) -> None:
     if ax.has_data():
         ax.set_yscale("log")
         _plain_log_labels(ax.yaxis)
-
-
-def _legend_or_note(ax: Any) -> None:
-    """A legend, or "no data" across an empty plot (a run whose every cell failed)."""
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend()
-    else:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
 
 
 def _plot_latency(results: Results, path: Path) -> Path:
@@ -578,7 +460,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.set_ylabel("microseconds")
     fig.suptitle("Box: p25–p75 with median; whiskers: p1 and p99")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _plot_cpu(results: Results, path: Path) -> Path:
@@ -602,7 +484,7 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     else:
         ax.text(0.5, 0.5, f"{NOT_AVAILABLE}: no server whose CPU the suite accounts",
                 ha="center", va="center", transform=ax.transAxes)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _plot_startup(results: Results, path: Path) -> Path:
@@ -625,7 +507,7 @@ def _plot_startup(results: Results, path: Path) -> Path:
         ax.set_xlabel("zones")
         ax.set_ylabel(ylabel)
         ax.grid(which="both", alpha=0.3)
-        _legend_or_note(ax)
+        legend_or_note(ax)
     ax_time.set_title("Startup time against zone count")
     ax_rss.set_title("named memory against zone count")
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -7,20 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.measure.results import Results, SizeCell
+from bench.report.format import NONE, fmt_number, markdown_table
 from bench.report.style import driver_style
 from servers import report_order
-
-NONE = "–"
-
-
-def _number(value: float | None, decimals: int = 0) -> str:
-    return NONE if value is None else f"{value:,.{decimals}f}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
-    return lines + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def _status(point: SizeCell) -> str | None:
@@ -42,7 +31,7 @@ def _summary(point: SizeCell) -> str:
     status = _status(point)
     if status:
         return status
-    return f"{_number(point.cell.qps.median)} / {_number(_p99(point))} us"
+    return f"{fmt_number(point.cell.qps.median, 0)} / {fmt_number(_p99(point), 0)} us"
 
 
 def _curve(results: Results) -> list[SizeCell]:
@@ -66,7 +55,7 @@ def _grid(points: list[SizeCell], mix: str, column: str) -> list[str]:
     rows = [[d, *(_summary(mine[d, c]) if (d, c) in mine else NONE for c in columns)]
             for d in drivers]
     labels = [f"{c:,} zones" if isinstance(c, int) else c for c in columns]
-    return _table(["driver", *labels], rows)
+    return markdown_table(["driver", *labels], rows)
 
 
 def _shape(point: SizeCell) -> str:
@@ -91,7 +80,7 @@ def _cache_text(cache: dict | None) -> str:
 
 
 def _mib(value: float | None) -> str:
-    return _number(None if value is None else value / 1048576)
+    return fmt_number(None if value is None else value / 1048576, 0)
 
 
 def _detail_row(p: SizeCell) -> list[str]:
@@ -104,10 +93,10 @@ def _detail_row(p: SizeCell) -> list[str]:
     cpu, rss = c.cpu_us_per_query, c.peak_rss_kb
     unloaded = c.latency_unloaded
     cache = p.cache or {}
-    return [*where, _number(c.qps.median),
-            _number(unloaded.p50_us if unloaded else None),
-            _number(unloaded.p99_us if unloaded else None), _number(_p99(p)),
-            _number(cpu.get("named"), 1), _number(cpu.get("db"), 1),
+    return [*where, fmt_number(c.qps.median, 0),
+            fmt_number(unloaded.p50_us if unloaded else None, 0),
+            fmt_number(unloaded.p99_us if unloaded else None, 0), fmt_number(_p99(p), 0),
+            fmt_number(cpu.get("named"), 1), fmt_number(cpu.get("db"), 1),
             _mib((rss.get("named") or 0) * 1024 or None),
             _mib((rss.get("db") or 0) * 1024 or None),
             _mib(p.store_bytes), _cache_text(p.cache), _mib(cache.get("configured_bytes"))]
@@ -146,7 +135,7 @@ def render_scale(results: Results) -> list[str]:
               "cache over the QPS runs (hit ratio of its requests, or for slapd the share of "
               "its data file resident in its mapping), and its configured size ('not "
               "readable': a cache inside named).", ""]
-    lines += _table(header, [_detail_row(p) for p in ordered]) + [""]
+    lines += markdown_table(header, [_detail_row(p) for p in ordered]) + [""]
     sources = sorted({(p.driver, p.cache["source"]) for p in results.scale if p.cache},
                      key=lambda item: report_order(item[0]))
     if sources:

@@ -12,14 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.measure.results import Results, SignedCell
+from bench.report.format import NONE, fmt_number
 from servers import report_order
 
-NONE = "–"
 VARIANTS = ("unsigned", "signed")
-
-
-def _number(value: float | None, decimals: int = 0) -> str:
-    return NONE if value is None else f"{value:,.{decimals}f}"
 
 
 def _change(unsigned: float | None, signed: float | None) -> str:
@@ -94,7 +90,7 @@ def _table(pair: dict[str, SignedCell]) -> list[str]:
     statuses = {v: None if _ok(pair.get(v)) else _status(pair.get(v)) for v in VARIANTS}
     for label, figure, decimals in ROWS:
         values = {v: figure(pair[v]) if statuses[v] is None else None for v in VARIANTS}
-        cells = [statuses[v] or _number(values[v], decimals) for v in VARIANTS]
+        cells = [statuses[v] or fmt_number(values[v], decimals) for v in VARIANTS]
         lines.append(f"| {label} | {cells[0]} | {cells[1]} | "
                      f"{_change(values['unsigned'], values['signed'])} |")
     truncated = [statuses[v] or _truncated(pair[v]) for v in VARIANTS]

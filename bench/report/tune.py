@@ -11,7 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.measure.results import Cell, Results, ScalePoint, Tuning
-from bench.report.run import NONE, Notes, _save, _table, fmt_number, status_text
+from bench.report.format import (
+    NONE,
+    Notes,
+    fmt_number,
+    markdown_table,
+    save_figure,
+    status_text,
+)
 
 HEATMAP = "tune-heatmap.png"
 CURVES = "tune-curves.png"
@@ -41,7 +48,7 @@ def render_grid(results: Results, driver: str, title: str,
                 row.append(status_text(cell, notes) or figure(cell))
         rows.append(row)
     header = ["threads \\ connections", *map(str, connections)]
-    return [f"### {driver}: {title}", ""] + _table(header, rows) + [""] + notes.render()
+    return [f"### {driver}: {title}", ""] + markdown_table(header, rows) + [""] + notes.render()
 
 
 def _p99(cell: Cell) -> str:
@@ -108,7 +115,7 @@ def render_processes(tuning: Tuning) -> list[str]:
             "N one-thread named processes share one address and port (SO_REUSEPORT), each "
             "pinned to its own server CPU (in turn when there are fewer CPUs than processes), "
             "against one N-thread process; one dnsperf load each.", ""] + \
-        _table(header, rows) + [""]
+        markdown_table(header, rows) + [""]
 
 
 def render_cpus(tuning: Tuning) -> list[str]:
@@ -119,7 +126,7 @@ def render_cpus(tuning: Tuning) -> list[str]:
              f"{p.threads} / {p.connections}", _point_qps(p)] for p in points]
     header = ["server CPUs", "server (taskset)", "dnsperf (taskset)", "threads / connections",
               "QPS"]
-    return ["### QPS against server CPUs", ""] + _table(header, rows) + [""]
+    return ["### QPS against server CPUs", ""] + markdown_table(header, rows) + [""]
 
 
 def render_tuning(results: Results) -> list[str]:
@@ -176,7 +183,7 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
         ax.set_ylabel("named threads")
         ax.set_title(f"{driver}: QPS")
         fig.colorbar(image, ax=ax, label="queries per second (median)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _plot_curves(results: Results, path: Path) -> Path:
@@ -199,4 +206,4 @@ def _plot_curves(results: Results, path: Path) -> Path:
     ax.grid(which="both", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save_figure(fig, path)
