@@ -1,18 +1,38 @@
-"""For tests that run `python3 -m bench`: its environment, and the processes it leaves."""
+"""For tests that run `python3 -m bench`: running it, its environment, and the processes it
+leaves."""
 
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from base.paths import REPO_ROOT
 
 
 def bench_env(run_root: Path) -> dict[str, str]:
     """The environment of a bench command whose servers run under run_root (DLZBENCH_RUN_DIR)."""
     return {**os.environ, "DLZBENCH_RUN_DIR": str(run_root)}
+
+
+def run_bench(run_root: Path, *args: str, env: dict[str, str] | None = None,
+              timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """`python3 -m bench ARGS` run to its end, its servers under run_root; output as text."""
+    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
+                          env={**bench_env(run_root), **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def start_bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`python3 -m bench ARGS` started, its servers under run_root; stdout and stderr in one
+    pipe (for a test that interrupts it or reads its progress)."""
+    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=bench_env(run_root))
 
 
 def processes_under(path: Path) -> list[str]:

@@ -32,7 +32,7 @@ from bench.commands.cli import main as bench_main
 from bench.measure.datasets import named_conf_zones
 from loaders import get_store
 from servers import bindversion
-from tests.benchcli import bench_env, processes_under
+from tests.benchcli import bench_env, processes_under, run_bench
 from zonedata.generator import generate
 from zonedata.namedconf import read_named_conf
 from zonedata.queries import read_query_file
@@ -465,8 +465,8 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         match = re.search(r"port (\d+)", first)
         assert match, first + serve.stdout.read()
         target = f"127.0.0.1:{match[1]}"
-        ran = _bench(run_root, "run", "--profile", "tiny", "--target", target,
-                     "--driver-label", "mine", "--out", str(tmp_path / "run"))
+        ran = _bench_ok(run_root, "run", "--profile", "tiny", "--target", target,
+                        "--driver-label", "mine", "--out", str(tmp_path / "run"))
         results = json.loads((tmp_path / "run" / "results.json").read_text())
         _check_target_results(results, target)
         report = (tmp_path / "run" / "results.md").read_text()
@@ -477,9 +477,9 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         assert "n/a: the suite did not start the server (--target)" in report
         assert "threads=1" in ran.stderr and "mine at " in ran.stderr
 
-        _bench(run_root, "capacity", "--profile", "tiny", "--target", target, "--driver-label",
-               "mine", "--steps", "50,100", "--common-rate", "0", "--out",
-               str(tmp_path / "capacity"))
+        _bench_ok(run_root, "capacity", "--profile", "tiny", "--target", target, "--driver-label",
+                  "mine", "--steps", "50,100", "--common-rate", "0", "--out",
+                  str(tmp_path / "capacity"))
         results = json.loads((tmp_path / "capacity" / "results.json").read_text())
         (curve,) = results["capacity"]
         assert curve["driver"] == "mine"
@@ -489,8 +489,8 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         assert cell["startup_ms"] is None and "startup_ms" in cell["unavailable"]
 
         # Same zone names, other records: the answers tell the data sets apart.
-        _bench(run_root, "run", "--profile", "tiny", "--seed", "2", "--target", target,
-               "--driver-label", "mine", "--out", str(tmp_path / "other-data"))
+        _bench_ok(run_root, "run", "--profile", "tiny", "--seed", "2", "--target", target,
+                  "--driver-label", "mine", "--out", str(tmp_path / "other-data"))
         results = json.loads((tmp_path / "other-data" / "results.json").read_text())
         (cell,) = results["cells"]
         assert cell["status"] == "wrong" and cell["mismatches"] > 0, cell
@@ -508,10 +508,9 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
     assert processes_under(run_root) == []
 
 
-def _bench(run_root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
-                          env=bench_env(run_root / args[0]), capture_output=True, text=True,
-                          timeout=600, check=False)
+def _bench_ok(run_root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command run under run_root/COMMAND, which must succeed."""
+    done = run_bench(run_root / args[0], *args)
     assert done.returncode == 0, done.stdout + done.stderr
     return done
 

@@ -33,6 +33,7 @@ from loaders.berkeley import prepare_zone
 from loaders.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed
+from tests.failing import FailsHalfWay
 from zonedata.generator import coverage_zones
 from zonedata.model import (
     Record,
@@ -235,19 +236,11 @@ def test_round_trip(store_target: tuple[Store, Any], data: str) -> None:
     assert canonical_set(store.read_back(target)) == canonical_set(zones)
 
 
-class _RaisesHalfWay(list):
-    def __iter__(self) -> Iterator[Any]:
-        for i, item in enumerate(list.__iter__(self)):
-            if i == len(self) // 2:
-                raise RuntimeError("half-way")
-            yield item
-
-
 def test_failed_replace_keeps_old_zone(store_target: tuple[Store, Any]) -> None:
     store, target = store_target
     zones = awkward_zones()
     store.load(zones, target)
-    changed = dataclasses.replace(zones[0], records=_RaisesHalfWay(zones[0].records[:6]))
+    changed = dataclasses.replace(zones[0], records=FailsHalfWay(zones[0].records[:6]))
     with pytest.raises(RuntimeError, match="half-way"):
         store.load([zones[1], changed], target)
     assert canonical_set(store.read_back(target)) == canonical_set(zones)

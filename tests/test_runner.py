@@ -6,25 +6,16 @@ came from, and that an interrupted run stops every process and keeps what it gat
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from base.paths import REPO_ROOT
 from bench.measure.results import load_results
 from servers import get_server
-from tests.benchcli import bench_env, interrupt_when, processes_under
+from tests.benchcli import interrupt_when, processes_under, start_bench
 
 # native BIND plus one driver of each family.
 DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
-
-
-def _bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=bench_env(run_root))
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +23,8 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     missing = [d for d in DRIVERS if not get_server(d).is_built()]
     assert not missing, f"drivers not built: {missing} (run `make build`)"
     out = tmp_path_factory.mktemp("tiny")
-    proc = _bench(run_root / "tiny", "run", "--profile", "tiny", "--drivers", ",".join(DRIVERS),
-                  "--out", str(out))
+    proc = start_bench(run_root / "tiny", "run", "--profile", "tiny", "--drivers",
+                       ",".join(DRIVERS), "--out", str(out))
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
     return out
@@ -92,7 +83,7 @@ def test_run_keeps_logs_and_deletes_loaded_data(tiny_run: Path, run_root: Path) 
 def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Path) -> None:
     run_root = run_root / "ctrl-c"
     out = tmp_path / "out"
-    proc = _bench(run_root, "run", "--profile", "tiny", "--drivers", "native,pg", "--out",
+    proc = start_bench(run_root, "run", "--profile", "tiny", "--drivers", "native,pg", "--out",
                   str(out))
     # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
     interrupt_when(proc, lambda: (out / "results.json").exists()

@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import collections
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import dns.name
 import pytest
 
-from base.paths import REPO_ROOT
 from bench.measure.results import load_results
 from loaders.store import Store
 from servers import SERVERS, get_server
-from tests.benchcli import bench_env, processes_under
+from tests.benchcli import processes_under, run_bench
 from zonedata.generator import generate, generate_zone
 from zonedata.mixes import MixWriter, expected_share, plan_mix
 from zonedata.model import empty_nonterminals
@@ -126,12 +123,6 @@ def test_popularity_order_is_seeded_and_not_the_load_order() -> None:
     assert first[:10] != list(range(10))
 
 
-def _bench(run_root: Path, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench", "scale", *args], cwd=REPO_ROOT,
-                          env=bench_env(run_root), capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
-
 @pytest.mark.parametrize("args, words", [
     (["--zones-counts", "0"], "--zones-counts"),
     (["--zones-counts", "100,0"], "--zones-counts"),
@@ -143,7 +134,7 @@ def _bench(run_root: Path, *args: str, timeout: float = 3600) -> subprocess.Comp
     (["--queries", "0"], "--queries"),
 ])
 def test_bad_input_is_one_error_line(run_root: Path, args: list[str], words: str) -> None:
-    done = _bench(run_root, "--drivers", "native", *args, timeout=60)
+    done = run_bench(run_root, "scale", "--drivers", "native", *args, timeout=60)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
@@ -165,8 +156,8 @@ def _one_per_store() -> list[str]:
 @pytest.fixture(scope="module")
 def scale_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("scale")
-    done = _bench(run_root, "--profile", "tiny", "--zones-counts", f"{SMALL}",
-                  "--drivers", ",".join(_one_per_store()), "--out", str(out))
+    done = run_bench(run_root, "scale", "--profile", "tiny", "--zones-counts", f"{SMALL}",
+                     "--drivers", ",".join(_one_per_store()), "--out", str(out), timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -219,9 +210,9 @@ def test_report_has_the_tables_and_the_plot(scale_run: Path) -> None:
 
 def test_add_to_merges_and_replaces(scale_run: Path, run_root: Path) -> None:
     before = {p.key: p for p in load_results(scale_run).scale}
-    done = _bench(run_root, "--profile", "tiny", "--drivers", "memory", "--zones-counts",
-                  f"100,{SMALL}", "--shapes", "10x200", "--mixes", "popular", "--add-to",
-                  str(scale_run))
+    done = run_bench(run_root, "scale", "--profile", "tiny", "--drivers", "memory",
+                     "--zones-counts", f"100,{SMALL}", "--shapes", "10x200", "--mixes", "popular",
+                     "--add-to", str(scale_run), timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = load_results(scale_run)
     after = {p.key: p for p in results.scale}
@@ -238,8 +229,8 @@ def test_add_to_merges_and_replaces(scale_run: Path, run_root: Path) -> None:
 
 
 def test_add_to_refuses_other_measuring_conditions(scale_run: Path, run_root: Path) -> None:
-    done = _bench(run_root, "--profile", "tiny", "--drivers", "memory", "--zones-counts", "100",
-                  "--zipf", "2", "--add-to", str(scale_run), timeout=600)
+    done = run_bench(run_root, "scale", "--profile", "tiny", "--drivers", "memory",
+                     "--zones-counts", "100", "--zipf", "2", "--add-to", str(scale_run))
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         "error: the results were measured with zipf_exponent=1.0, not 2.0: their cells would "

@@ -20,7 +20,7 @@ from servers import SERVERS as REGISTRY
 from servers import get_server, selected_servers
 from servers.dlz import DlzNamed
 from servers.pdns import PdnsServer
-from tests.benchcli import bench_env, processes_under
+from tests.benchcli import bench_env, processes_under, start_bench
 from zonedata.zonefiles import read_zone_dir
 
 DRIVERS = ("memory", "pg")
@@ -28,14 +28,8 @@ SERVERS = ("native", *DRIVERS)
 VARIANTS = ("unsigned", "signed")
 
 
-def _bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=bench_env(run_root))
-
-
 def _one_error_line(run_root: Path, *args: str) -> str:
-    proc = _bench(run_root, *args)
+    proc = start_bench(run_root, *args)
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, output.decode(errors="replace")[-2000:]
     lines = output.decode().strip().splitlines()
@@ -46,8 +40,8 @@ def _one_error_line(run_root: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def signed_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("signed-run")
-    proc = _bench(run_root / "run", "run", "--signed", "--profile", "tiny", "--generate", "5",
-                  "--drivers", ",".join(DRIVERS), "--out", str(out))
+    proc = start_bench(run_root / "run", "run", "--signed", "--profile", "tiny", "--generate", "5",
+                        "--drivers", ",".join(DRIVERS), "--out", str(out))
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
     return out

@@ -21,6 +21,7 @@ from loaders import mysql, pg
 from loaders.store import DEFAULT_XFR_CLIENTS, Store
 from servers import get_server
 from servers.dlz import DlzNamed
+from tests.failing import FailsHalfWay
 from zonedata.generator import coverage_zones
 from zonedata.model import ENT_TYPE, Zone, canonical_set, empty_nonterminals, make_record, name_key
 
@@ -427,23 +428,13 @@ def test_dlz_clause_names_the_server(loaded: tuple[Store, Any, Any]) -> None:
         assert f"socket={target.socket}" in clause and f"password={target.password}" in clause
 
 
-class _FailsHalfWay(list):
-    """A record list whose iteration raises half-way, as a crash mid-load would."""
-
-    def __iter__(self) -> Iterator[Any]:
-        for i, item in enumerate(list.__iter__(self)):
-            if i == len(self) // 2:
-                raise RuntimeError("load interrupted half-way")
-            yield item
-
-
 def test_failed_batch_keeps_every_zone_of_it(loaded: tuple[Store, Any, Any]) -> None:
     """Zones share a transaction with the zone that fails: none of them changes."""
     store, target, _ = loaded
     hostile = hostile_zone()
     changed = Zone(hostile.origin, hostile.records[:3])
     cov = coverage_zones()[0]
-    broken = Zone(cov.origin, _FailsHalfWay(cov.records[:-1]))
+    broken = Zone(cov.origin, FailsHalfWay(cov.records[:-1]))
     with pytest.raises(RuntimeError, match="half-way"):
         store.load([changed, broken], target)
     assert canonical_set(store.read_back(target)) == canonical_set(data_set())

@@ -33,7 +33,7 @@ from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
 from loaders.ldap import INDEXES, SCHEMA_FILE, ZONE_CLASS
-from tests.benchcli import bench_env, processes_under
+from tests.benchcli import bench_env, processes_under, run_bench
 
 PASSWORD = "Pw-7f3kq9Zx"
 USER = "ext"
@@ -178,13 +178,6 @@ def _ldap_count(slapd: LdapServer, base: str, filterstr: str) -> int:
         conn.unbind_s()
 
 
-def _bench(run_root: Path, *args: str, env: dict[str, str] | None = None
-           ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bench", *args], cwd=REPO_ROOT,
-                          env={**bench_env(run_root), **(env or {})}, capture_output=True,
-                          text=True, timeout=600)
-
-
 def _password_nowhere(run_root: Path, *texts: str) -> None:
     """Not in the command's output, nor in any file it wrote (named.conf, logs, results)."""
     for text in texts:
@@ -197,8 +190,8 @@ def _password_nowhere(run_root: Path, *texts: str) -> None:
 def _verify_4_zones_through(root: Path, store: str, url: str) -> None:
     """`verify` of 4 generated zones with the store at url: every answer as native BIND's but
     for the known classes (exit 0), and the password in no output or file."""
-    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", store,
-                  "--store-url", f"{store}={url}")
+    done = run_bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", store,
+                     "--store-url", f"{store}={url}")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(rf"^{store}: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
     _password_nowhere(root, done.stdout, done.stderr)
@@ -263,8 +256,8 @@ def test_mysql_verify_with_the_account_from_my_cnf(lent_mysql: tuple[Lent, Mysql
     home.mkdir()
     (home / ".my.cnf").write_text(f"[client]\nuser = {USER}\npassword = {PASSWORD}\n")
     (home / ".my.cnf").chmod(0o600)
-    done = _bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "mysql",
-                  "--store-url", f"mysql={lent.url('own', user=False)}", env={"HOME": str(home)})
+    done = run_bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "mysql",
+                     "--store-url", f"mysql={lent.url('own', user=False)}", env={"HOME": str(home)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^mysql: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
     _password_nowhere(root, done.stdout, done.stderr)
@@ -296,8 +289,8 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(store: str, server: str, run_
     lent, _ = request.getfixturevalue(f"lent_{store}")
     root = run_root / f"{store}-run"
     out = root / "results"
-    done = _bench(root, "run", "--profile", "tiny", "--drivers", store, "--out", str(out),
-                  "--store-url", f"{store}={lent.url('own')}")
+    done = run_bench(root, "run", "--profile", "tiny", "--drivers", store, "--out", str(out),
+                     "--store-url", f"{store}={lent.url('own')}")
     assert done.returncode == 0, done.stdout + done.stderr
     _password_nowhere(root, done.stdout, done.stderr)
     results = json.loads((out / "results.json").read_text())
@@ -391,15 +384,15 @@ def test_refuses_a_database_holding_other_objects(lent: tuple[str, Lent, object]
     store, where, server = lent
     url = where.url("shared")
     root = run_root / f"{store}-shared"
-    line = _one_error_line(_bench(root, "load", "--loaders", store, "--generate", "2",
-                                  "--store-url", f"{store}={url}"))
+    line = _one_error_line(run_bench(root, "load", "--loaders", store, "--generate", "2",
+                                     "--store-url", f"{store}={url}"))
     assert url.replace(PASSWORD, "***") in line and "customers" in line, line
     assert not _has_suite_tables(store, server, "shared"), "nothing was written"
     # Told to share it: the suite's tables go beside the foreign one, which is left as it was.
     # Twice: the second command empties the suite's own data first, and only that.
     for _ in range(2):
-        done = _bench(root, "load", "--loaders", store, "--generate", "2",
-                      "--store-url", f"{store}={url}", "--store-url-overwrite")
+        done = run_bench(root, "load", "--loaders", store, "--generate", "2",
+                         "--store-url", f"{store}={url}", "--store-url-overwrite")
         assert done.returncode == 0, done.stdout + done.stderr
         _password_nowhere(root, done.stdout, done.stderr)
         assert _has_suite_tables(store, server, "shared")
@@ -409,9 +402,9 @@ def test_refuses_a_database_holding_other_objects(lent: tuple[str, Lent, object]
 def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
         lent_sql: tuple[str, Lent, object], run_root: Path) -> None:
     store, where, server = lent_sql
-    line = _one_error_line(_bench(run_root / f"{store}-clash", "load", "--loaders", store,
-                                  "--generate", "2", "--store-url",
-                                  f"{store}={where.url('clash')}", "--store-url-overwrite"))
+    line = _one_error_line(run_bench(run_root / f"{store}-clash", "load", "--loaders", store,
+                                     "--generate", "2", "--store-url",
+                                     f"{store}={where.url('clash')}", "--store-url-overwrite"))
     assert "zones" in line and "not created by the suite" in line, line
     assert _foreign_rows(store, server, "clash", "zones") == FOREIGN_ROWS
     assert not _has_suite_tables(store, server, "clash")
@@ -423,8 +416,8 @@ def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
 def test_a_closed_port_is_one_error_line(store: str, scheme: str, user: str, path: str,
                                          run_root: Path) -> None:
     url = f"{scheme}://{user}:{PASSWORD}@127.0.0.1:{free_port()}/{path}"
-    line = _one_error_line(_bench(run_root / f"{store}-closed", "load", "--loaders", store,
-                                  "--generate", "2", "--store-url", f"{store}={url}"))
+    line = _one_error_line(run_bench(run_root / f"{store}-closed", "load", "--loaders", store,
+                                     "--generate", "2", "--store-url", f"{store}={url}"))
     assert line.startswith(f"error: --store-url {store}={url.replace(PASSWORD, '***')}: "
                            "cannot connect"), line
 
@@ -435,8 +428,8 @@ def test_run_checks_every_url_before_measuring_anything(run_root: Path) -> None:
     root = run_root / "run-closed"
     out = root / "results"
     url = f"mysql://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/own"
-    line = _one_error_line(_bench(root, "run", "--profile", "tiny", "--drivers", "mysql",
-                                  "--out", str(out), "--store-url", f"mysql={url}"))
+    line = _one_error_line(run_bench(root, "run", "--profile", "tiny", "--drivers", "mysql",
+                                     "--out", str(out), "--store-url", f"mysql={url}"))
     assert "cannot connect" in line, line
     assert not out.exists()
 
@@ -446,18 +439,18 @@ def test_a_bind_that_may_not_write_is_one_error_line(lent_ldap: tuple[Lent, Ldap
     """Anonymous: slapd lets it read (the checks pass) but not write, which the first add of
     the load finds."""
     lent, slapd = lent_ldap
-    line = _one_error_line(_bench(run_root / "ldap-anonymous", "load", "--loaders", "ldap",
-                                  "--generate", "2", "--store-url",
-                                  f"ldap={lent.url('readonly', user=False)}"))
+    line = _one_error_line(run_bench(run_root / "ldap-anonymous", "load", "--loaders", "ldap",
+                                     "--generate", "2", "--store-url",
+                                     f"ldap={lent.url('readonly', user=False)}"))
     assert "cannot add dlzId=" in line and "authentication required" in line, line
     assert _ldap_count(slapd, lent.where("readonly"), "(objectClass=*)") == 1
 
 
 def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
                                                               run_root: Path) -> None:
-    line = _one_error_line(_bench(run_root / "ldap-bare", "load", "--loaders", "ldap",
-                                  "--generate", "2", "--store-url",
-                                  f"ldap={bare_ldap.url('own')}"))
+    line = _one_error_line(run_bench(run_root / "ldap-bare", "load", "--loaders", "ldap",
+                                     "--generate", "2", "--store-url",
+                                     f"ldap={bare_ldap.url('own')}"))
     assert "lacks dlzId" in line and "schemas/ldap/dlz.schema" in line, line
 
 
@@ -476,7 +469,7 @@ def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
 ])
 def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> None:
     root = run_root / "bad"
-    line = _one_error_line(_bench(root, "load", "--loaders", "pg", "--generate", "2",
-                                  "--store-url", given.format(pw=PASSWORD)))
+    line = _one_error_line(run_bench(root, "load", "--loaders", "pg", "--generate", "2",
+                                     "--store-url", given.format(pw=PASSWORD)))
     assert says in line, line
 

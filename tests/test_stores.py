@@ -17,6 +17,7 @@ from bench.measure.loading import timed_load
 from loaders import get_store
 from loaders.store import Store
 from servers import store_names
+from tests.failing import FailsHalfWay
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone, canonical_set, make_record
 
@@ -66,20 +67,10 @@ def test_reload_replaces_whole_zone(loaded: tuple[Store, Any]) -> None:
     assert canonical_set(store.read_back(target)) == _held(store, original)
 
 
-class _FailsHalfWay(list):
-    """A record list whose iteration raises after half the records, as a crash mid-load would."""
-
-    def __iter__(self) -> Iterator[Any]:
-        for i, item in enumerate(list.__iter__(self)):
-            if i == len(self) // 2:
-                raise RuntimeError("load interrupted half-way")
-            yield item
-
-
 def test_failed_load_keeps_old_zone(loaded: tuple[Store, Any]) -> None:
     store, target = loaded
     zone = coverage_zones()[0]
-    broken = dataclasses.replace(_changed(zone), records=_FailsHalfWay(_changed(zone).records))
+    broken = dataclasses.replace(_changed(zone), records=FailsHalfWay(_changed(zone).records))
     with pytest.raises(RuntimeError, match="half-way"):
         store.load([broken], target)
     assert canonical_set(store.read_back(target)) == _held(store, coverage_zones())
