@@ -318,7 +318,7 @@ def test_unrecognised_or_truncated_sources_are_one_error(tmp_path):
 def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     capture = write_capture(tmp_path / "web.pcap", [udp4(b"x" * 40, dport=443)])
-    assert bench_main(["run", "--profile", "tiny", "--coverage", "--drivers", "native",
+    assert bench_main(["run", "--profile", "tiny", "--coverage", "--servers", "native",
                        "--queries-from", str(capture), "--out", str(tmp_path / "out")]) == 1
     (line,) = error_lines(capsys.readouterr().err)
     assert line == f"error: {capture}: no usable DNS queries in this pcap file (1 not DNS)"
@@ -327,7 +327,7 @@ def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, 
 
 def test_only_zones_needs_queries_from(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
-    assert bench_main(["run", "--profile", "tiny", "--coverage", "--drivers", "native",
+    assert bench_main(["run", "--profile", "tiny", "--coverage", "--servers", "native",
                        "--only-zones", "--out", str(tmp_path / "out")]) == 1
     (line,) = error_lines(capsys.readouterr().err)
     assert "--only-zones filters the queries of --queries-from" in line
@@ -347,7 +347,7 @@ def target_run(tmp_path: Path, *options: str) -> list[str]:
 def test_target_that_refuses_is_one_error_naming_it(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     port = free_port()  # nothing listens there: the refusal comes back at once
-    target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--driver-label", "mine")
+    target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--server-label", "mine")
     (line,) = error_lines(capsys.readouterr().err)
     first = next(generate(20, 10, 1)).origin  # the tiny profile's data set's first zone
     assert line == (f"error: --target 127.0.0.1:{port}: no answer to {first} SOA from "
@@ -360,7 +360,7 @@ def test_target_that_stays_silent_is_one_error_naming_it(tmp_path, capsys, monke
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as silent:
         silent.bind(("127.0.0.1", 0))
         port = silent.getsockname()[1]
-        target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--driver-label", "mine")
+        target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--server-label", "mine")
     (line,) = error_lines(capsys.readouterr().err)
     assert line.startswith(f"error: --target 127.0.0.1:{port}: no answer to ")
     assert line.endswith("in 3 tries of 2 s (is a DNS server running there?)")
@@ -374,7 +374,7 @@ def test_target_that_serves_other_zones_is_one_error(tmp_path, capsys, monkeypat
         refusing.settimeout(10)
         port = refusing.getsockname()[1]
         answer = _answer_refused(refusing)
-        target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--driver-label", "mine")
+        target_run(tmp_path, "--target", f"127.0.0.1:{port}", "--server-label", "mine")
         answer.join()
     (line,) = error_lines(capsys.readouterr().err)
     assert line.startswith(f"error: --target 127.0.0.1:{port}: ")
@@ -400,13 +400,13 @@ def _answer_refused(sock: socket.socket) -> threading.Thread:
     (["--target", "127.0.0.1:domain"], "--target '127.0.0.1:domain': not HOST:PORT"),
     (["--target", "127.0.0.1:70000"], "--target 127.0.0.1:70000: port 70000 is not between 1 "
                                       "and 65535"),
-    (["--target", "127.0.0.1:53"], "--target 127.0.0.1:53 needs --driver-label NAME"),
-    (["--driver-label", "mine"], "--driver-label names the results of a --target server"),
-    (["--target", "127.0.0.1:53", "--driver-label", "native"],
-     "--driver-label native: a server the suite runs has that name"),
-    (["--target", "127.0.0.1:53", "--driver-label", "mine", "--drivers", "memory"],
-     "--target measures the one server at HOST:PORT: leave out --drivers"),
-    (["--target", "127.0.0.1:53", "--driver-label", "mine", "--connections", "2"],
+    (["--target", "127.0.0.1:53"], "--target 127.0.0.1:53 needs --server-label NAME"),
+    (["--server-label", "mine"], "--server-label names the results of a --target server"),
+    (["--target", "127.0.0.1:53", "--server-label", "native"],
+     "--server-label native: a server the suite runs has that name"),
+    (["--target", "127.0.0.1:53", "--server-label", "mine", "--servers", "memory"],
+     "--target measures the one server at HOST:PORT: leave out --servers"),
+    (["--target", "127.0.0.1:53", "--server-label", "mine", "--connections", "2"],
      "a --target server's are its own"),
 ])
 def test_target_options_that_do_not_fit_are_one_error(tmp_path, capsys, monkeypatch, options,
@@ -425,7 +425,7 @@ def test_verify_serves_a_named_conf_and_replays_its_query_log(conf, tmp_path, ru
     log = write(tmp_path / "query.log", QUERY_LOG)
     done = subprocess.run([sys.executable, "-m", "bench", "verify", "--named-conf", str(conf),
                            "--skip-bad-zones", "--queries-from", str(log), "--only-zones",
-                           "--drivers", "fs", "--no-axfr"],
+                           "--servers", "fs", "--no-axfr"],
                           cwd=REPO_ROOT, env=bench_env(run_root), capture_output=True, text=True,
                           timeout=600, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -455,7 +455,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
     its answers checked against native BIND's over the data set, latency, QPS and capacity
     steps measured at its address, startup, CPU and memory marked unavailable, the server left
     running; a data set it does not serve makes the cell WRONG."""
-    serve = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", "native",
+    serve = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--server", "native",
                               "--generate", "20", "--records", "10", "--seed", "1"],
                              cwd=REPO_ROOT, env=bench_env(run_root / "serve"),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -466,7 +466,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         assert match, first + serve.stdout.read()
         target = f"127.0.0.1:{match[1]}"
         ran = _bench_ok(run_root, "run", "--profile", "tiny", "--target", target,
-                        "--driver-label", "mine", "--out", str(tmp_path / "run"))
+                        "--server-label", "mine", "--out", str(tmp_path / "run"))
         results = json.loads((tmp_path / "run" / "results.json").read_text())
         _check_target_results(results, target)
         report = (tmp_path / "run" / "results.md").read_text()
@@ -477,7 +477,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         assert "n/a: the suite did not start the server (--target)" in report
         assert "threads=1" in ran.stderr and "mine at " in ran.stderr
 
-        _bench_ok(run_root, "capacity", "--profile", "tiny", "--target", target, "--driver-label",
+        _bench_ok(run_root, "capacity", "--profile", "tiny", "--target", target, "--server-label",
                   "mine", "--steps", "50,100", "--common-rate", "0", "--out",
                   str(tmp_path / "capacity"))
         results = json.loads((tmp_path / "capacity" / "results.json").read_text())
@@ -490,7 +490,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
 
         # Same zone names, other records: the answers tell the data sets apart.
         _bench_ok(run_root, "run", "--profile", "tiny", "--seed", "2", "--target", target,
-                  "--driver-label", "mine", "--out", str(tmp_path / "other-data"))
+                  "--server-label", "mine", "--out", str(tmp_path / "other-data"))
         results = json.loads((tmp_path / "other-data" / "results.json").read_text())
         (cell,) = results["cells"]
         assert cell["status"] == "wrong" and cell["mismatches"] > 0, cell

@@ -32,7 +32,7 @@ def _capacity(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("capacity")
-    proc = _capacity(run_root / "sweep", "--drivers", "memory", "--steps",
+    proc = _capacity(run_root / "sweep", "--servers", "memory", "--steps",
                      ",".join(f"{s:g}" for s in STEPS), "--common-rate", "200", "--out",
                      str(out))
     output, _ = proc.communicate(timeout=600)
@@ -110,7 +110,7 @@ def test_bad_steps_on_the_command_line(run_root: Path) -> None:
 def test_ctrl_c_keeps_finished_steps(tmp_path: Path, run_root: Path) -> None:
     root = run_root / "ctrl-c"
     out = tmp_path / "out"
-    proc = _capacity(root, "--drivers", "memory", "--steps", "10,20,30,40,50,60,70,80",
+    proc = _capacity(root, "--servers", "memory", "--steps", "10,20,30,40,50,60,70,80",
                      "--out", str(out))
     interrupt_when(proc, lambda: _steps_saved(out / "results.json"))
     assert processes_under(root) == []

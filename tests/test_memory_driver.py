@@ -502,7 +502,7 @@ def test_valgrind_finds_nothing_in_the_driver(run_dir: Path, pair: Pair) -> None
 
 def _verify(run_root: Path, *drivers: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bench", "verify", "--generate", "5",
-                           "--drivers", ",".join(drivers)], cwd=REPO_ROOT,
+                           "--servers", ",".join(drivers)], cwd=REPO_ROOT,
                           env=bench_env(run_root), capture_output=True, text=True,
                           timeout=600, check=False)
 
@@ -518,4 +518,4 @@ def test_verify_of_native_alone_is_one_error_line(run_root: Path) -> None:
     done = _verify(run_root, "native")
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
-        "error: verify compares servers with native: --drivers names no other"]
+        "error: verify compares servers with native: --servers names no other"]

@@ -124,7 +124,7 @@ def test_ctrl_c_leaves_no_server(run_root: Path) -> None:
     """Interrupted while every other server runs (verify keeps them all up at once)."""
     root = run_root / "interrupted"
     proc = subprocess.Popen([sys.executable, "-m", "bench", "verify", "--coverage",
-                             "--drivers", ",".join(OTHERS)], cwd=REPO_ROOT,
+                             "--servers", ",".join(OTHERS)], cwd=REPO_ROOT,
                             env=bench_env(root), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     interrupt_when(proc, lambda: all(any(program in line for line in processes_under(root))
@@ -137,7 +137,7 @@ def test_port_in_use_is_refused(run_root: Path, driver: str) -> None:
     port = free_port()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", port))
-        done = subprocess.run([sys.executable, "-m", "bench", "serve", "--driver", driver,
+        done = subprocess.run([sys.executable, "-m", "bench", "serve", "--server", driver,
                                "--coverage", "--port", str(port)], cwd=REPO_ROOT,
                               env=bench_env(run_root / "refused"), capture_output=True,
                               text=True, timeout=60)

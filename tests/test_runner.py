@@ -23,7 +23,7 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     missing = [d for d in DRIVERS if not get_server(d).is_built()]
     assert not missing, f"drivers not built: {missing} (run `make build`)"
     out = tmp_path_factory.mktemp("tiny")
-    proc = start_bench(run_root / "tiny", "run", "--profile", "tiny", "--drivers",
+    proc = start_bench(run_root / "tiny", "run", "--profile", "tiny", "--servers",
                        ",".join(DRIVERS), "--out", str(out))
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
@@ -83,7 +83,7 @@ def test_run_keeps_logs_and_deletes_loaded_data(tiny_run: Path, run_root: Path) 
 def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Path) -> None:
     run_root = run_root / "ctrl-c"
     out = tmp_path / "out"
-    proc = start_bench(run_root, "run", "--profile", "tiny", "--drivers", "native,pg", "--out",
+    proc = start_bench(run_root, "run", "--profile", "tiny", "--servers", "native,pg", "--out",
                   str(out))
     # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
     interrupt_when(proc, lambda: (out / "results.json").exists()

@@ -134,7 +134,7 @@ def test_popularity_order_is_seeded_and_not_the_load_order() -> None:
     (["--queries", "0"], "--queries"),
 ])
 def test_bad_input_is_one_error_line(run_root: Path, args: list[str], words: str) -> None:
-    done = run_bench(run_root, "scale", "--drivers", "native", *args, timeout=60)
+    done = run_bench(run_root, "scale", "--servers", "native", *args, timeout=60)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], lines
@@ -157,7 +157,7 @@ def _one_per_store() -> list[str]:
 def scale_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("scale")
     done = run_bench(run_root, "scale", "--profile", "tiny", "--zones-counts", f"{SMALL}",
-                     "--drivers", ",".join(_one_per_store()), "--out", str(out), timeout=3600)
+                     "--servers", ",".join(_one_per_store()), "--out", str(out), timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -210,7 +210,7 @@ def test_report_has_the_tables_and_the_plot(scale_run: Path) -> None:
 
 def test_add_to_merges_and_replaces(scale_run: Path, run_root: Path) -> None:
     before = {p.key: p for p in load_results(scale_run).scale}
-    done = run_bench(run_root, "scale", "--profile", "tiny", "--drivers", "memory",
+    done = run_bench(run_root, "scale", "--profile", "tiny", "--servers", "memory",
                      "--zones-counts", f"100,{SMALL}", "--shapes", "10x200", "--mixes", "popular",
                      "--add-to", str(scale_run), timeout=3600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -229,7 +229,7 @@ def test_add_to_merges_and_replaces(scale_run: Path, run_root: Path) -> None:
 
 
 def test_add_to_refuses_other_measuring_conditions(scale_run: Path, run_root: Path) -> None:
-    done = run_bench(run_root, "scale", "--profile", "tiny", "--drivers", "memory",
+    done = run_bench(run_root, "scale", "--profile", "tiny", "--servers", "memory",
                      "--zones-counts", "100", "--zipf", "2", "--add-to", str(scale_run))
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [

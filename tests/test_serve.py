@@ -26,7 +26,7 @@ def _serve(run_root: Path, *args: str) -> subprocess.Popen[str]:
 
 
 def test_serve_answers_until_sigterm(run_root: Path) -> None:
-    proc = _serve(run_root, "--driver", "memory", "--generate", "5")
+    proc = _serve(run_root, "--server", "memory", "--generate", "5")
     assert proc.stdout is not None
     first = proc.stdout.readline()
     match = re.search(r"port (\d+)", first)
@@ -45,7 +45,7 @@ def test_serve_refuses_a_port_in_use(run_root: Path) -> None:
     port = free_port()
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
         taken.bind(("127.0.0.1", port))
-        proc = _serve(run_root, "--driver", "memory", "--generate", "5", "--port", str(port))
+        proc = _serve(run_root, "--server", "memory", "--generate", "5", "--port", str(port))
         output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert f"port {port} on 127.0.0.1 is in use" in output

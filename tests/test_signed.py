@@ -172,10 +172,10 @@ def test_generate_signed_and_the_data_options(tmp_path: Path,
     # --signed on unsigned zone files: the zone is named before any store is started.
     plain = tmp_path / "plain"
     assert cli.main(["generate", "--coverage", "--queries", "0", "--out", str(plain)]) == 0
-    assert cli.main(["verify", "--zones", str(plain), "--signed", "--drivers", "memory"]) == 1
+    assert cli.main(["verify", "--zones", str(plain), "--signed", "--servers", "memory"]) == 1
     assert "is not signed" in capsys.readouterr().err
     # A server that cannot serve a signed zone is refused before anything is signed.
-    assert cli.main(["verify", "--coverage", "--sign", "--drivers", "pdns-lmdb"]) == 1
+    assert cli.main(["verify", "--coverage", "--sign", "--servers", "pdns-lmdb"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: verify of signed data cannot measure pdns-lmdb: PowerDNS serves "
                    "stored RRSIGs only for zones marked PRESIGNED in its domain metadata, which "

@@ -41,7 +41,7 @@ def _one_error_line(run_root: Path, *args: str) -> str:
 def signed_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("signed-run")
     proc = start_bench(run_root / "run", "run", "--signed", "--profile", "tiny", "--generate", "5",
-                        "--drivers", ",".join(DRIVERS), "--out", str(out))
+                        "--servers", ",".join(DRIVERS), "--out", str(out))
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
     return out
@@ -113,7 +113,7 @@ def test_report_has_a_table_per_driver_and_the_plot(signed_run: Path) -> None:
 def test_data_that_cannot_be_signed_is_one_error_line(tmp_path: Path, run_root: Path) -> None:
     root = run_root / "bad"
     line = _one_error_line(root, "run", "--signed", "--nsec3", "--coverage", "--profile",
-                           "tiny", "--drivers", "memory")
+                           "tiny", "--servers", "memory")
     assert line.startswith("error: signing zone cov.test.: dnssec-signzone failed"), line
     signed_dir = tmp_path / "signed"
     done = subprocess.run([sys.executable, "-m", "bench", "generate", "--zones", "2", "--signed",
@@ -121,7 +121,7 @@ def test_data_that_cannot_be_signed_is_one_error_line(tmp_path: Path, run_root: 
                           env=bench_env(root), capture_output=True, check=False)
     assert done.returncode == 0, done.stderr
     line = _one_error_line(root, "run", "--signed", "--zones", str(signed_dir), "--profile",
-                           "tiny", "--drivers", "memory")
+                           "tiny", "--servers", "memory")
     # The first zone read (shard directories are hashed: not necessarily z000000).
     first = next(read_zone_dir(signed_dir)).origin
     assert line.startswith(f"error: zone {first} is signed already (it holds DNSKEY, "), line
@@ -132,7 +132,7 @@ def test_data_that_cannot_be_signed_is_one_error_line(tmp_path: Path, run_root: 
 
 def test_a_server_that_cannot_serve_signed_zones_is_one_error_line(run_root: Path) -> None:
     line = _one_error_line(run_root / "pdns", "run", "--signed", "--profile", "tiny",
-                           "--drivers", "memory,pdns-gpgsql")
+                           "--servers", "memory,pdns-gpgsql")
     assert line.startswith("error: run --signed cannot measure pdns-gpgsql: PowerDNS serves "
                            "stored RRSIGs only for zones marked PRESIGNED"), line
 

@@ -67,7 +67,7 @@ def test_report_has_the_scaling_table_and_plot(startup_run: Path) -> None:
 
 def test_a_later_run_adds_its_points(startup_run: Path, run_root: Path) -> None:
     before = load_results(startup_run).startup_scaling
-    _startup(run_root, "--zones-counts", f"{TINY},{SMALL}", "--drivers", "memory", "--add-to",
+    _startup(run_root, "--zones-counts", f"{TINY},{SMALL}", "--servers", "memory", "--add-to",
              str(startup_run))
     results = load_results(startup_run)
     after = {(p.driver, p.zones): p for p in results.startup_scaling}
@@ -80,7 +80,7 @@ def test_a_later_run_adds_its_points(startup_run: Path, run_root: Path) -> None:
 
 def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path,
                                                           run_root: Path) -> None:
-    _startup(run_root, "--zones-counts", str(TINY), "--drivers", "native", "--timeout", "0.001",
+    _startup(run_root, "--zones-counts", str(TINY), "--servers", "native", "--timeout", "0.001",
              "--out", str(tmp_path))
     [point] = load_results(tmp_path).startup_scaling
     assert point.status == "timeout", point

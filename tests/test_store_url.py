@@ -190,7 +190,7 @@ def _password_nowhere(run_root: Path, *texts: str) -> None:
 def _verify_4_zones_through(root: Path, store: str, url: str) -> None:
     """`verify` of 4 generated zones with the store at url: every answer as native BIND's but
     for the known classes (exit 0), and the password in no output or file."""
-    done = run_bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", store,
+    done = run_bench(root, "verify", "--generate", "4", "--records", "6", "--servers", store,
                      "--store-url", f"{store}={url}")
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(rf"^{store}: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
@@ -200,7 +200,7 @@ def _verify_4_zones_through(root: Path, store: str, url: str) -> None:
 def _serve_answers_and_stops(root: Path, store: str, url: str, env: dict[str, str]) -> str:
     """`serve` of 3 zones from the store at url: its first zone's SOA answered with AA, then
     SIGTERM stops it (exit 130); what it printed."""
-    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--driver", store,
+    proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--server", store,
                              "--generate", "3", "--store-url", f"{store}={url}"],
                             cwd=REPO_ROOT, env={**bench_env(root), **env},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -256,7 +256,7 @@ def test_mysql_verify_with_the_account_from_my_cnf(lent_mysql: tuple[Lent, Mysql
     home.mkdir()
     (home / ".my.cnf").write_text(f"[client]\nuser = {USER}\npassword = {PASSWORD}\n")
     (home / ".my.cnf").chmod(0o600)
-    done = run_bench(root, "verify", "--generate", "4", "--records", "6", "--drivers", "mysql",
+    done = run_bench(root, "verify", "--generate", "4", "--records", "6", "--servers", "mysql",
                      "--store-url", f"mysql={lent.url('own', user=False)}", env={"HOME": str(home)})
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^mysql: \d+/\d+ identical", done.stdout, re.MULTILINE), done.stdout
@@ -289,7 +289,7 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(store: str, server: str, run_
     lent, _ = request.getfixturevalue(f"lent_{store}")
     root = run_root / f"{store}-run"
     out = root / "results"
-    done = run_bench(root, "run", "--profile", "tiny", "--drivers", store, "--out", str(out),
+    done = run_bench(root, "run", "--profile", "tiny", "--servers", store, "--out", str(out),
                      "--store-url", f"{store}={lent.url('own')}")
     assert done.returncode == 0, done.stdout + done.stderr
     _password_nowhere(root, done.stdout, done.stderr)
@@ -428,7 +428,7 @@ def test_run_checks_every_url_before_measuring_anything(run_root: Path) -> None:
     root = run_root / "run-closed"
     out = root / "results"
     url = f"mysql://{USER}:{PASSWORD}@127.0.0.1:{free_port()}/own"
-    line = _one_error_line(run_bench(root, "run", "--profile", "tiny", "--drivers", "mysql",
+    line = _one_error_line(run_bench(root, "run", "--profile", "tiny", "--servers", "mysql",
                                      "--out", str(out), "--store-url", f"mysql={url}"))
     assert "cannot connect" in line, line
     assert not out.exists()

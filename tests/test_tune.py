@@ -41,14 +41,14 @@ def tune(run_root: Path, out: Path, *options: str) -> Results:
 def pg_remote(run_root: Path) -> Results:
     if not get_server("pg").is_built():
         pytest.fail("the pg driver is not built (run `make build`)")
-    return tune(run_root, run_root / "out-pg", "--driver", "pg", "--threads", "1,2",
+    return tune(run_root, run_root / "out-pg", "--server", "pg", "--threads", "1,2",
                 "--connections", "1,3", "--db-host", "netns", "--db-rtt", "1",
                 "--processes", "none", "--no-cpu-scaling")
 
 
 @pytest.fixture(scope="module")
 def memory_local(run_root: Path) -> Results:
-    return tune(run_root, run_root / "out-memory", "--driver", "memory", "--threads", "2",
+    return tune(run_root, run_root / "out-memory", "--server", "memory", "--threads", "2",
                 "--connections", "1,4", "--processes", "2", "--no-cpu-scaling", "--probes", "50")
 
 
@@ -161,18 +161,18 @@ def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> Non
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["--driver", "pg", "--db-rtt=-1"], "--db-rtt -1: must be 0"),
-    (["--driver", "pg", "--db-rtt", "0.5"], "whole milliseconds"),
-    (["--driver", "pg", "--threads", "0"], "--threads needs counts of at least 1"),
-    (["--driver", "pg", "--threads", "two"], "--threads takes a comma list"),
-    (["--driver", "pg", "--connections", "2"], "--connections needs --threads"),
-    (["--driver", "pg", "--threads", "2", "--connections", "0"], "--connections needs counts"),
-    (["--driver", "pg", "--processes", "0"], "--processes needs counts"),
-    (["--driver", "pg", "--probes", "0"], "--probes 0: needs at least 1"),
-    (["--driver", "memory", "--db-host", "netns"], "has no server"),
-    (["--driver", "native"], "native BIND has no threads/connections"),
-    (["--driver", "pg,mysql"], "one driver at a time"),
-    (["--driver", "nosuch"], "unknown driver 'nosuch'"),
+    (["--server", "pg", "--db-rtt=-1"], "--db-rtt -1: must be 0"),
+    (["--server", "pg", "--db-rtt", "0.5"], "whole milliseconds"),
+    (["--server", "pg", "--threads", "0"], "--threads needs counts of at least 1"),
+    (["--server", "pg", "--threads", "two"], "--threads takes a comma list"),
+    (["--server", "pg", "--connections", "2"], "--connections needs --threads"),
+    (["--server", "pg", "--threads", "2", "--connections", "0"], "--connections needs counts"),
+    (["--server", "pg", "--processes", "0"], "--processes needs counts"),
+    (["--server", "pg", "--probes", "0"], "--probes 0: needs at least 1"),
+    (["--server", "memory", "--db-host", "netns"], "has no server"),
+    (["--server", "native"], "native BIND has no threads/connections"),
+    (["--server", "pg,mysql"], "one server at a time"),
+    (["--server", "nosuch"], "unknown driver 'nosuch'"),
 ])
 def test_bad_values_are_one_clear_line(argv: list[str], message: str,
                                        capsys: pytest.CaptureFixture[str]) -> None:

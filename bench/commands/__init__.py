@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from base.errors import UserError
 from databases.url import StoreUrls
@@ -18,6 +19,18 @@ def positive_counts(text: str, option: str) -> list[int]:
     if not values or min(values) < 1:
         raise UserError(f"{option} needs counts of at least 1")
     return values
+
+
+def add_pin_option(parser: argparse.ArgumentParser) -> None:
+    """--pin/--no-pin: the server and the load generator on separate CPUs (the default)."""
+    parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
+                        help="server (named + database) and load generator on separate CPUs")
+
+
+def add_out_option(parser: argparse.ArgumentParser, default: str) -> None:
+    """--out DIR, whose default is results/<default>."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"results directory (default: results/{default})")
 
 
 def add_store_url_options(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +58,7 @@ def store_urls(args: argparse.Namespace) -> StoreUrls:
 
 
 def signable_servers(text: str, command: str) -> list[str]:
-    """--drivers over signed data: 'all' less the servers that cannot serve a signed zone
+    """--servers over signed data: 'all' less the servers that cannot serve a signed zone
     (said in one line); naming one of them is an error."""
     names = selected_servers(text)
     unable = {name: reason for name in names

@@ -11,7 +11,7 @@ from bench.measure.runner import CAPACITY_PHASES, Runner
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("capacity", help="offered-load sweep: % answered, latency and the "
+    p = sub.add_parser("capacity", help="offered-load sweep: %% answered, latency and the "
                                         "breaking point of every server, and resperf's ramp")
     add_run_options(p)
     p.add_argument("--steps", default=",".join(f"{s:g}" for s in DEFAULT_STEPS),

@@ -11,7 +11,14 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_store_url_options, positive_counts, signable_servers, store_urls
+from bench.commands import (
+    add_out_option,
+    add_pin_option,
+    add_store_url_options,
+    positive_counts,
+    signable_servers,
+    store_urls,
+)
 from bench.measure import metadata
 from bench.measure.datasets import (
     add_query_source_options,
@@ -50,8 +57,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of `run`, shared by the commands that measure the way it does."""
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="quick (default, minutes), full (the BIND-DLZ page's method), tiny (tests)")
-    p.add_argument("--drivers", default=None, help="'all' (every built driver, the default) or "
-                   "a comma list; native BIND is always measured first, as the reference")
+    p.add_argument("--servers", "--drivers", dest="servers", default=None,
+                   help="'all' (every built server, the default) or a comma list; native BIND "
+                        "is always measured first, as the reference (--drivers: the old "
+                        "spelling, still accepted)")
     p.add_argument("--threads", default=None, help="comma list of named thread counts "
                    "(default from the profile: 1,2,4); with --target, the one worker thread "
                    "count the target runs with (default 1), which sets dnsperf's sockets")
@@ -59,12 +68,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="measure the DNS server already running there, which the suite did not "
                         "start, instead of the suite's servers; it must serve the data set's "
                         "zones; its startup, CPU and memory are marked unavailable")
-    p.add_argument("--driver-label", metavar="NAME",
+    p.add_argument("--server-label", "--driver-label", dest="server_label", metavar="NAME",
                    help="with --target: the name its results go under")
     p.add_argument("--connections", type=int, default=None,
                    help="driver connections (default: one per thread)")
-    p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
-                   help="server (named + database) and load generator on separate CPUs")
+    add_pin_option(p)
     src = p.add_mutually_exclusive_group()
     add_zone_file_options(p, src)
     src.add_argument("--generate", type=int, metavar="N", help="generated zones (profile default)")
@@ -75,8 +83,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     queries.add_argument("--queries", type=Path, metavar="FILE",
                          help="dnsperf query file (default: derived from the data set)")
     add_query_source_options(p, queries)
-    p.add_argument("--out", type=Path, default=None,
-                   help="results directory (default: results/<timestamp>)")
+    add_out_option(p, "<timestamp>")
     add_store_url_options(p)
 
 
@@ -96,7 +103,7 @@ def prepare(args: argparse.Namespace, command: str,
         threads = _target_threads(args)
     else:
         # The reference is always measured, first: every ratio in the report is to it.
-        drivers = [REFERENCE, *[d for d in selected_servers(args.drivers or "all")
+        drivers = [REFERENCE, *[d for d in selected_servers(args.servers or "all")
                                 if d != REFERENCE]]
         if args.threads is not None:
             threads = tuple(positive_counts(args.threads, "--threads"))
@@ -131,23 +138,23 @@ def prepare(args: argparse.Namespace, command: str,
 
 
 def _target(args: argparse.Namespace) -> Target | None:
-    """--target and --driver-label, checked against each other and the options that only
+    """--target and --server-label, checked against each other and the options that only
     mean something for the suite's own servers."""
     if args.target is None:
-        if args.driver_label is not None:
-            raise UserError("--driver-label names the results of a --target server: give "
+        if args.server_label is not None:
+            raise UserError("--server-label names the results of a --target server: give "
                             "--target HOST:PORT too")
         return None
-    label = (args.driver_label or "").strip()
+    label = (args.server_label or "").strip()
     target = parse_target(args.target, label)  # a malformed HOST:PORT is the first thing said
     if not label:
-        raise UserError(f"--target {args.target} needs --driver-label NAME: the name its "
+        raise UserError(f"--target {args.target} needs --server-label NAME: the name its "
                         "results go under")
     if label in server_names():
-        raise UserError(f"--driver-label {label}: a server the suite runs has that name; "
+        raise UserError(f"--server-label {label}: a server the suite runs has that name; "
                         "choose another, so results never mix the two")
-    if args.drivers is not None:
-        raise UserError("--target measures the one server at HOST:PORT: leave out --drivers")
+    if args.servers is not None:
+        raise UserError("--target measures the one server at HOST:PORT: leave out --servers")
     if args.connections is not None:
         raise UserError("--connections sets the suite's servers' connections to their "
                         "database: a --target server's are its own")
@@ -190,7 +197,7 @@ def run_signed(args: argparse.Namespace) -> int:
     if args.target is not None:
         raise UserError("run --signed measures the suite's servers over data it signs: "
                         "not a --target")
-    args.drivers = ",".join(signable_servers(args.drivers or "all", "run --signed"))
+    args.servers = ",".join(signable_servers(args.servers or "all", "run --signed"))
     if args.threads is not None:
         positive_counts(args.threads, "--threads")
     unsigned, _ = zone_source(_with_profile_data(args, PROFILES[args.profile]))

@@ -12,7 +12,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import positive_counts
+from bench.commands import add_out_option, add_pin_option, positive_counts
 from bench.commands.run import measure
 from bench.measure import metadata
 from bench.measure.results import Results, load_results
@@ -41,8 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shapes", default=None, metavar="ZxR,...",
                    help="data sets of Z zones x R records each, to compare the same records "
                         "as few large or many small zones, e.g. 10x100000,100000x10")
-    p.add_argument("--drivers", default="all",
-                   help="'all' (native and every built driver) or a comma list, e.g. native,pg")
+    p.add_argument("--servers", "--drivers", dest="servers", default="all",
+                   help="'all' (native and every built server) or a comma list, e.g. native,pg")
     p.add_argument("--mixes", default=",".join(MIXES),
                    help=f"query mixes over the whole data set (default {','.join(MIXES)})")
     p.add_argument("--zipf", type=float, default=DEFAULT_EXPONENT, metavar="S",
@@ -57,11 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=3600.0,
                    help="seconds to wait for named to answer for the last zone (default 3600: "
                         "native BIND takes minutes at a million zones)")
-    p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
-                   help="server (named + database) and load generator on separate CPUs")
+    add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", type=Path, default=None,
-                   help="results directory (default: results/scale-<timestamp>)")
+    add_out_option(p, "scale-<timestamp>")
     p.add_argument("--add-to", type=Path, default=None, metavar="DIR",
                    help="add the cells to the results in DIR (a cell measured again replaces "
                         "its old one as soon as it is measured)")
@@ -92,7 +90,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
     if args.threads < 1:
         raise UserError(f"--threads {args.threads}: needs at least 1 thread")
     mixes, exponent = parse_mixes(args.mixes), check_exponent(args.zipf)
-    return Plan(datasets=tuple(datasets), drivers=tuple(selected_servers(args.drivers)),
+    return Plan(datasets=tuple(datasets), drivers=tuple(selected_servers(args.servers)),
                 mixes=mixes, exponent=exponent, queries=args.queries, threads=args.threads,
                 seed=args.seed)
 

@@ -14,8 +14,9 @@ from servers import server_names
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve a data set with one driver until Ctrl-C")
-    p.add_argument("--driver", required=True, help=", ".join(server_names()))
+    p = sub.add_parser("serve", help="serve a data set with one server until Ctrl-C")
+    p.add_argument("--server", "--driver", dest="server", required=True,
+                   help=", ".join(server_names()))
     add_data_options(p)
     p.add_argument("--port", type=int, default=None, help="UDP/TCP port on 127.0.0.1 "
                    "(default: a free one)")
@@ -36,11 +37,11 @@ def run(args: argparse.Namespace) -> int:
                         "free one)")
     urls = store_urls(args)
     stream, _ = zone_source(args)
-    run_dir = new_run_dir(f"serve-{args.driver}")
-    with serving(args.driver, stream, run_dir, threads=args.threads,
+    run_dir = new_run_dir(f"serve-{args.server}")
+    with serving(args.server, stream, run_dir, threads=args.threads,
                  connections=args.connections, port=args.port, store_urls=urls) as served:
         load, named = served.loaded.load, served.named
-        print(f"{args.driver}: {load.zones} zones, {load.records} records; {named.program} "
+        print(f"{args.server}: {load.zones} zones, {load.records} records; {named.program} "
               f"with {args.threads} thread(s) (pid {named.pids()[0]}) on 127.0.0.1 port "
               f"{named.port}; "
               f"run directory {run_dir}", flush=True)

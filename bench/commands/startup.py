@@ -10,7 +10,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import positive_counts
+from bench.commands import add_out_option, positive_counts
 from bench.measure import metadata
 from bench.measure.results import Results, StartupPoint, load_results, save_results
 from bench.measure.startup import measure_count
@@ -19,17 +19,16 @@ from servers import selected_servers
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("startup", help="time named's startup against zone count, every driver")
+    p = sub.add_parser("startup", help="time named's startup against zone count, every server")
     p.add_argument("--zones-counts", default="1000,10000,100000,1000000",
                    help="comma list of zone counts (default 1000,10000,100000,1000000)")
-    p.add_argument("--drivers", default="all",
-                   help="'all' (native and every built driver) or a comma list, e.g. native,pg")
+    p.add_argument("--servers", "--drivers", dest="servers", default="all",
+                   help="'all' (native and every built server) or a comma list, e.g. native,pg")
     p.add_argument("--records", type=int, default=10, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=float, default=3600.0,
                    help="seconds to wait for named to answer for the last zone")
-    p.add_argument("--out", type=Path, default=None,
-                   help="results directory (default: results/startup-<timestamp>)")
+    add_out_option(p, "startup-<timestamp>")
     p.add_argument("--add-to", type=Path, default=None, metavar="DIR",
                    help="add the points to the results in DIR, of `startup` or of `run` (a "
                         "driver and count measured again replaces its old point)")
@@ -38,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     counts = positive_counts(args.zones_counts, "--zones-counts")
-    drivers = selected_servers(args.drivers)
+    drivers = selected_servers(args.servers)
     if args.add_to is not None and args.out is not None:
         raise UserError("--out and --add-to are exclusive: --add-to writes into its directory")
     out = args.add_to or args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")

@@ -1,4 +1,4 @@
-"""`python3 -m bench tune --driver D`: QPS, p99 under load and CPU per query over a grid of
+"""`python3 -m bench tune --server D`: QPS, p99 under load and CPU per query over a grid of
 named threads x driver connections, processes against threads and QPS against server CPUs, with
 the database on this host or its own (a network namespace) and an optional added round trip;
 results.json, results.md, the heat map and the curves in one directory (bench/measure/tune.py)."""
@@ -15,7 +15,7 @@ from base.errors import UserError
 from base.latency_proxy import parse_db_rtt
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import positive_counts
+from bench.commands import add_out_option, add_pin_option, positive_counts
 from bench.commands.run import _derive_query_file
 from bench.measure import metadata
 from bench.measure.datasets import zone_source
@@ -31,7 +31,8 @@ DEFAULT_THREADS = "1,2,4,8,16,32,64"
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune", help="find the named thread and driver connection counts that "
                                     "serve most queries, with the database local or remote")
-    p.add_argument("--driver", required=True, help="the DLZ driver to tune (one)")
+    p.add_argument("--server", "--driver", dest="server", required=True,
+                   help="the DLZ server to tune (one)")
     p.add_argument("--threads", default=None,
                    help=f"comma list of named thread counts (default {DEFAULT_THREADS})")
     p.add_argument("--connections", default=None,
@@ -55,11 +56,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="prober queries per p99 under load (default: the profile's); each waits "
                         "behind dnsperf's queue, so at a long round trip and few threads this "
                         "phase dominates a cell's time")
-    p.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
-                   help="server (named + database) and load generator on separate CPUs")
+    add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--out", type=Path, default=None,
-                   help="results directory (default: results/tune-<driver>-<timestamp>)")
+    add_out_option(p, "tune-<driver>-<timestamp>")
     p.set_defaults(func=run)
 
 
@@ -90,11 +89,11 @@ def run(args: argparse.Namespace) -> int:
         profile = dataclasses.replace(profile, probes=args.probes)
     server_list, _ = cpu_split(args.pin)
     plan = plan_from(args, len(server_list.split(",")) if server_list else 1)
-    if "," in args.driver:
-        raise UserError(f"--driver {args.driver}: tune measures one driver at a time")
-    (driver,) = selected_servers(args.driver)
+    if "," in args.server:
+        raise UserError(f"--server {args.server}: tune measures one server at a time")
+    (driver,) = selected_servers(args.server)
     if driver == REFERENCE:
-        raise UserError(f"--driver {driver}: native BIND has no threads/connections "
+        raise UserError(f"--server {driver}: native BIND has no threads/connections "
                         "trade-off to tune (it is the reference the answers are checked with)")
     server = get_server(driver)
     if plan.db_host == "netns" and not server.store_object().has_server:

@@ -33,15 +33,15 @@ from zonedata.queries import read_query_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="compare every driver's answers with native BIND")
+    p = sub.add_parser("verify", help="compare every server's answers with native BIND")
     add_data_options(p)
     queries = p.add_mutually_exclusive_group()
     queries.add_argument("--queries", type=Path, metavar="FILE",
                          help="dnsperf-format query file (default: queries derived from the "
                               "zones)")
     add_query_source_options(p, queries)
-    p.add_argument("--drivers", default="all",
-                   help="'all' (every driver that is built) or a comma list")
+    p.add_argument("--servers", "--drivers", dest="servers", default="all",
+                   help="'all' (every server that is built) or a comma list")
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--no-axfr", action="store_true", help="skip the zone transfer comparison")
     add_store_url_options(p)
@@ -62,11 +62,11 @@ def load_queries(args: argparse.Namespace, zones: list[Zone], run_dir: Path) -> 
 def run(args: argparse.Namespace) -> int:
     urls = store_urls(args)
     # Over signed data, only the servers that can serve a signed zone: chosen before signing.
-    names = (signable_servers(args.drivers, "verify of signed data") if args.sign or args.signed
-             else selected_servers(args.drivers))
+    names = (signable_servers(args.servers, "verify of signed data") if args.sign or args.signed
+             else selected_servers(args.servers))
     drivers = [d for d in names if d != REFERENCE]
     if not drivers:
-        raise UserError(f"verify compares servers with {REFERENCE}: --drivers names no other")
+        raise UserError(f"verify compares servers with {REFERENCE}: --servers names no other")
     stream, _ = zone_source(args)
     zones = list(stream())
     run_dir = new_run_dir("verify")
