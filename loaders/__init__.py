@@ -1,5 +1,5 @@
 """Stores: where zone data lives, one module per backend named after it (`loaders/pg.py` defines
-the `pg` store as `STORE`). Which loaders exist is said once, by the server registry
+the `pg` store as `STORE`). Which stores exist is said once, by the server registry
 (servers/__init__.py), since every store is there to feed a DNS server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the file loaders (fs, bdb, bdbhpt) share: one zone turned into nodes, and the node format.
+"""What the file stores (fs, bdb, bdbhpt) share: one zone turned into nodes, and the node format.
 
 A *node* is one owner name of a zone with all its records in one value, so that a driver answers
 "records of N in Z" with one read (one file, one DB->get). The value is text, one record per line:

@@ -59,7 +59,7 @@ class PdnsLmdbStore(DirectoryStore):
                 run_logged(self._argv(target, "b2b-migrate", "bind", "lmdb"),
                            f"pdnsutil b2b-migrate ({target})", bind_dir / "b2b.log", cwd=target)
         # Without a rectify an empty non-terminal does not exist (NXDOMAIN) and glue counts as
-        # authoritative: the rows the SQL loaders write themselves (pdns_rows).
+        # authoritative: the rows the SQL stores write themselves (pdns_rows).
         with self._settings(target, self._loading_settings(target, None)):
             run_checked(self._argv(target, "rectify-all-zones", "quiet"),
                         f"pdnsutil rectify-all-zones ({target})", cwd=target, timeout=None)

@@ -1,6 +1,6 @@
-"""What the PostgreSQL and MariaDB loaders share: the same tables, so the same rows.
+"""What the PostgreSQL and MariaDB stores share: the same tables, so the same rows.
 
-Both loaders keep a zones table, a records table (absolute owner keys, ENT marker rows) and an
+Both stores keep a zones table, a records table (absolute owner keys, ENT marker rows) and an
 xfr_clients table, and both replace zones in batches of whole zones, one transaction each.
 This module turns the model into those rows and back; how rows reach each server (COPY,
 LOAD DATA) stays in loaders/pg.py and loaders/mysql.py.

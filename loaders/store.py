@@ -1,6 +1,6 @@
 """A store: where zone data lives. The one interface every backend implements.
 
-Every backend is one module in loaders/, named after the backend, that defines `STORE`, an
+Every backend is one module in stores/, named after the backend, that defines `STORE`, an
 instance of a `Store` subclass; servers/__init__.py lists which DNS servers each store feeds.
 A store knows its own server (if it has one), how to write the model into it, read it back and
 replace one zone, and what a DLZ driver or a PowerDNS backend must be told to reach it. It
@@ -184,7 +184,7 @@ class DirectoryStore(Store[Path]):
     def server(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[Path]:
         if db_host is not None:
             raise UserError(f"the {self.name} store has no server to run on a database host "
-                            "of its own (--db-host netns is for loaders with a server)")
+                            "of its own (--db-host netns is for stores with a server)")
         directory = Path(run_dir).resolve() / self.name
         directory.mkdir(parents=True, exist_ok=True)
         yield directory

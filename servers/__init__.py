@@ -2,7 +2,7 @@
 
 Each line names a server (the `--driver` value), the store that feeds it (loaders/<store>.py)
 and, for a DLZ driver, what distinguishes it (drivers/<store>/ by default). Everything that
-lists drivers or loaders (the CLI, the runner, the report's column order, the tests) reads
+lists drivers or stores (the CLI, the runner, the report's column order, the tests) reads
 this table; nothing else names a backend.
 """
 

@@ -2,7 +2,7 @@
 socket and pid file in its run directory, on a loopback port, never the system service.
 
 The backend (launch= and its own settings) comes from the store (Store.pdns_settings: the
-generic SQL backends over the pdns_pg / pdns_mysql loaders' private servers, LMDB over the
+generic SQL backends over the pdns_pg / pdns_mysql stores' private servers, LMDB over the
 pdns_lmdb store's file) or, for the bind backend, from the native store's zone files. Each
 registry line says whether PowerDNS's caches are on (its defaults, "cached") or off (every
 query reaches the backend: the backend itself is measured).
@@ -110,7 +110,7 @@ class PdnsServer(ServerKind):
     # backends' domainmetadata table with gsql-dnssec, lmdb's own, the bind backend's
     # bind-dnssec-db), which no store sets.
     cannot_serve_signed = ("PowerDNS serves stored RRSIGs only for zones marked PRESIGNED in "
-                           "its domain metadata, which its loaders do not set")
+                           "its domain metadata, which its stores do not set")
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         """launch= and the backend's settings that reach the store's data."""

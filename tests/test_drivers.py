@@ -7,7 +7,7 @@ bench.verify side by side, as `python3 -m bench verify` does, and then per drive
     coverage set and on hand-written real-world-shaped zones (tests/data/realworld: a TLD
     full of delegations, an in-addr.arpa reverse zone with an RFC 2317 delegation);
   - 4 concurrent clients against named -n 4 with 4 connections: the memory driver's answers;
-  - a store update is answered within a second (loaders that need no reload);
+  - a store update is answered within a second (stores that need no reload);
   - the database stopped mid-load: SERVFAIL, not a crash or a hang; back: answers resume, and
     named was never restarted;
   - the filesystem driver never reads outside its root;
@@ -97,7 +97,7 @@ def by_origin(zones: list[Zone], origin: str) -> Zone:
 class Fleet:
     run_dir: Path
     zones: list[Zone]
-    loaders: dict[str, LoadedStore]
+    stores: dict[str, LoadedStore]
     named: dict[str, Named]
 
 
@@ -105,11 +105,11 @@ class Fleet:
 def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = data_set()
     with ExitStack() as stack:
-        loaders = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
+        stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
                   for d in [*REFERENCE, *DRIVERS]}
         named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
                  for d, s in loaders.items()}
-        yield Fleet(run_dir, zones, loaders, named)
+        yield Fleet(run_dir, zones, stores, named)
 
 
 def ask_concurrently(named: Named, queries: list[Query], clients: int = CLIENTS

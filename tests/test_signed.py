@@ -2,7 +2,7 @@
 DO bit, and what a validating resolver makes of a DLZ answer.
 
 The first group runs BIND's signing tools only (no server): the signed coverage set, the
-record types it adds through the model and the loaders' record encodings, and the one-line
+record types it adds through the model and the stores' record encodings, and the one-line
 failures that leave nothing behind. The rest start servers: every store's round trip of the
 signed set, verify with the DO bit against native BIND, and `delv` with a trust anchor for the
 test zone's KSK against native BIND and the PostgreSQL driver.
@@ -179,7 +179,7 @@ def test_generate_signed_and_the_data_options(tmp_path: Path,
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: verify of signed data cannot measure pdns-lmdb: PowerDNS serves "
                    "stored RRSIGs only for zones marked PRESIGNED in its domain metadata, which "
-                   "its loaders do not set"], err
+                   "its stores do not set"], err
 
 
 # --- every store holds the signed data (servers) ----------------------------------------------

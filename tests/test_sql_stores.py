@@ -1,4 +1,4 @@
-"""The PostgreSQL and MariaDB loaders beyond the generic round trip (tests/test_stores.py).
+"""The PostgreSQL and MariaDB stores beyond the generic round trip (tests/test_stores.py).
 
 Each store runs in a real private server holding coverage_zones() plus a zone of hostile
 owner names; the DLZ drivers' statements (schemas/*.sql) are run from here with bound

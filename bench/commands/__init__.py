@@ -50,7 +50,7 @@ def add_store_url_options(parser: argparse.ArgumentParser) -> None:
 
 
 def store_urls(args: argparse.Namespace) -> StoreUrls:
-    """The loaders given by --store-url, each server reached and its database checked before
+    """The stores given by --store-url, each server reached and its database checked before
     anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")

@@ -1,4 +1,4 @@
-"""Loads measured from outside the loaders, the same way for every store.
+"""Loads measured from outside the stores, the same way for every store.
 
 A store only writes (loaders/store.py); the clock and the counts are here, as YCSB's DBWrapper
 times every binding: the load is timed from the first zone handed to the store until the store

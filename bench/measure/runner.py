@@ -6,7 +6,7 @@ store is loaded once; for each thread count the store's server is restarted and 
 started afresh, then the phases of PHASES run in order: startup time, a check of the answers
 against the reference's, a discarded warm-up run, unloaded latency, R dnsperf runs, loaded
 latency, update visibility, and CPU/memory cost. Every figure is measured here; drivers and
-loaders never time themselves.
+stores never time themselves.
 """
 
 from __future__ import annotations
