@@ -108,7 +108,7 @@ def fleet(run_dir: Path) -> Iterator[Fleet]:
         stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
                   for d in [*REFERENCE, *DRIVERS]}
         named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
-                 for d, s in loaders.items()}
+                 for d, s in stores.items()}
         yield Fleet(run_dir, zones, stores, named)
 
 
