@@ -44,7 +44,6 @@ from bench.verify import (
     compare_answers,
     compare_servers,
     complete,
-    derive_queries,
     detail,
     transfer,
 )
@@ -53,6 +52,7 @@ from loaders.store import DEFAULT_XFR_CLIENTS
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from zonedata.derive import derive_queries
 from zonedata.generator import coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
 from zonedata.zonefiles import read_zone_dir

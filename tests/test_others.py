@@ -27,11 +27,12 @@ import pytest
 from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify import DRIVER, Comparison, compare_servers, derive_queries
+from bench.verify import DRIVER, Comparison, compare_servers
 from servers import REFERENCE, SERVERS, get_server
 from servers.dlz import DlzNamed
 from servers.dnsserver import DnsServer
 from tests.benchcli import bench_env, interrupt_when, processes_under
+from zonedata.derive import derive_queries
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone, make_record
 

@@ -35,13 +35,13 @@ from bench.verify import (
     classify_transfer,
     compare_servers,
     complete,
-    derive_queries,
 )
 from loaders import get_store
 from loaders.berkeley import decode_records, encode_lines, record_line
 from loaders.ldap import parse_record_value, record_value
 from servers import DLZ_CEILING, SERVERS, get_server, store_names
 from servers.named import Named
+from zonedata.derive import derive_queries
 from zonedata.generator import CHILD_ORIGIN, COVERAGE_ORIGIN, coverage_zones, generate
 from zonedata.model import Zone, canonical_set, make_record
 from zonedata.signing import (

@@ -24,10 +24,10 @@ from bench.verify import (
     Comparison,
     Query,
     compare_servers,
-    derive_queries,
     references_for,
 )
 from servers import REFERENCE, selected_servers
+from zonedata.derive import derive_queries
 from zonedata.model import Zone
 from zonedata.queries import read_query_file
 
