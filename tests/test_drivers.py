@@ -34,25 +34,14 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify import (
-    REFERENCE,
-    UDP_PAYLOAD,
-    Comparison,
-    Query,
-    Reply,
-    ask,
-    compare_answers,
-    compare_servers,
-    complete,
-    detail,
-    transfer,
-)
+from bench.verify.answers import UDP_PAYLOAD, Reply, ask, compare_answers, complete, transfer
+from bench.verify.compare import REFERENCE, Comparison, compare_servers, detail
 from loaders.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
 from loaders.store import DEFAULT_XFR_CLIENTS
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from zonedata.derive import derive_queries
+from zonedata.derive import Query, derive_queries
 from zonedata.generator import coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
 from zonedata.zonefiles import read_zone_dir

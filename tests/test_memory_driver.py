@@ -30,21 +30,17 @@ import dns.rcode
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.verify import (
-    BIND_CLASSES,
+from bench.verify.answers import (
     UDP_PAYLOAD,
-    UNSIGNED_PATH_CLASSES,
-    Query,
     Reply,
-    ZoneFacts,
     ask,
-    classify,
     compare_answers,
-    compare_servers,
     complete,
     reduce,
     transfer,
 )
+from bench.verify.bind_classes import BIND_CLASSES, UNSIGNED_PATH_CLASSES, ZoneFacts
+from bench.verify.compare import classify, compare_servers
 from loaders import native
 from loaders.memory import STORE
 from servers import get_server

@@ -29,7 +29,8 @@ from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.serving import loaded_store
-from bench.verify import ask, compare_answers, detail
+from bench.verify.answers import ask, compare_answers
+from bench.verify.compare import detail
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import LdapServer

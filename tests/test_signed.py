@@ -24,18 +24,9 @@ from base.errors import UserError
 from bench.commands import cli
 from bench.measure.loading import timed_load
 from bench.measure.serving import serving
-from bench.verify import (
-    BIND_CLASSES,
-    DNSSEC_TYPES,
-    REFERENCE,
-    Answer,
-    ZoneFacts,
-    ask,
-    classify,
-    classify_transfer,
-    compare_servers,
-    complete,
-)
+from bench.verify.answers import Answer, ask, complete
+from bench.verify.bind_classes import BIND_CLASSES, DNSSEC_TYPES, ZoneFacts
+from bench.verify.compare import REFERENCE, classify, classify_transfer, compare_servers
 from loaders import get_store
 from loaders.berkeley import decode_records, encode_lines, record_line
 from loaders.ldap import parse_record_value, record_value
