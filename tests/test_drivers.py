@@ -35,7 +35,7 @@ import pytest
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import UDP_PAYLOAD, Reply, ask, compare_answers, complete, transfer
-from bench.verify.compare import REFERENCE, Comparison, compare_servers, detail
+from bench.verify.compare import REFERENCE_SERVERS, Comparison, compare_servers, detail
 from loaders.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
 from loaders.store import DEFAULT_XFR_CLIENTS
 from servers import SERVERS, get_server
@@ -61,7 +61,7 @@ def _dlz(driver: str) -> DlzNamed:
 
 # The DLZ drivers (other servers, PowerDNS, NSD and Knot, are tests/test_others.py's).
 DRIVERS = [s.name for s in SERVERS
-           if isinstance(s, DlzNamed) and s.name not in REFERENCE and s.is_built()]
+           if isinstance(s, DlzNamed) and s.name not in REFERENCE_SERVERS and s.is_built()]
 UPDATABLE = [d for d in DRIVERS if not get_server(d).needs_reload]
 # The store runs a database server of its own (PostgreSQL, MariaDB, slapd).
 WITH_SERVER = [d for d in DRIVERS if get_server(d).store_object().has_server]
@@ -95,7 +95,7 @@ def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = data_set()
     with ExitStack() as stack:
         loaders = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
-                  for d in [*REFERENCE, *DRIVERS]}
+                  for d in [*REFERENCE_SERVERS, *DRIVERS]}
         named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
                  for d, s in loaders.items()}
         yield Fleet(run_dir, zones, loaders, named)

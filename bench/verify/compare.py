@@ -19,9 +19,7 @@ from bench.verify.bind_classes import (
     without_dnssec_material,
 )
 from bench.verify.other_classes import OTHER_CLASSES, ServerBehaviour
-from servers import DLZ_CEILING as MEMORY
-from servers import REFERENCE as NATIVE
-from servers import get_server
+from servers import DLZ_CEILING, REFERENCE, get_server
 from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES
 from servers.dnsserver import DnsServer
 from zonedata.derive import Query
@@ -140,13 +138,13 @@ def detail(query: Query, diff: tuple[Answer, Answer] | None) -> str:
 # --- every server side by side ----------------------------------------------------------------
 
 # The two references: native BIND, and the memory driver (a perfect DLZ module).
-REFERENCE = (NATIVE, MEMORY)
+REFERENCE_SERVERS = (REFERENCE, DLZ_CEILING)
 
 
 def references_for(names: Iterable[str]) -> list[str]:
     """The servers a comparison of `names` needs besides them: native BIND, and the server
     each must answer exactly as (the memory driver for a DLZ driver)."""
-    needed = [NATIVE, *(get_server(name).same_answers_as for name in names)]
+    needed = [REFERENCE, *(get_server(name).same_answers_as for name in names)]
     return [name for name in dict.fromkeys(needed) if name is not None]
 
 
@@ -163,13 +161,13 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
     dnssec sets the DO bit on every query.
     """
     facts = ZoneFacts.of(zones)
-    judged = {name: name for name in servers if name != NATIVE}
+    judged = {name: name for name in servers if name != REFERENCE}
     followers = {name: leader for name in judged
                  if (leader := get_server(name).same_answers_as) not in (None, name)}
     leaders = [name for name in judged if name not in followers]
     results = {name: Comparison(name) for name in judged}
     for query in queries:
-        native = ask(servers[NATIVE], query, dnssec)
+        native = ask(servers[REFERENCE], query, dnssec)
         replies = {name: ask(servers[name], query, dnssec) for name in leaders}
         verdicts = {}
         for name in leaders:
@@ -184,7 +182,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
-            native_rrs = transfer(servers[NATIVE], zone.origin)
+            native_rrs = transfer(servers[REFERENCE], zone.origin)
             leader_rrs = {name: transfer(servers[name], zone.origin) for name in leaders}
             verdicts = {}
             for name in leaders:
