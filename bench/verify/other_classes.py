@@ -255,7 +255,7 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         _nsec_referral),
     ServerBehaviour(
         "knot-rdata-name-case", _NAME_CASE,
-        "Knot loaders names in lower case when it loads a zone and compresses names "
+        "Knot stores names in lower case when it loads a zone and compresses names "
         "case-insensitively against the query name",
         _rdata_name_case),
     ServerBehaviour(
