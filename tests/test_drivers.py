@@ -86,7 +86,7 @@ def by_origin(zones: list[Zone], origin: str) -> Zone:
 class Fleet:
     run_dir: Path
     zones: list[Zone]
-    loaders: dict[str, LoadedStore]
+    stores: dict[str, LoadedStore]
     named: dict[str, Named]
 
 
@@ -94,11 +94,11 @@ class Fleet:
 def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = data_set()
     with ExitStack() as stack:
-        loaders = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
+        stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
                   for d in [*REFERENCE_SERVERS, *DRIVERS]}
         named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
-                 for d, s in loaders.items()}
-        yield Fleet(run_dir, zones, loaders, named)
+                 for d, s in stores.items()}
+        yield Fleet(run_dir, zones, stores, named)
 
 
 def ask_concurrently(named: Named, queries: list[Query], clients: int = CLIENTS

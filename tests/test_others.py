@@ -45,7 +45,7 @@ THREADS = 2
 @dataclass
 class Fleet:
     zones: list[Zone]
-    loaders: dict[str, LoadedStore]
+    stores: dict[str, LoadedStore]
     servers: dict[str, DnsServer]
 
 
@@ -53,11 +53,11 @@ class Fleet:
 def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = coverage_zones()
     with ExitStack() as stack:
-        loaders = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
+        stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
                   for d in [REFERENCE, *OTHERS]}
         servers = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
-                   for d, s in loaders.items()}
-        yield Fleet(zones, loaders, servers)
+                   for d, s in stores.items()}
+        yield Fleet(zones, stores, servers)
 
 
 @pytest.fixture(scope="module")
