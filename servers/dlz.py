@@ -42,7 +42,7 @@ def dlz_clause(name: str, library: Path, args: Mapping[str, str]) -> str:
 
 
 # The differences BIND's own DLZ path makes from native BIND with a perfect driver (the memory
-# driver): bench/verify/'s BIND classes, each with its mechanism in BIND's code.
+# driver): BIND_CLASSES in bench/verify/bind_classes.py, each with its mechanism in BIND's code.
 DLZ_PATH_CLASSES = ("root-zone", "ds-parent-side", "soa-nxdomain-ttl", "any-at-ent",
                     "any-at-delegation", "nsec-at-cname", "cross-zone-chain")
 # What the same path leaves out of, or changes in, a signed zone's answers (DO bit set, or an

@@ -30,8 +30,9 @@ class ServerKind(ABC):
     # set that would not fit out, as not measured, instead of driving the machine out of
     # memory.
     kib_per_record: float | None = None
-    # The known differences of its answers from native BIND's: names of bench/verify/'s
-    # classes, each measured on the coverage set and explained by a mechanism of the server.
+    # The known differences of its answers from native BIND's: names of the classes in
+    # bench/verify/bind_classes.py and other_classes.py, each measured on the coverage set and
+    # explained by a mechanism of the server.
     # Any other difference is a wrong answer.
     answer_classes: tuple[str, ...] = ()
     # Those seen only on signed data asked with the DO bit (`verify --dnssec`, `run --signed`).

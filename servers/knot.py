@@ -101,7 +101,8 @@ class KnotServer(ServerKind):
     """Knot answering from the native store's zone files."""
 
     needs_reload: bool = True  # knotd reads zone files at start and on zone-reload only
-    # Measured on the coverage set (bench/verify/ OTHER_CLASSES), in the order they apply.
+    # Measured on the coverage set (OTHER_CLASSES in bench/verify/other_classes.py), in the
+    # order they apply.
     answer_classes: tuple[str, ...] = ("knot-rdata-name-case", "knot-any-one-rrset",
                                        "knot-minimal-authority", "knot-root-glue")
     dnssec_classes: tuple[str, ...] = ("knot-rrsig-one-rrset", "knot-nsec-at-delegation")

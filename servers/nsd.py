@@ -104,7 +104,8 @@ class NsdServer(ServerKind):
     """NSD answering from the native store's zone files."""
 
     needs_reload: bool = True  # NSD reads zone files at start and on SIGHUP only
-    # Measured on the coverage set (bench/verify/ OTHER_CLASSES), in the order they apply.
+    # Measured on the coverage set (OTHER_CLASSES in bench/verify/other_classes.py), in the
+    # order they apply.
     answer_classes: tuple[str, ...] = ("nsd-rdata-name-case", "nsd-any-one-rrset",
                                        "nsd-nsec-at-cname", "nsd-cross-zone-chain",
                                        "nsd-root-glue")

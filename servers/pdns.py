@@ -34,8 +34,8 @@ CACHES_OFF: Mapping[str, str] = {
 }
 
 
-# Measured on the coverage set (bench/verify/ OTHER_CLASSES), in the order they apply; the
-# same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
+# Measured on the coverage set (OTHER_CLASSES in bench/verify/other_classes.py), in the order
+# they apply; the same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
 PDNS_CLASSES = ("pdns-8bit-dns", "pdns-rdata-name-case", "pdns-any-to-tcp",
                 "pdns-minimal-authority", "pdns-dname-off", "pdns-nsec-at-cname",
                 "pdns-root-glue")

@@ -34,25 +34,14 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify import (
-    REFERENCE,
-    UDP_PAYLOAD,
-    Comparison,
-    Query,
-    Reply,
-    ask,
-    compare_answers,
-    compare_servers,
-    complete,
-    derive_queries,
-    detail,
-    transfer,
-)
+from bench.verify.answers import UDP_PAYLOAD, Reply, ask, compare_answers, complete, transfer
+from bench.verify.compare import REFERENCE_SERVERS, Comparison, compare_servers, detail
 from loaders.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
 from loaders.store import DEFAULT_XFR_CLIENTS
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from zonedata.derive import Query, derive_queries
 from zonedata.generator import coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
 from zonedata.zonefiles import read_zone_dir
@@ -72,7 +61,7 @@ def _dlz(driver: str) -> DlzNamed:
 
 # The DLZ drivers (other servers, PowerDNS, NSD and Knot, are tests/test_others.py's).
 DRIVERS = [s.name for s in SERVERS
-           if isinstance(s, DlzNamed) and s.name not in REFERENCE and s.is_built()]
+           if isinstance(s, DlzNamed) and s.name not in REFERENCE_SERVERS and s.is_built()]
 UPDATABLE = [d for d in DRIVERS if not get_server(d).needs_reload]
 # The store runs a database server of its own (PostgreSQL, MariaDB, slapd).
 WITH_SERVER = [d for d in DRIVERS if get_server(d).store_object().has_server]
@@ -106,7 +95,7 @@ def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = data_set()
     with ExitStack() as stack:
         stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
-                  for d in [*REFERENCE, *DRIVERS]}
+                  for d in [*REFERENCE_SERVERS, *DRIVERS]}
         named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
                  for d, s in stores.items()}
         yield Fleet(run_dir, zones, stores, named)

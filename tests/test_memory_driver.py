@@ -4,8 +4,8 @@ The same data set goes into zone files that named loads itself and into the memo
 file that named reads through drivers/memory/dlz_memory.so. Both named answer the same
 queries, compared by bench.verify (rcode, AA/TC and the three sections as sets of RRs, TTLs
 included; truncated answers over TCP). The only differences allowed are BIND's own DLZ-path
-differences, bench.verify.BIND_CLASSES, each checked there for its exact shape; the hand-built
-zones below make every one of them occur.
+differences, bench.verify.bind_classes.BIND_CLASSES, each checked there for its exact shape;
+the hand-built zones below make every one of them occur.
 
 Then what only the memory driver can show (one backend fetch per query, a backend outage,
 reload), the ASan build under a concurrent query loop, and named under Valgrind.
@@ -30,21 +30,17 @@ import dns.rcode
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.verify import (
-    BIND_CLASSES,
+from bench.verify.answers import (
     UDP_PAYLOAD,
-    UNSIGNED_PATH_CLASSES,
-    Query,
     Reply,
-    ZoneFacts,
     ask,
-    classify,
     compare_answers,
-    compare_servers,
     complete,
     reduce,
     transfer,
 )
+from bench.verify.bind_classes import BIND_CLASSES, UNSIGNED_PATH_CLASSES, ZoneFacts
+from bench.verify.compare import classify, compare_servers
 from loaders import native
 from loaders.memory import STORE
 from servers import get_server
@@ -52,6 +48,7 @@ from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.native import NativeNamed
 from tests.benchcli import bench_env
+from zonedata.derive import Query
 from zonedata.generator import coverage_zones, longest_name
 from zonedata.model import Zone, empty_nonterminals, make_record
 

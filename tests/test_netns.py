@@ -29,7 +29,8 @@ from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.serving import loaded_store
-from bench.verify import ask, compare_answers, derive_queries, detail
+from bench.verify.answers import ask, compare_answers
+from bench.verify.compare import detail
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import LdapServer
@@ -39,6 +40,7 @@ from loaders.pg import STORE as PG_STORE
 from servers import get_server
 from servers.dlz import DlzNamed
 from servers.named import Named
+from zonedata.derive import derive_queries
 from zonedata.generator import coverage_zones
 
 # make deps builds toxiproxy only where Go 1.23+ is installed (Debian 12's own Go is older).

@@ -2,7 +2,8 @@
 Knot, each a private instance over its store, judged against native BIND.
 
   - every row serves the coverage set and answers as native BIND does apart from its own
-    named classes (bench/verify/ OTHER_CLASSES), each of which the coverage set exercises;
+    named classes (OTHER_CLASSES in bench/verify/other_classes.py), each of which the coverage
+    set exercises;
   - a store update reaches each of them (after the reload its registry line asks for);
   - the runner's thread knob becomes each server's own setting;
   - Ctrl-C of a bench command leaves no pdns_server, nsd or knotd behind;
@@ -27,11 +28,12 @@ import pytest
 from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify import DRIVER, Comparison, compare_servers, derive_queries
+from bench.verify.compare import DRIVER, Comparison, compare_servers
 from servers import REFERENCE, SERVERS, get_server
 from servers.dlz import DlzNamed
 from servers.dnsserver import DnsServer
 from tests.benchcli import bench_env, interrupt_when, processes_under
+from zonedata.derive import derive_queries
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone, make_record
 

@@ -24,24 +24,15 @@ from base.errors import UserError
 from bench.commands import cli
 from bench.measure.loading import timed_load
 from bench.measure.serving import serving
-from bench.verify import (
-    BIND_CLASSES,
-    DNSSEC_TYPES,
-    REFERENCE,
-    Answer,
-    ZoneFacts,
-    ask,
-    classify,
-    classify_transfer,
-    compare_servers,
-    complete,
-    derive_queries,
-)
+from bench.verify.answers import Answer, ask, complete
+from bench.verify.bind_classes import BIND_CLASSES, DNSSEC_TYPES, ZoneFacts
+from bench.verify.compare import REFERENCE_SERVERS, classify, classify_transfer, compare_servers
 from loaders import get_store
 from loaders.berkeley import decode_records, encode_lines, record_line
 from loaders.ldap import parse_record_value, record_value
 from servers import DLZ_CEILING, SERVERS, get_server, store_names
 from servers.named import Named
+from zonedata.derive import derive_queries
 from zonedata.generator import CHILD_ORIGIN, COVERAGE_ORIGIN, coverage_zones, generate
 from zonedata.model import Zone, canonical_set, make_record
 from zonedata.signing import (
@@ -202,7 +193,7 @@ def test_every_store_round_trips_the_signed_set(store_name: str, run_dir: Path,
 # BIND's DLZ drivers: what BIND's DLZ path does with signed data is this file's question (the
 # other servers are judged by their own classes, measured on unsigned data).
 DRIVERS = [s.name for s in SERVERS
-           if s.same_answers_as == DLZ_CEILING and s.name not in REFERENCE and s.is_built()]
+           if s.same_answers_as == DLZ_CEILING and s.name not in REFERENCE_SERVERS and s.is_built()]
 # What the signed coverage set must show through BIND's DLZ path, each at least once.
 EXPECTED_CLASSES = {"unsigned-answer", "unsigned-wildcard", "nodata-no-proof",
                     "nxdomain-no-proof", "referral-no-ds", "referral-no-proof",
@@ -214,7 +205,7 @@ def fleet(run_dir: Path, signed: list[Zone]) -> Iterator[dict[str, Named]]:
     with ExitStack() as stack:
         yield {d: stack.enter_context(serving(d, lambda: iter(signed), run_dir / f"do-{d}",
                                               threads=2)).named
-               for d in [*REFERENCE, *DRIVERS]}
+               for d in [*REFERENCE_SERVERS, *DRIVERS]}
 
 
 def test_native_answers_with_signatures_when_do_is_set(fleet: dict[str, Named]) -> None:
@@ -259,7 +250,7 @@ def test_verify_with_do_on_nsec3_zones(run_dir: Path, tmp_path: Path) -> None:
                         nsec3=True)
     with ExitStack() as stack:
         named = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / f"n3-{d}"))
-                 .named for d in REFERENCE}
+                 .named for d in REFERENCE_SERVERS}
         results = compare_servers(named, derive_queries(zones), zones, dnssec=True)
     memory = results["memory"]
     assert memory.driver_differences == 0, "\n".join(memory.differences[:5])
@@ -268,7 +259,7 @@ def test_verify_with_do_on_nsec3_zones(run_dir: Path, tmp_path: Path) -> None:
 
 # Servers other than BIND that `run --signed` measures: they read the signed zone files
 # themselves (NSD, Knot), so they answer with DO as any DNSSEC server does.
-OTHERS = [s.name for s in SERVERS if s.same_answers_as is None and s.name not in REFERENCE
+OTHERS = [s.name for s in SERVERS if s.same_answers_as is None and s.name not in REFERENCE_SERVERS
           and s.cannot_serve_signed is None and s.is_built()]
 
 

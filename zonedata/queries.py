@@ -40,7 +40,8 @@ NODATA_TYPES = ("A", "AAAA", "MX", "TXT", "SRV", "CAA", "NAPTR", "SSHFP", "HINFO
 NXDOMAIN_PREFIX = "nxd-"
 _DNSPERF_SAFE_OCTETS = frozenset(range(0x21, 0x7F)) | {0}
 # Types of a signed zone that no client asks for by name (a resolver gets them with the DO bit)
-# and that a DLZ answer differs on by BIND's own classes (bench/verify/): not sampled as hits.
+# and that a DLZ answer differs on by BIND's own classes (bench/verify/bind_classes.py): not
+# sampled as hits.
 _SIGNER_ONLY_TYPES = frozenset({"RRSIG", "NSEC", "NSEC3", "NSEC3PARAM"})
 
 

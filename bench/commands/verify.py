@@ -18,16 +18,9 @@ from bench.measure.datasets import (
     zone_source,
 )
 from bench.measure.serving import serving
-from bench.verify import (
-    DRIVER,
-    KNOWN_CLASSES,
-    Comparison,
-    Query,
-    compare_servers,
-    derive_queries,
-    references_for,
-)
+from bench.verify.compare import DRIVER, KNOWN_CLASSES, Comparison, compare_servers, references_for
 from servers import REFERENCE, selected_servers
+from zonedata.derive import Query, derive_queries
 from zonedata.model import Zone
 from zonedata.queries import read_query_file
 

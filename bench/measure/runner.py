@@ -30,11 +30,14 @@ from bench.measure import accounting, capacity
 from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, QpsSummary, Results, save_results
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify import Answer, Query, ZoneFacts, ask, classify, compare_answers
+from bench.verify.answers import Answer, ask, compare_answers
+from bench.verify.bind_classes import ZoneFacts
+from bench.verify.compare import classify
 from databases.url import PRIVATE, StoreUrls
 from servers.dnsserver import DnsServer
 from servers.external import ExternalServer, Target
 from servers.kind import ServerKind
+from zonedata.derive import Query
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
 
