@@ -174,7 +174,6 @@ struct bdb_owner_read {
 	struct bdb_conn *c;
 	const struct dlz_fetch_req *req;
 	const char *zone;
-	size_t zone_len;
 	struct dlz_rowset *out;
 };
 
@@ -187,7 +186,7 @@ bdb_fetch_owner(void *ctx, const char *owner, bool *found) {
 	size_t len;
 
 	*found = false;
-	if (!bdb_make_key(c, 'D', r->zone, r->zone_len, owner, strlen(owner))) {
+	if (!bdb_make_key(c, 'D', r->zone, strlen(r->zone), owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
 	switch (bdb_get_into(c, &c->value, &len)) {
@@ -213,20 +212,8 @@ bdb_probe_zone(void *ctx, unsigned i) {
 static int
 bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdb_owner_read r = { .c = conn, .req = req, .out = out };
-	int z;
 
-	if (!dlz_find_zone(req, 0, bdb_probe_zone, &r, &z)) {
-		return DLZ_ERROR;
-	}
-	if (z < 0) {
-		return DLZ_OK;
-	}
-	r.zone = req->names[z];
-	r.zone_len = strlen(r.zone);
-	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
-		return DLZ_ERROR;
-	}
-	return dlz_read_owners(req, z, 0, bdb_fetch_owner, &r);
+	return dlz_fetch_zone_owners(req, out, 0, 0, bdb_probe_zone, bdb_fetch_owner, &r, &r.zone);
 }
 
 /*

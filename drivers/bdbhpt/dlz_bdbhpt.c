@@ -443,20 +443,10 @@ bdbhpt_probe_zone(void *ctx, unsigned i) {
 static int
 bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdbhpt_owner_read r = { .c = conn, .req = req, .out = out };
-	int z;
 
-	if (!dlz_find_zone(req, 0, bdbhpt_probe_zone, &r, &z)) {
-		return DLZ_ERROR;
-	}
-	if (z < 0) {
-		return DLZ_OK;
-	}
-	r.zone = req->names[z];
-	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
-		return DLZ_ERROR;
-	}
-	/* Every node is read under the one generation read above: the zone as it was then. */
-	return dlz_read_owners(req, z, 0, bdbhpt_fetch_owner, &r);
+	/* Every node is read under the one generation the probe read: the zone as it was then. */
+	return dlz_fetch_zone_owners(req, out, 0, 0, bdbhpt_probe_zone, bdbhpt_fetch_owner, &r,
+				     &r.zone);
 }
 
 /* The owner list of one generation, then one dns_data get per owner. */

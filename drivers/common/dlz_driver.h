@@ -196,6 +196,15 @@ typedef int dlz_owner_reader(void *ctx, const char *owner, bool *found);
  */
 int dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,
 		    void *ctx);
+/*
+ * The whole fetch of such a backend: dlz_find_zone from first; when a zone is found, it is
+ * reported (req->names[z], also put in *zone unless zone is NULL, before the first read) and
+ * its owners are read by dlz_read_owners down to last. DLZ_OK (also when no name is a zone)
+ * or DLZ_ERROR.
+ */
+int dlz_fetch_zone_owners(const struct dlz_fetch_req *req, struct dlz_rowset *out,
+			  unsigned first, int last, dlz_zone_probe *probe, dlz_owner_reader *read,
+			  void *ctx, const char **zone);
 
 /* Does key lie in zone (equal or below)? Both keys; the root "." contains everything. */
 bool dlz_key_in_zone(const char *key, const char *zone);
