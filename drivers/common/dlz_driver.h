@@ -7,11 +7,11 @@
  * connection pool, reconnects, argument parsing and logging. A driver is one `struct
  * dlz_backend` named `dlz_backend` that reads its store; it never sees a BIND type.
  *
- * Names are *keys*, spelled as loaders.model.name_key writes them into every store: absolute
- * names in presentation form without the final dot, lower case ("www.example.com",
- * "a\\032b.example", "*.w.example"), with "@" and "$" unescaped; the root is ".". The core
- * turns BIND's spelling (which escapes "@" and "$") into keys, so every lookup a backend
- * makes is an exact match on keys.
+ * Names are *keys*, spelled as zonedata.model.name_key makes them for every loader
+ * (loaders/<backend>.py) to write into its store: absolute names in presentation form without
+ * the final dot, lower case ("www.example.com", "a\\032b.example", "*.w.example"), with "@"
+ * and "$" unescaped; the root is ".". The core turns BIND's spelling (which escapes "@" and
+ * "$") into keys, so every lookup a backend makes is an exact match on keys.
  */
 #ifndef DLZ_DRIVER_H
 #define DLZ_DRIVER_H
