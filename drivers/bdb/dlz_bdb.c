@@ -28,47 +28,30 @@
 /* Upper bound of each connection's cache (the loader's size): a private cache takes most of
  * its memory from the heap as pages are read (about 17 MB of tables up front). */
 #define CACHE_BYTES (256U * 1024 * 1024)
-/* "D <zone> <owner>": two keys and three separators. */
-#define KEY_CAP (2 * DLZ_KEY_MAX + 4)
 
-enum bdb_get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
-
-/* One connection: its own handle (and so its own cache) and buffers. */
+/* One connection: its own handle (and so its own cache), its key and buffers. */
 struct bdb_conn {
+	struct dlz_bdb_conn bdb; /* first: the connection is freed through it */
 	DB *db;
 	DBTYPE type;
-	char key[KEY_CAP];
-	size_t key_len;
-	struct dlz_bdb_buf value;
-	struct dlz_bdb_buf list;
 };
 
-/* ---- buffers and gets ------------------------------------------------------------------- */
+/* ---- keys and gets ---------------------------------------------------------------------- */
 
-/* The value of c->key into b (NUL-terminated, length in *len). */
-static enum bdb_get_result
-bdb_get_into(struct bdb_conn *c, struct dlz_bdb_buf *b, size_t *len) {
-	int rc = dlz_bdb_get(c->db, c->key, c->key_len, b, len);
-
-	if (rc == DB_NOTFOUND) {
-		return GET_MISSING;
-	}
-	if (rc != 0) {
-		dlz_log_error_limited("DB->get(%.*s): %s", (int)c->key_len, c->key,
-				      db_strerror(rc));
-		return GET_ERROR;
-	}
-	return GET_FOUND;
+/* dlz_bdb_get_failed: rate-limited, as a failing store fails every query. */
+static void
+bdb_get_failed(struct dlz_bdb_conn *k, int rc) {
+	dlz_log_error_limited("DB->get(%.*s): %s", (int)k->key_len, k->key, db_strerror(rc));
 }
 
-/* c->key = "<tag> <a>" or, when b is not NULL, "<tag> <a> <b>"; false if too long. */
+/* The key "<tag> <a>" or, when b is not NULL, "<tag> <a> <b>"; false if too long. */
 static bool
 bdb_make_key(struct bdb_conn *c, char tag, const char *a, size_t a_len, const char *b,
 	     size_t b_len) {
 	size_t len = 2 + a_len + (b != NULL ? 1 + b_len : 0);
-	char *p = c->key;
+	char *p = c->bdb.key;
 
-	if (len > sizeof(c->key)) {
+	if (len > sizeof(c->bdb.key)) {
 		return false;
 	}
 	*p++ = tag;
@@ -79,19 +62,19 @@ bdb_make_key(struct bdb_conn *c, char tag, const char *a, size_t a_len, const ch
 		*p++ = ' ';
 		memcpy(p, b, b_len);
 	}
-	c->key_len = len;
+	c->bdb.key_len = len;
 	return true;
 }
 
 /* Does key exist? One get whose value (empty for Z keys) lands in the value buffer. */
-static enum bdb_get_result
+static enum dlz_bdb_found
 bdb_key_exists(struct bdb_conn *c, char tag, const char *zone) {
 	size_t len;
 
 	if (!bdb_make_key(c, tag, zone, strlen(zone), NULL, 0)) {
-		return GET_MISSING;
+		return DLZ_BDB_MISSING;
 	}
-	return bdb_get_into(c, &c->value, &len);
+	return dlz_bdb_lookup(&c->bdb, c->db, &c->bdb.value, &len);
 }
 
 /* ---- the backend ------------------------------------------------------------------------ */
@@ -101,9 +84,7 @@ bdb_conn_free(struct bdb_conn *c) {
 	if (c->db != NULL) {
 		c->db->close(c->db, 0);
 	}
-	free(c->value.data);
-	free(c->list.data);
-	free(c);
+	dlz_bdb_conn_free(&c->bdb);
 }
 
 static int
@@ -126,13 +107,11 @@ bdb_fini(void *state) {
 static int
 bdb_connect(void *state, void **conn) {
 	const char *path = state;
-	struct bdb_conn *c = calloc(1, sizeof(*c));
+	struct bdb_conn *c = dlz_bdb_conn_new(sizeof(*c), bdb_get_failed);
 	int rc;
 
-	if (c == NULL || !dlz_bdb_buf_reserve(&c->value, DLZ_BDB_BUF_INITIAL) ||
-	    !dlz_bdb_buf_reserve(&c->list, DLZ_BDB_BUF_INITIAL)) {
-		dlz_log(ISC_LOG_ERROR, "out of memory");
-		goto fail;
+	if (c == NULL) {
+		return DLZ_ERROR;
 	}
 	rc = db_create(&c->db, NULL, 0);
 	if (rc == 0) {
@@ -157,9 +136,7 @@ bdb_connect(void *state, void **conn) {
 	*conn = c;
 	return DLZ_OK;
 fail:
-	if (c != NULL) {
-		bdb_conn_free(c);
-	}
+	bdb_conn_free(c);
 	return DLZ_ERROR;
 }
 
@@ -174,7 +151,6 @@ struct bdb_owner_read {
 	struct bdb_conn *c;
 	const struct dlz_fetch_req *req;
 	const char *zone;
-	size_t zone_len;
 	struct dlz_rowset *out;
 };
 
@@ -184,22 +160,12 @@ static int
 bdb_fetch_owner(void *ctx, const char *owner, bool *found) {
 	const struct bdb_owner_read *r = ctx;
 	struct bdb_conn *c = r->c;
-	size_t len;
 
 	*found = false;
-	if (!bdb_make_key(c, 'D', r->zone, r->zone_len, owner, strlen(owner))) {
+	if (!bdb_make_key(c, 'D', r->zone, strlen(r->zone), owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
-	switch (bdb_get_into(c, &c->value, &len)) {
-	case GET_MISSING:
-		return DLZ_OK;
-	case GET_FOUND:
-		*found = true;
-		return dlz_rowset_add_node(r->out, r->zone, owner, c->value.data, len) ? DLZ_OK
-											: DLZ_ERROR;
-	default:
-		return DLZ_ERROR;
-	}
+	return dlz_bdb_read_node(&c->bdb, c->db, r->zone, owner, r->out, found);
 }
 
 /* dlz_zone_probe: one get of "Z <names[i]>". */
@@ -213,25 +179,13 @@ bdb_probe_zone(void *ctx, unsigned i) {
 static int
 bdb_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdb_owner_read r = { .c = conn, .req = req, .out = out };
-	int z;
 
-	if (!dlz_find_zone(req, 0, bdb_probe_zone, &r, &z)) {
-		return DLZ_ERROR;
-	}
-	if (z < 0) {
-		return DLZ_OK;
-	}
-	r.zone = req->names[z];
-	r.zone_len = strlen(r.zone);
-	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
-		return DLZ_ERROR;
-	}
-	return dlz_read_owners(req, z, 0, bdb_fetch_owner, &r);
+	return dlz_fetch_zone_owners(req, out, 0, 0, bdb_probe_zone, bdb_fetch_owner, &r, &r.zone);
 }
 
 /*
- * One btree cursor step: DB_SET_RANGE seeks c->key, DB_NEXT moves on. The key lands in
- * key_buf, the value in c->value, both NUL-terminated. DB_BUFFER_SMALL: the buffers have
+ * One btree cursor step: DB_SET_RANGE seeks c->bdb.key, DB_NEXT moves on. The key lands in
+ * key_buf, the value in c->bdb.value, both NUL-terminated. DB_BUFFER_SMALL: the buffers have
  * been grown and the caller seeks again (whether the cursor moved is not specified).
  */
 static int
@@ -241,27 +195,27 @@ bdb_cursor_step(struct bdb_conn *c, DBC *cursor, struct dlz_bdb_buf *key_buf, ui
 	int rc;
 
 	dlz_bdb_dbt_user(&key, key_buf);
-	dlz_bdb_dbt_user(&value, &c->value);
+	dlz_bdb_dbt_user(&value, &c->bdb.value);
 	if (flags == DB_SET_RANGE) {
-		if (!dlz_bdb_buf_reserve(key_buf, c->key_len + 1)) {
+		if (!dlz_bdb_buf_reserve(key_buf, c->bdb.key_len + 1)) {
 			return ENOMEM;
 		}
 		key.data = key_buf->data;
 		key.ulen = key_buf->cap - 1;
-		memcpy(key_buf->data, c->key, c->key_len);
-		key.size = (uint32_t)c->key_len;
+		memcpy(key_buf->data, c->bdb.key, c->bdb.key_len);
+		key.size = (uint32_t)c->bdb.key_len;
 	}
 	rc = cursor->get(cursor, &key, &value, flags);
 	if (rc == DB_BUFFER_SMALL) {
 		if (!dlz_bdb_buf_reserve(key_buf, (size_t)key.size + 1) ||
-		    !dlz_bdb_buf_reserve(&c->value, (size_t)value.size + 1)) {
+		    !dlz_bdb_buf_reserve(&c->bdb.value, (size_t)value.size + 1)) {
 			return ENOMEM;
 		}
 		return DB_BUFFER_SMALL;
 	}
 	if (rc == 0) {
 		key_buf->data[key.size] = '\0';
-		c->value.data[value.size] = '\0';
+		c->bdb.value.data[value.size] = '\0';
 		*key_len = key.size;
 		*value_len = value.size;
 	}
@@ -270,14 +224,14 @@ bdb_cursor_step(struct bdb_conn *c, DBC *cursor, struct dlz_bdb_buf *key_buf, ui
 
 /*
  * Btree: the nodes of the zone are the keys starting with "D <zone> ", contiguous in key
- * order (a child zone's keys differ right after "D "). c->key is where to seek again after
- * a buffer had to grow: first the prefix, then the successor of the last key returned (that
- * key plus a 0 byte); it always starts with the prefix.
+ * order (a child zone's keys differ right after "D "). c->bdb.key is where to seek again
+ * after a buffer had to grow: first the prefix, then the successor of the last key returned
+ * (that key plus a 0 byte); it always starts with the prefix.
  */
 static int
 bdb_allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
 	size_t prefix_len, key_len = 0, value_len = 0;
-	struct dlz_bdb_buf *key_buf = &c->list;
+	struct dlz_bdb_buf *key_buf = &c->bdb.list;
 	uint32_t flags = DB_SET_RANGE;
 	DBC *cursor = NULL;
 	int rc, result = DLZ_OK;
@@ -285,7 +239,7 @@ bdb_allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *
 	if (!bdb_make_key(c, 'D', zone, strlen(zone), "", 0)) {
 		return DLZ_NOTFOUND;
 	}
-	prefix_len = c->key_len;
+	prefix_len = c->bdb.key_len;
 	rc = c->db->cursor(c->db, NULL, &cursor, 0);
 	if (rc != 0) {
 		dlz_log(ISC_LOG_ERROR, "DB->cursor: %s", db_strerror(rc));
@@ -305,19 +259,19 @@ bdb_allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *
 			result = DLZ_ERROR;
 			break;
 		}
-		if (key_len < prefix_len || memcmp(key_buf->data, c->key, prefix_len) != 0) {
+		if (key_len < prefix_len || memcmp(key_buf->data, c->bdb.key, prefix_len) != 0) {
 			break;
 		}
-		if (key_len + 1 > sizeof(c->key)) {
+		if (key_len + 1 > sizeof(c->bdb.key)) {
 			dlz_log(ISC_LOG_ERROR, "zone %s: key longer than a name allows", zone);
 			result = DLZ_ERROR;
 			break;
 		}
-		memcpy(c->key, key_buf->data, key_len);
-		c->key[key_len] = '\0';
-		c->key_len = key_len + 1;
-		result = dlz_node_walk(zone, key_buf->data + prefix_len, c->value.data, value_len, cb,
-				   ctx);
+		memcpy(c->bdb.key, key_buf->data, key_len);
+		c->bdb.key[key_len] = '\0';
+		c->bdb.key_len = key_len + 1;
+		result = dlz_node_walk(zone, key_buf->data + prefix_len, c->bdb.value.data,
+				       value_len, cb, ctx);
 		if (result != DLZ_OK) {
 			break;
 		}
@@ -327,61 +281,39 @@ bdb_allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *
 	return result;
 }
 
-/* Hash: the owner list "X <zone>", then one get per owner. */
+/* Hash: the owner list "X <zone>", then one get of "D <zone> <owner>" per owner. */
 static int
 bdb_allnodes_hash(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *ctx) {
-	size_t zone_len = strlen(zone), list_len, value_len;
-	char *pos, *end, *owner;
+	size_t zone_len = strlen(zone), list_len;
+	enum dlz_bdb_found list;
+	const char *gone;
+	int rc;
 
 	if (!bdb_make_key(c, 'X', zone, zone_len, NULL, 0)) {
 		return DLZ_NOTFOUND;
 	}
-	switch (bdb_get_into(c, &c->list, &list_len)) {
-	case GET_MISSING:
-		dlz_log(ISC_LOG_ERROR, "zone %s has no owner list (X key)", zone);
+	list = dlz_bdb_lookup(&c->bdb, c->db, &c->bdb.list, &list_len);
+	if (list != DLZ_BDB_FOUND) {
+		if (list == DLZ_BDB_MISSING) {
+			dlz_log(ISC_LOG_ERROR, "zone %s has no owner list (X key)", zone);
+		}
 		return DLZ_ERROR;
-	case GET_ERROR:
-		return DLZ_ERROR;
-	case GET_FOUND:
-		break;
 	}
-	pos = c->list.data;
-	end = pos + list_len;
-	while ((owner = dlz_next_line(&pos, end)) != NULL) {
-		int rc;
-
-		if (!bdb_make_key(c, 'D', zone, zone_len, owner, strlen(owner))) {
-			return DLZ_ERROR;
-		}
-		switch (bdb_get_into(c, &c->value, &value_len)) {
-		case GET_MISSING:
-			dlz_log(ISC_LOG_ERROR, "zone %s lists owner %s without its node", zone,
-				owner);
-			return DLZ_ERROR;
-		case GET_ERROR:
-			return DLZ_ERROR;
-		case GET_FOUND:
-			break;
-		}
-		rc = dlz_node_walk(zone, owner, c->value.data, value_len, cb, ctx);
-		if (rc != DLZ_OK) {
-			return rc;
-		}
+	bdb_make_key(c, 'D', zone, zone_len, "", 0); /* fits: a zone is shorter than a key */
+	rc = dlz_bdb_walk_owners(&c->bdb, c->db, zone, list_len, cb, ctx, &gone);
+	if (gone != NULL) {
+		dlz_log(ISC_LOG_ERROR, "zone %s lists owner %s without its node", zone, gone);
 	}
-	return DLZ_OK;
+	return rc;
 }
 
 static int
 bdb_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	struct bdb_conn *c = conn;
+	int rc = dlz_bdb_if_zone(bdb_key_exists(c, 'Z', zone), DLZ_OK);
 
-	switch (bdb_key_exists(c, 'Z', zone)) {
-	case GET_MISSING:
-		return DLZ_NOTFOUND;
-	case GET_ERROR:
-		return DLZ_ERROR;
-	case GET_FOUND:
-		break;
+	if (rc != DLZ_OK) {
+		return rc;
 	}
 	return c->type == DB_BTREE ? bdb_allnodes_btree(c, zone, cb, ctx)
 				   : bdb_allnodes_hash(c, zone, cb, ctx);
@@ -390,28 +322,17 @@ bdb_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 static int
 bdb_allowxfr(void *conn, const char *zone, const char *client) {
 	struct bdb_conn *c = conn;
-	size_t len;
+	int rc;
 
 	if (!bdb_make_key(c, 'A', zone, strlen(zone), NULL, 0)) {
 		return DLZ_NOTFOUND;
 	}
-	switch (bdb_get_into(c, &c->list, &len)) {
-	case GET_ERROR:
-		return DLZ_ERROR;
-	case GET_MISSING:
-		/* No ACL: nobody may transfer the zone, if it exists at all. */
-		switch (bdb_key_exists(c, 'Z', zone)) {
-		case GET_FOUND:
-			return DLZ_DENIED;
-		case GET_MISSING:
-			return DLZ_NOTFOUND;
-		default:
-			return DLZ_ERROR;
-		}
-	case GET_FOUND:
-		break;
+	rc = dlz_bdb_acl_check(&c->bdb, c->db, client);
+	if (rc != DLZ_NOTFOUND) {
+		return rc;
 	}
-	return dlz_lines_contain(c->list.data, len, client) ? DLZ_OK : DLZ_DENIED;
+	/* No ACL: nobody may transfer the zone, if it exists at all. */
+	return dlz_bdb_if_zone(bdb_key_exists(c, 'Z', zone), DLZ_DENIED);
 }
 
 static const char *const bdb_keys[] = { "file", NULL };

@@ -40,10 +40,6 @@
 #define DATA_FILE "dns.db"
 /* A generation id is 16 hex digits; anything much longer is not ours. */
 #define GEN_MAX 64
-/* "<gen> <owner>" */
-#define KEY_CAP (GEN_MAX + 1 + DLZ_KEY_MAX)
-
-enum bdbhpt_get_result { GET_ERROR = -1, GET_MISSING = 0, GET_FOUND = 1 };
 
 struct bdbhpt_mode {
 	const char *name;
@@ -89,19 +85,16 @@ struct bdbhpt_state {
 };
 
 struct bdbhpt_conn {
+	struct dlz_bdb_conn bdb; /* first: the connection is freed through it */
 	struct bdbhpt_env *env;
 	bool own_env;
 	DB *zone_db;
 	DB *data_db;
 	DB *xfr_db;
 	DB *client_db;
-	char key[KEY_CAP];
-	size_t key_len;
-	struct dlz_bdb_buf value;
-	struct dlz_bdb_buf list;
 };
 
-/* ---- buffers and gets ------------------------------------------------------------------- */
+/* ---- keys and gets ---------------------------------------------------------------------- */
 
 static void
 bdbhpt_env_failed(struct bdbhpt_env *env, int rc) {
@@ -110,58 +103,53 @@ bdbhpt_env_failed(struct bdbhpt_env *env, int rc) {
 	}
 }
 
-/* The value of c->key in db into b (NUL-terminated, length in *len). */
-static enum bdbhpt_get_result
-bdbhpt_get_into(struct bdbhpt_conn *c, DB *db, struct dlz_bdb_buf *b, size_t *len) {
-	int rc = dlz_bdb_get(db, c->key, c->key_len, b, len);
+/* dlz_bdb_get_failed: marks an environment that needs recovery; rate-limited, as a failing
+ * store fails every query. */
+static void
+bdbhpt_get_failed(struct dlz_bdb_conn *k, int rc) {
+	const struct bdbhpt_conn *c = (const struct bdbhpt_conn *)k; /* k is its first member */
 
-	if (rc == DB_NOTFOUND) {
-		return GET_MISSING;
-	}
-	if (rc != 0) {
-		bdbhpt_env_failed(c->env, rc);
-		dlz_log_error_limited("get %.*s: %s", (int)c->key_len, c->key, db_strerror(rc));
-		return GET_ERROR;
-	}
-	return GET_FOUND;
+	bdbhpt_env_failed(c->env, rc);
+	dlz_log_error_limited("get %.*s: %s", (int)k->key_len, k->key, db_strerror(rc));
 }
 
-/* c->key = a, or "a b" when b is not NULL; false if too long for any key of the store. */
+/* The key a, or "a b" when b is not NULL; false if too long for any key of the store. */
 static bool
 bdbhpt_make_key(struct bdbhpt_conn *c, const char *a, size_t a_len, const char *b, size_t b_len) {
 	size_t len = a_len + (b != NULL ? 1 + b_len : 0);
+	char *key = c->bdb.key;
 
-	if (len > sizeof(c->key)) {
+	if (len > sizeof(c->bdb.key)) {
 		return false;
 	}
-	memcpy(c->key, a, a_len);
+	memcpy(key, a, a_len);
 	if (b != NULL) {
-		c->key[a_len] = ' ';
-		memcpy(c->key + a_len + 1, b, b_len);
+		key[a_len] = ' ';
+		memcpy(key + a_len + 1, b, b_len);
 	}
-	c->key_len = len;
+	c->bdb.key_len = len;
 	return true;
 }
 
 /* The generation of zone into gen (NUL-terminated, at most GEN_MAX). */
-static enum bdbhpt_get_result
+static enum dlz_bdb_found
 bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX + 1]) {
-	enum bdbhpt_get_result found;
+	enum dlz_bdb_found found;
 	size_t len;
 
 	if (!bdbhpt_make_key(c, zone, strlen(zone), NULL, 0)) {
-		return GET_MISSING;
+		return DLZ_BDB_MISSING;
 	}
-	found = bdbhpt_get_into(c, c->zone_db, &c->value, &len);
-	if (found != GET_FOUND) {
+	found = dlz_bdb_lookup(&c->bdb, c->zone_db, &c->bdb.value, &len);
+	if (found != DLZ_BDB_FOUND) {
 		return found;
 	}
-	if (len == 0 || len > GEN_MAX || memchr(c->value.data, ' ', len) != NULL) {
+	if (len == 0 || len > GEN_MAX || memchr(c->bdb.value.data, ' ', len) != NULL) {
 		dlz_log_error_limited("zone %s has a malformed generation id", zone);
-		return GET_ERROR;
+		return DLZ_BDB_ERROR;
 	}
-	memcpy(gen, c->value.data, len + 1);
-	return GET_FOUND;
+	memcpy(gen, c->bdb.value.data, len + 1);
+	return DLZ_BDB_FOUND;
 }
 
 /* ---- environments ----------------------------------------------------------------------- */
@@ -333,9 +321,7 @@ bdbhpt_conn_free(struct bdbhpt_conn *c) {
 	if (c->own_env && c->env != NULL) {
 		bdbhpt_env_free(c->env);
 	}
-	free(c->value.data);
-	free(c->list.data);
-	free(c);
+	dlz_bdb_conn_free(&c->bdb);
 }
 
 static int
@@ -359,13 +345,11 @@ bdbhpt_open_db(struct bdbhpt_env *env, const char *name, DB **db) {
 static int
 bdbhpt_connect(void *state, void **conn) {
 	struct bdbhpt_state *s = state;
-	struct bdbhpt_conn *c = calloc(1, sizeof(*c));
+	struct bdbhpt_conn *c = dlz_bdb_conn_new(sizeof(*c), bdbhpt_get_failed);
 	char *home;
 
-	if (c == NULL || !dlz_bdb_buf_reserve(&c->value, DLZ_BDB_BUF_INITIAL) ||
-	    !dlz_bdb_buf_reserve(&c->list, DLZ_BDB_BUF_INITIAL)) {
-		dlz_log(ISC_LOG_ERROR, "out of memory");
-		goto fail;
+	if (c == NULL) {
+		return DLZ_ERROR;
 	}
 	if (s->shared != NULL) {
 		c->env = s->shared;
@@ -386,9 +370,7 @@ bdbhpt_connect(void *state, void **conn) {
 	*conn = c;
 	return DLZ_OK;
 fail:
-	if (c != NULL) {
-		bdbhpt_conn_free(c);
-	}
+	bdbhpt_conn_free(c);
 	return DLZ_ERROR;
 }
 
@@ -414,22 +396,12 @@ static int
 bdbhpt_fetch_owner(void *ctx, const char *owner, bool *found) {
 	const struct bdbhpt_owner_read *r = ctx;
 	struct bdbhpt_conn *c = r->c;
-	size_t len;
 
 	*found = false;
 	if (!bdbhpt_make_key(c, r->gen, strlen(r->gen), owner, strlen(owner))) {
 		return DLZ_OK; /* longer than any key of the store */
 	}
-	switch (bdbhpt_get_into(c, c->data_db, &c->value, &len)) {
-	case GET_MISSING:
-		return DLZ_OK;
-	case GET_FOUND:
-		*found = true;
-		return dlz_rowset_add_node(r->out, r->zone, owner, c->value.data, len) ? DLZ_OK
-											: DLZ_ERROR;
-	default:
-		return DLZ_ERROR;
-	}
+	return dlz_bdb_read_node(&c->bdb, c->data_db, r->zone, owner, r->out, found);
 }
 
 /* dlz_zone_probe: one dns_zone get of names[i]; its generation is then r->gen. */
@@ -443,101 +415,60 @@ bdbhpt_probe_zone(void *ctx, unsigned i) {
 static int
 bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdbhpt_owner_read r = { .c = conn, .req = req, .out = out };
-	int z;
 
-	if (!dlz_find_zone(req, 0, bdbhpt_probe_zone, &r, &z)) {
-		return DLZ_ERROR;
-	}
-	if (z < 0) {
-		return DLZ_OK;
-	}
-	r.zone = req->names[z];
-	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
-		return DLZ_ERROR;
-	}
-	/* Every node is read under the one generation read above: the zone as it was then. */
-	return dlz_read_owners(req, z, 0, bdbhpt_fetch_owner, &r);
+	/* Every node is read under the one generation the probe read: the zone as it was then. */
+	return dlz_fetch_zone_owners(req, out, 0, 0, bdbhpt_probe_zone, bdbhpt_fetch_owner, &r,
+				     &r.zone);
 }
 
-/* The owner list of one generation, then one dns_data get per owner. */
+/* The owner list of one generation, then one dns_data get of "<gen> <owner>" per owner. */
 static int
 bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	struct bdbhpt_conn *c = conn;
-	char gen[GEN_MAX + 1], *pos, *end, *owner;
-	size_t gen_len, list_len, value_len;
+	char gen[GEN_MAX + 1];
+	enum dlz_bdb_found list;
+	size_t gen_len, list_len;
+	const char *gone;
+	int rc = dlz_bdb_if_zone(bdbhpt_zone_generation(c, zone, gen), DLZ_OK);
 
-	switch (bdbhpt_zone_generation(c, zone, gen)) {
-	case GET_MISSING:
-		return DLZ_NOTFOUND;
-	case GET_ERROR:
-		return DLZ_ERROR;
-	case GET_FOUND:
-		break;
+	if (rc != DLZ_OK) {
+		return rc;
 	}
 	gen_len = strlen(gen);
 	bdbhpt_make_key(c, gen, gen_len, NULL, 0);
-	switch (bdbhpt_get_into(c, c->xfr_db, &c->list, &list_len)) {
-	case GET_MISSING:
-		dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone, gen);
+	list = dlz_bdb_lookup(&c->bdb, c->xfr_db, &c->bdb.list, &list_len);
+	if (list != DLZ_BDB_FOUND) {
+		if (list == DLZ_BDB_MISSING) {
+			dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone,
+				gen);
+		}
 		return DLZ_ERROR;
-	case GET_ERROR:
-		return DLZ_ERROR;
-	case GET_FOUND:
-		break;
 	}
-	pos = c->list.data;
-	end = pos + list_len;
-	while ((owner = dlz_next_line(&pos, end)) != NULL) {
-		int rc;
-
-		if (!bdbhpt_make_key(c, gen, gen_len, owner, strlen(owner))) {
-			return DLZ_ERROR;
-		}
-		switch (bdbhpt_get_into(c, c->data_db, &c->value, &value_len)) {
-		case GET_MISSING:
-			/* The generation was purged during the transfer (replaced > 10 s ago). */
-			dlz_log(ISC_LOG_ERROR, "zone %s: node %s of generation %s is gone", zone,
-				owner, gen);
-			return DLZ_ERROR;
-		case GET_ERROR:
-			return DLZ_ERROR;
-		case GET_FOUND:
-			break;
-		}
-		rc = dlz_node_walk(zone, owner, c->value.data, value_len, cb, ctx);
-		if (rc != DLZ_OK) {
-			return rc;
-		}
+	bdbhpt_make_key(c, gen, gen_len, "", 0);
+	rc = dlz_bdb_walk_owners(&c->bdb, c->data_db, zone, list_len, cb, ctx, &gone);
+	if (gone != NULL) {
+		/* The generation was purged during the transfer (replaced > 10 s ago). */
+		dlz_log(ISC_LOG_ERROR, "zone %s: node %s of generation %s is gone", zone, gone,
+			gen);
 	}
-	return DLZ_OK;
+	return rc;
 }
 
 static int
 bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	struct bdbhpt_conn *c = conn;
 	char gen[GEN_MAX + 1];
-	size_t len;
+	int rc;
 
 	if (!bdbhpt_make_key(c, zone, strlen(zone), NULL, 0)) {
 		return DLZ_NOTFOUND;
 	}
-	switch (bdbhpt_get_into(c, c->client_db, &c->list, &len)) {
-	case GET_ERROR:
-		return DLZ_ERROR;
-	case GET_MISSING:
-		/* No ACL: nobody may transfer the zone, if it exists at all. */
-		switch (bdbhpt_zone_generation(c, zone, gen)) {
-		case GET_FOUND:
-			return DLZ_DENIED;
-		case GET_MISSING:
-			return DLZ_NOTFOUND;
-		default:
-			return DLZ_ERROR;
-		}
-	case GET_FOUND:
-		break;
+	rc = dlz_bdb_acl_check(&c->bdb, c->client_db, client);
+	if (rc != DLZ_NOTFOUND) {
+		return rc;
 	}
-	return dlz_lines_contain(c->list.data, len, client) ? DLZ_OK : DLZ_DENIED;
+	/* No ACL: nobody may transfer the zone, if it exists at all. */
+	return dlz_bdb_if_zone(bdbhpt_zone_generation(c, zone, gen), DLZ_DENIED);
 }
 
 static const char *const bdbhpt_keys[] = { "mode", "env", NULL };

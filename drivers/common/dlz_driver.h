@@ -7,11 +7,11 @@
  * connection pool, reconnects, argument parsing and logging. A driver is one `struct
  * dlz_backend` named `dlz_backend` that reads its store; it never sees a BIND type.
  *
- * Names are *keys*, spelled as loaders.model.name_key writes them into every store: absolute
- * names in presentation form without the final dot, lower case ("www.example.com",
- * "a\\032b.example", "*.w.example"), with "@" and "$" unescaped; the root is ".". The core
- * turns BIND's spelling (which escapes "@" and "$") into keys, so every lookup a backend
- * makes is an exact match on keys.
+ * Names are *keys*, spelled as zonedata.model.name_key makes them for every loader
+ * (loaders/<backend>.py) to write into its store: absolute names in presentation form without
+ * the final dot, lower case ("www.example.com", "a\\032b.example", "*.w.example"), with "@"
+ * and "$" unescaped; the root is ".". The core turns BIND's spelling (which escapes "@" and
+ * "$") into keys, so every lookup a backend makes is an exact match on keys.
  */
 #ifndef DLZ_DRIVER_H
 #define DLZ_DRIVER_H
@@ -196,6 +196,15 @@ typedef int dlz_owner_reader(void *ctx, const char *owner, bool *found);
  */
 int dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,
 		    void *ctx);
+/*
+ * The whole fetch of such a backend: dlz_find_zone from first; when a zone is found, it is
+ * reported (req->names[z], also put in *zone unless zone is NULL, before the first read) and
+ * its owners are read by dlz_read_owners down to last. DLZ_OK (also when no name is a zone)
+ * or DLZ_ERROR.
+ */
+int dlz_fetch_zone_owners(const struct dlz_fetch_req *req, struct dlz_rowset *out,
+			  unsigned first, int last, dlz_zone_probe *probe, dlz_owner_reader *read,
+			  void *ctx, const char **zone);
 
 /* Does key lie in zone (equal or below)? Both keys; the root "." contains everything. */
 bool dlz_key_in_zone(const char *key, const char *zone);

@@ -42,7 +42,7 @@ key_from_bind(char *dst, const char *src) {
 	if (len >= DLZ_KEY_MAX) {
 		return false;
 	}
-	/* Keys are BIND's own text (loaders.model.name_key); only the case differs, in the
+	/* Keys are BIND's own text (zonedata.model.name_key); only the case differs, in the
 	 * wildcard probes and findzonedb names BIND does not lower-case. Escapes are left alone:
 	 * a letter is never escaped, so lowering the text lowers exactly the name's letters. */
 	for (size_t i = 0; i <= len; i++) {

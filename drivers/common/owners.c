@@ -56,3 +56,25 @@ dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_read
 	}
 	return DLZ_OK;
 }
+
+int
+dlz_fetch_zone_owners(const struct dlz_fetch_req *req, struct dlz_rowset *out,
+		      unsigned first, int last, dlz_zone_probe *probe, dlz_owner_reader *read,
+		      void *ctx, const char **zone) {
+	int z;
+
+	if (!dlz_find_zone(req, first, probe, ctx, &z)) {
+		return DLZ_ERROR;
+	}
+	if (z < 0) {
+		return DLZ_OK;
+	}
+	/* Set before the reads: the readers put the zone into the rows they add. */
+	if (zone != NULL) {
+		*zone = req->names[z];
+	}
+	if (!dlz_rowset_add_zone_ref(out, req->names[z])) {
+		return DLZ_ERROR;
+	}
+	return dlz_read_owners(req, z, last, read, ctx);
+}

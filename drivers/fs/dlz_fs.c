@@ -708,7 +708,6 @@ static int
 fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct fs_owner_read r = { .conn = c, .out = out };
 	const struct fs_key *k = &r.conn->key;
-	int z;
 
 	/* The core splits names the same way (and may ask about the deeper suffixes only); a
 	 * mismatch would mean a key no store holds. */
@@ -716,20 +715,11 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 		return DLZ_OK;
 	}
 	fs_index_dirs(r.conn);
-	/* A label that cannot be a path component cannot be in a zone's name either. */
-	if (!dlz_find_zone(req, (unsigned)(k->bad + 1), fs_probe_zone, &r, &z)) {
-		return DLZ_ERROR;
-	}
-	if (z < 0) {
-		return DLZ_OK;
-	}
-	r.zone = req->names[z];
-	if (!dlz_rowset_add_zone_ref(out, r.zone)) {
-		return DLZ_ERROR;
-	}
-	/* The walk stops above a label that cannot be a component: no name below it exists,
+	/* A label that cannot be a path component cannot be in a zone's name either (the zone
+	 * search starts below it), and no name below it exists: the owner walk stops above it,
 	 * so it is answered NXDOMAIN, not by a wildcard. */
-	return dlz_read_owners(req, z, k->bad + 1, fs_read_owner, &r);
+	return dlz_fetch_zone_owners(req, out, (unsigned)(k->bad + 1), k->bad + 1, fs_probe_zone,
+				     fs_read_owner, &r, &r.zone);
 }
 
 /* ---- zone transfer ---------------------------------------------------------------------- */

@@ -363,6 +363,23 @@ ld_entries_clear(struct ld_conn *c, size_t n) {
 	}
 }
 
+/*
+ * ld_search_all, then its entries read into c->entries: their count, or -1 when the search
+ * (logged as what and key) or the reading failed. On success the entries point into *res:
+ * the caller frees it with ldap_msgfree after ld_entries_clear.
+ */
+static long
+ld_search_entries(struct ld_conn *c, const char *filter, char **attrs, const char *what,
+		  const char *key, LDAPMessage **res) {
+	int rc = ld_search_all(c, filter, attrs, res);
+	long n = ld_rc_ok(rc, what, key) ? ld_entries_read_all(c, *res) : -1;
+
+	if (n < 0) {
+		ldap_msgfree(*res);
+	}
+	return n;
+}
+
 /* ---- instance --------------------------------------------------------------------------- */
 
 static void
@@ -618,7 +635,7 @@ ld_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	const char *filter = ld_fetch_filter(c, req);
 	LDAPMessage *res = NULL;
 	long n;
-	int rc, z;
+	int z;
 	long long gen;
 	bool ok;
 
@@ -626,14 +643,8 @@ ld_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 		dlz_log_error_limited("out of memory building the filter for %s", req->qname);
 		return DLZ_ERROR;
 	}
-	rc = ld_search_all(c, filter, ld_record_attrs, &res);
-	if (!ld_rc_ok(rc, "search for", req->qname)) {
-		ldap_msgfree(res);
-		return DLZ_ERROR;
-	}
-	n = ld_entries_read_all(c, res);
+	n = ld_search_entries(c, filter, ld_record_attrs, "search for", req->qname, &res);
 	if (n < 0) {
-		ldap_msgfree(res);
 		return DLZ_ERROR;
 	}
 	ok = ld_report_zones(c, (size_t)n, req, out, &z, &gen) &&
@@ -890,7 +901,7 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	struct ld_buf *b = &c->filter;
 	LDAPMessage *res = NULL;
 	const char *filter;
-	int rc, verdict = DLZ_NOTFOUND;
+	int verdict = DLZ_NOTFOUND;
 	long n;
 
 	ld_buf_reset(b);
@@ -899,14 +910,8 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	if (filter == NULL) {
 		return DLZ_ERROR;
 	}
-	rc = ld_search_all(c, filter, ld_acl_attrs, &res);
-	if (!ld_rc_ok(rc, "transfer ACL of", zone)) {
-		ldap_msgfree(res);
-		return DLZ_ERROR;
-	}
-	n = ld_entries_read_all(c, res);
+	n = ld_search_entries(c, filter, ld_acl_attrs, "transfer ACL of", zone, &res);
 	if (n < 0) {
-		ldap_msgfree(res);
 		return DLZ_ERROR;
 	}
 	for (size_t k = 0; k < (size_t)n; k++) {

@@ -475,19 +475,12 @@ mem_probe_zone(void *ctx, unsigned i) {
 static int
 mem_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct mem_owner_read r = { .t = conn, .req = req, .out = out };
-	int z;
 
 	if (mem_in_outage(r.t)) {
 		return DLZ_ERROR;
 	}
-	dlz_find_zone(req, 0, mem_probe_zone, &r, &z); /* a memory probe cannot fail */
-	if (z < 0) {
-		return DLZ_OK;
-	}
-	if (!dlz_rowset_add_zone_ref(out, r.zone->key)) {
-		return DLZ_ERROR;
-	}
-	return dlz_read_owners(req, z, 0, mem_add_owner_rows, &r);
+	/* The probe leaves the zone in r (a memory probe cannot fail). */
+	return dlz_fetch_zone_owners(req, out, 0, 0, mem_probe_zone, mem_add_owner_rows, &r, NULL);
 }
 
 static int
