@@ -117,7 +117,7 @@ def test_named_conf_zones_come_from_named_checkconf(conf):
 
 def test_named_conf_with_a_bad_zone_stops_before_any_store(conf, tmp_path, capsys):
     data = tmp_path / "loaders"
-    assert bench_main(["load", "--named-conf", str(conf), "--loaders", "fs",
+    assert bench_main(["load", "--named-conf", str(conf), "--stores", "fs",
                        "--data", str(data)]) == 1
     err = capsys.readouterr().err
     (line,) = error_lines(err)
@@ -129,7 +129,7 @@ def test_named_conf_with_a_bad_zone_stops_before_any_store(conf, tmp_path, capsy
 
 def test_skip_bad_zones_loads_the_others_with_their_origins(conf, tmp_path, capsys):
     data = tmp_path / "loaders"
-    assert bench_main(["load", "--named-conf", str(conf), "--skip-bad-zones", "--loaders", "fs",
+    assert bench_main(["load", "--named-conf", str(conf), "--skip-bad-zones", "--stores", "fs",
                        "--data", str(data)]) == 0
     out, err = capsys.readouterr()
     assert "fs: 3 zones" in out
@@ -147,7 +147,7 @@ def test_skip_bad_zones_loads_the_others_with_their_origins(conf, tmp_path, caps
 def test_named_conf_that_named_checkconf_rejects_is_one_error(tmp_path, capsys):
     conf = write(tmp_path / "named.conf", 'options { directory "/tmp"; };\n'
                                           'zone "x.test" { type primary; file "x"; bogus yes; };\n')
-    assert bench_main(["load", "--named-conf", str(conf), "--loaders", "fs",
+    assert bench_main(["load", "--named-conf", str(conf), "--stores", "fs",
                        "--data", str(tmp_path / "loaders")]) == 1
     (line,) = error_lines(capsys.readouterr().err)
     assert f"named.conf {conf}: named-checkconf rejects it: {conf}:2: unknown option 'bogus'" \
@@ -161,7 +161,7 @@ def test_named_conf_with_a_missing_include_or_file_is_one_error(tmp_path, capsys
     # named-checkconf names the include statement's file and line, not the missing file.
     for path, where in ((conf, f"{conf}:1: parsing failed: file not found"),
                         (missing, f"named.conf {missing}: no such file")):
-        assert bench_main(["load", "--named-conf", str(path), "--loaders", "fs",
+        assert bench_main(["load", "--named-conf", str(path), "--stores", "fs",
                            "--data", str(tmp_path / "loaders")]) == 1
         (line,) = error_lines(capsys.readouterr().err)
         assert where in line

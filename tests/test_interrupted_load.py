@@ -53,7 +53,7 @@ INTERRUPT_WHEN: dict[str, Callable[[int], bool]] = {"ldap": _command_running("sl
 def _interrupted_load(store: Store, data: Path, log: Path, first_load: bool) -> int:
     """Run a load of ZONES zones (NEW_SEED), Ctrl-C it while writing; its exit status."""
     argv = [sys.executable, "-m", "bench", "load", "--generate", str(ZONES), "--seed",
-            str(NEW_SEED), "--loaders", store.name, "--data", str(data)]
+            str(NEW_SEED), "--stores", store.name, "--data", str(data)]
     ready = INTERRUPT_WHEN.get(store.name) if first_load else None
     with open(log, "w+b") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT,

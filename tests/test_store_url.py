@@ -391,14 +391,14 @@ def test_refuses_a_database_holding_other_objects(lent: tuple[str, Lent, object]
     store, where, server = lent
     url = where.url("shared")
     root = run_root / f"{store}-shared"
-    line = _one_error_line(_bench(root, "load", "--loaders", store, "--generate", "2",
+    line = _one_error_line(_bench(root, "load", "--stores", store, "--generate", "2",
                                   "--store-url", f"{store}={url}"))
     assert url.replace(PASSWORD, "***") in line and "customers" in line, line
     assert not _has_suite_tables(store, server, "shared"), "nothing was written"
     # Told to share it: the suite's tables go beside the foreign one, which is left as it was.
     # Twice: the second command empties the suite's own data first, and only that.
     for _ in range(2):
-        done = _bench(root, "load", "--loaders", store, "--generate", "2",
+        done = _bench(root, "load", "--stores", store, "--generate", "2",
                       "--store-url", f"{store}={url}", "--store-url-overwrite")
         assert done.returncode == 0, done.stdout + done.stderr
         _password_nowhere(root, done.stdout, done.stderr)
@@ -409,7 +409,7 @@ def test_refuses_a_database_holding_other_objects(lent: tuple[str, Lent, object]
 def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
         lent_sql: tuple[str, Lent, object], run_root: Path) -> None:
     store, where, server = lent_sql
-    line = _one_error_line(_bench(run_root / f"{store}-clash", "load", "--loaders", store,
+    line = _one_error_line(_bench(run_root / f"{store}-clash", "load", "--stores", store,
                                   "--generate", "2", "--store-url",
                                   f"{store}={where.url('clash')}", "--store-url-overwrite"))
     assert "zones" in line and "not created by the suite" in line, line
@@ -423,7 +423,7 @@ def test_refuses_a_table_named_like_its_own_even_when_told_to_share(
 def test_a_closed_port_is_one_error_line(store: str, scheme: str, user: str, path: str,
                                          run_root: Path) -> None:
     url = f"{scheme}://{user}:{PASSWORD}@127.0.0.1:{free_port()}/{path}"
-    line = _one_error_line(_bench(run_root / f"{store}-closed", "load", "--loaders", store,
+    line = _one_error_line(_bench(run_root / f"{store}-closed", "load", "--stores", store,
                                   "--generate", "2", "--store-url", f"{store}={url}"))
     assert line.startswith(f"error: --store-url {store}={url.replace(PASSWORD, '***')}: "
                            "cannot connect"), line
@@ -446,7 +446,7 @@ def test_a_bind_that_may_not_write_is_one_error_line(lent_ldap: tuple[Lent, Ldap
     """Anonymous: slapd lets it read (the checks pass) but not write, which the first add of
     the load finds."""
     lent, slapd = lent_ldap
-    line = _one_error_line(_bench(run_root / "ldap-anonymous", "load", "--loaders", "ldap",
+    line = _one_error_line(_bench(run_root / "ldap-anonymous", "load", "--stores", "ldap",
                                   "--generate", "2", "--store-url",
                                   f"ldap={lent.url('readonly', user=False)}"))
     assert "cannot add dlzId=" in line and "authentication required" in line, line
@@ -455,7 +455,7 @@ def test_a_bind_that_may_not_write_is_one_error_line(lent_ldap: tuple[Lent, Ldap
 
 def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
                                                               run_root: Path) -> None:
-    line = _one_error_line(_bench(run_root / "ldap-bare", "load", "--loaders", "ldap",
+    line = _one_error_line(_bench(run_root / "ldap-bare", "load", "--stores", "ldap",
                                   "--generate", "2", "--store-url",
                                   f"ldap={bare_ldap.url('own')}"))
     assert "lacks dlzId" in line and "schemas/ldap/dlz.schema" in line, line
@@ -476,7 +476,7 @@ def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
 ])
 def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> None:
     root = run_root / "bad"
-    line = _one_error_line(_bench(root, "load", "--loaders", "pg", "--generate", "2",
+    line = _one_error_line(_bench(root, "load", "--stores", "pg", "--generate", "2",
                                   "--store-url", given.format(pw=PASSWORD)))
     assert says in line, line
 

@@ -1,4 +1,4 @@
-"""`python3 -m bench load`: put one data set into loaders, reporting records/s per store."""
+"""`python3 -m bench load`: put one data set into stores, reporting records/s per store."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from servers import parse_store_list
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("load", help="load zone data into loaders")
+    p = sub.add_parser("load", help="load zone data into stores")
     add_data_options(p)
-    p.add_argument("--loaders", default="all",
+    p.add_argument("--stores", default="all",
                    help="'all' or a comma list, e.g. pg,mysql,ldap,fs,bdb,bdbhpt")
     p.add_argument("--data", type=Path, default=REPO_ROOT / "run" / "data",
                    help="directory holding every store's instance (default: run/data)")
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def own_peak_rss_kb() -> int:
-    """This program's peak resident memory (with several loaders, the peak over all of them).
+    """This program's peak resident memory (with several stores, the peak over all of them).
 
     VmHWM, not getrusage: Linux carries ru_maxrss over exec, so a loader started from a big
     parent would report the parent's peak; and the servers and tools (slapadd) the loader

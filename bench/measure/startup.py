@@ -51,7 +51,7 @@ def load_in_child(store: Store, zones: int, records: int, seed: int, data: Path,
     (peak_rss_kb: the loading program alone, not the database server it starts)."""
     figures = data / f"load-{store.name}.json"
     argv = [sys.executable, "-m", "bench", "load", "--generate", str(zones), "--records",
-            str(records), "--seed", str(seed), "--loaders", store.name, "--data", str(data),
+            str(records), "--seed", str(seed), "--stores", store.name, "--data", str(data),
             "--json", str(figures)]
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
