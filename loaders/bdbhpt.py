@@ -40,16 +40,17 @@ from types import TracebackType
 
 from berkeleydb import db
 
+from databases.berkeley import db_stat_reading
+from databases.database import CacheReading, DirectoryDatabase
 from loaders.berkeley import (
     ACL_VALUE,
     PreparedZone,
-    db_stat_reading,
     decode_lines,
     decode_records,
     encode_lines,
     prepare_zone,
 )
-from loaders.store import CacheReading, DirectoryStore, interrupts_deferred
+from loaders.loader import Loader, interrupts_deferred
 from zonedata.model import Zone, key_to_name
 
 DATA_FILE = "dns.db"
@@ -349,8 +350,19 @@ def read_mode(target: Path, mode: str) -> list[Zone]:
         home.close()
 
 
-class BdbhptStore(DirectoryStore):
+def _cache_reading(target: Path, options: Mapping[str, str]) -> CacheReading:
+    """The cache of the environment of the driver's `mode`: readable from outside in the
+    shared-region modes; a private environment's cache lives in named's memory alone."""
+    mode = options["mode"]
+    if mode == "private":
+        return CacheReading("Berkeley DB private environment: a cache inside named, not "
+                            "readable from outside", CACHE_BYTES)
+    return db_stat_reading(Path(target) / mode, CACHE_BYTES)
+
+
+class BdbhptLoader(Loader[Path]):
     name = "bdbhpt"
+    database = DirectoryDatabase(name, _cache_reading)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         if _has_data(target):
@@ -374,14 +386,5 @@ class BdbhptStore(DirectoryStore):
         mode = options["mode"]
         return {"mode": mode, "env": str((Path(target) / mode).resolve())}
 
-    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading:
-        """The mode's environment cache: readable from outside in the shared-region modes;
-        a private environment's cache lives in named's memory alone."""
-        mode = options["mode"]
-        if mode == "private":
-            return CacheReading("Berkeley DB private environment: a cache inside named, not "
-                                "readable from outside", CACHE_BYTES)
-        return db_stat_reading(Path(target) / mode, CACHE_BYTES)
 
-
-STORE = BdbhptStore()
+LOADER = BdbhptLoader()

@@ -1,7 +1,7 @@
 """PowerDNS Authoritative 4.7 over a store: a private pdns_server with its own config, control
 socket and pid file in its run directory, on a loopback port, never the system service.
 
-The backend (launch= and its own settings) comes from the store (Store.pdns_settings: the
+The backend (launch= and its own settings) comes from the store (Loader.pdns_settings: the
 generic SQL backends over the pdns_pg / pdns_mysql loaders' private servers, LMDB over the
 pdns_lmdb store's file) or, for the bind backend, from the native store's zone files. Each
 registry line says whether PowerDNS's caches are on (its defaults, "cached") or off (every
@@ -114,7 +114,7 @@ class PdnsServer(ServerKind):
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         """launch= and the backend's settings that reach the store's data."""
-        return self.store_object().pdns_settings(target)
+        return self.loader().pdns_settings(target)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Pdns:

@@ -1,34 +1,30 @@
-"""A store: where zone data lives. The one interface every backend implements.
+"""A store's database: the place its data lives, and how the suite runs and reaches it.
 
-Every backend is one module in loaders/, named after the backend, that defines `STORE`, an
-instance of a `Store` subclass; servers/__init__.py lists which DNS servers each store feeds.
-A store knows its own server (if it has one), how to write the model into it, read it back and
-replace one zone, and what a DLZ driver or a PowerDNS backend must be told to reach it. It
-never times or counts its loads (bench/measure/loading.py does, the same way for every
-store), and it never builds a DNS server's config (servers/ does).
+Every store's loader (loaders/) writes into one `Database`: a private server the suite starts
+(PostgreSQL, MariaDB, slapd), one lent to it by URL (--store-url), or a plain directory. The
+database knows the server's life (start, restart, stop, its processes), how a client reaches
+it (environment, round trips, a TCP endpoint for a proxy) and its cache's figures; it knows
+nothing of the tables or entries a loader keeps there, except what a loader hands it as a
+`Schema` (to make on a fresh server) and a `LentSchema` (to claim a lent database with).
 """
 
 from __future__ import annotations
 
-import signal
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from base.errors import UserError
 from base.netns import DatabaseHost
 from databases.url import StoreUrl
-from zonedata.model import Zone
 
-# Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
-DEFAULT_XFR_CLIENTS: tuple[str, ...] = ("127.0.0.1", "::1")
-
-# How the other methods reach the data: a server object (PgServer, ...) or a directory.
+# How a database is reached: a server object (PgServer, ...) or a directory: the target.
 T = TypeVar("T")
+# A client connection of one engine (psycopg, MySQLdb, python-ldap).
+C = TypeVar("C", contravariant=True)
 
 
 @dataclass(frozen=True)
@@ -72,16 +68,44 @@ def _delta(now: int | None, before: int | None) -> int | None:
     return now - before
 
 
-class Store(ABC, Generic[T]):
-    """A place zone data lives, with its private server (if any) and its bulk loader."""
+class Schema(Protocol[C]):
+    """What a loader keeps in its database, as a fresh private server must have it before
+    anything reads it (a driver, a loader). Handed in by the loader: databases/ never
+    imports loaders/."""
 
-    name: ClassVar[str] = ""
+    def ensure(self, conn: C) -> None:
+        """Make the tables (the suffix entry) unless they are all there already."""
+
+
+class LentSchema(Protocol[C]):
+    """How a loader claims a database lent to the suite (--store-url): only the loader knows
+    which tables (entries) are its own."""
+
+    def check_lent(self, conn: C, url: StoreUrl, *, overwrite: bool) -> None:
+        """Refuse (UserError naming url) a database holding what the suite did not create
+        where its own objects go, or anything else unless `overwrite`; writes nothing."""
+
+    def hold_empty(self, conn: C, url: StoreUrl) -> None:
+        """The loader's tables (entries) there, holding no zone: a command loads its data set
+        into an empty store, as into a private server."""
+
+
+class Database(ABC, Generic[T]):
+    """The place one store's data lives: its server's life, how clients reach it, its cache.
+
+    `store` names the store in messages; the methods take the target server() or external()
+    yielded.
+    """
+
     # Whether the store runs a database server of its own (PostgreSQL, MariaDB, slapd):
     # its processes are restarted between measurements and their CPU and memory accounted.
     has_server: ClassVar[bool] = False
-    # The URL schemes of a server of this kind that the suite did not start (--store-url);
-    # none: the store always runs its own.
-    url_schemes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        # The URL schemes of a server of this kind that the suite did not start
+        # (--store-url); none: the store always runs its own.
+        self.url_schemes: tuple[str, ...] = ()
 
     @abstractmethod
     def server(self, run_dir: Path, *,
@@ -105,12 +129,12 @@ class Store(ABC, Generic[T]):
         target. Refuses (UserError naming the URL) a server that does not answer and a
         database holding objects the suite did not create unless `overwrite`; then holds the
         suite's tables, empty. Leaving the context stops nothing and drops nothing."""
-        raise url.error(f"the {self.name} store cannot use a server the suite did not start")
+        raise url.error(f"the {self.store} store cannot use a server the suite did not start")
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         """What external() checks before writing anything, alone: a command checks every
         --store-url so before it starts anything. The server's name and version."""
-        raise url.error(f"the {self.name} store cannot use a server the suite did not start")
+        raise url.error(f"the {self.store} store cannot use a server the suite did not start")
 
     def server_is_ours(self, target: T) -> bool:
         """Whether the suite started the store's server: only then is it restarted between
@@ -122,42 +146,15 @@ class Store(ABC, Generic[T]):
         password kept out of files (named.conf is written to disk)."""
         return {}
 
-    @abstractmethod
-    def load(self, zones: Iterable[Zone], target: T) -> None:
-        """Write zones with the store's bulk path; a zone already present is replaced whole."""
-
-    def update(self, zone: Zone, target: T) -> None:
-        """Replace one zone while a server may be reading it (the runner's update visibility)."""
-        self.load([zone], target)
-
-    @abstractmethod
-    def read_back(self, target: T) -> Iterator[Zone]:
-        """Every zone in the store, in the model's form (for round-trip tests)."""
-
-    def as_held(self, zone: Zone) -> Zone:
-        """The zone as this store keeps it: what read_back gives after loading it. The same
-        zone, unless the store's own software cannot keep some data as given (then it says
-        what it changes, and round-trip tests expect exactly that)."""
-        return zone
-
-    def dlz_args(self, target: T, options: Mapping[str, str]) -> dict[str, str]:
-        """The key=value arguments a DLZ driver needs to reach this store's data; `options`
-        are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
-        raise UserError(f"the {self.name} store is not read through a DLZ driver")
-
-    def pdns_settings(self, target: T) -> dict[str, str]:
-        """PowerDNS's launch= and its backend's settings that reach this store's data."""
-        raise UserError(f"the {self.name} store is not read by a PowerDNS backend")
-
     def round_trips(self, target: T) -> AbstractContextManager[Callable[[], object]]:
         """A function making one trivial request to the store's server, the way its DLZ driver
         reaches it (through a proxy when the target has one): ping-style round-trip times."""
-        raise UserError(f"the {self.name} store has no server to make round trips to")
+        raise UserError(f"the {self.store} store has no server to make round trips to")
 
     def tcp_endpoint(self, target: T) -> tuple[str, int]:
         """(address, port) where the store's server takes TCP connections directly: what a
         latency proxy in front of it forwards to."""
-        raise UserError(f"the {self.name} store has no server a proxy could stand in front of")
+        raise UserError(f"the {self.store} store has no server a proxy could stand in front of")
 
     def restart_server(self, target: T) -> None:
         """Restart the store's server with its data kept (a fresh start between measurements).
@@ -177,41 +174,97 @@ class Store(ABC, Generic[T]):
         return None
 
 
-class DirectoryStore(Store[Path]):
+class ServerTarget(Protocol):
+    """What a database with a server reads from its target, private or lent alike."""
+
+    started_here: bool
+    env: dict[str, str]
+
+    def restart(self) -> None: ...
+
+    def pids(self) -> list[int]: ...
+
+
+S = TypeVar("S", bound=ServerTarget)
+
+
+class ServerDatabase(Database[S], Generic[S, C]):
+    """A database on a server (PostgreSQL, MariaDB, slapd): the suite's own or a lent one,
+    which the target tells apart (started_here). `lent` is how the store's loader claims a
+    lent database; without one the store always runs its own server."""
+
+    has_server = True
+    # The URL schemes of a lent server of this kind.
+    lent_schemes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, store: str, lent: LentSchema[C] | None) -> None:
+        super().__init__(store)
+        self.lent = lent
+        self.url_schemes = self.lent_schemes if lent is not None else ()
+
+    def claim(self, url: StoreUrl) -> LentSchema[C]:
+        """The loader's claim on the lent database at url; refused for a store without one."""
+        if self.lent is None:
+            raise url.error(f"the {self.store} store cannot use a server the suite did not "
+                            "start")
+        return self.lent
+
+    def server_is_ours(self, target: S) -> bool:
+        return target.started_here
+
+    def client_env(self, target: S) -> dict[str, str]:
+        return target.env
+
+    def restart_server(self, target: S) -> None:
+        target.restart()  # a lent server's: nothing
+
+    def server_pids(self, target: S) -> list[int]:
+        return target.pids()
+
+
+# A directory store's cache figures, as its loader's layout tells them (which file or
+# environment a driver's options name, the cache size the loader configures).
+DirectoryCache = Callable[[Path, Mapping[str, str]], CacheReading]
+
+
+class DirectoryDatabase(Database[Path]):
     """A store without a server: its data lives in a directory, which is the target."""
+
+    def __init__(self, store: str, cache: DirectoryCache | None = None) -> None:
+        super().__init__(store)
+        # None: no cache of its own (the data is in named's memory, or read through the
+        # kernel's page cache only).
+        self.cache = cache
 
     @contextmanager
     def server(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[Path]:
         if db_host is not None:
-            raise UserError(f"the {self.name} store has no server to run on a database host "
+            raise UserError(f"the {self.store} store has no server to run on a database host "
                             "of its own (--db-host netns is for loaders with a server)")
-        directory = Path(run_dir).resolve() / self.name
+        directory = Path(run_dir).resolve() / self.store
         directory.mkdir(parents=True, exist_ok=True)
         yield directory
 
+    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading | None:
+        return self.cache(target, options) if self.cache is not None else None
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
+class PrivateServer(ABC):
+    """A server process the suite starts: `with` starts it and always stops it."""
 
-@contextmanager
-def interrupts_deferred() -> Iterator[None]:
-    """Ctrl-C (or SIGTERM, SIGHUP) inside the block takes effect when the block ends.
+    @abstractmethod
+    def start(self) -> None: ...
 
-    For a write that spans several places which must agree (bdbhpt's three homes): the block is
-    short, so the signal waits milliseconds and is then delivered to the handler it had.
-    Signal handlers belong to the main thread; elsewhere the block defers nothing.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    pending: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: pending.append(signum))
-                for sig in _STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            # None: a handler set outside Python, which Python cannot put back.
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        if pending:
-            signal.raise_signal(pending[0])
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
