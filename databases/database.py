@@ -129,12 +129,16 @@ class Database(ABC, Generic[T]):
         target. Refuses (UserError naming the URL) a server that does not answer and a
         database holding objects the suite did not create unless `overwrite`; then holds the
         suite's tables, empty. Leaving the context stops nothing and drops nothing."""
-        raise url.error(f"the {self.store} store cannot use a server the suite did not start")
+        raise self.no_lent_server(url)
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         """What external() checks before writing anything, alone: a command checks every
         --store-url so before it starts anything. The server's name and version."""
-        raise url.error(f"the {self.store} store cannot use a server the suite did not start")
+        raise self.no_lent_server(url)
+
+    def no_lent_server(self, url: StoreUrl) -> UserError:
+        """The refusal of a --store-url for a store that always runs its own server."""
+        return url.error(f"the {self.store} store cannot use a server the suite did not start")
 
     def server_is_ours(self, target: T) -> bool:
         """Whether the suite started the store's server: only then is it restarted between
@@ -205,8 +209,7 @@ class ServerDatabase(Database[S], Generic[S, C]):
     def claim(self, url: StoreUrl) -> LentSchema[C]:
         """The loader's claim on the lent database at url; refused for a store without one."""
         if self.lent is None:
-            raise url.error(f"the {self.store} store cannot use a server the suite did not "
-                            "start")
+            raise self.no_lent_server(url)
         return self.lent
 
     def server_is_ours(self, target: S) -> bool:
@@ -220,6 +223,37 @@ class ServerDatabase(Database[S], Generic[S, C]):
 
     def server_pids(self, target: S) -> list[int]:
         return target.pids()
+
+
+class Connection(Protocol):
+    def close(self) -> None: ...
+
+
+K = TypeVar("K", bound=Connection)
+
+
+class SqlDatabase(ServerDatabase[S, K]):
+    """A database on an SQL server: every connection a loader gets holds its `schema`, made on
+    first use (a fresh private server makes it as it starts)."""
+
+    def __init__(self, store: str, schema: Schema[K], lent: LentSchema[K] | None = None
+                 ) -> None:
+        super().__init__(store, lent)
+        self.schema = schema
+
+    @abstractmethod
+    def open(self, target: S) -> K:
+        """A new connection to the target's database, as the loaders use it."""
+
+    def connect(self, target: S) -> K:
+        """A connection (open's) to a database holding the schema."""
+        conn = self.open(target)
+        try:
+            self.schema.ensure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
 
 # A directory store's cache figures, as its loader's layout tells them (which file or

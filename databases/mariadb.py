@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import MySQLdb
+import MySQLdb.cursors
 
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
-from databases.database import CacheReading, LentSchema, PrivateServer, Schema, ServerDatabase
+from databases.database import CacheReading, PrivateServer, SqlDatabase
 from databases.url import StoreUrl
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -255,16 +256,11 @@ _CONNECT_TIMEOUT_S = 10
 MysqlTarget = MysqlServer | ExternalMysql
 
 
-class MariadbDatabase(ServerDatabase[MysqlTarget, MySQLdb.Connection]):
+class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
     """A store's MariaDB database: a private MysqlServer holding the loader's `schema` from
     its start, or a lent server's database (--store-url) the loader claims with `lent`."""
 
     lent_schemes = ("mysql", "mariadb")
-
-    def __init__(self, store: str, schema: Schema[MySQLdb.Connection],
-                 lent: LentSchema[MySQLdb.Connection] | None = None) -> None:
-        super().__init__(store, lent)
-        self.schema = schema
 
     @contextmanager
     def server(self, run_dir: Path, *,
@@ -273,16 +269,9 @@ class MariadbDatabase(ServerDatabase[MysqlTarget, MySQLdb.Connection]):
             self.connect(db).close()
             yield db
 
-    def connect(self, target: MysqlTarget) -> MySQLdb.Connection:
-        """A connection (autocommit off, LOAD DATA LOCAL allowed) to a database with the
-        schema."""
-        conn = target.connect(local_infile=1)
-        try:
-            self.schema.ensure(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    def open(self, target: MysqlTarget) -> MySQLdb.Connection:
+        """Autocommit off, LOAD DATA LOCAL allowed."""
+        return target.connect(local_infile=1)
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         lent = self.claim(url)
@@ -345,6 +334,18 @@ class MariadbDatabase(ServerDatabase[MysqlTarget, MySQLdb.Connection]):
         return CacheReading("InnoDB buffer pool: Innodb_buffer_pool_read_requests / "
                             "Innodb_buffer_pool_reads", int(configured),
                             hits=requests - misses, misses=misses)
+
+
+def streamed_rows(conn: MySQLdb.Connection, query: str,
+                  params: tuple[object, ...] | None = None) -> Iterator[tuple[Any, ...]]:
+    """The query's rows as the server sends them (an unbuffered cursor: a million zones never
+    sit in memory at once); conn is closed at the end."""
+    try:
+        cursor = conn.cursor(MySQLdb.cursors.SSCursor)
+        cursor.execute(query, params)
+        yield from cursor
+    finally:
+        conn.close()
 
 
 def driver_endpoint(target: MysqlTarget) -> dict[str, str | int]:

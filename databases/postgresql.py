@@ -20,7 +20,7 @@ import psycopg
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
-from databases.database import CacheReading, LentSchema, PrivateServer, Schema, ServerDatabase
+from databases.database import CacheReading, PrivateServer, SqlDatabase
 from databases.url import StoreUrl
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
@@ -251,16 +251,11 @@ _CACHE_QUERY = ("SELECT d.blks_hit, d.blks_read, "
                 "FROM pg_stat_database d WHERE d.datname = current_database()")
 
 
-class PostgresDatabase(ServerDatabase[PgTarget, psycopg.Connection]):
+class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     """A store's PostgreSQL database: a private PgServer holding the loader's `schema` from
     its start, or a lent server's database (--store-url) the loader claims with `lent`."""
 
     lent_schemes = ("postgresql", "postgres")
-
-    def __init__(self, store: str, schema: Schema[psycopg.Connection],
-                 lent: LentSchema[psycopg.Connection] | None = None) -> None:
-        super().__init__(store, lent)
-        self.schema = schema
 
     @contextmanager
     def server(self, run_dir: Path, *,
@@ -268,16 +263,10 @@ class PostgresDatabase(ServerDatabase[PgTarget, psycopg.Connection]):
         with PgServer(run_dir, db_host=db_host) as pg, self.connect(pg):
             yield pg
 
-    def connect(self, target: PgTarget) -> psycopg.Connection:
-        """An autocommit connection (transactions are explicit) to a database holding the
-        schema."""
+    def open(self, target: PgTarget) -> psycopg.Connection:
+        """An autocommit connection: transactions are explicit."""
         conn = target.connect()
         conn.autocommit = True
-        try:
-            self.schema.ensure(conn)
-        except BaseException:
-            conn.close()
-            raise
         return conn
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:

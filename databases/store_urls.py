@@ -49,7 +49,6 @@ def parse_store_url(text: str, database_of: DatabaseOf) -> StoreUrl:
     return parsed
 
 
-
 @dataclass(frozen=True)
 class StoreUrls:
     """The --store-url choices of one command: store name -> its URL; `overwrite` lets the

@@ -71,6 +71,8 @@ def _quoted(part: str) -> str:
 
 
 def from_parts(store: str, parts: urllib.parse.SplitResult, shown: str) -> StoreUrl:
+    """The store's StoreUrl from a split URL whose scheme is checked; `shown` is the
+    redacted --store-url for errors."""
     try:
         port = parts.port
     except ValueError:

@@ -187,15 +187,7 @@ class _Home:
 
     def purge_retired(self, grace: float) -> None:
         now = time.time()
-        cursor = self.dbs["dns_retired"].cursor()
-        retired = []
-        item = cursor.first()
-        while item is not None:
-            retired.append(item)
-            item = cursor.next()
-        # Closed before deleting: in CDB a thread holding a read cursor must not write.
-        cursor.close()
-        for gen, when in retired:
+        for gen, when in _all_items(self.dbs["dns_retired"]):
             if now - float(when) >= grace:
                 self._retrying(lambda txn, gen=gen: self._delete_generation(gen, txn))
 
@@ -207,14 +199,7 @@ class _Home:
         _delete(self.dbs["dns_retired"], gen, txn)
 
     def zones(self) -> Iterator[Zone]:
-        cursor = self.dbs["dns_zone"].cursor()
-        entries = []
-        item = cursor.first()
-        while item is not None:
-            entries.append(item)
-            item = cursor.next()
-        cursor.close()
-        for zone_key, gen in sorted(entries):
+        for zone_key, gen in sorted(_all_items(self.dbs["dns_zone"])):
             owners = decode_lines(self.dbs["dns_xfr"].get(gen) or b"")
             records = []
             for owner in owners:
@@ -235,6 +220,21 @@ class _Home:
                 (self.home / self.file).unlink(missing_ok=True)
             else:
                 os.replace(self.home / self.file, self.home / DATA_FILE)
+
+
+def _all_items(handle: db.DB) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of a database, read whole and the cursor closed before the caller
+    writes: in CDB a thread holding a read cursor must not write."""
+    cursor = handle.cursor()
+    try:
+        items = []
+        item = cursor.first()
+        while item is not None:
+            items.append(item)
+            item = cursor.next()
+    finally:
+        cursor.close()
+    return items
 
 
 def _delete(handle: db.DB, key: bytes, txn: db.DBTxn | None) -> None:

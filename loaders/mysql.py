@@ -8,10 +8,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
 import MySQLdb
-import MySQLdb.cursors
 
 from base.paths import SCHEMA_DIR
-from databases.mariadb import MariadbDatabase, MysqlTarget, driver_endpoint, transaction
+from databases.mariadb import (
+    MariadbDatabase,
+    MysqlTarget,
+    driver_endpoint,
+    streamed_rows,
+    transaction,
+)
 from databases.url import StoreUrl, check_lent_database
 from loaders import sql
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
@@ -72,13 +77,8 @@ class MysqlLoader(Loader[MysqlTarget]):
                 conn.close()
 
     def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
-        conn = self.database.connect(target)
-        try:
-            cursor = conn.cursor(MySQLdb.cursors.SSCursor)
-            cursor.execute(sql.READ_BACK, (ENT_TYPE,))
-            yield from sql.zones_from_rows(_decoded(cursor))
-        finally:
-            conn.close()
+        rows = streamed_rows(self.database.connect(target), sql.READ_BACK, (ENT_TYPE,))
+        yield from sql.zones_from_rows(_decoded(rows))
 
     def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
         args = {**driver_endpoint(target), "user": target.user, "password": target.password,

@@ -10,9 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import MySQLdb
-import MySQLdb.cursors
 
-from databases.mariadb import MariadbDatabase, MysqlTarget, driver_endpoint, transaction
+from databases.mariadb import (
+    MariadbDatabase,
+    MysqlTarget,
+    driver_endpoint,
+    streamed_rows,
+    transaction,
+)
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
 from loaders.mysql import DLZ_TABLES
@@ -50,13 +55,8 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
             conn.close()
 
     def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
-        conn = self.database.connect(target)
-        try:
-            cursor = conn.cursor(MySQLdb.cursors.SSCursor)
-            cursor.execute(pdns_rows.READ_BACK)
-            yield from pdns_rows.zones_from_rows(cursor)
-        finally:
-            conn.close()
+        rows = streamed_rows(self.database.connect(target), pdns_rows.READ_BACK)
+        yield from pdns_rows.zones_from_rows(rows)
 
     def pdns_settings(self, target: MysqlTarget) -> dict[str, str]:
         where = {f"gmysql-{key}": str(value) for key, value in driver_endpoint(target).items()}
