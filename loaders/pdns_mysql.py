@@ -20,7 +20,6 @@ from databases.mariadb import (
 )
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
-from loaders.mysql import DLZ_TABLES
 from zonedata.model import Zone
 
 _INSERT_RECORDS = ("INSERT INTO records (domain_id, name, type, content, ttl, prio, auth) "
@@ -42,8 +41,8 @@ class PdnsTables:
 
 class PdnsMysqlLoader(Loader[MysqlTarget]):
     name = "pdns_mysql"
-    # A lent database is claimed as the mysql store's (the url schemes and checks it inherited).
-    database = MariadbDatabase(name, PdnsTables(), DLZ_TABLES)
+    # No lent database (--store-url): only pg, mysql and ldap take one.
+    database = MariadbDatabase(name, PdnsTables())
 
     def load(self, zones: Iterable[Zone], target: MysqlTarget) -> None:
         conn = self.database.connect(target)

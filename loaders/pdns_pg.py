@@ -17,7 +17,6 @@ import psycopg
 from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
-from loaders.pg import DLZ_TABLES
 from zonedata.model import Zone
 
 _COPY_RECORDS = "COPY records (domain_id, name, type, content, ttl, prio, auth) FROM STDIN"
@@ -38,8 +37,8 @@ class PdnsTables:
 
 class PdnsPgLoader(Loader[PgTarget]):
     name = "pdns_pg"
-    # A lent database is claimed as the pg store's (the url schemes and checks it inherited).
-    database = PostgresDatabase(name, PdnsTables(), DLZ_TABLES)
+    # No lent database (--store-url): only pg, mysql and ldap take one.
+    database = PostgresDatabase(name, PdnsTables())
 
     def load(self, zones: Iterable[Zone], target: PgTarget) -> None:
         with self.database.connect(target) as conn:
