@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import MySQLdb
+import MySQLdb.cursors
 
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
+from databases.database import CacheReading, PrivateServer, SqlDatabase
 from databases.url import StoreUrl
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -32,7 +36,7 @@ _MAX_SOCKET_PATH = 107
 _START_TIMEOUT = 120.0
 
 
-class MysqlServer:
+class MysqlServer(PrivateServer):
     """One private mariadbd; `with MysqlServer(dir) as db:` starts it and always stops it."""
 
     database = "dlz"
@@ -160,17 +164,6 @@ class MysqlServer:
         if proc is not None:
             proc.stop(timeout=60)  # SIGTERM: InnoDB shuts down cleanly
 
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def __enter__(self) -> MysqlServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # --- clients ------------------------------------------------------------------------------
 
     def connect(self, **kw: Any) -> MySQLdb.Connection:
@@ -261,6 +254,125 @@ _CONNECT_TIMEOUT_S = 10
 
 # What the store reads and writes: the suite's own server or one it was lent.
 MysqlTarget = MysqlServer | ExternalMysql
+
+
+class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
+    """A store's MariaDB database: a private MysqlServer holding the loader's `schema` from
+    its start, or a lent server's database (--store-url) the loader claims with `lent`."""
+
+    lent_schemes = ("mysql", "mariadb")
+
+    @contextmanager
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[MysqlServer]:
+        with MysqlServer(run_dir, db_host=db_host) as db:
+            self.connect(db).close()
+            yield db
+
+    def open(self, target: MysqlTarget) -> MySQLdb.Connection:
+        """Autocommit off, LOAD DATA LOCAL allowed."""
+        return target.connect(local_infile=1)
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        lent = self.claim(url)
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            lent.check_lent(conn, url, overwrite=overwrite)
+        except MySQLdb.Error as exc:
+            raise url.error(f"cannot read the database's objects: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        return target.version()
+
+    @contextmanager
+    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[MysqlTarget]:
+        lent = self.claim(url)
+        target = ExternalMysql(url)
+        conn = target.connect()
+        try:
+            lent.check_lent(conn, url, overwrite=overwrite)
+            lent.hold_empty(conn, url)
+        except MySQLdb.Error as exc:  # e.g. no CREATE privilege
+            raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
+        finally:
+            conn.close()
+        yield target
+
+    @contextmanager
+    def round_trips(self, target: MysqlTarget) -> Iterator[Callable[[], object]]:
+        where = {"unix_socket" if k == "socket" else k: v
+                 for k, v in driver_endpoint(target).items()}
+        conn = target.connect(**where)
+        try:
+            cursor = conn.cursor()
+            yield lambda: (cursor.execute("SELECT 1"), cursor.fetchall())
+        finally:
+            conn.close()
+
+    def tcp_endpoint(self, target: MysqlTarget) -> tuple[str, int]:
+        # Locally mariadbd listens on 127.0.0.1 beside its socket.
+        return (target.host or "127.0.0.1", target.port)
+
+    def cache_reading(self, target: MysqlTarget, options: Mapping[str, str]
+                      ) -> CacheReading | None:
+        if not target.started_here:
+            return None  # a server shared with others: its counters are not the suite's alone
+        conn = target.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
+                           "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads')")
+            status = {name: int(value) for name, value in cursor.fetchall()}
+            cursor.execute("SELECT @@innodb_buffer_pool_size")
+            (configured,) = cursor.fetchone()
+        finally:
+            conn.close()
+        # read_requests are every logical page read; reads, those the pool did not hold.
+        requests = status["Innodb_buffer_pool_read_requests"]
+        misses = status["Innodb_buffer_pool_reads"]
+        return CacheReading("InnoDB buffer pool: Innodb_buffer_pool_read_requests / "
+                            "Innodb_buffer_pool_reads", int(configured),
+                            hits=requests - misses, misses=misses)
+
+
+def streamed_rows(conn: MySQLdb.Connection, query: str,
+                  params: tuple[object, ...] | None = None) -> Iterator[tuple[Any, ...]]:
+    """The query's rows as the server sends them (an unbuffered cursor: a million zones never
+    sit in memory at once); conn is closed at the end."""
+    try:
+        cursor = conn.cursor(MySQLdb.cursors.SSCursor)
+        cursor.execute(query, params)
+        yield from cursor
+    finally:
+        conn.close()
+
+
+def driver_endpoint(target: MysqlTarget) -> dict[str, str | int]:
+    """Where a driver (a DLZ driver, PowerDNS's gmysql) reaches the server: a proxy in front
+    of it, its TCP address on a host of its own, or its unix socket."""
+    if target.via is not None:
+        return {"host": target.via[0], "port": target.via[1]}
+    if target.host is not None:
+        return {"host": target.host, "port": target.port}
+    return {"socket": str(target.socket)}
+
+
+@contextmanager
+def transaction(conn: MySQLdb.Connection) -> Iterator[None]:
+    """The block's writes as one transaction: committed at its end; a failure rolls back, so a
+    reader sees each zone old or new and a failed batch leaves its zones as they were."""
+    try:
+        yield
+    except BaseException:
+        # Ctrl-C in the middle of a result leaves the connection out of sync ("Commands out of
+        # sync"), so ROLLBACK cannot be sent; the connection's close, which the loader does
+        # next, ends the transaction uncommitted just the same, and the first error is the one
+        # to say.
+        with suppress(MySQLdb.Error):
+            conn.rollback()
+        raise
+    conn.commit()
 
 
 def client_option_files() -> dict[str, str]:

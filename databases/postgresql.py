@@ -11,6 +11,8 @@ import os
 import shutil
 import signal
 import stat
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -18,6 +20,7 @@ import psycopg
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.process import ManagedProcess, free_port, run_checked
+from databases.database import CacheReading, PrivateServer, SqlDatabase
 from databases.url import StoreUrl
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
@@ -65,7 +68,7 @@ host  all all 127.0.0.1/32 trust
 _HBA_DB_HOST = _HBA + "host  all all samenet trust\n"
 
 
-class PgServer:
+class PgServer(PrivateServer):
     """One private postmaster; `with PgServer(dir) as pg:` starts it and always stops it."""
 
     dbname = "dlz"
@@ -170,17 +173,6 @@ class PgServer:
             # leaves room for the shutdown checkpoint after a bulk load.
             proc.stop(timeout=60, sig=signal.SIGINT)
 
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def __enter__(self) -> PgServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # --- clients ------------------------------------------------------------------------------
 
     @property
@@ -205,8 +197,7 @@ class PgServer:
 
     def version(self) -> str:
         with psycopg.connect(self.conninfo()) as conn:
-            number = conn.info.server_version  # e.g. 150018 for 15.18
-        return f"PostgreSQL {number // 10000}.{number % 10000}"
+            return _version(conn)
 
 
 class ExternalPg:
@@ -251,6 +242,94 @@ _CONNECT_TIMEOUT_S = 10
 
 # What the store reads and writes: the suite's own server or one it was lent.
 PgTarget = PgServer | ExternalPg
+
+# blks_read counts blocks not in shared_buffers, read from the kernel (its page cache or
+# the disk): the hit ratio is shared_buffers', not the machine's.
+_CACHE_QUERY = ("SELECT d.blks_hit, d.blks_read, "
+                "(SELECT setting::bigint * pg_size_bytes(unit) FROM pg_settings "
+                "WHERE name = 'shared_buffers') "
+                "FROM pg_stat_database d WHERE d.datname = current_database()")
+
+
+class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
+    """A store's PostgreSQL database: a private PgServer holding the loader's `schema` from
+    its start, or a lent server's database (--store-url) the loader claims with `lent`."""
+
+    lent_schemes = ("postgresql", "postgres")
+
+    @contextmanager
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[PgServer]:
+        with PgServer(run_dir, db_host=db_host) as pg, self.connect(pg):
+            yield pg
+
+    def open(self, target: PgTarget) -> psycopg.Connection:
+        """An autocommit connection: transactions are explicit."""
+        conn = target.connect()
+        conn.autocommit = True
+        return conn
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        lent = self.claim(url)
+        with ExternalPg(url).connect() as conn:
+            try:
+                lent.check_lent(conn, url, overwrite=overwrite)
+            except psycopg.Error as exc:
+                raise url.error(f"cannot read the database's objects: {exc}") from None
+            return _version(conn)
+
+    @contextmanager
+    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[PgTarget]:
+        lent = self.claim(url)
+        target = ExternalPg(url)
+        with target.connect() as conn:
+            conn.autocommit = True
+            lent.check_lent(conn, url, overwrite=overwrite)
+            try:
+                lent.hold_empty(conn, url)
+            except psycopg.Error as exc:  # e.g. no CREATE privilege: one transaction, undone
+                raise url.error(f"cannot create the suite's tables: {exc}") from None
+        yield target
+
+    @contextmanager
+    def round_trips(self, target: PgTarget) -> Iterator[Callable[[], object]]:
+        with psycopg.connect(**client_keywords(target), autocommit=True) as conn:
+            yield lambda: conn.execute("SELECT 1").fetchone()
+
+    def tcp_endpoint(self, target: PgTarget) -> tuple[str, int]:
+        # Locally the postmaster listens on 127.0.0.1 beside its socket.
+        return (target.db_host.address if target.db_host else "127.0.0.1", target.port)
+
+    def cache_reading(self, target: PgTarget, options: Mapping[str, str]) -> CacheReading | None:
+        if not target.started_here:
+            return None  # a server shared with others: its counters are not the suite's alone
+        # A backend publishes its block counts at the end of a transaction, at most once a
+        # second (PostgreSQL 15's shared statistics): a reading lags the last second or so.
+        with target.connect() as conn:
+            row = conn.execute(_CACHE_QUERY).fetchone()
+        assert row is not None  # the database the connection is to has its row
+        hits, reads, configured = row
+        return CacheReading("PostgreSQL shared_buffers: pg_stat_database blks_hit / "
+                            "blks_read", int(configured), hits=int(hits), misses=int(reads))
+
+
+def driver_endpoint(target: PgTarget) -> tuple[str, int]:
+    """(host, port) where a driver reaches the server: a proxy in front of it (via), else the
+    server itself (its socket directory, or its address on a host of its own)."""
+    return target.via or (target.host, target.port)
+
+
+def client_keywords(target: PgTarget) -> dict[str, str]:
+    """The libpq connection keywords a client (the DLZ driver: drivers/pg's pg_keys) reaches
+    the database with."""
+    host, port = driver_endpoint(target)
+    args = {"host": host, "port": str(port), "dbname": target.dbname, "user": target.user}
+    return {key: value for key, value in args.items() if value is not None}
+
+
+def _version(conn: psycopg.Connection) -> str:
+    number = conn.info.server_version  # e.g. 150018 for 15.18
+    return f"PostgreSQL {number // 10000}.{number % 10000}"
 
 
 def _make_path_traversable(path: Path) -> None:

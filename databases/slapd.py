@@ -13,22 +13,29 @@ level 0; `-d stats` logs every operation, used to check that searches are indexe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import subprocess
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import ldap
+import ldap.dn
 import ldap.ldapobject
+import ldap.schema
+from ldap.ldapobject import LDAPObject
 
 from base.errors import UserError
 from base.netns import DatabaseHost
+from base.paths import REPO_ROOT
 from base.process import ManagedProcess, free_port, run_checked
-from databases.url import StoreUrl
+from databases.database import CacheReading, LentSchema, PrivateServer, ServerDatabase
+from databases.url import StoreUrl, listed
 
 SLAPD = "/usr/sbin/slapd"
 SLAPADD = "/usr/sbin/slapadd"
@@ -44,7 +51,7 @@ START_TIMEOUT = 30.0
 _SUN_PATH_MAX = 107
 
 
-class LdapServer:
+class LdapServer(PrivateServer):
     """One slapd instance: loopback TCP and an ldapi socket, one mdb database under `suffix`."""
 
     started_here = True
@@ -150,19 +157,8 @@ class LdapServer:
             self._process.stop()
             self._process = None
 
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
     def running(self) -> bool:
         return self._process is not None and self._process.running()
-
-    def __enter__(self) -> LdapServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _answers_bind(self) -> bool:
         try:
@@ -323,6 +319,295 @@ def ldap_message(exc: ldap.LDAPError) -> str:
     desc = str(details.get("desc") or type(exc).__name__)
     info = str(details.get("info") or "").strip()
     return f"{desc} ({info})" if info and info != desc else desc
+
+
+class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
+    """A store's LDAP database: a private slapd with one mdb database under `suffix`, given
+    the loader's schema files and indexes, or a subtree of a lent server (--store-url) that
+    must know those schemas and that the loader claims with `lent`."""
+
+    lent_schemes = ("ldap", "ldapi")
+
+    def __init__(self, store: str, *, suffix: str, schema_files: Sequence[Path],
+                 indexes: Sequence[str], lent: LentSchema[LDAPObject] | None = None) -> None:
+        super().__init__(store, lent)
+        self.suffix = suffix
+        self.schema_files = list(schema_files)
+        self.indexes = list(indexes)
+
+    @contextmanager
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> Iterator[LdapServer]:
+        slapd = LdapServer(run_dir, suffix=self.suffix, schema_files=self.schema_files,
+                           indexes=self.indexes, db_host=db_host)
+        with slapd:
+            ensure_suffix_entry(slapd)
+            yield slapd
+
+    def check_url(self, url: StoreUrl) -> None:
+        if not url.database:
+            raise url.error("names no suffix (…/SUFFIX at the end, e.g. "
+                            "/ou=dlzbench,dc=example,dc=net): the suite's entries need a "
+                            "subtree of their own")
+        _check_dn(url, "suffix", url.database)
+        if url.user:
+            _check_dn(url, "bind DN", url.user)
+        if url.scheme == "ldapi" and (url.port is not None or not url.host.startswith("/")):
+            raise url.error("an ldapi:// URL names the server's socket by its absolute path, "
+                            "percent-encoded: ldapi://%2Frun%2Fslapd%2Fldapi/SUFFIX")
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        lent = self.claim(url)
+        with bound(ExternalLdap(url)) as conn:
+            root = _root_dse(conn, url)
+            if _check_server(conn, url, root, self.schema_files):
+                lent.check_lent(conn, url, overwrite=overwrite)
+            return _server_version(conn, root)
+
+    @contextmanager
+    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[ExternalLdap]:
+        lent = self.claim(url)
+        target = ExternalLdap(url)
+        with bound(target) as conn:
+            root = _root_dse(conn, url)
+            if _check_server(conn, url, root, self.schema_files):
+                lent.check_lent(conn, url, overwrite=overwrite)
+            _create_suffix_entry(conn, url)
+            lent.hold_empty(conn, url)
+        yield target
+
+    @contextmanager
+    def round_trips(self, target: LdapTarget) -> Iterator[Callable[[], object]]:
+        conn = ldap.initialize(driver_uri(target))
+        conn.simple_bind_s(target.bind_dn, target.password)
+        try:
+            yield conn.whoami_s
+        finally:
+            conn.unbind_s()
+
+    def tcp_endpoint(self, target: LdapTarget) -> tuple[str, int]:
+        if target.uri.startswith("ldapi:"):
+            raise UserError(f"the {self.store} store's server is reached through a unix socket "
+                            "(ldapi://): there is no TCP endpoint to put a proxy in front of")
+        return urllib.parse.urlsplit(target.uri).hostname or "127.0.0.1", target.port
+
+    def cache_reading(self, target: LdapTarget,
+                      options: Mapping[str, str]) -> CacheReading | None:
+        if isinstance(target, ExternalLdap):
+            return None  # a server shared with others, its files not ours to look at
+        # back-mdb has no cache of its own: slapd maps the database file and reads it through
+        # the kernel's page cache, so what it holds is the file's share resident in its map.
+        resident, size = target.mapped_data()
+        return CacheReading("slapd back-mdb: data.mdb resident in slapd's mapping "
+                            "(/proc/PID/smaps Rss) / the file's size", None,
+                            resident_bytes=resident, mapped_bytes=size)
+
+
+@contextmanager
+def bound(slapd: LdapTarget) -> Iterator[LDAPObject]:
+    """A bound connection, unbound at the end, except after Ctrl-C: the interrupt may have
+    landed inside a python-ldap call, between its taking the connection's lock and its
+    try/finally, and unbinding would then wait for that lock forever. The socket closes with
+    the process anyway."""
+    conn = slapd.connect()
+    interrupted = False
+    try:
+        yield conn
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            conn.unbind_s()
+
+
+def driver_uri(target: LdapTarget) -> str:
+    """Where the DLZ driver reaches slapd: a proxy in front of it, else its unix socket (ldapi:
+    measured 4.6% -> 5.8% of native against loopback TCP), else (on a host of its own) TCP;
+    a lent server where its URL says."""
+    if target.via is not None:
+        return f"ldap://{target.via[0]}:{target.via[1]}"
+    return target.ldapi_uri or target.uri
+
+
+def ensure_suffix_entry(slapd: LdapServer) -> None:
+    rdn_value = slapd.suffix.split(",", 1)[0].split("=", 1)[1]
+    with bound(slapd) as conn, contextlib.suppress(ldap.ALREADY_EXISTS):
+        # A restarted directory keeps its data.
+        conn.add_s(slapd.suffix, [("objectClass", [b"organization"]),
+                                  ("o", [rdn_value.encode()])])
+
+
+
+# An entry's attributes as python-ldap returns them.
+Entry = dict[str, list[bytes]]
+
+# -- a lent server (--store-url ldap=...): its schema, its suffix ---------------------------
+
+# named.conf's dlopen string cannot carry these in an argument (servers/dlz.py's _UNPASSABLE):
+# a suffix or bind DN holding one could never reach the DLZ driver.
+_UNPASSABLE = frozenset('"\\{}')
+# The object class of a suffix entry the suite creates, by its RDN's attribute type (with the
+# attributes it must have besides the RDN's); an entry of another type is the operator's to make.
+_SUFFIX_CLASSES: dict[str, tuple[list[bytes], tuple[str, ...]]] = {
+    "o": ([b"organization"], ()),
+    "ou": ([b"organizationalUnit"], ()),
+    "dc": ([b"dcObject", b"organization"], ("o",)),
+}
+_SCHEMA_NAME = re.compile(r"^(attributetype|objectclass)\s*\(\s*[\d.]+\s+NAME\s+'([^']+)'",
+                          re.IGNORECASE | re.MULTILINE)
+
+
+def _check_dn(url: StoreUrl, what: str, dn: str) -> None:
+    """Refuse a suffix or bind DN that is not a DN, or that named.conf could not carry."""
+    try:
+        ldap.dn.str2dn(dn)
+    except ldap.DECODING_ERROR:
+        raise url.error(f"the {what} {dn!r} is not a DN (e.g. ou=dlzbench,dc=example,dc=net; "
+                        "in the URL, percent-encode : @ / ? # and %)") from None
+    if any(c.isspace() or c in _UNPASSABLE for c in dn):
+        raise url.error(f"the {what} {dn!r} holds white space, a quote, a backslash or a brace: "
+                        "named.conf's dlopen string cannot pass it to the DLZ driver")
+
+
+def _root_dse(conn: LDAPObject, url: StoreUrl) -> Entry:
+    """The server's root DSE (user and operational attributes): where its schema is, its
+    naming contexts, its vendor if it says."""
+    try:
+        found = conn.search_s("", ldap.SCOPE_BASE, "(objectClass=*)", ["*", "+"])
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read the server's root DSE: {ldap_message(exc)}") from None
+    return found[0][1] if found else {}
+
+
+def _check_server(conn: LDAPObject, url: StoreUrl, root: Entry,
+                  schema_files: Sequence[Path]) -> bool:
+    """Refuse a server without the suite's schema, and a missing suffix entry the suite could
+    not create; writes nothing. Whether the suffix entry exists (only then can it hold
+    others' entries)."""
+    missing = _missing_schema(conn, url, root, schema_files)
+    if missing:
+        files = " and ".join(str(p.relative_to(REPO_ROOT)) for p in schema_files)
+        raise url.error(f"the server's schema lacks {listed(missing)}: add "
+                        f"{files} to it (slapd.conf: "
+                        "include it; cn=config: convert it with slaptest and ldapadd it)")
+    if not _entry_exists(conn, url, url.database):
+        _check_creatable(conn, url, root)
+        return False
+    return True
+
+
+def _schema_names(schema_files: Sequence[Path]) -> list[str]:
+    """The names of the schema files' attribute types and object classes."""
+    return [name for path in schema_files
+            for _, name in _SCHEMA_NAME.findall(path.read_text())]
+
+
+def _missing_schema(conn: LDAPObject, url: StoreUrl, root: Entry,
+                    schema_files: Sequence[Path]) -> list[str]:
+    """The suite's attribute types and object classes that the server's subschema lacks."""
+    where = root.get("subschemaSubentry")
+    if not where:
+        raise url.error("the server publishes no schema (no subschemaSubentry in its root DSE)")
+    try:
+        entry = conn.read_subschemasubentry_s(where[0].decode(),
+                                              attrs=["attributeTypes", "objectClasses"])
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read the server's schema: {ldap_message(exc)}") from None
+    schema = ldap.schema.SubSchema(entry or {}, check_uniqueness=0)
+    present = {name.lower() for kind in (ldap.schema.AttributeType, ldap.schema.ObjectClass)
+               for oid in schema.listall(kind)
+               for name in (schema.get_obj(kind, oid).names or ())}
+    return [name for name in _schema_names(schema_files) if name.lower() not in present]
+
+
+def _entry_exists(conn: LDAPObject, url: StoreUrl, dn: str) -> bool:
+    try:
+        conn.search_s(dn, ldap.SCOPE_BASE, "(objectClass=*)", ["1.1"])
+    except ldap.NO_SUCH_OBJECT:
+        return False
+    except ldap.LDAPError as exc:
+        raise url.error(f"cannot read {dn}: {ldap_message(exc)}") from None
+    return True
+
+
+def _suffix_entry(url: StoreUrl) -> tuple[str, dict[str, list[bytes]]] | None:
+    """The suffix's RDN attribute and the entry the suite would create for it; None for a
+    suffix whose entry the operator must make (a multi-valued RDN, or another type)."""
+    rdn = ldap.dn.str2dn(url.database)[0]
+    if len(rdn) != 1 or rdn[0][0].lower() not in _SUFFIX_CLASSES:
+        return None
+    kind, value, _ = rdn[0]
+    classes, also = _SUFFIX_CLASSES[kind.lower()]
+    attrs: dict[str, list[bytes]] = {"objectClass": classes, kind: [value.encode()]}
+    attrs.update({name: [value.encode()] for name in also})
+    return kind, attrs
+
+
+def _normalized(dn: str) -> str:
+    return ldap.dn.dn2str(ldap.dn.str2dn(dn)).lower()
+
+
+def _check_creatable(conn: LDAPObject, url: StoreUrl, root: Entry) -> None:
+    """Refuse a missing suffix entry the suite cannot create: one of a kind it does not make,
+    or whose parent is missing (unless it is the top of one of the server's databases)."""
+    if _suffix_entry(url) is None:
+        raise url.error(f"the suffix entry {url.database} does not exist, and the suite "
+                        "creates o=, ou= or dc= entries only: create it, then run again")
+    parent = ldap.dn.dn2str(ldap.dn.str2dn(url.database)[1:])
+    contexts = {_normalized(c.decode()) for c in root.get("namingContexts", [])}
+    if _normalized(url.database) in contexts or (parent and _entry_exists(conn, url, parent)):
+        return
+    raise url.error(f"the suffix entry {url.database} does not exist, nor does its parent "
+                    f"{parent or '(none)'}: lend the suite a subtree of an entry the server "
+                    "holds")
+
+
+def _create_suffix_entry(conn: LDAPObject, url: StoreUrl) -> None:
+    """The suffix entry, created if missing (then the suite's: it is never deleted either)."""
+    made = _suffix_entry(url)
+    if made is None or _entry_exists(conn, url, url.database):
+        return
+    try:
+        conn.add_s(url.database, list(made[1].items()))
+    except ldap.ALREADY_EXISTS:
+        return  # made meanwhile by someone else
+    except ldap.LDAPError as exc:
+        raise url.error(f"the suffix entry {url.database} does not exist and the suite cannot "
+                        f"create it: {ldap_message(exc)}") from None
+
+
+def _server_version(conn: LDAPObject, root: Entry) -> str:
+    """What the server says it is: its root DSE's vendorVersion (RFC 3045), else OpenLDAP's
+    cn=Monitor (if the operator lets the bind DN read it), else what its root DSE's class
+    tells."""
+    def first(values: list[bytes] | None) -> str:
+        return values[0].decode(errors="replace").strip() if values else ""
+
+    vendor, version = first(root.get("vendorName")), first(root.get("vendorVersion"))
+    if version:
+        return version if not vendor or vendor.lower() in version.lower() \
+            else f"{vendor} {version}"
+    monitored = _monitored_info(conn)
+    found = re.search(r"slapd (\d+\.\d+\.\d+)", monitored)
+    if found:
+        return f"OpenLDAP {found[1]}"
+    if b"openldaprootdse" in {c.lower() for c in root.get("objectClass", [])}:
+        return "OpenLDAP (version not published)"
+    return vendor or "LDAP server (vendor and version not published)"
+
+
+def _monitored_info(conn: LDAPObject) -> str:
+    """OpenLDAP's `monitoredInfo` ("OpenLDAP: slapd 2.5.13 ..."), or '' where cn=Monitor is
+    not configured or not readable."""
+    try:
+        found = conn.search_s("cn=Monitor", ldap.SCOPE_BASE, "(objectClass=*)",
+                              ["monitoredInfo"])
+    except ldap.LDAPError:
+        return ""
+    values = found[0][1].get("monitoredInfo") if found else None
+    return values[0].decode(errors="replace") if values else ""
+
 
 
 _MAPPING_HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s+(.*)$")

@@ -24,6 +24,7 @@ from types import TracebackType
 
 from berkeleydb import db
 
+from databases.database import CacheReading, DirectoryDatabase
 from loaders.berkeley import (
     ACL_VALUE,
     PreparedZone,
@@ -32,7 +33,7 @@ from loaders.berkeley import (
     encode_lines,
     prepare_zone,
 )
-from loaders.store import CacheReading, DirectoryStore
+from loaders.loader import Loader
 from zonedata.model import Zone, key_to_name
 
 # The loader's private cache per file; the access pattern of a load is random across zones.
@@ -189,8 +190,17 @@ def _hash_nodes(handle: db.DB, zone: str) -> list[tuple[str, bytes]]:
     return [(owner, handle.get(data_key(zone, owner))) for owner in owners]
 
 
-class BdbStore(DirectoryStore):
+def _cache_reading(target: Path, options: Mapping[str, str]) -> CacheReading:
+    # drivers/bdb opens the file with no environment: each connection's cache is private
+    # to named (set to the loader's size there), with no region another process could read.
+    return CacheReading("Berkeley DB without an environment: one private cache per driver "
+                        "connection inside named, not readable from outside; the size is "
+                        "per connection", CACHE_BYTES)
+
+
+class BdbLoader(Loader[Path]):
     name = "bdb"
+    database = DirectoryDatabase(name, _cache_reading)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         with _Writer(target) as writer:
@@ -213,12 +223,5 @@ class BdbStore(DirectoryStore):
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
         return {"file": str((Path(target) / FILES[options["access"]]).resolve())}
 
-    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading:
-        # drivers/bdb opens the file with no environment: each connection's cache is private
-        # to named (set to the loader's size there), with no region another process could read.
-        return CacheReading("Berkeley DB without an environment: one private cache per driver "
-                            "connection inside named, not readable from outside; the size is "
-                            "per connection", CACHE_BYTES)
 
-
-STORE = BdbStore()
+LOADER = BdbLoader()

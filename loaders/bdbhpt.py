@@ -40,16 +40,17 @@ from types import TracebackType
 
 from berkeleydb import db
 
+from databases.berkeley import db_stat_reading
+from databases.database import CacheReading, DirectoryDatabase
 from loaders.berkeley import (
     ACL_VALUE,
     PreparedZone,
-    db_stat_reading,
     decode_lines,
     decode_records,
     encode_lines,
     prepare_zone,
 )
-from loaders.store import CacheReading, DirectoryStore, interrupts_deferred
+from loaders.loader import Loader, interrupts_deferred
 from zonedata.model import Zone, key_to_name
 
 DATA_FILE = "dns.db"
@@ -186,15 +187,7 @@ class _Home:
 
     def purge_retired(self, grace: float) -> None:
         now = time.time()
-        cursor = self.dbs["dns_retired"].cursor()
-        retired = []
-        item = cursor.first()
-        while item is not None:
-            retired.append(item)
-            item = cursor.next()
-        # Closed before deleting: in CDB a thread holding a read cursor must not write.
-        cursor.close()
-        for gen, when in retired:
+        for gen, when in _all_items(self.dbs["dns_retired"]):
             if now - float(when) >= grace:
                 self._retrying(lambda txn, gen=gen: self._delete_generation(gen, txn))
 
@@ -206,14 +199,7 @@ class _Home:
         _delete(self.dbs["dns_retired"], gen, txn)
 
     def zones(self) -> Iterator[Zone]:
-        cursor = self.dbs["dns_zone"].cursor()
-        entries = []
-        item = cursor.first()
-        while item is not None:
-            entries.append(item)
-            item = cursor.next()
-        cursor.close()
-        for zone_key, gen in sorted(entries):
+        for zone_key, gen in sorted(_all_items(self.dbs["dns_zone"])):
             owners = decode_lines(self.dbs["dns_xfr"].get(gen) or b"")
             records = []
             for owner in owners:
@@ -234,6 +220,21 @@ class _Home:
                 (self.home / self.file).unlink(missing_ok=True)
             else:
                 os.replace(self.home / self.file, self.home / DATA_FILE)
+
+
+def _all_items(handle: db.DB) -> list[tuple[bytes, bytes]]:
+    """Every (key, value) of a database, read whole and the cursor closed before the caller
+    writes: in CDB a thread holding a read cursor must not write."""
+    cursor = handle.cursor()
+    try:
+        items = []
+        item = cursor.first()
+        while item is not None:
+            items.append(item)
+            item = cursor.next()
+    finally:
+        cursor.close()
+    return items
 
 
 def _delete(handle: db.DB, key: bytes, txn: db.DBTxn | None) -> None:
@@ -349,8 +350,19 @@ def read_mode(target: Path, mode: str) -> list[Zone]:
         home.close()
 
 
-class BdbhptStore(DirectoryStore):
+def _cache_reading(target: Path, options: Mapping[str, str]) -> CacheReading:
+    """The cache of the environment of the driver's `mode`: readable from outside in the
+    shared-region modes; a private environment's cache lives in named's memory alone."""
+    mode = options["mode"]
+    if mode == "private":
+        return CacheReading("Berkeley DB private environment: a cache inside named, not "
+                            "readable from outside", CACHE_BYTES)
+    return db_stat_reading(Path(target) / mode, CACHE_BYTES)
+
+
+class BdbhptLoader(Loader[Path]):
     name = "bdbhpt"
+    database = DirectoryDatabase(name, _cache_reading)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         if _has_data(target):
@@ -374,14 +386,5 @@ class BdbhptStore(DirectoryStore):
         mode = options["mode"]
         return {"mode": mode, "env": str((Path(target) / mode).resolve())}
 
-    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading:
-        """The mode's environment cache: readable from outside in the shared-region modes;
-        a private environment's cache lives in named's memory alone."""
-        mode = options["mode"]
-        if mode == "private":
-            return CacheReading("Berkeley DB private environment: a cache inside named, not "
-                                "readable from outside", CACHE_BYTES)
-        return db_stat_reading(Path(target) / mode, CACHE_BYTES)
 
-
-STORE = BdbhptStore()
+LOADER = BdbhptLoader()

@@ -21,8 +21,9 @@ from pathlib import Path
 import dns.name
 
 from base.errors import UserError
+from databases.database import DirectoryDatabase
 from loaders.berkeley import decode_lines, prepare_zone, record_line
-from loaders.store import DEFAULT_XFR_CLIENTS, DirectoryStore
+from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
 from zonedata.model import ENT_TYPE, Record, Zone, key_to_name
 
 ZONE_FILE = ".zone"
@@ -61,8 +62,9 @@ def xfr_header(clients: Iterable[str]) -> str:
     return " ".join([XFR_HEADER, *clients])
 
 
-class FsStore(DirectoryStore):
+class FsLoader(Loader[Path]):
     name = "fs"
+    database = DirectoryDatabase(name)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         writer = ZoneWriter(target)
@@ -186,4 +188,4 @@ def read_zone_file(path: Path, origin: dns.name.Name) -> Zone:
     return zone
 
 
-STORE = FsStore()
+LOADER = FsLoader()

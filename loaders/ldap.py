@@ -29,26 +29,27 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from pathlib import Path
-from urllib.parse import urlsplit
+from collections.abc import Iterable, Iterator, Mapping
 
 import ldap
-import ldap.dn
-import ldap.schema
 import ldif
 from ldap.ldapobject import LDAPObject
 
 from base.errors import UserError
-from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
-from databases.slapd import ExternalLdap, LdapServer, LdapTarget, ldap_message
+from databases.slapd import (
+    ExternalLdap,
+    LdapDatabase,
+    LdapServer,
+    LdapTarget,
+    bound,
+    driver_uri,
+    ldap_message,
+)
 from databases.url import StoreUrl, listed
 from loaders import sql
-from loaders.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
+from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
 from zonedata.model import (
     ENT_TYPE,
     Record,
@@ -160,53 +161,29 @@ def search_iter(conn: LDAPObject, base: str, scope: int, filterstr: str,
                 conn.abandon(msgid)
 
 
-class LdapStore(Store[LdapTarget]):
+class DlzEntries:
+    """The suite's zone and owner entries in a lent server's subtree, as the LDAP database
+    claims it (databases.database's LentSchema); the server's schema and the suffix entry are
+    the database's to check."""
+
+    def check_lent(self, conn: LDAPObject, url: StoreUrl, *, overwrite: bool) -> None:
+        """Refuse a subtree holding others' entries unless `overwrite`."""
+        foreign = _others_entries(conn, url)
+        if foreign and not overwrite:
+            count = (f"more than {_FOREIGN_SHOWN} entries" if len(foreign) > _FOREIGN_SHOWN
+                     else f"{len(foreign)} {'entry' if len(foreign) == 1 else 'entries'}")
+            raise url.error(f"suffix {url.database} holds {count} the suite did not "
+                            f"create ({listed(foreign)}); lend the suite a subtree of its own, "
+                            "or add --store-url-overwrite to put its entries beside them")
+
+    def hold_empty(self, conn: LDAPObject, url: StoreUrl) -> None:
+        _hold_own_subtree_empty(conn, url)
+
+
+class LdapLoader(Loader[LdapTarget]):
     name = "ldap"
-    has_server = True
-    url_schemes = ("ldap", "ldapi")
-
-    @contextmanager
-    def server(self, run_dir: Path, *,
-               db_host: DatabaseHost | None = None) -> Iterator[LdapServer]:
-        slapd = LdapServer(run_dir, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES,
-                           db_host=db_host)
-        with slapd:
-            ensure_suffix_entry(slapd)
-            yield slapd
-
-    def check_url(self, url: StoreUrl) -> None:
-        if not url.database:
-            raise url.error("names no suffix (…/SUFFIX at the end, e.g. "
-                            "/ou=dlzbench,dc=example,dc=net): the suite's entries need a "
-                            "subtree of their own")
-        _check_dn(url, "suffix", url.database)
-        if url.user:
-            _check_dn(url, "bind DN", url.user)
-        if url.scheme == "ldapi" and (url.port is not None or not url.host.startswith("/")):
-            raise url.error("an ldapi:// URL names the server's socket by its absolute path, "
-                            "percent-encoded: ldapi://%2Frun%2Fslapd%2Fldapi/SUFFIX")
-
-    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
-        with bound(ExternalLdap(url)) as conn:
-            root = _root_dse(conn, url)
-            _check_lent(conn, url, root, overwrite)
-            return _server_version(conn, root)
-
-    @contextmanager
-    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[ExternalLdap]:
-        target = ExternalLdap(url)
-        with bound(target) as conn:
-            root = _root_dse(conn, url)
-            _check_lent(conn, url, root, overwrite)
-            _create_suffix_entry(conn, url)
-            _hold_own_subtree_empty(conn, url)
-        yield target
-
-    def server_is_ours(self, target: LdapTarget) -> bool:
-        return target.started_here
-
-    def client_env(self, target: LdapTarget) -> dict[str, str]:
-        return target.env
+    database = LdapDatabase(name, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES,
+                            lent=DlzEntries())
 
     def load(self, zones: Iterable[Zone], target: LdapTarget) -> None:
         with bound(target) as conn:
@@ -235,7 +212,7 @@ class LdapStore(Store[LdapTarget]):
                     yield zone
 
     def dlz_args(self, target: LdapTarget, options: Mapping[str, str]) -> dict[str, str]:
-        args = {"uri": _driver_uri(target), "base": target.suffix}
+        args = {"uri": driver_uri(target), "base": target.suffix}
         if target.bind_dn:
             args["binddn"] = target.bind_dn
         if isinstance(target, LdapServer):
@@ -244,73 +221,6 @@ class LdapStore(Store[LdapTarget]):
             # named's environment (client_env).
             args["password"] = target.password
         return args
-
-    @contextmanager
-    def round_trips(self, target: LdapTarget) -> Iterator[Callable[[], object]]:
-        conn = ldap.initialize(_driver_uri(target))
-        conn.simple_bind_s(target.bind_dn, target.password)
-        try:
-            yield conn.whoami_s
-        finally:
-            conn.unbind_s()
-
-    def restart_server(self, target: LdapTarget) -> None:
-        target.restart()  # a lent server's: nothing (ExternalLdap.restart)
-
-    def tcp_endpoint(self, target: LdapTarget) -> tuple[str, int]:
-        if target.uri.startswith("ldapi:"):
-            raise UserError("the ldap store's server is reached through a unix socket "
-                            "(ldapi://): there is no TCP endpoint to put a proxy in front of")
-        return urlsplit(target.uri).hostname or "127.0.0.1", target.port
-
-    def server_pids(self, target: LdapTarget) -> list[int]:
-        return target.pids()
-
-    def cache_reading(self, target: LdapTarget,
-                      options: Mapping[str, str]) -> CacheReading | None:
-        if isinstance(target, ExternalLdap):
-            return None  # a server shared with others, its files not ours to look at
-        # back-mdb has no cache of its own: slapd maps the database file and reads it through
-        # the kernel's page cache, so what it holds is the file's share resident in its map.
-        resident, size = target.mapped_data()
-        return CacheReading("slapd back-mdb: data.mdb resident in slapd's mapping "
-                            "(/proc/PID/smaps Rss) / the file's size", None,
-                            resident_bytes=resident, mapped_bytes=size)
-
-
-@contextmanager
-def bound(slapd: LdapTarget) -> Iterator[LDAPObject]:
-    """A bound connection, unbound at the end, except after Ctrl-C: the interrupt may have
-    landed inside a python-ldap call, between its taking the connection's lock and its
-    try/finally, and unbinding would then wait for that lock forever. The socket closes with
-    the process anyway."""
-    conn = slapd.connect()
-    interrupted = False
-    try:
-        yield conn
-    except KeyboardInterrupt:
-        interrupted = True
-        raise
-    finally:
-        if not interrupted:
-            conn.unbind_s()
-
-
-def _driver_uri(target: LdapTarget) -> str:
-    """Where the DLZ driver reaches slapd: a proxy in front of it, else its unix socket (ldapi:
-    measured 4.6% -> 5.8% of native against loopback TCP), else (on a host of its own) TCP;
-    a lent server where its URL says."""
-    if target.via is not None:
-        return f"ldap://{target.via[0]}:{target.via[1]}"
-    return target.ldapi_uri or target.uri
-
-
-def ensure_suffix_entry(slapd: LdapServer) -> None:
-    rdn_value = slapd.suffix.split(",", 1)[0].split("=", 1)[1]
-    with bound(slapd) as conn, contextlib.suppress(ldap.ALREADY_EXISTS):
-        # A restarted directory keeps its data.
-        conn.add_s(slapd.suffix, [("objectClass", [b"organization"]),
-                                  ("o", [rdn_value.encode()])])
 
 
 def has_zones(conn: LDAPObject, suffix: str) -> bool:
@@ -526,147 +436,12 @@ def online_bulk_load(conn: LDAPObject, zones: Iterable[Zone], suffix: str,
         pipe.drain()
 
 
-# -- a lent server (--store-url ldap=...): its schema, its suffix, others' entries -----------
+# -- a lent server (--store-url ldap=...): others' entries, the suite's emptied ---------------
 
-# named.conf's dlopen string cannot carry these in an argument (servers/dlz.py's _UNPASSABLE):
-# a suffix or bind DN holding one could never reach the DLZ driver.
-_UNPASSABLE = frozenset('"\\{}')
-# The object class of a suffix entry the suite creates, by its RDN's attribute type (with the
-# attributes it must have besides the RDN's); an entry of another type is the operator's to make.
-_SUFFIX_CLASSES: dict[str, tuple[list[bytes], tuple[str, ...]]] = {
-    "o": ([b"organization"], ()),
-    "ou": ([b"organizationalUnit"], ()),
-    "dc": ([b"dcObject", b"organization"], ("o",)),
-}
 # Others' entries named in a refusal, at most (a count above it is "more than").
 _FOREIGN_SHOWN = 100
 # Deletes per round when emptying the suite's subtree (bounded memory at a million zones).
 _DELETE_ROUND = 10_000
-_SCHEMA_NAME = re.compile(r"^(attributetype|objectclass)\s*\(\s*[\d.]+\s+NAME\s+'([^']+)'",
-                          re.IGNORECASE | re.MULTILINE)
-
-
-def _check_dn(url: StoreUrl, what: str, dn: str) -> None:
-    """Refuse a suffix or bind DN that is not a DN, or that named.conf could not carry."""
-    try:
-        ldap.dn.str2dn(dn)
-    except ldap.DECODING_ERROR:
-        raise url.error(f"the {what} {dn!r} is not a DN (e.g. ou=dlzbench,dc=example,dc=net; "
-                        "in the URL, percent-encode : @ / ? # and %)") from None
-    if any(c.isspace() or c in _UNPASSABLE for c in dn):
-        raise url.error(f"the {what} {dn!r} holds white space, a quote, a backslash or a brace: "
-                        "named.conf's dlopen string cannot pass it to the DLZ driver")
-
-
-def _root_dse(conn: LDAPObject, url: StoreUrl) -> dict[str, list[bytes]]:
-    """The server's root DSE (user and operational attributes): where its schema is, its
-    naming contexts, its vendor if it says."""
-    try:
-        found = conn.search_s("", ldap.SCOPE_BASE, "(objectClass=*)", ["*", "+"])
-    except ldap.LDAPError as exc:
-        raise url.error(f"cannot read the server's root DSE: {ldap_message(exc)}") from None
-    return found[0][1] if found else {}
-
-
-def _check_lent(conn: LDAPObject, url: StoreUrl, root: dict[str, list[bytes]],
-                overwrite: bool) -> None:
-    """Refuse a server without the suite's schema, a missing suffix entry the suite could not
-    create, and a subtree holding others' entries unless `overwrite`; writes nothing."""
-    missing = _missing_schema(conn, url, root)
-    if missing:
-        raise url.error(f"the server's schema lacks {listed(missing)}: add "
-                        f"{SCHEMA_FILE.relative_to(SCHEMA_DIR.parent)} to it (slapd.conf: "
-                        "include it; cn=config: convert it with slaptest and ldapadd it)")
-    if not _entry_exists(conn, url, url.database):
-        _check_creatable(conn, url, root)
-        return
-    foreign = _others_entries(conn, url)
-    if foreign and not overwrite:
-        count = (f"more than {_FOREIGN_SHOWN} entries" if len(foreign) > _FOREIGN_SHOWN
-                 else f"{len(foreign)} {'entry' if len(foreign) == 1 else 'entries'}")
-        raise url.error(f"suffix {url.database} holds {count} the suite did not "
-                        f"create ({listed(foreign)}); lend the suite a subtree of its own, or "
-                        "add --store-url-overwrite to put its entries beside them")
-
-
-def _schema_names() -> list[str]:
-    """The names of schemas/ldap/dlz.schema's attribute types and object classes."""
-    return [name for _, name in _SCHEMA_NAME.findall(SCHEMA_FILE.read_text())]
-
-
-def _missing_schema(conn: LDAPObject, url: StoreUrl,
-                    root: dict[str, list[bytes]]) -> list[str]:
-    """The suite's attribute types and object classes that the server's subschema lacks."""
-    where = root.get("subschemaSubentry")
-    if not where:
-        raise url.error("the server publishes no schema (no subschemaSubentry in its root DSE)")
-    try:
-        entry = conn.read_subschemasubentry_s(where[0].decode(),
-                                              attrs=["attributeTypes", "objectClasses"])
-    except ldap.LDAPError as exc:
-        raise url.error(f"cannot read the server's schema: {ldap_message(exc)}") from None
-    schema = ldap.schema.SubSchema(entry or {}, check_uniqueness=0)
-    present = {name.lower() for kind in (ldap.schema.AttributeType, ldap.schema.ObjectClass)
-               for oid in schema.listall(kind)
-               for name in (schema.get_obj(kind, oid).names or ())}
-    return [name for name in _schema_names() if name.lower() not in present]
-
-
-def _entry_exists(conn: LDAPObject, url: StoreUrl, dn: str) -> bool:
-    try:
-        conn.search_s(dn, ldap.SCOPE_BASE, "(objectClass=*)", ["1.1"])
-    except ldap.NO_SUCH_OBJECT:
-        return False
-    except ldap.LDAPError as exc:
-        raise url.error(f"cannot read {dn}: {ldap_message(exc)}") from None
-    return True
-
-
-def _suffix_entry(url: StoreUrl) -> tuple[str, Attrs] | None:
-    """The suffix's RDN attribute and the entry the suite would create for it; None for a
-    suffix whose entry the operator must make (a multi-valued RDN, or another type)."""
-    rdn = ldap.dn.str2dn(url.database)[0]
-    if len(rdn) != 1 or rdn[0][0].lower() not in _SUFFIX_CLASSES:
-        return None
-    kind, value, _ = rdn[0]
-    classes, also = _SUFFIX_CLASSES[kind.lower()]
-    attrs: Attrs = {"objectClass": classes, kind: [value.encode()]}
-    attrs.update({name: [value.encode()] for name in also})
-    return kind, attrs
-
-
-def _normalized(dn: str) -> str:
-    return ldap.dn.dn2str(ldap.dn.str2dn(dn)).lower()
-
-
-def _check_creatable(conn: LDAPObject, url: StoreUrl, root: dict[str, list[bytes]]) -> None:
-    """Refuse a missing suffix entry the suite cannot create: one of a kind it does not make,
-    or whose parent is missing (unless it is the top of one of the server's databases)."""
-    if _suffix_entry(url) is None:
-        raise url.error(f"the suffix entry {url.database} does not exist, and the suite "
-                        "creates o=, ou= or dc= entries only: create it, then run again")
-    parent = ldap.dn.dn2str(ldap.dn.str2dn(url.database)[1:])
-    contexts = {_normalized(c.decode()) for c in root.get("namingContexts", [])}
-    if _normalized(url.database) in contexts or (parent and _entry_exists(conn, url, parent)):
-        return
-    raise url.error(f"the suffix entry {url.database} does not exist, nor does its parent "
-                    f"{parent or '(none)'}: lend the suite a subtree of an entry the server "
-                    "holds")
-
-
-def _create_suffix_entry(conn: LDAPObject, url: StoreUrl) -> None:
-    """The suffix entry, created if missing (then the suite's: it is never deleted either)."""
-    made = _suffix_entry(url)
-    if made is None or _entry_exists(conn, url, url.database):
-        return
-    try:
-        conn.add_s(url.database, list(made[1].items()))
-    except ldap.ALREADY_EXISTS:
-        return  # made meanwhile by someone else
-    except ldap.LDAPError as exc:
-        raise url.error(f"the suffix entry {url.database} does not exist and the suite cannot "
-                        f"create it: {ldap_message(exc)}") from None
-
 
 def _others_entries(conn: LDAPObject, url: StoreUrl) -> list[str]:
     """DNs of entries under the suffix (the suffix entry aside) the suite did not create, at
@@ -716,36 +491,5 @@ def _some_dns(conn: LDAPObject, url: StoreUrl, scope: int, filterstr: str) -> li
     return found
 
 
-def _server_version(conn: LDAPObject, root: dict[str, list[bytes]]) -> str:
-    """What the server says it is: its root DSE's vendorVersion (RFC 3045), else OpenLDAP's
-    cn=Monitor (if the operator lets the bind DN read it), else what its root DSE's class
-    tells."""
-    def first(values: list[bytes] | None) -> str:
-        return values[0].decode(errors="replace").strip() if values else ""
 
-    vendor, version = first(root.get("vendorName")), first(root.get("vendorVersion"))
-    if version:
-        return version if not vendor or vendor.lower() in version.lower() \
-            else f"{vendor} {version}"
-    monitored = _monitored_info(conn)
-    found = re.search(r"slapd (\d+\.\d+\.\d+)", monitored)
-    if found:
-        return f"OpenLDAP {found[1]}"
-    if b"openldaprootdse" in {c.lower() for c in root.get("objectClass", [])}:
-        return "OpenLDAP (version not published)"
-    return vendor or "LDAP server (vendor and version not published)"
-
-
-def _monitored_info(conn: LDAPObject) -> str:
-    """OpenLDAP's `monitoredInfo` ("OpenLDAP: slapd 2.5.13 ..."), or '' where cn=Monitor is
-    not configured or not readable."""
-    try:
-        found = conn.search_s("cn=Monitor", ldap.SCOPE_BASE, "(objectClass=*)",
-                              ["monitoredInfo"])
-    except ldap.LDAPError:
-        return ""
-    values = found[0][1].get("monitoredInfo") if found else None
-    return values[0].decode(errors="replace") if values else ""
-
-
-STORE = LdapStore()
+LOADER = LdapLoader()

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import IO
 
 from base.errors import UserError
-from loaders.store import DEFAULT_XFR_CLIENTS, DirectoryStore
+from databases.database import DirectoryDatabase
+from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
 from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
 
 DATA_FILE = "zones.tsv"
@@ -96,8 +97,9 @@ def _parse_records(path: Path) -> Iterator[tuple[str, list[str]]]:
             yield fields[0], fields
 
 
-class MemoryStore(DirectoryStore):
+class MemoryLoader(Loader[Path]):
     name = "memory"
+    database = DirectoryDatabase(name)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         path = data_file(target)
@@ -133,4 +135,4 @@ class MemoryStore(DirectoryStore):
         return {"file": str(data_file(target))}
 
 
-STORE = MemoryStore()
+LOADER = MemoryLoader()

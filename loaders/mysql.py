@@ -4,20 +4,22 @@ LOAD DATA LOCAL INFILE."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
 import MySQLdb
-import MySQLdb.cursors
 
-from base.netns import DatabaseHost
 from base.paths import SCHEMA_DIR
-from databases.mariadb import ExternalMysql, MysqlServer, MysqlTarget
+from databases.mariadb import (
+    MariadbDatabase,
+    MysqlTarget,
+    driver_endpoint,
+    streamed_rows,
+    transaction,
+)
 from databases.url import StoreUrl, check_lent_database
 from loaders import sql
-from loaders.store import DEFAULT_XFR_CLIENTS, CacheReading, Store
+from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
 from zonedata.model import ENT_TYPE, Zone
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
@@ -36,132 +38,52 @@ _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\0": "\\0"})
 OWN_MARK = "dlzbench store table"
 
 
-class MysqlStore(Store[MysqlTarget]):
+class DlzTables:
+    """schemas/mysql.sql's tables, as the MariaDB database must know them: made on a fresh
+    server, claimed in a lent database (databases.database's Schema and LentSchema)."""
+
+    def ensure(self, conn: MySQLdb.Connection) -> None:
+        ensure_schema(conn)
+
+    def check_lent(self, conn: MySQLdb.Connection, url: StoreUrl, *, overwrite: bool) -> None:
+        foreign, clashing = _others_objects(conn)
+        check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
+        _check_local_infile(conn, url)
+
+    def hold_empty(self, conn: MySQLdb.Connection, url: StoreUrl) -> None:
+        """The suite's tables in the database, holding no zone."""
+        apply_schema(conn)
+        cursor = conn.cursor()
+        # Rows of records and xfr_clients go with their zone (ON DELETE CASCADE).
+        cursor.execute("DELETE FROM zones")
+        conn.commit()
+
+
+DLZ_TABLES = DlzTables()
+
+
+class MysqlLoader(Loader[MysqlTarget]):
     name = "mysql"
-    has_server = True
-    url_schemes = ("mysql", "mariadb")
-
-    @contextmanager
-    def server(self, run_dir: Path, *,
-               db_host: DatabaseHost | None = None) -> Iterator[MysqlServer]:
-        with MysqlServer(run_dir, db_host=db_host) as db:
-            _connect(db).close()
-            yield db
-
-    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
-        target = ExternalMysql(url)
-        conn = target.connect()
-        try:
-            _check_lent(conn, url, overwrite)
-        except MySQLdb.Error as exc:
-            raise url.error(f"cannot read the database's objects: {exc.args[-1]}") from None
-        finally:
-            conn.close()
-        return target.version()
-
-    @contextmanager
-    def external(self, url: StoreUrl, *, overwrite: bool) -> Iterator[MysqlTarget]:
-        target = ExternalMysql(url)
-        conn = target.connect()
-        try:
-            _check_lent(conn, url, overwrite)
-            _hold_own_tables_empty(conn)
-        except MySQLdb.Error as exc:  # e.g. no CREATE privilege
-            raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
-        finally:
-            conn.close()
-        yield target
-
-    def server_is_ours(self, target: MysqlTarget) -> bool:
-        return target.started_here
-
-    def client_env(self, target: MysqlTarget) -> dict[str, str]:
-        return target.env
+    database = MariadbDatabase(name, DLZ_TABLES, DLZ_TABLES)
 
     def load(self, zones: Iterable[Zone], target: MysqlTarget) -> None:
         with tempfile.NamedTemporaryFile("wb", suffix=".tsv") as rows_file:
-            conn = _connect(target)
+            conn = self.database.connect(target)
             try:
                 for batch in sql.zone_batches(zones):
-                    _replace_in_transaction(conn, batch, rows_file)
+                    with transaction(conn):
+                        _replace_zones(conn, batch, rows_file)
             finally:
                 conn.close()
 
     def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
-        conn = _connect(target)
-        try:
-            cursor = conn.cursor(MySQLdb.cursors.SSCursor)
-            cursor.execute(sql.READ_BACK, (ENT_TYPE,))
-            yield from sql.zones_from_rows(_decoded(cursor))
-        finally:
-            conn.close()
+        rows = streamed_rows(self.database.connect(target), sql.READ_BACK, (ENT_TYPE,))
+        yield from sql.zones_from_rows(_decoded(rows))
 
     def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
-        args = {**_endpoint(target), "user": target.user, "password": target.password,
+        args = {**driver_endpoint(target), "user": target.user, "password": target.password,
                 "database": target.database}
         return {key: str(value) for key, value in args.items() if value is not None}
-
-    @contextmanager
-    def round_trips(self, target: MysqlTarget) -> Iterator[Callable[[], object]]:
-        where = {"unix_socket" if k == "socket" else k: v for k, v in _endpoint(target).items()}
-        conn = target.connect(**where)
-        try:
-            cursor = conn.cursor()
-            yield lambda: (cursor.execute("SELECT 1"), cursor.fetchall())
-        finally:
-            conn.close()
-
-    def restart_server(self, target: MysqlTarget) -> None:
-        target.restart()
-
-    def tcp_endpoint(self, target: MysqlTarget) -> tuple[str, int]:
-        # Locally mariadbd listens on 127.0.0.1 beside its socket.
-        return (target.host or "127.0.0.1", target.port)
-
-    def server_pids(self, target: MysqlTarget) -> list[int]:
-        return target.pids()
-
-    def cache_reading(self, target: MysqlTarget, options: Mapping[str, str]
-                      ) -> CacheReading | None:
-        if not target.started_here:
-            return None  # a server shared with others: its counters are not the suite's alone
-        conn = target.connect()
-        try:
-            cursor = conn.cursor()
-            cursor.execute("SHOW GLOBAL STATUS WHERE Variable_name IN "
-                           "('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads')")
-            status = {name: int(value) for name, value in cursor.fetchall()}
-            cursor.execute("SELECT @@innodb_buffer_pool_size")
-            (configured,) = cursor.fetchone()
-        finally:
-            conn.close()
-        # read_requests are every logical page read; reads, those the pool did not hold.
-        requests = status["Innodb_buffer_pool_read_requests"]
-        misses = status["Innodb_buffer_pool_reads"]
-        return CacheReading("InnoDB buffer pool: Innodb_buffer_pool_read_requests / "
-                            "Innodb_buffer_pool_reads", int(configured),
-                            hits=requests - misses, misses=misses)
-
-
-def _endpoint(target: MysqlTarget) -> dict[str, str | int]:
-    """Where the DLZ driver reaches the server: a proxy in front of it, its TCP address on a
-    host of its own, or its unix socket."""
-    if target.via is not None:
-        return {"host": target.via[0], "port": target.via[1]}
-    if target.host is not None:
-        return {"host": target.host, "port": target.port}
-    return {"socket": str(target.socket)}
-
-
-def _connect(target: MysqlTarget) -> MySQLdb.Connection:
-    """A connection (autocommit off, LOAD DATA LOCAL allowed) to a database with the schema."""
-    conn = target.connect(local_infile=1)
-    try:
-        ensure_schema(conn)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def ensure_schema(conn: MySQLdb.Connection) -> None:
@@ -179,12 +101,6 @@ def apply_schema(conn: MySQLdb.Connection) -> None:
     cursor = conn.cursor()
     for statement in sql.schema_statements(SCHEMA):
         cursor.execute(statement)
-
-
-def _check_lent(conn: MySQLdb.Connection, url: StoreUrl, overwrite: bool) -> None:
-    foreign, clashing = _others_objects(conn)
-    check_lent_database(url, foreign=foreign, clashing=clashing, overwrite=overwrite)
-    _check_local_infile(conn, url)
 
 
 def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:
@@ -221,31 +137,6 @@ def _check_local_infile(conn: MySQLdb.Connection, url: StoreUrl) -> None:
         raise url.error("the server does not allow LOAD DATA LOCAL INFILE, which the mysql "
                         "store loads with (SET GLOBAL local_infile = 1, or local-infile in "
                         "its configuration)")
-
-
-def _hold_own_tables_empty(conn: MySQLdb.Connection) -> None:
-    """The suite's tables in the database, holding no zone (a command loads its data set into
-    an empty store, as into a private server)."""
-    apply_schema(conn)
-    cursor = conn.cursor()
-    # Rows of records and xfr_clients go with their zone (ON DELETE CASCADE).
-    cursor.execute("DELETE FROM zones")
-    conn.commit()
-
-
-def _replace_in_transaction(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]
-                            ) -> None:
-    """One transaction: a reader sees each zone old or new; a failure leaves it as it was."""
-    try:
-        _replace_zones(conn, batch, rows_file)
-    except BaseException:
-        # Ctrl-C in the middle of a result leaves the connection out of sync ("Commands out of
-        # sync"), so ROLLBACK cannot be sent; the connection's close, which load() does next,
-        # ends the transaction uncommitted just the same, and the first error is the one to say.
-        with suppress(MySQLdb.Error):
-            conn.rollback()
-        raise
-    conn.commit()
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone], rows_file: IO[bytes]) -> None:
@@ -293,4 +184,4 @@ def _decoded(rows: Iterable[tuple]) -> Iterator[sql.ReadBackRow]:
             yield zone.decode(), owner.decode(), ttl, rdtype.decode(), data.decode()
 
 
-STORE = MysqlStore()
+LOADER = MysqlLoader()

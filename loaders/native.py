@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from loaders.store import DirectoryStore
+from databases.database import DirectoryDatabase
+from loaders.loader import Loader
 from zonedata.model import Zone
 from zonedata.zonefiles import read_zone_dir, write_zone_dir, zone_files
 
 
-class NativeStore(DirectoryStore):
+class NativeLoader(Loader[Path]):
     name = "native"
+    database = DirectoryDatabase(name)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         """Each zone replaces its file atomically (temp file, rename) via write_zone_dir."""
@@ -28,4 +30,4 @@ class NativeStore(DirectoryStore):
         return read_zone_dir(target)
 
 
-STORE = NativeStore()
+LOADER = NativeLoader()

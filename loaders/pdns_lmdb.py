@@ -21,8 +21,9 @@ import dns.rdata
 import dns.rdataclass
 
 from base.process import run_checked, run_logged
+from databases.database import DirectoryDatabase
+from loaders.loader import Loader
 from loaders.pdns_rows import pdns_name
-from loaders.store import DirectoryStore
 from zonedata.model import Record, Zone, from_rdata
 from zonedata.zonefiles import zone_file_text
 
@@ -33,8 +34,9 @@ _PLAIN_NAME = re.compile(r"[a-z0-9_.-]+")
 _BIND_BACKEND_DROPS = frozenset({"NSEC", "NSEC3", "NSEC3PARAM"})
 
 
-class PdnsLmdbStore(DirectoryStore):
+class PdnsLmdbLoader(Loader[Path]):
     name = "pdns_lmdb"
+    database = DirectoryDatabase(name)
 
     def pdns_settings(self, target: Path) -> dict[str, str]:
         # The same settings for pdnsutil and the server: the shard count and file name are
@@ -208,4 +210,4 @@ def _records(listing: str) -> Iterator[Record]:
         yield from_rdata(dns.name.from_text(owner), int(ttl), _absolute_rdata(rdtype, content))
 
 
-STORE = PdnsLmdbStore()
+LOADER = PdnsLmdbLoader()

@@ -8,72 +8,28 @@ A store of its own for the reasons loaders/pdns_pg.py gives.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
-from pathlib import Path
 
 import MySQLdb
-import MySQLdb.cursors
 
-from base.netns import DatabaseHost
-from databases.mariadb import MysqlServer
+from databases.mariadb import (
+    MariadbDatabase,
+    MysqlTarget,
+    driver_endpoint,
+    streamed_rows,
+    transaction,
+)
 from loaders import pdns_rows, sql
-from loaders.mysql import MysqlStore
+from loaders.loader import Loader
 from zonedata.model import Zone
 
 _INSERT_RECORDS = ("INSERT INTO records (domain_id, name, type, content, ttl, prio, auth) "
                    "VALUES (%s, %s, %s, %s, %s, %s, %s)")
 
 
-class PdnsMysqlStore(MysqlStore):
-    name = "pdns_mysql"
+class PdnsTables:
+    """PowerDNS's schema file's tables, made on a fresh server."""
 
-    @contextmanager
-    def server(self, run_dir: Path, *,
-               db_host: DatabaseHost | None = None) -> Iterator[MysqlServer]:
-        with MysqlServer(run_dir, db_host=db_host) as db:
-            _connect(db).close()
-            yield db
-
-    def load(self, zones: Iterable[Zone], target: MysqlServer) -> None:
-        conn = _connect(target)
-        try:
-            for batch in sql.zone_batches(zones):
-                try:
-                    _replace_zones(conn, batch)
-                except BaseException:
-                    # As the mysql store: a connection out of sync cannot roll back; closing
-                    # it ends the transaction uncommitted just the same.
-                    with suppress(MySQLdb.Error):
-                        conn.rollback()
-                    raise
-                conn.commit()  # each zone old or new to a reader, never a mix
-        finally:
-            conn.close()
-
-    def read_back(self, target: MysqlServer) -> Iterator[Zone]:
-        conn = _connect(target)
-        try:
-            cursor = conn.cursor(MySQLdb.cursors.SSCursor)
-            cursor.execute(pdns_rows.READ_BACK)
-            yield from pdns_rows.zones_from_rows(cursor)
-        finally:
-            conn.close()
-
-    def pdns_settings(self, target: MysqlServer) -> dict[str, str]:
-        if target.via is not None:
-            where = {"gmysql-host": target.via[0], "gmysql-port": str(target.via[1])}
-        elif target.host is not None:
-            where = {"gmysql-host": target.host, "gmysql-port": str(target.port)}
-        else:
-            where = {"gmysql-socket": target.socket}
-        return {"launch": "gmysql", **where, "gmysql-dbname": target.database,
-                "gmysql-user": target.user, "gmysql-password": target.password}
-
-
-def _connect(target: MysqlServer) -> MySQLdb.Connection:
-    """A connection (autocommit off) to a database with PowerDNS's schema."""
-    conn = target.connect()
-    try:
+    def ensure(self, conn: MySQLdb.Connection) -> None:
         cursor = conn.cursor()
         cursor.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
                        "DATABASE() AND table_name IN (%s, %s)", pdns_rows.TABLES)
@@ -81,10 +37,30 @@ def _connect(target: MysqlServer) -> MySQLdb.Connection:
         if present != len(pdns_rows.TABLES):
             for statement in sql.schema_statements(pdns_rows.MYSQL_SCHEMA):
                 cursor.execute(statement)  # DDL commits by itself
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+
+
+class PdnsMysqlLoader(Loader[MysqlTarget]):
+    name = "pdns_mysql"
+    # No lent database (--store-url): only pg, mysql and ldap take one.
+    database = MariadbDatabase(name, PdnsTables())
+
+    def load(self, zones: Iterable[Zone], target: MysqlTarget) -> None:
+        conn = self.database.connect(target)
+        try:
+            for batch in sql.zone_batches(zones):
+                with transaction(conn):  # each zone old or new to a reader, never a mix
+                    _replace_zones(conn, batch)
+        finally:
+            conn.close()
+
+    def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
+        rows = streamed_rows(self.database.connect(target), pdns_rows.READ_BACK)
+        yield from pdns_rows.zones_from_rows(rows)
+
+    def pdns_settings(self, target: MysqlTarget) -> dict[str, str]:
+        where = {f"gmysql-{key}": str(value) for key, value in driver_endpoint(target).items()}
+        return {"launch": "gmysql", **where, "gmysql-dbname": target.database,
+                "gmysql-user": target.user, "gmysql-password": target.password}
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:
@@ -104,4 +80,4 @@ def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:
                                          for row in pdns_rows.zone_rows(zone)])
 
 
-STORE = PdnsMysqlStore()
+LOADER = PdnsMysqlLoader()

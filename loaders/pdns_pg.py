@@ -11,51 +11,21 @@ servers it feeds, so pg's DLZ driver never pays for PowerDNS's rows nor the reve
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import psycopg
 
-from base.netns import DatabaseHost
-from databases.postgresql import PgServer
+from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
-from loaders.pg import PgStore
+from loaders.loader import Loader
 from zonedata.model import Zone
 
 _COPY_RECORDS = "COPY records (domain_id, name, type, content, ttl, prio, auth) FROM STDIN"
 
 
-class PdnsPgStore(PgStore):
-    name = "pdns_pg"
+class PdnsTables:
+    """PowerDNS's schema file's tables, made on a fresh server."""
 
-    @contextmanager
-    def server(self, run_dir: Path, *,
-               db_host: DatabaseHost | None = None) -> Iterator[PgServer]:
-        with PgServer(run_dir, db_host=db_host) as pg, _connect(pg):
-            yield pg
-
-    def load(self, zones: Iterable[Zone], target: PgServer) -> None:
-        with _connect(target) as conn:
-            for batch in sql.zone_batches(zones):
-                with conn.transaction():  # each zone old or new to a reader, never a mix
-                    _replace_zones(conn, batch)
-
-    def read_back(self, target: PgServer) -> Iterator[Zone]:
-        with _connect(target) as conn, conn.cursor() as cur:
-            yield from pdns_rows.zones_from_rows(cur.stream(pdns_rows.READ_BACK))
-
-    def pdns_settings(self, target: PgServer) -> dict[str, str]:
-        host, port = target.via or (target.host, target.port)
-        return {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
-                "gpgsql-dbname": target.dbname, "gpgsql-user": target.user,
-                "gpgsql-password": ""}
-
-
-def _connect(target: PgServer) -> psycopg.Connection:
-    """An autocommit connection (transactions are explicit) to a database with the schema."""
-    conn = target.connect()
-    conn.autocommit = True
-    try:
+    def ensure(self, conn: psycopg.Connection) -> None:
         present = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
                                "current_schema() AND tablename = ANY(%s)",
                                (list(pdns_rows.TABLES),)).fetchone()
@@ -63,10 +33,28 @@ def _connect(target: PgServer) -> psycopg.Connection:
             with conn.transaction():
                 for statement in sql.schema_statements(pdns_rows.PG_SCHEMA):
                     conn.execute(statement)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+
+
+class PdnsPgLoader(Loader[PgTarget]):
+    name = "pdns_pg"
+    # No lent database (--store-url): only pg, mysql and ldap take one.
+    database = PostgresDatabase(name, PdnsTables())
+
+    def load(self, zones: Iterable[Zone], target: PgTarget) -> None:
+        with self.database.connect(target) as conn:
+            for batch in sql.zone_batches(zones):
+                with conn.transaction():  # each zone old or new to a reader, never a mix
+                    _replace_zones(conn, batch)
+
+    def read_back(self, target: PgTarget) -> Iterator[Zone]:
+        with self.database.connect(target) as conn, conn.cursor() as cur:
+            yield from pdns_rows.zones_from_rows(cur.stream(pdns_rows.READ_BACK))
+
+    def pdns_settings(self, target: PgTarget) -> dict[str, str]:
+        host, port = driver_endpoint(target)
+        return {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
+                "gpgsql-dbname": target.dbname, "gpgsql-user": target.user,
+                "gpgsql-password": ""}
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:
@@ -84,4 +72,4 @@ def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:
                 copy.write_row((ids[name], *row))
 
 
-STORE = PdnsPgStore()
+LOADER = PdnsPgLoader()

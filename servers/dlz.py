@@ -15,7 +15,7 @@ from typing import Any
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
-from loaders.store import CacheReading
+from databases.database import CacheReading
 from servers.kind import ServerKind
 from servers.named import Named
 
@@ -64,7 +64,7 @@ class DlzNamed(ServerKind):
 
     # drivers/<library>/; by default the store's own name (one name per backend).
     library: str = ""
-    # The driver's own arguments, turned into the store's words by Store.dlz_args
+    # The driver's own arguments, turned into the store's words by Loader.dlz_args
     # (e.g. which Berkeley DB access method, which bdbhpt mode).
     options: Mapping[str, str] = field(default_factory=dict)
     # Declared to named from dlz_version() (DNS_SDLZFLAG_THREADSAFE): named then calls the
@@ -83,18 +83,18 @@ class DlzNamed(ServerKind):
         """The dlz statement; `library` replaces the built driver (an ASan build), `extra`
         adds arguments (a test switch)."""
         args = {"connections": str(connections),
-                **self.store_object().dlz_args(target, self.options), **(extra or {})}
+                **self.loader().dlz_args(target, self.options), **(extra or {})}
         return dlz_clause(self.name, library or self.library_file, args)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
         # A password the store keeps out of named.conf reaches the driver as environment.
-        env = self.store_object().client_env(target)
+        env = self.loader().database.client_env(target)
         return Named(run_dir, self.body(target, connections), threads=threads, port=port,
                      env=env or None)
 
     def cache_reading(self, target: Any) -> CacheReading | None:
-        return self.store_object().cache_reading(target, self.options)
+        return self.loader().database.cache_reading(target, self.options)
 
 
 def stack_frames_of(library: Path) -> re.Pattern[str]:

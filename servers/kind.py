@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from loaders import get_store
-from loaders.store import CacheReading, Store
+from databases.database import CacheReading
+from loaders import get_loader
+from loaders.loader import Loader
 from servers.dnsserver import DnsServer
 
 
@@ -53,12 +54,13 @@ class ServerKind(ABC):
         """Every known difference of its answers, in the order they are tried."""
         return (*self.answer_classes, *self.dnssec_classes)
 
-    def store_object(self) -> Store:
-        return get_store(self.store)
+    def loader(self) -> Loader[Any]:
+        """The loader of the store feeding the server (its `database` is where the data is)."""
+        return get_loader(self.store)
 
     def cache_reading(self, target: Any) -> CacheReading | None:
         """The store's own cache figures as this server's driver uses the store."""
-        return self.store_object().cache_reading(target, {})
+        return self.loader().database.cache_reading(target, {})
 
     def memory_needed_kib(self, records: int) -> float | None:
         """named's expected resident memory over `records` records (None: not data-bound)."""

@@ -1,7 +1,7 @@
 """PowerDNS Authoritative 4.7 over a store: a private pdns_server with its own config, control
 socket and pid file in its run directory, on a loopback port, never the system service.
 
-The backend (launch= and its own settings) comes from the store (Store.pdns_settings: the
+The backend (launch= and its own settings) comes from the store (Loader.pdns_settings: the
 generic SQL backends over the pdns_pg / pdns_mysql stores' private servers, LMDB over the
 pdns_lmdb store's file) or, for the bind backend, from the native store's zone files. Each
 registry line says whether PowerDNS's caches are on (its defaults, "cached") or off (every
@@ -34,8 +34,8 @@ CACHES_OFF: Mapping[str, str] = {
 }
 
 
-# Measured on the coverage set (OTHER_CLASSES in bench/verify/other_classes.py), in the order
-# they apply; the same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
+# Measured on the coverage set (bench/verify/ OTHER_CLASSES), in the order they apply; the
+# same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
 PDNS_CLASSES = ("pdns-8bit-dns", "pdns-rdata-name-case", "pdns-any-to-tcp",
                 "pdns-minimal-authority", "pdns-dname-off", "pdns-nsec-at-cname",
                 "pdns-root-glue")
@@ -110,11 +110,11 @@ class PdnsServer(ServerKind):
     # backends' domainmetadata table with gsql-dnssec, lmdb's own, the bind backend's
     # bind-dnssec-db), which no store sets.
     cannot_serve_signed = ("PowerDNS serves stored RRSIGs only for zones marked PRESIGNED in "
-                           "its domain metadata, which its stores do not set")
+                           "its domain metadata, which its loaders do not set")
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         """launch= and the backend's settings that reach the store's data."""
-        return self.store_object().pdns_settings(target)
+        return self.loader().pdns_settings(target)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Pdns:

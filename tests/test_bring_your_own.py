@@ -30,7 +30,7 @@ from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.commands.cli import main as bench_main
 from bench.measure.datasets import named_conf_zones
-from loaders import get_store
+from loaders import get_loader
 from servers import bindversion
 from tests.benchcli import bench_env, processes_under, run_bench
 from zonedata.generator import generate
@@ -135,7 +135,7 @@ def test_skip_bad_zones_loads_the_others_with_their_origins(conf, tmp_path, caps
     assert "fs: 3 zones" in out
     assert "warning: skipping zone bad.test." in err
     assert "views inside, outside flattened" in err
-    zones = {z.origin.to_text(): z for z in get_store("fs").read_back(data / "fs" / "fs")}
+    zones = {z.origin.to_text(): z for z in get_loader("fs").read_back(data / "fs" / "fs")}
     assert sorted(zones) == ["a.test.", "b.test.", "c.test."]
     # a.test is the inside view's (the first), its relative names under the configured origin.
     a_records = zones["a.test."].canonical()

@@ -36,8 +36,8 @@ from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import UDP_PAYLOAD, Reply, ask, compare_answers, complete, transfer
 from bench.verify.compare import REFERENCE_SERVERS, Comparison, compare_servers, detail
-from loaders.fs import XFR_HEADER, ZONE_FILE, FsStore, zone_file_path
-from loaders.store import DEFAULT_XFR_CLIENTS
+from loaders.fs import XFR_HEADER, ZONE_FILE, FsLoader, zone_file_path
+from loaders.loader import DEFAULT_XFR_CLIENTS
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
@@ -64,7 +64,7 @@ DRIVERS = [s.name for s in SERVERS
            if isinstance(s, DlzNamed) and s.name not in REFERENCE_SERVERS and s.is_built()]
 UPDATABLE = [d for d in DRIVERS if not get_server(d).needs_reload]
 # The store runs a database server of its own (PostgreSQL, MariaDB, slapd).
-WITH_SERVER = [d for d in DRIVERS if get_server(d).store_object().has_server]
+WITH_SERVER = [d for d in DRIVERS if get_server(d).loader().database.has_server]
 
 
 def data_set() -> list[Zone]:
@@ -190,13 +190,13 @@ def test_update_is_answered_within_a_second(fleet: Fleet, driver: str) -> None:
                                                  make_record(marker, 60, "TXT", value)])
     for _ in range(4 * THREADS):  # every thread has met the name: no such name
         assert named.query(marker, "TXT").rcode() == dns.rcode.NXDOMAIN
-    loaded.store.update(changed, loaded.target)
+    loaded.loader.update(changed, loaded.target)
     try:
         assert _seen_within(named, marker, {value}, 1.0), "update not answered within 1 s"
         answers = ask_concurrently(named, [(marker, "TXT")] * 40)  # the same query 40 times
         assert all(complete(r).answer for r in answers.values())
     finally:
-        loaded.store.update(zone, loaded.target)
+        loaded.loader.update(zone, loaded.target)
     assert _seen_within(named, marker, set(), 1.0), "the zone's restore not seen within 1 s"
 
 
@@ -304,7 +304,7 @@ def plant_sentinels(outside: Path, origins: list[dns.name.Name]) -> None:
     """Next to the root, a tree laid out like a store root whose zones all answer SENTINEL,
     and loose copies of a sentinel zone file where a path climbing out of the index would land
     (whichever zone such a file is taken for, its apex and wildcard answer SENTINEL)."""
-    FsStore().load([_sentinel_zone(o) for o in origins], outside)
+    FsLoader().load([_sentinel_zone(o) for o in origins], outside)
     header = " ".join([XFR_HEADER, *DEFAULT_XFR_CLIENTS])
     lines = sorted(f"{owner} {rdtype} 60 {rdata}"
                    for owner in (k for o in origins for k in (name_key(o), f"*.{name_key(o)}"))
@@ -400,7 +400,7 @@ def plant_large_zone(root: Path) -> Zone:
         make_record(origin, 60, "NS", "ns.large.broken.test."),
         *(make_record(dns.name.from_text(f"host{i}", origin), 60, "A", f"192.0.2.{i % 250 + 1}")
           for i in range(LARGE_HOSTS))])
-    FsStore().load([zone], root.parent / "large")
+    FsLoader().load([zone], root.parent / "large")
     path = zone_file_path(name_key(origin))
     assert (root.parent / "large" / path).stat().st_size > 64 * 1024
     (root / path).parent.mkdir(parents=True)
@@ -419,7 +419,7 @@ def plant_broken_zones(root: Path) -> Path:
     (broken / "fifo").mkdir()
     os.mkfifo(broken / "fifo" / ZONE_FILE)
     origin = dns.name.from_text("symlink.broken.test.")
-    FsStore().load([_sentinel_zone(origin)], root.parent / "symlinked")
+    FsLoader().load([_sentinel_zone(origin)], root.parent / "symlinked")
     (broken / "symlink").mkdir()
     (broken / "symlink" / ZONE_FILE).symlink_to(
         root.parent / "symlinked" / zone_file_path(name_key(origin)))

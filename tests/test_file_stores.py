@@ -30,7 +30,7 @@ from base.errors import UserError
 from bench.measure.loading import timed_load
 from loaders import bdb, bdbhpt, fs
 from loaders.berkeley import prepare_zone
-from loaders.store import DEFAULT_XFR_CLIENTS, Store, interrupts_deferred
+from loaders.loader import DEFAULT_XFR_CLIENTS, Loader, interrupts_deferred
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed
 from tests.failing import FailsHalfWay
@@ -44,7 +44,7 @@ from zonedata.model import (
     name_key,
 )
 
-STORES: dict[str, Store] = {"fs": fs.STORE, "bdb": bdb.STORE, "bdbhpt": bdbhpt.STORE}
+STORES: dict[str, Loader] = {"fs": fs.LOADER, "bdb": bdb.LOADER, "bdbhpt": bdbhpt.LOADER}
 
 # --- a reference of the filesystem driver's path computation --------------------------------
 # Written the way the C driver walks the key text BIND hands over: one character at a time,
@@ -221,14 +221,14 @@ DATA_SETS = {"awkward": awkward_zones, "coverage": coverage_zones}
 
 
 @pytest.fixture(params=list(STORES))
-def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Any]]:
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Loader, Any]]:
     store = STORES[request.param]
-    with store.server(tmp_path) as target:
+    with store.database.server(tmp_path) as target:
         yield store, target
 
 
 @pytest.mark.parametrize("data", list(DATA_SETS))
-def test_round_trip(store_target: tuple[Store, Any], data: str) -> None:
+def test_round_trip(store_target: tuple[Loader, Any], data: str) -> None:
     store, target = store_target
     zones = DATA_SETS[data]()
     stats = timed_load(store, zones, target)
@@ -236,7 +236,7 @@ def test_round_trip(store_target: tuple[Store, Any], data: str) -> None:
     assert canonical_set(store.read_back(target)) == canonical_set(zones)
 
 
-def test_failed_replace_keeps_old_zone(store_target: tuple[Store, Any]) -> None:
+def test_failed_replace_keeps_old_zone(store_target: tuple[Loader, Any]) -> None:
     store, target = store_target
     zones = awkward_zones()
     store.load(zones, target)
@@ -246,7 +246,7 @@ def test_failed_replace_keeps_old_zone(store_target: tuple[Store, Any]) -> None:
     assert canonical_set(store.read_back(target)) == canonical_set(zones)
 
 
-def test_replace_is_whole(store_target: tuple[Store, Any]) -> None:
+def test_replace_is_whole(store_target: tuple[Loader, Any]) -> None:
     store, target = store_target
     zones = awkward_zones()
     store.load(zones, target)
@@ -282,7 +282,7 @@ def _record_lines(root: Path, zone_key: str) -> list[str]:
 @pytest.mark.parametrize("data", list(DATA_SETS))
 def test_fs_zone_file_holds_every_record_sorted(tmp_path: Path, data: str) -> None:
     zones = DATA_SETS[data]()
-    fs.STORE.load(zones, tmp_path)
+    fs.LOADER.load(zones, tmp_path)
     for zone in zones:
         path = _zone_file(tmp_path, zone.key)
         assert path.is_file() and not path.is_symlink()
@@ -298,7 +298,7 @@ def test_fs_zone_file_holds_every_record_sorted(tmp_path: Path, data: str) -> No
 
 def test_fs_tree_holds_only_index_directories_and_zone_files(tmp_path: Path) -> None:
     zones = awkward_zones()
-    fs.STORE.load(zones, tmp_path)
+    fs.LOADER.load(zones, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp", "zones"]
     files = [p for p in (tmp_path / "zones").rglob("*") if not p.is_dir()]
     assert sorted(str(p.relative_to(tmp_path)) for p in files) == sorted(
@@ -307,7 +307,7 @@ def test_fs_tree_holds_only_index_directories_and_zone_files(tmp_path: Path) -> 
 
 
 def test_fs_child_zone_is_not_an_ent_of_parent(tmp_path: Path) -> None:
-    fs.STORE.load(awkward_zones(), tmp_path)
+    fs.LOADER.load(awkward_zones(), tmp_path)
     # The delegation point holds the parent's NS and glue, the child's apex holds its SOA.
     parent = _record_lines(tmp_path, "parent.test")
     child = _record_lines(tmp_path, "kid.parent.test")
@@ -319,11 +319,11 @@ def test_fs_child_zone_is_not_an_ent_of_parent(tmp_path: Path) -> None:
 
 def test_fs_reader_of_the_old_file_keeps_reading_it(tmp_path: Path) -> None:
     zones = awkward_zones()
-    fs.STORE.load(zones, tmp_path)
+    fs.LOADER.load(zones, tmp_path)
     path = _zone_file(tmp_path, "parent.test")
     smaller = Zone(PARENT, zones[0].records[:3])
     with open(path, "rb") as old:
-        fs.STORE.update(smaller, tmp_path)
+        fs.LOADER.update(smaller, tmp_path)
         old_lines = old.read().decode("ascii").split("\n")[1:-1]
     assert old_lines == _expected_lines(zones[0])
     assert _record_lines(tmp_path, "parent.test") == _expected_lines(smaller)
@@ -337,7 +337,7 @@ class _Interrupt(KeyboardInterrupt):
 def test_fs_load_interrupted_while_writing_leaves_the_old_zone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     zones = awkward_zones()
-    fs.STORE.load(zones, tmp_path)
+    fs.LOADER.load(zones, tmp_path)
     before = {z.key: _zone_file(tmp_path, z.key).read_bytes() for z in zones}
     new_zone = Zone(dns.name.from_text("new.test."), zones[1].records[:0])
 
@@ -347,7 +347,7 @@ def test_fs_load_interrupted_while_writing_leaves_the_old_zone(
     monkeypatch.setattr(fs.os, "replace", interrupted)
     for zone in (Zone(PARENT, zones[0].records[:3]), new_zone):
         with pytest.raises(_Interrupt):
-            fs.STORE.load([zone], tmp_path)
+            fs.LOADER.load([zone], tmp_path)
     monkeypatch.undo()
     assert {z.key: _zone_file(tmp_path, z.key).read_bytes() for z in zones} == before
     assert not _zone_file(tmp_path, "new.test").exists()
@@ -355,29 +355,29 @@ def test_fs_load_interrupted_while_writing_leaves_the_old_zone(
 
 
 def test_fs_load_clears_leftovers_of_a_killed_load(tmp_path: Path) -> None:
-    fs.STORE.load(awkward_zones(), tmp_path)
+    fs.LOADER.load(awkward_zones(), tmp_path)
     (tmp_path / "tmp" / "left-by-kill-9").write_text("half a zone")
-    fs.STORE.load([awkward_zones()[1]], tmp_path)
+    fs.LOADER.load([awkward_zones()[1]], tmp_path)
     assert not list((tmp_path / "tmp").iterdir())
 
 
 def test_fs_refuses_a_root_in_the_old_layout(tmp_path: Path) -> None:
     (tmp_path / "gen").mkdir()
     with pytest.raises(UserError, match="old layout"):
-        fs.STORE.load(awkward_zones(), tmp_path)
+        fs.LOADER.load(awkward_zones(), tmp_path)
 
 
 def test_fs_bad_rdata_is_a_user_error(tmp_path: Path) -> None:
     bad = Record(PARENT, 60, "TXT", "\"two\nlines\"")
     with pytest.raises(UserError, match="line break"):
-        fs.STORE.load([Zone(PARENT, [bad])], tmp_path)
+        fs.LOADER.load([Zone(PARENT, [bad])], tmp_path)
     assert not _zone_file(tmp_path, "parent.test").exists()
 
 
 # --- Berkeley DB ----------------------------------------------------------------------------
 
 def test_bdb_access_method_is_detectable(tmp_path: Path) -> None:
-    bdb.STORE.load(awkward_zones(), tmp_path)
+    bdb.LOADER.load(awkward_zones(), tmp_path)
     for access, method in bdb.ACCESS_METHODS.items():
         handle = db.DB()
         handle.open(str(tmp_path / bdb.FILES[access]), None, db.DB_UNKNOWN,
@@ -439,7 +439,7 @@ _READER = textwrap.dedent("""
 def test_bdbhpt_reader_sees_update_while_open(tmp_path: Path, mode: str) -> None:
     """A process holding the environment open, as named does, sees the loader's update."""
     zones = awkward_zones()
-    bdbhpt.STORE.load(zones, tmp_path)
+    bdbhpt.LOADER.load(zones, tmp_path)
     reader = subprocess.Popen(
         [sys.executable, "-c", _READER, str(tmp_path / mode), mode, "parent.test"],
         stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
@@ -448,7 +448,7 @@ def test_bdbhpt_reader_sees_update_while_open(tmp_path: Path, mode: str) -> None
         assert reader.stdout.readline().strip() == "ready"
         new_soa = make_record(PARENT, 3600, "SOA",
                               "ns.parent.test. hostmaster.parent.test. 99 3600 900 604800 300")
-        bdbhpt.STORE.update(Zone(PARENT, [new_soa, *zones[0].records[1:]]), tmp_path)
+        bdbhpt.LOADER.update(Zone(PARENT, [new_soa, *zones[0].records[1:]]), tmp_path)
         assert reader.stdout.readline().split()[:6] == ["SOA", "3600", "ns.parent.test.",
                                                         "hostmaster.parent.test.", "99",
                                                         "3600"]
@@ -461,7 +461,7 @@ def test_bdbhpt_reader_sees_update_while_open(tmp_path: Path, mode: str) -> None
 @pytest.mark.parametrize("driver", ["bdbhpt-t", "bdbhpt-c", "bdbhpt-p"])
 def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, driver: str) -> None:
     zones = awkward_zones()
-    bdbhpt.STORE.load(zones, tmp_path)
+    bdbhpt.LOADER.load(zones, tmp_path)
     server = get_server(driver)
     assert isinstance(server, DlzNamed)
     mode = server.options["mode"]
@@ -472,7 +472,7 @@ def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, driver: str) 
 
 def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
     """Why there is one home per mode: regions fix an environment's locking mode (BDB1540)."""
-    bdbhpt.STORE.load(awkward_zones(), tmp_path)
+    bdbhpt.LOADER.load(awkward_zones(), tmp_path)
     for mode in ("transactional", "concurrent"):
         bdbhpt.read_mode(tmp_path, mode)  # creates its regions, as named's first open does
     join = {"transactional": db.DB_INIT_TXN | db.DB_INIT_LOG | db.DB_INIT_LOCK | db.DB_INIT_MPOOL,
@@ -485,7 +485,7 @@ def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
 
 
 def test_bdbhpt_first_load_writes_one_file_for_the_three_homes(tmp_path: Path) -> None:
-    bdbhpt.STORE.load(awkward_zones(), tmp_path)
+    bdbhpt.LOADER.load(awkward_zones(), tmp_path)
     files = [(tmp_path / mode / bdbhpt.DATA_FILE).read_bytes() for mode in bdbhpt.MODES]
     assert files[0] == files[1] == files[2]
     assert not (tmp_path / bdbhpt.STAGING).exists()
@@ -498,12 +498,12 @@ def test_bdbhpt_failed_first_load_leaves_no_data(tmp_path: Path) -> None:
         raise RuntimeError("the zone source broke")
 
     with pytest.raises(RuntimeError, match="broke"):
-        bdbhpt.STORE.load(failing(), tmp_path)
+        bdbhpt.LOADER.load(failing(), tmp_path)
     assert not any((tmp_path / mode / bdbhpt.DATA_FILE).exists() for mode in bdbhpt.MODES)
     assert not (tmp_path / bdbhpt.STAGING).exists()
-    assert list(bdbhpt.STORE.read_back(tmp_path)) == []
-    bdbhpt.STORE.load(awkward_zones(), tmp_path)  # and a new first load works
-    assert canonical_set(bdbhpt.STORE.read_back(tmp_path)) == canonical_set(awkward_zones())
+    assert list(bdbhpt.LOADER.read_back(tmp_path)) == []
+    bdbhpt.LOADER.load(awkward_zones(), tmp_path)  # and a new first load works
+    assert canonical_set(bdbhpt.LOADER.read_back(tmp_path)) == canonical_set(awkward_zones())
 
 
 def test_ctrl_c_waits_for_the_end_of_a_deferred_block() -> None:
@@ -534,12 +534,12 @@ def _generations(target: Path, mode: str) -> set[bytes]:
 def test_bdbhpt_replaced_generations_are_purged(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     zones = awkward_zones()
-    bdbhpt.STORE.load(zones, tmp_path)
-    bdbhpt.STORE.update(zones[0], tmp_path)
+    bdbhpt.LOADER.load(zones, tmp_path)
+    bdbhpt.LOADER.update(zones[0], tmp_path)
     for mode in bdbhpt.MODES:
         assert len(_generations(tmp_path, mode)) == len(zones) + 1  # old one within its grace
     monkeypatch.setattr(bdbhpt, "RETIRE_GRACE_SECONDS", 0.0)
-    bdbhpt.STORE.update(zones[1], tmp_path)
+    bdbhpt.LOADER.update(zones[1], tmp_path)
     for mode in bdbhpt.MODES:
         assert len(_generations(tmp_path, mode)) == len(zones) + 1  # only the newest retired
 

@@ -21,8 +21,8 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import descendants
-from loaders import get_store
-from loaders.store import Store
+from loaders import get_loader
+from loaders.loader import Loader
 from servers import store_names
 from zonedata.generator import generate, generate_zone
 from zonedata.model import Zone
@@ -50,7 +50,7 @@ def _command_running(name: str) -> Callable[[int], bool]:
 INTERRUPT_WHEN: dict[str, Callable[[int], bool]] = {"ldap": _command_running("slapadd")}
 
 
-def _interrupted_load(store: Store, data: Path, log: Path, first_load: bool) -> int:
+def _interrupted_load(store: Loader, data: Path, log: Path, first_load: bool) -> int:
     """Run a load of ZONES zones (NEW_SEED), Ctrl-C it while writing; its exit status."""
     argv = [sys.executable, "-m", "bench", "load", "--generate", str(ZONES), "--seed",
             str(NEW_SEED), "--stores", store.name, "--data", str(data)]
@@ -86,16 +86,16 @@ def _index(zone: Zone) -> int:
 @pytest.mark.parametrize("first_load", [True, False], ids=["first-load", "reload"])
 @pytest.mark.parametrize("name", store_names())
 def test_ctrl_c_leaves_complete_zones(name: str, first_load: bool, run_dir: Path) -> None:
-    store = get_store(name)
+    store = get_loader(name)
     data = run_dir / f"{name}-{'first' if first_load else 'reload'}"
     data.mkdir()
     if not first_load:
-        with store.server(data / name) as target:
+        with store.database.server(data / name) as target:
             store.load(generate(PRELOADED, seed=OLD_SEED), target)
     status = _interrupted_load(store, data, data / "load.log", first_load)
     assert status == 130, (f"the loader was not interrupted mid-load (exit {status}): "
                            f"{(data / 'load.log').read_text()[-500:]}")
-    with store.server(data / name) as target:
+    with store.database.server(data / name) as target:
         back = list(store.read_back(target))
     for zone in back:
         versions = [generate_zone(_index(zone), seed=NEW_SEED).canonical()]

@@ -14,13 +14,12 @@ import pytest
 from base.errors import UserError
 from base.process import new_run_dir
 from bench.measure.loading import timed_load
-from databases.slapd import LdapServer
+from databases.slapd import LdapServer, ensure_suffix_entry
 from loaders.ldap import (
     INDEXES,
+    LOADER,
     SCHEMA_FILE,
-    STORE,
     SUFFIX,
-    ensure_suffix_entry,
     filter_value,
     node_dn,
     node_entries,
@@ -44,14 +43,14 @@ def _alive(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def store_target(run_dir: Path) -> Iterator[LdapServer]:
-    with STORE.server(new_run_dir("store", run_dir)) as target:
+    with LOADER.database.server(new_run_dir("store", run_dir)) as target:
         yield target
 
 
 @pytest.fixture
 def fresh_target(run_dir: Path) -> Iterator[LdapServer]:
     """A store with no zones yet, so that its first load takes the slapadd path."""
-    with STORE.server(new_run_dir("fresh", run_dir)) as target:
+    with LOADER.database.server(new_run_dir("fresh", run_dir)) as target:
         yield target
 
 
@@ -155,7 +154,7 @@ def test_escaped_filter_matches_only_the_exact_key(store_target: LdapServer) -> 
 def test_driver_searches_are_indexed(run_dir: Path) -> None:
     with _slapd(run_dir, log_level="stats,filter") as slapd:
         ensure_suffix_entry(slapd)
-        STORE.update(_awkward_zone(), slapd)
+        LOADER.update(_awkward_zone(), slapd)
         conn = slapd.connect()
         start = slapd.log_path.stat().st_size
         names = ["deep.er.sub.awk.test", "er.sub.awk.test", "sub.awk.test", "awk.test", "test"]
@@ -206,36 +205,36 @@ def _changed(zone: Zone) -> Zone:
 def test_awkward_zone_through_slapadd_and_online_replace(fresh_target: LdapServer) -> None:
     zone = _awkward_zone()
     pids_before = fresh_target.pids()
-    stats = timed_load(STORE, [zone], fresh_target)
+    stats = timed_load(LOADER, [zone], fresh_target)
     assert (stats.zones, stats.records) == (1, len(zone.records))
     # The first load went through slapadd: slapd was stopped and started again.
     assert set(fresh_target.pids()).isdisjoint(pids_before)
-    assert canonical_set(STORE.read_back(fresh_target)) == canonical_set([zone])
-    STORE.load([_changed(zone)], fresh_target)
-    assert canonical_set(STORE.read_back(fresh_target)) == canonical_set([_changed(zone)])
-    STORE.load([zone], fresh_target)
-    assert canonical_set(STORE.read_back(fresh_target)) == canonical_set([zone])
+    assert canonical_set(LOADER.read_back(fresh_target)) == canonical_set([zone])
+    LOADER.load([_changed(zone)], fresh_target)
+    assert canonical_set(LOADER.read_back(fresh_target)) == canonical_set([_changed(zone)])
+    LOADER.load([zone], fresh_target)
+    assert canonical_set(LOADER.read_back(fresh_target)) == canonical_set([zone])
 
 
 def test_ent_markers_are_stored_and_dropped_on_read_back(fresh_target: LdapServer) -> None:
     zone = _awkward_zone()
-    STORE.load([zone], fresh_target)
+    LOADER.load([zone], fresh_target)
     conn = fresh_target.connect()
     for owner in ("er.sub.awk.test", "sub.awk.test"):
         entry = conn.search_s(node_dn(zone.key, owner, 1), ldap.SCOPE_BASE)[0][1]
         assert entry["dlzRecord"] == [b"ENT 0 "]
-    assert not [r for z in STORE.read_back(fresh_target) for r in z.records if r.rdtype == "ENT"]
+    assert not [r for z in LOADER.read_back(fresh_target) for r in z.records if r.rdtype == "ENT"]
 
 
 def test_zone_twice_in_one_bulk_load_is_refused(fresh_target: LdapServer) -> None:
     with pytest.raises(UserError, match="appears twice"):
-        STORE.load([_awkward_zone(), _awkward_zone(2)], fresh_target)
-    assert list(STORE.read_back(fresh_target)) == []
+        LOADER.load([_awkward_zone(), _awkward_zone(2)], fresh_target)
+    assert list(LOADER.read_back(fresh_target)) == []
 
 
 def test_entries_of_other_generations_are_ignored_then_removed(store_target: LdapServer) -> None:
     zone = _awkward_zone()
-    STORE.update(zone, store_target)  # live generation g
+    LOADER.update(zone, store_target)  # live generation g
     conn = store_target.connect()
     live = int(conn.search_s(zone_dn(zone.key), ldap.SCOPE_BASE)[0][1]["dlzGeneration"][0])
     # What an interrupted replace leaves behind: entries of generation g+1, never made live.
@@ -243,10 +242,10 @@ def test_entries_of_other_generations_are_ignored_then_removed(store_target: Lda
                                                 "192.0.2.9")])
     [(stray, attrs)] = node_entries(stray_zone, live + 1, SUFFIX).items()
     conn.add_s(stray, list(attrs.items()))
-    back = {z.key: z for z in STORE.read_back(store_target)}
+    back = {z.key: z for z in LOADER.read_back(store_target)}
     assert back[zone.key].canonical() == zone.canonical()
-    STORE.update(_changed(zone), store_target)
-    back = {z.key: z for z in STORE.read_back(store_target)}
+    LOADER.update(_changed(zone), store_target)
+    back = {z.key: z for z in LOADER.read_back(store_target)}
     assert back[zone.key].canonical() == _changed(zone).canonical()
     children = conn.search_s(zone_dn(zone.key), ldap.SCOPE_ONELEVEL, "(objectClass=*)",
                              ["dlzGeneration"])
@@ -256,21 +255,21 @@ def test_entries_of_other_generations_are_ignored_then_removed(store_target: Lda
 
 def test_readers_never_see_a_mix_during_online_replace(store_target: LdapServer) -> None:
     old, new = _awkward_zone(1), _changed(_awkward_zone(2))
-    STORE.update(old, store_target)
+    LOADER.update(old, store_target)
     versions = {tuple(old.canonical()), tuple(new.canonical())}
     seen: list[tuple[object, ...]] = []
     done = threading.Event()
 
     def read_repeatedly() -> None:
         while not done.is_set():
-            zone = next(z for z in STORE.read_back(store_target) if z.key == old.key)
+            zone = next(z for z in LOADER.read_back(store_target) if z.key == old.key)
             seen.append(tuple(zone.canonical()))
 
     reader = threading.Thread(target=read_repeatedly)
     reader.start()
     try:
         for i in range(20):
-            STORE.update(new if i % 2 == 0 else old, store_target)
+            LOADER.update(new if i % 2 == 0 else old, store_target)
     finally:
         done.set()
         reader.join()
@@ -280,10 +279,10 @@ def test_readers_never_see_a_mix_during_online_replace(store_target: LdapServer)
 def test_coverage_zones_round_trip_both_paths(fresh_target: LdapServer) -> None:
     generator = pytest.importorskip("zonedata.generator")
     zones = generator.coverage_zones()
-    STORE.load(zones, fresh_target)  # empty directory: slapadd
-    assert canonical_set(STORE.read_back(fresh_target)) == canonical_set(zones)
-    STORE.load(zones, fresh_target)  # zones present: one transaction per zone
-    assert canonical_set(STORE.read_back(fresh_target)) == canonical_set(zones)
+    LOADER.load(zones, fresh_target)  # empty directory: slapadd
+    assert canonical_set(LOADER.read_back(fresh_target)) == canonical_set(zones)
+    LOADER.load(zones, fresh_target)  # zones present: one transaction per zone
+    assert canonical_set(LOADER.read_back(fresh_target)) == canonical_set(zones)
 
 
 def test_dlz_clause_names_the_driver_and_server(store_target: LdapServer) -> None:
@@ -294,4 +293,4 @@ def test_dlz_clause_names_the_driver_and_server(store_target: LdapServer) -> Non
     assert "drivers/ldap/dlz_ldap.so connections=4 " in clause
     assert f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.bind_dn} " in clause
     assert f"password={store_target.password}\";\n}};\n" in clause
-    assert STORE.server_pids(store_target) == store_target.pids()
+    assert LOADER.database.server_pids(store_target) == store_target.pids()

@@ -42,7 +42,7 @@ from bench.verify.answers import (
 from bench.verify.bind_classes import BIND_CLASSES, UNSIGNED_PATH_CLASSES, ZoneFacts
 from bench.verify.compare import classify, compare_servers
 from loaders import native
-from loaders.memory import STORE
+from loaders.memory import LOADER
 from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
@@ -254,10 +254,10 @@ def _memory_body(target: Path, so: Path = DRIVER_SO, connections: int = 2,
 @pytest.fixture(scope="module")
 def pair(run_dir: Path, built: None) -> Iterator[Pair]:
     zones = comparison_zones()
-    with native.STORE.server(run_dir / "native") as native_target, \
-            STORE.server(run_dir / "memory-store") as memory_target:
-        native.STORE.load(zones, native_target)
-        STORE.load([*zones, root_zone()], memory_target)
+    with native.LOADER.database.server(run_dir / "native") as native_target, \
+            LOADER.database.server(run_dir / "memory-store") as memory_target:
+        native.LOADER.load(zones, native_target)
+        LOADER.load([*zones, root_zone()], memory_target)
         native_body = NATIVE.body(native_target, run_dir / "named-native")
         with Named(run_dir / "named-native", native_body, threads=2) as native_ns, \
                 Named(run_dir / "named-memory", _memory_body(memory_target),
@@ -344,8 +344,8 @@ def test_root_zone_is_never_asked(run_dir: Path, pair: Pair, built: None) -> Non
     """The memory store holds the root zone, yet BIND never asks a DLZ driver for it."""
     root = root_zone()
     facts = ZoneFacts.of([root])
-    with native.STORE.server(run_dir / "native-root") as target:
-        native.STORE.load([root], target)
+    with native.LOADER.database.server(run_dir / "native-root") as target:
+        native.LOADER.load([root], target)
         body = NATIVE.body(target, run_dir / "named-native-root")
         with Named(run_dir / "named-native-root", body) as native_root:
             offset = len(pair.memory.log_path.read_text(errors="replace"))
@@ -413,12 +413,12 @@ def test_rndc_reload_rereads_the_data_file(run_dir: Path, pair: Pair) -> None:
     """An updated store reaches named through `rndc reload` (a new dlz_create)."""
     zone = hand_zones()[1]
     added = make_record(dns.name.from_text("added", zone.origin), 77, "TXT", '"after reload"')
-    with STORE.server(run_dir / "memory-reload") as target:
-        STORE.load(hand_zones(), target)
+    with LOADER.database.server(run_dir / "memory-reload") as target:
+        LOADER.load(hand_zones(), target)
         with Named(run_dir / "named-reload", _memory_body(target, extra="")) as ns:
             # Before: the child zone's wildcard answers (TTL 300); after: the new record.
             assert ns.query(added.owner, "TXT").answer[0].ttl == 300
-            STORE.update(Zone(zone.origin, [*zone.records, added]), target)
+            LOADER.update(Zone(zone.origin, [*zone.records, added]), target)
             ns.reload()
             deadline = time.monotonic() + 30
             while ns.query(added.owner, "TXT").answer[0].ttl != 77:

@@ -33,10 +33,10 @@ from bench.verify.answers import ask, compare_answers
 from bench.verify.compare import detail
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
-from databases.slapd import LdapServer
-from loaders.ldap import INDEXES, SCHEMA_FILE, SUFFIX, ensure_suffix_entry
-from loaders.mysql import STORE as MYSQL_STORE
-from loaders.pg import STORE as PG_STORE
+from databases.slapd import LdapServer, ensure_suffix_entry
+from loaders.ldap import INDEXES, SCHEMA_FILE, SUFFIX
+from loaders.mysql import LOADER as MYSQL_LOADER
+from loaders.pg import LOADER as PG_LOADER
 from servers import get_server
 from servers.dlz import DlzNamed
 from servers.named import Named
@@ -166,7 +166,7 @@ def db_host() -> Iterator[DatabaseHost]:
 @pytest.fixture(scope="module")
 def remote_pg(db_host: DatabaseHost, run_dir: Path) -> Iterator[PgServer]:
     with PgServer(run_dir / "pg", db_host=db_host) as pg:
-        PG_STORE.load(iter(coverage_zones()), pg)
+        PG_LOADER.load(iter(coverage_zones()), pg)
         yield pg
 
 
@@ -249,7 +249,7 @@ def test_proxy_forwards_real_queries_with_the_requested_toxics(remote_pg: PgServ
         with psycopg.connect(via) as conn:
             (zones,) = conn.execute("SELECT count(*) FROM zones").fetchone()
         assert zones == len(coverage_zones())
-        added = measure_store_added_rtt(PG_STORE, remote_pg, proxy, samples=5).as_json()
+        added = measure_store_added_rtt(PG_LOADER.database, remote_pg, proxy, samples=5).as_json()
         assert added["requested_ms"] == 3 and added["samples"] == 5
         assert added["tool"] == "toxiproxy 2.12.0"
         pids = proxy.pids()
@@ -281,7 +281,7 @@ def test_bad_db_rtt_values_are_one_clear_line(text: str, why: str) -> None:
 
 def test_mariadb_only_on_the_veth_address(db_host: DatabaseHost, run_dir: Path) -> None:
     with MysqlServer(run_dir / "mariadb", db_host=db_host) as db:
-        MYSQL_STORE.load(iter(coverage_zones()[:5]), db)
+        MYSQL_LOADER.load(iter(coverage_zones()[:5]), db)
         conn = db.connect()
         try:
             cursor = conn.cursor()

@@ -89,12 +89,12 @@ def test_store_update_is_answered(fleet: Fleet, driver: str) -> None:
     changed = dataclasses.replace(zone, records=[*zone.records,
                                                  make_record(marker, 60, "TXT", value)])
     try:
-        loaded.store.update(changed, loaded.target)
+        loaded.loader.update(changed, loaded.target)
         if loaded.server.needs_reload:
             server.reload()
         assert _answers_within(server, marker, value, 10), f"{driver} never saw the update"
     finally:
-        loaded.store.update(zone, loaded.target)
+        loaded.loader.update(zone, loaded.target)
         if loaded.server.needs_reload:
             server.reload()
 

@@ -9,7 +9,7 @@ import pytest
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
-from loaders import get_store
+from loaders import get_loader
 from servers import SERVERS, get_server, parse_store_list, selected_servers, store_names
 from servers.dlz import DlzNamed, dlz_clause
 
@@ -24,7 +24,7 @@ def test_every_driver_folder_has_a_registry_line_and_back() -> None:
 
 def test_every_store_is_a_module_of_its_name() -> None:
     for name in store_names():
-        assert get_store(name).name == name
+        assert get_loader(name).name == name
 
 
 @pytest.mark.parametrize("server", [s for s in DLZ if s.is_built()], ids=lambda s: s.name)
@@ -36,7 +36,7 @@ def test_declared_thread_safety_is_what_the_driver_tells_named(server: DlzNamed)
 
 
 def test_unknown_names_are_one_line_errors() -> None:
-    for call, arg in ((get_server, "oracle"), (get_store, "oracle"), (get_store, "sql"),
+    for call, arg in ((get_server, "oracle"), (get_loader, "oracle"), (get_loader, "sql"),
                       (parse_store_list, "pg,oracle"), (selected_servers, "pg,oracle"),
                       (selected_servers, ",")):
         with pytest.raises(UserError) as info:

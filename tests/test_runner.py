@@ -41,7 +41,7 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
         assert cell.update_visibility_ms is not None, (cell.driver, cell.error)
         assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
         assert cell.peak_rss_kb["named"]
-        has_db = get_server(cell.driver).store_object().has_server
+        has_db = get_server(cell.driver).loader().database.has_server
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
     for key in ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf", "cpu_model"):

@@ -27,7 +27,7 @@ from bench.measure.serving import serving
 from bench.verify.answers import Answer, ask, complete
 from bench.verify.bind_classes import BIND_CLASSES, DNSSEC_TYPES, ZoneFacts
 from bench.verify.compare import REFERENCE_SERVERS, classify, classify_transfer, compare_servers
-from loaders import get_store
+from loaders import get_loader
 from loaders.berkeley import decode_records, encode_lines, record_line
 from loaders.ldap import parse_record_value, record_value
 from servers import DLZ_CEILING, SERVERS, get_server, store_names
@@ -179,8 +179,8 @@ def test_generate_signed_and_the_data_options(tmp_path: Path,
 @pytest.mark.parametrize("store_name", store_names())
 def test_every_store_round_trips_the_signed_set(store_name: str, run_dir: Path,
                                                 signed: list[Zone]) -> None:
-    store = get_store(store_name)
-    with store.server(run_dir / f"rt-{store.name}") as target:
+    store = get_loader(store_name)
+    with store.database.server(run_dir / f"rt-{store.name}") as target:
         stats = timed_load(store, signed, target)
         assert stats.records == sum(len(z.records) for z in signed)
         # as_held: what the store's own representation changes (pdns_lmdb: a NUL in a label).

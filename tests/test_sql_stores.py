@@ -18,7 +18,7 @@ import pytest
 
 from bench.measure.loading import timed_load
 from loaders import mysql, pg
-from loaders.store import DEFAULT_XFR_CLIENTS, Store
+from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
 from servers import get_server
 from servers.dlz import DlzNamed
 from tests.failing import FailsHalfWay
@@ -238,14 +238,14 @@ def _padded(values: list[str], places: int) -> list[str]:
     return values + [""] * (places - len(values))
 
 
-STORES = {"pg": (pg.STORE, PgProbe), "mysql": (mysql.STORE, MysqlProbe)}
+STORES = {"pg": (pg.LOADER, PgProbe), "mysql": (mysql.LOADER, MysqlProbe)}
 
 
 @pytest.fixture(scope="module", params=list(STORES))
-def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Store, Any, Any]]:
+def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Loader, Any, Any]]:
     """(store, target, probe) of a running store holding data_set()."""
     store, probe_class = STORES[request.param]
-    with store.server(run_dir / store.name) as target:
+    with store.database.server(run_dir / store.name) as target:
         stats = timed_load(store, data_set(), target)
         assert (stats.zones, stats.records) == (len(data_set()),
                                                 sum(len(z.records) for z in data_set()))
@@ -256,12 +256,12 @@ def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Stor
             probe.close()
 
 
-def test_round_trip(loaded: tuple[Store, Any, Any]) -> None:
+def test_round_trip(loaded: tuple[Loader, Any, Any]) -> None:
     store, target, _ = loaded
     assert canonical_set(store.read_back(target)) == canonical_set(data_set())
 
 
-def test_schema_applies_twice(loaded: tuple[Store, Any, Any]) -> None:
+def test_schema_applies_twice(loaded: tuple[Loader, Any, Any]) -> None:
     store, target, probe = loaded
     before = [probe.count(t) for t in ("zones", "records", "xfr_clients")]
     probe.apply_schema()
@@ -287,7 +287,7 @@ def _expected_lookup(suffixes: list[str], owners: list[str]) -> set[tuple[str, s
 
 
 @pytest.mark.parametrize("label", HOSTILE_LABELS)
-def test_hostile_key_matches_only_itself(loaded: tuple[Store, Any, Any], label: bytes) -> None:
+def test_hostile_key_matches_only_itself(loaded: tuple[Loader, Any, Any], label: bytes) -> None:
     _, _, probe = loaded
     qname = dns.name.Name((label,) + HOSTILE_ORIGIN.labels)
     suffixes, owners = driver_lists(qname)
@@ -298,7 +298,7 @@ def test_hostile_key_matches_only_itself(loaded: tuple[Store, Any, Any], label: 
 
 
 @pytest.mark.parametrize("value", RAW_HOSTILE_VALUES)
-def test_raw_hostile_parameter_matches_nothing(loaded: tuple[Store, Any, Any], value: str
+def test_raw_hostile_parameter_matches_nothing(loaded: tuple[Loader, Any, Any], value: str
                                                ) -> None:
     _, _, probe = loaded
     records = probe.count("records")
@@ -309,7 +309,7 @@ def test_raw_hostile_parameter_matches_nothing(loaded: tuple[Store, Any, Any], v
     assert probe.count("records") == records
 
 
-def test_ent_rows_present_and_not_read_back(loaded: tuple[Store, Any, Any]) -> None:
+def test_ent_rows_present_and_not_read_back(loaded: tuple[Loader, Any, Any]) -> None:
     store, target, probe = loaded
     for zone in data_set():
         assert probe.ent_owners(zone.key) == {name_key(n) for n in empty_nonterminals(zone)}
@@ -317,7 +317,7 @@ def test_ent_rows_present_and_not_read_back(loaded: tuple[Store, Any, Any]) -> N
     assert all(r.rdtype != ENT_TYPE for z in store.read_back(target) for r in z.records)
 
 
-def test_ent_answers_the_lookup(loaded: tuple[Store, Any, Any]) -> None:
+def test_ent_answers_the_lookup(loaded: tuple[Loader, Any, Any]) -> None:
     _, _, probe = loaded
     qname = dns.name.Name((b"_%",) + HOSTILE_ORIGIN.labels)  # only deep._% is below it
     rows = probe.lookup(*driver_lists(qname))
@@ -325,7 +325,7 @@ def test_ent_answers_the_lookup(loaded: tuple[Store, Any, Any]) -> None:
         (name_key(qname), ENT_TYPE, 0, "")]
 
 
-def test_xfr_acl(loaded: tuple[Store, Any, Any]) -> None:
+def test_xfr_acl(loaded: tuple[Loader, Any, Any]) -> None:
     _, _, probe = loaded
     for zone in data_set():
         for client in DEFAULT_XFR_CLIENTS:
@@ -335,7 +335,7 @@ def test_xfr_acl(loaded: tuple[Store, Any, Any]) -> None:
     assert probe.count("xfr_clients") == len(DEFAULT_XFR_CLIENTS) * len(data_set())
 
 
-def test_zone_transfer_in_owner_order(loaded: tuple[Store, Any, Any]) -> None:
+def test_zone_transfer_in_owner_order(loaded: tuple[Loader, Any, Any]) -> None:
     _, _, probe = loaded
     for zone in data_set():
         rows = probe.axfr(zone.key)
@@ -384,12 +384,12 @@ def _check_mysql_plans(probe: MysqlProbe) -> None:
     assert (acl["x"]["type"], acl["x"]["key"]) == ("const", "PRIMARY"), acl
 
 
-def test_driver_statements_use_the_indexes(loaded: tuple[Store, Any, Any]) -> None:
+def test_driver_statements_use_the_indexes(loaded: tuple[Loader, Any, Any]) -> None:
     store, _, probe = loaded
     {"pg": _check_pg_plans, "mysql": _check_mysql_plans}[store.name](probe)
 
 
-def test_longest_query_finds_the_root_zone(loaded: tuple[Store, Any, Any]) -> None:
+def test_longest_query_finds_the_root_zone(loaded: tuple[Loader, Any, Any]) -> None:
     _, _, probe = loaded
     suffixes, owners = driver_lists(_longest_query())
     assert (len(suffixes), len(owners)) == (MY_SUFFIX_PLACES, MY_OWNER_PLACES)
@@ -398,7 +398,7 @@ def test_longest_query_finds_the_root_zone(loaded: tuple[Store, Any, Any]) -> No
     assert {row[1] for row in rows} == {"."}
 
 
-def test_zone_repeated_in_one_load_ends_as_its_last_copy(loaded: tuple[Store, Any, Any]
+def test_zone_repeated_in_one_load_ends_as_its_last_copy(loaded: tuple[Loader, Any, Any]
                                                          ) -> None:
     store, target, probe = loaded
     zone = hostile_zone()
@@ -413,7 +413,7 @@ def test_zone_repeated_in_one_load_ends_as_its_last_copy(loaded: tuple[Store, An
     assert canonical_set(store.read_back(target)) == canonical_set(data_set())
 
 
-def test_dlz_clause_names_the_server(loaded: tuple[Store, Any, Any]) -> None:
+def test_dlz_clause_names_the_server(loaded: tuple[Loader, Any, Any]) -> None:
     store, target, _ = loaded
     server = get_server(store.name)
     assert isinstance(server, DlzNamed)
@@ -428,7 +428,7 @@ def test_dlz_clause_names_the_server(loaded: tuple[Store, Any, Any]) -> None:
         assert f"socket={target.socket}" in clause and f"password={target.password}" in clause
 
 
-def test_failed_batch_keeps_every_zone_of_it(loaded: tuple[Store, Any, Any]) -> None:
+def test_failed_batch_keeps_every_zone_of_it(loaded: tuple[Loader, Any, Any]) -> None:
     """Zones share a transaction with the zone that fails: none of them changes."""
     store, target, _ = loaded
     hostile = hostile_zone()
@@ -440,12 +440,12 @@ def test_failed_batch_keeps_every_zone_of_it(loaded: tuple[Store, Any, Any]) -> 
     assert canonical_set(store.read_back(target)) == canonical_set(data_set())
 
 
-def test_restart_keeps_the_data(loaded: tuple[Store, Any, Any]) -> None:
+def test_restart_keeps_the_data(loaded: tuple[Loader, Any, Any]) -> None:
     store, target, probe = loaded
-    pids = store.server_pids(target)
+    pids = store.database.server_pids(target)
     assert pids
     probe.close()
-    store.restart_server(target)
+    store.database.restart_server(target)
     probe.connect()
-    assert store.server_pids(target) and store.server_pids(target) != pids
+    assert store.database.server_pids(target) and store.database.server_pids(target) != pids
     assert canonical_set(store.read_back(target)) == canonical_set(data_set())

@@ -1,4 +1,4 @@
-"""Every store, through the one Store interface: identical data in, identical data out.
+"""Every store, through the one Loader interface: identical data in, identical data out.
 
 Parametrized over the registry, so a new backend is covered by adding its registry line.
 """
@@ -14,8 +14,8 @@ import dns.name
 import pytest
 
 from bench.measure.loading import timed_load
-from loaders import get_store
-from loaders.store import Store
+from loaders import get_loader
+from loaders.loader import Loader
 from servers import store_names
 from tests.failing import FailsHalfWay
 from zonedata.generator import coverage_zones
@@ -23,10 +23,10 @@ from zonedata.model import Zone, canonical_set, make_record
 
 
 @pytest.fixture(scope="module", params=store_names())
-def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Store, Any]]:
+def loaded(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[Loader, Any]]:
     """A running store holding coverage_zones()."""
-    store = get_store(request.param)
-    with store.server(run_dir / store.name) as target:
+    store = get_loader(request.param)
+    with store.database.server(run_dir / store.name) as target:
         stats = timed_load(store, coverage_zones(), target)
         assert stats.zones == len(coverage_zones())
         assert stats.records == sum(len(z.records) for z in coverage_zones())
@@ -37,11 +37,11 @@ def _by_key(zones: list[Zone]) -> dict[str, Zone]:
     return {z.key: z for z in zones}
 
 
-def _held(store: Store, zones: list[Zone]) -> dict[str, list[tuple[str, int, str, str]]]:
+def _held(store: Loader, zones: list[Zone]) -> dict[str, list[tuple[str, int, str, str]]]:
     return canonical_set(store.as_held(z) for z in zones)
 
 
-def test_round_trip_is_identical(loaded: tuple[Store, Any]) -> None:
+def test_round_trip_is_identical(loaded: tuple[Loader, Any]) -> None:
     store, target = loaded
     assert canonical_set(store.read_back(target)) == _held(store, coverage_zones())
 
@@ -54,7 +54,7 @@ def _changed(zone: Zone) -> Zone:
     return dataclasses.replace(zone, records=[*kept, new])
 
 
-def test_reload_replaces_whole_zone(loaded: tuple[Store, Any]) -> None:
+def test_reload_replaces_whole_zone(loaded: tuple[Loader, Any]) -> None:
     store, target = loaded
     original = coverage_zones()
     zone = original[0]
@@ -67,7 +67,7 @@ def test_reload_replaces_whole_zone(loaded: tuple[Store, Any]) -> None:
     assert canonical_set(store.read_back(target)) == _held(store, original)
 
 
-def test_failed_load_keeps_old_zone(loaded: tuple[Store, Any]) -> None:
+def test_failed_load_keeps_old_zone(loaded: tuple[Loader, Any]) -> None:
     store, target = loaded
     zone = coverage_zones()[0]
     broken = dataclasses.replace(_changed(zone), records=FailsHalfWay(_changed(zone).records))

@@ -23,7 +23,7 @@ from bench.commands.cli import main
 from bench.commands.compare import compare
 from bench.measure.results import Results, load_results
 from bench.measure.tune import grid_pairs, recommend
-from loaders.memory import STORE as MEMORY_STORE
+from loaders.memory import LOADER as MEMORY_LOADER
 from servers import get_server
 from tests.benchcli import bench_env, processes_under
 
@@ -156,7 +156,7 @@ def test_grid_pairs_and_recommendation_rules(memory_local: Results) -> None:
 
 def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> None:
     with pytest.raises(UserError, match="has no server"), \
-            MEMORY_STORE.server(run_root / "memory-netns", db_host=DatabaseHost()):
+            MEMORY_LOADER.database.server(run_root / "memory-netns", db_host=DatabaseHost()):
         pass
 
 

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from base.errors import UserError
-from databases.url import StoreUrls
+from databases.store_urls import StoreUrls
+from loaders import get_database
 from servers import get_server, selected_servers
 
 
@@ -54,7 +55,8 @@ def store_urls(args: argparse.Namespace) -> StoreUrls:
     anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")
-    return StoreUrls.parse(args.store_url, overwrite=args.store_url_overwrite).checked()
+    return StoreUrls.parse(args.store_url, get_database,
+                           overwrite=args.store_url_overwrite).checked(get_database)
 
 
 def signable_servers(text: str, command: str) -> list[str]:

@@ -11,7 +11,7 @@ from bench.commands import add_store_url_options, store_urls
 from bench.measure.datasets import add_data_options, zone_source
 from bench.measure.loading import LoadStats, timed_load
 from bench.measure.progress import ZoneProgress
-from loaders import get_store
+from loaders import get_loader
 from servers import parse_store_list
 
 
@@ -29,13 +29,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    stores = [get_store(name) for name in parse_store_list(args.stores)]
+    loaders = [get_loader(name) for name in parse_store_list(args.stores)]
     urls = store_urls(args)
     stream, total = zone_source(args)
     results: list[LoadStats] = []
-    for store in stores:
-        with urls.server(store, args.data / store.name) as target:
-            print(f"{store.name}: loading into {urls.place(store, args.data / store.name)}",
+    for store in loaders:
+        with urls.server(store.database, args.data / store.name) as target:
+            print(f"{store.name}: loading into {urls.place(store.name, args.data / store.name)}",
                   flush=True)
             progress = ZoneProgress(f"loading {store.name}", total)
             stats = timed_load(store, progress.wrap(stream()), target)

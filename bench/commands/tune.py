@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--server {driver}: native BIND has no threads/connections "
                         "trade-off to tune (it is the reference the answers are checked with)")
     server = get_server(driver)
-    if plan.db_host == "netns" and not server.store_object().has_server:
+    if plan.db_host == "netns" and not server.loader().database.has_server:
         raise UserError(f"--db-host netns: the {server.store} store of {driver} has no "
                         "server to put on a host of its own")
     args.generate, args.records, args.coverage = profile.zones, profile.records, False

@@ -1,5 +1,5 @@
 """The round-trip time a latency proxy adds between named and its database, measured from the
-client's side, ping-style: the median of many trivial requests (Store.round_trips: `SELECT 1`,
+client's side, ping-style: the median of many trivial requests (Database.round_trips: `SELECT 1`,
 an LDAP whoami) through the proxy minus the median of the same requests straight to the server.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from base.latency_proxy import LatencyProxy, split_rtt
-from loaders.store import Store
+from databases.database import Database
 
 
 @dataclass
@@ -58,16 +58,16 @@ def measure_added_rtt(proxy: LatencyProxy, direct: Callable[[], object],
                     median_round_trip_ms(proxied, samples), samples, proxy.version())
 
 
-def measure_store_added_rtt(store: Store, target: Any, proxy: LatencyProxy,
+def measure_store_added_rtt(database: Database[Any], target: Any, proxy: LatencyProxy,
                             samples: int = 100) -> AddedRtt:
     """measure_added_rtt with the store's own trivial request, once straight to its server and
     once through the proxy (as the DLZ driver will reach it)."""
     saved = target.via
     try:
         target.via = None
-        with store.round_trips(target) as direct:
+        with database.round_trips(target) as direct:
             target.via = (proxy.listen_host, proxy.listen_port)
-            with store.round_trips(target) as proxied:
+            with database.round_trips(target) as proxied:
                 return measure_added_rtt(proxy, direct, proxied, samples)
     finally:
         target.via = saved

@@ -1,6 +1,6 @@
 """Loads measured from outside the stores, the same way for every store.
 
-A store only writes (loaders/store.py); the clock and the counts are here, as YCSB's DBWrapper
+A loader only writes (loaders/loader.py); the clock and the counts are here, as YCSB's DBWrapper
 times every binding: the load is timed from the first zone handed to the store until the store
 returns, and zones and records are counted as they stream past.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from loaders.store import Store
+from loaders.loader import Loader
 from zonedata.model import Zone
 
 
@@ -45,10 +45,10 @@ class ZoneCounter:
             yield zone
 
 
-def timed_load(store: Store, zones: Iterable[Zone], target: Any) -> LoadStats:
-    """store.load(zones, target), timed and counted."""
+def timed_load(loader: Loader[Any], zones: Iterable[Zone], target: Any) -> LoadStats:
+    """loader.load(zones, target), timed and counted."""
     counter = ZoneCounter()
     start = time.monotonic()
-    store.load(counter.count(zones), target)
-    return LoadStats(store.name, counter.zones, counter.records, time.monotonic() - start,
+    loader.load(counter.count(zones), target)
+    return LoadStats(loader.name, counter.zones, counter.records, time.monotonic() - start,
                      counter.last_key)

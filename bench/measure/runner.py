@@ -33,7 +33,7 @@ from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import classify
-from databases.url import PRIVATE, StoreUrls
+from databases.store_urls import PRIVATE, StoreUrls
 from servers.dnsserver import DnsServer
 from servers.external import ExternalServer, Target
 from servers.kind import ServerKind
@@ -274,7 +274,7 @@ class Runner:
 
     def start_server(self, m: Measuring) -> None:
         """A fresh start: the store's server restarted, then named, timed to the last zone."""
-        m.loaded.store.restart_server(m.loaded.target)
+        m.loaded.restart_server()
         pin_processes(m.loaded.server_pids(), self.server_cpus)
         m.named.start()
         m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
@@ -464,12 +464,12 @@ class Runner:
         changed = dataclasses.replace(zone, records=[*zone.records,
                                                      make_record(marker, 60, "TXT", value)])
         start = time.monotonic()
-        loaded.store.update(changed, loaded.target)
+        loaded.loader.update(changed, loaded.target)
         if loaded.server.needs_reload:
             named.reload()
         seen = _wait_for_txt(named, marker, value, timeout=30)
         elapsed = (time.monotonic() - start) * 1000
-        loaded.store.update(zone, loaded.target)  # back to the data set every cell measures
+        loaded.loader.update(zone, loaded.target)  # back to the data set every cell measures
         if loaded.server.needs_reload:
             named.reload()
         return elapsed if seen else None

@@ -7,7 +7,7 @@ child process as `startup` loads it (bench/measure/startup.py: flat memory, its 
 recorded), and serves every driver of that store. Each (driver, mix) is a runner cell with the
 phases below: the store's server restarted (its cache cold), named started and timed to the last
 zone, a warm-up, unloaded latency, the QPS runs with the CPU and RSS of named and the database
-and the database's own cache figures around them (Store.cache_reading), and latency under load.
+and the database's own cache figures around them (Database.cache_reading), and latency under load.
 
 Answers are not compared with native BIND's here (at a million zones native may not fit, and
 `run`/`verify` check every driver's answers): instead the rcodes of the QPS runs must be what
@@ -26,6 +26,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from base.errors import UserError
 from bench.load import prober
@@ -36,7 +37,7 @@ from bench.measure.results import Cell, Results, SizeCell, save_results
 from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setup, pin_processes
 from bench.measure.serving import LoadedStore
 from bench.measure.startup import by_store, disk_usage, load_in_child
-from loaders.store import Store
+from loaders.loader import Loader
 from servers.kind import ServerKind
 from zonedata.generator import generate, zone_name
 from zonedata.mixes import MixPlan, MixWriter, plan_mix
@@ -177,7 +178,7 @@ class ScaleRunner(Runner):
         for path in files.values():
             path.unlink(missing_ok=True)
 
-    def measure_store(self, dataset: DataSet, store: Store, servers: list[ServerKind],
+    def measure_store(self, dataset: DataSet, store: Loader[Any], servers: list[ServerKind],
                       files: dict[str, Path], data: Path) -> None:
         available = available_memory_kib()
         fitting = []
@@ -198,7 +199,7 @@ class ScaleRunner(Runner):
                 self.record_all(dataset, server, error=str(exc).splitlines()[0])
             return
         try:
-            with store.server(data / store.name) as target:
+            with store.database.server(data / store.name) as target:
                 template = SizeCell(dataset.zones, dataset.records, "", Cell("", 0, 0),
                                     shape=dataset.shape, store_bytes=disk_usage(data / store.name),
                                     load_seconds=figures["seconds"],
@@ -241,7 +242,7 @@ class ScaleRunner(Runner):
     def start_cold(self, m: Measuring) -> None:
         """The store's server restarted (a cold cache), named timed to the last zone, then
         until it has loaded every zone (native BIND loads zones in parallel)."""
-        m.loaded.store.restart_server(m.loaded.target)
+        m.loaded.restart_server()
         pin_processes(m.loaded.server_pids(), self.server_cpus)
         m.named.start()
         m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",

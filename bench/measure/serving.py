@@ -16,8 +16,8 @@ from typing import Any
 from base.netns import DatabaseHost
 from base.process import keep_only_logs
 from bench.measure.loading import LoadStats, timed_load
-from databases.url import PRIVATE, StoreUrls
-from loaders.store import Store
+from databases.store_urls import PRIVATE, StoreUrls
+from loaders.loader import Loader
 from servers import get_server
 from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
@@ -27,7 +27,7 @@ from zonedata.model import Zone
 @dataclass
 class LoadedStore:
     server: ServerKind
-    store: Store
+    loader: Loader[Any]
     target: Any
     load: LoadStats
     directory: Path | None = None  # the store's files (its server's data and logs), if known
@@ -48,13 +48,17 @@ class LoadedStore:
                                  threads=threads, connections=connections or threads, port=port)
 
     def server_pids(self) -> list[int]:
-        return self.store.server_pids(self.target)
+        return self.loader.database.server_pids(self.target)
+
+    def restart_server(self) -> None:
+        """The store's server restarted with its data (a cold cache); nothing without one."""
+        self.loader.database.restart_server(self.target)
 
     @property
     def accounts_server(self) -> bool:
         """Whether the store's server is the suite's own, its CPU and memory accounted (one
         given by --store-url runs others' work too, under processes that are not ours)."""
-        return self.store.server_is_ours(self.target)
+        return self.loader.database.server_is_ours(self.target)
 
 
 @dataclass
@@ -71,12 +75,12 @@ def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
     on the server store_urls names for it, with the data set loaded; once its private server
     has stopped, its data is deleted and its logs are kept."""
     server = get_server(driver) if isinstance(driver, str) else driver
-    store = server.store_object()
-    directory = run_dir / store.name
+    loader = server.loader()
+    directory = run_dir / loader.name
     try:
-        with store_urls.server(store, directory, db_host=db_host) as target:
-            stats = timed_load(store, stream(), target)
-            yield LoadedStore(server, store, target, stats, directory)
+        with store_urls.server(loader.database, directory, db_host=db_host) as target:
+            stats = timed_load(loader, stream(), target)
+            yield LoadedStore(server, loader, target, stats, directory)
     finally:
         keep_only_logs(directory)
 

@@ -17,12 +17,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.measure.accounting import peak_rss_kb
 from bench.measure.results import StartupPoint
-from loaders.store import Store
+from loaders.loader import Loader
 from servers import get_server
 from servers.kind import ServerKind
 from zonedata.generator import zone_name
@@ -45,7 +46,7 @@ def disk_usage(path: Path) -> int:
     return total
 
 
-def load_in_child(store: Store, zones: int, records: int, seed: int, data: Path,
+def load_in_child(store: Loader[Any], zones: int, records: int, seed: int, data: Path,
                   log: Path) -> dict:
     """Run the store's load in a child process; its figures, with the loader's own peak RSS
     (peak_rss_kb: the loading program alone, not the database server it starts)."""
@@ -116,7 +117,7 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
                 record(StartupPoint(server.name, zones, status="failed",
                                     error=str(exc).splitlines()[0]))
             continue
-        with store.server(data / store.name) as target:
+        with store.database.server(data / store.name) as target:
             size = disk_usage(data / store.name)
             for server in servers:
                 report(f"{zones:,} zones: starting {server.name}")
@@ -129,10 +130,10 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
 
 
-def by_store(drivers: list[str]) -> list[tuple[Store, list[ServerKind]]]:
+def by_store(drivers: list[str]) -> list[tuple[Loader[Any], list[ServerKind]]]:
     """The drivers grouped by the store that feeds them, each store once, in first-use order."""
-    groups: dict[str, tuple[Store, list[ServerKind]]] = {}
+    groups: dict[str, tuple[Loader[Any], list[ServerKind]]] = {}
     for driver in drivers:
         server = get_server(driver)
-        groups.setdefault(server.store, (server.store_object(), []))[1].append(server)
+        groups.setdefault(server.store, (server.loader(), []))[1].append(server)
     return list(groups.values())

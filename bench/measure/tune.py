@@ -162,10 +162,10 @@ class Tuner(Runner):
         if not self.plan.db_rtt_ms:
             yield
             return
-        host, port = loaded.store.tcp_endpoint(loaded.target)
+        host, port = loaded.loader.database.tcp_endpoint(loaded.target)
         with LatencyProxy(self.setup.run_dir / "toxiproxy", host, port,
                           self.plan.db_rtt_ms) as proxy:
-            added = measure_store_added_rtt(loaded.store, loaded.target, proxy)
+            added = measure_store_added_rtt(loaded.loader.database, loaded.target, proxy)
             self.tuning.added_rtt = added.as_json()
             loaded.target.via = (proxy.listen_host, proxy.listen_port)
             try:

@@ -1,0 +1,304 @@
+"""A store's database: the place its data lives, and how the suite runs and reaches it.
+
+Every store's loader (loaders/) writes into one `Database`: a private server the suite starts
+(PostgreSQL, MariaDB, slapd), one lent to it by URL (--store-url), or a plain directory. The
+database knows the server's life (start, restart, stop, its processes), how a client reaches
+it (environment, round trips, a TCP endpoint for a proxy) and its cache's figures; it knows
+nothing of the tables or entries a loader keeps there, except what a loader hands it as a
+`Schema` (to make on a fresh server) and a `LentSchema` (to claim a lent database with).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Generic, Protocol, Self, TypeVar
+
+from base.errors import UserError
+from base.netns import DatabaseHost
+from databases.url import StoreUrl
+
+# How a database is reached: a server object (PgServer, ...) or a directory: the target.
+T = TypeVar("T")
+# A client connection of one engine (psycopg, MySQLdb, python-ldap).
+C = TypeVar("C", contravariant=True)
+
+
+@dataclass(frozen=True)
+class CacheReading:
+    """The store's own cache at one moment, as its database reports it (`scale`).
+
+    hits and misses are counters since the server started: what a measurement reports is the
+    difference of two readings (since). resident_bytes of mapped_bytes is a gauge: how much of
+    the data the server has mapped is in memory now.
+    """
+
+    source: str                        # what was read, e.g. "pg_stat_database blks_hit/read"
+    configured_bytes: int | None       # the cache size the suite configures for this store
+    hits: int | None = None            # page or block requests the cache answered
+    misses: int | None = None          # requests that had to read past it
+    resident_bytes: int | None = None
+    mapped_bytes: int | None = None
+
+    def since(self, before: CacheReading | None) -> dict[str, float | int | str | None]:
+        """This reading against an earlier one: the requests in between and their hit ratio,
+        the resident share now, the configured size."""
+        hits = _delta(self.hits, before.hits if before else None)
+        misses = _delta(self.misses, before.misses if before else None)
+        requests = None if hits is None or misses is None else hits + misses
+        resident = (self.resident_bytes / self.mapped_bytes
+                    if self.resident_bytes is not None and self.mapped_bytes else None)
+        return {"source": self.source, "configured_bytes": self.configured_bytes,
+                "hits": hits, "misses": misses,
+                "hit_ratio": hits / requests if requests else None,
+                "resident_bytes": self.resident_bytes, "mapped_bytes": self.mapped_bytes,
+                "resident_share": resident}
+
+
+def _delta(now: int | None, before: int | None) -> int | None:
+    """now - before; now alone without an earlier reading or after a restart reset the
+    counters (they count from that start then)."""
+    if now is None:
+        return None
+    if before is None or now < before:
+        return now
+    return now - before
+
+
+class Schema(Protocol[C]):
+    """What a loader keeps in its database, as a fresh private server must have it before
+    anything reads it (a driver, a loader). Handed in by the loader: databases/ never
+    imports loaders/."""
+
+    def ensure(self, conn: C) -> None:
+        """Make the tables (the suffix entry) unless they are all there already."""
+
+
+class LentSchema(Protocol[C]):
+    """How a loader claims a database lent to the suite (--store-url): only the loader knows
+    which tables (entries) are its own."""
+
+    def check_lent(self, conn: C, url: StoreUrl, *, overwrite: bool) -> None:
+        """Refuse (UserError naming url) a database holding what the suite did not create
+        where its own objects go, or anything else unless `overwrite`; writes nothing."""
+
+    def hold_empty(self, conn: C, url: StoreUrl) -> None:
+        """The loader's tables (entries) there, holding no zone: a command loads its data set
+        into an empty store, as into a private server."""
+
+
+class Database(ABC, Generic[T]):
+    """The place one store's data lives: its server's life, how clients reach it, its cache.
+
+    `store` names the store in messages; the methods take the target server() or external()
+    yielded.
+    """
+
+    # Whether the store runs a database server of its own (PostgreSQL, MariaDB, slapd):
+    # its processes are restarted between measurements and their CPU and memory accounted.
+    has_server: ClassVar[bool] = False
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+        # The URL schemes of a server of this kind that the suite did not start
+        # (--store-url); none: the store always runs its own.
+        self.url_schemes: tuple[str, ...] = ()
+
+    @abstractmethod
+    def server(self, run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> AbstractContextManager[T]:
+        """Start the store's private server (if it has one) under run_dir; yield its target.
+        With db_host, the server runs inside that network namespace ("the database on its own
+        host"), reached over TCP at its address only.
+
+        Leaving the context stops the server and leaves no process behind.
+        """
+
+    def check_url(self, url: StoreUrl) -> None:
+        """Refuse (UserError naming the URL) a parsed --store-url this store cannot use, before
+        any network: by default its path must name one database."""
+        if not url.database or "/" in url.database:
+            raise url.error("names no database (…/DATABASE at the end): the suite's tables "
+                            "need a database of their own")
+
+    def external(self, url: StoreUrl, *, overwrite: bool) -> AbstractContextManager[T]:
+        """The store in the database at url, on a server the suite did not start; yield its
+        target. Refuses (UserError naming the URL) a server that does not answer and a
+        database holding objects the suite did not create unless `overwrite`; then holds the
+        suite's tables, empty. Leaving the context stops nothing and drops nothing."""
+        raise self.no_lent_server(url)
+
+    def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
+        """What external() checks before writing anything, alone: a command checks every
+        --store-url so before it starts anything. The server's name and version."""
+        raise self.no_lent_server(url)
+
+    def no_lent_server(self, url: StoreUrl) -> UserError:
+        """The refusal of a --store-url for a store that always runs its own server."""
+        return url.error(f"the {self.store} store cannot use a server the suite did not start")
+
+    def server_is_ours(self, target: T) -> bool:
+        """Whether the suite started the store's server: only then is it restarted between
+        measurements and its processes' CPU, memory and cache accounted."""
+        return self.has_server
+
+    def client_env(self, target: T) -> dict[str, str]:
+        """Environment a DNS server reading this store needs besides its configuration: a
+        password kept out of files (named.conf is written to disk)."""
+        return {}
+
+    def round_trips(self, target: T) -> AbstractContextManager[Callable[[], object]]:
+        """A function making one trivial request to the store's server, the way its DLZ driver
+        reaches it (through a proxy when the target has one): ping-style round-trip times."""
+        raise UserError(f"the {self.store} store has no server to make round trips to")
+
+    def tcp_endpoint(self, target: T) -> tuple[str, int]:
+        """(address, port) where the store's server takes TCP connections directly: what a
+        latency proxy in front of it forwards to."""
+        raise UserError(f"the {self.store} store has no server a proxy could stand in front of")
+
+    def restart_server(self, target: T) -> None:
+        """Restart the store's server with its data kept (a fresh start between measurements).
+
+        Stores without a server have nothing to restart.
+        """
+        return None
+
+    def server_pids(self, target: T) -> list[int]:
+        """Processes of the store's server, for CPU and memory accounting."""
+        return []
+
+    def cache_reading(self, target: T, options: Mapping[str, str]) -> CacheReading | None:
+        """The store's own cache figures now, for the driver whose `options` are given (a
+        store's drivers may use different caches); None: no cache of its own to read (the
+        data is in named's memory, or read through the kernel's page cache only)."""
+        return None
+
+
+class ServerTarget(Protocol):
+    """What a database with a server reads from its target, private or lent alike."""
+
+    started_here: bool
+    env: dict[str, str]
+
+    def restart(self) -> None: ...
+
+    def pids(self) -> list[int]: ...
+
+
+S = TypeVar("S", bound=ServerTarget)
+
+
+class ServerDatabase(Database[S], Generic[S, C]):
+    """A database on a server (PostgreSQL, MariaDB, slapd): the suite's own or a lent one,
+    which the target tells apart (started_here). `lent` is how the store's loader claims a
+    lent database; without one the store always runs its own server."""
+
+    has_server = True
+    # The URL schemes of a lent server of this kind.
+    lent_schemes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, store: str, lent: LentSchema[C] | None) -> None:
+        super().__init__(store)
+        self.lent = lent
+        self.url_schemes = self.lent_schemes if lent is not None else ()
+
+    def claim(self, url: StoreUrl) -> LentSchema[C]:
+        """The loader's claim on the lent database at url; refused for a store without one."""
+        if self.lent is None:
+            raise self.no_lent_server(url)
+        return self.lent
+
+    def server_is_ours(self, target: S) -> bool:
+        return target.started_here
+
+    def client_env(self, target: S) -> dict[str, str]:
+        return target.env
+
+    def restart_server(self, target: S) -> None:
+        target.restart()  # a lent server's: nothing
+
+    def server_pids(self, target: S) -> list[int]:
+        return target.pids()
+
+
+class Connection(Protocol):
+    def close(self) -> None: ...
+
+
+K = TypeVar("K", bound=Connection)
+
+
+class SqlDatabase(ServerDatabase[S, K]):
+    """A database on an SQL server: every connection a loader gets holds its `schema`, made on
+    first use (a fresh private server makes it as it starts)."""
+
+    def __init__(self, store: str, schema: Schema[K], lent: LentSchema[K] | None = None
+                 ) -> None:
+        super().__init__(store, lent)
+        self.schema = schema
+
+    @abstractmethod
+    def open(self, target: S) -> K:
+        """A new connection to the target's database, as the loaders use it."""
+
+    def connect(self, target: S) -> K:
+        """A connection (open's) to a database holding the schema."""
+        conn = self.open(target)
+        try:
+            self.schema.ensure(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+
+# A directory store's cache figures, as its loader's layout tells them (which file or
+# environment a driver's options name, the cache size the loader configures).
+DirectoryCache = Callable[[Path, Mapping[str, str]], CacheReading]
+
+
+class DirectoryDatabase(Database[Path]):
+    """A store without a server: its data lives in a directory, which is the target."""
+
+    def __init__(self, store: str, cache: DirectoryCache | None = None) -> None:
+        super().__init__(store)
+        # None: no cache of its own (the data is in named's memory, or read through the
+        # kernel's page cache only).
+        self.cache = cache
+
+    @contextmanager
+    def server(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[Path]:
+        if db_host is not None:
+            raise UserError(f"the {self.store} store has no server to run on a database host "
+                            "of its own (--db-host netns is for loaders with a server)")
+        directory = Path(run_dir).resolve() / self.store
+        directory.mkdir(parents=True, exist_ok=True)
+        yield directory
+
+    def cache_reading(self, target: Path, options: Mapping[str, str]) -> CacheReading | None:
+        return self.cache(target, options) if self.cache is not None else None
+
+
+class PrivateServer(ABC):
+    """A server process the suite starts: `with` starts it and always stops it."""
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,105 @@
+"""The --store-url choices of one command: which stores' databases are lent to the suite, and
+the one place a command's store server is chosen, private (Database.server) or lent
+(Database.external).
+
+The caller says which database each store has (`database_of`, loaders.get_database): the
+databases never import the loaders that write into them.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from base.errors import UserError
+from base.netns import DatabaseHost
+from databases.database import Database
+from databases.url import StoreUrl, from_parts, redact
+
+# Store name -> its database; UserError for a name that is no store.
+DatabaseOf = Callable[[str], Database[Any]]
+T = TypeVar("T")
+
+
+def parse_store_url(text: str, database_of: DatabaseOf) -> StoreUrl:
+    """'STORE=URL' -> StoreUrl, checked against the schemes of the store's database (no
+    network yet)."""
+    name, sep, url = text.partition("=")
+    if not sep or not name or not url:
+        raise UserError(f"--store-url {redact(text)}: expected STORE=URL, e.g. "
+                        "pg=postgresql://user@host:5432/dlzbench")
+    try:
+        database = database_of(name)
+    except UserError as exc:
+        raise UserError(f"--store-url {redact(text)}: {exc}") from None
+    if not database.url_schemes:
+        raise UserError(f"--store-url {redact(text)}: the {name} store cannot use a server the "
+                        "suite did not start (pg, mysql and ldap can)")
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in database.url_schemes:
+        raise UserError(f"--store-url {redact(text)}: the {name} store takes "
+                        f"{' or '.join(s + '://' for s in database.url_schemes)} URLs, "
+                        f"not {parts.scheme or 'this'}")
+    parsed = from_parts(name, parts, redact(text))
+    database.check_url(parsed)
+    return parsed
+
+
+@dataclass(frozen=True)
+class StoreUrls:
+    """The --store-url choices of one command: store name -> its URL; `overwrite` lets the
+    suite add its tables to a database that holds other objects."""
+
+    urls: Mapping[str, StoreUrl] = field(default_factory=dict)
+    overwrite: bool = False
+    # store -> the server's name and version, once checked().
+    servers: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, texts: list[str], database_of: DatabaseOf, *,
+              overwrite: bool = False) -> StoreUrls:
+        urls: dict[str, StoreUrl] = {}
+        for text in texts:
+            url = parse_store_url(text, database_of)
+            if url.store in urls:
+                raise UserError(f"--store-url {url}: the {url.store} store has a URL already "
+                                f"({urls[url.store]})")
+            urls[url.store] = url
+        return cls(urls, overwrite)
+
+    def checked(self, database_of: DatabaseOf) -> StoreUrls:
+        """These URLs once every server has answered and every database may be written
+        (UserError naming the first that may not), with the servers' versions."""
+        servers = {name: database_of(name).check_external(url, overwrite=self.overwrite)
+                   for name, url in self.urls.items()}
+        return StoreUrls(self.urls, self.overwrite, servers)
+
+    def server(self, database: Database[T], run_dir: Path, *,
+               db_host: DatabaseHost | None = None) -> AbstractContextManager[T]:
+        """The store's server for a command: the one at its URL if it has one, else its
+        private server under run_dir."""
+        url = self.urls.get(database.store)
+        if url is None:
+            return database.server(run_dir, db_host=db_host)
+        if db_host is not None:
+            raise url.error("the suite cannot move a server it did not start onto a database "
+                            "host of its own (--db-host netns)")
+        return database.external(url, overwrite=self.overwrite)
+
+    def place(self, store: str, directory: Path) -> str:
+        """Where the store's data goes, for a progress line: its URL or its directory."""
+        url = self.urls.get(store)
+        return url.redacted() if url is not None else str(directory)
+
+    def described(self) -> dict[str, str]:
+        """store -> URL without password (and its server's version), for results' metadata."""
+        return {name: url.redacted() + (f" ({self.servers[name]})" if name in self.servers
+                                         else "")
+                for name, url in self.urls.items()}
+
+
+PRIVATE = StoreUrls()
