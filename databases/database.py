@@ -274,7 +274,7 @@ class DirectoryDatabase(Database[Path]):
     def server(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> Iterator[Path]:
         if db_host is not None:
             raise UserError(f"the {self.store} store has no server to run on a database host "
-                            "of its own (--db-host netns is for loaders with a server)")
+                            "of its own (--db-host netns is for stores with a server)")
         directory = Path(run_dir).resolve() / self.store
         directory.mkdir(parents=True, exist_ok=True)
         yield directory

@@ -110,7 +110,7 @@ class PdnsServer(ServerKind):
     # backends' domainmetadata table with gsql-dnssec, lmdb's own, the bind backend's
     # bind-dnssec-db), which no store sets.
     cannot_serve_signed = ("PowerDNS serves stored RRSIGs only for zones marked PRESIGNED in "
-                           "its domain metadata, which its loaders do not set")
+                           "its domain metadata, which its stores do not set")
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         """launch= and the backend's settings that reach the store's data."""

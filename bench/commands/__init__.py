@@ -35,7 +35,7 @@ def add_out_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def add_store_url_options(parser: argparse.ArgumentParser) -> None:
-    """--store-url and --store-url-overwrite, for the commands that load and serve loaders."""
+    """--store-url and --store-url-overwrite, for the commands that load and serve stores."""
     parser.add_argument("--store-url", action="append", default=[], metavar="STORE=URL",
                         help="load into and serve from a database server the suite did not "
                              "start, one per store: pg=postgresql://USER@HOST:PORT/DB, "

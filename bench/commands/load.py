@@ -33,14 +33,14 @@ def run(args: argparse.Namespace) -> int:
     urls = store_urls(args)
     stream, total = zone_source(args)
     results: list[LoadStats] = []
-    for store in loaders:
-        with urls.server(store.database, args.data / store.name) as target:
-            print(f"{store.name}: loading into {urls.place(store.name, args.data / store.name)}",
+    for loader in loaders:
+        with urls.server(loader.database, args.data / loader.name) as target:
+            print(f"{loader.name}: loading into {urls.place(loader.name, args.data / loader.name)}",
                   flush=True)
-            progress = ZoneProgress(f"loading {store.name}", total)
-            stats = timed_load(store, progress.wrap(stream()), target)
+            progress = ZoneProgress(f"loading {loader.name}", total)
+            stats = timed_load(loader, progress.wrap(stream()), target)
             results.append(stats)
-            print(f"{store.name}: {stats.zones} zones, {stats.records} records in "
+            print(f"{loader.name}: {stats.zones} zones, {stats.records} records in "
                   f"{stats.seconds:.1f}s ({stats.records_per_second:,.0f} records/s)", flush=True)
     print_summary(results)
     if args.json is not None:
