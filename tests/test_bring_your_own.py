@@ -482,7 +482,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
                   str(tmp_path / "capacity"))
         results = json.loads((tmp_path / "capacity" / "results.json").read_text())
         (curve,) = results["capacity"]
-        assert curve["driver"] == "mine"
+        assert curve["server"] == "mine"
         assert [step["percent"] for step in curve["steps"]] == [50, 100]
         assert all(step["answered_qps"] > 0 for step in curve["steps"]), curve["steps"]
         (cell,) = results["cells"]
@@ -520,9 +520,9 @@ def _check_target_results(results: dict, target: str) -> None:
     figures the suite cannot measure there None and said to be unavailable."""
     assert results["meta"]["target"]["label"] == "mine"
     assert results["meta"]["target"]["target"] == target
-    assert results["meta"]["drivers"] == ["mine"]
+    assert results["meta"]["servers"] == ["mine"]
     (cell,) = results["cells"]
-    assert (cell["driver"], cell["status"], cell["target"]) == ("mine", "ok", target), cell
+    assert (cell["server"], cell["status"], cell["target"]) == ("mine", "ok", target), cell
     assert cell["qps_runs"] and all(r["queries_completed"] > 0 for r in cell["qps_runs"])
     assert cell["qps"]["median"] > 0
     for kind in ("latency_unloaded", "latency_loaded"):

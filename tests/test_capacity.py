@@ -42,7 +42,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
 
 def test_every_server_is_swept_at_every_step(sweep: Path) -> None:
     curves = load_results(sweep).capacity
-    assert [(c.driver, c.threads) for c in curves] == [("native", 1), ("memory", 1)]
+    assert [(c.server, c.threads) for c in curves] == [("native", 1), ("memory", 1)]
     for curve in curves:
         assert curve.closed_loop_qps and curve.closed_loop_qps > 0
         assert [s.percent for s in curve.steps] == list(STEPS)

@@ -479,16 +479,16 @@ def asan_built() -> None:
 
 def _driver_so(loaded: LoadedStore, threads: int) -> tuple[str, Path]:
     """The driver's dlz clause and the driver (.so) it loads."""
-    server = _dlz(loaded.driver)
+    server = _dlz(loaded.server.name)
     body = server.body(loaded.target, threads)
     return body, server.library_file
 
 
 def _asan_clause(loaded: LoadedStore, threads: int) -> str:
     """The driver's dlz clause with its driver replaced by the ASan build of it."""
-    so = _dlz(loaded.driver).library_file
+    so = _dlz(loaded.server.name).library_file
     asan = REPO_ROOT / "build" / "asan" / so.parent.name / so.name
-    return _dlz(loaded.driver).body(loaded.target, threads, library=asan)
+    return _dlz(loaded.server.name).body(loaded.target, threads, library=asan)
 
 
 # Preloading libasan into a process that then uses libpq deadlocks in glibc's locale locks

@@ -55,7 +55,7 @@ def measured(run_dir: Path) -> Results:
             loaded = probe("127.0.0.1", named.port, query_file, 100)
             loaded_run = load.stop()
         rss = accounting.peak_rss_kb(named.pids())
-    cell = Cell(driver="native", threads=1, connections=1, startup_ms=startup_ms,
+    cell = Cell(server="native", threads=1, connections=1, startup_ms=startup_ms,
                 warmup_run=warmup, qps_runs=[run], qps=QpsSummary.from_runs([run]),
                 latency_unloaded=unloaded, latency_loaded=loaded, loaded_run=loaded_run,
                 cpu_us_per_query={
@@ -112,7 +112,7 @@ def handwritten() -> Results:
         for driver, value in qps.items():
             runs = [_run(value * 0.9), _run(value), _run(value * 1.1)]
             cells.append(Cell(
-                driver=driver, threads=threads, connections=threads, startup_ms=5.0,
+                server=driver, threads=threads, connections=threads, startup_ms=5.0,
                 qps_runs=runs, qps=QpsSummary.from_runs(runs),
                 latency_unloaded=_latency(50), latency_loaded=_latency(900),
                 update_visibility_ms=None if driver == "native" else 2.5,
@@ -132,7 +132,7 @@ def handwritten() -> Results:
 
 
 def _by(cells: list[Cell], driver: str, threads: int) -> Cell:
-    return next(c for c in cells if (c.driver, c.threads) == (driver, threads))
+    return next(c for c in cells if (c.server, c.threads) == (driver, threads))
 
 
 def _table_after(markdown: str, heading: str) -> list[list[str]]:
@@ -321,7 +321,7 @@ def test_an_added_run_says_what_differs_from_the_first():
     same = metadata.added_run(first, {**first, "date": "d3"})
     other = metadata.added_run(first, later)
     assert same["differs"] == {} and other["differs"] == {"bind": "BIND 9.20.30"}
-    point = {"drivers": ["pg"], "zone_counts": [1000], "records_per_zone": 10, "seed": 1}
+    point = {"servers": ["pg"], "zone_counts": [1000], "records_per_zone": 10, "seed": 1}
     results = Results(meta={**first, "added_runs": [{**same, **point}, {**other, **point}]})
     markdown = render_markdown(results)
     assert "zones of 10 records (seed 1); same versions and machine" in markdown

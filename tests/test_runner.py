@@ -32,16 +32,16 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
 
 def test_every_cell_has_every_figure(tiny_run: Path) -> None:
     results = load_results(tiny_run)
-    assert sorted(c.driver for c in results.cells) == sorted(DRIVERS)
+    assert sorted(c.server for c in results.cells) == sorted(DRIVERS)
     for cell in results.cells:
-        assert cell.status == "ok", (cell.driver, cell.error)
+        assert cell.status == "ok", (cell.server, cell.error)
         assert cell.startup_ms is not None and cell.startup_ms > 0
         assert cell.warmup_run is not None and len(cell.qps_runs) == 2
         assert cell.latency_unloaded is not None and cell.latency_loaded is not None
-        assert cell.update_visibility_ms is not None, (cell.driver, cell.error)
+        assert cell.update_visibility_ms is not None, (cell.server, cell.error)
         assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
         assert cell.peak_rss_kb["named"]
-        has_db = get_server(cell.driver).loader().database.has_server
+        has_db = get_server(cell.server).loader().database.has_server
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
     for key in ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf", "cpu_model"):
@@ -90,6 +90,6 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Pat
                    and any("postgres -D" in c for c in processes_under(run_root)))
     assert processes_under(run_root) == []
     cells = load_results(out).cells
-    assert [(c.driver, c.status) for c in cells][:1] == [("native", "ok")], \
+    assert [(c.server, c.status) for c in cells][:1] == [("native", "ok")], \
         "the cell measured before Ctrl-C is kept"
     assert (out / "results.md").exists()

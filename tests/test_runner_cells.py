@@ -53,7 +53,7 @@ def results(tmp_path_factory: pytest.TempPathFactory, run_dir: Path) -> Results:
     down_after_startup = work / "down-after-startup"
 
     def database_goes_down(runner: Runner, m: Measuring) -> None:
-        if m.loaded.driver == "memory-down-after-startup":
+        if m.loaded.server.name == "memory-down-after-startup":
             down_after_startup.touch()
 
     def stream() -> Any:
@@ -99,5 +99,5 @@ def test_server_that_answers_wrongly_is_wrong_and_not_timed(results: Results) ->
 
 
 def test_every_cell_is_saved(results: Results) -> None:
-    assert [c.driver for c in results.cells] == [
+    assert [c.server for c in results.cells] == [
         REFERENCE, "memory-down-from-start", "memory-down-after-startup"]

@@ -184,7 +184,7 @@ def _has_cache(database: Database) -> bool:
 
 def test_cache_figures_are_read_for_every_store_that_has_them(scale_run: Path) -> None:
     for point in load_results(scale_run).scale:
-        database = get_server(point.driver).loader().database
+        database = get_server(point.server).loader().database
         if not _has_cache(database):
             assert point.cache is None, point.key
             continue

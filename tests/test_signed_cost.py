@@ -48,7 +48,7 @@ def signed_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path
 
 
 def _points(out: Path) -> dict[tuple[str, str], SignedCell]:
-    return {(p.driver, p.variant): p for p in load_results(out).signed}
+    return {(p.server, p.variant): p for p in load_results(out).signed}
 
 
 def test_every_server_is_measured_over_both_variants(signed_run: Path,

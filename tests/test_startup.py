@@ -41,17 +41,17 @@ def _built_drivers() -> list[str]:
 
 def test_last_zone_answers_with_every_driver(startup_run: Path) -> None:
     points = load_results(startup_run).startup_scaling
-    assert sorted((p.driver, p.zones) for p in points) == sorted(
+    assert sorted((p.server, p.zones) for p in points) == sorted(
         (d, n) for d in _built_drivers() for n in (SMALL, LARGE))
     for p in points:
-        assert p.status == "ok", (p.driver, p.zones, p.error)
+        assert p.status == "ok", (p.server, p.zones, p.error)
         assert p.startup_ms and p.named_rss_kb and p.store_bytes
         assert p.load_seconds and p.records_per_second and p.loader_rss_kb
 
 
 def test_loader_memory_is_flat_for_ten_times_the_zones(startup_run: Path) -> None:
     points = load_results(startup_run).startup_scaling
-    rss = {(p.driver, p.zones): p.loader_rss_kb for p in points}
+    rss = {(p.server, p.zones): p.loader_rss_kb for p in points}
     for driver in _built_drivers():
         small, large = rss[driver, SMALL], rss[driver, LARGE]
         assert large <= small * 1.15 + 8 * 1024, (driver, small, large)
@@ -70,10 +70,10 @@ def test_a_later_run_adds_its_points(startup_run: Path, run_root: Path) -> None:
     _startup(run_root, "--zones-counts", f"{TINY},{SMALL}", "--servers", "memory", "--add-to",
              str(startup_run))
     results = load_results(startup_run)
-    after = {(p.driver, p.zones): p for p in results.startup_scaling}
-    assert set(after) == {(p.driver, p.zones) for p in before} | {("memory", TINY)}
+    after = {(p.server, p.zones): p for p in results.startup_scaling}
+    assert set(after) == {(p.server, p.zones) for p in before} | {("memory", TINY)}
     assert after["memory", TINY].status == "ok"
-    assert [r["drivers"] for r in results.meta["added_runs"]] == [["memory"]]
+    assert [r["servers"] for r in results.meta["added_runs"]] == [["memory"]]
     assert results.meta["added_runs"][0]["differs"] == {}  # the same machine, minutes later
     assert "same versions and machine" in (startup_run / "results.md").read_text()
 

@@ -296,7 +296,7 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(store: str, server: str, run_
     results = json.loads((out / "results.json").read_text())
     assert results["meta"]["store_urls"][store].startswith(
         lent.url("own").replace(PASSWORD, "***") + f" ({server}")
-    (cell,) = [c for c in results["cells"] if c["driver"] == store]
+    (cell,) = [c for c in results["cells"] if c["server"] == store]
     assert cell["status"] == "ok", cell
     assert cell["cpu_us_per_query"]["db"] is None
     assert cell["peak_rss_kb"]["db"] is None

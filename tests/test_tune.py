@@ -57,7 +57,7 @@ def assert_every_pair_measured(results: Results, driver: str,
     cells = {(c.threads, c.connections): c for c in results.cells}
     assert sorted(cells) == sorted(pairs)
     for pair, cell in cells.items():
-        assert cell.driver == driver
+        assert cell.server == driver
         assert (cell.status, cell.error, cell.mismatches) == ("ok", None, 0), pair
         assert cell.qps.median and cell.qps.median > 0, pair
         assert cell.latency_loaded is not None and cell.latency_loaded.count > 0, pair

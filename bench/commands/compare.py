@@ -107,13 +107,13 @@ def _where(cell: Cell) -> str:
 
 def compare_cells(a: Cell, b: Cell, ra: Results, rb: Results) -> list[str]:
     if a.status != "ok" or b.status != "ok":
-        return [f"| {a.driver} | {_where(a)} | status | {a.status.upper()} | "
+        return [f"| {a.server} | {_where(a)} | status | {a.status.upper()} | "
                 f"{b.status.upper()} | – | – |"]
-    rows = [_row(a.driver, _where(a), name, get(a), get(b)) for name, get in CELL_FIGURES]
+    rows = [_row(a.server, _where(a), name, get(a), get(b)) for name, get in CELL_FIGURES]
     # Ratios within each run are what carries over between machines and BIND versions.
     for reference in (REFERENCE, DLZ_CEILING):
-        if a.driver != reference:
-            rows.append(_row(a.driver, _where(a), f"QPS % of {reference}",
+        if a.server != reference:
+            rows.append(_row(a.server, _where(a), f"QPS % of {reference}",
                              _percent_of(ra, a, reference), _percent_of(rb, b, reference)))
     return rows
 
@@ -140,13 +140,13 @@ def compare_tuning(a: Results, b: Results) -> tuple[list[str], list[str]]:
     if a.tuning is None or b.tuning is None:
         return [], []
     rows: list[str] = []
-    points_a = {(p.driver, p.kind, p.count): p for p in a.tuning.scaling}
-    points_b = {(p.driver, p.kind, p.count): p for p in b.tuning.scaling}
+    points_a = {(p.server, p.kind, p.count): p for p in a.tuning.scaling}
+    points_b = {(p.server, p.kind, p.count): p for p in b.tuning.scaling}
     for key in sorted(points_a.keys() & points_b.keys()):
         rows.append(_row(key[0], f"{key[2]} {key[1]}", "QPS", points_a[key].qps,
                          points_b[key].qps))
-    recs_a = {r.driver: r for r in a.tuning.recommendations}
-    recs_b = {r.driver: r for r in b.tuning.recommendations}
+    recs_a = {r.server: r for r in a.tuning.recommendations}
+    recs_b = {r.server: r for r in b.tuning.recommendations}
     for driver in sorted(recs_a.keys() & recs_b.keys()):
         ra, rb = recs_a[driver], recs_b[driver]
         rows += [_row(driver, "recommended", "threads", ra.threads, rb.threads, 0),
@@ -160,9 +160,9 @@ def compare_tuning(a: Results, b: Results) -> tuple[list[str], list[str]]:
 
 def compare_startup(a: StartupPoint, b: StartupPoint) -> list[str]:
     if a.status != "ok" or b.status != "ok":
-        return [f"| {a.driver} | {a.zones} zones | status | {a.status.upper()} | "
+        return [f"| {a.server} | {a.zones} zones | status | {a.status.upper()} | "
                 f"{b.status.upper()} | – | – |"]
-    return [_row(a.driver, f"{a.zones} zones", name, get(a), get(b))
+    return [_row(a.server, f"{a.zones} zones", name, get(a), get(b))
             for name, get in STARTUP_FIGURES]
 
 
@@ -183,16 +183,16 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
             conn = "" if key[2] in (0, key[1]) else f", {key[2]} connection(s)"
             only.append(f"- {key[0]} at {key[1]} thread(s){conn}: only in "
                         f"{'A' if key in cells_a else 'B'}")
-    points_a = {(p.driver, p.zones): p for p in a.startup_scaling}
-    points_b = {(p.driver, p.zones): p for p in b.startup_scaling}
+    points_a = {(p.server, p.zones): p for p in a.startup_scaling}
+    points_b = {(p.server, p.zones): p for p in b.startup_scaling}
     for key in sorted(points_a.keys() | points_b.keys()):
         if key in points_a and key in points_b:
             lines += compare_startup(points_a[key], points_b[key])
         else:
             only.append(f"- startup of {key[0]} with {key[1]} zones: only in "
                         f"{'A' if key in points_a else 'B'}")
-    curves_a = {(c.driver, c.threads): c for c in a.capacity}
-    curves_b = {(c.driver, c.threads): c for c in b.capacity}
+    curves_a = {(c.server, c.threads): c for c in a.capacity}
+    curves_b = {(c.server, c.threads): c for c in b.capacity}
     for key in sorted(curves_a.keys() & curves_b.keys()):
         lines += [_row(key[0], key[1], f"capacity: {name}", get(curves_a[key]),
                        get(curves_b[key])) for name, get in CAPACITY_FIGURES]

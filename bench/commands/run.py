@@ -126,7 +126,7 @@ def prepare(args: argparse.Namespace, command: str,
                             "connections": ("the target's own" if target is not None
                                             else args.connections or "threads"),
                             "pin": args.pin,
-                            "dataset": setup.dataset, "drivers": drivers,
+                            "dataset": setup.dataset, "servers": drivers,
                             **({"store_urls": urls.described()} if urls.urls else {})})
     if traffic:
         results.meta["queries_from"] = traffic[1].as_dict()

@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.add_to is not None:
         results = merge_into(load_results(args.add_to), plan, meta)
     else:
-        results = Results(meta={**meta, "drivers": list(plan.drivers),
+        results = Results(meta={**meta, "servers": list(plan.drivers),
                                 "datasets": [d.name for d in plan.datasets],
                                 "runs": profile.runs, "duration": profile.duration_s})
     run_dir = new_run_dir("scale")

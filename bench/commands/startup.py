@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if args.add_to is not None and args.out is not None:
         raise UserError("--out and --add-to are exclusive: --add-to writes into its directory")
     out = args.add_to or args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")
-    params = {"command": "startup", "drivers": drivers, "zone_counts": counts,
+    params = {"command": "startup", "servers": drivers, "zone_counts": counts,
               "records_per_zone": args.records, "seed": args.seed, "timeout_s": args.timeout}
     if args.add_to is not None:
         results = earlier_results(args.add_to, params, drivers, counts)
@@ -78,10 +78,10 @@ def earlier_results(directory: Path, params: dict, drivers: list[str],
                             f"not {params[key]}: its points would not be comparable")
     remeasured = {(d, n) for d in drivers for n in counts}
     results.startup_scaling = [p for p in results.startup_scaling
-                               if (p.driver, p.zones) not in remeasured]
+                               if (p.server, p.zones) not in remeasured]
     added = metadata.added_run(results.meta, metadata.collect())
     results.meta.setdefault("added_runs", []).append(
-        {**added, "drivers": drivers, "zone_counts": counts,
+        {**added, "servers": drivers, "zone_counts": counts,
          "records_per_zone": params["records_per_zone"], "seed": params["seed"]})
     return results
 

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                   threads=tuple(sorted({t for t, _ in plan.pairs})), pin=args.pin)
     results = Results(meta={**metadata.collect(), "command": "tune", "profile": profile.name,
                             "parameters": dict(profile.__dict__), "dataset": setup.dataset,
-                            "drivers": [driver], "pin": args.pin,
+                            "servers": [driver], "pin": args.pin,
                             "pairs": [list(p) for p in plan.pairs],
                             "processes": list(plan.processes),
                             "cpu_scaling": plan.cpu_scaling, "db_host": plan.db_host,
@@ -144,7 +144,7 @@ def recommendation_text(results: Results) -> str:
     lines = []
     for r in tuning.recommendations:
         p99 = "–" if r.p99_us is None else f"{r.p99_us:,.0f} us"
-        lines.append(f"{r.driver}: threads {r.threads}, connections {r.connections}: "
+        lines.append(f"{r.server}: threads {r.threads}, connections {r.connections}: "
                      f"{r.qps:,.0f} QPS (best {r.best_qps:,.0f} at {r.best_threads}/"
                      f"{r.best_connections}), p99 under load {p99}")
     return "\n".join(lines)

@@ -113,7 +113,7 @@ class Step:
 class Curve:
     """One server at one thread count: its closed-loop maximum, every step, resperf's ramp."""
 
-    driver: str
+    server: str
     threads: int
     connections: int
     closed_loop_qps: float | None = None
@@ -134,7 +134,7 @@ class Curve:
         return min(self.steps, key=lambda s: abs(s.offered_qps - qps))
 
     def to_dict(self) -> dict:
-        return {"driver": self.driver, "threads": self.threads,
+        return {"server": self.server, "threads": self.threads,
                 "connections": self.connections, "closed_loop_qps": self.closed_loop_qps,
                 "steps": [s.to_dict() for s in self.steps],
                 "common_rate_step": (None if self.common_rate_step is None
@@ -145,6 +145,8 @@ class Curve:
     @classmethod
     def from_dict(cls, data: dict) -> Curve:
         d = dict(data)
+        if "driver" in d:  # written before the suite called it a server (up to 2026-11-25)
+            d["server"] = d.pop("driver")
         d["steps"] = [Step.from_dict(s) for s in d.get("steps", [])]
         common = d.get("common_rate_step")
         d["common_rate_step"] = None if common is None else Step.from_dict(common)

@@ -40,6 +40,15 @@ STATUSES = ("ok", "wrong", "failed")
 DEFAULT_LOSS_THRESHOLD = 0.01
 
 
+def with_server_key(data: dict) -> dict:
+    """data with the measured server under "server": files written before the suite called
+    it a server (up to 2026-11-25) have it under "driver"."""
+    d = dict(data)
+    if "driver" in d:
+        d["server"] = d.pop("driver")
+    return d
+
+
 @dataclass
 class QpsSummary:
     """Median, min and max QPS over the measured (not warm-up) runs."""
@@ -67,7 +76,7 @@ class QpsSummary:
 class Cell:
     """Every figure of one driver at one thread (and connection) count."""
 
-    driver: str
+    server: str
     threads: int
     connections: int
     status: str = "ok"  # "ok", "wrong" (answers differ from native) or "failed"
@@ -96,11 +105,11 @@ class Cell:
 
     @property
     def key(self) -> tuple[str, int, int]:
-        return self.driver, self.threads, self.connections
+        return self.server, self.threads, self.connections
 
     def to_dict(self) -> dict:
         return {
-            "driver": self.driver, "threads": self.threads, "connections": self.connections,
+            "server": self.server, "threads": self.threads, "connections": self.connections,
             "status": self.status, "error": self.error, "mismatches": self.mismatches,
             "startup_ms": self.startup_ms,
             "warmup_run": _opt_dict(self.warmup_run),
@@ -118,7 +127,7 @@ class Cell:
 
     @classmethod
     def from_dict(cls, data: dict) -> Cell:
-        d = dict(data)
+        d = with_server_key(data)
         d["warmup_run"] = _opt(DnsperfRun, d.get("warmup_run"))
         d["qps_runs"] = [DnsperfRun.from_dict(r) for r in d.get("qps_runs", [])]
         d["qps"] = QpsSummary.from_dict(d.get("qps") or {})
@@ -132,7 +141,7 @@ class Cell:
 class StartupPoint:
     """Startup of named with one driver over a store holding `zones` zones."""
 
-    driver: str
+    server: str
     zones: int
     startup_ms: float | None = None
     named_rss_kb: int | None = None
@@ -149,7 +158,7 @@ class StartupPoint:
 
     @classmethod
     def from_dict(cls, data: dict) -> StartupPoint:
-        return cls(**data)
+        return cls(**with_server_key(data))
 
 
 @dataclass
@@ -157,7 +166,7 @@ class ScalePoint:
     """One QPS figure of `tune`'s scaling runs: `count` single-thread processes on one port
     ("processes"), one process of `count` threads ("threads"), or `count` server CPUs ("cpus")."""
 
-    driver: str
+    server: str
     kind: str
     count: int
     threads: int        # per process
@@ -177,7 +186,7 @@ class ScalePoint:
 
     @classmethod
     def from_dict(cls, data: dict) -> ScalePoint:
-        return cls(**{**data, "run": _opt(DnsperfRun, data.get("run"))})
+        return cls(**{**with_server_key(data), "run": _opt(DnsperfRun, data.get("run"))})
 
 
 @dataclass
@@ -199,12 +208,12 @@ class SizeCell:
     cache: dict | None = None
 
     @property
-    def driver(self) -> str:
-        return self.cell.driver
+    def server(self) -> str:
+        return self.cell.server
 
     @property
     def key(self) -> tuple[str, int, int, str]:
-        return self.driver, self.zones, self.records_per_zone, self.mix
+        return self.server, self.zones, self.records_per_zone, self.mix
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "cell": self.cell.to_dict()}
@@ -233,12 +242,12 @@ class SignedCell:
     reply_bytes: float | None = None
 
     @property
-    def driver(self) -> str:
-        return self.cell.driver
+    def server(self) -> str:
+        return self.cell.server
 
     @property
     def key(self) -> tuple[str, int, str]:
-        return self.driver, self.cell.threads, self.variant
+        return self.server, self.cell.threads, self.variant
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "cell": self.cell.to_dict()}
@@ -252,7 +261,7 @@ class SignedCell:
 class Recommendation:
     """The smallest threads/connections setting whose QPS is within `tolerance` of the best."""
 
-    driver: str
+    server: str
     threads: int
     connections: int
     qps: float
@@ -267,7 +276,7 @@ class Recommendation:
 
     @classmethod
     def from_dict(cls, data: dict) -> Recommendation:
-        return cls(**data)
+        return cls(**with_server_key(data))
 
 
 @dataclass
@@ -318,19 +327,19 @@ class Results:
     def thread_counts(self) -> list[int]:
         return sorted({c.threads for c in self.cells})
 
-    def drivers(self) -> list[str]:
+    def servers(self) -> list[str]:
         """Drivers present, in the registry's order (unknown names last, alphabetically)."""
-        return sorted({c.driver for c in self.cells}, key=report_order)
+        return sorted({c.server for c in self.cells}, key=report_order)
 
     def cells_for(self, threads: int) -> list[Cell]:
-        order = {d: i for i, d in enumerate(self.drivers())}
+        order = {d: i for i, d in enumerate(self.servers())}
         return sorted((c for c in self.cells if c.threads == threads),
-                      key=lambda c: (order[c.driver], c.connections))
+                      key=lambda c: (order[c.server], c.connections))
 
     def cell(self, driver: str, threads: int) -> Cell | None:
         """The cell of (driver, threads); with several connection counts, the first."""
         for c in self.cells_for(threads):
-            if c.driver == driver:
+            if c.server == driver:
                 return c
         return None
 

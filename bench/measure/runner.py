@@ -237,8 +237,8 @@ class Runner:
 
     def run_cell(self, loaded: LoadedStore, threads: int, connections: int | None = None) -> None:
         """Every phase at `threads`, with `connections` (default: the setup's) to the store."""
-        cell = Cell(loaded.driver, threads, connections or self._connections(threads))
-        label = f"{loaded.driver} threads={threads}"
+        cell = Cell(loaded.server.name, threads, connections or self._connections(threads))
+        label = f"{loaded.server.name} threads={threads}"
         if cell.connections != threads:
             label += f" connections={cell.connections}"
         named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
@@ -336,7 +336,7 @@ class Runner:
         """Offered-load steps around the closed-loop maximum (the QPS phase's median), the
         common rate, and resperf's ramp; saved after every step (Ctrl-C keeps them)."""
         closed = m.cell.qps.median
-        curve = capacity.Curve(m.cell.driver, m.cell.threads, m.cell.connections, closed)
+        curve = capacity.Curve(m.cell.server, m.cell.threads, m.cell.connections, closed)
         self.results.capacity.append(curve)
         if not closed:
             curve.error = "no closed-loop maximum to step around"

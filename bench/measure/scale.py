@@ -309,7 +309,7 @@ def merge_into(results: Results, plan: Plan, meta: dict) -> Results:
     results.meta.setdefault("scale", meta["scale"])
     added = metadata.added_run(results.meta, meta)
     results.meta.setdefault("added_runs", []).append(
-        {**added, "command": "scale", "drivers": list(plan.drivers),
+        {**added, "command": "scale", "servers": list(plan.drivers),
          "zone_counts": [d.zones for d in plan.datasets],
          "records_per_zone": sorted({d.records for d in plan.datasets}), "seed": plan.seed,
          "mixes": list(plan.mixes)})

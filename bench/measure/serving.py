@@ -33,10 +33,6 @@ class LoadedStore:
     directory: Path | None = None  # the store's files (its server's data and logs), if known
 
     @property
-    def driver(self) -> str:
-        return self.server.name
-
-    @property
     def last_zone(self) -> str:
         """Key of the last zone loaded: startup is timed until it answers."""
         return self.load.last_zone
@@ -44,7 +40,7 @@ class LoadedStore:
     def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
               port: int | None = None) -> DnsServer:
         """A server (not started) answering from this store's data."""
-        return self.server.build(self.target, run_dir / f"named-{self.driver}-{threads}",
+        return self.server.build(self.target, run_dir / f"named-{self.server.name}-{threads}",
                                  threads=threads, connections=connections or threads, port=port)
 
     def server_pids(self) -> list[int]:

@@ -54,7 +54,7 @@ class VariantRunner(Runner):
     def run_cell(self, loaded: LoadedStore, threads: int, connections: int | None = None) -> None:
         """run's cell, with the store's size on disk read after its load, before named starts."""
         size = disk_usage(loaded.directory) if loaded.directory is not None else None
-        self.pending = SignedCell(self.variant, Cell(loaded.driver, threads, 0),
+        self.pending = SignedCell(self.variant, Cell(loaded.server.name, threads, 0),
                                   zones=loaded.load.zones, records=loaded.load.records,
                                   store_bytes=size, load_seconds=loaded.load.seconds)
         super().run_cell(loaded, threads, connections)

@@ -82,7 +82,7 @@ def recommend(cells: Sequence[Cell], tolerance: float = TOLERANCE) -> Recommenda
     best_qps = best.qps.median or 0.0
     good = [c for c in ok if (c.qps.median or 0.0) >= (1 - tolerance) * best_qps]
     pick = min(good, key=lambda c: (c.threads, c.connections))
-    return Recommendation(driver=pick.driver, threads=pick.threads,
+    return Recommendation(server=pick.server, threads=pick.threads,
                           connections=pick.connections, qps=pick.qps.median or 0.0,
                           p99_us=pick.latency_loaded.p99_us if pick.latency_loaded else None,
                           best_qps=best_qps, best_threads=best.threads,
@@ -184,17 +184,17 @@ class Tuner(Runner):
     def processes_against_threads(self, loaded: LoadedStore, count: int) -> None:
         cpus = self._server_cpu_list()
         threaded = loaded.named(self.setup.run_dir, threads=count, connections=count)
-        self.measure_point(ScalePoint(loaded.driver, "threads", count, count, count,
+        self.measure_point(ScalePoint(loaded.server.name, "threads", count, count, count,
                                       _cpu_text(cpus), self.load_cpus), [threaded], [cpus])
         # One port for all: named binds it with SO_REUSEPORT, so the kernel spreads the
         # load's flows over the processes.
         port = free_port()
         own = [[cpus[i % len(cpus)]] for i in range(count)]
         processes = [loaded.server.build(loaded.target,
-                                         self.setup.run_dir / f"process-{loaded.driver}-{i}",
+                                         self.setup.run_dir / f"process-{loaded.server.name}-{i}",
                                          threads=1, connections=1, port=port)
                      for i in range(count)]
-        self.measure_point(ScalePoint(loaded.driver, "processes", count, 1, 1,
+        self.measure_point(ScalePoint(loaded.server.name, "processes", count, 1, 1,
                                       ";".join(_cpu_text(c) for c in own), self.load_cpus),
                            processes, own)
 
@@ -208,7 +208,7 @@ class Tuner(Runner):
             server, load = cpus[:k], cpus[k:]
             named = loaded.named(self.setup.run_dir, threads=threads, connections=connections)
             pin_processes(loaded.server_pids(), _cpu_text(server))
-            self.measure_point(ScalePoint(loaded.driver, "cpus", k, threads, connections,
+            self.measure_point(ScalePoint(loaded.server.name, "cpus", k, threads, connections,
                                           _cpu_text(server), _cpu_text(load)),
                                [named], [server])
         pin_processes(loaded.server_pids(), self.server_cpus or _cpu_text(cpus))
@@ -217,7 +217,7 @@ class Tuner(Runner):
                       cpus: list[list[int]]) -> None:
         """Start every server (each pinned to its CPUs), one warm-up and one measured dnsperf
         load against their shared port; the requests each received."""
-        self.progress.step(f"{point.driver}: {point.count} {point.kind}")
+        self.progress.step(f"{point.server}: {point.count} {point.kind}")
         try:
             with contextlib.ExitStack() as running:
                 for named, cpu_list in zip(servers, cpus, strict=True):

@@ -18,7 +18,7 @@ from servers import REFERENCE, report_order
 
 
 def _curves(results: Results) -> list[Curve]:
-    return sorted(results.capacity, key=lambda c: (report_order(c.driver), c.threads))
+    return sorted(results.capacity, key=lambda c: (report_order(c.server), c.threads))
 
 
 def _p(step: Step | None, key: str) -> str:
@@ -27,7 +27,7 @@ def _p(step: Step | None, key: str) -> str:
 
 def _reference_breaking_point(results: Results, threads: int) -> float | None:
     for curve in results.capacity:
-        if curve.driver == REFERENCE and curve.threads == threads:
+        if curve.server == REFERENCE and curve.threads == threads:
             return curve.breaking_point()
     return None
 
@@ -47,7 +47,7 @@ def render_capacity(results: Results) -> list[str]:
              "its own maximum throughput over one ramp to 1.5x the closed-loop maximum "
              "(seed 004). A step whose responses in some second exceeded its target by more "
              "than 10% is marked burst (dnsperf 2.10's limiter catching up after a stall).", ""]
-    header = ["driver", "threads", "closed loop (QPS)", "breaking point 5% (QPS)",
+    header = ["server", "threads", "closed loop (QPS)", "breaking point 5% (QPS)",
               "% of closed loop", "breaking point 1% (QPS)", "p99 at 50% (us)",
               "p99 at 90% (us)", f"p50 / p99 at {fmt_number(common, 0)} QPS (us)",
               "Mbit/s at breaking point", "resperf max (QPS)", "bursts"]
@@ -61,7 +61,7 @@ def render_capacity(results: Results) -> list[str]:
         common_step = curve.common_rate_step
         ramp = curve.resperf
         bursts = sum(s.burst for s in curve.steps)
-        row = [curve.driver, str(curve.threads), fmt_number(curve.closed_loop_qps, 0),
+        row = [curve.server, str(curve.threads), fmt_number(curve.closed_loop_qps, 0),
                fmt_number(bp, 0),
                fmt_number(share, 1), fmt_number(curve.breaking_point(STRICT), 0),
                _p(curve.step_near(None if bp is None else 0.5 * bp), "p99"),
@@ -72,14 +72,14 @@ def render_capacity(results: Results) -> list[str]:
                NONE if ramp is None else fmt_number(ramp.max_qps, 0), str(bursts)]
         lines.append("| " + " | ".join(row) + " |")
         if share is not None and not 90 <= share <= 110:
-            notes.append(f"- {curve.driver} ({curve.threads} thread(s)): its breaking point "
+            notes.append(f"- {curve.server} ({curve.threads} thread(s)): its breaking point "
                          f"is {share:.0f}% of its closed-loop maximum: "
                          + ("it answers fewer queries when they arrive on their own schedule "
                             "than when each waits for an answer (a curve that collapses "
                             "before its closed-loop maximum)." if share < 90 else
                             "it carried more offered load than the closed loop put on it."))
         if curve.error:
-            notes.append(f"- {curve.driver} ({curve.threads} thread(s)): {curve.error}")
+            notes.append(f"- {curve.server} ({curve.threads} thread(s)): {curve.error}")
     lines += ["", *notes, ""] if notes else [""]
     return lines + render_seed_001_tables(results)
 
@@ -89,7 +89,7 @@ def render_seed_001_tables(results: Results) -> list[str]:
     lines = ["## Offered load against answered share (seed 001's layout)", ""]
     for curve in _curves(results):
         native = _reference_breaking_point(results, curve.threads)
-        lines += [f"### {curve.driver}, {curve.threads} thread(s)", "",
+        lines += [f"### {curve.server}, {curve.threads} thread(s)", "",
                   "| offered (QPS) | % of closed loop | % answered | x native's breaking "
                   "point | p50 (us) | p99 (us) | p99.9 (us) | UDP receive-queue drops |",
                   "|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -115,7 +115,7 @@ def render_capacity_plots(results: Results, out_dir: Path) -> list[Path]:
 
 
 def _label(curve: Curve) -> str:
-    return f"{curve.driver} ({curve.threads}t)"
+    return f"{curve.server} ({curve.threads}t)"
 
 
 def _figure() -> tuple[Any, Any]:

@@ -67,8 +67,8 @@ class Notes:
 def column_label(cell: Cell) -> str:
     """The server, with its connection count when that differs from the thread count."""
     if cell.connections in (0, cell.threads):
-        return cell.driver
-    return f"{cell.driver} ({cell.connections} conn.)"
+        return cell.server
+    return f"{cell.server} ({cell.connections} conn.)"
 
 
 def status_text(cell: Cell, notes: Notes) -> str | None:

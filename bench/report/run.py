@@ -122,8 +122,10 @@ def _added_runs(runs: list[dict]) -> list[str]:
     for run in runs:
         dirty = " (uncommitted changes)" if run.get("git_dirty") else ""
         mixes = f", {_param_text(run['mixes'])} mixes" if run.get("mixes") else ""
+        # "drivers": what runs added before the suite called them servers (to 2026-11-25) wrote
+        servers = run.get("servers", run.get("drivers", []))
         lines.append(f"- {run.get('date')}, commit `{str(run.get('git_commit'))[:12]}`{dirty}: "
-                     f"{run.get('command', 'startup')} of {_param_text(run.get('drivers', []))} "
+                     f"{run.get('command', 'startup')} of {_param_text(servers)} "
                      f"at {_param_text(run.get('zone_counts', []))} zones of "
                      f"{_param_text(run.get('records_per_zone'))} records (seed "
                      f"{run.get('seed')}){mixes}; {_differences_text(run)}")
@@ -247,9 +249,9 @@ def render_groups(cells: list[Cell]) -> str:
     groups: dict[str, list[str]] = {}
     for cell in cells:
         if cell.target is not None:
-            groups.setdefault("--target", []).append(f"{cell.driver} at {cell.target}")
+            groups.setdefault("--target", []).append(f"{cell.server} at {cell.target}")
         else:
-            groups.setdefault(group_of(cell.driver) or "other", []).append(cell.driver)
+            groups.setdefault(group_of(cell.server) or "other", []).append(cell.server)
     return "Columns: " + " | ".join(f"{group}: {', '.join(names)}"
                                     for group, names in groups.items())
 
@@ -264,7 +266,7 @@ def _percentiles(stats: LatencyStats | None) -> list[str]:
 
 
 def render_percentiles(results: Results) -> list[str]:
-    header = ["driver", "threads", "unloaded p50", "p90", "p99", "max", "lost",
+    header = ["server", "threads", "unloaded p50", "p90", "p99", "max", "lost",
               "loaded p50", "p90", "p99", "max", "lost"]
     rows = []
     for threads in results.thread_counts():
@@ -278,7 +280,7 @@ def render_percentiles(results: Results) -> list[str]:
 
 
 def render_costs(results: Results) -> list[str]:
-    header = ["driver", "threads", "CPU us/query named", "db", "dnsperf",
+    header = ["server", "threads", "CPU us/query named", "db", "dnsperf",
               "peak RSS named (kB)", "db (kB)"]
     rows = []
     notes = Notes()
@@ -320,7 +322,7 @@ def _startup_cell(p: StartupPoint) -> str:
 
 def render_startup_summary(results: Results) -> list[str]:
     """Driver x zone count: named's startup time and memory (the operator's question)."""
-    points = {(p.driver, p.zones): p for p in results.startup_scaling}
+    points = {(p.server, p.zones): p for p in results.startup_scaling}
     counts = sorted({n for _, n in points})
     drivers = sorted({d for d, _ in points}, key=report_order)
     rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
@@ -328,27 +330,27 @@ def render_startup_summary(results: Results) -> list[str]:
     return ["## Startup time and named memory", "",
             "Time from named's exec until it answers for the last zone, and named's resident "
             "memory then. Details, failures and loader figures in the next table.", ""] + \
-        markdown_table(["driver", *(f"{n:,} zones" for n in counts)], rows) + [""]
+        markdown_table(["server", *(f"{n:,} zones" for n in counts)], rows) + [""]
 
 
 def render_startup_scaling(results: Results) -> list[str]:
     if not results.startup_scaling:
         return []
-    header = ["driver", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+    header = ["server", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
               "load (s)", "records/s", "loader RSS (MiB)"]
     rows = []
-    for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.driver), p.zones)):
+    for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.server), p.zones)):
         loader_rss = p.loader_rss_kb / 1024 if p.loader_rss_kb is not None else None
         load = [fmt_number(p.load_seconds), fmt_number(p.records_per_second, 0),
                 fmt_number(loader_rss, 0)]
         if p.status != "ok":
-            rows.append([p.driver, f"{p.zones:,}", f"{p.status.upper()}: {p.error}", NONE,
+            rows.append([p.server, f"{p.zones:,}", f"{p.status.upper()}: {p.error}", NONE,
                          NONE, *load])
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
         seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
         rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
-        rows.append([p.driver, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
+        rows.append([p.server, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
                      fmt_number(size), *load])
     return render_startup_summary(results) + ["## Startup against zone count", "",
             "Startup: from named's exec until it answers authoritatively for the last zone "
@@ -396,7 +398,7 @@ def _plain_log_labels(axis: object) -> None:
 def _plot_qps(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    drivers = results.drivers()
+    drivers = results.servers()
     thread_counts = results.thread_counts()
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(drivers) + 2), 4.5))
     width = 0.8 / max(1, len(thread_counts))
@@ -448,7 +450,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
             stats = c.latency_unloaded if kind == "unloaded" else c.latency_loaded
             if stats is not None and stats.samples_ns:
                 data.append([s / 1000 for s in stats.samples_ns])
-                labels.append(f"{c.driver}/{c.threads}")
+                labels.append(f"{c.server}/{c.threads}")
         if data:
             # Whiskers at the 1st and 99th percentile; the tail beyond is in the table.
             ax.boxplot(data, whis=(1, 99), showfliers=False)
@@ -468,7 +470,7 @@ def _plot_cpu(results: Results, path: Path) -> Path:
 
     # A server whose CPU the suite cannot account has no bar (not a zero one).
     cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
-    labels = [f"{c.driver}/{c.threads}" for c in cells]
+    labels = [f"{c.server}/{c.threads}" for c in cells]
     named = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
     db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(cells) + 2), 4.5))
@@ -492,8 +494,8 @@ def _plot_startup(results: Results, path: Path) -> Path:
 
     fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
     points = [p for p in results.startup_scaling if p.status == "ok"]
-    for driver in sorted({p.driver for p in points}, key=report_order):
-        mine = sorted((p for p in points if p.driver == driver), key=lambda p: p.zones)
+    for driver in sorted({p.server for p in points}, key=report_order):
+        mine = sorted((p for p in points if p.server == driver), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
         sized = [p for p in mine if p.named_rss_kb is not None]
         ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],

@@ -48,14 +48,14 @@ def _mixes(points: list[SizeCell]) -> list[str]:
 def _grid(points: list[SizeCell], mix: str, column: str) -> list[str]:
     """Driver x data set (zone count, or shape) for one mix: QPS / p99 under load."""
     mine: dict[tuple[str, int | str], SizeCell] = {
-        (p.driver, p.zones if column == "zones" else _shape(p)): p
+        (p.server, p.zones if column == "zones" else _shape(p)): p
         for p in points if p.mix == mix}
     columns = sorted({c for _, c in mine}, key=_column_order)
     drivers = sorted({d for d, _ in mine}, key=report_order)
     rows = [[d, *(_summary(mine[d, c]) if (d, c) in mine else NONE for c in columns)]
             for d in drivers]
     labels = [f"{c:,} zones" if isinstance(c, int) else c for c in columns]
-    return markdown_table(["driver", *labels], rows)
+    return markdown_table(["server", *labels], rows)
 
 
 def _shape(point: SizeCell) -> str:
@@ -84,7 +84,7 @@ def _mib(value: float | None) -> str:
 
 
 def _detail_row(p: SizeCell) -> list[str]:
-    where = [p.driver, f"{p.zones:,}", f"{p.records_per_zone:,}", p.mix]
+    where = [p.server, f"{p.zones:,}", f"{p.records_per_zone:,}", p.mix]
     status = _status(p)
     if status:
         reason = p.not_measured or p.cell.error or "no reason recorded"
@@ -124,10 +124,10 @@ def render_scale(results: Results) -> list[str]:
         lines += [f"### Zone shape, {mix} mix: zones x records per zone, QPS / p99 under load",
                   ""]
         lines += _grid(shapes, mix, "shape") + [""]
-    header = ["driver", "zones", "records/zone", "mix", "QPS", "unloaded p50", "p99",
+    header = ["server", "zones", "records/zone", "mix", "QPS", "unloaded p50", "p99",
               "loaded p99", "CPU us/q named", "db", "RSS named (MiB)", "db (MiB)",
               "store (MiB)", "db cache", "cache size (MiB)"]
-    ordered = sorted(results.scale, key=lambda p: (report_order(p.driver), p.zones,
+    ordered = sorted(results.scale, key=lambda p: (report_order(p.server), p.zones,
                                                    p.records_per_zone, p.mix))
     lines += ["### Every cell", "",
               "CPU per answered query over the QPS runs; RSS: peak of named and of the "
@@ -136,7 +136,7 @@ def render_scale(results: Results) -> list[str]:
               "its data file resident in its mapping), and its configured size ('not "
               "readable': a cache inside named).", ""]
     lines += markdown_table(header, [_detail_row(p) for p in ordered]) + [""]
-    sources = sorted({(p.driver, p.cache["source"]) for p in results.scale if p.cache},
+    sources = sorted({(p.server, p.cache["source"]) for p in results.scale if p.cache},
                      key=lambda item: report_order(item[0]))
     if sources:
         lines += ["Cache figures read from:", ""]
@@ -155,8 +155,8 @@ def render_scale_plot(results: Results, out_dir: Path) -> list[Path]:
     fig, axes = plt.subplots(len(mixes), 2, figsize=(11, 4.2 * len(mixes)), squeeze=False)
     for row, mix in zip(axes, mixes, strict=True):
         mine = [p for p in curve if p.mix == mix]
-        for driver in sorted({p.driver for p in mine}, key=report_order):
-            points = sorted((p for p in mine if p.driver == driver), key=lambda p: p.zones)
+        for driver in sorted({p.server for p in mine}, key=report_order):
+            points = sorted((p for p in mine if p.server == driver), key=lambda p: p.zones)
             qps = [p for p in points if p.cell.qps.median is not None]
             p99 = [p for p in points if _p99(p) is not None]
             row[0].plot([p.zones for p in qps], [p.cell.qps.median for p in qps],

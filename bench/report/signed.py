@@ -106,7 +106,7 @@ def _status(point: SignedCell | None) -> str:
 def _pairs(results: Results) -> dict[tuple[str, int], dict[str, SignedCell]]:
     pairs: dict[tuple[str, int], dict[str, SignedCell]] = {}
     for point in results.signed:
-        pairs.setdefault((point.driver, point.cell.threads), {})[point.variant] = point
+        pairs.setdefault((point.server, point.cell.threads), {})[point.variant] = point
     return dict(sorted(pairs.items(), key=lambda item: (report_order(item[0][0]), item[0][1])))
 
 

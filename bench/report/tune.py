@@ -25,7 +25,7 @@ CURVES = "tune-curves.png"
 
 
 def _grid(results: Results, driver: str) -> dict[tuple[int, int], Cell]:
-    return {(c.threads, c.connections): c for c in results.cells if c.driver == driver}
+    return {(c.threads, c.connections): c for c in results.cells if c.server == driver}
 
 
 def _axes(grid: dict[tuple[int, int], Cell]) -> tuple[list[int], list[int]]:
@@ -82,7 +82,7 @@ def render_recommendations(tuning: Tuning) -> list[str]:
         return ["No recommendation: no setting answered correctly with a QPS figure.", ""]
     lines = []
     for r in tuning.recommendations:
-        lines.append(f"**Recommended for {r.driver}: {r.threads} threads, {r.connections} "
+        lines.append(f"**Recommended for {r.server}: {r.threads} threads, {r.connections} "
                      f"connections**: {fmt_number(r.qps)} QPS, p99 under load "
                      f"{fmt_number(r.p99_us)} us. The smallest setting within "
                      f"{r.tolerance:.0%} of the best QPS ({fmt_number(r.best_qps)} at "
@@ -134,7 +134,7 @@ def render_tuning(results: Results) -> list[str]:
     assert tuning is not None
     lines = ["## Tuning threads and connections", "", *render_database(tuning), ""]
     lines += render_recommendations(tuning)
-    for driver in results.drivers():
+    for driver in results.servers():
         lines += render_grid(results, driver, "QPS (median of the runs)",
                              lambda c: fmt_number(c.qps.median))
         lines += render_grid(results, driver, "p99 latency under load (us)", _p99)
@@ -161,7 +161,7 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    drivers = results.drivers()
+    drivers = results.servers()
     fig, axes = plt.subplots(1, max(1, len(drivers)), squeeze=False,
                              figsize=(5.5 * max(1, len(drivers)), 4.5))
     for ax, driver in zip(axes[0], drivers, strict=False):
@@ -190,7 +190,7 @@ def _plot_curves(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for driver in results.drivers():
+    for driver in results.servers():
         grid = _grid(results, driver)
         threads, connections = _axes(grid)
         for c in connections:
