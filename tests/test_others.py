@@ -27,6 +27,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import free_port
+from bench.measure.runner import wait_for_txt
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.compare import DRIVER, Comparison, compare_servers
 from servers import REFERENCE, SERVERS, get_server
@@ -92,24 +93,11 @@ def test_store_update_is_answered(fleet: Fleet, driver: str) -> None:
         loaded.loader.update(changed, loaded.target)
         if loaded.server.needs_reload:
             server.reload()
-        assert _answers_within(server, marker, value, 10), f"{driver} never saw the update"
+        assert wait_for_txt(server, marker, value, 10), f"{driver} never saw the update"
     finally:
         loaded.loader.update(zone, loaded.target)
         if loaded.server.needs_reload:
             server.reload()
-
-
-def _answers_within(server: DnsServer, name: dns.name.Name, value: str, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            reply = server.query(name, "TXT", timeout=1)
-            if any(rd.to_text() == value for rrset in reply.answer for rd in rrset):
-                return True
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize(("driver", "setting"), [

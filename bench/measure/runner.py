@@ -467,7 +467,7 @@ class Runner:
         loaded.loader.update(changed, loaded.target)
         if loaded.server.needs_reload:
             named.reload()
-        seen = _wait_for_txt(named, marker, value, timeout=30)
+        seen = wait_for_txt(named, marker, value, timeout=30)
         elapsed = (time.monotonic() - start) * 1000
         loaded.loader.update(zone, loaded.target)  # back to the data set every cell measures
         if loaded.server.needs_reload:
@@ -534,7 +534,9 @@ def phases_of(profile: Profile) -> tuple[Phase, ...]:
     return (*PHASES[:6], CAPACITY_SWEEP, *PHASES[6:])
 
 
-def _wait_for_txt(named: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
+def wait_for_txt(named: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
+    """Whether `named` answers `name` TXT with `value` before `timeout` seconds pass (a store
+    update reaching the server: the runner's update visibility, and the tests')."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
