@@ -39,7 +39,7 @@ class ServerKind(ABC):
     # Those seen only on signed data asked with the DO bit (`verify --dnssec`, `run --signed`).
     dnssec_classes: tuple[str, ...] = ()
 
-    # Which column group of the results table the server belongs to (README: which question
+    # Which column group of the results table the server belongs to (docs/reference.md: which question
     # each group answers).
     group: ClassVar[str] = ""
     # A server whose answers must equal another server's exactly (a DLZ driver: the memory

@@ -27,7 +27,7 @@ HOSTILE_LABELS: tuple[bytes, ...] = (
 
 
 def derive_queries(zones: Sequence[Zone], seed: int = 1) -> list[Query]:
-    """Queries that exercise every answer kind of a data set (see the README's verify section):
+    """Queries that exercise every answer kind of a data set (see docs/method/verify.md):
     every owner (empty non-terminals too) with each of its types, a type it lacks and ANY;
     DS and NSEC at delegations, NSEC at CNAMEs; a mixed-case spelling; names below every
     owner (NXDOMAIN, wildcard or referral); hostile labels and a 255-octet name per zone."""

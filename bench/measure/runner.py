@@ -475,7 +475,7 @@ class Runner:
         return elapsed if seen else None
 
 
-# The method of one cell, in order (README "The benchmark method"). Expected seconds drive the
+# The method of one cell, in order (docs/method/run.md). Expected seconds drive the
 # progress estimate only; a few seconds of set-up are the measured order of each fixed step.
 PHASES: tuple[Phase, ...] = (
     Phase("startup", lambda p: 2.0, Runner.start_server),

@@ -244,7 +244,7 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
 
 
 def render_groups(cells: list[Cell]) -> str:
-    """The columns' groups, left to right (README: the question each group answers); a
+    """The columns' groups, left to right (docs/reference.md: the question each group answers); a
     server the suite did not start with the address it was measured at."""
     groups: dict[str, list[str]] = {}
     for cell in cells:
