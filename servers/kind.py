@@ -39,8 +39,8 @@ class ServerKind(ABC):
     # Those seen only on signed data asked with the DO bit (`verify --dnssec`, `run --signed`).
     dnssec_classes: tuple[str, ...] = ()
 
-    # Which column group of the results table the server belongs to (docs/reference.md: which question
-    # each group answers).
+    # Which column group of the results table the server belongs to (docs/reference.md: which
+    # question each group answers).
     group: ClassVar[str] = ""
     # A server whose answers must equal another server's exactly (a DLZ driver: the memory
     # driver's, BIND's DLZ path with a perfect driver); None: compared with native BIND and
