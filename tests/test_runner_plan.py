@@ -43,6 +43,15 @@ def test_quick_profile_fits_in_25_minutes() -> None:
     assert plan.seconds == pytest.approx(54 + 92.4 + 1200.0 + 55) and plan.seconds <= 25 * 60
 
 
+def test_quick_all_profile_plans_every_server_at_three_thread_counts() -> None:
+    profile = PROFILES["quick-all"]
+    opening, closing = split_at_qps(PHASES)
+    plan = plan_of(profile, opening, closing, list(SERVERS), profile.threads)
+    # 19 servers x 3 thread counts = 57 cells: rounds of 57 x 2.5 s; 17 fit in 60 min.
+    assert plan.rounds[0] == pytest.approx(142.5) and len(plan.rounds) == 17
+    assert plan.seconds / 60 == pytest.approx(73.8, abs=0.1)  # docs/method/run.md, README
+
+
 def test_every_cell_gets_two_fresh_starts_in_the_fewest_rounds() -> None:
     for profile in PROFILES.values():
         rounds = profile.rounds
