@@ -25,10 +25,12 @@ from bench.measure.results import (
     Cell,
     QpsSummary,
     Results,
+    RoundRun,
     StartupPoint,
     load_results,
     save_results,
 )
+from bench.measure.rounds import update_ratios
 from bench.report.write import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
@@ -124,7 +126,7 @@ def handwritten() -> Results:
     wrong.status, wrong.mismatches, wrong.error = "wrong", 3, "www.example.test/A differs"
     lossy = _by(cells, "mysql", 1)
     lossy.qps_runs[1] = _run(600, sent=10000, lost=500)
-    return Results(meta={"profile": "handwritten", "runs": 3, "duration": 1},
+    return Results(meta={"profile": "handwritten", "runs": 3, "duration": 1, "boot_id": "boot-a"},
                    prober_floor=_latency(10), cells=cells,
                    startup_scaling=[StartupPoint(d, z, startup_ms=z / 10, named_rss_kb=z + 9000,
                                                  store_bytes=z * 300)
@@ -167,8 +169,8 @@ def test_tables_have_seed_003_layout_and_every_cell():
         table = _table_after(markdown, title)
         assert table[0][1:] == server_names()
         assert [name for name, _ in _rows(table)] == [
-            "QPS", "% of native", "% of memory", "Loaded (us)", "Unloaded (us)",
-            "Startup (ms)", "Update visible (ms)"]
+            "QPS", "% of native", "% of memory", "Server us/query", "QPS per server core",
+            "Loaded (us)", "Unloaded (us)", "Startup (ms)", "Update visible (ms)"]
         for name, values in _rows(table):
             assert len(values) == len(server_names()) and all(values), (threads, name)
 
@@ -310,6 +312,88 @@ def test_empty_results_render(tmp_path):
     markdown = write_report(Results(), tmp_path)
     assert markdown.startswith("# dlzbench results")
     _assert_pngs(tmp_path, ["qps.png", "latency.png", "cpu.png"])
+
+
+def in_rounds(qps: dict[str, list[float]], dnsperf_cpu_s: float = 0.1) -> Results:
+    """Invented cells measured in rounds: each server's QPS in rounds 0, 1, ... (runs of 1 s),
+    dnsperf's CPU per run (nsd's 0.9 s), the server busy 0.95 of its one pinned core."""
+    cells = []
+    for server, values in qps.items():
+        runs = [_run(v, sent=int(v)) for v in values]
+        for run in runs:
+            run.cpu_s = dnsperf_cpu_s if server != "nsd" else 0.9
+        us = 0.95e6 * len(values) / sum(values)  # 0.95 of a core over the runs
+        cell = Cell(server=server, threads=1, connections=1, qps_runs=runs,
+                    qps_rounds=[RoundRun(i, 0, 0.0, None) for i in range(len(values))],
+                    cpu_us_per_query={"named": us, "db": None, "dnsperf": 1.0})
+        cell.qps = QpsSummary.from_runs(runs)
+        cells.append(cell)
+    results = Results(meta={"boot_id": "boot-a", "pin": True, "server_cpus": 1,
+                            "rounds": {"done": len(values), "stopped": "test", "run_s": 1,
+                                       "restart_every": 5, "steady_s": 1,
+                                       "steady_within": 0.1, "target": 0.05}}, cells=cells)
+    update_ratios(cells, 0.05, 1)
+    return results
+
+
+NATIVE_RUNS = [10000.0, 9000, 11000, 10500, 9500, 10200, 9800, 10100, 9900]
+
+
+def test_qps_and_ratios_carry_their_intervals():
+    results = in_rounds({"native": NATIVE_RUNS,
+                         "memory": [q * 0.5 for q in NATIVE_RUNS],
+                         "pg": [q * r for q, r in zip(NATIVE_RUNS, (0.10, 0.11, 0.09, 0.10, 0.10,
+                                                                    0.12, 0.08, 0.10, 0.10),
+                                                      strict=True)]})
+    table = _table_after(render_markdown(results), "## 1 thread ")
+    columns = table[0][1:]
+    qps = dict(zip(columns, _row(table, "QPS"), strict=True))
+    native = dict(zip(columns, _row(table, "% of native"), strict=True))
+    # 9 runs: median 10,000, ranks 2 and 8 of the sorted runs: [9,500–10,500].
+    assert qps["native"] == "10,000 [9,500–10,500]"
+    assert native["memory"] == "50.0% [50.0–50.0%]"
+    # pg's ratios sorted .08 .09 .10 .10 .10 .10 .10 .11 .12: [9.0–11.0%], +-10%: missed.
+    assert native["pg"].startswith("10.0% [9.0–11.0%] [")
+    assert "its ratio to native's interval is wider than the +-5% target" in \
+        render_markdown(results)
+    # 0.95 of a core at pg's mean of 998.7 QPS: 951 us per query, 1,051 QPS per core.
+    assert dict(zip(columns, _row(table, "QPS per server core"), strict=True))["pg"] == "1,051"
+
+
+def test_a_cell_the_load_generator_limits_is_not_ranked():
+    # nsd's dnsperf used 0.9 of its core per 1-s run: its QPS is dnsperf's limit.
+    results = in_rounds({"native": NATIVE_RUNS, "nsd": [q * 1.3 for q in NATIVE_RUNS]})
+    table = _table_after(render_markdown(results), "## 1 thread ")
+    columns = table[0][1:]
+    qps = dict(zip(columns, _row(table, "QPS"), strict=True))
+    assert qps["nsd"] == ">= 13,000 [12,350–13,650] (load generator)"
+    assert not qps["native"].startswith(">=")
+    native = dict(zip(columns, _row(table, "% of native"), strict=True))
+    assert native["nsd"].startswith(">= 130.0% [") and native["nsd"].endswith("(load generator)")
+
+
+def test_compare_never_divides_across_boots_and_names_overlaps():
+    a = in_rounds({"native": NATIVE_RUNS, "memory": [q * 0.5 for q in NATIVE_RUNS]})
+    b = in_rounds({"native": [q * 1.02 for q in NATIVE_RUNS],
+                   "memory": [q * 0.52 for q in NATIVE_RUNS]})
+    text = compare(a, b)
+    assert "| native | 1 | QPS median | 10,000 | 10,200 | not distinguishable |" in text
+    # Each run's ratio 50% in A and 0.52 / 1.02 = 50.98% in B: intervals of no width apart.
+    assert "| memory | 1 | QPS % of native | 50.0 | 51.0 | +0.98 | +2.0% |" in text
+    b.meta["boot_id"] = "boot-b"
+    text = compare(a, b)
+    assert ("| native | 1 | QPS median | 10,000 | 10,200 | different boot: not divided | "
+            "different boot: not divided |") in text
+    assert "| memory | 1 | QPS % of native | 50.0 | 51.0 | +0.98 | +2.0% |" in text
+    assert "| boot_id | boot-a | boot-b |" in text
+
+
+def test_an_added_run_from_another_boot_is_not_divided():
+    first = {"boot_id": "boot-a", "date": "d1", "git_commit": "a" * 40, "git_dirty": False}
+    other = metadata.added_run(first, {**first, "boot_id": "boot-b", "date": "d2"})
+    point = {"servers": ["pg"], "zone_counts": [1000], "records_per_zone": 10, "seed": 1}
+    markdown = render_markdown(Results(meta={**first, "added_runs": [{**other, **point}]}))
+    assert "(seed 1); different boot: not divided; differs: boot_id boot-b" in markdown
 
 
 def test_an_added_run_says_what_differs_from_the_first():

@@ -1,4 +1,5 @@
-"""The runner end to end on the tiny profile: real servers, real dnsperf, every figure present.
+"""The runner end to end on the tiny profile (2 rounds, a fresh start before each): real
+servers, real dnsperf, every figure present.
 
 No test here asserts a speed: only that each figure exists, is consistent with the raw runs it
 came from, and that an interrupted run stops every process and keeps what it gathered.
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from base.errors import UserError
 from bench.measure.results import load_results
 from servers import get_server
 from tests.benchcli import interrupt_when, processes_under, start_bench
@@ -36,7 +38,14 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
     for cell in results.cells:
         assert cell.status == "ok", (cell.server, cell.error)
         assert cell.startup_ms is not None and cell.startup_ms > 0
-        assert cell.warmup_run is not None and len(cell.qps_runs) == 2
+        assert len(cell.qps_runs) == 2
+        assert [r.round for r in cell.qps_rounds] == [0, 1]
+        # Two fresh starts, before round 0 and round 1, each warmed up.
+        assert [s.round for s in cell.starts] == [0, 1]
+        assert [r.start for r in cell.qps_rounds] == [0, 1]
+        assert all(2 <= len(s.warmup_runs) <= 3 for s in cell.starts)
+        assert all(s.steady == (len(s.warmup_runs) >= 2 and abs(
+            s.warmup_runs[-1].qps / s.warmup_runs[-2].qps - 1) <= 0.10) for s in cell.starts)
         assert cell.latency_unloaded is not None and cell.latency_loaded is not None
         assert cell.update_visibility_ms is not None, (cell.server, cell.error)
         assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
@@ -44,6 +53,10 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
         has_db = get_server(cell.server).loader().database.has_server
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
+    assert results.meta["rounds"]["done"] == 2 and results.meta["boot_id"]
+    calibration = results.meta["calibration"]
+    native = results.cell("native", 1).qps_by_round()
+    assert (calibration["first_round_qps"], calibration["last_round_qps"]) == (native[0], native[1])
     for key in ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf", "cpu_model"):
         assert results.meta.get(key), key
 
@@ -56,9 +69,28 @@ def test_figures_agree_with_raw_runs(tiny_run: Path) -> None:
         medians = sorted(r.qps for r in cell.qps_runs)
         assert cell.qps.min == medians[0] and cell.qps.max == medians[-1]
         assert cell.qps.min <= cell.qps.median <= cell.qps.max
+        # 2 runs are too few for a 95% interval; the report says so instead of inventing one.
+        assert cell.qps.low is None and cell.qps.high is None
+        answered = sum(r.queries_completed for r in cell.qps_runs)
+        named_s = sum(r.named_cpu_s for r in cell.qps_rounds)
+        assert cell.cpu_us_per_query["named"] == pytest.approx(named_s * 1e6 / answered)
         for stats in (cell.latency_unloaded, cell.latency_loaded):
             assert stats.p50_us <= stats.p90_us <= stats.p99_us <= stats.max_us
             assert stats.count + stats.lost == 100
+
+
+def test_ratios_pair_the_runs_of_each_round(tiny_run: Path) -> None:
+    results = load_results(tiny_run)
+    native = results.cell("native", 1).qps_by_round()
+    memory = results.cell("memory", 1).qps_by_round()
+    for cell in results.cells:
+        mine = cell.qps_by_round()
+        expected = {"native": native, "memory": memory}
+        assert set(cell.ratios) == {"native", "memory"} - {cell.server}
+        for reference, ratio in cell.ratios.items():
+            pairs = sorted(mine[r] / expected[reference][r] for r in (0, 1))
+            assert ratio.n == 2 and ratio.estimate == pytest.approx(sum(pairs) / 2)
+            assert not cell.ratio_target_met[reference]  # no interval from 2 rounds
 
 
 def test_report_and_plots_written(tiny_run: Path) -> None:
@@ -85,11 +117,21 @@ def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Pat
     out = tmp_path / "out"
     proc = start_bench(run_root, "run", "--profile", "tiny", "--servers", "native,pg", "--out",
                   str(out))
-    # Interrupt once native's cell is saved and PostgreSQL is running for the next one.
-    interrupt_when(proc, lambda: (out / "results.json").exists()
+    # Interrupt once the first round is saved, with PostgreSQL running for the second.
+    interrupt_when(proc, lambda: _rounds_saved(out) >= 1
                    and any("postgres -D" in c for c in processes_under(run_root)))
     assert processes_under(run_root) == []
     cells = load_results(out).cells
-    assert [(c.server, c.status) for c in cells][:1] == [("native", "ok")], \
-        "the cell measured before Ctrl-C is kept"
+    assert [(c.server, c.status) for c in cells][:1] == [("native", "ok")]
+    assert cells[0].qps_rounds and cells[0].qps_rounds[0].round == 0, \
+        "the runs measured before Ctrl-C are kept"
     assert (out / "results.md").exists()
+
+
+def _rounds_saved(out: Path) -> int:
+    """Rounds the native cell of a results directory has runs of (0 before any is saved)."""
+    try:
+        cells = load_results(out).cells
+    except UserError:  # not written yet
+        return 0
+    return len(cells[0].qps_rounds) if cells else 0

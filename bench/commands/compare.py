@@ -1,8 +1,12 @@
 """`python3 -m bench compare A B`: the change of every figure from results A to results B.
 
-First what differs between the two runs (BIND version, CPU, database versions, commit), then
-every figure, and each driver's QPS as a percentage of native BIND and of the memory driver in
-its own run: the figures that carry over between machines and between BIND 9.18 and 9.20.
+First what differs between the two runs (BIND version, CPU, database versions, boot, commit),
+then every figure, and each driver's QPS as a percentage of native BIND and of the memory driver
+in its own run: the figures that carry over between machines and between BIND 9.18 and 9.20.
+
+Same-run rule: a QPS of A is never divided by a QPS of B measured on another boot (or one not
+recorded): its change says "different boot: not divided". Where both sides have 95% intervals
+(runs in rounds) that overlap, the change says "not distinguishable" instead of a figure.
 
 Cells are matched by (driver, threads, connections), startup-scaling points by (driver,
 zones), capacity curves by (driver, threads), `tune`'s scaling points by (driver, kind,
@@ -20,6 +24,7 @@ from bench.load.prober import LatencyStats
 from bench.measure.capacity import STRICT, UP_TO_THE_TASK, Curve
 from bench.measure.metadata import METADATA_KEYS
 from bench.measure.results import Cell, Results, StartupPoint, load_results
+from bench.measure.stats import Interval, intervals_overlap
 from bench.report.format import fmt_change, fmt_number
 from servers import DLZ_CEILING, REFERENCE
 
@@ -33,10 +38,15 @@ def _latency(kind: str, attr: str) -> Callable[[Cell], float | None]:
     return figure
 
 
-CELL_FIGURES: list[Figure] = [
+QPS_FIGURES: list[Figure] = [
     ("QPS median", lambda c: c.qps.median),
     ("QPS min", lambda c: c.qps.min),
     ("QPS max", lambda c: c.qps.max),
+]
+DIFFERENT_BOOT = "different boot: not divided"
+NOT_DISTINGUISHABLE = "not distinguishable"
+
+CELL_FIGURES: list[Figure] = [
     *[(f"{kind} latency {attr.removesuffix('_us')} (us)", _latency(kind, attr))
       for kind in ("unloaded", "loaded")
       for attr in ("mean_us", "p50_us", "p90_us", "p99_us", "max_us")],
@@ -91,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row(driver: str, where: object, figure: str, old: float | None,
-         new: float | None, decimals: int | None = None) -> str:
-    change, relative = fmt_change(old, new)
+         new: float | None, decimals: int | None = None, verdict: str | None = None) -> str:
+    """A figure's row; `verdict` in place of the change where it may not be computed."""
+    change, relative = fmt_change(old, new) if verdict is None else (verdict, verdict)
     return (f"| {driver} | {where} | {figure} | {fmt_number(old, decimals)} "
             f"| {fmt_number(new, decimals)} "
             f"| {change} | {relative} |")
@@ -109,17 +120,39 @@ def compare_cells(a: Cell, b: Cell, ra: Results, rb: Results) -> list[str]:
     if a.status != "ok" or b.status != "ok":
         return [f"| {a.server} | {_where(a)} | status | {a.status.upper()} | "
                 f"{b.status.upper()} | – | – |"]
-    rows = [_row(a.server, _where(a), name, get(a), get(b)) for name, get in CELL_FIGURES]
+    boot = None if same_boot(ra, rb) else DIFFERENT_BOOT
+    qps_verdicts = {"QPS median": boot or _overlap(a.qps_interval, b.qps_interval)}
+    rows = [_row(a.server, _where(a), name, get(a), get(b),
+                 verdict=qps_verdicts.get(name, boot)) for name, get in QPS_FIGURES]
+    rows += [_row(a.server, _where(a), name, get(a), get(b)) for name, get in CELL_FIGURES]
     # Ratios within each run are what carries over between machines and BIND versions.
     for reference in (REFERENCE, DLZ_CEILING):
         if a.server != reference:
             rows.append(_row(a.server, _where(a), f"QPS % of {reference}",
-                             _percent_of(ra, a, reference), _percent_of(rb, b, reference)))
+                             _percent_of(ra, a, reference), _percent_of(rb, b, reference),
+                             verdict=_overlap(a.ratios.get(reference),
+                                              b.ratios.get(reference))))
     return rows
 
 
+def same_boot(a: Results, b: Results) -> bool:
+    """Were both runs measured on one boot (both recorded it, and it is the same)?"""
+    boot = a.meta.get("boot_id")
+    return boot is not None and boot != "unknown" and boot == b.meta.get("boot_id")
+
+
+def _overlap(a: Interval | None, b: Interval | None) -> str | None:
+    """NOT_DISTINGUISHABLE where both sides have intervals and they overlap."""
+    if a is None or b is None or None in (a.low, a.high, b.low, b.high):
+        return None
+    return NOT_DISTINGUISHABLE if intervals_overlap(a, b) else None
+
+
 def _percent_of(results: Results, cell: Cell, reference: str) -> float | None:
-    """The cell's median QPS as a percentage of the reference's in the same run."""
+    """The cell's QPS as a percentage of the reference's in the same run: the median of the
+    round-paired ratios, or (files before rounds) the ratio of the medians."""
+    if reference in cell.ratios:
+        return 100 * cell.ratios[reference].estimate
     ref = results.cell(reference, cell.threads)
     if ref is None or ref.status != "ok" or not ref.qps.median or cell.qps.median is None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -29,10 +30,11 @@ from bench.measure.datasets import (
     zone_source,
 )
 from bench.measure.results import Results, save_results
+from bench.measure.rounds import RoundsRunner
 from bench.measure.runner import PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
 from bench.report.write import write_report
-from servers import REFERENCE, get_server, selected_servers, server_names
+from servers import REFERENCE, get_server, group_of, selected_servers, server_names
 from servers.external import Target, parse_target
 from zonedata import queries
 from zonedata.model import Zone
@@ -56,11 +58,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of `run`, shared by the commands that measure the way it does."""
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
-                   help="quick (default, minutes), full (the BIND-DLZ page's method), tiny (tests)")
+                   help="quick (default: native BIND and the DLZ drivers, 1 thread, 25 min at "
+                        "most), quick-all (every server at 1, 2 and 4 threads), full (the "
+                        "BIND-DLZ page's method), tiny (tests); each prints its expected "
+                        "duration before it starts")
     p.add_argument("--servers", "--drivers", dest="servers", default=None,
-                   help="'all' (every built server, the default) or a comma list; native BIND "
-                        "is always measured first, as the reference (--drivers: the old "
-                        "spelling, still accepted)")
+                   help="'all' (every built server) or a comma list (default: the profile's: "
+                        "native BIND and the DLZ drivers for quick, every built server "
+                        "otherwise); native BIND is always measured first, as the reference "
+                        "(--drivers: the old spelling, still accepted)")
     p.add_argument("--threads", default=None, help="comma list of named thread counts "
                    "(default from the profile: 1,2,4); with --target, the one worker thread "
                    "count the target runs with (default 1), which sets dnsperf's sockets")
@@ -103,8 +109,7 @@ def prepare(args: argparse.Namespace, command: str,
         threads = _target_threads(args)
     else:
         # The reference is always measured, first: every ratio in the report is to it.
-        drivers = [REFERENCE, *[d for d in selected_servers(args.servers or "all")
-                                if d != REFERENCE]]
+        drivers = [REFERENCE, *[d for d in _servers(args.servers, profile) if d != REFERENCE]]
         if args.threads is not None:
             threads = tuple(positive_counts(args.threads, "--threads"))
     threads = threads or profile.threads
@@ -120,7 +125,8 @@ def prepare(args: argparse.Namespace, command: str,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
                   pin=args.pin, target=target, store_urls=urls)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
-                            "parameters": {**profile.__dict__, "threads": list(setup.threads)},
+                            "parameters": {**dataclasses.asdict(profile),
+                                           "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
                                                 for t in setup.threads},
                             "connections": ("the target's own" if target is not None
@@ -135,6 +141,13 @@ def prepare(args: argparse.Namespace, command: str,
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
+
+
+def _servers(text: str | None, profile: Profile) -> list[str]:
+    """--servers, or the profile's groups of every built server."""
+    if text is not None or profile.server_groups is None:
+        return selected_servers(text or "all")
+    return [name for name in selected_servers("all") if group_of(name) in profile.server_groups]
 
 
 def _target(args: argparse.Namespace) -> Target | None:
@@ -187,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     if args.measure_signed:
         return run_signed(args)
     profile, setup, results = prepare(args, "run")
-    return measure(Runner(profile, setup, results))
+    return measure(RoundsRunner(profile, setup, results))
 
 
 def run_signed(args: argparse.Namespace) -> int:

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                   query_file=query_file, run_dir=run_dir, out_dir=out,
                   threads=tuple(sorted({t for t, _ in plan.pairs})), pin=args.pin)
     results = Results(meta={**metadata.collect(), "command": "tune", "profile": profile.name,
-                            "parameters": dict(profile.__dict__), "dataset": setup.dataset,
+                            "parameters": dataclasses.asdict(profile), "dataset": setup.dataset,
                             "servers": [driver], "pin": args.pin,
                             "pairs": [list(p) for p in plan.pairs],
                             "processes": list(plan.processes),

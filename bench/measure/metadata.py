@@ -118,6 +118,16 @@ def os_release() -> str:
     return UNKNOWN
 
 
+def boot_id() -> str:
+    """The kernel's id of this boot: two runs with different ids ran on different boots (or
+    machines), whose speeds differ by up to 2x on this VM, so no ratio is taken between
+    them."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return UNKNOWN
+
+
 def git_state() -> dict[str, object]:
     """The repository's commit and whether the working tree differs from it."""
     commit = command_output(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"])
@@ -149,13 +159,14 @@ def collect() -> dict[str, object]:
     meta["machine"] = platform.machine()
     meta.update(cpu_description())
     meta["memory_kb"] = memory_kb()
+    meta["boot_id"] = boot_id()
     meta.update(git_state())
     return meta
 
 
 METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "powerdns", "dnsperf", "python", "kernel",
-                 "os", "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "git_commit",
-                 "git_dirty")
+                 "os", "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "boot_id",
+                 "git_commit", "git_dirty")
 
 # What an added run (`--add-to`) is compared on with the run that made the results: a point
 # measured on other software or another machine must say so beside the first run's.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from bench.measure.loading import ZoneCounter
 from zonedata.model import Zone
@@ -52,27 +52,51 @@ class ZoneProgress:
 class StepProgress:
     """One line per step of a known plan: what runs, how far, roughly how long is left.
 
-    The estimate starts from the plan's expected seconds and, once steps have finished, scales
-    them by how long the finished ones really took.
+    The estimate is the plan's expected seconds for the steps not yet run, scaled by how long
+    the finished steps really took against their own expected seconds. Time outside any step
+    and steps that will not run (skipped, or replaced when a plan changes) do not enter that
+    scale: when they did (elapsed time since the start over the expected seconds of every
+    step passed, skipped ones too), a run of 399 steps said "about 15 min left" from step 8
+    to step 97.
     """
 
-    def __init__(self, expected_s: list[float]) -> None:
-        self.expected = expected_s
+    def __init__(self, expected_s: list[float],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.expected = list(expected_s)
         self.done = 0
-        self.start = time.monotonic()
+        self.clock = clock
+        self._ran_expected = 0.0   # of the finished steps
+        self._ran_actual = 0.0
+        self._current: tuple[float, float] | None = None  # (start, expected) of the step running
 
     def step(self, label: str) -> None:
         """Announce the next step (the done-th) and count it."""
+        self._finish_current()
         left = self.seconds_left()
-        print(f"[{self.done + 1}/{len(self.expected)}] {label} (about {left / 60:.0f} min left)",
-              file=sys.stderr, flush=True)
+        print(f"[{self.done + 1}/{max(len(self.expected), self.done + 1)}] {label} "
+              f"(about {left / 60:.0f} min left)", file=sys.stderr, flush=True)
+        expected = self.expected[self.done] if self.done < len(self.expected) else 0.0
+        self._current = (self.clock(), expected)
         self.done += 1
 
+    def _finish_current(self) -> None:
+        if self._current is not None:
+            start, expected = self._current
+            self._ran_actual += self.clock() - start
+            self._ran_expected += expected
+            self._current = None
+
     def skip(self, steps: int) -> None:
-        """Steps of the plan that will not run (a cell that failed early)."""
-        self.done = min(len(self.expected), self.done + steps)
+        """The next `steps` steps of the plan will not run (a cell that failed early): they
+        leave the plan."""
+        self.replace_next(steps, [])
+
+    def replace_next(self, steps: int, expected_s: list[float]) -> None:
+        """The next `steps` steps of the plan become `expected_s` (the rounds still ahead,
+        re-planned at the pace so far)."""
+        self._finish_current()
+        self.expected[self.done:self.done + steps] = expected_s
 
     def seconds_left(self) -> float:
-        planned_done = sum(self.expected[:self.done])
-        scale = (time.monotonic() - self.start) / planned_done if planned_done > 0 else 1.0
+        scale = self._ran_actual / self._ran_expected if self._ran_expected > 0 else 1.0
         return scale * sum(self.expected[self.done:])

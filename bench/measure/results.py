@@ -23,7 +23,6 @@ every latency sample, so a report can be re-rendered or re-analysed from the fil
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from base.errors import UserError
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
 from bench.measure.capacity import Curve
+from bench.measure.stats import Interval, median_interval
 from servers import report_order
 
 SCHEMA = 1
@@ -51,25 +51,73 @@ def with_server_key(data: dict) -> dict:
 
 @dataclass
 class QpsSummary:
-    """Median, min and max QPS over the measured (not warm-up) runs."""
+    """Median, min and max QPS over the measured (not warm-up) runs, and the median's 95%
+    interval (bench/measure/stats.py; None with fewer than 6 runs, and in files written
+    before intervals)."""
 
     median: float | None = None
     min: float | None = None
     max: float | None = None
+    low: float | None = None
+    high: float | None = None
 
     @classmethod
     def from_runs(cls, runs: list[DnsperfRun]) -> QpsSummary:
-        values = [r.qps for r in runs]
-        if not values:
+        interval = median_interval([r.qps for r in runs])
+        if interval is None:
             return cls()
-        return cls(median=statistics.median(values), min=min(values), max=max(values))
+        values = [r.qps for r in runs]
+        return cls(median=interval.estimate, min=min(values), max=max(values),
+                   low=interval.low, high=interval.high)
 
     def to_dict(self) -> dict:
-        return {"median": self.median, "min": self.min, "max": self.max}
+        return {"median": self.median, "min": self.min, "max": self.max, "low": self.low,
+                "high": self.high}
 
     @classmethod
     def from_dict(cls, data: dict) -> QpsSummary:
         return cls(**data)
+
+
+@dataclass
+class RoundRun:
+    """Where a QPS run of a cell measured in rounds stood: its round, the fresh start of the
+    server it ran after (0: the first), and the CPU the server used during it (db: None
+    without a database server of the suite's)."""
+
+    round: int
+    start: int
+    named_cpu_s: float | None = None
+    db_cpu_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RoundRun:
+        return cls(**data)
+
+
+@dataclass
+class FreshStart:
+    """One fresh start of a cell's server in a run measured in rounds: the round before which
+    it happened (0: before the first), named's startup, and the warm-up runs that followed it
+    until two in a row agreed (steady: whether they did before the profile's most)."""
+
+    round: int
+    startup_ms: float | None
+    warmup_runs: list[DnsperfRun] = field(default_factory=list)
+    steady: bool = False
+
+    def to_dict(self) -> dict:
+        return {"round": self.round, "startup_ms": self.startup_ms,
+                "warmup_runs": [r.to_dict() for r in self.warmup_runs], "steady": self.steady}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FreshStart:
+        return cls(round=data["round"], startup_ms=data.get("startup_ms"),
+                   warmup_runs=[DnsperfRun.from_dict(r) for r in data.get("warmup_runs", [])],
+                   steady=data.get("steady", False))
 
 
 @dataclass
@@ -86,6 +134,14 @@ class Cell:
     warmup_run: DnsperfRun | None = None
     qps_runs: list[DnsperfRun] = field(default_factory=list)
     qps: QpsSummary = field(default_factory=QpsSummary)
+    # Measured in rounds (`run`): each QPS run's round, in the order of qps_runs (empty: the
+    # runs were one block, as before rounds and in tune, scale and capacity), the server's
+    # fresh starts, and the cell's QPS ratio to each reference server ("native", "memory")
+    # from the runs of the same rounds, with whether its interval met the profile's target.
+    qps_rounds: list[RoundRun] = field(default_factory=list)
+    starts: list[FreshStart] = field(default_factory=list)
+    ratios: dict[str, Interval] = field(default_factory=dict)
+    ratio_target_met: dict[str, bool] = field(default_factory=dict)
     latency_unloaded: LatencyStats | None = None
     latency_loaded: LatencyStats | None = None
     loaded_run: DnsperfRun | None = None  # the load dnsperf held during the loaded probe
@@ -107,6 +163,17 @@ class Cell:
     def key(self) -> tuple[str, int, int]:
         return self.server, self.threads, self.connections
 
+    @property
+    def qps_interval(self) -> Interval | None:
+        q = self.qps
+        return None if q.median is None else Interval(q.median, q.low, q.high,
+                                                      len(self.qps_runs))
+
+    def qps_by_round(self) -> dict[int, float]:
+        """Round -> the QPS of the cell's run in that round (empty: not measured in rounds)."""
+        return {where.round: run.qps for where, run in zip(self.qps_rounds, self.qps_runs,
+                                                           strict=True)}
+
     def to_dict(self) -> dict:
         return {
             "server": self.server, "threads": self.threads, "connections": self.connections,
@@ -115,6 +182,10 @@ class Cell:
             "warmup_run": _opt_dict(self.warmup_run),
             "qps_runs": [r.to_dict() for r in self.qps_runs],
             "qps": self.qps.to_dict(),
+            "qps_rounds": [r.to_dict() for r in self.qps_rounds],
+            "starts": [s.to_dict() for s in self.starts],
+            "ratios": {k: v.to_dict() for k, v in self.ratios.items()},
+            "ratio_target_met": dict(self.ratio_target_met),
             "latency_unloaded": _opt_dict(self.latency_unloaded),
             "latency_loaded": _opt_dict(self.latency_loaded),
             "loaded_run": _opt_dict(self.loaded_run),
@@ -131,6 +202,9 @@ class Cell:
         d["warmup_run"] = _opt(DnsperfRun, d.get("warmup_run"))
         d["qps_runs"] = [DnsperfRun.from_dict(r) for r in d.get("qps_runs", [])]
         d["qps"] = QpsSummary.from_dict(d.get("qps") or {})
+        d["qps_rounds"] = [RoundRun.from_dict(r) for r in d.get("qps_rounds", [])]
+        d["starts"] = [FreshStart.from_dict(s) for s in d.get("starts", [])]
+        d["ratios"] = {k: Interval.from_dict(v) for k, v in d.get("ratios", {}).items()}
         d["latency_unloaded"] = _opt(LatencyStats, d.get("latency_unloaded"))
         d["latency_loaded"] = _opt(LatencyStats, d.get("latency_loaded"))
         d["loaded_run"] = _opt(DnsperfRun, d.get("loaded_run"))

@@ -26,7 +26,7 @@ import dns.name
 
 from base.errors import UserError
 from bench.load import dnsperf, prober, resperf
-from bench.measure import accounting, capacity
+from bench.measure import accounting, capacity, stats
 from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, QpsSummary, Results, save_results
 from bench.measure.serving import LoadedStore, loaded_store
@@ -34,12 +34,42 @@ from bench.verify.answers import Answer, ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import classify
 from databases.store_urls import PRIVATE, StoreUrls
+from servers.dlz import DlzNamed
 from servers.dnsserver import DnsServer
 from servers.external import ExternalServer, Target
 from servers.kind import ServerKind
+from servers.native import NativeNamed
 from zonedata.derive import Query
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """How `run` measures QPS: in rounds, each running every cell once (stats.round_order),
+    the servers kept running between rounds and started afresh every `restart_every` rounds;
+    rounds continue until stats.StopRule says (docs/method/run.md, "Rounds")."""
+
+    min_rounds: int
+    max_rounds: int
+    budget_s: float           # for the rounds (set-up and the once-per-cell phases apart)
+    run_s: float              # each cell's QPS run in a round
+    restart_every: int        # a fresh start before rounds restart_every, 2 x restart_every...
+    steady_s: float           # each warm-up run after a fresh start
+    steady_max_runs: int = 5  # warm-up runs at most, steady or not
+    target: float = stats.DEFAULT_TARGET
+
+    def stop_rule(self) -> stats.StopRule:
+        return stats.StopRule(self.min_rounds, self.max_rounds, self.budget_s, self.target)
+
+    def restarts_before(self, round_index: int) -> bool:
+        return round_index > 0 and round_index % self.restart_every == 0
+
+
+# `make bench`: native BIND and the 10 DLZ drivers at one thread in 25 minutes at most
+# (docs/method/run.md, "How long a run takes"; tests/test_runner_plan.py).
+QUICK_ROUNDS = Rounds(min_rounds=6, max_rounds=30, budget_s=1200.0, run_s=2.0, restart_every=5,
+                      steady_s=1.0)
 
 
 @dataclass(frozen=True)
@@ -62,17 +92,31 @@ class Profile:
     step_s: float = 5.0           # each offered-load step of `capacity`
     resperf_ramp_s: float = 10.0  # resperf's ramp in `capacity`
     capacity: bool = False        # `run` sweeps offered load too (the capacity phase)
+    # `run`'s QPS in rounds (warmup_s, duration_s and runs are then the other commands',
+    # which measure one cell at a time), and its servers by default: these groups of the
+    # registry (None: every built server).
+    rounds: Rounds = QUICK_ROUNDS
+    server_groups: tuple[str, ...] | None = None
 
 
 PROFILES = {
     "tiny": Profile("tiny", zones=20, records=10, queries=500, warmup_s=0.5, duration_s=1.0,
                     runs=2, probes=100, check_queries=50, threads=(1,), startup_timeout_s=10.0,
-                    step_s=1.0, resperf_ramp_s=2.0),
+                    step_s=1.0, resperf_ramp_s=2.0,
+                    rounds=Rounds(min_rounds=2, max_rounds=2, budget_s=60.0, run_s=1.0,
+                                  restart_every=1, steady_s=0.3, steady_max_runs=3)),
     "quick": Profile("quick", zones=1000, records=10, queries=20000, warmup_s=2.0,
-                     duration_s=4.0, runs=3, probes=1000, check_queries=200),
+                     duration_s=4.0, runs=3, probes=1000, check_queries=200, threads=(1,),
+                     rounds=QUICK_ROUNDS, server_groups=(NativeNamed.group, DlzNamed.group)),
+    # Every built server at 1, 2 and 4 threads: PowerDNS, NSD and Knot beside BIND.
+    "quick-all": Profile("quick-all", zones=1000, records=10, queries=20000, warmup_s=2.0,
+                         duration_s=4.0, runs=3, probes=1000, check_queries=200,
+                         rounds=dataclasses.replace(QUICK_ROUNDS, budget_s=3600.0)),
     "full": Profile("full", zones=10000, records=10, queries=100000, warmup_s=600.0,
                     duration_s=60.0, runs=3, probes=10000, check_queries=2000, step_s=30.0,
-                    resperf_ramp_s=60.0, capacity=True),
+                    resperf_ramp_s=60.0, capacity=True,
+                    rounds=Rounds(min_rounds=6, max_rounds=10, budget_s=6 * 3600.0,
+                                  run_s=60.0, restart_every=3, steady_s=30.0)),
 }
 
 

@@ -18,8 +18,10 @@ from typing import Any
 
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
+from bench.measure.loadgen import capacity_per_core, core_use, server_cpus, server_us_per_query
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.measure.results import Cell, Results, StartupPoint
+from bench.measure.stats import Interval
 from bench.report.format import (
     NONE,
     NOT_AVAILABLE,
@@ -109,9 +111,25 @@ def render_header(results: Results) -> list[str]:
         lines += [f"- {key}: {_param_text(value)}" for key, value in parameters.items()]
         lines.append("")
     lines += _added_runs(meta.get("added_runs", []))
+    lines += _same_run(meta)
     if has_run_tables(results):
         lines += render_method(results)
     return lines
+
+
+def _same_run(meta: dict) -> list[str]:
+    """The boot the run measured on and native BIND's drift over it (runs in rounds)."""
+    calibration = meta.get("calibration")
+    if not calibration:
+        return []
+    drift = calibration.get("drift")
+    drift_text = "" if drift is None else f" ({100 * drift:+.1f}%)"
+    first = fmt_number(calibration["first_round_qps"], 0)
+    last = fmt_number(calibration["last_round_qps"], 0)
+    boot = str(meta.get("boot_id", UNKNOWN))[:8]
+    return [f"**Same run:** every ratio below divides figures of this run only (boot "
+            f"`{boot}`). Calibration: native BIND at {calibration['threads']} thread(s) "
+            f"answered {first} QPS in the first round and {last} in the last{drift_text}.", ""]
 
 
 def _added_runs(runs: list[dict]) -> list[str]:
@@ -138,7 +156,8 @@ def _differences_text(run: dict) -> str:
         return "its versions and machine were not recorded"
     if not run["differs"]:
         return "same versions and machine"
-    return "differs: " + ", ".join(f"{key} {_param_text(value)}"
+    boot = "different boot: not divided; " if "boot_id" in run["differs"] else ""
+    return boot + "differs: " + ", ".join(f"{key} {_param_text(value)}"
                                    for key, value in run["differs"].items())
 
 
@@ -148,12 +167,28 @@ def _param_text(value: object) -> str:
     return str(value)
 
 
+def _qps_method(meta: dict) -> str:
+    rounds = meta.get("rounds")
+    if rounds is None:  # one block of runs per cell, before rounds
+        return (f"QPS is the median of {meta.get('runs', 'R')} dnsperf runs of "
+                f"{meta.get('duration', 'D')} s each, after a discarded warm-up run; min–max of "
+                "those runs in parentheses.")
+    return (f"QPS was measured in {rounds['done']} rounds ({rounds['stopped']}): each round ran "
+            f"every cell once for {rounds['run_s']:g} s, in an order reversed every other round, "
+            f"every server started afresh before every {rounds['restart_every']}th round and "
+            f"warmed up until two {rounds['steady_s']:g}-s runs in a row were within "
+            f"{100 * rounds['steady_within']:g}%. QPS is the median of a cell's runs with its 95% "
+            "interval in brackets (distribution-free, from the runs' order statistics; none with "
+            "fewer than 6 runs); % of native and % of memory are the median of the per-round "
+            "ratios with their interval, and a ratio whose interval is wider than "
+            f"+-{100 * rounds['target']:g}% says so. '>= N (load generator)': dnsperf used 0.8 "
+            "of its core or more, or the pinned server less than 0.9 of its own, so N is the "
+            "client's limit, not the server's: not ranked; its cost per query still holds.")
+
+
 def render_method(results: Results) -> list[str]:
     meta = results.meta
-    runs = meta.get("runs", "R")
-    duration = meta.get("duration", "D")
-    lines = [f"QPS is the median of {runs} dnsperf runs of {duration} s each, after a "
-             "discarded warm-up run; min–max of those runs in parentheses. Latency is the "
+    lines = [_qps_method(meta) + " Latency is the "
              "mean of single queries sent one at a time by the prober, with the server idle "
              "(Unloaded) or held at its maximum by dnsperf (Loaded), in microseconds. "
              "Percentiles are nearest-rank."]
@@ -170,11 +205,26 @@ def render_method(results: Results) -> list[str]:
 
 # ---------------------------------------------------------------- main table
 
-def _qps_text(cell: Cell, threshold: float, notes: Notes) -> str:
+def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
+                  unit: str = "") -> str:
+    """"median [low–high]", or "median (n runs: no 95% interval)"."""
+    text = fmt_number(scale * interval.estimate, decimals) + unit
+    if interval.low is None or interval.high is None:
+        return f"{text} ({interval.n} runs: no 95% interval)"
+    return (f"{text} [{fmt_number(scale * interval.low, decimals)}–"
+            f"{fmt_number(scale * interval.high, decimals)}{unit}]")
+
+
+def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> str:
     q = cell.qps
-    text = fmt_number(q.median, 0)
-    if q.min is not None and q.max is not None and len(cell.qps_runs) > 1:
-        text += f" ({fmt_number(q.min, 0)}–{fmt_number(q.max, 0)})"
+    if cell.qps_rounds and cell.qps_interval is not None:
+        text = interval_text(cell.qps_interval)
+    else:
+        text = fmt_number(q.median, 0)
+        if q.min is not None and q.max is not None and len(cell.qps_runs) > 1:
+            text += f" ({fmt_number(q.min, 0)}–{fmt_number(q.max, 0)})"
+    if q.median is not None and core_use(cell, cpus).load_generator_bound:
+        text = f">= {text} (load generator)"
     lossy = lossy_runs(cell, threshold)
     if lossy:
         detail = ", ".join(f"run {i} lost {100 * run.loss_fraction:.1f}%" for i, run in lossy)
@@ -197,9 +247,36 @@ def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: 
     return text
 
 
-def _reference_median(results: Results, driver: str, threads: int) -> float | None:
+def _reference(results: Results, driver: str, threads: int) -> Cell | None:
     ref = results.cell(driver, threads)
-    return ref.qps.median if ref is not None and ref.status == "ok" else None
+    return ref if ref is not None and ref.status == "ok" else None
+
+
+def _ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
+                target: float | None) -> str:
+    """The cell's QPS over the reference's: the round-paired ratio with its interval, or
+    (files before rounds) the ratio of the medians; bounded where the load generator limited
+    either side."""
+    if ref is None:
+        return NONE
+    if ref is cell:
+        return "100.0%"
+    ratio = cell.ratios.get(ref.server)
+    text = (interval_text(ratio, 100, 1, "%") if ratio is not None
+            else fmt_percent(cell.qps.median, ref.qps.median))
+    if text == NONE:
+        return text
+    mine, theirs = (core_use(c, cpus).load_generator_bound for c in (cell, ref))
+    if mine and theirs:
+        return f"{NOT_AVAILABLE} (load generator on both)"
+    if mine or theirs:
+        text = f"{'>=' if mine else '<='} {text} (load generator)"
+    if cell.ratio_target_met.get(ref.server) is False and target is not None:
+        number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): its ratio to "
+                           f"{ref.server}'s interval is wider than the +-{100 * target:g}% "
+                           "target: the rounds ended first")
+        text += f" [{number}]"
+    return text
 
 
 def render_thread_table(results: Results, threads: int) -> list[str]:
@@ -208,16 +285,22 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     notes = Notes()
     statuses = {id(c): status_text(c, notes) for c in cells}
     unavailable = Unavailable(notes)
-    native = _reference_median(results, "native", threads)
-    memory = _reference_median(results, "memory", threads)
+    native = _reference(results, "native", threads)
+    memory = _reference(results, "memory", threads)
+    cpus = server_cpus(results.meta)
+    target = (results.meta.get("rounds") or {}).get("target")
 
     def row(label: str, figure: Callable[[Cell], str]) -> list[str]:
         return [label] + [statuses[id(c)] or figure(c) for c in cells]
 
     rows = [
-        row("QPS", lambda c: _qps_text(c, threshold, notes)),
-        row("% of native", lambda c: fmt_percent(c.qps.median, native)),
-        row("% of memory", lambda c: fmt_percent(c.qps.median, memory)),
+        row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
+        row("% of native", lambda c: _ratio_text(c, native, notes, cpus, target)),
+        row("% of memory", lambda c: _ratio_text(c, memory, notes, cpus, target)),
+        row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
+            or fmt_number(server_us_per_query(c))),
+        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
+            or fmt_number(capacity_per_core(c), 0)),
         row("Loaded (us)", lambda c: _latency_text(c.latency_loaded, c, "loaded", threshold,
                                                    notes)),
         row("Unloaded (us)", lambda c: _latency_text(c.latency_unloaded, c, "unloaded",
@@ -281,15 +364,18 @@ def render_percentiles(results: Results) -> list[str]:
 
 def render_costs(results: Results) -> list[str]:
     header = ["server", "threads", "CPU us/query named", "db", "dnsperf",
+              "QPS per server core", "dnsperf cores", "server cores",
               "peak RSS named (kB)", "db (kB)"]
+    cpus = server_cpus(results.meta)
     rows = []
     notes = Notes()
     unavailable = Unavailable(notes)
     for threads in results.thread_counts():
         for c in results.cells_for(threads):
             if c.status != "ok":
-                rows.append([column_label(c), str(threads)] + [c.status.upper()] * 5)
+                rows.append([column_label(c), str(threads)] + [c.status.upper()] * 8)
                 continue
+            use = core_use(c, cpus)
 
             def figure(field: str, key: str, decimals: int | None = None,
                        c: Cell = c) -> str:
@@ -300,10 +386,18 @@ def render_costs(results: Results) -> list[str]:
             rows.append([column_label(c), str(threads),
                          figure("cpu_us_per_query", "named"), figure("cpu_us_per_query", "db"),
                          figure("cpu_us_per_query", "dnsperf"),
+                         unavailable.text(c, "cpu_us_per_query.named")
+                         or fmt_number(capacity_per_core(c), 0),
+                         fmt_number(use.dnsperf), fmt_number(use.server),
                          figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
     lines = (["## Cost per query", "",
               "CPU time (user + system) per answered query over the QPS runs; db is the "
-              "database server's whole process tree ('–': no database server). Peak RSS is "
+              "database server's whole process tree ('–': no database server). QPS per "
+              "server core: 1,000,000 / (named + db us/query), what one core of the server "
+              "would answer at that cost, which a slow load generator does not limit. dnsperf "
+              "cores: of its one core, over the QPS runs (>= 0.8: the load generator's limit); "
+              "server cores: named's and the database's, per pinned server core (< 0.9: the "
+              "server was not saturated). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
               "that server (the note says why).", ""]
              + markdown_table(header, rows))
@@ -416,13 +510,16 @@ def _plot_qps(results: Results, path: Path) -> Path:
                 continue
             xs.append(x + offset)
             heights.append(c.qps.median)
-            low.append(c.qps.median - (c.qps.min or c.qps.median))
-            high.append((c.qps.max or c.qps.median) - c.qps.median)
+            # The 95% interval where the cell has one, else the runs' min–max.
+            bottom, top = ((c.qps.low, c.qps.high) if c.qps.low is not None
+                           else (c.qps.min, c.qps.max))
+            low.append(c.qps.median - (bottom or c.qps.median))
+            high.append((top or c.qps.median) - c.qps.median)
         if heights:  # an empty bar set would still get a legend entry
             ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
                    label=f"{threads} thread{'s' if threads != 1 else ''}")
     ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
-    ax.set_ylabel("queries per second (median, min–max)")
+    ax.set_ylabel("queries per second (median, 95% interval or min–max)")
     _log_scale_if_data(ax)
     ax.set_title("Throughput per driver")
     ax.grid(axis="y", which="both", alpha=0.3)

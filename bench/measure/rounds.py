@@ -1,0 +1,438 @@
+"""`run` in rounds: every store loaded and every cell's server started once, then rounds, each
+running every cell's QPS measurement once, then the rest of each cell's phases.
+
+The phases of a cell (runner.PHASES) are split at the QPS phase: the ones before it (startup,
+the answers check, the warm-up, unloaded latency) run for each cell in turn, which stays
+running; then the rounds; then the phases after it (loaded latency, the capacity sweep where
+the profile has one, update visibility), again cell by cell. A round runs the cells in the
+order stats.round_order gives (reversed every other round); before every `restart_every`-th
+round each store's server and every server over it start afresh, so each cell is measured over
+two starts at least. After every start, warm-up runs of `steady_s` continue until two in a
+row are within STEADY of each other (runs in later rounds need none: nothing evicts the small
+data set from memory between rounds). After each round the cells' QPS intervals and ratios are
+recomputed and saved, and stats.StopRule says whether another round runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from base.errors import UserError
+from bench.load import prober
+from bench.load.dnsperf import DnsperfRun
+from bench.measure import accounting, stats
+from bench.measure.loadgen import core_use
+from bench.measure.progress import StepProgress
+from bench.measure.results import Cell, FreshStart, QpsSummary, Results, RoundRun, save_results
+from bench.measure.runner import (
+    Measuring,
+    Phase,
+    Profile,
+    Rounds,
+    Runner,
+    Setup,
+    pin_processes,
+)
+from bench.measure.serving import LoadedStore, loaded_store
+from servers import DLZ_CEILING, REFERENCE
+from servers.kind import ServerKind
+
+# Two warm-up runs in a row within 10% of each other: the warm-up is over. In the committed
+# quick runs (3 runs of 4 s each per cell) the median spread between runs of one cell was 3-11%
+# on this VM, and the first run was the lowest in 47% of cells (33% by chance).
+STEADY = 0.10
+
+# The plan's figures (seconds) for what the profile does not time itself; the progress line
+# scales them by how long the finished steps really took. Measured orders of magnitude:
+# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), named answers for
+# every zone 0.04-0.2 s after exec; a private PostgreSQL, MariaDB or slapd is initialised and
+# started in seconds.
+STORE_SETUP_S = 3.0        # a store's files written and loaded
+DATABASE_START_S = 10.0    # a private database server initialised and started, besides
+RUN_OVERHEAD_S = 0.5       # dnsperf's start and exit, the CPU meters, around each run
+RESTART_S = 2.0            # named stopped and started again, every zone answering
+DATABASE_RESTART_S = 3.0   # a database server stopped and started again
+STEADY_RUNS_EXPECTED = 3   # warm-up runs after a fresh start (2 at least)
+
+
+def steady_warmup_s(rounds: Rounds) -> float:
+    return STEADY_RUNS_EXPECTED * (rounds.steady_s + RUN_OVERHEAD_S)
+
+
+def is_steady(qps: Sequence[float]) -> bool:
+    """Are the last two warm-up runs within STEADY of each other?"""
+    return len(qps) >= 2 and abs(qps[-1] - qps[-2]) <= STEADY * qps[-2]
+
+
+def round_seconds(rounds: Rounds, index: int, cells: int, db_stores: int) -> float:
+    """Expected seconds of round `index` over `cells` cells, `db_stores` of whose stores have
+    a database server: a run per cell, and before a restart round every server started afresh
+    and warmed up."""
+    seconds = cells * (rounds.run_s + RUN_OVERHEAD_S)
+    if rounds.restarts_before(index):
+        seconds += cells * (RESTART_S + steady_warmup_s(rounds)) + db_stores * DATABASE_RESTART_S
+    return seconds
+
+
+def rounds_ahead(rounds: Rounds, done: int, elapsed_s: float, cells: int,
+                 db_stores: int) -> list[float]:
+    """Expected seconds of the rounds still to run after `done` rounds took `elapsed_s`, for a
+    run the stop rule let go on: as many as fit in the budget at the pace so far (one at
+    least, and up to the minimum), at most the profile's most."""
+    fit = int((rounds.budget_s - elapsed_s) / (elapsed_s / done)) if done else rounds.max_rounds
+    count = min(rounds.max_rounds - done, max(fit, rounds.min_rounds - done, 1))
+    return [round_seconds(rounds, index, cells, db_stores) for index in range(done, done + count)]
+
+
+def planned_rounds(rounds: Rounds, cells: int, db_stores: int) -> list[float]:
+    """Expected seconds of each round the profile's budget allows: the minimum always, then
+    as many as fit."""
+    plan: list[float] = []
+    for index in range(rounds.max_rounds):
+        seconds = round_seconds(rounds, index, cells, db_stores)
+        if index >= rounds.min_rounds and sum(plan) + seconds > rounds.budget_s:
+            break
+        plan.append(seconds)
+    return plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The expected seconds of a run in rounds, step by step, and what they add up to."""
+
+    stores: list[float]
+    opening: list[float]    # the phases before QPS, cell after cell
+    rounds: list[float]
+    closing: list[float]    # the phases after QPS, cell after cell
+
+    @property
+    def steps(self) -> list[float]:
+        return [*self.stores, *self.opening, *self.rounds, *self.closing]
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.steps)
+
+
+def plan_of(profile: Profile, opening: Sequence[Phase], closing: Sequence[Phase],
+            servers: Sequence[ServerKind], threads: Sequence[int]) -> Plan:
+    """The plan of measuring `servers` at `threads` in rounds with these phases."""
+    stores = distinct_stores(servers)
+    db_stores = sum(1 for server in stores if server.loader().database.has_server)
+    cells = len(servers) * len(threads)
+    return Plan(
+        stores=[STORE_SETUP_S + (DATABASE_START_S if s.loader().database.has_server else 0.0)
+                for s in stores],
+        opening=[phase.expected_s(profile) for phase in opening] * cells,
+        rounds=planned_rounds(profile.rounds, cells, db_stores),
+        closing=[phase.expected_s(profile) for phase in closing] * cells)
+
+
+def distinct_stores(servers: Sequence[ServerKind]) -> list[ServerKind]:
+    """The first server over each store: servers over one store (bdb-btree and bdb-hash, ...)
+    share its loaded data."""
+    first: dict[str, ServerKind] = {}
+    for server in servers:
+        first.setdefault(server.loader().name, server)
+    return list(first.values())
+
+
+class RoundsRunner(Runner):
+    """`run`: QPS in interleaved rounds (module docstring); a --target server, measured alone,
+    one cell at a time as Runner does."""
+
+    def __init__(self, profile: Profile, setup: Setup, results: Results,
+                 phases: Sequence[Phase] | None = None) -> None:
+        super().__init__(profile, setup, results, phases)
+        self.opening, self.closing = split_at_qps(self.phases)
+        self.servers = [setup.reference, *setup.servers]
+        self.plan = plan_of(profile, self.opening, self.closing, self.servers, setup.threads)
+        if setup.target is None:
+            self.progress = StepProgress(self.plan.steps)
+
+    def run(self) -> Results:
+        if self.setup.target is not None:
+            return super().run()
+        rounds = self.profile.rounds
+        print(f"expected duration: at most about {self.plan.seconds / 60:.0f} min (rounds: "
+              f"{rounds.min_rounds} at least, then until every ratio is within "
+              f"+-{100 * rounds.target:g}% or {rounds.budget_s / 60:g} min of rounds have "
+              "passed)", file=sys.stderr, flush=True)
+        self.results.meta["server_cpus"] = (None if self.server_cpus is None
+                                            else len(self.server_cpus.split(",")))
+        self.results.prober_floor = prober.measure_floor(self.profile.probes,
+                                                          cpu_list=self.load_cpus)
+        with contextlib.ExitStack() as stack:
+            opened: list[Measuring] = []
+            try:
+                opened = self.open_cells(self.load_stores(stack))
+                running = list(opened)
+                self.measure_rounds(running)
+                for m in opened:
+                    if any(m is r for r in running):
+                        self.close_cell(m)
+                    else:  # failed in a round
+                        self.progress.skip(len(self.closing))
+            finally:
+                for m in opened:
+                    m.named.stop()
+                save_results(self.results, self.setup.out_dir)
+        return self.results
+
+    # --- before the rounds ------------------------------------------------------------------
+
+    def load_stores(self, stack: contextlib.ExitStack) -> dict[str, LoadedStore | str]:
+        """Each store loaded once, kept until the run ends: loader name -> the loaded store,
+        or why it would not start or load."""
+        loaded: dict[str, LoadedStore | str] = {}
+        for server in distinct_stores(self.servers):
+            name = server.loader().name
+            self.progress.step(f"loading the {name} store")
+            try:
+                loaded[name] = stack.enter_context(loaded_store(
+                    server, self.setup.stream, self.setup.run_dir,
+                    store_urls=self.setup.store_urls))
+            except UserError as exc:
+                loaded[name] = str(exc)
+        return loaded
+
+    def open_cells(self, stores: dict[str, LoadedStore | str]) -> list[Measuring]:
+        """Every cell started and taken through the phases before QPS; the ones still "ok"
+        keep running for the rounds. Every cell is recorded here, its figures filled in
+        later."""
+        running = []
+        for server in self.servers:
+            store = stores[server.loader().name]
+            for threads in self.setup.threads:
+                cell = Cell(server.name, threads, self._connections(threads))
+                self._record(cell)
+                if isinstance(store, str):
+                    cell.status, cell.error = "failed", store
+                    self.progress.skip(len(self.opening))
+                    continue
+                loaded = dataclasses.replace(store, server=server)
+                named = loaded.named(self.setup.run_dir, threads=threads,
+                                     connections=cell.connections)
+                m = Measuring(loaded, named, cell)
+                if self.run_phases(m, self.opening):
+                    running.append(m)
+                else:
+                    named.stop()
+        save_results(self.results, self.setup.out_dir)
+        return running
+
+    def run_phases(self, m: Measuring, phases: Sequence[Phase]) -> bool:
+        """The phases in order until one leaves the cell not "ok"; whether it still is."""
+        label = f"{m.cell.server} threads={m.cell.threads}"
+        todo = iter(phases)
+        try:
+            for phase in todo:
+                self.progress.step(f"{label}: {phase.label}")
+                phase.run(self, m)
+                if m.cell.status != "ok":
+                    break
+        except UserError as exc:
+            m.cell.status, m.cell.error = "failed", str(exc)
+        self.progress.skip(sum(1 for _ in todo))
+        return m.cell.status == "ok"
+
+    def warm_up_until_steady(self, m: Measuring) -> None:
+        """The first start's warm-up (the phase in place of Runner.warm_up)."""
+        m.cell.starts.append(self.warm_start(m, 0, m.cell.startup_ms))
+
+    def warm_start(self, m: Measuring, round_index: int, startup_ms: float | None) -> FreshStart:
+        """Warm-up runs after a fresh start until steady (is_steady), at most steady_max_runs."""
+        rounds = self.profile.rounds
+        runs: list[DnsperfRun] = []
+        while len(runs) < rounds.steady_max_runs and not is_steady([r.qps for r in runs]):
+            runs.append(self.dnsperf(m.named, rounds.steady_s))
+        return FreshStart(round_index, startup_ms, runs, is_steady([r.qps for r in runs]))
+
+    # --- the rounds ---------------------------------------------------------------------------
+
+    def measure_rounds(self, running: list[Measuring]) -> None:
+        rounds = self.profile.rounds
+        rule = rounds.stop_rule()
+        db_stores = sum(1 for s in distinct_stores([m.loaded.server for m in running])
+                        if s.loader().database.has_server)
+        planned = len(self.plan.rounds)
+        began = time.monotonic()
+        done, reason = 0, "no cell to measure"
+        while running:
+            self.progress.step(f"round {done + 1} (at most {done + planned}): "
+                               f"{len(running)} cells")
+            planned -= 1
+            self.run_round(running, done)
+            done += 1
+            ratios = self.update_figures(running)
+            save_results(self.results, self.setup.out_dir)
+            elapsed = time.monotonic() - began
+            print(f"round {done}: {widest_text(ratios, rounds.target)}", file=sys.stderr,
+                  flush=True)
+            stop = rule.reason_to_stop(done, ratios, elapsed)
+            if stop is not None:
+                reason = stop
+                break
+            # The rounds still ahead at the pace of the ones run: the progress line's "left".
+            ahead = rounds_ahead(rounds, done, elapsed, len(running), db_stores)
+            self.progress.replace_next(planned, ahead)
+            planned = len(ahead)
+        self.progress.skip(planned)
+        self.results.meta["rounds"] = {
+            "done": done, "stopped": reason, "order": "ABBA (reversed every other round)",
+            "min_rounds": rounds.min_rounds, "max_rounds": rounds.max_rounds,
+            "budget_s": rounds.budget_s, "target": rounds.target,
+            "restart_every": rounds.restart_every, "run_s": rounds.run_s,
+            "steady_s": rounds.steady_s, "steady_within": STEADY}
+        self.results.meta["calibration"] = calibration(self.results.cells)
+
+    def run_round(self, running: list[Measuring], index: int) -> None:
+        """Every running cell's QPS run of round `index`, after a fresh start of every store
+        in a restart round (each store at its first cell's turn)."""
+        restarted: set[str] = set()
+        for m in stats.round_order(list(running), index):
+            if not any(m is r for r in running):  # failed at its store's fresh start
+                continue
+            store = m.loaded.loader.name
+            if self.profile.rounds.restarts_before(index) and store not in restarted:
+                restarted.add(store)
+                group = [c for c in running if c.loaded.loader.name == store]
+                try:
+                    self.fresh_start(group, index)
+                except UserError as exc:
+                    for c in group:
+                        self.drop(running, c, exc)
+                    continue
+            try:
+                self.round_run(m, index)
+            except UserError as exc:
+                self.drop(running, m, exc)
+
+    def fresh_start(self, group: list[Measuring], index: int) -> None:
+        """The store's server and every server over it started afresh, each warmed up."""
+        for m in group:
+            m.named.stop()
+        group[0].loaded.restart_server()
+        pin_processes(group[0].loaded.server_pids(), self.server_cpus)
+        for m in group:
+            m.named.start()
+            startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
+                                              timeout=self.profile.startup_timeout_s) * 1000
+            pin_processes(m.named.pids(), self.server_cpus)
+            self.wait_all_zones(m.named)
+            m.cell.starts.append(self.warm_start(m, index, startup_ms))
+
+    def round_run(self, m: Measuring, index: int) -> None:
+        """One QPS run of the cell, with the CPU its server used during it."""
+        has_db = m.loaded.accounts_server
+        named_cpu = accounting.CpuMeter(m.named.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
+        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
+            run = self.dnsperf(m.named, self.profile.rounds.run_s)
+        m.cell.qps_runs.append(run)
+        m.cell.qps_rounds.append(RoundRun(index, len(m.cell.starts) - 1, named_cpu.seconds,
+                                          db_cpu.seconds if has_db else None))
+        m.cell.peak_rss_kb = {
+            "named": max(accounting.peak_rss_kb(m.named.pids()),
+                         m.cell.peak_rss_kb.get("named") or 0),
+            "db": max(db_mem.peak_pss_kb, m.cell.peak_rss_kb.get("db") or 0) if has_db else None}
+
+    def drop(self, running: list[Measuring], m: Measuring, exc: UserError) -> None:
+        """A cell that failed in a round: stopped, kept with the runs it has, out of the rest."""
+        m.cell.status, m.cell.error = "failed", str(exc)
+        m.named.stop()
+        running[:] = [r for r in running if r is not m]
+
+    def update_figures(self, running: list[Measuring]) -> list[stats.Interval | None]:
+        """Every cell's QPS interval, CPU per query and ratios from the rounds so far; the
+        ratios the stop rule waits for."""
+        for m in running:
+            set_qps_figures(m.cell)
+        return update_ratios([m.cell for m in running], self.profile.rounds.target,
+                             self.results.meta.get("server_cpus"))
+
+    # --- after the rounds ---------------------------------------------------------------------
+
+    def close_cell(self, m: Measuring) -> None:
+        try:
+            self.run_phases(m, self.closing)
+        finally:
+            m.named.stop()
+            save_results(self.results, self.setup.out_dir)
+
+
+def set_qps_figures(cell: Cell) -> None:
+    """The cell's QPS median and interval, and CPU per answered query, over its runs."""
+    cell.qps = QpsSummary.from_runs(cell.qps_runs)
+    answered = sum(r.queries_completed for r in cell.qps_runs)
+    db = [r.db_cpu_s for r in cell.qps_rounds]
+    cell.cpu_us_per_query = {
+        "named": accounting.us_per_query(sum(r.named_cpu_s or 0.0 for r in cell.qps_rounds),
+                                         answered),
+        "db": None if None in db else accounting.us_per_query(sum(db), answered),
+        "dnsperf": Runner.dnsperf_cpu(cell)}
+
+
+def update_ratios(cells: list[Cell], target: float,
+                  cpus: int | None) -> list[stats.Interval | None]:
+    """Each cell's ratio to native BIND's and to the memory driver's QPS at its thread count,
+    from the rounds both ran in, with whether it met `target`; the ratios the stop rule waits
+    for: those between cells the load generator did not limit (`cpus`: the server's pinned
+    CPUs), whose figures cannot be ranked anyway."""
+    waited: list[stats.Interval | None] = []
+    for cell in cells:
+        for reference in (REFERENCE, DLZ_CEILING):
+            ref = next((c for c in cells if c.server == reference
+                        and c.threads == cell.threads), None)
+            if ref is None or ref is cell:
+                continue
+            ratio = stats.ratio_interval(cell.qps_by_round(), ref.qps_by_round())
+            if ratio is None:
+                continue
+            cell.ratios[reference] = ratio
+            cell.ratio_target_met[reference] = ratio.meets(target)
+            if not (core_use(cell, cpus).load_generator_bound
+                    or core_use(ref, cpus).load_generator_bound):
+                waited.append(ratio)
+    return waited
+
+
+def calibration(cells: list[Cell]) -> dict | None:
+    """Native BIND's QPS in the first and the last round (at its first thread count): how far
+    the machine drifted over the run."""
+    native = next((c for c in sorted(cells, key=lambda c: c.threads)
+                   if c.server == REFERENCE and c.qps_rounds), None)
+    if native is None:
+        return None
+    by_round = native.qps_by_round()
+    first, last = by_round[min(by_round)], by_round[max(by_round)]
+    return {"threads": native.threads, "first_round_qps": first, "last_round_qps": last,
+            "drift": last / first - 1 if first else None}
+
+
+def widest_text(ratios: Sequence[stats.Interval | None], target: float) -> str:
+    widths = [r.half_width for r in ratios if r is not None]
+    missing = sum(1 for r in ratios if r is None or r.half_width is None)
+    if not ratios:
+        return "no ratio to wait for"
+    text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
+    if missing:
+        text += f", {missing} of {len(ratios)} without one yet"
+    return f"{text} (target +-{100 * target:g}%)"
+
+
+def split_at_qps(phases: Sequence[Phase]) -> tuple[list[Phase], list[Phase]]:
+    """The phases before Runner.measure_qps (the first warm-up made a steady one) and after."""
+    runs: list[Callable] = [p.run for p in phases]
+    if Runner.measure_qps not in runs:
+        raise ValueError("a run in rounds needs the QPS phase")
+    at = runs.index(Runner.measure_qps)
+    opening = [dataclasses.replace(p, run=RoundsRunner.warm_up_until_steady,
+                                   expected_s=lambda pr: steady_warmup_s(pr.rounds))
+               if p.run is Runner.warm_up else p for p in phases[:at]]
+    return opening, list(phases[at + 1:])

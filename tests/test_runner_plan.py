@@ -1,0 +1,134 @@
+"""How long a run in rounds is expected to take, and the progress line's "left": arithmetic
+on the profiles and a fake clock, no server and no timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.measure.progress import StepProgress
+from bench.measure.rounds import (
+    RoundsRunner,
+    plan_of,
+    planned_rounds,
+    round_seconds,
+    rounds_ahead,
+    split_at_qps,
+)
+from bench.measure.runner import PHASES, PROFILES, Rounds
+from servers import SERVERS, group_of
+
+QUICK = PROFILES["quick"]
+DEFAULT_SERVERS = [s for s in SERVERS if group_of(s.name) in QUICK.server_groups]
+
+
+def test_quick_profile_is_native_and_the_ten_dlz_drivers_at_one_thread() -> None:
+    assert [s.name for s in DEFAULT_SERVERS] == [
+        "native", "memory", "pg", "mysql", "ldap", "fs", "bdb-btree", "bdb-hash", "bdbhpt-t",
+        "bdbhpt-c", "bdbhpt-p"]
+    assert QUICK.threads == (1,)
+
+
+def test_quick_profile_fits_in_25_minutes() -> None:
+    opening, closing = split_at_qps(PHASES)
+    plan = plan_of(QUICK, opening, closing, DEFAULT_SERVERS, QUICK.threads)
+    # docs/method/run.md, "How long a run takes": 5 stores without a database server at 3 s,
+    # 3 with one at 13 s; per cell 2 + 1.4 + 4.5 + 0.5 s before the rounds and 4 + 1 s after;
+    # rounds of 11 x 2.5 s, every 5th with 11 x 6.5 + 3 x 3 s of fresh starts.
+    assert sum(plan.stores) == pytest.approx(5 * 3 + 3 * 13)
+    assert sum(plan.opening) == pytest.approx(11 * (2 + 1.4 + 4.5 + 0.5))
+    assert sum(plan.closing) == pytest.approx(11 * (4 + 1))
+    assert plan.rounds[:6] == pytest.approx([27.5] * 5 + [27.5 + 80.5])
+    assert len(plan.rounds) == 29 and sum(plan.rounds) <= QUICK.rounds.budget_s
+    assert sum(plan.rounds) == pytest.approx(1200.0)
+    assert plan.seconds == pytest.approx(54 + 92.4 + 1200.0 + 55) and plan.seconds <= 25 * 60
+
+
+def test_quick_all_profile_plans_every_server_at_three_thread_counts() -> None:
+    profile = PROFILES["quick-all"]
+    opening, closing = split_at_qps(PHASES)
+    plan = plan_of(profile, opening, closing, list(SERVERS), profile.threads)
+    # 19 servers x 3 thread counts = 57 cells: rounds of 57 x 2.5 s; 17 fit in 60 min.
+    assert plan.rounds[0] == pytest.approx(142.5) and len(plan.rounds) == 17
+    assert plan.seconds / 60 == pytest.approx(73.8, abs=0.1)  # docs/method/run.md, README
+
+
+def test_every_cell_gets_two_fresh_starts_in_the_fewest_rounds() -> None:
+    for profile in PROFILES.values():
+        rounds = profile.rounds
+        starts = 1 + sum(rounds.restarts_before(i) for i in range(rounds.min_rounds))
+        assert starts >= 2, profile.name
+
+
+def test_rounds_stop_within_the_budget() -> None:
+    rounds = Rounds(min_rounds=2, max_rounds=100, budget_s=100.0, run_s=1.5, restart_every=3,
+                    steady_s=1.0)
+    # 4 cells, 1 store with a database: rounds of 4 x 2 = 8 s; a restart round adds
+    # 4 x (2 + 3 x 1.5) + 3 = 29 s.
+    assert round_seconds(rounds, 2, 4, 1) == 8.0 and round_seconds(rounds, 3, 4, 1) == 37.0
+    # 77 s, and round 6 (a restart round) would end at 114 s.
+    assert planned_rounds(rounds, 4, 1) == [8.0, 8.0, 8.0, 37.0, 8.0, 8.0]
+
+
+def test_rounds_ahead_follow_the_pace_of_the_rounds_run() -> None:
+    rounds = Rounds(min_rounds=6, max_rounds=30, budget_s=1200.0, run_s=2.0, restart_every=5,
+                    steady_s=1.0)
+    # 10 rounds in 600 s: 10 more fit at 60 s each (not the 27 planned at the expected pace).
+    assert len(rounds_ahead(rounds, 10, 600.0, 11, 3)) == 10
+    # Slower than planned before the minimum: the minimum still runs.
+    assert len(rounds_ahead(rounds, 2, 1100.0, 11, 3)) == 4
+    # Near the most rounds: only those left.
+    assert len(rounds_ahead(rounds, 29, 100.0, 11, 3)) == 1
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_outside_steps_does_not_inflate_the_estimate(capsys) -> None:
+    clock = FakeClock()
+    progress = StepProgress([10.0] * 10, clock=clock)
+    clock.now = 300.0  # a store loading before the first step, outside the plan
+    for _ in range(5):
+        progress.step("step")
+        clock.now += 10.0
+    # 5 steps took their 10 s each: 5 steps of 10 s are left (the current one's time counts
+    # once it has finished), not 35 x 10 s as elapsed time over planned time made it.
+    assert progress.seconds_left() == pytest.approx(50.0)
+    progress.step("step 6")
+    assert "[6/10] step 6 (about 1 min left)" in capsys.readouterr().err.splitlines()[-1]
+
+
+def test_the_estimate_scales_with_the_pace_and_shrinks_as_steps_pass() -> None:
+    clock = FakeClock()
+    progress = StepProgress([10.0] * 10, clock=clock)
+    left = []
+    for _ in range(10):
+        progress.step("step")
+        clock.now += 20.0  # every step takes twice its plan
+        left.append(progress.seconds_left())
+    # Before the first step has finished: the plan (9 steps of 10 s); then twice the plan of
+    # the steps still ahead.
+    assert left == pytest.approx([90.0] + [2 * 10.0 * (9 - i) for i in range(1, 10)])
+
+
+def test_skipped_and_replanned_steps_leave_the_plan() -> None:
+    clock = FakeClock()
+    progress = StepProgress([10.0, 10.0, 30.0, 30.0, 30.0, 5.0], clock=clock)
+    progress.step("a")
+    clock.now += 10.0
+    progress.skip(1)                       # b will not run
+    progress.replace_next(3, [30.0])       # of three rounds planned, one still fits
+    assert progress.expected == [10.0, 30.0, 5.0]
+    assert progress.seconds_left() == pytest.approx(35.0)  # the skip took no time
+
+
+def test_rounds_runner_plans_from_the_phases_it_runs() -> None:
+    opening, closing = split_at_qps(PHASES)
+    assert [p.label for p in opening] == ["startup", "checking answers against the reference",
+                                          "warm-up", "unloaded latency"]
+    assert opening[2].run is RoundsRunner.warm_up_until_steady
+    assert [p.label for p in closing] == ["loaded latency", "update visibility"]
