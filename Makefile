@@ -31,8 +31,8 @@ help:
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
-	@echo "BIND=9.20     with deps/build/test/bench: also a Debian 13 root with BIND 9.20 (.roots/trixie),"
-	@echo "              the drivers built in it (build/bind-9.20/), and the tests or benchmark run on it"
+	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
+	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
 deps: apt-packages apparmor venv toxiproxy bind-root
 
