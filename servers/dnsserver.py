@@ -15,6 +15,7 @@ import socket
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, NoReturn, Self
 
@@ -49,6 +50,44 @@ def non_recursive_query(qname: str | dns.name.Name, rdtype: str,
     return query
 
 
+# The most a process may ask for its socket receive buffer (SO_RCVBUF is capped at it). The
+# suite sizes every server's UDP receive buffer to it and does not change it: on this machine
+# it is 4 MiB against a 208 KiB default (rmem_default), and a setting of the machine's is not
+# the suite's to raise.
+RMEM_MAX = Path("/proc/sys/net/core/rmem_max")
+
+
+def kernel_rmem_max() -> int | None:
+    try:
+        return int(RMEM_MAX.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class ReceiveBuffer:
+    """A server's UDP receive-buffer setting: its option's name (None: it has none), the bytes
+    given to it (None: not set), the kernel's rmem_max when it was chosen, and a note."""
+
+    option: str | None
+    bytes: int | None
+    rmem_max: int | None
+    note: str = ""
+
+    @classmethod
+    def sized_to_rmem_max(cls, option: str, note: str = "") -> ReceiveBuffer:
+        limit = kernel_rmem_max()
+        return cls(option, limit, limit, note)
+
+    @classmethod
+    def none(cls, note: str) -> ReceiveBuffer:
+        return cls(None, None, kernel_rmem_max(), note)
+
+    def record(self) -> dict:
+        return {"option": self.option, "bytes": self.bytes, "rmem_max": self.rmem_max,
+                "note": self.note}
+
+
 def address_family(host: str) -> socket.AddressFamily:
     """The socket family of an IPv4 or IPv6 address."""
     return socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -76,6 +115,8 @@ class DnsServer(ABC):
     zone_failed_line: ClassVar[re.Pattern[bytes] | None] = None
     # The generated configuration file, in the run directory.
     conf_path: Path
+    # Its UDP receive-buffer setting, as its configuration gives it (subclasses set it).
+    receive_buffer: ReceiveBuffer = ReceiveBuffer(None, None, None, "not the suite's server")
 
     def __init__(self, run_dir: Path, *, threads: int = 1, port: int | None = None,
                  env: Mapping[str, str] | None = None) -> None:

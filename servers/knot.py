@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from base.process import run_checked
-from servers.dnsserver import DnsServer
+from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
 
@@ -35,6 +35,9 @@ class Knot(DnsServer):
     def __init__(self, run_dir: Path, zone_dir: Path, *, threads: int = 1,
                  port: int | None = None) -> None:
         super().__init__(run_dir, threads=threads, port=port)
+        self.receive_buffer = ReceiveBuffer.none(
+            "Knot DNS 3.2 has no receive-buffer setting (knot.conf(5)); its sockets keep "
+            "the kernel's default, rmem_default")
         self.conf_path = self.run_dir / "knot.conf"
         self.socket_path = self.run_dir / "knot.sock"
         self.zone_count = 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from base.process import run_checked
 from servers import bindversion
-from servers.dnsserver import DnsServer
+from servers.dnsserver import DnsServer, ReceiveBuffer
 
 _KEY_NAME = "dlzbench-rndc"
 # A wrapper such as Valgrind makes named many times slower to start and to shut down (memcheck
@@ -59,6 +59,10 @@ class Named(DnsServer):
         self.start_timeout *= slowdown
         self.stop_timeout *= slowdown
         self.control_port = self.other_free_port()
+        # udp-receive-buffer (BIND 9.18 and 9.20; 0, the default, leaves the kernel's
+        # rmem_default, 212,992 bytes here): named's receive queues overflowed under
+        # open-loop load in the 2026-11-24 native sweep, so it is set, to rmem_max.
+        self.receive_buffer = ReceiveBuffer.sized_to_rmem_max("udp-receive-buffer")
         self.conf_path = self.run_dir / "named.conf"
         self.rndc_conf_path = self.run_dir / "rndc.conf"
         secret = base64.b64encode(secrets.token_bytes(32)).decode()
@@ -66,6 +70,10 @@ class Named(DnsServer):
         self.rndc_conf_path.write_text(self._rndc_conf(secret))
 
     # --- configuration ------------------------------------------------------------------------
+
+    def _receive_buffer_option(self) -> str:
+        size = self.receive_buffer.bytes
+        return "" if size is None else f"\tudp-receive-buffer {size};\n"
 
     def _key_clause(self, secret: str) -> str:
         return f'key "{_KEY_NAME}" {{\n\talgorithm hmac-sha256;\n\tsecret "{secret}";\n}};\n'
@@ -86,7 +94,7 @@ options {{
 \trecursing-file {_quote(d / "named.recursing")};
 \tlisten-on port {self.port} {{ 127.0.0.1; }};
 \tlisten-on-v6 {{ none; }};
-\trecursion no;
+{self._receive_buffer_option()}\trecursion no;
 \tnotify no;
 \tdnssec-validation no;
 \tallow-transfer {{ 127.0.0.1; ::1; }};

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from base.process import run_checked
-from servers.dnsserver import DnsServer
+from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
 
@@ -36,6 +36,10 @@ class Nsd(DnsServer):
     def __init__(self, run_dir: Path, zone_dir: Path, *, threads: int = 1,
                  port: int | None = None) -> None:
         super().__init__(run_dir, threads=threads, port=port)
+        # receive-buffer-size (NSD 4.6, which sets it with SO_RCVBUFFORCE; 0 is its own default):
+        # sized to rmem_max like named's udp-receive-buffer, so that every server gets the
+        # same buffer.
+        self.receive_buffer = ReceiveBuffer.sized_to_rmem_max("receive-buffer-size")
         self.conf_path = self.run_dir / "nsd.conf"
         self.conf_path.write_text(self._server_clause())
         with open(self.conf_path, "a", encoding="ascii") as out:
@@ -67,9 +71,13 @@ server:
   verbosity: 1
   rrl-ratelimit: 0
   rrl-whitelist-ratelimit: 0
-remote-control:
+{self._receive_buffer_option()}remote-control:
   control-enable: no
 """
+
+    def _receive_buffer_option(self) -> str:
+        size = self.receive_buffer.bytes
+        return "" if size is None else f"  receive-buffer-size: {size}\n"
 
     def _zone_clause(self, origin: Any, file: Path, index: int) -> str:
         return (f'zone:\n  name: "{strict_zone_name(origin)}"\n'

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from base.process import run_checked
-from servers.dnsserver import DnsServer
+from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
 
@@ -56,6 +56,9 @@ class Pdns(DnsServer):
                  connections: int = 1, port: int | None = None,
                  caches: Mapping[str, str] = CACHES_OFF) -> None:
         super().__init__(run_dir, threads=threads, port=port)
+        self.receive_buffer = ReceiveBuffer.none(
+            "PowerDNS Authoritative 4.7 has no receive-buffer setting (pdns_server --help); "
+            "its sockets keep the kernel's default, rmem_default")
         self.conf_path = self.run_dir / "pdns.conf"
         settings = {**self._own_settings(connections), **caches, **backend}
         self.conf_path.write_text(

@@ -1,8 +1,12 @@
 """`bench capacity` on the tiny profile: real named, real dnsperf and resperf, no timing asserted.
 
-Checks the sweep's shape (every step runs, offered targets increase, loss is counted and agrees
-with dnsperf's own report, resperf's output is parsed, the report and plots are written),
-bad step lists, and that Ctrl-C keeps the steps measured before it.
+Checks the sweep's shape (every step runs its repeats, offered targets increase, loss is counted
+and agrees with dnsperf's own report, drops are attributed per socket, the receive buffers are
+set and recorded, the open-loop latency points have their probes, resperf's output is parsed,
+the report and plots are written), bad step lists, and that Ctrl-C keeps the steps measured
+before it. Deterministic: the breaking point from synthetic step tables (a failing step below
+a passing one, 95% and 99%, "not offered"), per-socket drop attribution from synthetic
+/proc/net/udp text and fd links, the receive-buffer option in each server's configuration.
 """
 
 from __future__ import annotations
@@ -16,8 +20,31 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from bench.measure.capacity import latency_figures, parse_steps
+from bench.load.dnsperf import DnsperfRun
+from bench.measure.capacity import (
+    STEP_REPEATS,
+    STRICT,
+    UP_TO_THE_TASK,
+    BreakingPoint,
+    Curve,
+    SocketDrops,
+    Step,
+    attribute_drops,
+    breaking_point,
+    latency_figures,
+    levels_of,
+    parse_steps,
+    socket_inodes,
+    socket_receive_buffers,
+    sweep_order,
+    udp_socket_drops,
+)
 from bench.measure.results import load_results
+from servers.dnsserver import kernel_rmem_max
+from servers.knot import Knot
+from servers.named import Named
+from servers.nsd import Nsd
+from servers.pdns import Pdns
 from tests.benchcli import bench_env, interrupt_when, processes_under
 
 STEPS = (25.0, 100.0, 150.0)
@@ -45,12 +72,48 @@ def test_every_server_is_swept_at_every_step(sweep: Path) -> None:
     assert [(c.server, c.threads) for c in curves] == [("native", 1), ("memory", 1)]
     for curve in curves:
         assert curve.closed_loop_qps and curve.closed_loop_qps > 0
-        assert [s.percent for s in curve.steps] == list(STEPS)
-        targets = [s.target_qps for s in curve.steps]
+        assert [(s.repeat, s.percent) for s in curve.steps] == sweep_order(STEPS, STEP_REPEATS)
+        levels = curve.levels()
+        assert [v.percent for v in levels] == list(STEPS)
+        assert all(len(v.steps) == STEP_REPEATS for v in levels)
+        targets = [v.target_qps for v in levels]
         assert targets == sorted(targets) and len(set(targets)) == len(targets)
         assert all(t == pytest.approx(curve.closed_loop_qps * p / 100)
                    for t, p in zip(targets, STEPS, strict=True))
         assert curve.common_rate_step is not None and curve.common_rate_step.target_qps == 200
+
+
+def test_latency_points_are_open_loop_with_their_probes(sweep: Path) -> None:
+    results = load_results(sweep)
+    tiny_probes = 100
+    assert results.prober_floor is not None
+    for curve in results.capacity:
+        breaking = curve.breaking_point()
+        assert breaking, "a tiny zone set on loopback holds at least its lowest step"
+        assert [p.share for p in curve.latency_points] == [0.5, 0.9]
+        for point in (*[p.step for p in curve.latency_points], curve.common_rate_step):
+            assert point is not None and point.probes >= tiny_probes
+            assert "-Q" in point.run.argv
+        assert curve.latency_points[0].step.target_qps == pytest.approx(0.5 * breaking)
+
+
+def test_receive_buffers_are_set_and_recorded(sweep: Path) -> None:
+    rmem_max = kernel_rmem_max()
+    for curve in load_results(sweep).capacity:
+        record = curve.receive_buffer
+        assert record is not None and record["option"] == "udp-receive-buffer"
+        assert record["bytes"] == record["rmem_max"] == rmem_max
+        # The kernel holds twice what SO_RCVBUF was given: named applied the option.
+        assert record["socket_rcvbuf"] == [2 * rmem_max]
+        assert record["load_generator_bytes"] == rmem_max
+        for step in curve.steps:
+            assert "-b" in step.run.argv
+
+
+def test_dnsperf_is_the_roots_and_recorded(sweep: Path) -> None:
+    meta = load_results(sweep).meta
+    version = meta["dnsperf"].split()[1]
+    assert tuple(int(v) for v in version.split(".")[:2]) >= (2, 12), meta["dnsperf"]
 
 
 def test_loss_is_counted_from_what_was_sent(sweep: Path) -> None:
@@ -64,6 +127,11 @@ def test_loss_is_counted_from_what_was_sent(sweep: Path) -> None:
             assert 0 < step.answered_fraction <= 1
             assert step.probes > 0 and step.probes_lost <= step.probes
             assert step.udp_rcvbuf_errors is not None and step.udp_rcvbuf_errors >= 0
+            drops = step.socket_drops
+            assert drops is not None and drops.server >= 0 and drops.load_generator >= 0
+            assert drops.elsewhere is not None
+            assert drops.server + drops.load_generator + drops.elsewhere >= \
+                step.udp_rcvbuf_errors
             latency = step.latency_us
             assert latency["p50"] <= latency["p90"] <= latency["p99"] <= latency["max"]
 
@@ -80,6 +148,8 @@ def test_report_and_plots(sweep: Path) -> None:
     markdown = (sweep / "results.md").read_text()
     assert "## Capacity under offered load" in markdown
     assert "### memory, 1 thread(s)" in markdown and "breaking point 5% (QPS)" in markdown
+    assert "Latency at fixed offered loads (open loop)" in markdown
+    assert "udp-receive-buffer" in markdown
     for png in ("capacity-answered.png", "capacity-latency.png", "capacity-resperf.png",
                 "capacity-percentiles.png"):
         assert (sweep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
@@ -125,3 +195,133 @@ def _steps_saved(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return bool(curves) and bool(curves[0]["steps"])
+
+
+# --- deterministic: breaking points, "not offered", drops per socket, receive buffers --------
+
+def _step(percent: float, answered: float, *, offered: float = 1.0, repeat: int = 0) -> Step:
+    """A synthetic step at `percent` of a 1,000-QPS closed loop: `answered` of what was sent
+    answered, `offered` of the target sent."""
+    target = 10.0 * percent
+    return Step(percent=percent, target_qps=target, offered_qps=offered * target,
+                answered_qps=answered * offered * target, answered_fraction=answered, lost=0,
+                latency_us={}, slowest_us={}, probes=0, probes_lost=0, udp_rcvbuf_errors=0,
+                reply_mbit_s=0.0, burst=False, run=DnsperfRun(argv=[]), repeat=repeat)
+
+
+def _table(rows: list[tuple[float, float, float]]) -> list[Step]:
+    """(percent, answered in repeat 0, answered in repeat 1) -> both repeats' steps."""
+    return [_step(p, a, repeat=r) for p, *shares in rows for r, a in enumerate(shares)]
+
+
+# bdbhpt-t in capacity-quick-2026-11-24: its 110% step answered 73.0% and its 125% step held;
+# the old rule (the highest passing step) said 125%.
+BDBHPT_T = [(10, 1.0, 1.0), (25, 1.0, 1.0), (50, 1.0, 0.999), (75, 0.995, 0.993),
+            (90, 0.985, 0.99), (100, 0.97, 0.975), (110, 0.73, 0.74), (125, 0.96, 0.97),
+            (150, 0.6, 0.5)]
+
+
+def test_breaking_point_is_the_step_before_the_first_failure() -> None:
+    levels = levels_of(_table(BDBHPT_T))
+    assert breaking_point(levels, UP_TO_THE_TASK) == BreakingPoint(1000.0, 100, "lost")
+    # 99%: the 90% step's median (98.75%) is the first under it.
+    assert breaking_point(levels, STRICT) == BreakingPoint(750.0, 75, "lost")
+
+
+def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() -> None:
+    curve = Curve("bdbhpt-t", 1, 1, 1000.0, steps=_table(BDBHPT_T))
+    assert curve.breaking_point() == 1000.0
+    assert curve.breaking_point() < max(s.offered_qps for s in curve.steps
+                                        if s.answered_fraction >= UP_TO_THE_TASK)
+
+
+def test_a_failing_lowest_step_leaves_no_breaking_point() -> None:
+    levels = levels_of(_table([(10, 0.9, 0.9), (25, 1.0, 1.0)]))
+    assert breaking_point(levels) == BreakingPoint(None, None, "lost")
+
+
+def test_every_step_held_is_a_lower_bound() -> None:
+    point = breaking_point(levels_of(_table([(10, 1.0, 1.0), (50, 0.99, 0.98)])))
+    assert point == BreakingPoint(500.0, 50, "held every step") and point.lower_bound
+
+
+def test_repeats_give_the_median_and_spread() -> None:
+    (level,) = levels_of([_step(50, 0.99, repeat=1), _step(50, 0.90, repeat=0),
+                          _step(50, 0.96, repeat=2)])
+    assert [s.repeat for s in level.steps] == [0, 1, 2]
+    assert level.answered_fraction == 0.96 and level.spread == (0.90, 0.99)
+    assert level.outcome() == "held" and level.outcome(STRICT) == "lost"
+
+
+def test_a_step_the_load_generator_fell_short_on_is_not_offered_not_lost() -> None:
+    short = _step(150, 0.5, offered=0.81)
+    assert not short.offered and short.outcome() == "not offered"
+    assert _step(150, 0.5, offered=0.96).outcome() == "lost"
+    assert _step(150, 1.0, offered=0.95).outcome() == "held"
+    steps = [*_table([(50, 1.0, 1.0), (100, 0.99, 0.99)]),
+             _step(150, 0.5, offered=0.80), _step(150, 0.6, offered=0.82, repeat=1)]
+    point = breaking_point(levels_of(steps))
+    assert point == BreakingPoint(1000.0, 100, "not offered") and point.lower_bound
+
+
+def test_sweep_runs_up_then_down() -> None:
+    assert sweep_order((10.0, 50.0, 100.0), 2) == [
+        (0, 10.0), (0, 50.0), (0, 100.0), (1, 100.0), (1, 50.0), (1, 10.0)]
+
+
+UDP_HEADER = ("   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   "
+              "uid  timeout inode ref pointer drops")
+
+
+def _proc_net_udp(drops: dict[int, int]) -> str:
+    """/proc/net/udp's text with one socket per inode and its drop count."""
+    lines = [UDP_HEADER]
+    for n, (inode, dropped) in enumerate(drops.items()):
+        lines.append(f" {n:4d}: 0100007F:{6665 + n:04X} 00000000:0000 07 00000000:00000000 "
+                     f"00:00000000 00000000     0        0 {inode} 2 000000007d872405 "
+                     f"{dropped}")
+    return "\n".join(lines) + "\n"
+
+
+def test_drops_are_attributed_per_socket() -> None:
+    before = udp_socket_drops(_proc_net_udp({1001: 5, 1002: 0, 2001: 0, 555: 7}))
+    assert before == {1001: 5, 1002: 0, 2001: 0, 555: 7}
+    after = udp_socket_drops(_proc_net_udp({1001: 3874, 1002: 12, 2001: 40, 555: 9}))
+    server = socket_inodes(["/dev/null", "socket:[1001]", "pipe:[77]", "socket:[1002]",
+                            "anon_inode:[eventpoll]"])
+    client = socket_inodes(["socket:[2001]", "socket:[3001]"])  # 3001: closed, not in the table
+    assert server == {1001, 1002} and client == {2001, 3001}
+    drops = attribute_drops(before, after, server, client, machine=3930)
+    assert drops == SocketDrops(server=3869 + 12, load_generator=40, elsewhere=3930 - 3921)
+    # A socket opened during the step (dnsperf's) counts from zero.
+    assert attribute_drops({}, after, set(), {2001}, None) == SocketDrops(0, 40, None)
+
+
+def test_socket_receive_buffers_from_ss() -> None:
+    ss = """State  Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess
+UNCONN 0      0          127.0.0.1:23793      0.0.0.0:*    ino:2806777 sk:10 cgroup:/ <->
+\t skmem:(r0,rb8388608,t0,tb212992,f0,w0,o0,bl0,d0)
+UNCONN 0      0          127.0.0.1:26213      0.0.0.0:*    ino:2603995 sk:1028 cgroup:/ <->
+\t skmem:(r0,rb212992,t0,tb212992,f4096,w0,o0,bl0,d0)
+"""
+    assert socket_receive_buffers(ss, {2806777}) == [8388608]
+    assert socket_receive_buffers(ss, {2806777, 2603995}) == [8388608, 212992]
+
+
+def test_the_receive_buffer_option_is_in_each_servers_configuration(tmp_path: Path) -> None:
+    rmem_max = kernel_rmem_max()
+    assert rmem_max
+    named = Named(tmp_path / "named", "")
+    assert named.receive_buffer.option == "udp-receive-buffer"
+    assert named.receive_buffer.bytes == named.receive_buffer.rmem_max == rmem_max
+    assert f"\tudp-receive-buffer {rmem_max};" in named.conf_path.read_text()
+    zones = tmp_path / "zones"
+    zones.mkdir()
+    nsd = Nsd(tmp_path / "nsd", zones)
+    assert nsd.receive_buffer.record()["bytes"] == rmem_max
+    assert f"  receive-buffer-size: {rmem_max}\n" in nsd.conf_path.read_text()
+    # Knot DNS 3.2 and PowerDNS 4.7 have no such setting: recorded as none, with why.
+    for server in (Knot(tmp_path / "knot", zones), Pdns(tmp_path / "pdns", {"launch": "bind"})):
+        record = server.receive_buffer.record()
+        assert record["option"] is None and record["bytes"] is None
+        assert record["rmem_max"] == rmem_max and "no receive-buffer setting" in record["note"]

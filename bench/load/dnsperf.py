@@ -1,4 +1,10 @@
-"""Run dnsperf 2.10 (Debian's /usr/bin/dnsperf) and parse every figure of its report.
+"""Run dnsperf (Debian 13's 2.14, from the root `make deps` makes) and parse its report.
+
+dnsperf is Debian 13's, run in the Debian 13 root under .roots/trixie the way named 9.20 is
+(servers/bindversion.py: the root's /usr and /etc over the host's in a private mount
+namespace, every other path the host's), for every BIND: Debian 12's dnsperf 2.10 bursts to
+catch up after a stall under -Q (fixed in 2.12), and a fixed offered rate is what `capacity`
+measures at. resperf (bench/load/resperf.py), from the same package, runs the same way.
 
 Two ways to run it: `run_dnsperf` for one timed QPS run, and `start_background` for a load
 that holds the server at its maximum while something else (the latency prober) measures, and
@@ -21,11 +27,39 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.process import ManagedProcess, new_run_dir
+from servers import bindversion
 
 DNSPERF = "/usr/bin/dnsperf"
 TASKSET = "/usr/bin/taskset"
 # dnsperf's stdout is a file here, so stdio would hold "Sending queries" back until exit.
 STDBUF = ("/usr/bin/stdbuf", "-oL")
+# The root holding Debian 13's dnsperf (and named 9.20): the Makefile's bind-root target.
+ROOT = bindversion.BINDS["9.20"]
+_ROOT_STAMP = ".dlzbench-root"
+
+
+def in_root(argv: Sequence[str]) -> list[str]:
+    """argv (taskset, stdbuf, dnsperf or resperf, by their /usr paths) as run in the Debian 13
+    root. unshare and sh exec, so the process's pid is dnsperf's own (its CPU time, its
+    sockets)."""
+    if ROOT.root is None or not (ROOT.root / _ROOT_STAMP).is_file():
+        raise UserError(f"dnsperf 2.14 runs in the Debian 13 root {ROOT.root}, which is not "
+                        "made: run `make deps`")
+    return ROOT.command(argv, with_drivers=False)
+
+
+def version() -> str | None:
+    """dnsperf's version as it prints it with its usage text ("2.14.0"); None if it cannot
+    run."""
+    try:
+        done = subprocess.run(in_root([DNSPERF, "-h"]), capture_output=True, text=True,
+                              timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired, UserError):
+        return None
+    for line in (done.stdout + done.stderr).splitlines():
+        if line.startswith("Version"):
+            return line.split()[-1]
+    return None
 
 # dnsperf's `-D`: the DO bit on every query, in an EDNS0 OPT record advertising 4096 octets
 # (dnsperf's MAX_EDNS_PACKET); named 9.18 still answers within its max-udp-size, 1232.
@@ -136,13 +170,14 @@ def build_argv(server: str, port: int, query_file: Path, *, duration: float,
                clients: int = 1, queue_depth: int = 100, threads: int = 1,
                timeout: float = 5.0, cpu_list: str | None = None,
                extra: Sequence[str] = ()) -> list[str]:
-    """The dnsperf command line, under `taskset -c cpu_list` when pinned, line-buffered."""
+    """The dnsperf command line, under `taskset -c cpu_list` when pinned, line-buffered, in the
+    Debian 13 root."""
     argv = [DNSPERF, "-s", server, "-p", str(port), "-d", str(query_file),
             "-l", f"{duration:g}", "-c", str(clients), "-q", str(queue_depth),
             "-T", str(threads), "-t", f"{timeout:g}", "-O", _SUPPRESS, *extra]
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
-    return [*STDBUF, *argv]
+    return in_root([*STDBUF, *argv])
 
 
 def run_dnsperf(server: str, port: int, query_file: Path, *, duration: float,

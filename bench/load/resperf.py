@@ -1,4 +1,5 @@
-"""resperf (Debian's dnsperf package): one ramp of the offered rate, seed 004's method.
+"""resperf (Debian 13's dnsperf package, run in its root as dnsperf is): one ramp of the
+offered rate, seed 004's method.
 
 resperf raises its sending rate linearly from 0 to `max_qps` over `ramp_s` seconds and writes
 a plot-data file, one line per interval: time, target and actual rate, responses and failures
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.process import new_run_dir, run_checked
+from bench.load.dnsperf import in_root
 
 RESPERF = "/usr/bin/resperf"
 TASKSET = "/usr/bin/taskset"
@@ -78,6 +80,7 @@ def ramp(server: str, port: int, query_file: Path, *, max_qps: float, ramp_s: fl
             "-C", str(clients), "-t", f"{timeout_s:g}"]
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
+    argv = in_root(argv)
     try:
         out = run_checked(argv, "resperf", timeout=ramp_s + timeout_s + 60)
         return parse(out, plot.read_text() if plot.exists() else "", argv)

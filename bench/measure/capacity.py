@@ -1,33 +1,47 @@
 """Capacity under offered load: an open-loop sweep around each server's closed-loop maximum.
 
 The closed-loop maximum (dnsperf keeping its queue full, as `run` measures QPS) is 100%. Then
-dnsperf offers fixed rates (`-Q`) at steps across and past it, and per step we record what was
-offered and answered, the loss, the rcodes, reply traffic and latency percentiles. Seed 001
-(NLnet Labs, ../shared/seeds/001_f1f5b6aa78e65a04.txt) calls a server up to the task below 5%
-loss; seed 002 (ISC) reports the "breaking point". resperf's ramp (seed 004) runs beside it.
+dnsperf (Debian 13's 2.14, bench/load/dnsperf.py) offers fixed rates (`-Q`) at steps across
+and past it, every step STEP_REPEATS times, and per step we record what was offered and
+answered, the loss, the rcodes, reply traffic, latency percentiles, and which sockets dropped
+datagrams (the server's or the load generator's, from /proc/net/udp). Seed 001 (NLnet Labs,
+../shared/seeds/001_f1f5b6aa78e65a04.txt) calls a server up to the task below 5% loss; seed
+002 (ISC) reports the "breaking point": here the last step before the first one under 95%
+(and 99%) answered, never a higher step that held after a lower one failed. A step whose
+offered rate fell under 95% of its target is "not offered": the load generator, not the
+server, fell short, and the sweep says so rather than count it as lost. resperf's ramp (seed
+004) runs beside it. Then latency at fixed offered loads: at 50% and 90% of the server's own
+breaking point and at one common rate, each from at least the profile's probe count,
+measured open loop (the prober sends on a fixed schedule beside dnsperf's -Q load).
 
-Debian 12's dnsperf 2.10 has three known limits, handled here rather than ignored:
-- its -Q limiter bursts to catch up after a server stall (fixed in 2.12): every step records
-  dnsperf's per-second response counts (-S 1) and is flagged when a second exceeds the target
-  by more than BURST_TOLERANCE, and the rate actually offered (sent / run time) is recorded
-  beside the target;
-- it has no latency histogram, and its -v per-query lines cost it so much CPU that it could
-  not offer more than ~28k queries/s here (native BIND answers over 80k): latency comes from
-  the prober running beside dnsperf for the whole step (one query at a time, each from a
-  socket of its own so that every named worker is sampled);
-- it leaves timed-out queries out of its latency: here every lost probe counts as a latency
-  of the timeout in every percentile (as DNS Shotgun does), so a server does not look fast by
-  losing its slowest queries.
+Limits handled here rather than ignored:
+- a -Q limiter that bursts to catch up after a stall (dnsperf 2.10's; 2.12 fixed it): every
+  step still records dnsperf's per-second response counts (-S 1) and is flagged when a second
+  exceeds the target by more than BURST_TOLERANCE;
+- dnsperf's -v per-query lines cost it so much CPU that it could not offer more than ~28k
+  queries/s here (native BIND answers over 80k): latency comes from the prober running
+  beside dnsperf for the whole step (each query from a socket of its own so that every
+  named worker is sampled);
+- dnsperf leaves timed-out queries out of its latency: here every lost probe counts as a
+  latency of the timeout in every percentile (as DNS Shotgun does), so a server does not look
+  fast by losing its slowest queries.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import statistics
+import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from base.errors import UserError
 from bench.load import dnsperf, resperf
 from bench.load.prober import LatencyStats
+from servers.dnsserver import kernel_rmem_max
 
 # The offered rates, in % of the closed-loop maximum (the issue's and seed 001's range).
 DEFAULT_STEPS = (10.0, 25.0, 50.0, 75.0, 90.0, 100.0, 110.0, 125.0, 150.0)
@@ -36,6 +50,14 @@ UP_TO_THE_TASK = 0.95
 STRICT = 0.99
 # A second of responses above target x (1 + this) is a burst of dnsperf's limiter.
 BURST_TOLERANCE = 0.10
+# A step that offered less than this share of its target rate (prober included) is "not
+# offered": in the 2026-11-24 native sweep dnsperf 2.10 offered 81k/68k/59k against 92k, 104k
+# and 125k targets while using 0.85-0.93 of its core, and those steps' losses were counted
+# against named.
+OFFERED_SHARE = 0.95
+# Each offered load is measured this many times (the sweep runs up, then down, so that drift
+# over the sweep lands on both sides), and reported as the median with its spread.
+STEP_REPEATS = 2
 # Latency percentiles of every step, and the "slowest percentiles" of the log-percentile plot.
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 SLOWEST = (100.0, 50.0, 20.0, 10.0, 5.0, 2.0, 1.0, 0.5, 0.2, 0.1)
@@ -58,11 +80,39 @@ def outstanding_for(target_qps: float) -> int:
 PROBE_SHARE = 0.05
 MIN_PROBE_QPS, MAX_PROBE_QPS = 10.0, 1000.0
 MAX_PROBES = 1000000
+# At the loaded-latency points the prober takes a larger share (10%: 100 probes/s at 1,000
+# QPS), so that the profile's probe count (quick: 1,000) takes seconds, not minutes; each
+# point lasts until it has them (at least the profile's step time).
+LATENCY_PROBE_SHARE = 0.10
+# The loaded-latency points: shares of the server's own 95% breaking point.
+LATENCY_SHARES = (0.5, 0.9)
 
 
-def probe_rate(target_qps: float) -> float:
+def probe_rate(target_qps: float, share: float = PROBE_SHARE) -> float:
     """Queries per second the prober sends during a step at target_qps."""
-    return min(MAX_PROBE_QPS, max(MIN_PROBE_QPS, PROBE_SHARE * target_qps))
+    return min(MAX_PROBE_QPS, max(MIN_PROBE_QPS, share * target_qps))
+
+
+def latency_point_seconds(target_qps: float, probes: int, step_s: float) -> float:
+    """How long a loaded-latency point runs: until the prober has sent `probes` queries at
+    its rate, and at least a step's time."""
+    return max(step_s, probes / probe_rate(target_qps, LATENCY_PROBE_SHARE))
+
+
+def sweep_order(steps: tuple[float, ...], repeats: int) -> list[tuple[int, float]]:
+    """(repeat, step) in the order measured: up the steps, then down, and so on, so that a
+    drift of the machine over the sweep lands on both sides of every step."""
+    order = []
+    for repeat in range(repeats):
+        order += [(repeat, s) for s in (steps if repeat % 2 == 0 else reversed(steps))]
+    return order
+
+
+def load_generator_buffer() -> int:
+    """dnsperf's socket buffers (-b), in bytes: the kernel's rmem_max, as each server's
+    receive buffer is sized (servers/dnsserver.py), so that the load generator's sockets do
+    not overflow first; 0 when rmem_max is unreadable (dnsperf's own default then)."""
+    return kernel_rmem_max() or 0
 
 
 def parse_steps(text: str) -> tuple[float, ...]:
@@ -98,15 +148,126 @@ class Step:
     reply_mbit_s: float           # response octets per second, as seed 002 reports it
     burst: bool                   # a second of responses above the target (dnsperf 2.10)
     run: dnsperf.DnsperfRun       # dnsperf's own report (per-query lines left out)
+    repeat: int = 0               # which of the STEP_REPEATS measurements of this load
+    # The drops above per socket: the server's, the load generator's, and the rest.
+    socket_drops: SocketDrops | None = None
+
+    @property
+    def offered(self) -> bool:
+        """The load generator put at least OFFERED_SHARE of the target on the server."""
+        return self.offered_qps >= OFFERED_SHARE * self.target_qps
+
+    def outcome(self, answered: float = UP_TO_THE_TASK) -> str:
+        """"not offered", "held" (at least `answered` of what was sent answered) or "lost"."""
+        if not self.offered:
+            return "not offered"
+        return "held" if self.answered_fraction >= answered else "lost"
 
     def to_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(self).items() if k != "run"},
+        return {**{k: v for k, v in asdict(self).items() if k not in ("run", "socket_drops")},
+                "socket_drops": None if self.socket_drops is None else
+                asdict(self.socket_drops),
                 "run": self.run.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> Step:
+        drops = data.get("socket_drops")
         return cls(**{"udp_rcvbuf_errors": None, **data,
+                      "socket_drops": None if drops is None else SocketDrops(**drops),
                       "run": dnsperf.DnsperfRun.from_dict(data["run"])})
+
+
+@dataclass
+class Level:
+    """One offered load (a % of the closed-loop maximum) and its repeated steps."""
+
+    percent: float
+    steps: list[Step]
+
+    @property
+    def target_qps(self) -> float:
+        return self.steps[0].target_qps
+
+    @property
+    def offered_qps(self) -> float:
+        return statistics.median(s.offered_qps for s in self.steps)
+
+    @property
+    def offered(self) -> bool:
+        """Judged on the median offered rate: a level is not offered when most of its
+        repeats were not."""
+        return self.offered_qps >= OFFERED_SHARE * self.target_qps
+
+    @property
+    def answered_fraction(self) -> float:
+        """The median answered share of the repeats."""
+        return statistics.median(s.answered_fraction for s in self.steps)
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        """The lowest and highest answered share of the repeats."""
+        shares = [s.answered_fraction for s in self.steps]
+        return min(shares), max(shares)
+
+    def outcome(self, answered: float = UP_TO_THE_TASK) -> str:
+        if not self.offered:
+            return "not offered"
+        return "held" if self.answered_fraction >= answered else "lost"
+
+
+def levels_of(steps: Iterable[Step]) -> list[Level]:
+    """The steps grouped by offered load, lowest first (the common-rate step left out)."""
+    by_percent: dict[float, list[Step]] = {}
+    for step in steps:
+        if step.percent is not None:
+            by_percent.setdefault(step.percent, []).append(step)
+    return [Level(p, sorted(by_percent[p], key=lambda s: s.repeat)) for p in sorted(by_percent)]
+
+
+@dataclass(frozen=True)
+class BreakingPoint:
+    """The last load before the first that failed: its offered rate (None when the lowest
+    load already failed), its % of the closed-loop maximum, and what ended the walk up the
+    loads: "lost" (the next load answered under the share), "not offered" (the next load was
+    not offered: the load generator's limit, so the server's is at least this), or "held
+    every step" (also only a lower bound)."""
+
+    qps: float | None
+    percent: float | None
+    ended_by: str
+
+    @property
+    def lower_bound(self) -> bool:
+        return self.ended_by in ("not offered", "held every step")
+
+
+def breaking_point(levels: list[Level], answered: float = UP_TO_THE_TASK) -> BreakingPoint:
+    """Walk the loads upwards; stop at the first that did not hold."""
+    last: Level | None = None
+    for level in levels:
+        outcome = level.outcome(answered)
+        if outcome != "held":
+            return BreakingPoint(None if last is None else last.offered_qps,
+                                 None if last is None else last.percent, outcome)
+        last = level
+    if last is None:
+        return BreakingPoint(None, None, "no steps")
+    return BreakingPoint(last.offered_qps, last.percent, "held every step")
+
+
+@dataclass
+class LatencyPoint:
+    """Latency at one fixed offered load: `share` of the server's own 95% breaking point."""
+
+    share: float
+    step: Step
+
+    def to_dict(self) -> dict:
+        return {"share": self.share, "step": self.step.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> LatencyPoint:
+        return cls(data["share"], Step.from_dict(data["step"]))
 
 
 @dataclass
@@ -121,11 +282,21 @@ class Curve:
     common_rate_step: Step | None = None
     resperf: resperf.ResperfRun | None = None
     error: str | None = None
+    # Latency at LATENCY_SHARES of the breaking point (the common rate is common_rate_step).
+    latency_points: list[LatencyPoint] = field(default_factory=list)
+    # The server's receive-buffer setting and what its sockets got (ReceiveBuffer.record()).
+    receive_buffer: dict | None = None
+
+    def levels(self) -> list[Level]:
+        return levels_of(self.steps)
+
+    def breaking(self, answered: float = UP_TO_THE_TASK) -> BreakingPoint:
+        return breaking_point(self.levels(), answered)
 
     def breaking_point(self, answered: float = UP_TO_THE_TASK) -> float | None:
-        """The highest offered rate with at least `answered` of its queries answered."""
-        held = [s.offered_qps for s in self.steps if s.answered_fraction >= answered]
-        return max(held) if held else None
+        """The offered rate of the last load before the first that answered under
+        `answered` (or was not offered)."""
+        return self.breaking(answered).qps
 
     def step_near(self, qps: float | None) -> Step | None:
         """The measured step whose offered rate is closest to qps."""
@@ -140,7 +311,9 @@ class Curve:
                 "common_rate_step": (None if self.common_rate_step is None
                                      else self.common_rate_step.to_dict()),
                 "resperf": None if self.resperf is None else self.resperf.to_dict(),
-                "error": self.error}
+                "error": self.error,
+                "latency_points": [p.to_dict() for p in self.latency_points],
+                "receive_buffer": self.receive_buffer}
 
     @classmethod
     def from_dict(cls, data: dict) -> Curve:
@@ -152,6 +325,7 @@ class Curve:
         d["common_rate_step"] = None if common is None else Step.from_dict(common)
         ramp = d.get("resperf")
         d["resperf"] = None if ramp is None else resperf.ResperfRun.from_dict(ramp)
+        d["latency_points"] = [LatencyPoint.from_dict(p) for p in d.get("latency_points", [])]
         return cls(**d)
 
 
@@ -178,7 +352,8 @@ def nearest_rank_f(ordered: list[float], percent: float) -> float:
 
 
 def step_from_run(percent: float | None, target: float, run: dnsperf.DnsperfRun,
-                  probes: LatencyStats, timeout_s: float, rcvbuf_errors: int | None) -> Step:
+                  probes: LatencyStats, timeout_s: float, rcvbuf_errors: int | None,
+                  socket_drops: SocketDrops | None = None, repeat: int = 0) -> Step:
     seconds = run.run_time_s or 1.0
     percentiles, slowest = latency_figures([ns / 1e9 for ns in probes.samples_ns],
                                            probes.lost, timeout_s)
@@ -194,4 +369,140 @@ def step_from_run(percent: float | None, target: float, run: dnsperf.DnsperfRun,
                 probes=probes.count + probes.lost, probes_lost=probes.lost,
                 udp_rcvbuf_errors=rcvbuf_errors,
                 reply_mbit_s=run.response_bytes * 8 * run.queries_completed / seconds / 1e6,
-                burst=any(q > target * (1 + BURST_TOLERANCE) for q in full), run=run)
+                burst=any(q > target * (1 + BURST_TOLERANCE) for q in full), run=run,
+                repeat=repeat, socket_drops=socket_drops)
+
+
+# --- where datagrams were dropped: per socket, from /proc/net/udp ---------------------------
+# The kernel's UdpRcvbufErrors counter is machine-wide: in the 2026-11-24 native sweep it
+# equalled dnsperf's plus the prober's losses, but it cannot say whose receive queue was
+# full. /proc/net/udp's last column counts drops per socket; /proc/PID/fd maps a socket's
+# inode to its process.
+
+_SOCKET_LINK = re.compile(r"^socket:\[(\d+)\]$")
+
+
+@dataclass
+class SocketDrops:
+    """Datagrams dropped during a step: at the server's sockets, at the load generator's
+    (dnsperf's), and elsewhere (the machine-wide count less those two: the prober's
+    one-query sockets, and any other process on the machine)."""
+
+    server: int
+    load_generator: int
+    elsewhere: int | None  # None: the machine-wide counter was unreadable
+
+
+def udp_socket_drops(text: str) -> dict[int, int]:
+    """/proc/net/udp (or udp6) text -> {socket inode: datagrams dropped}."""
+    drops = {}
+    for line in text.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 13 and fields[9].isdigit():
+            drops[int(fields[9])] = int(fields[12])
+    return drops
+
+
+def socket_inodes(fd_targets: Iterable[str]) -> set[int]:
+    """readlink values of /proc/PID/fd entries -> the inodes of those that are sockets."""
+    found = set()
+    for target in fd_targets:
+        match = _SOCKET_LINK.match(target)
+        if match:
+            found.add(int(match.group(1)))
+    return found
+
+
+def process_socket_inodes(pids: Iterable[int]) -> set[int]:
+    """The socket inodes the processes hold open (a process gone meanwhile holds none)."""
+    targets = []
+    for pid in pids:
+        fd_dir = Path(f"/proc/{pid}/fd")
+        try:
+            names = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                targets.append(os.readlink(fd_dir / name))
+            except OSError:
+                continue
+    return socket_inodes(targets)
+
+
+def read_udp_socket_drops() -> dict[int, int]:
+    """Every UDP socket's drop count on this machine (IPv4 and IPv6)."""
+    drops: dict[int, int] = {}
+    for table in ("/proc/net/udp", "/proc/net/udp6"):
+        try:
+            drops.update(udp_socket_drops(Path(table).read_text()))
+        except OSError:
+            continue
+    return drops
+
+
+def attribute_drops(before: dict[int, int], after: dict[int, int], server: set[int],
+                    load_generator: set[int], machine: int | None) -> SocketDrops:
+    """Drops between two readings, summed over the server's sockets and the load generator's;
+    a socket absent before counts from zero (it was opened during the step)."""
+    def grown(inodes: set[int]) -> int:
+        return sum(after[i] - before.get(i, 0) for i in inodes if i in after)
+
+    at_server, at_client = grown(server), grown(load_generator - server)
+    elsewhere = None if machine is None else max(0, machine - at_server - at_client)
+    return SocketDrops(at_server, at_client, elsewhere)
+
+
+class SocketWatch:
+    """Reads the drop counts of a process's UDP sockets every INTERVAL_S while it runs, in a
+    thread: dnsperf closes its sockets when it exits, and with them their counts. Drops in
+    its last interval are missed here (and counted "elsewhere")."""
+
+    INTERVAL_S = 0.1
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.inodes: set[int] = set()
+        self.last: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while True:
+            self.sample()
+            if self._stop.wait(self.INTERVAL_S):
+                return
+
+    def sample(self) -> None:
+        inodes = process_socket_inodes([self.pid])
+        drops = read_udp_socket_drops()
+        self.inodes |= inodes
+        self.last.update({i: drops[i] for i in inodes if i in drops})
+
+    def __enter__(self) -> SocketWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+_SS_SOCKET = re.compile(r"\bino:(\d+)\b")
+_SS_RCVBUF = re.compile(r"\brb(\d+)\b")
+
+
+def socket_receive_buffers(ss_text: str, inodes: set[int]) -> list[int]:
+    """`ss -uanme` text -> the receive buffer (bytes, as the kernel holds it: twice what
+    SO_RCVBUF was given) of each socket among `inodes`."""
+    buffers = []
+    inode = None
+    for line in ss_text.splitlines():
+        found = _SS_SOCKET.search(line)
+        if found:
+            inode = int(found.group(1))
+        size = _SS_RCVBUF.search(line)
+        if size and inode in inodes:
+            buffers.append(int(size.group(1)))
+            inode = None
+    return buffers

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from bench.load import dnsperf
 from servers import bindversion
 
 NOT_INSTALLED = "not installed"
@@ -72,16 +73,15 @@ def package_version(package: str) -> str:
 
 
 def dnsperf_version() -> str:
-    """dnsperf prints its version only with its usage text: take the "Version" line."""
-    try:
-        done = subprocess.run(["/usr/bin/dnsperf", "-h"], capture_output=True, text=True,
-                              timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+    """The dnsperf every run uses: Debian 13's, in the root the Makefile makes
+    (bench/load/dnsperf.py), with its Debian package version read from that root."""
+    found = dnsperf.version()
+    if found is None:
         return NOT_INSTALLED
-    for line in (done.stdout + done.stderr).splitlines():
-        if line.startswith("Version"):
-            return f"dnsperf {line.split()[-1]} (Debian {package_version('dnsperf')})"
-    return UNKNOWN
+    root = dnsperf.ROOT.root
+    package = command_output(["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W",
+                              "-f=${Version}", "dnsperf"])
+    return f"dnsperf {found} (Debian {package}, in {root.name if root else UNKNOWN})"
 
 
 def cpu_description() -> dict[str, object]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -370,6 +371,10 @@ class Runner:
         return accounting.us_per_query(sum(r.cpu_s or 0.0 for r in cell.qps_runs), answered)
 
     def loaded_latency(self, m: Measuring) -> None:
+        """Closed loop: the prober beside dnsperf keeping its queue full. The latency this
+        gives is about dnsperf's outstanding queries divided by the QPS (pg, 2026-11-24: 11.2
+        ms predicted, 10.7 measured), a restatement of QPS; latency at fixed offered loads is
+        `capacity`'s (latency_points)."""
         with dnsperf.start_background(m.named.host, m.named.port, self.setup.query_file,
                                       **self._dnsperf_options(m.named)) as load:
             load.wait_sending(timeout=30)
@@ -377,48 +382,90 @@ class Runner:
             m.cell.loaded_run = load.stop()
 
     def capacity_sweep(self, m: Measuring) -> None:
-        """Offered-load steps around the closed-loop maximum (the QPS phase's median), the
-        common rate, and resperf's ramp; saved after every step (Ctrl-C keeps them)."""
+        """Offered-load steps around the closed-loop maximum (the QPS phase's median), each
+        STEP_REPEATS times (up, then down), latency at fixed offered loads, and resperf's
+        ramp; saved after every step (Ctrl-C keeps them)."""
         closed = m.cell.qps.median
-        curve = capacity.Curve(m.cell.server, m.cell.threads, m.cell.connections, closed)
+        curve = capacity.Curve(m.cell.server, m.cell.threads, m.cell.connections, closed,
+                               receive_buffer=self.receive_buffer_record(m.named))
         self.results.capacity.append(curve)
         if not closed:
             curve.error = "no closed-loop maximum to step around"
             return
-        for percent in self.setup.steps:
-            curve.steps.append(self.offered_step(m.named, percent, closed * percent / 100))
+        for repeat, percent in capacity.sweep_order(self.setup.steps, capacity.STEP_REPEATS):
+            curve.steps.append(self.offered_step(m.named, percent, closed * percent / 100,
+                                                 repeat=repeat))
             save_results(self.results, self.setup.out_dir)
-        if self.setup.common_rate:
-            curve.common_rate_step = self.offered_step(m.named, None, self.setup.common_rate)
+        self.latency_points(m, curve)
         curve.resperf = resperf.ramp(
             m.named.host, m.named.port, self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
             clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
         save_results(self.results, self.setup.out_dir)
 
-    def offered_step(self, named: DnsServer, percent: float | None, target: float) -> capacity.Step:
-        """dnsperf held at `target` queries per second for one step, the prober measuring
-        latency beside it (one socket per probe, so every worker is sampled)."""
+    def latency_points(self, m: Measuring, curve: capacity.Curve) -> None:
+        """Open-loop latency at LATENCY_SHARES of the server's own 95% breaking point and at
+        the common rate, each point held until the prober has the profile's probe count."""
+        breaking = curve.breaking_point()
+        for share in capacity.LATENCY_SHARES if breaking else ():
+            curve.latency_points.append(
+                capacity.LatencyPoint(share, self.latency_step(m.named, share * breaking)))
+            save_results(self.results, self.setup.out_dir)
+        if self.setup.common_rate:
+            curve.common_rate_step = self.latency_step(m.named, self.setup.common_rate)
+
+    def latency_step(self, named: DnsServer, target: float) -> capacity.Step:
+        seconds = capacity.latency_point_seconds(target, self.profile.probes,
+                                                 self.profile.step_s)
+        return self.offered_step(named, None, target, seconds=seconds,
+                                 probe_share=capacity.LATENCY_PROBE_SHARE)
+
+    @staticmethod
+    def receive_buffer_record(named: DnsServer) -> dict:
+        """The server's receive-buffer setting, the buffer its sockets got (as the kernel
+        holds it: twice what SO_RCVBUF was given), and the load generator's (dnsperf -b)."""
+        record = named.receive_buffer.record()
+        ss = subprocess.run(["ss", "-uanme"], capture_output=True, text=True, check=False)
+        got = capacity.socket_receive_buffers(
+            ss.stdout, capacity.process_socket_inodes(named.pids()))
+        record["socket_rcvbuf"] = sorted(set(got))
+        record["load_generator_bytes"] = capacity.load_generator_buffer()
+        return record
+
+    def offered_step(self, named: DnsServer, percent: float | None, target: float, *,
+                     repeat: int = 0, seconds: float | None = None,
+                     probe_share: float = capacity.PROBE_SHARE) -> capacity.Step:
+        """dnsperf held at `target` queries per second for one step (the profile's step time
+        unless `seconds`), the prober measuring latency beside it, open loop (one socket
+        per probe, so every worker is sampled); the datagrams dropped, per socket."""
         time.sleep(1.0)  # a backlog left by an overloaded step drains first
-        seconds = self.profile.step_s
-        probing = capacity.probe_rate(target)
+        seconds = seconds or self.profile.step_s
+        probing = capacity.probe_rate(target, probe_share)
+        server_sockets = capacity.process_socket_inodes(named.pids())
+        sockets_before = capacity.read_udp_socket_drops()
         drops_before = accounting.udp_receive_buffer_errors()
+        buffer_kb = capacity.load_generator_buffer() // 1024
         with dnsperf.start_background(
                 named.host, named.port, self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus,
-                extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1"]) as load:
+                extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1",
+                       *(["-b", str(buffer_kb)] if buffer_kb else [])]) as load, \
+                capacity.SocketWatch(load.pid) as watch:
             probes = prober.probe(named.host, named.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
-                                  interval=1 / probing)
+                                  interval=1 / probing, open_loop=True)
             run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
         drops_after = accounting.udp_receive_buffer_errors()
+        sockets_after = {**capacity.read_udp_socket_drops(), **watch.last}
         drops = (None if drops_before is None or drops_after is None
                  else drops_after - drops_before)
+        per_socket = capacity.attribute_drops(sockets_before, sockets_after, server_sockets,
+                                              watch.inodes, drops)
         return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
-                                      drops)
+                                      drops, per_socket, repeat)
 
     # --- a server the suite did not start (--target) ----------------------------------------
 
@@ -532,8 +579,10 @@ PHASES: tuple[Phase, ...] = (
     Phase("update visibility", lambda p: 1.0, Runner.update_visibility),
 )
 
-CAPACITY_SWEEP = Phase("capacity sweep", lambda p: (len(capacity.DEFAULT_STEPS) + 1)
-                       * (p.step_s + 1.5) + p.resperf_ramp_s + 2, Runner.capacity_sweep)
+CAPACITY_SWEEP = Phase("capacity sweep", lambda p: len(capacity.DEFAULT_STEPS)
+                       * capacity.STEP_REPEATS * (p.step_s + 1.5)
+                       + (len(capacity.LATENCY_SHARES) + 1) * (p.step_s + 3)
+                       + p.resperf_ramp_s + 2, Runner.capacity_sweep)
 # `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
 CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
 

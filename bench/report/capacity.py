@@ -1,9 +1,11 @@
 """The capacity sections of results.md and their plots (bench/measure/capacity.py's curves).
 
-Tables: one row per server and thread count (breaking points, latency at fixed shares of each
-server's own breaking point and at one absolute rate, reply traffic, resperf's maximum); then
-seed 001's layout (NLnet Labs, ../shared/seeds/001_f1f5b6aa78e65a04.txt) for each server: the
-offered rate, the share answered and the rate as a multiple of native BIND's breaking point.
+Tables: one row per server and thread count (breaking points, reply traffic, resperf's
+maximum, the receive buffer); open-loop latency at fixed shares of each server's own breaking
+point and at one absolute rate, with the prober's floor; then seed 001's layout (NLnet Labs,
+../shared/seeds/001_f1f5b6aa78e65a04.txt) for each server and offered load: the share
+answered with its spread over the repeats, "not offered" where the load generator fell short,
+the drops per socket, and the rate as a multiple of native BIND's breaking point.
 """
 
 from __future__ import annotations
@@ -11,7 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.measure.capacity import SLOWEST, STRICT, UP_TO_THE_TASK, Curve, Step
+from bench.measure.capacity import (
+    LATENCY_SHARES,
+    OFFERED_SHARE,
+    SLOWEST,
+    STEP_REPEATS,
+    STRICT,
+    UP_TO_THE_TASK,
+    BreakingPoint,
+    Curve,
+    Step,
+)
 from bench.measure.results import Results
 from bench.report.format import NONE, fmt_number, legend_or_note, save_figure
 from servers import REFERENCE, report_order
@@ -32,46 +44,73 @@ def _reference_breaking_point(results: Results, threads: int) -> float | None:
     return None
 
 
+def _breaking(point: BreakingPoint) -> str:
+    """The breaking point's rate; ">= N" when the walk ended without a failing step (the
+    load generator's limit, or every step held): the server's own is at least that."""
+    if point.qps is None:
+        return NONE
+    return (">= " if point.lower_bound else "") + fmt_number(point.qps, 0)
+
+
+def _latencies(step: Step | None) -> str:
+    if step is None:
+        return NONE
+    return " / ".join(_p(step, key) for key in ("p50", "p99", "p99.9"))
+
+
+def _receive_buffer(curve: Curve) -> str:
+    record = curve.receive_buffer or {}
+    option, size = record.get("option"), record.get("bytes")
+    if option is None:
+        return "no setting"
+    return f"{option} {fmt_number(size, 0)}"
+
+
 def render_capacity(results: Results) -> list[str]:
     if not results.capacity:
         return []
     common = results.meta.get("capacity", {}).get("common_rate_qps")
     lines = ["## Capacity under offered load", "",
              "dnsperf offers fixed rates (`-Q`) in steps of each server's closed-loop maximum "
-             "(the QPS of `run`); the prober runs beside it (paced, part of the offered load) "
-             "and every query it lost counts at the timeout (1 s) in every percentile. "
-             f"**Breaking point**: the highest offered rate with at least {UP_TO_THE_TASK:.0%} "
-             f"of queries answered (seed 001's criterion), and with at least {STRICT:.0%}. "
-             "p99 at 50% / 90% load: the step nearest to that share of the server's own "
-             "breaking point. Mbit/s: reply traffic at the breaking point (seed 002). resperf: "
-             "its own maximum throughput over one ramp to 1.5x the closed-loop maximum "
-             "(seed 004). A step whose responses in some second exceeded its target by more "
-             "than 10% is marked burst (dnsperf 2.10's limiter catching up after a stall).", ""]
+             f"(the QPS of `run`), each step {STEP_REPEATS} times (up the steps, then down); "
+             "the prober runs beside it (open loop, part of the offered load) and every query "
+             "it lost counts at the timeout (1 s) in every percentile. "
+             f"**Breaking point**: the last step before the first whose median answered share "
+             f"is under {UP_TO_THE_TASK:.0%} (seed 001's criterion), and under {STRICT:.0%}; "
+             "a higher step that held after a failing one does not count. A step that offered "
+             f"under {OFFERED_SHARE:.0%} of its target is **not offered** (the load "
+             "generator's limit, not the server's) and ends the walk too: its breaking point "
+             "is printed \">= N\", as is one whose every step held. Mbit/s: reply traffic at "
+             "the breaking point (seed 002). resperf: its own maximum throughput over one "
+             "ramp to 1.5x the closed-loop maximum (seed 004). A step whose responses in some "
+             "second exceeded its target by more than 10% is counted in bursts. Receive "
+             "buffer: the server's UDP receive-buffer setting (sized to the kernel's "
+             "net.core.rmem_max); a server with no such setting keeps the kernel's default.",
+             ""]
     header = ["server", "threads", "closed loop (QPS)", "breaking point 5% (QPS)",
-              "% of closed loop", "breaking point 1% (QPS)", "p99 at 50% (us)",
-              "p99 at 90% (us)", f"p50 / p99 at {fmt_number(common, 0)} QPS (us)",
-              "Mbit/s at breaking point", "resperf max (QPS)", "bursts"]
-    lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+              "% of closed loop", "breaking point 1% (QPS)", "Mbit/s at breaking point",
+              "resperf max (QPS)", "bursts", "receive buffer"]
+    lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 2) + "---|"]
     notes = []
     for curve in _curves(results):
-        bp = curve.breaking_point()
+        point = curve.breaking()
+        bp = point.qps
         closed = curve.closed_loop_qps
         share = None if bp is None or not closed else 100 * bp / closed
         at_bp = curve.step_near(bp)
-        common_step = curve.common_rate_step
         ramp = curve.resperf
         bursts = sum(s.burst for s in curve.steps)
         row = [curve.server, str(curve.threads), fmt_number(curve.closed_loop_qps, 0),
-               fmt_number(bp, 0),
-               fmt_number(share, 1), fmt_number(curve.breaking_point(STRICT), 0),
-               _p(curve.step_near(None if bp is None else 0.5 * bp), "p99"),
-               _p(curve.step_near(None if bp is None else 0.9 * bp), "p99"),
-               NONE if common_step is None else
-               f"{_p(common_step, 'p50')} / {_p(common_step, 'p99')}",
+               _breaking(point), fmt_number(share, 1), _breaking(curve.breaking(STRICT)),
                NONE if at_bp is None else fmt_number(at_bp.reply_mbit_s, 1),
-               NONE if ramp is None else fmt_number(ramp.max_qps, 0), str(bursts)]
+               NONE if ramp is None else fmt_number(ramp.max_qps, 0), str(bursts),
+               _receive_buffer(curve)]
         lines.append("| " + " | ".join(row) + " |")
-        if share is not None and not 90 <= share <= 110:
+        if point.ended_by == "not offered":
+            notes.append(f"- {curve.server} ({curve.threads} thread(s)): the step after its "
+                         "breaking point was not offered (the load generator fell short): "
+                         "the server's own breaking point is at least this.")
+        elif share is not None and not 90 <= share <= 110:
             notes.append(f"- {curve.server} ({curve.threads} thread(s)): its breaking point "
                          f"is {share:.0f}% of its closed-loop maximum: "
                          + ("it answers fewer queries when they arrive on their own schedule "
@@ -81,26 +120,82 @@ def render_capacity(results: Results) -> list[str]:
         if curve.error:
             notes.append(f"- {curve.server} ({curve.threads} thread(s)): {curve.error}")
     lines += ["", *notes, ""] if notes else [""]
-    return lines + render_seed_001_tables(results)
+    return (lines + render_loaded_latency(results, common) + render_seed_001_tables(results))
+
+
+def render_loaded_latency(results: Results, common: float | None) -> list[str]:
+    """Open-loop latency at fixed offered loads, with the run's prober floor beside it."""
+    floor = results.prober_floor
+    floor_text = NONE if floor is None else (f"{fmt_number(floor.p50_us, 0)} / "
+                                             f"{fmt_number(floor.p99_us, 0)}")
+    shares = " and ".join(f"{100 * s:g}%" for s in LATENCY_SHARES)
+    lines = ["### Latency at fixed offered loads (open loop)", "",
+             f"p50 / p99 / p99.9 in us at {shares} of each server's own 5% breaking point "
+             f"and at {fmt_number(common, 0)} queries per second for every server: dnsperf "
+             "offers the load (`-Q`) and the prober sends on a fixed schedule beside it, "
+             "whether or not earlier probes were answered; each point from at least the "
+             "profile's probe count, lost probes at the 1 s timeout. The prober's own floor "
+             f"(p50 / p99 against an echo responder on loopback, this run): {floor_text} us.",
+             ""]
+    header = ["server", "threads",
+              *[f"at {100 * s:g}% of breaking point (QPS)" for s in LATENCY_SHARES],
+              *[f"p50 / p99 / p99.9 at {100 * s:g}%" for s in LATENCY_SHARES],
+              f"p50 / p99 / p99.9 at {fmt_number(common, 0)} QPS", "probes per point"]
+    lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for curve in _curves(results):
+        points = {p.share: p.step for p in curve.latency_points}
+        steps = [points.get(s) for s in LATENCY_SHARES]
+        probes = [s.probes for s in (*steps, curve.common_rate_step) if s is not None]
+        lines.append("| " + " | ".join([
+            curve.server, str(curve.threads),
+            *[NONE if s is None else fmt_number(s.offered_qps, 0) for s in steps],
+            *[_latencies(s) for s in steps], _latencies(curve.common_rate_step),
+            NONE if not probes else fmt_number(min(probes), 0)]) + " |")
+    return [*lines, ""]
 
 
 def render_seed_001_tables(results: Results) -> list[str]:
-    """Per server: offered rate, % answered, rate relative to native's breaking point."""
-    lines = ["## Offered load against answered share (seed 001's layout)", ""]
+    """Per server and offered load: the repeats' median answered share and its spread, the
+    outcome, where datagrams were dropped, and the rate relative to native's breaking
+    point."""
+    lines = ["## Offered load against answered share (seed 001's layout)", "",
+             "Per offered load: the median of its repeats (lowest-highest answered share in "
+             "brackets); drops are the datagrams the kernel dropped for full receive queues, "
+             "summed over the repeats, at the server's sockets, at the load generator's "
+             "(dnsperf's) and elsewhere (the rest of the machine-wide count: the prober's "
+             "one-query sockets, other processes).", ""]
     for curve in _curves(results):
         native = _reference_breaking_point(results, curve.threads)
         lines += [f"### {curve.server}, {curve.threads} thread(s)", "",
-                  "| offered (QPS) | % of closed loop | % answered | x native's breaking "
-                  "point | p50 (us) | p99 (us) | p99.9 (us) | UDP receive-queue drops |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for step in curve.steps:
-            relative = NONE if not native else f"{step.offered_qps / native:.2f}"
-            lines.append(f"| {fmt_number(step.offered_qps, 0)} | {fmt_number(step.percent, 0)} | "
-                         f"{100 * step.answered_fraction:.1f} | {relative} | "
-                         f"{_p(step, 'p50')} | {_p(step, 'p99')} | {_p(step, 'p99.9')} | "
-                         f"{fmt_number(step.udp_rcvbuf_errors, 0)} |")
+                  "| % of closed loop | target (QPS) | offered (QPS) | % answered | outcome | "
+                  "x native's breaking point | p50 (us) | p99 (us) | p99.9 (us) | drops: "
+                  "server / load generator / elsewhere |",
+                  "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+        for level in curve.levels():
+            low, high = level.spread
+            relative = NONE if not native else f"{level.offered_qps / native:.2f}"
+            middle = sorted(level.steps, key=lambda s: s.answered_fraction)[
+                (len(level.steps) - 1) // 2]
+            lines.append(
+                f"| {fmt_number(level.percent, 0)} | {fmt_number(level.target_qps, 0)} | "
+                f"{fmt_number(level.offered_qps, 0)} | {100 * level.answered_fraction:.1f} "
+                f"({100 * low:.1f}-{100 * high:.1f}) | {level.outcome()} | {relative} | "
+                f"{_p(middle, 'p50')} | {_p(middle, 'p99')} | {_p(middle, 'p99.9')} | "
+                f"{_drops(level.steps)} |")
         lines.append("")
     return lines
+
+
+def _drops(steps: list[Step]) -> str:
+    split = [s.socket_drops for s in steps]
+    if any(d is None for d in split):
+        machine = [s.udp_rcvbuf_errors for s in steps]
+        return NONE if any(m is None for m in machine) else \
+            f"{fmt_number(sum(m or 0 for m in machine), 0)} (machine-wide only)"
+    elsewhere = [d.elsewhere for d in split if d is not None]
+    return (f"{fmt_number(sum(d.server for d in split if d is not None), 0)} / "
+            f"{fmt_number(sum(d.load_generator for d in split if d is not None), 0)} / "
+            + (NONE if None in elsewhere else fmt_number(sum(e or 0 for e in elsewhere), 0)))
 
 
 # ---------------------------------------------------------------- plots
@@ -132,9 +227,10 @@ def _finish(fig: Any, ax: Any, path: Path) -> Path:
 def _plot_answered(results: Results, path: Path) -> Path:
     fig, ax = _figure()
     for curve in _curves(results):
-        if curve.steps:
-            ax.plot([s.offered_qps for s in curve.steps],
-                    [100 * s.answered_fraction for s in curve.steps], marker="o",
+        levels = curve.levels()
+        if levels:
+            ax.plot([v.offered_qps for v in levels],
+                    [100 * v.answered_fraction for v in levels], marker="o",
                     label=_label(curve))
     ax.axhline(100 * UP_TO_THE_TASK, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
@@ -147,7 +243,8 @@ def _plot_answered(results: Results, path: Path) -> Path:
 def _plot_latency(results: Results, path: Path) -> Path:
     fig, ax = _figure()
     for curve in _curves(results):
-        steps = [s for s in curve.steps if s.latency_us.get("p99") is not None]
+        steps = sorted((s for s in curve.steps if s.latency_us.get("p99") is not None),
+                       key=lambda s: s.offered_qps)
         if not steps:
             continue
         line = ax.plot([s.offered_qps for s in steps], [s.latency_us["p99"] for s in steps],

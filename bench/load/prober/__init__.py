@@ -80,13 +80,19 @@ def build_prober() -> Path:
 
 def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1.0,
           cpu_list: str | None = None, seconds: float | None = None,
-          interval: float | None = None, dnssec: bool = False) -> LatencyStats:
+          interval: float | None = None, dnssec: bool = False,
+          open_loop: bool = False) -> LatencyStats:
     """Send `count` queries from `query_file` (cycled), one at a time (with `seconds`, as many
-    as fit in that time, at most `count`; with `interval`, at most one per interval seconds;
-    with `dnssec`, the DO bit set as dnsperf -D sets it); their latencies."""
+    as fit in that time, at most `count`; with `interval`, at most one per interval seconds,
+    and with `open_loop` too, one every interval on a fixed schedule whether or not the
+    earlier ones were answered; with `dnssec`, the DO bit set as dnsperf -D sets it); their
+    latencies."""
+    if open_loop and not interval:
+        raise ValueError("an open-loop prober needs its interval")
     argv = [str(build_prober()), "-n", str(count), "-t", str(max(1, round(timeout * 1000))),
             *(["-l", f"{seconds:g}"] if seconds else []),
-            *(["-i", str(round(interval * 1e6))] if interval else []),
+            *(["-i", str(max(1, round(interval * 1e6)))] if interval else []),
+            *(["-O"] if open_loop else []),
             *(["-D"] if dnssec else []),
             addr, str(port), str(query_file)]
     if cpu_list:

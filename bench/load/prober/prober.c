@@ -1,12 +1,14 @@
 /*
  * prober: measures DNS latency one query at a time.
  *
- *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] [-D]
+ *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] [-o FILE] [-D]
  *          ADDR PORT QUERYFILE
  *       Sends COUNT queries (the query file's lines, cycled; with -l, as many as fit in SECONDS
  *       and at most COUNT; with -i, at most one every INTERVAL_US, so that sampling latency
  *       beside a load does not add a load of its own) to ADDR:PORT over UDP, each only
- *       after the previous one was answered or timed out, and writes one latency in
+ *       after the previous one was answered or timed out (closed loop); with -O (open loop),
+ *       one every INTERVAL_US on a fixed schedule, whether or not earlier ones were answered,
+ *       so that a slow answer does not hold back the queries after it. Writes one latency in
  *       nanoseconds per answered query, one per line, to FILE (default stdout). A last line on
  *       stderr sums up: "summary sent=N answered=N lost=N ports=N" (ports: distinct source
  *       ports used).
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,73 +316,220 @@ static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
     }
 }
 
+/* One prober run: its options, the queries, and what it counted. */
+struct run {
+    const char *addr;
+    const char *port;
+    struct query *queries;
+    size_t nqueries;
+    long count;
+    int64_t timeout_ns;
+    int64_t interval_ns;
+    int64_t end_ns;
+    FILE *out;
+    long sent;
+    long answered;
+    long ports;
+    uint16_t id;
+    uint8_t port_seen[65536];
+};
+
+/* A query sent and not yet answered or timed out. */
+struct flight {
+    int fd;
+    uint16_t id;
+    int64_t start;
+};
+
+/* Sends query number i from a socket of its own; 0 and *f filled in, or -1 when the kernel
+   refused the send (the server's port is closed): a lost query, like a timeout. */
+static int send_query(struct run *r, long i, struct flight *f)
+{
+    struct query *q = &r->queries[(size_t)i % r->nqueries];
+    int fd = connect_udp(r->addr, r->port);
+    uint16_t port = source_port(fd);
+    r->ports += !r->port_seen[port];
+    r->port_seen[port] = 1;
+    r->sent++;
+    r->id++;
+    q->wire[0] = (unsigned char)(r->id >> 8);
+    q->wire[1] = (unsigned char)(r->id & 0xff);
+    f->fd = fd;
+    f->id = r->id;
+    f->start = now_ns();
+    if (send(fd, q->wire, q->len, 0) != (ssize_t)q->len) {
+        if (errno != ECONNREFUSED)
+            die("send failed");
+        close(fd);
+        return -1;
+    }
+    return 0;
+}
+
+static void answered(struct run *r, const struct flight *f)
+{
+    fprintf(r->out, "%lld\n", (long long)(now_ns() - f->start));
+    r->answered++;
+}
+
+/* Closed loop: each query only after the previous one was answered or timed out (unloaded
+   latency, and the prober's floor), with -i at most one every INTERVAL_US. */
+static void run_sequential(struct run *r)
+{
+    int64_t next_ns = now_ns();
+    for (long i = 0; i < r->count && now_ns() < r->end_ns; i++) {
+        pace(next_ns);
+        next_ns = now_ns() + r->interval_ns;
+        struct flight f;
+        if (send_query(r, i, &f) != 0)
+            continue;
+        if (await_reply(f.fd, f.id, f.start + r->timeout_ns) == 0)
+            answered(r, &f);
+        close(f.fd);
+    }
+}
+
+/* The reply to f, if the datagram waiting on its socket is one: 1, else 0. */
+static int is_reply(const struct flight *f)
+{
+    unsigned char buf[MAX_DATAGRAM];
+    ssize_t got = recv(f->fd, buf, sizeof(buf), 0);
+    if (got < 0) {
+        /* ICMP port unreachable shows up as ECONNREFUSED: the query is lost at its timeout. */
+        if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN)
+            return 0;
+        die("recv failed");
+    }
+    return got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == f->id;
+}
+
+/* Room for `want` open sockets: the soft limit raised towards the hard one; how many fit. */
+static size_t room_for_sockets(size_t want)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+        die("getrlimit failed");
+    rlim_t need = (rlim_t)want + 16; /* stdio, the query file, the output */
+    if (lim.rlim_cur < need) {
+        lim.rlim_cur = lim.rlim_max == RLIM_INFINITY || lim.rlim_max >= need ? need
+                                                                              : lim.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+            die("setrlimit failed");
+    }
+    return lim.rlim_cur > 16 + want ? want : (size_t)(lim.rlim_cur - 16);
+}
+
+/* Open loop: one query every INTERVAL_US on a fixed schedule, never waiting for a reply, so
+   that a slow answer does not hold the next query back and the latency is that of queries
+   arriving on their own schedule, as dnsperf -Q offers its load beside it. A send the
+   prober itself falls behind for (descheduled) goes out at once and the schedule restarts
+   from it: no burst to catch up, the fault of dnsperf 2.10's -Q. At most one timeout's worth
+   of queries is in flight. */
+static void run_open_loop(struct run *r)
+{
+    size_t cap = room_for_sockets((size_t)(r->timeout_ns / r->interval_ns) + 2);
+    struct flight *fl = calloc(cap, sizeof(*fl));
+    struct pollfd *pfds = calloc(cap, sizeof(*pfds));
+    if (fl == NULL || pfds == NULL)
+        die("out of memory");
+    size_t n = 0;
+    long i = 0;
+    int64_t next_ns = now_ns();
+    for (;;) {
+        int64_t now = now_ns();
+        int sending = i < r->count && now < r->end_ns;
+        for (size_t k = n; k-- > 0;) {
+            if (now - fl[k].start >= r->timeout_ns) {
+                close(fl[k].fd);
+                fl[k] = fl[--n];
+            }
+        }
+        if (!sending && n == 0)
+            break;
+        if (sending && now >= next_ns && n < cap) {
+            if (send_query(r, i, &fl[n]) == 0)
+                n++;
+            i++;
+            next_ns += r->interval_ns;
+            if (next_ns < now)
+                next_ns = now + r->interval_ns;
+            continue;
+        }
+        int64_t wake = sending && n < cap ? next_ns : INT64_MAX;
+        for (size_t k = 0; k < n; k++) {
+            pfds[k].fd = fl[k].fd;
+            pfds[k].events = POLLIN;
+            pfds[k].revents = 0;
+            if (fl[k].start + r->timeout_ns < wake)
+                wake = fl[k].start + r->timeout_ns;
+        }
+        int64_t left = wake - now_ns();
+        if (left < 0)
+            left = 0;
+        struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+        int ready = ppoll(pfds, n, &ts, NULL);
+        if (ready < 0 && errno != EINTR)
+            die("poll failed");
+        for (size_t k = n; ready > 0 && k-- > 0;) {
+            if (pfds[k].revents == 0 || !is_reply(&fl[k]))
+                continue;
+            answered(r, &fl[k]);
+            close(fl[k].fd);
+            fl[k] = fl[--n]; /* the one moved here was polled at n-1 and handled already */
+        }
+    }
+    free(pfds);
+    free(fl);
+}
+
 static int run_prober(int argc, char **argv)
 {
     long count = 1000, timeout_ms = 1000;
     double limit_s = 0;
     long interval_us = 0;
+    int open_loop = 0;
     const char *out_path = NULL;
     int dnssec_ok = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "n:l:i:t:o:D")) != -1) {
+    while ((opt = getopt(argc, argv, "n:l:i:Ot:o:D")) != -1) {
         switch (opt) {
         case 'n': count = strtol(optarg, NULL, 10); break;
         case 'l': limit_s = strtod(optarg, NULL); break;
         case 'i': interval_us = strtol(optarg, NULL, 10); break;
+        case 'O': open_loop = 1; break;
         case 't': timeout_ms = strtol(optarg, NULL, 10); break;
         case 'o': out_path = optarg; break;
         case 'D': dnssec_ok = 1; break;
         default: return 2;
         }
     }
-    if (argc - optind != 3 || count <= 0 || timeout_ms <= 0 || limit_s < 0 || interval_us < 0)
-        die("usage: prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US] [-t TIMEOUT_MS] [-o FILE] "
-            "[-D] ADDR PORT QUERYFILE");
-    size_t nqueries;
-    struct query *queries = read_queries(argv[optind + 2], &nqueries);
-    for (size_t i = 0; dnssec_ok && i < nqueries; i++)
-        add_dnssec_ok(&queries[i]);
-    FILE *out = out_path ? fopen(out_path, "w") : stdout;
-    if (out == NULL)
+    if (argc - optind != 3 || count <= 0 || timeout_ms <= 0 || limit_s < 0 || interval_us < 0 ||
+        (open_loop && interval_us == 0))
+        die("usage: prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] "
+            "[-o FILE] [-D] ADDR PORT QUERYFILE");
+    static struct run r;
+    r.addr = argv[optind];
+    r.port = argv[optind + 1];
+    r.queries = read_queries(argv[optind + 2], &r.nqueries);
+    for (size_t i = 0; dnssec_ok && i < r.nqueries; i++)
+        add_dnssec_ok(&r.queries[i]);
+    r.out = out_path ? fopen(out_path, "w") : stdout;
+    if (r.out == NULL)
         die("cannot open the output file");
-
-    uint16_t id = (uint16_t)(now_ns() & 0xffff);
-    long answered = 0;
-    static uint8_t port_seen[65536];
-    long ports = 0;
-    int64_t end_ns = limit_s > 0 ? now_ns() + (int64_t)(limit_s * 1e9) : INT64_MAX;
-    long sent = 0;
-    int64_t next_ns = now_ns();
-    for (long i = 0; i < count && now_ns() < end_ns; i++) {
-        pace(next_ns);
-        next_ns = now_ns() + interval_us * 1000;
-        sent++;
-        struct query *q = &queries[(size_t)i % nqueries];
-        int fd = connect_udp(argv[optind], argv[optind + 1]);
-        uint16_t port = source_port(fd);
-        ports += !port_seen[port];
-        port_seen[port] = 1;
-        id++;
-        q->wire[0] = (unsigned char)(id >> 8);
-        q->wire[1] = (unsigned char)(id & 0xff);
-        int64_t start = now_ns();
-        if (send(fd, q->wire, q->len, 0) != (ssize_t)q->len) {
-            if (errno != ECONNREFUSED)
-                die("send failed");
-            close(fd);
-            continue; /* a refused send is a lost query, like a timeout */
-        }
-        if (await_reply(fd, id, start + timeout_ms * 1000000) == 0) {
-            fprintf(out, "%lld\n", (long long)(now_ns() - start));
-            answered++;
-        }
-        close(fd);
-    }
-    if (fclose(out) != 0)
+    r.count = count;
+    r.timeout_ns = (int64_t)timeout_ms * 1000000;
+    r.interval_ns = (int64_t)interval_us * 1000;
+    r.end_ns = limit_s > 0 ? now_ns() + (int64_t)(limit_s * 1e9) : INT64_MAX;
+    r.id = (uint16_t)(now_ns() & 0xffff);
+    if (open_loop)
+        run_open_loop(&r);
+    else
+        run_sequential(&r);
+    if (fclose(r.out) != 0)
         die("cannot write the latencies");
-    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld ports=%ld\n", sent, answered,
-            sent - answered, ports);
-    free(queries);
+    fprintf(stderr, "summary sent=%ld answered=%ld lost=%ld ports=%ld\n", r.sent, r.answered,
+            r.sent - r.answered, r.ports);
+    free(r.queries);
     return 0;
 }
 
