@@ -219,27 +219,12 @@ class RoundsRunner(Runner):
                 named = loaded.named(self.setup.run_dir, threads=threads,
                                      connections=cell.connections)
                 m = Measuring(loaded, named, cell)
-                if self.run_phases(m, self.opening):
+                if self.run_phases(m, self.opening, _label(m)):
                     running.append(m)
                 else:
                     named.stop()
         save_results(self.results, self.setup.out_dir)
         return running
-
-    def run_phases(self, m: Measuring, phases: Sequence[Phase]) -> bool:
-        """The phases in order until one leaves the cell not "ok"; whether it still is."""
-        label = f"{m.cell.server} threads={m.cell.threads}"
-        todo = iter(phases)
-        try:
-            for phase in todo:
-                self.progress.step(f"{label}: {phase.label}")
-                phase.run(self, m)
-                if m.cell.status != "ok":
-                    break
-        except UserError as exc:
-            m.cell.status, m.cell.error = "failed", str(exc)
-        self.progress.skip(sum(1 for _ in todo))
-        return m.cell.status == "ok"
 
     def warm_up_until_steady(self, m: Measuring) -> None:
         """The first start's warm-up (the phase in place of Runner.warm_up)."""
@@ -360,7 +345,7 @@ class RoundsRunner(Runner):
 
     def close_cell(self, m: Measuring) -> None:
         try:
-            self.run_phases(m, self.closing)
+            self.run_phases(m, self.closing, _label(m))
         finally:
             m.named.stop()
             save_results(self.results, self.setup.out_dir)
@@ -436,3 +421,8 @@ def split_at_qps(phases: Sequence[Phase]) -> tuple[list[Phase], list[Phase]]:
                                    expected_s=lambda pr: steady_warmup_s(pr.rounds))
                if p.run is Runner.warm_up else p for p in phases[:at]]
     return opening, list(phases[at + 1:])
+
+
+def _label(m: Measuring) -> str:
+    """How the progress line names a cell."""
+    return f"{m.cell.server} threads={m.cell.threads}"

@@ -301,19 +301,26 @@ class Runner:
 
     def measure_cell(self, m: Measuring, label: str) -> None:
         """The phases in order until one leaves the cell not "ok"; the cell recorded."""
-        phases = iter(self.phases)
         try:
-            for phase in phases:
+            self.run_phases(m, self.phases, label)
+        finally:
+            m.named.stop()
+        self._record(m.cell)
+
+    def run_phases(self, m: Measuring, phases: Sequence[Phase], label: str) -> bool:
+        """The phases in order until one leaves the cell not "ok" (a UserError fails it); the
+        ones not run leave the progress plan. Whether the cell is still ok."""
+        todo = iter(phases)
+        try:
+            for phase in todo:
                 self.progress.step(f"{label}: {phase.label}")
                 phase.run(self, m)
                 if m.cell.status != "ok":
                     break
         except UserError as exc:
             m.cell.status, m.cell.error = "failed", str(exc)
-        finally:
-            m.named.stop()
-        self.progress.skip(sum(1 for _ in phases))
-        self._record(m.cell)
+        self.progress.skip(sum(1 for _ in todo))
+        return m.cell.status == "ok"
 
     # --- the phases, in PHASES order --------------------------------------------------------
 
