@@ -220,7 +220,7 @@ def test_lossy_run_is_flagged():
 def test_detail_tables_are_present():
     markdown = render_markdown(handwritten())
     costs = _table_after(markdown, "## Cost per query")
-    assert costs[0][:3] == ["driver", "threads", "CPU us/query named"]
+    assert costs[0][:3] == ["server", "threads", "CPU us/query named"]
     assert len(costs) == 1 + 2 * len(server_names())  # every driver at 1 and 2 threads
     startup = _table_after(markdown, "## Startup against zone count")
     assert len(startup) == 1 + 6
