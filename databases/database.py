@@ -11,7 +11,7 @@ nothing of the tables or entries a loader keeps there, except what a loader hand
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +285,14 @@ class DirectoryDatabase(Database[Path]):
 
 class PrivateServer(ABC):
     """A server process the suite starts: `with` starts it and always stops it."""
+
+    # The command prefix the server process runs under (run_under).
+    wrapper: tuple[str, ...] = ()
+
+    def run_under(self, wrapper: Sequence[str]) -> None:
+        """From the next start, run under the command prefix `wrapper` (Valgrind, for
+        bench/measure/instructions.py, which then restarts the server with its data kept)."""
+        self.wrapper = tuple(wrapper)
 
     @abstractmethod
     def start(self) -> None: ...

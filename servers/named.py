@@ -54,10 +54,8 @@ class Named(DnsServer):
                  bind: bindversion.Bind | None = None) -> None:
         super().__init__(run_dir, threads=threads, port=port, env=env)
         self.bind = bind or bindversion.selected()
-        self.wrapper = list(wrapper)
-        slowdown = _WRAPPED_SLOWDOWN if self.wrapper else 1.0
-        self.start_timeout *= slowdown
-        self.stop_timeout *= slowdown
+        self.wrapper: list[str] = []
+        self.run_under(wrapper)
         self.control_port = self.other_free_port()
         # udp-receive-buffer (BIND 9.18 and 9.20; 0, the default, leaves the kernel's
         # rmem_default, 212,992 bytes here): named's receive queues overflowed under
@@ -68,6 +66,17 @@ class Named(DnsServer):
         secret = base64.b64encode(secrets.token_bytes(32)).decode()
         self.conf_path.write_text(self._named_conf(body, extra_options, secret))
         self.rndc_conf_path.write_text(self._rndc_conf(secret))
+
+    def run_under(self, wrapper: Sequence[str]) -> None:
+        """From the next start, run under the command prefix `wrapper` (Valgrind), with the
+        longer start and stop time-outs it needs; for a named a ServerKind built."""
+        if self.wrapper:
+            raise ValueError(f"named already runs under {self.wrapper[0]}")
+        if not wrapper:
+            return
+        self.wrapper = list(wrapper)
+        self.start_timeout *= _WRAPPED_SLOWDOWN
+        self.stop_timeout *= _WRAPPED_SLOWDOWN
 
     # --- configuration ------------------------------------------------------------------------
 

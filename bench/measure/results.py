@@ -12,9 +12,12 @@
                                               the recommended setting (absent in older files)
   "scale": [SizeCell, ...],                   `scale`: one per (driver, zones, records per
                                               zone, query mix) (absent in older files)
-  "signed": [SignedCell, ...] }               `run --signed`: one per (driver, threads, data
+  "signed": [SignedCell, ...],                `run --signed`: one per (driver, threads, data
                                               variant: unsigned or signed) (absent in older
                                               files)
+  "instructions": Instructions }              `instructions`: Valgrind's instructions per
+                                              answered query, per server and repeat
+                                              (absent in older files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -30,6 +33,7 @@ from base.errors import UserError
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
 from bench.measure.capacity import Curve
+from bench.measure.instructions import Instructions
 from bench.measure.stats import Interval, median_interval
 from servers import report_order
 
@@ -392,6 +396,7 @@ class Results:
     tuning: Tuning | None = None
     scale: list[SizeCell] = field(default_factory=list)
     signed: list[SignedCell] = field(default_factory=list)
+    instructions: Instructions | None = None
     schema: int = SCHEMA
 
     @property
@@ -425,7 +430,10 @@ class Results:
                 "capacity": [c.to_dict() for c in self.capacity],
                 "tuning": None if self.tuning is None else self.tuning.to_dict(),
                 "scale": [c.to_dict() for c in self.scale],
-                "signed": [c.to_dict() for c in self.signed]}
+                "signed": [c.to_dict() for c in self.signed],
+                # Only in an `instructions` file: every other file stays as it was.
+                **({} if self.instructions is None
+                   else {"instructions": self.instructions.to_dict()})}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -441,6 +449,7 @@ class Results:
                    tuning=_opt(Tuning, data.get("tuning")),
                    scale=[SizeCell.from_dict(c) for c in data.get("scale", [])],
                    signed=[SignedCell.from_dict(c) for c in data.get("signed", [])],
+                   instructions=_opt(Instructions, data.get("instructions")),
                    schema=schema)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bench.measure.results import Results
 from bench.report.capacity import render_capacity, render_capacity_plots
+from bench.report.instructions import render_instructions
 from bench.report.run import (
     has_run_tables,
     render_costs,
@@ -35,6 +36,7 @@ def render_markdown(results: Results) -> str:
     lines += render_startup_scaling(results)
     lines += render_scale(results)
     lines += render_signed(results)
+    lines += render_instructions(results)
     return "\n".join(lines).rstrip() + "\n"
 
 
