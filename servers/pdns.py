@@ -38,7 +38,7 @@ CACHES_OFF: Mapping[str, str] = {
 # same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
 PDNS_CLASSES = ("pdns-8bit-dns", "pdns-rdata-name-case", "pdns-any-to-tcp",
                 "pdns-minimal-authority", "pdns-dname-off", "pdns-nsec-at-cname",
-                "pdns-root-glue")
+                "pdns-root-glue", "pdns-soa-nxdomain-ttl")
 
 
 class Pdns(DnsServer):

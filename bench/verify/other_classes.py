@@ -170,6 +170,22 @@ def _dname_not_processed(qname: dns.name.Name, rdtype: str, native: Answer, othe
     return other, other
 
 
+def _soa_ttls_zeroed(rrs: frozenset[Rr]) -> frozenset[Rr]:
+    """The SOA and the RRSIGs over it with TTL 0 (as native BIND's query_addsoa() sets both)."""
+    return frozenset((rr[0], 0, rr[2], rr[3]) if _covered(rr) == "SOA" else rr for rr in rrs)
+
+
+def _soa_nxdomain_ttl(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                      facts: ZoneFacts) -> Pair | None:
+    """NXDOMAIN to an SOA query whose authority SOA (and its RRSIG) native BIND sent with TTL
+    0: the other server's with its TTL set to 0."""
+    soa = [rr for rr in native.authority if rr[2] == "SOA"]
+    if not (rdtype == "SOA" and native.rcode == other.rcode == "NXDOMAIN" and soa
+            and all(rr[1] == 0 for rr in native.authority if _covered(rr) == "SOA")):
+        return None
+    return native, replace(other, authority=_soa_ttls_zeroed(other.authority))
+
+
 def _when(shape: Shape) -> Normalize:
     """A BIND-class shape (a predicate on the pair) as a normalisation."""
     def normalize(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
@@ -221,6 +237,10 @@ _NSEC_CNAME = "NSEC at a CNAME owner (an unsigned zone): the CNAME is followed; 
               "BIND answers NODATA"
 _NSEC_REFERRAL = "NSEC at a delegation point of a signed zone: the referral (NS, DS or the " \
                  "NSEC proving none); native BIND answers the parent side's NSEC record"
+_SOA_NXDOMAIN = "NXDOMAIN to an SOA query (a name that does not exist): the authority SOA " \
+                "has the TTL of any negative answer, the smaller of its TTL and MINIMUM; " \
+                "native BIND sets it to 0 for an SOA query (query.c query_nxdomain(), " \
+                "zone option zero-no-soa-ttl, default yes)"
 _ROOT_GLUE = "the root zone's NS (or ANY) answer adds the NS target's addresses, which " \
              "native BIND 9.18 leaves out of its additional section"
 
@@ -250,6 +270,12 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "NSD adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
     ServerBehaviour(
+        "nsd-soa-nxdomain-ttl", _SOA_NXDOMAIN,
+        "NSD answers every negative answer with the zone's soa_nx_rrset, the SOA with its "
+        "TTL lowered to MINIMUM when that is smaller (zonec.c apex_rrset_checks(), query.c "
+        "answer_soa()); it has no SOA-query exception",
+        _soa_nxdomain_ttl),
+    ServerBehaviour(
         "nsd-nsec-at-delegation", _NSEC_REFERRAL,
         "NSD refers an NSEC query at a zone cut to the child, as for a child-side type",
         _nsec_referral),
@@ -270,6 +296,12 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "knot-root-glue", _ROOT_GLUE,
         "Knot adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
+    ServerBehaviour(
+        "knot-soa-nxdomain-ttl", _SOA_NXDOMAIN,
+        "Knot puts the authority SOA of every negative answer with KNOT_PF_SOAMINTTL "
+        "(nameserver/internet.c put_authority_soa()), written as MIN(MINIMUM, TTL) "
+        "(libknot/packet/rrset-wire.c); it has no SOA-query exception",
+        _soa_nxdomain_ttl),
     ServerBehaviour(
         "knot-rrsig-one-rrset",
         "RRSIG is answered with the signatures over one of the name's RRsets, without "
@@ -319,6 +351,12 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "pdns-root-glue", _ROOT_GLUE,
         "PowerDNS adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
+    ServerBehaviour(
+        "pdns-soa-nxdomain-ttl", _SOA_NXDOMAIN,
+        "PowerDNS gives every negative answer's SOA the TTL SOAData::getNegativeTTL(), "
+        "min(TTL, MINIMUM) (packethandler.cc makeNXDomain(), dnsbackend.hh); it has no "
+        "SOA-query exception",
+        _soa_nxdomain_ttl),
     ServerBehaviour(
         "pdns-nsec-at-cname", _NSEC_CNAME,
         "PowerDNS treats NSEC in an unsigned zone as an absent type and follows the CNAME",
