@@ -107,7 +107,8 @@ class KnotServer(ServerKind):
     # Measured on the coverage set (OTHER_CLASSES in bench/verify/other_classes.py), in the
     # order they apply.
     answer_classes: tuple[str, ...] = ("knot-rdata-name-case", "knot-any-one-rrset",
-                                       "knot-minimal-authority", "knot-root-glue")
+                                       "knot-minimal-authority", "knot-root-glue",
+                                       "knot-soa-nxdomain-ttl")
     dnssec_classes: tuple[str, ...] = ("knot-rrsig-one-rrset", "knot-nsec-at-delegation")
     group = "NSD, Knot"
 

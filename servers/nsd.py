@@ -116,7 +116,7 @@ class NsdServer(ServerKind):
     # order they apply.
     answer_classes: tuple[str, ...] = ("nsd-rdata-name-case", "nsd-any-one-rrset",
                                        "nsd-nsec-at-cname", "nsd-cross-zone-chain",
-                                       "nsd-root-glue")
+                                       "nsd-root-glue", "nsd-soa-nxdomain-ttl")
     dnssec_classes: tuple[str, ...] = ("nsd-nsec-at-delegation",)
     group = "NSD, Knot"
 

@@ -38,7 +38,10 @@ CACHES_OFF: Mapping[str, str] = {
 # same for the gpgsql, gmysql and bind backends: they are PowerDNS's own.
 PDNS_CLASSES = ("pdns-8bit-dns", "pdns-rdata-name-case", "pdns-any-to-tcp",
                 "pdns-minimal-authority", "pdns-dname-off", "pdns-nsec-at-cname",
-                "pdns-root-glue")
+                "pdns-root-glue", "pdns-soa-nxdomain-ttl")
+# Seen on a signed zone's records served as plain data, asked without the DO bit (its stores
+# mark no zone PRESIGNED; tests/test_signed.py), in the order they apply.
+PDNS_SIGNED_CLASSES = ("pdns-nsec-at-delegation", "pdns-rrsig-refused", "pdns-axfr-unsigned")
 
 
 class Pdns(DnsServer):
@@ -107,6 +110,7 @@ class PdnsServer(ServerKind):
     # update shows after they expire, which the runner's update visibility then measures.
     cached: bool = False
     answer_classes: tuple[str, ...] = PDNS_CLASSES
+    dnssec_classes: tuple[str, ...] = PDNS_SIGNED_CLASSES
     group = "PowerDNS backends"
     # Its backends hold the DNSSEC records as rows like any other, but PowerDNS answers with
     # stored signatures only for a zone marked PRESIGNED in its domain metadata (the gsql
@@ -130,6 +134,8 @@ class PdnsBindServer(PdnsServer):
     """PowerDNS's bind backend over the native store's zone files (it holds them in memory)."""
 
     needs_reload: bool = True  # the bind backend rereads a zone file on `reload` only
+    # The bind backend also drops NSEC records when it reads a zone file.
+    dnssec_classes: tuple[str, ...] = (*PDNS_SIGNED_CLASSES, "pdns-bind-no-nsec")
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ import pytest
 
 from base.errors import UserError
 from bench.commands.cli import main as bench_main
+from zonedata.derive import derive_queries
 from zonedata.generator import (
     AWKWARD_LABELS,
     appendix_b,
@@ -205,6 +206,22 @@ def test_coverage_depends_on_seed_only():
 
 
 # --- Appendix B ----------------------------------------------------------------------------
+
+
+def test_derived_queries_ask_soa_at_names_that_do_not_exist():
+    """Two names below every apex, none of them in the data, are asked for SOA (where native
+    BIND's NXDOMAIN carries the SOA with TTL 0); nowhere else is SOA asked below an owner."""
+    zones = coverage_zones()
+    owners = {r.owner for z in zones for r in z.records} | {
+        name for z in zones for name in empty_nonterminals(z)}
+    asked = [name for name, rdtype in derive_queries(zones) if rdtype == "SOA"
+             and name not in owners]
+    for zone in zones:
+        below = [name for name in asked if name.is_subdomain(zone.origin)
+                 and not any(name.is_subdomain(z.origin) and len(z.origin) > len(zone.origin)
+                             for z in zones)]
+        assert sorted(len(name) - len(zone.origin) for name in below) == [1, 2], zone.origin
+    assert len(asked) == 2 * len(zones)
 
 
 def test_appendix_b_forward_and_reverse_match():

@@ -279,6 +279,28 @@ def test_other_servers_answer_the_signed_set_with_do_within_their_classes(
         assert set(get_server(name).dnssec_classes) <= seen, comparison.summary()
 
 
+# The PowerDNS rows: their stores mark no zone PRESIGNED, so `run --signed` leaves them out, but
+# without the DO bit they serve a signed zone's records as data, as they would a copy of any
+# signed zone (`verify --zones` over signed zone files).
+PDNS_ROWS = [s.name for s in SERVERS if s.cannot_serve_signed is not None and s.is_built()]
+
+
+def test_powerdns_answers_the_signed_set_without_do_within_its_classes(
+        run_dir: Path, signed: list[Zone]) -> None:
+    assert PDNS_ROWS, "no PowerDNS row"
+    with ExitStack() as stack:
+        servers = {d: stack.enter_context(serving(d, lambda: iter(signed), run_dir / f"p-{d}"))
+                   .named for d in ["native", *PDNS_ROWS]}
+        results = compare_servers(servers, derive_queries(signed), signed)
+    for name, comparison in results.items():
+        assert comparison.driver_differences == 0, (
+            f"{name}: " + "\n".join(comparison.differences[:8]))
+        seen = {part for cls in comparison.classes for part in cls.split("+")}
+        assert seen <= set(get_server(name).known_classes()), comparison.summary()
+        # Each class seen only with signed data occurs here (the others: tests/test_others.py).
+        assert set(get_server(name).dnssec_classes) <= seen, comparison.summary()
+
+
 # --- a validating resolver: delv with a trust anchor for the test zone's KSK -------------------
 
 

@@ -30,7 +30,8 @@ def derive_queries(zones: Sequence[Zone], seed: int = 1) -> list[Query]:
     """Queries that exercise every answer kind of a data set (see docs/method/verify.md):
     every owner (empty non-terminals too) with each of its types, a type it lacks and ANY;
     DS and NSEC at delegations, NSEC at CNAMEs; a mixed-case spelling; names below every
-    owner (NXDOMAIN, wildcard or referral); hostile labels and a 255-octet name per zone."""
+    owner (NXDOMAIN, wildcard or referral), below the apex asked SOA too; hostile labels and a
+    255-octet name per zone."""
     rng = random.Random(seed)
     queries: dict[Query, None] = {}
     for zone in zones:
@@ -55,7 +56,10 @@ def _owner_queries(owner: dns.name.Name, types: set[str], origin: dns.name.Name,
     if "CNAME" in types:
         out.append((owner, "NSEC"))
     out.append((_mixed_case(owner, rng), min(types) if types else "A"))
-    out.extend(_below(owner, rng))
+    # SOA at a name that does not exist: where a server finds the zone of an arbitrary name
+    # (native BIND answers it with the SOA's TTL at 0, zero-no-soa-ttl). Below the apex only:
+    # a few per zone ask it of every kind of zone.
+    out.extend(_below(owner, rng, ("A", "TXT", "SOA") if owner == origin else ("A", "TXT")))
     return out
 
 
@@ -65,8 +69,9 @@ def _mixed_case(name: dns.name.Name, rng: random.Random) -> dns.name.Name:
     return dns.name.Name(labels)
 
 
-def _below(owner: dns.name.Name, rng: random.Random) -> list[Query]:
-    """A name that does not exist under an owner (NXDOMAIN, wildcard or referral), and deeper."""
+def _below(owner: dns.name.Name, rng: random.Random, types: tuple[str, ...]) -> list[Query]:
+    """A name that does not exist under an owner (NXDOMAIN, wildcard or referral), and deeper,
+    each asked for `types`."""
     out: list[Query] = []
     for depth in (1, 2):
         labels = tuple(b"nx%d" % rng.randrange(10**6) for _ in range(depth))
@@ -74,7 +79,7 @@ def _below(owner: dns.name.Name, rng: random.Random) -> list[Query]:
             name = dns.name.Name(labels + owner.labels)
         except dns.name.NameTooLong:
             continue
-        out += [(name, "A"), (name, "TXT")]
+        out += [(name, rdtype) for rdtype in types]
     return out
 
 

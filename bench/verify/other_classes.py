@@ -170,6 +170,73 @@ def _dname_not_processed(qname: dns.name.Name, rdtype: str, native: Answer, othe
     return other, other
 
 
+def _soa_ttls_zeroed(rrs: frozenset[Rr]) -> frozenset[Rr]:
+    """The SOA and the RRSIGs over it with TTL 0 (as native BIND's query_addsoa() sets both)."""
+    return frozenset((rr[0], 0, rr[2], rr[3]) if _covered(rr) == "SOA" else rr for rr in rrs)
+
+
+def _soa_nxdomain_ttl(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                      facts: ZoneFacts) -> Pair | None:
+    """NXDOMAIN to an SOA query whose authority SOA (and its RRSIG) native BIND sent with TTL
+    0: the other server's with its TTL set to 0."""
+    soa = [rr for rr in native.authority if rr[2] == "SOA"]
+    if not (rdtype == "SOA" and native.rcode == other.rcode == "NXDOMAIN" and soa
+            and all(rr[1] == 0 for rr in native.authority if _covered(rr) == "SOA")):
+        return None
+    return native, replace(other, authority=_soa_ttls_zeroed(other.authority))
+
+
+def _nsec_cname_followed(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                         facts: ZoneFacts) -> Pair | None:
+    """NSEC at a CNAME owner answered with the CNAME (and what follows it), where native BIND
+    answers NODATA (an unsigned zone) or the owner's own NSEC record (a signed one)."""
+    owner = rr_owner(qname)
+    if not (rdtype == "NSEC" and qname in facts.cnames
+            and any(rr[0] == owner and rr[2] == "CNAME" for rr in other.answer)
+            and all(rr[0] == owner and _covered(rr) == "NSEC" for rr in native.answer)):
+        return None
+    return other, other
+
+
+def _rrsig_refused(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """A query for type RRSIG answered REFUSED, nothing else."""
+    if rdtype == "RRSIG" and other.rcode == "REFUSED" and not (
+            other.answer or other.authority or other.additional):
+        return other, other
+    return None
+
+
+def _stored_nsec_dropped(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                         facts: ZoneFacts) -> Pair | None:
+    """No NSEC record served: a transfer without the zone's NSEC records (and their RRSIGs),
+    and NSEC at a name that has one answered NODATA (the zone's SOA alone)."""
+    if rdtype == "AXFR":
+        return replace(native, answer=frozenset(
+            rr for rr in native.answer if _covered(rr) != "NSEC")), other
+    zone = facts.zone_of(qname)
+    if not (rdtype == "NSEC" and zone is not None and native.answer
+            and all(_covered(rr) == "NSEC" for rr in native.answer)
+            and other.rcode == "NOERROR" and other.aa and not other.answer
+            and other.authority and all(rr[0] == rr_owner(zone) and rr[2] == "SOA"
+                                        for rr in other.authority)):
+        return None
+    return other, other
+
+
+# What PowerDNS leaves out of a transfer of a zone it neither signs nor serves PRESIGNED.
+_PDNS_UNSIGNED_AXFR_DROPS = frozenset({"RRSIG", "DNSKEY", "CDNSKEY", "CDS"})
+
+
+def _axfr_unsigned(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
+                   facts: ZoneFacts) -> Pair | None:
+    """A transfer without the zone's RRSIG and DNSKEY records."""
+    if rdtype != "AXFR":
+        return None
+    return replace(native, answer=frozenset(
+        rr for rr in native.answer if rr[2] not in _PDNS_UNSIGNED_AXFR_DROPS)), other
+
+
 def _when(shape: Shape) -> Normalize:
     """A BIND-class shape (a predicate on the pair) as a normalisation."""
     def normalize(qname: dns.name.Name, rdtype: str, native: Answer, other: Answer,
@@ -221,6 +288,10 @@ _NSEC_CNAME = "NSEC at a CNAME owner (an unsigned zone): the CNAME is followed; 
               "BIND answers NODATA"
 _NSEC_REFERRAL = "NSEC at a delegation point of a signed zone: the referral (NS, DS or the " \
                  "NSEC proving none); native BIND answers the parent side's NSEC record"
+_SOA_NXDOMAIN = "NXDOMAIN to an SOA query (a name that does not exist): the authority SOA " \
+                "has the TTL of any negative answer, the smaller of its TTL and MINIMUM; " \
+                "native BIND sets it to 0 for an SOA query (query.c query_nxdomain(), " \
+                "zone option zero-no-soa-ttl, default yes)"
 _ROOT_GLUE = "the root zone's NS (or ANY) answer adds the NS target's addresses, which " \
              "native BIND 9.18 leaves out of its additional section"
 
@@ -250,6 +321,12 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "NSD adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
     ServerBehaviour(
+        "nsd-soa-nxdomain-ttl", _SOA_NXDOMAIN,
+        "NSD answers every negative answer with the zone's soa_nx_rrset, the SOA with its "
+        "TTL lowered to MINIMUM when that is smaller (zonec.c apex_rrset_checks(), query.c "
+        "answer_soa()); it has no SOA-query exception",
+        _soa_nxdomain_ttl),
+    ServerBehaviour(
         "nsd-nsec-at-delegation", _NSEC_REFERRAL,
         "NSD refers an NSEC query at a zone cut to the child, as for a child-side type",
         _nsec_referral),
@@ -270,6 +347,12 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "knot-root-glue", _ROOT_GLUE,
         "Knot adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
+    ServerBehaviour(
+        "knot-soa-nxdomain-ttl", _SOA_NXDOMAIN,
+        "Knot puts the authority SOA of every negative answer with KNOT_PF_SOAMINTTL "
+        "(nameserver/internet.c put_authority_soa()), written as MIN(MINIMUM, TTL) "
+        "(libknot/packet/rrset-wire.c); it has no SOA-query exception",
+        _soa_nxdomain_ttl),
     ServerBehaviour(
         "knot-rrsig-one-rrset",
         "RRSIG is answered with the signatures over one of the name's RRsets, without "
@@ -320,7 +403,47 @@ OTHER_CLASSES: dict[str, ServerBehaviour] = {c.name: c for c in (
         "PowerDNS adds the addresses of every NS target it holds; BIND's mechanism not traced",
         _extra_target_addresses),
     ServerBehaviour(
-        "pdns-nsec-at-cname", _NSEC_CNAME,
-        "PowerDNS treats NSEC in an unsigned zone as an absent type and follows the CNAME",
-        _when(BIND_CLASSES["nsec-at-cname"].matches)),
+        "pdns-soa-nxdomain-ttl", _SOA_NXDOMAIN,
+        "PowerDNS gives every negative answer's SOA the TTL SOAData::getNegativeTTL(), "
+        "min(TTL, MINIMUM) (packethandler.cc makeNXDomain(), dnsbackend.hh); it has no "
+        "SOA-query exception",
+        _soa_nxdomain_ttl),
+    ServerBehaviour(
+        "pdns-nsec-at-cname",
+        "NSEC at a CNAME owner: the CNAME is followed; native BIND answers NODATA (an "
+        "unsigned zone) or the owner's NSEC record (a signed one)",
+        "PowerDNS answers NSEC ahead of a CNAME only from a zone it signs or serves "
+        "PRESIGNED (packethandler.cc doQuestion(), the d_dnssec NSEC branch); otherwise NSEC "
+        "is a type like any other and the CNAME is followed",
+        _nsec_cname_followed),
+    # PowerDNS over a signed zone's records as plain data (its stores set no PRESIGNED), asked
+    # without the DO bit.
+    ServerBehaviour(
+        "pdns-nsec-at-delegation", _NSEC_REFERRAL,
+        "PowerDNS tries a referral before looking at the name's records for every type but DS "
+        "(packethandler.cc doQuestion(), tryReferral()); NSEC goes to its own chain only in "
+        "a zone it signs or serves PRESIGNED",
+        _nsec_referral),
+    ServerBehaviour(
+        "pdns-rrsig-refused",
+        "a query for type RRSIG is answered REFUSED; native BIND gives the signatures at the "
+        "name",
+        "PowerDNS refuses every direct RRSIG query (packethandler.cc doQuestion(): \"Direct "
+        "RRSIG query\", RCode::Refused)",
+        _rrsig_refused),
+    ServerBehaviour(
+        "pdns-axfr-unsigned",
+        "a zone transfer without the zone's RRSIG and DNSKEY records",
+        "for a zone that is not PRESIGNED, PowerDNS skips stored RRSIG, DNSKEY, CDNSKEY and "
+        "CDS records in a transfer (tcpreceiver.cc TCPNameserver::doAXFR(); it would add "
+        "its own keys and signatures to a zone it signs)",
+        _axfr_unsigned),
+    ServerBehaviour(
+        "pdns-bind-no-nsec",
+        "no NSEC record is served: NSEC at a name that has one is answered NODATA, and a "
+        "transfer lacks the NSEC records",
+        "PowerDNS's bind backend drops NSEC, NSEC3 and NSEC3PARAM records when it reads a "
+        "zone file (bindbackend2.cc Bind2Backend::parseZoneFile(): \"we synthesise NSECs on "
+        "demand\")",
+        _stored_nsec_dropped),
 )}
