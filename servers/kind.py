@@ -36,7 +36,8 @@ class ServerKind(ABC):
     # explained by a mechanism of the server.
     # Any other difference is a wrong answer.
     answer_classes: tuple[str, ...] = ()
-    # Those seen only on signed data asked with the DO bit (`verify --dnssec`, `run --signed`).
+    # Those seen only on signed data (`verify --sign/--dnssec`, `run --signed`): DLZ's with the
+    # DO bit; PowerDNS's on a signed zone served as plain data, DO or not.
     dnssec_classes: tuple[str, ...] = ()
 
     # Which column group of the results table the server belongs to (docs/reference.md: which
