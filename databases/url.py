@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from base.errors import UserError
 
 # user:password@ in an authority, for texts that are not (yet) a parsed URL.
-_PASSWORD = re.compile(r"(//[^/@:]*:)[^/]*@")
+# A password may hold an unencoded "/" or "@" (postgresql://u:p/w@h/db): everything from the
+# first ":" of the authority up to its last "@" is hidden, rather than up to the first "/".
+_PASSWORD = re.compile(r"(//[^/@:\s]*:)\S*@")
 
 
 def redact(text: str) -> str:

@@ -32,6 +32,7 @@ from base.process import free_port
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
+from databases.url import redact
 from loaders.ldap import INDEXES, SCHEMA_FILE, ZONE_CLASS
 from tests.benchcli import bench_env, processes_under, run_bench
 
@@ -473,3 +474,13 @@ def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> N
                                      "--store-url", given.format(pw=PASSWORD)))
     assert says in line, line
 
+
+@pytest.mark.parametrize("given, shown", [
+    ("pg=postgresql://u:pw@h:5432/db", "pg=postgresql://u:***@h:5432/db"),
+    ("pg=postgresql://u:p/w@h/db", "pg=postgresql://u:***@h/db"),
+    ("pg=postgresql://u:p@w@h/db", "pg=postgresql://u:***@h/db"),
+    ("pg=postgresql://u@h/db", "pg=postgresql://u@h/db"),
+    ("a postgresql://u:x/y@h/db and mysql://v:z@k/d", "a postgresql://u:***@h/db and mysql://v:***@k/d"),
+])
+def test_redact_hides_everything_up_to_the_authoritys_last_at(given: str, shown: str) -> None:
+    assert redact(given) == shown
