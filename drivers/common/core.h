@@ -23,7 +23,7 @@ struct dlz_args {
 };
 
 /* Parse argv[0..argc-1] ("key=value" words); a word without '=', a repeated key or a key in
- * neither list is an error, logged with the word. NULL on error. */
+ * neither list is an error, logged with its key or position (never a value). NULL on error. */
 struct dlz_args *args_parse(unsigned argc, char *const argv[], const char *const *core_keys,
 			    const char *const *backend_keys);
 void args_free(struct dlz_args *args);
