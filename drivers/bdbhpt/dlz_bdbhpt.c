@@ -146,7 +146,7 @@ bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX
 	}
 	if (len == 0 || len > GEN_MAX || memchr(c->bdb.value.data, ' ', len) != NULL) {
 		dlz_log_error_limited("zone %s has a malformed generation id", zone);
-		return DLZ_BDB_ERROR;
+		return DLZ_BDB_BAD_DATA;
 	}
 	memcpy(gen, c->bdb.value.data, len + 1);
 	return DLZ_BDB_FOUND;
@@ -437,11 +437,11 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	gen_len = strlen(gen);
 	bdbhpt_make_key(c, gen, gen_len, NULL, 0);
 	list = dlz_bdb_lookup(&c->bdb, c->xfr_db, &c->bdb.list, &list_len);
+	if (list == DLZ_BDB_MISSING) {
+		dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone, gen);
+		return DLZ_BAD_DATA;
+	}
 	if (list != DLZ_BDB_FOUND) {
-		if (list == DLZ_BDB_MISSING) {
-			dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone,
-				gen);
-		}
 		return DLZ_ERROR;
 	}
 	bdbhpt_make_key(c, gen, gen_len, "", 0);

@@ -50,7 +50,9 @@
  *
  * A backend failure (a call returns DLZ_ERROR) closes that connection; the call is retried
  * once on a new connection unless the failed one was new itself, and a query that still
- * fails is answered SERVFAIL: never a crash, a hang or a wrong answer.
+ * fails is answered SERVFAIL: never a crash, a hang or a wrong answer. Data the backend cannot
+ * use (DLZ_BAD_DATA: a malformed row) is answered SERVFAIL too, but the connection stays: a
+ * new one would read the same row, at the price of a reconnect per query.
  */
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -26,7 +26,9 @@
  * every name containing it nonexistent, and nothing is opened for it.
  *
  * A zone file that is empty, does not end in a line feed (truncated), lacks the ";xfr" header
- * or holds a line without its fields is a store error: logged, and the query gets SERVFAIL.
+ * or holds a line without its fields, or anything but a regular file where a zone file
+ * belongs, is bad data (DLZ_BAD_DATA): logged, and the query gets SERVFAIL; the connection (the
+ * root's descriptor) stays.
  * Every read of a mapping is bounded by its size, whatever the file holds.
  */
 #define _GNU_SOURCE
@@ -102,7 +104,8 @@ struct fs_conn {
 	size_t line_cap;
 };
 
-enum fs_found { FOUND_ERROR = -1, FOUND_NONE = 0, FOUND_YES = 1 };
+/* dlz_zone_probe's values: a probe returns them as they are. */
+enum fs_found { FOUND_BAD = DLZ_BAD_DATA, FOUND_ERROR = DLZ_ERROR, FOUND_NONE = 0, FOUND_YES = 1 };
 
 /* ---- key to components ------------------------------------------------------------------ */
 
@@ -414,21 +417,21 @@ fs_zone_of_fd(struct fs_conn *conn, int fd, struct fs_zone_map **zone) {
 	}
 	if (!S_ISREG(st.st_mode)) {
 		dlz_log_error_limited("%s/%s is no regular file", conn->state->root, conn->path);
-		return FOUND_ERROR;
+		return FOUND_BAD;
 	}
 	if (st.st_size == 0) {
 		dlz_log_error_limited("%s/%s is empty: no zone file", conn->state->root, conn->path);
-		return FOUND_ERROR;
+		return FOUND_BAD;
 	}
 	if (st.st_size <= READ_MAX) {
 		*zone = &conn->small;
-		return fs_zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_ERROR;
+		return fs_zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_BAD;
 	}
 	zm = fs_zone_slot(conn, &st, &hit);
 	if (!hit) {
 		fs_zone_unmap(zm);
 		if (!fs_zone_map_file(conn, fd, &st, zm)) {
-			return FOUND_ERROR;
+			return FOUND_BAD;
 		}
 	}
 	zm->used = ++conn->uses;
@@ -636,8 +639,9 @@ fs_first_line_from(const struct fs_zone_map *zm, const char *key, size_t key_len
 	return true;
 }
 
-/* The record line [start, end) (owner already matched, owner_len long) as a row of owner. */
-static bool
+/* The record line [start, end) (owner already matched, owner_len long) as a row of owner:
+ * DLZ_OK, DLZ_BAD_DATA (malformed, logged) or DLZ_ERROR (no memory). */
+static int
 fs_add_line(struct dlz_rowset *out, const struct fs_zone_map *zm, size_t start, size_t end,
 	    size_t owner_len, const char *zone, const char *owner) {
 	const char *record = zm->data + start + owner_len + 1;
@@ -646,10 +650,12 @@ fs_add_line(struct dlz_rowset *out, const struct fs_zone_map *zm, size_t start, 
 	if (!dlz_record_split(record, end - (start + owner_len + 1), &r)) {
 		dlz_log_error_limited("malformed record line of %s in zone %s: %.*s", owner, zone,
 				      (int)(end - start), zm->data + start);
-		return false;
+		return DLZ_BAD_DATA;
 	}
 	return dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
-				       r.rdata_len);
+				       r.rdata_len)
+		       ? DLZ_OK
+		       : DLZ_ERROR;
 }
 
 /* One fetch: its zone, as fs_probe_zone finds it and fs_read_owner reads it. */
@@ -670,23 +676,25 @@ fs_read_owner(void *ctx, const char *owner, bool *found) {
 	const struct fs_owner_read *r = ctx;
 	const struct fs_zone_map *zm = r->zm;
 	size_t key_len = strlen(owner), pos;
+	int rc;
 
 	*found = false;
 	if (!fs_first_line_from(zm, owner, key_len, &pos)) {
-		return DLZ_ERROR;
+		return DLZ_BAD_DATA;
 	}
 	while (pos < zm->size) {
 		size_t end = fs_line_end(zm, pos);
 		int cmp;
 
 		if (!fs_owner_cmp(zm, pos, end, owner, key_len, &cmp)) {
-			return DLZ_ERROR;
+			return DLZ_BAD_DATA;
 		}
 		if (cmp != 0) {
 			break;
 		}
-		if (!fs_add_line(r->out, zm, pos, end, key_len, r->zone, owner)) {
-			return DLZ_ERROR;
+		rc = fs_add_line(r->out, zm, pos, end, key_len, r->zone, owner);
+		if (rc != DLZ_OK) {
+			return rc;
 		}
 		*found = true;
 		pos = end + 1;
@@ -738,7 +746,7 @@ fs_zone_of_key(struct fs_conn *conn, const char *zone_key, struct fs_zone_map **
 	}
 	found = fs_zone_at(conn, 0, zm);
 	if (found != FOUND_YES) {
-		return found == FOUND_ERROR ? DLZ_ERROR : DLZ_NOTFOUND;
+		return found == FOUND_NONE ? DLZ_NOTFOUND : (int)found;
 	}
 	return DLZ_OK;
 }
@@ -764,7 +772,7 @@ fs_transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
 
 	if (sp == NULL || sp == line || !dlz_record_split(sp + 1, len - (size_t)(sp + 1 - line), &r)) {
 		dlz_log_error_limited("malformed zone file line: %s", line);
-		return DLZ_ERROR;
+		return DLZ_BAD_DATA;
 	}
 	*sp = '\0';
 	type = sp + 1;

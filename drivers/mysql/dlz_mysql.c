@@ -524,8 +524,18 @@ my_refetch_truncated(struct my_conn *c, struct my_stmt *st, unsigned first) {
 
 typedef int my_row_fn(struct my_conn *c, void *ctx);
 
+/* fn stopped the walk with rc: read and drop the rest, so the connection stays in step with
+ * the server (and usable for the next statement). */
+static int
+my_stop_walk(struct my_conn *c, struct my_stmt *st, int rc) {
+	if (mysql_stmt_free_result(st->handle) != 0) {
+		return my_stmt_failed(c, st, "discarding the rest of a result");
+	}
+	return rc;
+}
+
 /* Every row of the executed statement (result bound from column first on) to fn; fn's
- * non-DLZ_OK return stops and is returned, leaving rows unread. */
+ * non-DLZ_OK return stops the walk (the rest is read and dropped) and is returned. */
 static int
 my_fetch_all(struct my_conn *c, struct my_stmt *st, unsigned first, my_row_fn *fn, void *ctx) {
 	for (;;) {
@@ -547,9 +557,15 @@ my_fetch_all(struct my_conn *c, struct my_stmt *st, unsigned first, my_row_fn *f
 		}
 		rc = fn(c, ctx);
 		if (rc != DLZ_OK) {
-			return rc;
+			return rc == DLZ_ERROR ? rc : my_stop_walk(c, st, rc);
 		}
 	}
+}
+
+/* Is any of the record columns type, ttl, data of the fetched row NULL? */
+static bool
+my_record_has_null(const struct my_conn *c) {
+	return c->nulls[COL_TYPE] || c->nulls[COL_TTL] || c->nulls[COL_DATA];
 }
 
 /* ---- fetch: one DNS query ---------------------------------------------------------------- */
@@ -558,12 +574,20 @@ static int
 my_fetch_row(struct my_conn *c, void *ctx) {
 	struct dlz_rowset *out = ctx;
 
+	if (c->nulls[COL_ZONE]) {
+		dlz_log_error_limited("fetch: a zone without a name");
+		return DLZ_BAD_DATA;
+	}
 	/* Each row comes with its zone: reported once (the rowset ignores repeats). */
 	if (!dlz_rowset_add_zone(out, c->bufs[COL_ZONE])) {
 		return DLZ_ERROR;
 	}
 	if (c->nulls[COL_OWNER]) {
 		return DLZ_OK; /* the zone matched, none of the owners in it did */
+	}
+	if (my_record_has_null(c)) {
+		dlz_log_error_limited("fetch: a record of %s with a NULL column", c->bufs[COL_OWNER]);
+		return DLZ_BAD_DATA;
 	}
 	if (!dlz_rowset_add_row_n(out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
 				  c->bufs[COL_OWNER], c->lens[COL_OWNER], c->bufs[COL_TYPE],
@@ -628,6 +652,10 @@ static int
 my_xfr_row(struct my_conn *c, void *ctx) {
 	struct my_xfr_ctx *x = ctx;
 
+	if (c->nulls[COL_OWNER] || my_record_has_null(c)) {
+		dlz_log_error_limited("zone transfer: a record with a NULL column");
+		return DLZ_BAD_DATA;
+	}
 	x->zone_found = true;
 	return x->cb(x->cb_ctx, c->bufs[COL_OWNER], c->bufs[COL_TYPE], c->ttl, c->bufs[COL_DATA]);
 }
@@ -647,14 +675,6 @@ my_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 		return DLZ_ERROR;
 	}
 	rc = my_fetch_all(c, &c->xfr, COL_OWNER, my_xfr_row, &x);
-	if (rc == DLZ_ERROR) {
-		return DLZ_ERROR;
-	}
-	/* The callback stopped the walk: read and drop the rest, so the connection stays in
-	 * step with the server. */
-	if (rc != DLZ_OK && mysql_stmt_free_result(c->xfr.handle) != 0) {
-		return my_stmt_failed(c, &c->xfr, "discarding a transfer's rows");
-	}
 	return rc == DLZ_OK && !x.zone_found ? DLZ_NOTFOUND : rc;
 }
 

@@ -17,8 +17,10 @@
  *
  * Never a hang: libpq gets connect_timeout, the session statement_timeout (the server ends a
  * statement that runs away), and every statement is waited for with poll() and a deadline
- * (a stopped or unreachable server cannot answer with an error). Any failure is DLZ_ERROR:
- * the core drops the connection, answers SERVFAIL and reconnects on the next use.
+ * (a stopped or unreachable server cannot answer with an error). A failure of the server or
+ * the connection is DLZ_ERROR: the core drops the connection, answers SERVFAIL and reconnects
+ * on the next use. A row the driver cannot use (a NULL column, a column of another type) is
+ * DLZ_BAD_DATA: SERVFAIL, and the connection stays.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -386,18 +388,33 @@ pg_ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
 	return true;
 }
 
+/* Is any of the columns [first, first + n) of row NULL? */
+static bool
+pg_null_among(const PGresult *res, int row, int first, int n) {
+	for (int col = first; col < first + n; col++) {
+		if (PQgetisnull(res, row, col)) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static int
 pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 	int nrows = PQntuples(res);
 
 	if (PQnfields(res) != 5) {
 		dlz_log_error_limited("fetch: %d columns instead of 5", PQnfields(res));
-		return DLZ_ERROR;
+		return DLZ_BAD_DATA;
 	}
 	for (int i = 0; i < nrows; i++) {
 		const char *zone = PQgetvalue(res, i, 0); /* NUL-terminated in binary format too */
 		uint32_t ttl;
 
+		if (PQgetisnull(res, i, 0)) {
+			dlz_log_error_limited("fetch: a zone without a name");
+			return DLZ_BAD_DATA;
+		}
 		/* Each row comes with its zone: reported once (the rowset ignores repeats). */
 		if (!dlz_rowset_add_zone(out, zone)) {
 			return DLZ_ERROR;
@@ -405,9 +422,10 @@ pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 		if (PQgetisnull(res, i, 1)) {
 			continue; /* the zone, and none of its candidate owners */
 		}
-		if (!pg_ttl_of(res, i, 3, &ttl)) {
-			dlz_log_error_limited("fetch: the ttl column is not an integer");
-			return DLZ_ERROR;
+		if (pg_null_among(res, i, 2, 3) || !pg_ttl_of(res, i, 3, &ttl)) {
+			dlz_log_error_limited("fetch: a record of %s with a NULL or non-integer column",
+					      PQgetvalue(res, i, 1));
+			return DLZ_BAD_DATA;
 		}
 		if (!dlz_rowset_add_row_n(out, zone, (size_t)PQgetlength(res, i, 0),
 					  PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1),
@@ -476,14 +494,14 @@ pg_axfr_batch(struct pg_connection *c, dlz_node_cb *cb, void *ctx, int *count) {
 	}
 	*count = PQntuples(res);
 	if (PQnfields(res) != 4) {
-		rc = DLZ_ERROR;
+		rc = DLZ_BAD_DATA;
 	}
 	for (int i = 0; i < *count && rc == DLZ_OK; i++) {
 		uint32_t ttl;
 
-		if (!pg_ttl_of(res, i, 2, &ttl)) {
-			dlz_log_error_limited("allnodes: the ttl column is not an integer");
-			rc = DLZ_ERROR;
+		if (pg_null_among(res, i, 0, 4) || !pg_ttl_of(res, i, 2, &ttl)) {
+			dlz_log_error_limited("allnodes: a record with a NULL or non-integer column");
+			rc = DLZ_BAD_DATA;
 			break;
 		}
 		rc = cb(ctx, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), ttl,
@@ -547,7 +565,7 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 	} else if (PQgetlength(res, 0, 0) == 1) {
 		rc = PQgetvalue(res, 0, 0)[0] != 0 ? DLZ_OK : DLZ_DENIED; /* binary bool */
 	} else {
-		rc = DLZ_ERROR;
+		rc = DLZ_BAD_DATA;
 	}
 	PQclear(res);
 	return rc;

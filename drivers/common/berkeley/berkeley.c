@@ -122,8 +122,7 @@ dlz_bdb_read_node(struct dlz_bdb_conn *c, DB *db, const char *zone, const char *
 		return DLZ_OK;
 	case DLZ_BDB_FOUND:
 		*found = true;
-		return dlz_rowset_add_node(out, zone, owner, c->value.data, len) ? DLZ_OK
-										 : DLZ_ERROR;
+		return dlz_rowset_add_node(out, zone, owner, c->value.data, len);
 	default:
 		return DLZ_ERROR;
 	}
@@ -158,11 +157,11 @@ dlz_bdb_walk_owners(struct dlz_bdb_conn *c, DB *db, const char *zone, size_t lis
 		switch (dlz_bdb_lookup(c, db, &c->value, &value_len)) {
 		case DLZ_BDB_MISSING:
 			*gone = owner;
-			return DLZ_ERROR;
-		case DLZ_BDB_ERROR:
-			return DLZ_ERROR;
+			return DLZ_BAD_DATA;
 		case DLZ_BDB_FOUND:
 			break;
+		default:
+			return DLZ_ERROR;
 		}
 		rc = dlz_node_walk(zone, owner, c->value.data, value_len, cb, ctx);
 		if (rc != DLZ_OK) {
@@ -194,6 +193,6 @@ dlz_bdb_if_zone(enum dlz_bdb_found zone, int answer) {
 	case DLZ_BDB_MISSING:
 		return DLZ_NOTFOUND;
 	default:
-		return DLZ_ERROR;
+		return (int)zone; /* DLZ_BDB_ERROR, DLZ_BDB_BAD_DATA: the backend's codes */
 	}
 }
