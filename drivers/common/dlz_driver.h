@@ -51,6 +51,10 @@ void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1
 
 /* Milliseconds of the monotonic clock (a few ms of resolution): for ages and deadlines. */
 long dlz_now_ms(void);
+/* The backend gave up on the store because it did not answer within a time-out (connect,
+ * statement, lock): called before returning DLZ_ERROR, it makes the core take the store for
+ * down (down_interval_ms) rather than try a new connection at once. */
+void dlz_timed_out(void);
 
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 
@@ -150,6 +154,9 @@ typedef int dlz_node_cb(void *ctx, const char *owner, const char *type, uint32_t
 struct dlz_backend {
 	const char *name;             /* log prefix "dlz_<name>" */
 	bool thread_safe;             /* different connections may be used concurrently */
+	/* Reads only its own memory: a failure costs no wait, so there is nothing to spare by
+	 * taking the store for down (down_interval_ms defaults to 0). */
+	bool no_io;
 	const char *const *arg_keys;  /* NULL-terminated keys it accepts besides the core's */
 
 	/* Once at dlz_create, after arguments are checked; *state goes to connect(). */
