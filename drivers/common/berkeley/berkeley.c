@@ -6,9 +6,10 @@
 
 #include "../dlz_driver.h"
 
-/* A get that keeps losing deadlocks to a loader's transactions gives up (and the query gets
- * SERVFAIL) instead of spinning. */
-#define DEADLOCK_RETRIES 100
+/* A get holds one lock at a time, so it loses a deadlock only when the detector picks it as
+ * the victim against a loader's transaction: tried again at once, but a get that keeps
+ * losing gives up (the query gets SERVFAIL) instead of spinning. */
+#define DEADLOCK_RETRIES 3
 
 bool
 dlz_bdb_buf_reserve(struct dlz_bdb_buf *b, size_t need) {
@@ -59,6 +60,9 @@ dlz_bdb_get(DB *db, const char *key, size_t key_len, struct dlz_bdb_buf *b, size
 		} else if (rc != DB_LOCK_DEADLOCK || ++deadlocks > DEADLOCK_RETRIES) {
 			break;
 		}
+	}
+	if (rc == DB_LOCK_NOTGRANTED) {
+		dlz_timed_out(); /* a lock held past the lock time-out: the store is stuck */
 	}
 	if (rc == 0) {
 		b->data[value.size] = '\0';

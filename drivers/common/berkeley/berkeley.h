@@ -34,7 +34,9 @@ void dlz_bdb_dbt_user(DBT *dbt, struct dlz_bdb_buf *b);
 /*
  * The value of key in db into b, NUL-terminated, its length in *len. Grows b when the value
  * does not fit; retries a get that lost a deadlock against a writer's transaction (bdbhpt's
- * shared environments). Returns 0, DB_NOTFOUND, ENOMEM or Berkeley DB's error.
+ * shared environments) a few times; a lock not granted within the environment's lock
+ * time-out is reported as a time-out (dlz_timed_out). Returns 0, DB_NOTFOUND, ENOMEM or
+ * Berkeley DB's error.
  */
 int dlz_bdb_get(DB *db, const char *key, size_t key_len, struct dlz_bdb_buf *b, size_t *len);
 /* For set_errcall: Berkeley DB's own messages into named's log. */
