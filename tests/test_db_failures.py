@@ -39,10 +39,10 @@ import pytest
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import ask, complete
-from loaders.fs import zone_file_path
+from loaders.fs import ZONE_FILE, FsStore, zone_file_path
 from servers import get_server
 from servers.dlz import DlzNamed
-from servers.named import Named
+from servers.named import Named, valgrind_wrapper
 from zonedata.model import Zone, make_record, name_key
 
 ORIGIN = dns.name.from_text("fail.test.")
@@ -295,6 +295,45 @@ def test_zone_file_truncated_in_place_keeps_named_up(run_dir: Path) -> None:
                 t.join()
         assert set(outcomes) <= {"NOERROR", "SERVFAIL", "NXDOMAIN"}, outcomes
         assert named.main_pid() == pid and _rcode(named, WWW) == "NOERROR"
+
+
+SENTINEL = '"SENTINEL: read outside the root"'
+
+
+def _sentinel_zone(origin: dns.name.Name) -> Zone:
+    return Zone(origin, [
+        make_record(origin, 60, "SOA", "ns hostmaster 1 3600 900 604800 60"),
+        make_record(origin, 60, "NS", dns.name.from_text("ns", origin).to_text()),
+        make_record(origin, 60, "TXT", SENTINEL)])
+
+
+@pytest.mark.skipif(not _dlz("fs").is_built() or not os.path.exists("/usr/bin/valgrind"),
+                    reason="the filesystem driver or valgrind is missing")
+def test_filesystem_walk_without_openat2_refuses_symlinks(run_dir: Path) -> None:
+    """Valgrind does not know openat2 (ENOSYS), so under it the driver walks paths one
+    component at a time: a symlinked zone directory and a symlinked zone file, both to zones
+    outside the root, are no zones (the parent zone answers NXDOMAIN)."""
+    outside = run_dir / "outside"
+    evil_dir, evil_file = (dns.name.from_text(label, ORIGIN) for label in ("evil", "evil2"))
+    FsStore().load([_sentinel_zone(evil_dir), _sentinel_zone(evil_file)], outside)
+    with loaded_store("fs", lambda: iter([fail_zone()]), run_dir / "walk") as loaded:
+        root = Path(loaded.target)
+        link_dir = root / zone_file_path(name_key(evil_dir))
+        link_dir.parent.symlink_to(outside / zone_file_path(name_key(evil_dir)).rsplit("/", 1)[0])
+        link_file = root / zone_file_path(name_key(evil_file))
+        link_file.parent.mkdir()
+        link_file.symlink_to(outside / zone_file_path(name_key(evil_file)))
+        assert link_file.name == ZONE_FILE
+        body = _dlz("fs").body(loaded.target, 1)
+        named = Named(run_dir / "named-walk", body,
+                      wrapper=valgrind_wrapper(run_dir / "valgrind-walk.log"))
+        with named:
+            for origin in (evil_dir, evil_file):
+                reply = named.query(origin, "TXT", timeout=30)
+                assert dns.rcode.to_text(reply.rcode()) == "NXDOMAIN", origin
+                assert "SENTINEL" not in reply.to_text()
+            assert _rcode(named, WWW, timeout=30) == "NOERROR"
+        assert "a component at a time" in named.log_path.read_text(errors="replace")
 
 
 # --- a Berkeley DB writer killed inside its transaction ------------------------------------------
