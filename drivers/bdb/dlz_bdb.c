@@ -264,7 +264,7 @@ bdb_allnodes_btree(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *
 		}
 		if (key_len + 1 > sizeof(c->bdb.key)) {
 			dlz_log(ISC_LOG_ERROR, "zone %s: key longer than a name allows", zone);
-			result = DLZ_ERROR;
+			result = DLZ_BAD_DATA;
 			break;
 		}
 		memcpy(c->bdb.key, key_buf->data, key_len);
@@ -293,10 +293,11 @@ bdb_allnodes_hash(struct bdb_conn *c, const char *zone, dlz_node_cb *cb, void *c
 		return DLZ_NOTFOUND;
 	}
 	list = dlz_bdb_lookup(&c->bdb, c->db, &c->bdb.list, &list_len);
+	if (list == DLZ_BDB_MISSING) {
+		dlz_log(ISC_LOG_ERROR, "zone %s has no owner list (X key)", zone);
+		return DLZ_BAD_DATA;
+	}
 	if (list != DLZ_BDB_FOUND) {
-		if (list == DLZ_BDB_MISSING) {
-			dlz_log(ISC_LOG_ERROR, "zone %s has no owner list (X key)", zone);
-		}
 		return DLZ_ERROR;
 	}
 	bdb_make_key(c, 'D', zone, zone_len, "", 0); /* fits: a zone is shorter than a key */

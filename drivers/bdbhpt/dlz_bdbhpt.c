@@ -24,15 +24,30 @@
  *    new one into place: named sees it after a reload). Each connection opens its own private
  *    environment, so threads share no cache and no mutex at all (the cost: one cache per
  *    connection, filled as pages are read).
+ *
+ * Stuck writers. In transactional mode a get waits for a page lock a writer's transaction
+ * holds, and a writer that dies inside its transaction holds it until recovery: every reader
+ * would wait for ever. So the environment gets a lock time-out (lock_timeout_ms) and
+ * DB_TIME_NOTGRANTED: a lock not granted in time fails the get with DB_LOCK_NOTGRANTED, the
+ * query gets SERVFAIL and the core takes the store for down for a while. Berkeley DB checks
+ * time-outs only when its deadlock detector runs (a waiting get alone waits for ever: seen
+ * with a SIGKILLed writer), so a thread of ours runs it (DB_LOCK_EXPIRE) every quarter of the
+ * time-out. Concurrent (CDB) mode has neither time-outs nor a detector: a writer killed while
+ * it holds CDB's write lock blocks readers until the environment is recovered; only
+ * DB_ENV->failchk could release it, and that needs thread tracking (set_thread_count) in every
+ * process of the environment, the loader's too. Reads take no transaction, so DB_READ_COMMITTED
+ * or a DB_TXN_SNAPSHOT (the loader's databases are not DB_MULTIVERSION) change nothing here.
  */
 #include <db.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../common/berkeley/berkeley.h"
 #include "../common/dlz_driver.h"
@@ -40,11 +55,20 @@
 #define DATA_FILE "dns.db"
 /* A generation id is 16 hex digits; anything much longer is not ours. */
 #define GEN_MAX 64
+/*
+ * Default of lock_timeout_ms, the longest a get waits for a writer's lock: a loader's
+ * transaction writes one zone and holds its locks for milliseconds with the suite's zones,
+ * and 500 ms is the other drivers' query_timeout_ms (SERVFAIL before a resolver's first retry,
+ * about 800 ms in BIND). The first instance of a process sets it for the process's handle of
+ * the environment.
+ */
+#define DEFAULT_LOCK_TIMEOUT_MS 500
 
 struct bdbhpt_mode {
 	const char *name;
 	uint32_t env_flags; /* exactly the loader's (loaders/bdbhpt.py ENV_FLAGS) */
 	bool shared;        /* a region other processes use: one handle per process */
+	bool lock_timeout;  /* locks, and Berkeley DB's time-outs for them (see the top) */
 };
 
 static const struct bdbhpt_mode bdbhpt_modes[] = {
@@ -53,9 +77,9 @@ static const struct bdbhpt_mode bdbhpt_modes[] = {
 	{ "transactional",
 	  DB_CREATE | DB_INIT_TXN | DB_INIT_LOG | DB_INIT_LOCK | DB_INIT_MPOOL | DB_REGISTER |
 		  DB_RECOVER | DB_THREAD,
-	  true },
-	{ "concurrent", DB_CREATE | DB_INIT_CDB | DB_INIT_MPOOL | DB_THREAD, true },
-	{ "private", DB_CREATE | DB_PRIVATE | DB_INIT_MPOOL | DB_THREAD, false },
+	  true, true },
+	{ "concurrent", DB_CREATE | DB_INIT_CDB | DB_INIT_MPOOL | DB_THREAD, true, false },
+	{ "private", DB_CREATE | DB_PRIVATE | DB_INIT_MPOOL | DB_THREAD, false, false },
 };
 
 /*
@@ -72,6 +96,13 @@ struct bdbhpt_env {
 	DB_ENV *handle;
 	unsigned refs;
 	atomic_bool failed; /* DB_RUNRECOVERY seen: never hand it to a new instance */
+	/* The thread that expires locks held past the time-out (mode->lock_timeout). */
+	bool expiry_running;
+	pthread_t expiry;
+	long expiry_ms;
+	pthread_mutex_t expiry_lock;
+	pthread_cond_t expiry_stop; /* signalled when expiry_stopping is set */
+	bool expiry_stopping;
 };
 
 static pthread_mutex_t bdbhpt_envs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,6 +112,7 @@ static struct bdbhpt_env *bdbhpt_envs;
 struct bdbhpt_state {
 	const struct bdbhpt_mode *mode;
 	char *home; /* real path */
+	long lock_timeout_ms;
 	struct bdbhpt_env *shared;
 };
 
@@ -146,7 +178,7 @@ bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX
 	}
 	if (len == 0 || len > GEN_MAX || memchr(c->bdb.value.data, ' ', len) != NULL) {
 		dlz_log_error_limited("zone %s has a malformed generation id", zone);
-		return DLZ_BDB_ERROR;
+		return DLZ_BDB_BAD_DATA;
 	}
 	memcpy(gen, c->bdb.value.data, len + 1);
 	return DLZ_BDB_FOUND;
@@ -154,8 +186,74 @@ bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX
 
 /* ---- environments ----------------------------------------------------------------------- */
 
+/* Every expiry_ms, the deadlock detector in DB_LOCK_EXPIRE mode: it fails the lock requests
+ * that have waited past the lock time-out, which Berkeley DB checks only then. */
+static void *
+bdbhpt_expiry_run(void *arg) {
+	struct bdbhpt_env *env = arg;
+	struct timespec next;
+
+	pthread_mutex_lock(&env->expiry_lock);
+	while (!env->expiry_stopping) {
+		clock_gettime(CLOCK_MONOTONIC, &next);
+		next.tv_sec += env->expiry_ms / 1000;
+		next.tv_nsec += (env->expiry_ms % 1000) * 1000000;
+		if (next.tv_nsec >= 1000000000) {
+			next.tv_sec++;
+			next.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&env->expiry_stop, &env->expiry_lock, &next);
+		if (!env->expiry_stopping) {
+			env->handle->lock_detect(env->handle, 0, DB_LOCK_EXPIRE, NULL);
+		}
+	}
+	pthread_mutex_unlock(&env->expiry_lock);
+	return NULL;
+}
+
+static bool
+bdbhpt_expiry_start(struct bdbhpt_env *env, long lock_timeout_ms) {
+	pthread_condattr_t attr;
+	bool ok;
+
+	env->expiry_ms = lock_timeout_ms / 4 > 0 ? lock_timeout_ms / 4 : 1;
+	if (pthread_condattr_init(&attr) != 0) {
+		return false;
+	}
+	ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+	     pthread_cond_init(&env->expiry_stop, &attr) == 0;
+	pthread_condattr_destroy(&attr);
+	if (!ok) {
+		return false;
+	}
+	pthread_mutex_init(&env->expiry_lock, NULL);
+	if (pthread_create(&env->expiry, NULL, bdbhpt_expiry_run, env) != 0) {
+		pthread_cond_destroy(&env->expiry_stop);
+		pthread_mutex_destroy(&env->expiry_lock);
+		return false;
+	}
+	env->expiry_running = true;
+	return true;
+}
+
+static void
+bdbhpt_expiry_stop(struct bdbhpt_env *env) {
+	if (!env->expiry_running) {
+		return;
+	}
+	pthread_mutex_lock(&env->expiry_lock);
+	env->expiry_stopping = true;
+	pthread_cond_signal(&env->expiry_stop);
+	pthread_mutex_unlock(&env->expiry_lock);
+	pthread_join(env->expiry, NULL);
+	pthread_cond_destroy(&env->expiry_stop);
+	pthread_mutex_destroy(&env->expiry_lock);
+	env->expiry_running = false;
+}
+
 static void
 bdbhpt_env_free(struct bdbhpt_env *env) {
+	bdbhpt_expiry_stop(env);
 	if (env->handle != NULL) {
 		env->handle->close(env->handle, 0);
 	}
@@ -163,8 +261,22 @@ bdbhpt_env_free(struct bdbhpt_env *env) {
 	free(env);
 }
 
+/* The lock time-out of a mode that has one; DB_TIME_NOTGRANTED tells its failures apart from
+ * deadlocks (DB_LOCK_NOTGRANTED, not retried, instead of DB_LOCK_DEADLOCK). */
+static int
+bdbhpt_env_set_lock_timeout(struct bdbhpt_env *env, long lock_timeout_ms) {
+	int rc;
+
+	if (!env->mode->lock_timeout) {
+		return 0;
+	}
+	rc = env->handle->set_timeout(env->handle, (db_timeout_t)lock_timeout_ms * 1000,
+				      DB_SET_LOCK_TIMEOUT);
+	return rc != 0 ? rc : env->handle->set_flags(env->handle, DB_TIME_NOTGRANTED, 1);
+}
+
 static struct bdbhpt_env *
-bdbhpt_env_open(const struct bdbhpt_mode *mode, char *home) {
+bdbhpt_env_open(const struct bdbhpt_mode *mode, char *home, long lock_timeout_ms) {
 	struct bdbhpt_env *env = calloc(1, sizeof(*env));
 	int rc;
 
@@ -179,6 +291,9 @@ bdbhpt_env_open(const struct bdbhpt_mode *mode, char *home) {
 	rc = db_env_create(&env->handle, 0);
 	if (rc == 0) {
 		env->handle->set_errcall(env->handle, dlz_bdb_errcall);
+		rc = bdbhpt_env_set_lock_timeout(env, lock_timeout_ms);
+	}
+	if (rc == 0) {
 		/* Cache and lock sizes come from the home's DB_CONFIG, as for the loader. */
 		rc = env->handle->open(env->handle, home, mode->env_flags, 0);
 	}
@@ -188,12 +303,17 @@ bdbhpt_env_open(const struct bdbhpt_mode *mode, char *home) {
 		bdbhpt_env_free(env);
 		return NULL;
 	}
+	if (mode->lock_timeout && !bdbhpt_expiry_start(env, lock_timeout_ms)) {
+		dlz_log(ISC_LOG_ERROR, "cannot start the lock expiry thread of %s", home);
+		bdbhpt_env_free(env);
+		return NULL;
+	}
 	return env;
 }
 
 /* The process's environment for a shared mode and home, opened or counted once more. */
 static struct bdbhpt_env *
-bdbhpt_env_acquire(const struct bdbhpt_mode *mode, const char *home) {
+bdbhpt_env_acquire(const struct bdbhpt_mode *mode, const char *home, long lock_timeout_ms) {
 	struct bdbhpt_env *env;
 	char *copy;
 
@@ -206,7 +326,7 @@ bdbhpt_env_acquire(const struct bdbhpt_mode *mode, const char *home) {
 		}
 	}
 	if (env == NULL && (copy = strdup(home)) != NULL) {
-		env = bdbhpt_env_open(mode, copy);
+		env = bdbhpt_env_open(mode, copy, lock_timeout_ms);
 		if (env != NULL) {
 			env->next = bdbhpt_envs;
 			bdbhpt_envs = env;
@@ -254,6 +374,12 @@ bdbhpt_init(const struct dlz_args *args, void **state) {
 	struct bdbhpt_state *s;
 	struct stat st;
 
+	long lock_timeout_ms;
+
+	if (!dlz_arg_long(args, "lock_timeout_ms", DEFAULT_LOCK_TIMEOUT_MS, 1, 600000,
+			  &lock_timeout_ms)) {
+		return DLZ_ERROR;
+	}
 	if (mode_name == NULL || home == NULL) {
 		dlz_log(ISC_LOG_ERROR, "arguments mode=transactional|concurrent|private and "
 				       "env=<environment home> are required");
@@ -284,7 +410,8 @@ bdbhpt_init(const struct dlz_args *args, void **state) {
 	}
 	s->mode = mode;
 	s->home = real;
-	if (mode->shared && (s->shared = bdbhpt_env_acquire(mode, real)) == NULL) {
+	s->lock_timeout_ms = lock_timeout_ms;
+	if (mode->shared && (s->shared = bdbhpt_env_acquire(mode, real, lock_timeout_ms)) == NULL) {
 		free(real);
 		free(s);
 		return DLZ_ERROR;
@@ -356,7 +483,7 @@ bdbhpt_connect(void *state, void **conn) {
 	} else {
 		c->own_env = true;
 		home = strdup(s->home);
-		c->env = home != NULL ? bdbhpt_env_open(s->mode, home) : NULL;
+		c->env = home != NULL ? bdbhpt_env_open(s->mode, home, s->lock_timeout_ms) : NULL;
 		if (c->env == NULL) {
 			goto fail;
 		}
@@ -437,11 +564,11 @@ bdbhpt_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 	gen_len = strlen(gen);
 	bdbhpt_make_key(c, gen, gen_len, NULL, 0);
 	list = dlz_bdb_lookup(&c->bdb, c->xfr_db, &c->bdb.list, &list_len);
+	if (list == DLZ_BDB_MISSING) {
+		dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone, gen);
+		return DLZ_BAD_DATA;
+	}
 	if (list != DLZ_BDB_FOUND) {
-		if (list == DLZ_BDB_MISSING) {
-			dlz_log(ISC_LOG_ERROR, "zone %s: generation %s has no owner list", zone,
-				gen);
-		}
 		return DLZ_ERROR;
 	}
 	bdbhpt_make_key(c, gen, gen_len, "", 0);
@@ -471,7 +598,7 @@ bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	return dlz_bdb_if_zone(bdbhpt_zone_generation(c, zone, gen), DLZ_DENIED);
 }
 
-static const char *const bdbhpt_keys[] = { "mode", "env", NULL };
+static const char *const bdbhpt_keys[] = { "mode", "env", "lock_timeout_ms", NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "bdbhpt",

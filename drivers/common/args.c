@@ -1,4 +1,9 @@
-/* The key=value words after the library path on named.conf's `database` line. */
+/*
+ * The key=value words after the library path on named.conf's `database` line.
+ *
+ * A value may be a secret (password=...), and a mistyped key (pasword=...) is not known to be
+ * one: every message here names the key, or the word's position, and never shows a value.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,19 +45,21 @@ args_free(struct dlz_args *args) {
 	free(args);
 }
 
+/* Argument word number position (from 1) into args->keys[args->count]; false (logged) if bad. */
 static bool
-args_add(struct dlz_args *args, const char *word, const char *const *core_keys,
-	 const char *const *backend_keys) {
+args_add(struct dlz_args *args, unsigned position, const char *word,
+	 const char *const *core_keys, const char *const *backend_keys) {
 	const char *eq = strchr(word, '=');
 	size_t key_len;
 
 	if (eq == NULL || eq == word) {
-		dlz_log(ISC_LOG_ERROR, "argument '%s' is not key=value", word);
+		/* Without its '=' a word may be a value that lost its key: not shown. */
+		dlz_log(ISC_LOG_ERROR, "argument %u is not key=value", position);
 		return false;
 	}
 	key_len = (size_t)(eq - word);
 	if (!key_listed(word, key_len, core_keys) && !key_listed(word, key_len, backend_keys)) {
-		dlz_log(ISC_LOG_ERROR, "unknown argument '%.*s' (in '%s')", (int)key_len, word, word);
+		dlz_log(ISC_LOG_ERROR, "unknown argument '%.*s'", (int)key_len, word);
 		return false;
 	}
 	args->keys[args->count] = strndup(word, key_len);
@@ -88,7 +95,7 @@ args_parse(unsigned argc, char *const argv[], const char *const *core_keys,
 		return NULL;
 	}
 	for (unsigned i = 0; i < argc; i++) {
-		if (!args_add(args, argv[i], core_keys, backend_keys)) {
+		if (!args_add(args, i + 1, argv[i], core_keys, backend_keys)) {
 			args_free(args);
 			return NULL;
 		}
@@ -116,8 +123,8 @@ dlz_arg_long(const struct dlz_args *args, const char *key, long def, long min, l
 	errno = 0;
 	value = strtol(text, &end, 10);
 	if (errno != 0 || end == text || *end != '\0' || value < min || value > max) {
-		dlz_log(ISC_LOG_ERROR, "argument %s=%s: expected an integer from %ld to %ld", key,
-			text, min, max);
+		dlz_log(ISC_LOG_ERROR, "argument %s: expected an integer from %ld to %ld", key, min,
+			max);
 		return false;
 	}
 	*out = value;
@@ -144,6 +151,6 @@ dlz_arg_bool(const struct dlz_args *args, const char *key, bool def, bool *out) 
 			return true;
 		}
 	}
-	dlz_log(ISC_LOG_ERROR, "argument %s=%s: expected yes or no", key, text);
+	dlz_log(ISC_LOG_ERROR, "argument %s: expected yes or no", key);
 	return false;
 }

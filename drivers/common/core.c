@@ -49,8 +49,12 @@
  * lookup that was no probe, so a probe is judged against that name's closest encloser.
  *
  * A backend failure (a call returns DLZ_ERROR) closes that connection; the call is retried
- * once on a new connection unless the failed one was new itself, and a query that still
- * fails is answered SERVFAIL: never a crash, a hang or a wrong answer.
+ * once on a new connection unless the failed one was new itself or the store timed out, and a
+ * query that still fails is answered SERVFAIL: never a crash, a hang or a wrong answer. A
+ * store that times out or cannot be connected to is taken for down for down_interval_ms
+ * (pool.c): SERVFAIL at once, and one try per interval. Data the backend cannot
+ * use (DLZ_BAD_DATA: a malformed row) is answered SERVFAIL too, but the connection stays: a
+ * new one would read the same row, at the price of a reconnect per query.
  */
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -64,8 +68,17 @@
 #define MAX_CHAINS (1 + HINTS_PER_ZONE)
 #define MAX_OWNERS (2 * DLZ_MAX_LABELS - 1 + DLZ_MAX_EXTRAS)
 #define DEFAULT_HINT_ZONES 4096
+/*
+ * How long a store that failed to connect or timed out is taken for down (pool.c): queries
+ * are answered SERVFAIL at once meanwhile, and one thread tries again when it has passed. A
+ * second: one bounded wait per second per named instead of one per query on every worker, and
+ * a store that is back is served again within the second that test_drivers.py allows an
+ * update to take.
+ */
+#define DEFAULT_DOWN_INTERVAL_MS 1000
 
-static const char *const core_keys[] = { "connections", "memo_ms", "trace", "hint_zones", NULL };
+static const char *const core_keys[] = { "connections", "memo_ms", "trace", "hint_zones",
+					 "down_interval_ms", NULL };
 
 /*
  * A name a memo answers for, with its ancestors down to the memo's zone: the query name Q
@@ -136,6 +149,7 @@ struct instance {
 	dns_sdlz_putnamedrr_t *putnamedrr;
 	long memo_ms;
 	long hint_zones;
+	long down_interval_ms;
 	bool trace;
 	pthread_key_t key;
 	bool key_ready;
@@ -776,7 +790,10 @@ static bool
 instance_configure(struct instance *inst) {
 	long connections;
 
-	if (!dlz_arg_long(inst->args, "connections", 1, 1, 4096, &connections) ||
+	if (!dlz_arg_long(inst->args, "down_interval_ms",
+			  dlz_backend.no_io ? 0 : DEFAULT_DOWN_INTERVAL_MS, 0, 600000,
+			  &inst->down_interval_ms) ||
+	    !dlz_arg_long(inst->args, "connections", 1, 1, 4096, &connections) ||
 	    !dlz_arg_long(inst->args, "memo_ms", 100, 0, 60000, &inst->memo_ms) ||
 	    !dlz_arg_long(inst->args, "hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
 			  &inst->hint_zones) ||
@@ -786,7 +803,8 @@ instance_configure(struct instance *inst) {
 	if (dlz_backend.init != NULL && dlz_backend.init(inst->args, &inst->state) != DLZ_OK) {
 		return false;
 	}
-	if (!pool_init(&inst->pool, &dlz_backend, inst->state, (unsigned)connections)) {
+	if (!pool_init(&inst->pool, &dlz_backend, inst->state, (unsigned)connections,
+		       inst->down_interval_ms)) {
 		dlz_log(ISC_LOG_ERROR, "cannot create %ld connection slots", connections);
 		return false;
 	}
@@ -837,8 +855,9 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		instance_free(inst);
 		return ISC_R_FAILURE;
 	}
-	dlz_log(ISC_LOG_INFO, "dlz \"%s\" ready: connections=%u memo_ms=%ld hint_zones=%ld%s%s",
-		dlzname, inst->pool.count, inst->memo_ms, inst->hint_zones,
+	dlz_log(ISC_LOG_INFO,
+		"dlz \"%s\" ready: connections=%u memo_ms=%ld hint_zones=%ld down_interval_ms=%ld%s%s",
+		dlzname, inst->pool.count, inst->memo_ms, inst->hint_zones, inst->down_interval_ms,
 		dlz_backend.thread_safe ? " thread-safe" : "",
 		inst->trace ? " trace" : "");
 	*dbdata = inst;

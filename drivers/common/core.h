@@ -3,6 +3,7 @@
 #define DLZ_CORE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,7 +24,7 @@ struct dlz_args {
 };
 
 /* Parse argv[0..argc-1] ("key=value" words); a word without '=', a repeated key or a key in
- * neither list is an error, logged with the word. NULL on error. */
+ * neither list is an error, logged with its key or position (never a value). NULL on error. */
 struct dlz_args *args_parse(unsigned argc, char *const argv[], const char *const *core_keys,
 			    const char *const *backend_keys);
 void args_free(struct dlz_args *args);
@@ -118,6 +119,7 @@ struct pool_slot {
 	pthread_mutex_t lock;
 	void *conn;
 	bool fresh; /* connected for this checkout: a failure is not a stale connection */
+	bool probe; /* this checkout tries a store that is down */
 } __attribute__((aligned(64)));
 
 struct pool {
@@ -125,15 +127,21 @@ struct pool {
 	void *state;
 	unsigned count;
 	struct pool_slot *slots;
+	long down_ms;           /* how long the pool stays down (down_interval_ms); 0: never */
+	atomic_long down_until; /* 0: up; else the time (dlz_now_ms) the next probe may start */
+	atomic_bool probing;    /* a thread is trying the store while the pool is down */
 };
 
 bool pool_init(struct pool *pool, const struct dlz_backend *backend, void *state,
-	       unsigned count);
+	       unsigned count, long down_ms);
 void pool_destroy(struct pool *pool);
 /* A locked slot with an open connection: the thread's home slot if free, else any free one,
- * else waits for home. NULL if no connection could be opened (logged). */
+ * else waits for home. NULL at once while the pool is down (unless this thread is the probe),
+ * and when no connection could be opened (logged; the pool is then down). */
 struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
-/* Unlock; a broken connection is closed and reopened on the next checkout. */
+/* Unlock; a broken connection is closed and reopened on the next checkout. A broken
+ * connection that timed out or had just been opened takes the pool down; a probe that was
+ * not broken brings it up. */
 void pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken);
 
 /* ---- emit.c ----------------------------------------------------------------------------- */

@@ -26,6 +26,10 @@
 enum {
 	DLZ_OK = 0,
 	DLZ_ERROR = -1,    /* backend failure: the core drops the connection and answers SERVFAIL */
+	/* The store holds data the backend cannot use (a malformed row or record line, a NULL
+	 * column, a broken zone file): the core answers SERVFAIL and keeps the connection, which
+	 * is fine, and a new one would read the same data. */
+	DLZ_BAD_DATA = -2,
 	DLZ_NOTFOUND = 1,  /* allowxfr/allnodes: no such zone */
 	DLZ_DENIED = 2,    /* allowxfr: zone exists, client not in its ACL */
 };
@@ -47,6 +51,10 @@ void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1
 
 /* Milliseconds of the monotonic clock (a few ms of resolution): for ages and deadlines. */
 long dlz_now_ms(void);
+/* The backend gave up on the store because it did not answer within a time-out (connect,
+ * statement, lock): called before returning DLZ_ERROR, it makes the core take the store for
+ * down (down_interval_ms) rather than try a new connection at once. */
+void dlz_timed_out(void);
 
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 
@@ -146,6 +154,9 @@ typedef int dlz_node_cb(void *ctx, const char *owner, const char *type, uint32_t
 struct dlz_backend {
 	const char *name;             /* log prefix "dlz_<name>" */
 	bool thread_safe;             /* different connections may be used concurrently */
+	/* Reads only its own memory: a failure costs no wait, so there is nothing to spare by
+	 * taking the store for down (down_interval_ms defaults to 0). */
+	bool no_io;
 	const char *const *arg_keys;  /* NULL-terminated keys it accepts besides the core's */
 
 	/* Once at dlz_create, after arguments are checked; *state goes to connect(). */
@@ -156,12 +167,12 @@ struct dlz_backend {
 	int (*connect)(void *state, void **conn);
 	void (*disconnect)(void *state, void *conn);
 
-	/* DLZ_OK (even when nothing matched) or DLZ_ERROR. */
+	/* DLZ_OK (even when nothing matched), DLZ_ERROR or DLZ_BAD_DATA. */
 	int (*fetch)(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out);
-	/* DLZ_OK, DLZ_NOTFOUND (no such zone), DLZ_ERROR; cb's non-zero return stops the walk and
-	 * is returned. */
+	/* DLZ_OK, DLZ_NOTFOUND (no such zone), DLZ_ERROR, DLZ_BAD_DATA; cb's non-zero return
+	 * stops the walk and is returned. */
 	int (*allnodes)(void *conn, const char *zone, dlz_node_cb *cb, void *ctx);
-	/* DLZ_OK (allowed), DLZ_DENIED, DLZ_NOTFOUND (no such zone), DLZ_ERROR. */
+	/* DLZ_OK (allowed), DLZ_DENIED, DLZ_NOTFOUND (no such zone), DLZ_ERROR, DLZ_BAD_DATA. */
 	int (*allowxfr)(void *conn, const char *zone, const char *client);
 };
 
@@ -170,7 +181,8 @@ extern const struct dlz_backend dlz_backend;
 
 /* ---- small helpers for backends ------------------------------------------------------------- */
 
-/* Is req->names[i] a zone in the store? 1 yes, 0 no, -1 the lookup failed (logged). */
+/* Is req->names[i] a zone in the store? 1 yes, 0 no, DLZ_ERROR or DLZ_BAD_DATA the lookup
+ * failed (logged). */
 typedef int dlz_zone_probe(void *ctx, unsigned i);
 /*
  * The zone of a fetch, for a backend that looks names up one at a time: names[zone_index]
@@ -178,13 +190,13 @@ typedef int dlz_zone_probe(void *ctx, unsigned i);
  * names[first], names[first + 1], ... (deepest first) and stopping at the first found: BIND
  * asks about no suffix above the deepest zone. first is 0, or one past the deepest name a
  * backend knows to be no zone (see dlz_read_owners' last). *z = the index, or -1 when no
- * name is a zone. False when a probe failed.
+ * name is a zone. DLZ_OK, or the failure a probe returned.
  */
-bool dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *probe,
-		   void *ctx, int *z);
+int dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *probe,
+		  void *ctx, int *z);
 
 /* Reads the rows of one owner key into the backend's rowset; *found = the owner exists.
- * DLZ_OK or DLZ_ERROR. */
+ * DLZ_OK, DLZ_ERROR or DLZ_BAD_DATA. */
 typedef int dlz_owner_reader(void *ctx, const char *owner, bool *found);
 /*
  * The owners a one-name-at-a-time backend reads for zone req->names[z], per the fetch
@@ -192,15 +204,15 @@ typedef int dlz_owner_reader(void *ctx, const char *owner, bool *found);
  * child of the deepest that exists (the closest encloser; none if that is names[last], or if
  * not even the apex exists), then the extras when z == req->extras_zone. last is 0, or the
  * index of the deepest name a backend knows to hold no name below it (the filesystem: names
- * whose labels are no path component). DLZ_OK or DLZ_ERROR (read failed).
+ * whose labels are no path component). DLZ_OK, or the failure a read returned.
  */
 int dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,
 		    void *ctx);
 /*
  * The whole fetch of such a backend: dlz_find_zone from first; when a zone is found, it is
  * reported (req->names[z], also put in *zone unless zone is NULL, before the first read) and
- * its owners are read by dlz_read_owners down to last. DLZ_OK (also when no name is a zone)
- * or DLZ_ERROR.
+ * its owners are read by dlz_read_owners down to last. DLZ_OK (also when no name is a zone),
+ * or the failure a probe or a read returned (DLZ_ERROR also when out of memory).
  */
 int dlz_fetch_zone_owners(const struct dlz_fetch_req *req, struct dlz_rowset *out,
 			  unsigned first, int last, dlz_zone_probe *probe, dlz_owner_reader *read,
@@ -223,12 +235,12 @@ struct dlz_record_line {
 /* Split one line (len bytes, no LF) into r; false if it is malformed. */
 bool dlz_record_split(const char *line, size_t len, struct dlz_record_line *r);
 /* Every record of one node value as rows of owner in zone (the fetch request's strings, which
- * outlive the rows; type and rdata are copied). False on a malformed line (logged) or no
- * memory. */
-bool dlz_rowset_add_node(struct dlz_rowset *out, const char *zone, const char *owner,
+ * outlive the rows; type and rdata are copied). DLZ_OK, DLZ_BAD_DATA on a malformed line
+ * (logged) or DLZ_ERROR when out of memory. */
+int dlz_rowset_add_node(struct dlz_rowset *out, const char *zone, const char *owner,
 			 const char *value, size_t len);
 /* Every record of one node value to cb, NUL-terminating in place: value[len] must be
- * writable. Returns DLZ_OK, DLZ_ERROR (malformed, logged) or cb's non-zero return. */
+ * writable. Returns DLZ_OK, DLZ_BAD_DATA (malformed, logged) or cb's non-zero return. */
 int dlz_node_walk(const char *zone, const char *owner, char *value, size_t len,
 		  dlz_node_cb *cb, void *ctx);
 /* The next LF-separated line at *pos (before end), NUL-terminated in place; NULL at the end. */

@@ -5,7 +5,7 @@
  */
 #include "core.h"
 
-bool
+int
 dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *probe,
 	      void *ctx, int *z) {
 	bool given = req->zone_index >= 0;
@@ -14,31 +14,34 @@ dlz_find_zone(const struct dlz_fetch_req *req, unsigned first, dlz_zone_probe *p
 	/* A given zone_index is probed alone, and not at all when it is below first. */
 	for (unsigned i = given ? (unsigned)req->zone_index : first; i >= first && i < req->nnames;
 	     i++) {
-		switch (probe(ctx, i)) {
+		int rc = probe(ctx, i);
+
+		switch (rc) {
 		case 1:
 			*z = (int)i;
-			return true;
+			return DLZ_OK;
 		case 0:
 			if (given) {
-				return true;
+				return DLZ_OK;
 			}
 			break;
 		default:
-			return false;
+			return rc;
 		}
 	}
-	return true;
+	return DLZ_OK;
 }
 
 int
 dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_reader *read,
 		void *ctx) {
-	int enc = -1;
+	int enc = -1, rc;
 	bool found;
 
 	for (int i = z; i >= last; i--) {
-		if (read(ctx, req->names[i], &found) != DLZ_OK) {
-			return DLZ_ERROR;
+		rc = read(ctx, req->names[i], &found);
+		if (rc != DLZ_OK) {
+			return rc;
 		}
 		if (!found) {
 			break;
@@ -46,12 +49,13 @@ dlz_read_owners(const struct dlz_fetch_req *req, int z, int last, dlz_owner_read
 		enc = i;
 	}
 	/* The wildcard child of the closest encloser; none when the walk reached names[last]. */
-	if (enc > last && read(ctx, req->wilds[enc], &found) != DLZ_OK) {
-		return DLZ_ERROR;
+	if (enc > last && (rc = read(ctx, req->wilds[enc], &found)) != DLZ_OK) {
+		return rc;
 	}
 	for (unsigned i = 0; z == req->extras_zone && i < req->nextras; i++) {
-		if (read(ctx, req->extras[i], &found) != DLZ_OK) {
-			return DLZ_ERROR;
+		rc = read(ctx, req->extras[i], &found);
+		if (rc != DLZ_OK) {
+			return rc;
 		}
 	}
 	return DLZ_OK;
@@ -61,10 +65,10 @@ int
 dlz_fetch_zone_owners(const struct dlz_fetch_req *req, struct dlz_rowset *out,
 		      unsigned first, int last, dlz_zone_probe *probe, dlz_owner_reader *read,
 		      void *ctx, const char **zone) {
-	int z;
+	int z, rc = dlz_find_zone(req, first, probe, ctx, &z);
 
-	if (!dlz_find_zone(req, first, probe, ctx, &z)) {
-		return DLZ_ERROR;
+	if (rc != DLZ_OK) {
+		return rc;
 	}
 	if (z < 0) {
 		return DLZ_OK;

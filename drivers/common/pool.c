@@ -2,23 +2,47 @@
  * N backend connections, each behind its own mutex. A thread has a home slot and tries it
  * first, then any other free slot, and only then waits for its home: there is no global
  * lock, so with as many connections as named has threads no query ever waits for another.
+ *
+ * A store that stops answering must not take named's workers with it: every connect and
+ * every statement is bounded by the backend's time-outs, and after a failed connect, a
+ * time-out (the backend calls dlz_timed_out) or a failure on a connection opened for the call,
+ * the pool is *down* for down_ms. While down, a checkout fails at once (the query is answered
+ * SERVFAIL) without touching a slot's lock or the network; once down_ms has passed, one thread
+ * at a time (the probe) takes a free slot, never waiting for one, and tries the store: its
+ * success brings the pool up for every thread, its failure starts another down_ms. So a
+ * frozen or unreachable store costs one bounded wait per down_ms per named, not one per query
+ * on every worker, and recovery needs no restart.
  */
 #include <stdlib.h>
 
 #include "core.h"
 
+/* Set by the backend during the current checkout of this thread: the store did not answer in
+ * time (not a refusal or an error it answered with). */
+static __thread bool pool_timed_out;
+
+void
+dlz_timed_out(void) {
+	pool_timed_out = true;
+}
+
 bool
-pool_init(struct pool *pool, const struct dlz_backend *backend, void *state, unsigned count) {
+pool_init(struct pool *pool, const struct dlz_backend *backend, void *state, unsigned count,
+	  long down_ms) {
 	pool->backend = backend;
 	pool->state = state;
 	pool->count = 0;
 	pool->slots = NULL;
+	pool->down_ms = down_ms;
+	atomic_init(&pool->down_until, 0);
+	atomic_init(&pool->probing, false);
 	if (posix_memalign((void **)&pool->slots, 64, count * sizeof(*pool->slots)) != 0) {
 		return false;
 	}
 	for (unsigned i = 0; i < count; i++) {
 		pool->slots[i].conn = NULL;
 		pool->slots[i].fresh = false;
+		pool->slots[i].probe = false;
 		if (pthread_mutex_init(&pool->slots[i].lock, NULL) != 0) {
 			pool_destroy(pool);
 			return false;
@@ -41,26 +65,111 @@ pool_destroy(struct pool *pool) {
 	pool->count = 0;
 }
 
+/* ---- down and up ------------------------------------------------------------------------ */
+
+static bool
+pool_is_down(struct pool *pool) {
+	return atomic_load(&pool->down_until) != 0;
+}
+
+/* While down: true for the one thread that may try the store now (down_ms has passed and no
+ * other thread is trying it). */
+static bool
+pool_claim_probe(struct pool *pool) {
+	long until = atomic_load(&pool->down_until);
+	bool idle = false;
+
+	return until != 0 && dlz_now_ms() >= until &&
+	       atomic_compare_exchange_strong(&pool->probing, &idle, true);
+}
+
+/* down_ms 0 (a backend whose failures cost no wait): never down. */
+static void
+pool_mark_down(struct pool *pool) {
+	long until = dlz_now_ms() + pool->down_ms;
+
+	if (pool->down_ms == 0) {
+		return;
+	}
+	if (atomic_exchange(&pool->down_until, until > 0 ? until : 1) == 0) {
+		dlz_log(ISC_LOG_ERROR, "the store does not answer: SERVFAIL at once, and one try "
+				       "every %ld ms", pool->down_ms);
+	}
+	atomic_store(&pool->probing, false);
+}
+
+static void
+pool_mark_up(struct pool *pool) {
+	if (atomic_exchange(&pool->down_until, 0) != 0) {
+		dlz_log(ISC_LOG_INFO, "the store answers again");
+	}
+	atomic_store(&pool->probing, false);
+}
+
+/* ---- checkout and checkin --------------------------------------------------------------- */
+
 static struct pool_slot *
-lock_some_slot(struct pool *pool, unsigned home) {
+lock_free_slot(struct pool *pool, unsigned home) {
 	for (unsigned i = 0; i < pool->count; i++) {
 		struct pool_slot *slot = &pool->slots[(home + i) % pool->count];
 		if (pthread_mutex_trylock(&slot->lock) == 0) {
 			return slot;
 		}
 	}
-	pthread_mutex_lock(&pool->slots[home % pool->count].lock);
-	return &pool->slots[home % pool->count];
+	return NULL;
+}
+
+static struct pool_slot *
+lock_some_slot(struct pool *pool, unsigned home) {
+	struct pool_slot *slot = lock_free_slot(pool, home);
+
+	if (slot == NULL) {
+		slot = &pool->slots[home % pool->count];
+		pthread_mutex_lock(&slot->lock);
+	}
+	return slot;
+}
+
+/* A locked slot for this checkout: any slot while the pool is up, a free one for the probe;
+ * NULL (fail fast) while the pool is down for this thread. */
+static struct pool_slot *
+pool_take_slot(struct pool *pool, unsigned home) {
+	struct pool_slot *slot;
+
+	if (pool_is_down(pool)) {
+		if (!pool_claim_probe(pool)) {
+			return NULL;
+		}
+		slot = lock_free_slot(pool, home);
+		if (slot == NULL) {
+			atomic_store(&pool->probing, false); /* every slot busy: another time */
+			return NULL;
+		}
+		slot->probe = true;
+		return slot;
+	}
+	slot = lock_some_slot(pool, home);
+	if (pool_is_down(pool)) { /* went down while this thread waited for the slot */
+		pthread_mutex_unlock(&slot->lock);
+		return NULL;
+	}
+	return slot;
 }
 
 struct pool_slot *
 pool_checkout(struct pool *pool, unsigned home) {
-	struct pool_slot *slot = lock_some_slot(pool, home);
+	struct pool_slot *slot = pool_take_slot(pool, home);
 
+	if (slot == NULL) {
+		return NULL;
+	}
+	pool_timed_out = false;
 	slot->fresh = false;
 	if (slot->conn == NULL) {
 		if (pool->backend->connect(pool->state, &slot->conn) != DLZ_OK) {
 			slot->conn = NULL;
+			slot->probe = false;
+			pool_mark_down(pool);
 			pthread_mutex_unlock(&slot->lock);
 			dlz_log_error_limited("cannot connect to the backend; answering SERVFAIL");
 			return NULL;
@@ -72,9 +181,22 @@ pool_checkout(struct pool *pool, unsigned home) {
 
 void
 pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken) {
+	/* A connection just opened that fails at once, like a time-out, says the store is not
+	 * fit to answer; an old one may only have been cut (a server restart): the core tries a
+	 * new one before anything is concluded. */
+	bool down = broken && (pool_timed_out || slot->fresh);
+
 	if (broken && slot->conn != NULL) {
 		pool->backend->disconnect(pool->state, slot->conn);
 		slot->conn = NULL;
 	}
+	if (down) {
+		pool_mark_down(pool);
+	} else if (slot->probe && !broken) {
+		pool_mark_up(pool);
+	} else if (slot->probe) {
+		atomic_store(&pool->probing, false); /* the retry on a new connection probes */
+	}
+	slot->probe = false;
 	pthread_mutex_unlock(&slot->lock);
 }

@@ -40,13 +40,14 @@ line_length(const char *pos, const char *end) {
 	return lf != NULL ? (size_t)(lf - pos) : (size_t)(end - pos);
 }
 
-bool
+int
 dlz_rowset_add_node(struct dlz_rowset *out, const char *zone, const char *owner,
 		    const char *value, size_t len) {
 	const char *pos = value, *end = value + len;
 
 	if (len == 0) {
-		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "");
+		return dlz_rowset_add_row_ref(out, zone, owner, DLZ_ENT_TYPE, 0, "") ? DLZ_OK
+											: DLZ_ERROR;
 	}
 	while (pos < end) {
 		size_t line_len = line_length(pos, end);
@@ -55,15 +56,15 @@ dlz_rowset_add_node(struct dlz_rowset *out, const char *zone, const char *owner,
 		if (!dlz_record_split(pos, line_len, &r)) {
 			dlz_log_error_limited("malformed record line in node %s of zone %s: %.*s",
 					      owner, zone, (int)line_len, pos);
-			return false;
+			return DLZ_BAD_DATA;
 		}
 		if (!dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
 					     r.rdata_len)) {
-			return false;
+			return DLZ_ERROR;
 		}
 		pos += line_len + 1;
 	}
-	return true;
+	return DLZ_OK;
 }
 
 int
@@ -82,7 +83,7 @@ dlz_node_walk(const char *zone, const char *owner, char *value, size_t len, dlz_
 		if (!dlz_record_split(pos, line_len, &r)) {
 			dlz_log(ISC_LOG_ERROR, "malformed record line in node %s of zone %s", owner,
 				zone);
-			return DLZ_ERROR;
+			return DLZ_BAD_DATA;
 		}
 		pos[r.type_len] = '\0';   /* the space before the TTL */
 		pos[line_len] = '\0';     /* the LF, or the byte the caller reserved at the end */

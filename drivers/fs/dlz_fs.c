@@ -4,18 +4,19 @@
  *
  * No process-wide state: every access is relative to a connection's own descriptor of the
  * root (O_PATH), never chdir. A connection is one thread's state at a time (the core's pool
- * locks it): the root descriptor, the split query name and a few zone files it has mapped.
+ * locks it): the root descriptor, the split query name and copies of a few zone files.
  *
  * One fetch (one DNS query):
  *  - one openat2 per candidate zone, deepest first, of zones/<comps>/.zone until a zone is
  *    found (BIND asks about no suffix above the deepest zone); a missing file means "no zone".
- *    The file is fstat'ed and closed. A small file (most zones) is read whole into the
- *    connection's buffer; a large one is mapped, and the mapping is taken from the
- *    connection's cache when the same inode is mapped there. A replaced zone is seen at once:
- *    the loader renames a new file (a new inode) over the old one, and an inode cannot be
- *    reused while a mapping of it exists, so (st_dev, st_ino) names one content;
- *  - from that one copy or mapping (so every row of the answer comes from one version of the zone,
- *    even while it is being replaced), a binary search of the sorted record lines per owner:
+ *    The file is fstat'ed, read whole with pread into memory of the connection and closed. A
+ *    small file (most zones) is read on every use; a large one is kept, and taken from the
+ *    connection's cache while the same inode has the same size and mtime. A replaced zone is
+ *    seen at once: the loader renames a new file (a new inode) over the old one. Zone files
+ *    are never mapped: a file truncated in place under a mapping kills named with SIGBUS,
+ *    where a read just comes up short (bad data: SERVFAIL);
+ *  - from that one copy (so every row of the answer comes from one version of the zone, even
+ *    while it is being replaced), a binary search of the sorted record lines per owner:
  *    the names from the apex down to the query name while they exist (empty non-terminals
  *    have marker lines), the wildcard child of the deepest that exists (the closest encloser;
  *    the core answers wildcards above it "not found" without rows, RFC 4592), and the extra
@@ -26,8 +27,15 @@
  * every name containing it nonexistent, and nothing is opened for it.
  *
  * A zone file that is empty, does not end in a line feed (truncated), lacks the ";xfr" header
- * or holds a line without its fields is a store error: logged, and the query gets SERVFAIL.
- * Every read of a mapping is bounded by its size, whatever the file holds.
+ * or holds a line without its fields, or anything but a regular file where a zone file
+ * belongs, is bad data (DLZ_BAD_DATA): logged, and the query gets SERVFAIL; the connection (the
+ * root's descriptor) stays.
+ * Every read of a copy is bounded by its size, whatever the file holds.
+ *
+ * Every open stays inside the root: openat2 (Linux 5.6) with RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS does it in one system call; without openat2 (an older kernel, a seccomp
+ * filter, or Valgrind, which does not know the call: test_drivers.py runs this driver under
+ * it) the path is walked one component at a time with O_NOFOLLOW (fs_open_walk).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,7 +44,6 @@
 #include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,13 +60,14 @@
 #define COMPS_MAX (4 * DLZ_KEY_MAX)
 /* openat2 with RESOLVE_BENEATH fails with EAGAIN when a rename raced a ".." step. */
 #define EAGAIN_RETRIES 32
-/* Zone files up to this size are read whole on every use (openat2, fstat, read, close): with
- * more zones than cache slots, mapping them cost an mmap and a munmap (a TLB flush across
- * named's threads) on nearly every query. Larger ones are mapped: a query then reads only
- * the pages its binary search touches. */
+/* Zone files up to this size are read on every use (openat2, fstat, read, close) into one
+ * buffer of the connection: most zones are a few hundred bytes, and keeping copies of them
+ * would only cost memory. */
 #define READ_MAX (64 * 1024)
-/* Large zone files a connection keeps mapped, least recently used replaced: a hot zone then
- * costs openat2 + fstat + close per query, and no descriptor stays open. */
+/* Copies of larger zone files a connection keeps, least recently used replaced: a hot large
+ * zone then costs openat2 + fstat + close per query, no read, and no descriptor stays open.
+ * The price is memory: up to ZONE_CACHE copies per connection (the page cache's pages are
+ * shared, these are not). */
 #define ZONE_CACHE 4
 
 struct fs_state {
@@ -76,9 +84,9 @@ struct fs_key {
 	char comps[COMPS_MAX];
 };
 
-/* A zone file read or mapped read-only; a mapping is named by its inode (see the top). */
-struct fs_zone_map {
-	const char *data; /* NULL: an empty slot */
+/* A zone file read into memory; a kept copy is named by its inode (see the top). */
+struct fs_zone_copy {
+	const char *data; /* NULL: an empty slot; a kept copy is the slot's own malloc */
 	size_t size;
 	size_t body; /* offset of the first record line, after the header */
 	dev_t dev;
@@ -95,14 +103,15 @@ struct fs_conn {
 	char dirs[PATH_MAX];
 	char path[PATH_MAX];
 	uint64_t uses;
-	struct fs_zone_map zones[ZONE_CACHE]; /* mappings */
-	struct fs_zone_map small;             /* the file last read, in small_buf */
+	struct fs_zone_copy zones[ZONE_CACHE]; /* copies of large files */
+	struct fs_zone_copy small;             /* the file last read, in small_buf */
 	char *small_buf;                      /* READ_MAX bytes, from the first read on */
 	char *line; /* zone transfer: one line copied, to be NUL-terminated */
 	size_t line_cap;
 };
 
-enum fs_found { FOUND_ERROR = -1, FOUND_NONE = 0, FOUND_YES = 1 };
+/* dlz_zone_probe's values: a probe returns them as they are. */
+enum fs_found { FOUND_BAD = DLZ_BAD_DATA, FOUND_ERROR = DLZ_ERROR, FOUND_NONE = 0, FOUND_YES = 1 };
 
 /* ---- key to components ------------------------------------------------------------------ */
 
@@ -136,8 +145,10 @@ fs_split_label(const char *key, size_t *pos, struct fs_key *k, size_t *used) {
 			n = 4;
 		} else if (key[i] == '\\') {
 			/* An escape of anything but a printable character: reject, and let the
-			 * loop look at that character itself (a dot still ends the label). */
-			if (fs_printable((unsigned char)key[i + 1])) {
+			 * loop look at that character itself (a dot still ends the label). "\/"
+			 * too: BIND never escapes '/', and copied as it is the '/' would split the
+			 * component in two. */
+			if (fs_printable((unsigned char)key[i + 1]) && key[i + 1] != '/') {
 				n = 2;
 			} else {
 				ok = false;
@@ -266,6 +277,57 @@ fs_errno_escape(void) {
  * A zone file (path relative to the root), no symlink anywhere on the way. O_NONBLOCK: a FIFO
  * planted as .zone must not hang the thread (it is then refused as no regular file).
  */
+/* close(fd) keeping errno, which tells why the open that follows failed */
+static void
+fs_close_quietly(int fd) {
+	int saved = errno;
+
+	close(fd);
+	errno = saved;
+}
+
+/*
+ * openat2's guarantee without openat2: path (relative to rootfd, components separated by
+ * single '/') opened one component at a time, each directory with O_PATH | O_NOFOLLOW |
+ * O_DIRECTORY relative to the one before. No component is "", "." or ".." and none holds a
+ * '/' (fs_split_label), so the walk never leaves the tree; a symlink anywhere is refused: as
+ * the file, by O_NOFOLLOW (ELOOP), as a directory, because O_PATH | O_NOFOLLOW opens the link
+ * itself, which is no directory (ENOTDIR: no zone). Mount points inside the tree are crossed
+ * (RESOLVE_NO_XDEV has no equivalent here); only root can make them.
+ */
+static int
+fs_open_walk(int rootfd, const char *path, int flags) {
+	char comp[NAME_MAX + 1];
+	const char *pos = path, *slash;
+	int dirfd = rootfd, fd;
+
+	while ((slash = strchr(pos, '/')) != NULL) {
+		size_t len = (size_t)(slash - pos);
+
+		if (len == 0 || len > NAME_MAX) {
+			fd = -1;
+			errno = ENOENT;
+		} else {
+			memcpy(comp, pos, len);
+			comp[len] = '\0';
+			fd = openat(dirfd, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (dirfd != rootfd) {
+			fs_close_quietly(dirfd);
+		}
+		if (fd < 0) {
+			return -1;
+		}
+		dirfd = fd;
+		pos = slash + 1;
+	}
+	fd = openat(dirfd, pos, flags);
+	if (dirfd != rootfd) {
+		fs_close_quietly(dirfd);
+	}
+	return fd;
+}
+
 static int
 fs_open_zone_file(const struct fs_conn *conn, const char *path) {
 	int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
@@ -274,31 +336,29 @@ fs_open_zone_file(const struct fs_conn *conn, const char *path) {
 		return fs_openat2(conn->rootfd, path, (uint64_t)flags,
 				  RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV);
 	}
-	return openat(conn->rootfd, path, flags);
+	return fs_open_walk(conn->rootfd, path, flags);
 }
 
-/* ---- the cache of mapped zone files ----------------------------------------------------- */
+/* ---- the cache of large zone files ------------------------------------------------------ */
 
 static void
-fs_zone_unmap(struct fs_zone_map *zm) {
-	if (zm->data != NULL) {
-		munmap((void *)zm->data, zm->size);
-	}
+fs_zone_drop(struct fs_zone_copy *zm) {
+	free((void *)zm->data);
 	zm->data = NULL;
 }
 
 /*
- * The slot for the file st describes: the one mapping that inode (*hit), else an empty slot
+ * The slot for the file st describes: the one holding that inode (*hit), else an empty slot
  * or the least recently used one. A slot of the same inode whose size or mtime changed (the
- * file was written in place, which the loader never does) is reused for a fresh mapping.
+ * file was written in place, which the loader never does) is reused for a fresh copy.
  */
-static struct fs_zone_map *
+static struct fs_zone_copy *
 fs_zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
-	struct fs_zone_map *victim = &conn->zones[0];
+	struct fs_zone_copy *victim = &conn->zones[0];
 
 	*hit = false;
 	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		struct fs_zone_map *zm = &conn->zones[i];
+		struct fs_zone_copy *zm = &conn->zones[i];
 
 		if (zm->data != NULL && zm->dev == st->st_dev && zm->ino == st->st_ino) {
 			*hit = zm->size == (size_t)st->st_size &&
@@ -308,7 +368,7 @@ fs_zone_slot(struct fs_conn *conn, const struct stat *st, bool *hit) {
 		}
 	}
 	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		struct fs_zone_map *zm = &conn->zones[i];
+		struct fs_zone_copy *zm = &conn->zones[i];
 
 		if (zm->data == NULL) {
 			return zm;
@@ -347,21 +407,40 @@ fs_zone_body(const struct fs_conn *conn, const char *data, size_t size) {
 	return body;
 }
 
-/* Map the zone file fd (described by st, named conn->path) into zm; false (logged) if
- * unusable. */
+/* The size bytes of the zone file fd (named conn->path) into buf; false (logged) when the file
+ * is shorter than that (truncated since its fstat: the loader never writes in place) or
+ * cannot be read. */
 static bool
-fs_zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct fs_zone_map *zm) {
-	size_t size = (size_t)st->st_size;
-	void *data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+fs_read_whole(const struct fs_conn *conn, int fd, char *buf, size_t size) {
+	size_t got = 0;
+	ssize_t n = 0;
 
-	if (data == MAP_FAILED) {
-		dlz_log_error_limited("cannot map %s/%s: %s", conn->state->root, conn->path,
-				      strerror(errno));
+	while (got < size && (n = pread(fd, buf + got, size - got, (off_t)got)) > 0) {
+		got += (size_t)n;
+	}
+	if (got < size) {
+		dlz_log_error_limited("cannot read %s/%s: %s", conn->state->root, conn->path,
+				      n < 0 ? strerror(errno) : "shorter than its size");
 		return false;
 	}
-	zm->body = fs_zone_body(conn, data, size);
-	if (zm->body == 0) {
-		munmap(data, size);
+	return true;
+}
+
+/* A copy of the large zone file fd (described by st, named conn->path) into zm; false
+ * (logged) if unusable. */
+static bool
+fs_zone_copy_file(struct fs_conn *conn, int fd, const struct stat *st, struct fs_zone_copy *zm) {
+	size_t size = (size_t)st->st_size;
+	char *data = malloc(size);
+
+	if (data == NULL) {
+		dlz_log_error_limited("out of memory for %s/%s (%zu bytes)", conn->state->root,
+				      conn->path, size);
+		return false;
+	}
+	if (!fs_read_whole(conn, fd, data, size) ||
+	    (zm->body = fs_zone_body(conn, data, size)) == 0) {
+		free(data);
 		return false;
 	}
 	zm->data = data;
@@ -376,19 +455,13 @@ fs_zone_map_file(struct fs_conn *conn, int fd, const struct stat *st, struct fs_
  * (logged) if unusable. */
 static bool
 fs_zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
-	size_t size = (size_t)st->st_size, got = 0;
-	ssize_t n = 0;
+	size_t size = (size_t)st->st_size;
 
 	if (conn->small_buf == NULL && (conn->small_buf = malloc(READ_MAX)) == NULL) {
 		return false;
 	}
 	conn->small.data = NULL;
-	while (got < size && (n = pread(fd, conn->small_buf + got, size - got, (off_t)got)) > 0) {
-		got += (size_t)n;
-	}
-	if (got < size) { /* the loader never writes a zone file in place: not ours */
-		dlz_log_error_limited("cannot read %s/%s: %s", conn->state->root, conn->path,
-				      n < 0 ? strerror(errno) : "shorter than its size");
+	if (!fs_read_whole(conn, fd, conn->small_buf, size)) {
 		return false;
 	}
 	conn->small.body = fs_zone_body(conn, conn->small_buf, size);
@@ -400,11 +473,11 @@ fs_zone_read_file(struct fs_conn *conn, int fd, const struct stat *st) {
 	return true;
 }
 
-/* The zone file fd (named conn->path): read, or from the cache or mapped into it. */
+/* The zone file fd (named conn->path): read, or from the cache or copied into it. */
 static enum fs_found
-fs_zone_of_fd(struct fs_conn *conn, int fd, struct fs_zone_map **zone) {
+fs_zone_of_fd(struct fs_conn *conn, int fd, struct fs_zone_copy **zone) {
 	struct stat st;
-	struct fs_zone_map *zm;
+	struct fs_zone_copy *zm;
 	bool hit;
 
 	if (fstat(fd, &st) != 0) {
@@ -414,21 +487,21 @@ fs_zone_of_fd(struct fs_conn *conn, int fd, struct fs_zone_map **zone) {
 	}
 	if (!S_ISREG(st.st_mode)) {
 		dlz_log_error_limited("%s/%s is no regular file", conn->state->root, conn->path);
-		return FOUND_ERROR;
+		return FOUND_BAD;
 	}
 	if (st.st_size == 0) {
 		dlz_log_error_limited("%s/%s is empty: no zone file", conn->state->root, conn->path);
-		return FOUND_ERROR;
+		return FOUND_BAD;
 	}
 	if (st.st_size <= READ_MAX) {
 		*zone = &conn->small;
-		return fs_zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_ERROR;
+		return fs_zone_read_file(conn, fd, &st) ? FOUND_YES : FOUND_BAD;
 	}
 	zm = fs_zone_slot(conn, &st, &hit);
 	if (!hit) {
-		fs_zone_unmap(zm);
-		if (!fs_zone_map_file(conn, fd, &st, zm)) {
-			return FOUND_ERROR;
+		fs_zone_drop(zm);
+		if (!fs_zone_copy_file(conn, fd, &st, zm)) {
+			return FOUND_BAD;
 		}
 	}
 	zm->used = ++conn->uses;
@@ -437,11 +510,11 @@ fs_zone_of_fd(struct fs_conn *conn, int fd, struct fs_zone_map **zone) {
 }
 
 /*
- * The zone of level j (read into or mapped by the connection): one openat2 of its file.
+ * The zone of level j (read by the connection): one openat2 of its file.
  * FOUND_NONE if level j is no zone.
  */
 static enum fs_found
-fs_zone_at(struct fs_conn *conn, unsigned j, struct fs_zone_map **zone) {
+fs_zone_at(struct fs_conn *conn, unsigned j, struct fs_zone_copy **zone) {
 	enum fs_found found;
 	int fd;
 
@@ -518,10 +591,11 @@ fs_init(const struct dlz_args *args, void **state_out) {
 	}
 	s->openat2 = fs_probe_openat2(fd);
 	close(fd);
-	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d mapped per connection",
+	dlz_log(ISC_LOG_INFO, "store %s; zone files opened with %s; %d large ones kept per "
+			      "connection",
 		root,
 		s->openat2 ? "openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)"
-			   : "openat(O_NOFOLLOW) (this kernel has no openat2)",
+			   : "openat(O_NOFOLLOW), a component at a time (no openat2 here)",
 		ZONE_CACHE);
 	*state_out = s;
 	return DLZ_OK;
@@ -560,7 +634,7 @@ fs_disconnect(void *state, void *c) {
 
 	(void)state;
 	for (unsigned i = 0; i < ZONE_CACHE; i++) {
-		fs_zone_unmap(&conn->zones[i]);
+		fs_zone_drop(&conn->zones[i]);
 	}
 	close(conn->rootfd);
 	free(conn->small_buf);
@@ -572,7 +646,7 @@ fs_disconnect(void *state, void *c) {
 
 /* The offset of the line feed ending the line at pos (the size if there is none). */
 static size_t
-fs_line_end(const struct fs_zone_map *zm, size_t pos) {
+fs_line_end(const struct fs_zone_copy *zm, size_t pos) {
 	const char *lf = memchr(zm->data + pos, '\n', zm->size - pos);
 
 	return lf != NULL ? (size_t)(lf - zm->data) : zm->size;
@@ -580,7 +654,7 @@ fs_line_end(const struct fs_zone_map *zm, size_t pos) {
 
 /* The start of the line holding offset pos, not looking before lo (itself a line start). */
 static size_t
-fs_line_start(const struct fs_zone_map *zm, size_t lo, size_t pos) {
+fs_line_start(const struct fs_zone_copy *zm, size_t lo, size_t pos) {
 	const char *lf = memrchr(zm->data + lo, '\n', pos - lo);
 
 	return lf != NULL ? (size_t)(lf - zm->data) + 1 : lo;
@@ -592,7 +666,7 @@ fs_line_start(const struct fs_zone_map *zm, size_t lo, size_t pos) {
  * if the line has no owner field.
  */
 static bool
-fs_owner_cmp(const struct fs_zone_map *zm, size_t start, size_t end, const char *key,
+fs_owner_cmp(const struct fs_zone_copy *zm, size_t start, size_t end, const char *key,
 	     size_t key_len, int *cmp) {
 	const char *line = zm->data + start;
 	const char *sp = memchr(line, ' ', end - start);
@@ -615,7 +689,7 @@ fs_owner_cmp(const struct fs_zone_map *zm, size_t start, size_t end, const char 
  * search over byte offsets that keeps lo and hi on line starts. False on a malformed line.
  */
 static bool
-fs_first_line_from(const struct fs_zone_map *zm, const char *key, size_t key_len, size_t *at) {
+fs_first_line_from(const struct fs_zone_copy *zm, const char *key, size_t key_len, size_t *at) {
 	size_t lo = zm->body, hi = zm->size;
 
 	while (lo < hi) {
@@ -636,9 +710,10 @@ fs_first_line_from(const struct fs_zone_map *zm, const char *key, size_t key_len
 	return true;
 }
 
-/* The record line [start, end) (owner already matched, owner_len long) as a row of owner. */
-static bool
-fs_add_line(struct dlz_rowset *out, const struct fs_zone_map *zm, size_t start, size_t end,
+/* The record line [start, end) (owner already matched, owner_len long) as a row of owner:
+ * DLZ_OK, DLZ_BAD_DATA (malformed, logged) or DLZ_ERROR (no memory). */
+static int
+fs_add_line(struct dlz_rowset *out, const struct fs_zone_copy *zm, size_t start, size_t end,
 	    size_t owner_len, const char *zone, const char *owner) {
 	const char *record = zm->data + start + owner_len + 1;
 	struct dlz_record_line r;
@@ -646,16 +721,18 @@ fs_add_line(struct dlz_rowset *out, const struct fs_zone_map *zm, size_t start, 
 	if (!dlz_record_split(record, end - (start + owner_len + 1), &r)) {
 		dlz_log_error_limited("malformed record line of %s in zone %s: %.*s", owner, zone,
 				      (int)(end - start), zm->data + start);
-		return false;
+		return DLZ_BAD_DATA;
 	}
 	return dlz_rowset_add_row_keys(out, zone, owner, r.type, r.type_len, r.ttl, r.rdata,
-				       r.rdata_len);
+				       r.rdata_len)
+		       ? DLZ_OK
+		       : DLZ_ERROR;
 }
 
 /* One fetch: its zone, as fs_probe_zone finds it and fs_read_owner reads it. */
 struct fs_owner_read {
 	struct fs_conn *conn;
-	struct fs_zone_map *zm;
+	struct fs_zone_copy *zm;
 	const char *zone;
 	struct dlz_rowset *out;
 };
@@ -668,25 +745,27 @@ struct fs_owner_read {
 static int
 fs_read_owner(void *ctx, const char *owner, bool *found) {
 	const struct fs_owner_read *r = ctx;
-	const struct fs_zone_map *zm = r->zm;
+	const struct fs_zone_copy *zm = r->zm;
 	size_t key_len = strlen(owner), pos;
+	int rc;
 
 	*found = false;
 	if (!fs_first_line_from(zm, owner, key_len, &pos)) {
-		return DLZ_ERROR;
+		return DLZ_BAD_DATA;
 	}
 	while (pos < zm->size) {
 		size_t end = fs_line_end(zm, pos);
 		int cmp;
 
 		if (!fs_owner_cmp(zm, pos, end, owner, key_len, &cmp)) {
-			return DLZ_ERROR;
+			return DLZ_BAD_DATA;
 		}
 		if (cmp != 0) {
 			break;
 		}
-		if (!fs_add_line(r->out, zm, pos, end, key_len, r->zone, owner)) {
-			return DLZ_ERROR;
+		rc = fs_add_line(r->out, zm, pos, end, key_len, r->zone, owner);
+		if (rc != DLZ_OK) {
+			return rc;
 		}
 		*found = true;
 		pos = end + 1;
@@ -724,9 +803,9 @@ fs_fetch(void *c, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 
 /* ---- zone transfer ---------------------------------------------------------------------- */
 
-/* The file of zone zone_key, read or mapped; DLZ_NOTFOUND when there is no such zone. */
+/* The file of zone zone_key, read (or a kept copy); DLZ_NOTFOUND when there is no such zone. */
 static int
-fs_zone_of_key(struct fs_conn *conn, const char *zone_key, struct fs_zone_map **zm) {
+fs_zone_of_key(struct fs_conn *conn, const char *zone_key, struct fs_zone_copy **zm) {
 	enum fs_found found;
 
 	if (!fs_split_key(zone_key, &conn->key) || conn->key.bad >= 0) {
@@ -738,14 +817,14 @@ fs_zone_of_key(struct fs_conn *conn, const char *zone_key, struct fs_zone_map **
 	}
 	found = fs_zone_at(conn, 0, zm);
 	if (found != FOUND_YES) {
-		return found == FOUND_ERROR ? DLZ_ERROR : DLZ_NOTFOUND;
+		return found == FOUND_NONE ? DLZ_NOTFOUND : (int)found;
 	}
 	return DLZ_OK;
 }
 
 /* conn->line = the line [start, end) of zm, NUL-terminated; false when out of memory. */
 static bool
-fs_copy_line(struct fs_conn *conn, const struct fs_zone_map *zm, size_t start, size_t end) {
+fs_copy_line(struct fs_conn *conn, const struct fs_zone_copy *zm, size_t start, size_t end) {
 	size_t len = end - start;
 
 	if (!dlz_grow((void **)&conn->line, &conn->line_cap, len + 1, 1)) {
@@ -764,7 +843,7 @@ fs_transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
 
 	if (sp == NULL || sp == line || !dlz_record_split(sp + 1, len - (size_t)(sp + 1 - line), &r)) {
 		dlz_log_error_limited("malformed zone file line: %s", line);
-		return DLZ_ERROR;
+		return DLZ_BAD_DATA;
 	}
 	*sp = '\0';
 	type = sp + 1;
@@ -775,7 +854,7 @@ fs_transfer_line(struct fs_conn *conn, size_t len, dlz_node_cb *cb, void *ctx) {
 static int
 fs_allnodes(void *c, const char *zone_key, dlz_node_cb *cb, void *ctx) {
 	struct fs_conn *conn = c;
-	struct fs_zone_map *zm;
+	struct fs_zone_copy *zm;
 	int rc = fs_zone_of_key(conn, zone_key, &zm);
 
 	if (rc != DLZ_OK) {
@@ -814,7 +893,7 @@ fs_header_lists(const char *header, size_t end, const char *client) {
 static int
 fs_allowxfr(void *c, const char *zone_key, const char *client) {
 	struct fs_conn *conn = c;
-	struct fs_zone_map *zm;
+	struct fs_zone_copy *zm;
 	int rc = fs_zone_of_key(conn, zone_key, &zm);
 
 	if (rc != DLZ_OK) {

@@ -15,10 +15,13 @@
  * mutex-protected and in any case runs in dlz_create's first connection, before named's
  * workers call us. Options are only ever set on our own handles, never globally.
  *
- * Failures never hang a worker: connect() is bounded by LDAP_OPT_NETWORK_TIMEOUT, every
- * synchronous call (the bind included) by LDAP_OPT_TIMEOUT, a search also by a server-side
- * time limit, and every message of a zone transfer by the same timeout. Any LDAP error is
- * DLZ_ERROR: the core answers SERVFAIL, drops the handle and connects again on next use.
+ * Failures never hang a worker: connect() is bounded by LDAP_OPT_NETWORK_TIMEOUT
+ * (connect_timeout_ms), every synchronous call (the bind included) by LDAP_OPT_TIMEOUT
+ * (query_timeout_ms), a search also by a server-side time limit (whole seconds, at least one:
+ * libldap's rounding), and every message of a zone transfer by the same time-out; both options
+ * take a timeval, so both limits can be below a second. Any LDAP error is DLZ_ERROR: the core
+ * answers SERVFAIL, drops the handle and connects again on next use; a time-out is reported
+ * (dlz_timed_out), and the core then takes the server for down for a while.
  *
  * Values are read in place from the result messages (ldap_get_attribute_ber), so a query
  * costs libldap's own allocations plus a BerElement per entry and a small array per
@@ -36,7 +39,14 @@
 
 #include "../common/dlz_driver.h"
 
-#define DEFAULT_TIMEOUT_MS 2000
+/* Default of connect_timeout_ms: a TCP connect to the suite's slapd takes well under a ms; a
+ * second leaves room for a loaded host, and is paid once per down_interval_ms when the server
+ * does not answer. */
+#define DEFAULT_CONNECT_TIMEOUT_MS 1000
+/* Default of query_timeout_ms (the bind and every search): a fetch's search takes well under a
+ * ms of slapd's time; 500 ms answers SERVFAIL before a resolver's first retry (about 800 ms in
+ * BIND) would, against a frozen server. */
+#define DEFAULT_QUERY_TIMEOUT_MS 500
 /*
  * Where the bind password is found when named.conf gives none (password=): libldap reads no
  * password from the environment, so the suite names one variable (databases/slapd.py) and
@@ -51,7 +61,8 @@ struct ld_state {
 	char *base;
 	char *binddn;
 	char *password;
-	struct timeval timeout;
+	struct timeval connect_timeout;
+	struct timeval timeout; /* of every operation */
 };
 
 /* A growable byte buffer; failed stays set once an allocation failed. */
@@ -304,6 +315,10 @@ ld_rc_ok(int rc, const char *what, const char *key) {
 	if (rc == LDAP_SUCCESS) {
 		return true;
 	}
+	/* No answer in time (ours), or the server's time limit. */
+	if (rc == LDAP_TIMEOUT || rc == LDAP_TIMELIMIT_EXCEEDED) {
+		dlz_timed_out();
+	}
 	dlz_log_error_limited("%s %s: %s (%d)", what, key, ldap_err2string(rc), rc);
 	return false;
 }
@@ -397,6 +412,11 @@ ld_state_free(struct ld_state *st) {
 	free(st);
 }
 
+static struct timeval
+ld_timeval_of(long ms) {
+	return (struct timeval){ .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+}
+
 static int
 ld_init(const struct dlz_args *args, void **state) {
 	const char *uri = dlz_arg_str(args, "uri", NULL);
@@ -404,13 +424,16 @@ ld_init(const struct dlz_args *args, void **state) {
 	const char *binddn = dlz_arg_str(args, "binddn", "");
 	const char *password = dlz_arg_str(args, "password", NULL);
 	struct ld_state *st;
-	long timeout_ms;
+	long connect_timeout_ms, query_timeout_ms;
 
 	if (uri == NULL || base == NULL) {
 		dlz_log(ISC_LOG_ERROR, "arguments uri=<ldap://host:port> and base=<DN> are required");
 		return DLZ_ERROR;
 	}
-	if (!dlz_arg_long(args, "timeout_ms", DEFAULT_TIMEOUT_MS, 1, 600000, &timeout_ms)) {
+	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
+			  &connect_timeout_ms) ||
+	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
+			  &query_timeout_ms)) {
 		return DLZ_ERROR;
 	}
 	st = calloc(1, sizeof(*st));
@@ -429,13 +452,14 @@ ld_init(const struct dlz_args *args, void **state) {
 	st->base = strdup(base);
 	st->binddn = strdup(binddn);
 	st->password = strdup(password != NULL ? password : "");
-	st->timeout.tv_sec = timeout_ms / 1000;
-	st->timeout.tv_usec = (timeout_ms % 1000) * 1000;
+	st->connect_timeout = ld_timeval_of(connect_timeout_ms);
+	st->timeout = ld_timeval_of(query_timeout_ms);
 	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
 		ld_state_free(st);
 		return DLZ_ERROR;
 	}
-	dlz_log(ISC_LOG_INFO, "LDAP store %s base %s, time-out %ld ms", uri, base, timeout_ms);
+	dlz_log(ISC_LOG_INFO, "LDAP store %s base %s, time-outs: connect %ld ms, query %ld ms", uri,
+		base, connect_timeout_ms, query_timeout_ms);
 	*state = st;
 	return DLZ_OK;
 }
@@ -467,7 +491,8 @@ ld_set_options(LDAP *ld, const struct ld_state *st) {
 	       ldap_set_option(ld, LDAP_OPT_REFERRALS, LDAP_OPT_OFF) == LDAP_OPT_SUCCESS &&
 	       /* a signal arriving in a worker must not fail its query */
 	       ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON) == LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS &&
+	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->connect_timeout) ==
+		       LDAP_OPT_SUCCESS &&
 	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS;
 }
 
@@ -932,8 +957,8 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	return verdict;
 }
 
-static const char *const ld_keys[] = { "uri", "base", "binddn", "password", "timeout_ms",
-					 NULL };
+static const char *const ld_keys[] = { "uri", "base", "binddn", "password",
+					 "connect_timeout_ms", "query_timeout_ms", NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "ldap",

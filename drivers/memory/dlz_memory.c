@@ -525,6 +525,7 @@ static const char *const mem_keys[] = { "file", "outage_file", NULL };
 const struct dlz_backend dlz_backend = {
 	.name = "memory",
 	.thread_safe = true,
+	.no_io = true,
 	.arg_keys = mem_keys,
 	.init = mem_init,
 	.fini = mem_fini,

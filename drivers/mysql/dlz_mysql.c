@@ -23,7 +23,9 @@
  * automatic reconnect (MYSQL_OPT_RECONNECT stays off, its default): a lost connection fails
  * the call, the core drops it and connects anew, and the new connection re-prepares.
  */
+#include <errmsg.h>
 #include <mysql.h>
+#include <mysqld_error.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,9 +34,26 @@
 
 #include "../common/dlz_driver.h"
 
-/* A dead or stuck server costs a named worker at most this long per call. */
-#define CONNECT_TIMEOUT_S 2
-#define IO_TIMEOUT_S 3
+/*
+ * Time-outs: a dead or stuck server costs a named worker at most these per call.
+ *
+ * connect_timeout_ms (default 1000): MYSQL_OPT_CONNECT_TIMEOUT counts whole seconds, so it is
+ * rounded up to one; a connection to the suite's servers takes a few ms.
+ *
+ * query_timeout_ms (default 500): the server ends a statement that runs longer
+ * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later) with
+ * ER_STATEMENT_TIMEOUT; the client waits for the server at most query_timeout_ms rounded up
+ * to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT count whole seconds; MariaDB
+ * Connector/C waits once, it does not retry a read as Oracle's client does), so a frozen
+ * server costs a second, and a slow statement ends with the server's error first. A fetch
+ * takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
+ * (about 800 ms in BIND).
+ */
+#define DEFAULT_CONNECT_TIMEOUT_MS 1000
+#define DEFAULT_QUERY_TIMEOUT_MS 500
+/* The coarse clock's resolution (a few ms) and scheduling, when a read time-out is told from
+ * a lost connection by the time a statement took. */
+#define TIMEOUT_SLACK_MS 50
 
 /*
  * Session settings, sent once per connection (MYSQL_INIT_COMMAND). MariaDB optimizes a
@@ -48,7 +67,7 @@
  */
 #define SESSION_SETTINGS                                                                    \
 	"SET SESSION optimizer_use_condition_selectivity = 1, use_stat_tables = 'NEVER',"  \
-	" eq_range_index_dive_limit = 1, join_cache_level = 0"
+	" eq_range_index_dive_limit = 1, join_cache_level = 0, max_statement_time = %.3f"
 
 /* Placeholder classes of the fetch statement: zone places (names) and owner places. */
 static const unsigned my_zone_classes[] = { 4, 8, 16, 32, DLZ_MAX_LABELS };
@@ -94,6 +113,9 @@ struct my_settings {
 	const char *password;
 	const char *database;
 	unsigned port;
+	unsigned connect_timeout_s;
+	unsigned io_timeout_s;
+	char session_settings[sizeof(SESSION_SETTINGS) + 16]; /* with max_statement_time */
 	char *fetch_sql[NCLASSES];
 };
 
@@ -119,6 +141,7 @@ struct my_conn {
 	my_bind_flag errors[NCOLS];
 	uint32_t ttl;
 	unsigned gen; /* changes whenever a buffer moves: statements bound earlier rebind */
+	long started_ms; /* when the statement in progress was sent */
 	MYSQL_BIND acl_col;
 	int32_t acl_allowed; /* MYSQL_TYPE_LONG: 32 bits */
 	my_bind_flag acl_null;
@@ -230,12 +253,22 @@ my_fetch_sql(unsigned k, unsigned o) {
 	return text;
 }
 
+/* Whole seconds, rounded up, of a time-out in ms (the client library's unit). */
+static unsigned
+my_seconds_of(long ms) {
+	return (unsigned)((ms + 999) / 1000);
+}
+
 static int
 my_init(const struct dlz_args *args, void **state) {
 	struct my_settings *s;
-	long port;
+	long port, connect_timeout_ms, query_timeout_ms;
 
-	if (!dlz_arg_long(args, "port", 0, 0, 65535, &port)) {
+	if (!dlz_arg_long(args, "port", 0, 0, 65535, &port) ||
+	    !dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
+			  &connect_timeout_ms) ||
+	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
+			  &query_timeout_ms)) {
 		return DLZ_ERROR;
 	}
 	/* dlz_version already told named we are thread-safe: refuse a client that is not. */
@@ -260,6 +293,10 @@ my_init(const struct dlz_args *args, void **state) {
 	s->password = dlz_arg_str(args, "password", NULL);
 	s->database = dlz_arg_str(args, "database", NULL);
 	s->port = (unsigned)port;
+	s->connect_timeout_s = my_seconds_of(connect_timeout_ms);
+	s->io_timeout_s = my_seconds_of(query_timeout_ms);
+	snprintf(s->session_settings, sizeof(s->session_settings), SESSION_SETTINGS,
+		 (double)query_timeout_ms / 1000);
 	for (unsigned i = 0; i < NCLASSES; i++) {
 		s->fetch_sql[i] = my_fetch_sql(my_zone_classes[i / NOWNER_CLASSES],
 					       my_owner_classes[i % NOWNER_CLASSES]);
@@ -353,8 +390,9 @@ my_conn_buffers(struct my_conn *c) {
 }
 
 static bool
-my_set_options(MYSQL *db) {
-	unsigned connect_timeout = CONNECT_TIMEOUT_S, io_timeout = IO_TIMEOUT_S, no_infile = 0;
+my_set_options(MYSQL *db, const struct my_settings *s) {
+	unsigned connect_timeout = s->connect_timeout_s, io_timeout = s->io_timeout_s;
+	unsigned no_infile = 0;
 	my_bind_flag report_truncation = 1;
 
 	/* Keys are ASCII; any ASCII-compatible client character set compares them as bytes
@@ -366,7 +404,7 @@ my_set_options(MYSQL *db) {
 	       /* The server never gets to read a file of named's. */
 	       mysql_options(db, MYSQL_OPT_LOCAL_INFILE, &no_infile) == 0 &&
 	       mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4") == 0 &&
-	       mysql_options(db, MYSQL_INIT_COMMAND, SESSION_SETTINGS) == 0;
+	       mysql_options(db, MYSQL_INIT_COMMAND, s->session_settings) == 0;
 }
 
 static int
@@ -384,7 +422,7 @@ my_connect(void *state, void **out) {
 	}
 	c->settings = s;
 	c->db = mysql_init(NULL);
-	if (c->db == NULL || !my_set_options(c->db)) {
+	if (c->db == NULL || !my_set_options(c->db, s)) {
 		dlz_log_error_limited("cannot set up a connection handle");
 		goto fail;
 	}
@@ -415,11 +453,31 @@ my_disconnect(void *state, void *conn) {
 
 /* ---- statements ------------------------------------------------------------------------- */
 
+/*
+ * Did the statement fail for time? The server's max_statement_time, or no answer within the
+ * read time-out, which Connector/C reports as CR_SERVER_LOST like a dropped connection: told
+ * apart by the time the statement has taken.
+ */
+static bool
+my_timed_out(const struct my_conn *c, unsigned err) {
+	long waited = dlz_now_ms() - c->started_ms;
+
+	return err == ER_STATEMENT_TIMEOUT ||
+	       (err == CR_SERVER_LOST &&
+		waited >= 1000L * c->settings->io_timeout_s - TIMEOUT_SLACK_MS);
+}
+
 static int
 my_stmt_failed(const struct my_conn *c, const struct my_stmt *st, const char *what) {
-	dlz_log_error_limited("%s failed: %s", what,
+	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : mysql_errno(c->db);
+
+	if (my_timed_out(c, err)) {
+		dlz_timed_out();
+	}
+	dlz_log_error_limited("%s failed: %s (%u)", what,
 			      st->handle != NULL ? mysql_stmt_error(st->handle)
-						 : mysql_error(c->db));
+						 : mysql_error(c->db),
+			      err);
 	return DLZ_ERROR;
 }
 
@@ -429,6 +487,7 @@ my_stmt_ready(struct my_conn *c, struct my_stmt *st, const char *sql, unsigned n
 	if (st->handle != NULL) {
 		return true;
 	}
+	c->started_ms = dlz_now_ms();
 	st->handle = mysql_stmt_init(c->db);
 	if (st->handle == NULL) {
 		my_stmt_failed(c, st, "mysql_stmt_init");
@@ -476,6 +535,7 @@ my_set_param(struct my_conn *c, unsigned i, const char *text) {
 /* Bind params[0..n-1] and execute: one round trip. */
 static bool
 my_stmt_execute(struct my_conn *c, struct my_stmt *st, const char *what) {
+	c->started_ms = dlz_now_ms();
 	if (mysql_stmt_bind_param(st->handle, c->params) != 0 ||
 	    mysql_stmt_execute(st->handle) != 0) {
 		my_stmt_failed(c, st, what);
@@ -524,8 +584,18 @@ my_refetch_truncated(struct my_conn *c, struct my_stmt *st, unsigned first) {
 
 typedef int my_row_fn(struct my_conn *c, void *ctx);
 
+/* fn stopped the walk with rc: read and drop the rest, so the connection stays in step with
+ * the server (and usable for the next statement). */
+static int
+my_stop_walk(struct my_conn *c, struct my_stmt *st, int rc) {
+	if (mysql_stmt_free_result(st->handle) != 0) {
+		return my_stmt_failed(c, st, "discarding the rest of a result");
+	}
+	return rc;
+}
+
 /* Every row of the executed statement (result bound from column first on) to fn; fn's
- * non-DLZ_OK return stops and is returned, leaving rows unread. */
+ * non-DLZ_OK return stops the walk (the rest is read and dropped) and is returned. */
 static int
 my_fetch_all(struct my_conn *c, struct my_stmt *st, unsigned first, my_row_fn *fn, void *ctx) {
 	for (;;) {
@@ -547,9 +617,15 @@ my_fetch_all(struct my_conn *c, struct my_stmt *st, unsigned first, my_row_fn *f
 		}
 		rc = fn(c, ctx);
 		if (rc != DLZ_OK) {
-			return rc;
+			return rc == DLZ_ERROR ? rc : my_stop_walk(c, st, rc);
 		}
 	}
+}
+
+/* Is any of the record columns type, ttl, data of the fetched row NULL? */
+static bool
+my_record_has_null(const struct my_conn *c) {
+	return c->nulls[COL_TYPE] || c->nulls[COL_TTL] || c->nulls[COL_DATA];
 }
 
 /* ---- fetch: one DNS query ---------------------------------------------------------------- */
@@ -558,12 +634,20 @@ static int
 my_fetch_row(struct my_conn *c, void *ctx) {
 	struct dlz_rowset *out = ctx;
 
+	if (c->nulls[COL_ZONE]) {
+		dlz_log_error_limited("fetch: a zone without a name");
+		return DLZ_BAD_DATA;
+	}
 	/* Each row comes with its zone: reported once (the rowset ignores repeats). */
 	if (!dlz_rowset_add_zone(out, c->bufs[COL_ZONE])) {
 		return DLZ_ERROR;
 	}
 	if (c->nulls[COL_OWNER]) {
 		return DLZ_OK; /* the zone matched, none of the owners in it did */
+	}
+	if (my_record_has_null(c)) {
+		dlz_log_error_limited("fetch: a record of %s with a NULL column", c->bufs[COL_OWNER]);
+		return DLZ_BAD_DATA;
 	}
 	if (!dlz_rowset_add_row_n(out, c->bufs[COL_ZONE], c->lens[COL_ZONE],
 				  c->bufs[COL_OWNER], c->lens[COL_OWNER], c->bufs[COL_TYPE],
@@ -628,6 +712,10 @@ static int
 my_xfr_row(struct my_conn *c, void *ctx) {
 	struct my_xfr_ctx *x = ctx;
 
+	if (c->nulls[COL_OWNER] || my_record_has_null(c)) {
+		dlz_log_error_limited("zone transfer: a record with a NULL column");
+		return DLZ_BAD_DATA;
+	}
 	x->zone_found = true;
 	return x->cb(x->cb_ctx, c->bufs[COL_OWNER], c->bufs[COL_TYPE], c->ttl, c->bufs[COL_DATA]);
 }
@@ -647,14 +735,6 @@ my_allnodes(void *conn, const char *zone, dlz_node_cb *cb, void *ctx) {
 		return DLZ_ERROR;
 	}
 	rc = my_fetch_all(c, &c->xfr, COL_OWNER, my_xfr_row, &x);
-	if (rc == DLZ_ERROR) {
-		return DLZ_ERROR;
-	}
-	/* The callback stopped the walk: read and drop the rest, so the connection stays in
-	 * step with the server. */
-	if (rc != DLZ_OK && mysql_stmt_free_result(c->xfr.handle) != 0) {
-		return my_stmt_failed(c, &c->xfr, "discarding a transfer's rows");
-	}
 	return rc == DLZ_OK && !x.zone_found ? DLZ_NOTFOUND : rc;
 }
 
@@ -692,7 +772,8 @@ my_allowxfr(void *conn, const char *zone, const char *client) {
 /* ---- the backend ------------------------------------------------------------------------- */
 
 static const char *const my_keys[] = {
-	"host", "port", "socket", "user", "password", "database", NULL,
+	"host", "port", "socket", "user", "password", "database", "connect_timeout_ms",
+	"query_timeout_ms", NULL,
 };
 
 const struct dlz_backend dlz_backend = {

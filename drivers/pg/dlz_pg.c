@@ -15,14 +15,20 @@
  * COMMIT): memory stays bounded whatever the zone's size, the transfer sees one snapshot,
  * and each statement stays short enough for the session's statement_timeout.
  *
- * Never a hang: libpq gets connect_timeout, the session statement_timeout (the server ends a
- * statement that runs away), and every statement is waited for with poll() and a deadline
- * (a stopped or unreachable server cannot answer with an error). Any failure is DLZ_ERROR:
- * the core drops the connection, answers SERVFAIL and reconnects on the next use.
+ * Never a hang: the connection is made with libpq's non-blocking calls under a deadline
+ * (connect_timeout_ms), the session's statement_timeout lets the server end a statement that
+ * runs away, and every statement is waited for with poll() and a deadline (query_timeout_ms:
+ * a stopped or unreachable server cannot answer with an error). A deadline that passes is
+ * reported to the core (dlz_timed_out), which then takes the store for down for a while
+ * instead of reconnecting on every query. A failure of the server or
+ * the connection is DLZ_ERROR: the core drops the connection, answers SERVFAIL and reconnects
+ * on the next use. A row the driver cannot use (a NULL column, a column of another type) is
+ * DLZ_BAD_DATA: SERVFAIL, and the connection stays.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,12 +40,29 @@
 #define TEXTOID 25
 #define TEXTARRAYOID 1009
 
-/* libpq's connect_timeout is in whole seconds and at least 2. */
-#define CONNECT_TIMEOUT "2"
+/*
+ * Default of connect_timeout_ms. libpq's own connect_timeout counts whole seconds, treats 1 as
+ * 2 and applies per address, so the connection is made with PQconnectStartParams and
+ * PQconnectPoll under our own deadline instead (libpq ignores connect_timeout there). A
+ * connection to the suite's servers takes a few ms (trust authentication, a backend forked);
+ * a second leaves room for a loaded host and for named under Valgrind, and is paid once per
+ * down_interval_ms when the server does not answer.
+ */
+#define DEFAULT_CONNECT_TIMEOUT_MS 1000
+/*
+ * Default of query_timeout_ms: the longest a worker waits for one statement. A fetch takes
+ * 0.1 to 0.3 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
+ * (about 800 ms in BIND) would, against a frozen server.
+ */
+#define DEFAULT_QUERY_TIMEOUT_MS 500
+/* SQLSTATE query_canceled: what statement_timeout ends a statement with. */
+#define SQLSTATE_QUERY_CANCELED "57014"
 /*
  * Session settings, sent in the startup packet (no extra statement):
- *  - statement_timeout: the server's limit on one statement; every statement here takes
- *    milliseconds (a zone transfer is many short FETCHes);
+ *  - statement_timeout (query_timeout_ms, prepended at init): the server's limit on one
+ *    statement, the same as our wait for it, so the server stops working on a statement we
+ *    gave up on; every statement here takes milliseconds (a zone transfer is many short
+ *    FETCHes);
  *  - plan_cache_mode: the prepared statements' generic plans at once. PostgreSQL would
  *    otherwise keep re-planning the fetch for its values (custom plans) whenever their
  *    estimated cost is not clearly above the generic plan's; measured on 3,000 zones, that
@@ -59,12 +82,9 @@
  *    measured with 1,000 zones, 62 to 49 us of server CPU per DNS query.
  */
 #define SESSION_OPTIONS                                                                   \
-	"-c statement_timeout=2000 -c plan_cache_mode=force_generic_plan -c jit=off"     \
+	" -c plan_cache_mode=force_generic_plan -c jit=off"                               \
 	" -c enable_seqscan=off -c enable_hashjoin=off -c enable_mergejoin=off"          \
 	" -c enable_bitmapscan=off"
-/* How long we wait for the server to say anything at all before giving the connection up:
- * longer than statement_timeout, so that a slow statement ends with the server's error. */
-#define IO_TIMEOUT_MS 3000
 /* Rows per FETCH of a zone transfer. */
 #define AXFR_BATCH 2000
 #define STRINGIFY(x) #x
@@ -118,18 +138,25 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 
 /* ---- state and connections -------------------------------------------------------------- */
 
-/* The conninfo keys the store passes (loaders/pg.py: PgStore.dlz_args). */
-static const char *const pg_keys[] = { "host", "port", "dbname", "user", NULL };
+/* The conninfo keys the store passes (loaders/pg.py: PgStore.dlz_args), handed to libpq. */
+static const char *const pg_conninfo_keys[] = { "host", "port", "dbname", "user", NULL };
+/* Every argument: the conninfo keys and the driver's own. */
+static const char *const pg_keys[] = { "host", "port", "dbname", "user", "connect_timeout_ms",
+				       "query_timeout_ms", NULL };
 
 #define MAX_PARAMS 16
 
 struct pg_state {
 	const char *keys[MAX_PARAMS];
 	const char *values[MAX_PARAMS];
+	char options[256]; /* the options conninfo value: statement_timeout, SESSION_OPTIONS */
+	long connect_timeout_ms;
+	long query_timeout_ms;
 };
 
 struct pg_connection {
 	PGconn *pg;
+	long query_timeout_ms;
 	char *buf; /* the fetch's binary array parameters, reused from query to query */
 	size_t cap;
 };
@@ -146,10 +173,10 @@ pg_log_error(const char *what, const PGconn *pg, const PGresult *res) {
 }
 
 /* Wait until libpq has a whole result (or the end of them) to give; false on timeout or a
- * broken connection. The deadline restarts whenever data arrives. */
+ * broken connection. The deadline (timeout_ms) restarts whenever data arrives. */
 static bool
-pg_wait_result(PGconn *pg, const char *what) {
-	long deadline = dlz_now_ms() + IO_TIMEOUT_MS;
+pg_wait_result(PGconn *pg, const char *what, long timeout_ms) {
+	long deadline = dlz_now_ms() + timeout_ms;
 
 	while (PQisBusy(pg)) {
 		struct pollfd pfd = { .fd = PQsocket(pg), .events = POLLIN };
@@ -165,27 +192,36 @@ pg_wait_result(PGconn *pg, const char *what) {
 			continue;
 		}
 		if (rc == 0) {
-			dlz_log_error_limited("%s: no answer from the server within %d ms", what,
-					      IO_TIMEOUT_MS);
+			dlz_timed_out();
+			dlz_log_error_limited("%s: no answer from the server within %ld ms", what,
+					      timeout_ms);
 			return false;
 		}
 		if (rc < 0 || !PQconsumeInput(pg)) {
 			pg_log_error(what, pg, NULL);
 			return false;
 		}
-		deadline = dlz_now_ms() + IO_TIMEOUT_MS;
+		deadline = dlz_now_ms() + timeout_ms;
 	}
 	return true;
+}
+
+/* Did the server end the statement of res for running past statement_timeout? */
+static bool
+pg_statement_timed_out(const PGresult *res) {
+	const char *state = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+
+	return state != NULL && strcmp(state, SQLSTATE_QUERY_CANCELED) == 0;
 }
 
 /* The result of the statement just sent, with status want; NULL (logged) otherwise. Reads
  * up to the end of the statement's results, so the connection is ready for the next one. */
 static PGresult *
-pg_collect_result(PGconn *pg, const char *what, ExecStatusType want) {
+pg_collect_result(PGconn *pg, const char *what, ExecStatusType want, long timeout_ms) {
 	PGresult *first = NULL, *res;
 
 	for (;;) {
-		if (!pg_wait_result(pg, what)) {
+		if (!pg_wait_result(pg, what, timeout_ms)) {
 			PQclear(first);
 			return NULL;
 		}
@@ -200,6 +236,9 @@ pg_collect_result(PGconn *pg, const char *what, ExecStatusType want) {
 		}
 	}
 	if (first == NULL || PQresultStatus(first) != want) {
+		if (pg_statement_timed_out(first)) {
+			dlz_timed_out();
+		}
 		pg_log_error(what, pg, first);
 		PQclear(first);
 		return NULL;
@@ -218,7 +257,7 @@ pg_run_prepared(struct pg_connection *c, int st, const char *const *values, cons
 		pg_log_error(s->name, c->pg, NULL);
 		return NULL;
 	}
-	return pg_collect_result(c->pg, s->name, want);
+	return pg_collect_result(c->pg, s->name, want, c->query_timeout_ms);
 }
 
 /* A statement without a result set (BEGIN, COMMIT, DECLARE); false (logged) on failure. */
@@ -231,7 +270,7 @@ pg_run_command(struct pg_connection *c, int st, const char *const *values, const
 }
 
 static bool
-pg_prepare_all(PGconn *pg) {
+pg_prepare_all(PGconn *pg, long timeout_ms) {
 	for (int i = 0; i < ST_COUNT; i++) {
 		const struct pg_statement *s = &pg_statements[i];
 		PGresult *res;
@@ -240,7 +279,7 @@ pg_prepare_all(PGconn *pg) {
 			pg_log_error(s->name, pg, NULL);
 			return false;
 		}
-		res = pg_collect_result(pg, s->name, PGRES_COMMAND_OK);
+		res = pg_collect_result(pg, s->name, PGRES_COMMAND_OK, timeout_ms);
 		if (res == NULL) {
 			return false;
 		}
@@ -277,13 +316,21 @@ pg_init(const struct dlz_args *args, void **state) {
 	if (s == NULL) {
 		return DLZ_ERROR;
 	}
-	/* Values go to libpq one by one (PQconnectdbParams): never pasted into a conninfo
+	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
+			  &s->connect_timeout_ms) ||
+	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
+			  &s->query_timeout_ms)) {
+		free(s);
+		return DLZ_ERROR;
+	}
+	snprintf(s->options, sizeof(s->options), "-c statement_timeout=%ld%s", s->query_timeout_ms,
+		 SESSION_OPTIONS);
+	/* Values go to libpq one by one (PQconnectStartParams): never pasted into a conninfo
 	 * string, so no value can smuggle in another setting. */
-	for (const char *const *key = pg_keys; *key != NULL; key++) {
+	for (const char *const *key = pg_conninfo_keys; *key != NULL; key++) {
 		ok = ok && pg_state_add(s, &n, *key, dlz_arg_str(args, *key, NULL));
 	}
-	ok = ok && pg_state_add(s, &n, "connect_timeout", CONNECT_TIMEOUT) &&
-	     pg_state_add(s, &n, "options", SESSION_OPTIONS) &&
+	ok = ok && pg_state_add(s, &n, "options", s->options) &&
 	     pg_state_add(s, &n, "client_encoding", "UTF8") &&
 	     pg_state_add(s, &n, "application_name", "dlz_pg");
 	if (!ok) {
@@ -301,6 +348,39 @@ pg_fini(void *state) {
 	free(state);
 }
 
+/* Drive PQconnectPoll until the connection is made or fails, or the deadline passes (then
+ * reported as a time-out); true when connected. */
+static bool
+pg_connect_poll(PGconn *pg, long timeout_ms) {
+	long deadline = dlz_now_ms() + timeout_ms;
+	/* Before the first PQconnectPoll, wait as if it had asked for writing (libpq's docs). */
+	PostgresPollingStatusType status =
+		PQstatus(pg) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+
+	while (status == PGRES_POLLING_READING || status == PGRES_POLLING_WRITING) {
+		/* The socket may change from one call to the next (libpq tries each address). */
+		struct pollfd pfd = { .fd = PQsocket(pg),
+				      .events = status == PGRES_POLLING_READING ? POLLIN : POLLOUT };
+		long left = deadline - dlz_now_ms();
+		int rc = left > 0 ? poll(&pfd, 1, (int)left) : 0;
+
+		if (rc < 0 && errno == EINTR) {
+			continue;
+		}
+		if (rc == 0) {
+			dlz_timed_out();
+			dlz_log_error_limited("connect: no connection within %ld ms", timeout_ms);
+			return false;
+		}
+		status = rc > 0 ? PQconnectPoll(pg) : PGRES_POLLING_FAILED;
+	}
+	if (status != PGRES_POLLING_OK) {
+		pg_log_error("connect", pg, NULL);
+		return false;
+	}
+	return true;
+}
+
 static int
 pg_connect(void *state, void **conn) {
 	struct pg_state *s = state;
@@ -309,16 +389,16 @@ pg_connect(void *state, void **conn) {
 	if (c == NULL) {
 		return DLZ_ERROR;
 	}
-	c->pg = PQconnectdbParams(s->keys, s->values, 0);
-	if (c->pg == NULL || PQstatus(c->pg) != CONNECTION_OK) {
-		if (c->pg != NULL) {
-			pg_log_error("connect", c->pg, NULL);
-		}
+	c->query_timeout_ms = s->query_timeout_ms;
+	/* A host given by name is resolved here, blocking: the suite passes addresses and
+	 * socket directories. */
+	c->pg = PQconnectStartParams(s->keys, s->values, 0);
+	if (c->pg == NULL || !pg_connect_poll(c->pg, s->connect_timeout_ms)) {
 		PQfinish(c->pg);
 		free(c);
 		return DLZ_ERROR;
 	}
-	if (!pg_prepare_all(c->pg)) {
+	if (!pg_prepare_all(c->pg, c->query_timeout_ms)) {
 		PQfinish(c->pg);
 		free(c);
 		return DLZ_ERROR;
@@ -386,18 +466,33 @@ pg_ttl_of(const PGresult *res, int row, int col, uint32_t *ttl) {
 	return true;
 }
 
+/* Is any of the columns [first, first + n) of row NULL? */
+static bool
+pg_null_among(const PGresult *res, int row, int first, int n) {
+	for (int col = first; col < first + n; col++) {
+		if (PQgetisnull(res, row, col)) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static int
 pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 	int nrows = PQntuples(res);
 
 	if (PQnfields(res) != 5) {
 		dlz_log_error_limited("fetch: %d columns instead of 5", PQnfields(res));
-		return DLZ_ERROR;
+		return DLZ_BAD_DATA;
 	}
 	for (int i = 0; i < nrows; i++) {
 		const char *zone = PQgetvalue(res, i, 0); /* NUL-terminated in binary format too */
 		uint32_t ttl;
 
+		if (PQgetisnull(res, i, 0)) {
+			dlz_log_error_limited("fetch: a zone without a name");
+			return DLZ_BAD_DATA;
+		}
 		/* Each row comes with its zone: reported once (the rowset ignores repeats). */
 		if (!dlz_rowset_add_zone(out, zone)) {
 			return DLZ_ERROR;
@@ -405,9 +500,10 @@ pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 		if (PQgetisnull(res, i, 1)) {
 			continue; /* the zone, and none of its candidate owners */
 		}
-		if (!pg_ttl_of(res, i, 3, &ttl)) {
-			dlz_log_error_limited("fetch: the ttl column is not an integer");
-			return DLZ_ERROR;
+		if (pg_null_among(res, i, 2, 3) || !pg_ttl_of(res, i, 3, &ttl)) {
+			dlz_log_error_limited("fetch: a record of %s with a NULL or non-integer column",
+					      PQgetvalue(res, i, 1));
+			return DLZ_BAD_DATA;
 		}
 		if (!dlz_rowset_add_row_n(out, zone, (size_t)PQgetlength(res, i, 0),
 					  PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1),
@@ -476,14 +572,14 @@ pg_axfr_batch(struct pg_connection *c, dlz_node_cb *cb, void *ctx, int *count) {
 	}
 	*count = PQntuples(res);
 	if (PQnfields(res) != 4) {
-		rc = DLZ_ERROR;
+		rc = DLZ_BAD_DATA;
 	}
 	for (int i = 0; i < *count && rc == DLZ_OK; i++) {
 		uint32_t ttl;
 
-		if (!pg_ttl_of(res, i, 2, &ttl)) {
-			dlz_log_error_limited("allnodes: the ttl column is not an integer");
-			rc = DLZ_ERROR;
+		if (pg_null_among(res, i, 0, 4) || !pg_ttl_of(res, i, 2, &ttl)) {
+			dlz_log_error_limited("allnodes: a record with a NULL or non-integer column");
+			rc = DLZ_BAD_DATA;
 			break;
 		}
 		rc = cb(ctx, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), ttl,
@@ -547,7 +643,7 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 	} else if (PQgetlength(res, 0, 0) == 1) {
 		rc = PQgetvalue(res, 0, 0)[0] != 0 ? DLZ_OK : DLZ_DENIED; /* binary bool */
 	} else {
-		rc = DLZ_ERROR;
+		rc = DLZ_BAD_DATA;
 	}
 	PQclear(res);
 	return rc;

@@ -6,9 +6,10 @@
 
 #include "../dlz_driver.h"
 
-/* A get that keeps losing deadlocks to a loader's transactions gives up (and the query gets
- * SERVFAIL) instead of spinning. */
-#define DEADLOCK_RETRIES 100
+/* A get holds one lock at a time, so it loses a deadlock only when the detector picks it as
+ * the victim against a loader's transaction: tried again at once, but a get that keeps
+ * losing gives up (the query gets SERVFAIL) instead of spinning. */
+#define DEADLOCK_RETRIES 3
 
 bool
 dlz_bdb_buf_reserve(struct dlz_bdb_buf *b, size_t need) {
@@ -59,6 +60,9 @@ dlz_bdb_get(DB *db, const char *key, size_t key_len, struct dlz_bdb_buf *b, size
 		} else if (rc != DB_LOCK_DEADLOCK || ++deadlocks > DEADLOCK_RETRIES) {
 			break;
 		}
+	}
+	if (rc == DB_LOCK_NOTGRANTED) {
+		dlz_timed_out(); /* a lock held past the lock time-out: the store is stuck */
 	}
 	if (rc == 0) {
 		b->data[value.size] = '\0';
@@ -122,8 +126,7 @@ dlz_bdb_read_node(struct dlz_bdb_conn *c, DB *db, const char *zone, const char *
 		return DLZ_OK;
 	case DLZ_BDB_FOUND:
 		*found = true;
-		return dlz_rowset_add_node(out, zone, owner, c->value.data, len) ? DLZ_OK
-										 : DLZ_ERROR;
+		return dlz_rowset_add_node(out, zone, owner, c->value.data, len);
 	default:
 		return DLZ_ERROR;
 	}
@@ -158,11 +161,11 @@ dlz_bdb_walk_owners(struct dlz_bdb_conn *c, DB *db, const char *zone, size_t lis
 		switch (dlz_bdb_lookup(c, db, &c->value, &value_len)) {
 		case DLZ_BDB_MISSING:
 			*gone = owner;
-			return DLZ_ERROR;
-		case DLZ_BDB_ERROR:
-			return DLZ_ERROR;
+			return DLZ_BAD_DATA;
 		case DLZ_BDB_FOUND:
 			break;
+		default:
+			return DLZ_ERROR;
 		}
 		rc = dlz_node_walk(zone, owner, c->value.data, value_len, cb, ctx);
 		if (rc != DLZ_OK) {
@@ -194,6 +197,6 @@ dlz_bdb_if_zone(enum dlz_bdb_found zone, int answer) {
 	case DLZ_BDB_MISSING:
 		return DLZ_NOTFOUND;
 	default:
-		return DLZ_ERROR;
+		return (int)zone; /* DLZ_BDB_ERROR, DLZ_BDB_BAD_DATA: the backend's codes */
 	}
 }

@@ -34,7 +34,9 @@ void dlz_bdb_dbt_user(DBT *dbt, struct dlz_bdb_buf *b);
 /*
  * The value of key in db into b, NUL-terminated, its length in *len. Grows b when the value
  * does not fit; retries a get that lost a deadlock against a writer's transaction (bdbhpt's
- * shared environments). Returns 0, DB_NOTFOUND, ENOMEM or Berkeley DB's error.
+ * shared environments) a few times; a lock not granted within the environment's lock
+ * time-out is reported as a time-out (dlz_timed_out). Returns 0, DB_NOTFOUND, ENOMEM or
+ * Berkeley DB's error.
  */
 int dlz_bdb_get(DB *db, const char *key, size_t key_len, struct dlz_bdb_buf *b, size_t *len);
 /* For set_errcall: Berkeley DB's own messages into named's log. */
@@ -43,7 +45,12 @@ void dlz_bdb_errcall(const DB_ENV *env, const char *prefix, const char *message)
 /* ---- a connection's lookups ------------------------------------------------------------- */
 
 /* A lookup's answer; the values are dlz_zone_probe's, so a probe can return it as it is. */
-enum dlz_bdb_found { DLZ_BDB_ERROR = -1, DLZ_BDB_MISSING = 0, DLZ_BDB_FOUND = 1 };
+enum dlz_bdb_found {
+	DLZ_BDB_ERROR = DLZ_ERROR,
+	DLZ_BDB_BAD_DATA = DLZ_BAD_DATA, /* a value the store should not hold */
+	DLZ_BDB_MISSING = 0,
+	DLZ_BDB_FOUND = 1,
+};
 
 struct dlz_bdb_conn;
 /* A get failed with rc (not DB_NOTFOUND). The driver's: each logs it in its own words, and
@@ -72,15 +79,15 @@ void dlz_bdb_conn_free(struct dlz_bdb_conn *c);
 enum dlz_bdb_found dlz_bdb_lookup(struct dlz_bdb_conn *c, DB *db, struct dlz_bdb_buf *b,
 				  size_t *len);
 /* dlz_owner_reader's read once c->key names the node of owner in db: its records as rows of
- * zone, if it exists (*found). DLZ_OK or DLZ_ERROR. */
+ * zone, if it exists (*found). DLZ_OK, DLZ_ERROR or DLZ_BAD_DATA. */
 int dlz_bdb_read_node(struct dlz_bdb_conn *c, DB *db, const char *zone, const char *owner,
 		      struct dlz_rowset *out, bool *found);
 /*
  * allnodes over the owner list in c->list (list_len bytes, one owner per line), while c->key
  * holds the nodes' key prefix ("D <zone> " or "<gen> "): for each owner, the node
  * "<prefix><owner>" in db, its records to cb. A listed owner without a node stops the walk with
- * DLZ_ERROR and *gone = that owner (the driver says why), else *gone = NULL. Returns DLZ_OK,
- * DLZ_ERROR or cb's non-zero return.
+ * DLZ_BAD_DATA and *gone = that owner (the driver says why), else *gone = NULL. Returns DLZ_OK,
+ * DLZ_ERROR, DLZ_BAD_DATA or cb's non-zero return.
  */
 int dlz_bdb_walk_owners(struct dlz_bdb_conn *c, DB *db, const char *zone, size_t list_len,
 			dlz_node_cb *cb, void *ctx, const char **gone);
@@ -88,7 +95,7 @@ int dlz_bdb_walk_owners(struct dlz_bdb_conn *c, DB *db, const char *zone, size_t
  * DLZ_DENIED if not, DLZ_NOTFOUND when the zone has no ACL, DLZ_ERROR. */
 int dlz_bdb_acl_check(struct dlz_bdb_conn *c, DB *db, const char *client);
 /* What a zone lookup means to allnodes and allowxfr: answer when the zone exists,
- * DLZ_NOTFOUND when it does not, DLZ_ERROR when the lookup failed. */
+ * DLZ_NOTFOUND when it does not, DLZ_ERROR or DLZ_BAD_DATA when the lookup failed. */
 int dlz_bdb_if_zone(enum dlz_bdb_found zone, int answer);
 
 #endif /* DLZ_BERKELEY_H */
