@@ -383,12 +383,12 @@ BROKEN_ZONE_FILES: dict[str, bytes] = {
     "nospace": b";xfr 127.0.0.1 ::1\n" + b"x" * 5000 + b"\n",
     "nofields": b";xfr 127.0.0.1 ::1\nnofields.broken.test SOA\n",
     "badttl": b";xfr 127.0.0.1 ::1\nbadttl.broken.test A 99999999999 192.0.2.1\n",
-    # Larger than the driver reads whole (READ_MAX): these are mapped instead.
+    # Larger than the driver reads into its small buffer (READ_MAX): these are kept as copies.
     "bignoheader": b"bignoheader.broken.test A 60 192.0.2.1\n" * 2000,
     "bigtruncated": (b";xfr 127.0.0.1 ::1\n"
                      + b"bigtruncated.broken.test A 60 192.0.2.1\n" * 2000)[:-1],
 }
-LARGE_HOSTS = 3000  # a zone file of about 150 kB: mapped, not read
+LARGE_HOSTS = 3000  # a zone file of about 150 kB: a kept copy, not the small buffer
 
 
 def plant_large_zone(root: Path) -> Zone:
@@ -428,7 +428,7 @@ def plant_broken_zones(root: Path) -> Path:
 
 @pytest.mark.skipif("fs" not in DRIVERS, reason="the filesystem driver is not built")
 def test_filesystem_broken_zone_files_are_store_errors(fleet: Fleet, asan_built: None) -> None:
-    """Against the ASan build: SERVFAIL for each broken file, small (read) or large (mapped),
+    """Against the ASan build: SERVFAIL for each broken file, small (read) or large (a kept copy),
     the symlink refused (no zone: the parent zone test. answers as the memory driver does), a
     large good zone answered, no ASan report."""
     loaded = fleet.stores["fs"]
