@@ -39,7 +39,7 @@ import pytest
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import ask, complete
-from loaders.fs import ZONE_FILE, FsStore, zone_file_path
+from loaders.fs import ZONE_FILE, FsLoader, zone_file_path
 from servers import get_server
 from servers.dlz import DlzNamed
 from servers.named import Named, valgrind_wrapper
@@ -93,7 +93,7 @@ def serving(driver: str, zones: list[Zone], run_dir: Path, *, threads: int = 1,
     server = _dlz(driver)
     with loaded_store(driver, lambda: iter(zones), run_dir / driver) as loaded:
         body = server.body(loaded.target, threads, extra=extra)
-        env = loaded.store.client_env(loaded.target) or None
+        env = loaded.loader.database.client_env(loaded.target) or None
         with Named(run_dir / f"named-{driver}", body, threads=threads, env=env) as named:
             yield loaded, named
 
@@ -158,7 +158,7 @@ class PgRows:
     """Breaks rows in PostgreSQL and reads the driver's sessions from pg_stat_activity."""
 
     def __init__(self, loaded: LoadedStore) -> None:
-        self.conn = psycopg.connect(**loaded.store.dlz_args(loaded.target, {}), autocommit=True)
+        self.conn = psycopg.connect(**loaded.loader.dlz_args(loaded.target, {}), autocommit=True)
 
     def break_rows(self) -> None:
         for column in ("ttl", "data"):
@@ -315,7 +315,7 @@ def test_filesystem_walk_without_openat2_refuses_symlinks(run_dir: Path) -> None
     outside the root, are no zones (the parent zone answers NXDOMAIN)."""
     outside = run_dir / "outside"
     evil_dir, evil_file = (dns.name.from_text(label, ORIGIN) for label in ("evil", "evil2"))
-    FsStore().load([_sentinel_zone(evil_dir), _sentinel_zone(evil_file)], outside)
+    FsLoader().load([_sentinel_zone(evil_dir), _sentinel_zone(evil_file)], outside)
     with loaded_store("fs", lambda: iter([fail_zone()]), run_dir / "walk") as loaded:
         root = Path(loaded.target)
         link_dir = root / zone_file_path(name_key(evil_dir))
