@@ -13,8 +13,10 @@ from bench.measure.rounds import (
     round_seconds,
     rounds_ahead,
     split_at_qps,
+    widest_text,
 )
 from bench.measure.runner import PHASES, PROFILES, Rounds
+from bench.measure.stats import Interval
 from servers import SERVERS, group_of
 
 QUICK = PROFILES["quick"]
@@ -132,3 +134,15 @@ def test_rounds_runner_plans_from_the_phases_it_runs() -> None:
                                           "warm-up", "unloaded latency"]
     assert opening[2].run is RoundsRunner.warm_up_until_steady
     assert [p.label for p in closing] == ["loaded latency", "update visibility"]
+
+
+def test_progress_names_the_widest_ratio_and_those_without_an_interval() -> None:
+    """Early rounds have ratios without an interval (fewer than 6 values): the line says how
+    many, and the widest of the others; with none yet it says so (it used to compare Nones)."""
+    early = Interval(1.0, None, None, 2)
+    assert widest_text([early, early], 0.05) == \
+        "no interval yet, 2 of 2 without one yet (target +-5%)"
+    later = [Interval(0.5, 0.49, 0.52, 6), Interval(1.0, 0.9, 1.05, 6), early, None]
+    assert widest_text(later, 0.05) == \
+        "widest ratio interval +-10.0%, 2 of 4 without one yet (target +-5%)"
+    assert widest_text([], 0.05) == "no ratio to wait for"

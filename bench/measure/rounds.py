@@ -401,8 +401,10 @@ def calibration(cells: list[Cell]) -> dict | None:
 
 
 def widest_text(ratios: Sequence[stats.Interval | None], target: float) -> str:
-    widths = [r.half_width for r in ratios if r is not None]
-    missing = sum(1 for r in ratios if r is None or r.half_width is None)
+    """The progress line's word on the ratios: the widest interval's half-width against the
+    target, and how many ratios have no interval yet (too few rounds)."""
+    widths = [width for r in ratios if r is not None and (width := r.half_width) is not None]
+    missing = len(ratios) - len(widths)
     if not ratios:
         return "no ratio to wait for"
     text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
