@@ -472,8 +472,11 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         report = (tmp_path / "run" / "results.md").read_text()
         assert f"--target: mine at {target}" in report
         assert re.search(r"^\| Startup \(ms\) \| n/a \[\d\] \|$", report, re.M), report
+        # cost: named, db, dnsperf us/query, QPS per server core, dnsperf cores, server cores,
+        # RSS named, db: only the load generator's side is the suite's to account
         assert re.search(r"^\| mine \| 1 \| n/a \[\d\] \| n/a \[\d\] \| [\d.,]+ \| "
-                         r"n/a \[\d\] \| n/a \[\d\] \|$", report, re.M), report
+                         r"n/a \[\d\] \| [\d.,]+ \| – \| n/a \[\d\] \| n/a \[\d\] \|$",
+                         report, re.M), report
         assert "n/a: the suite did not start the server (--target)" in report
         assert "threads=1" in ran.stderr and "mine at " in ran.stderr
 
@@ -483,7 +486,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         results = json.loads((tmp_path / "capacity" / "results.json").read_text())
         (curve,) = results["capacity"]
         assert curve["server"] == "mine"
-        assert [step["percent"] for step in curve["steps"]] == [50, 100]
+        assert [step["percent"] for step in curve["steps"]] == [50, 100, 100, 50]  # each step twice, up then down
         assert all(step["answered_qps"] > 0 for step in curve["steps"]), curve["steps"]
         (cell,) = results["cells"]
         assert cell["startup_ms"] is None and "startup_ms" in cell["unavailable"]

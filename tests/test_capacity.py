@@ -87,14 +87,23 @@ def test_latency_points_are_open_loop_with_their_probes(sweep: Path) -> None:
     results = load_results(sweep)
     tiny_probes = 100
     assert results.prober_floor is not None
+    measured = []
     for curve in results.capacity:
         breaking = curve.breaking_point()
-        assert breaking, "a tiny zone set on loopback holds at least its lowest step"
+        if breaking is None:
+            # Native's lowest step is ~16k QPS: in the tiny profile's 1 s steps dnsperf may
+            # offer less than 95% of it on a busy 2-core machine; then the sweep says the load
+            # generator fell short, and there is no breaking point to take latency at.
+            assert curve.breaking().ended_by == "not offered", curve.breaking()
+            assert curve.latency_points == []
+            continue
+        measured.append(curve.server)
         assert [p.share for p in curve.latency_points] == [0.5, 0.9]
         for point in (*[p.step for p in curve.latency_points], curve.common_rate_step):
             assert point is not None and point.probes >= tiny_probes
             assert "-Q" in point.run.argv
         assert curve.latency_points[0].step.target_qps == pytest.approx(0.5 * breaking)
+    assert "memory" in measured  # ~6k QPS at its lowest step: offered on any machine here
 
 
 def test_receive_buffers_are_set_and_recorded(sweep: Path) -> None:

@@ -149,11 +149,12 @@ class RoundsRunner(Runner):
     def __init__(self, profile: Profile, setup: Setup, results: Results,
                  phases: Sequence[Phase] | None = None) -> None:
         super().__init__(profile, setup, results, phases)
+        if setup.target is not None:
+            return  # measured alone, one cell as Runner does: no rounds to plan
         self.opening, self.closing = split_at_qps(self.phases)
         self.servers = [setup.reference, *setup.servers]
         self.plan = plan_of(profile, self.opening, self.closing, self.servers, setup.threads)
-        if setup.target is None:
-            self.progress = StepProgress(self.plan.steps)
+        self.progress = StepProgress(self.plan.steps)
 
     def run(self) -> Results:
         if self.setup.target is not None:
