@@ -486,7 +486,8 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         results = json.loads((tmp_path / "capacity" / "results.json").read_text())
         (curve,) = results["capacity"]
         assert curve["server"] == "mine"
-        assert [step["percent"] for step in curve["steps"]] == [50, 100, 100, 50]  # each step twice, up then down
+        # each step twice, up then down
+        assert [step["percent"] for step in curve["steps"]] == [50, 100, 100, 50]
         assert all(step["answered_qps"] > 0 for step in curve["steps"]), curve["steps"]
         (cell,) = results["cells"]
         assert cell["startup_ms"] is None and "startup_ms" in cell["unavailable"]
