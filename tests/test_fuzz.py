@@ -7,6 +7,7 @@ need no database server, which must report nothing.
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 import subprocess
@@ -111,7 +112,7 @@ FUZZED = ["memory", "pg", "fs"]
                     reason="the drivers are not built")
 def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> None:
     done = run_bench(run_root, "fuzz", "--servers", ",".join(FUZZED), "--packets", "330",
-                     "--seed", "3")
+                     "--seed", "3", "--out", str(run_root / "fuzz-out"))
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     for server in FUZZED:
@@ -120,6 +121,14 @@ def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> Non
         assert line and int(line.group(1)) > 0, out
         assert re.search(rf"^after: {server}: \d+/\d+ identical", out, re.MULTILINE), out
     assert "fuzz: 0 crashes, 0 servers with driver differences afterwards" in out
+    # --out keeps what was printed, with the metadata that says where it comes from.
+    written = json.loads((run_root / "fuzz-out" / "results.json").read_text())
+    assert written["meta"]["boot_id"] and written["meta"]["packets"] == 330
+    for server in FUZZED:
+        outcome = written["servers"][server]
+        assert outcome["sent"] == 330 and outcome["crash"] is None
+        assert outcome["after"]["driver_differences"] == 0 and outcome["after"]["total"] > 0
+    assert out.splitlines()[-1] in (run_root / "fuzz-out" / "results.md").read_text()
 
 
 ASAN_FUZZED = [name for name in ("memory", "fs", "bdb-hash") if get_server(name).is_built()]
