@@ -38,11 +38,12 @@ def _built(names: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def faulted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Results, Path]]:
-    """Each server's tiny run: its results and its results directory."""
+def faulted(run_root: Path) -> dict[str, tuple[Results, Path]]:
+    """Each server's tiny run: its results and its results directory (under run_root: a
+    pytest tmp_path is too deep for PostgreSQL's socket)."""
     runs = {}
     for server in _built(["pg", "mysql", "bdbhpt-t"]):
-        root = tmp_path_factory.mktemp(f"faults-{server}")
+        root = run_root / server
         out = root / "out"
         done = run_bench(root, "faults", "--server", server, "--profile", "tiny",
                          "--generate", "5", "--records", "10", "--queries", "200",
@@ -108,6 +109,41 @@ def test_results_md_has_the_section_and_the_plot(faulted: dict, server: str) -> 
     assert f"| {entry.faults[0].kind}" in text
     assert (out / f"faults-{server}.png").stat().st_size > 0
     assert render_markdown(results) == text
+    assert "## Cost per query" not in text  # not a `run` file: none of run's tables
+    assert not (out / "qps.png").exists()
+
+
+# Every kind a database server can have, each once, on the tiny load: done without error,
+# and answered again after each (the fault's recovery, or answers in its window's last second).
+KINDS_SCRIPT = {"pg": "1:kill-backends,4:restart,10:crash:0.5",
+                "mysql": "1:kill-backends,4:restart,10:crash:0.5",
+                "ldap": "1:restart,7:crash:0.5"}
+
+
+@pytest.mark.parametrize("server", list(KINDS_SCRIPT))
+def test_every_server_fault_is_done_and_answers_resume(run_root: Path, server: str) -> None:
+    if not get_server(server).is_built():
+        pytest.skip(f"{server} is not built")
+    root = run_root / f"kinds-{server}"
+    out = root / "out"
+    done = run_bench(root, "faults", "--server", server, "--profile", "tiny",
+                     "--script", KINDS_SCRIPT[server], "--duration", "15", "--generate", "3",
+                     "--records", "5", "--queries", "100", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not processes_under(root), "a process outlived the command"
+    section = load_results(out).faults
+    assert section is not None
+    entry = section.server(server)
+    assert entry is not None and entry.status == "ok", entry
+    assert [f.kind for f in entry.faults] == [line.split(":")[1] for line in
+                                             KINDS_SCRIPT[server].split(",")]
+    for fault in entry.faults:
+        assert fault.error is None, fault
+        assert fault.window_end_s is not None
+        assert fault.ended_s is not None
+        after = [s for s in entry.seconds if math.floor(fault.ended_s) <= s.second
+                 and s.second + 1 <= fault.window_end_s]
+        assert fault.recovered or sum(s.answered for s in after) > 0, (fault, entry.seconds)
 
 
 # --- refusals, before anything starts ---------------------------------------------------------

@@ -58,7 +58,7 @@ def _server_lines(entry: ServerFaults) -> list[str]:
     if entry.status != "ok":
         return [*lines, f"FAILED: {entry.error}", ""]
     sent = entry.sent
-    lines.append(f"named (or the server) with {entry.threads} thread(s); {sent:,} queries "
+    lines.append(f"{entry.threads} server thread(s) and as many connections; {sent:,} queries "
                  f"sent; before the first fault {_share(entry.baseline_share)} were answered.")
     lines.append("")
     notes = Notes()
@@ -121,16 +121,18 @@ def _plot(entry: ServerFaults, section: Faults, out_dir: Path) -> Path:
 
     fig, (counts, latency) = plt.subplots(2, 1, figsize=(10, 6), sharex=True,
                                           gridspec_kw={"height_ratios": [3, 1]})
-    x = [s.second for s in entry.seconds]
+    # Each second drawn over its whole width: the last one closed at its end.
+    x = [s.second for s in entry.seconds] + [len(entry.seconds)]
     for label, values, style in (
             ("answered (NOERROR/NXDOMAIN)", [s.answered for s in entry.seconds], "-"),
             ("SERVFAIL", [s.servfail for s in entry.seconds], "-"),
             ("lost", [s.lost for s in entry.seconds], "-"),
             ("other RCODE", [s.other for s in entry.seconds], ":")):
         if any(values):
-            counts.step(x, values, where="post", linestyle=style, label=label)
-    latency.step(x, [s.p99_us / 1000 if s.p99_us is not None else float("nan")
-                     for s in entry.seconds], where="post", label="p99 of the answers")
+            counts.step(x, [*values, values[-1]], where="post", linestyle=style, label=label)
+    p99 = [s.p99_us / 1000 if s.p99_us is not None else float("nan") for s in entry.seconds]
+    if p99:
+        latency.step(x, [*p99, p99[-1]], where="post", label="p99 of the answers")
     for fault in entry.faults:
         if fault.started_s is None or fault.ended_s is None:
             continue
@@ -141,8 +143,9 @@ def _plot(entry: ServerFaults, section: Faults, out_dir: Path) -> Path:
                         xycoords=("data", "axes fraction"), fontsize=8, va="top",
                         rotation=90)
     counts.set_ylabel("queries per second")
-    counts.set_title(f"{entry.server}: {section.qps:,.0f} QPS offered through "
-                     f"{len(entry.faults)} faults")
+    count = len(entry.faults)
+    counts.set_title(f"{entry.server}: {section.qps:,.0f} QPS offered through {count} "
+                     f"fault{'s' if count != 1 else ''}")
     legend_or_note(counts, fontsize=8)
     latency.set_yscale("log")
     latency.set_ylabel("p99 (ms)")
