@@ -233,6 +233,7 @@ def test_per_fault_figures() -> None:
     # Second 4 (the one the fault ended in) is not back; second 5 is: recovered at 6 s.
     assert fault.recovered_s == pytest.approx(3.0)
     assert (fault.sent, fault.servfail, fault.lost) == (300, 125, 50)
+    assert fault.worst_p99_us == pytest.approx(500_000)  # second 3's SERVFAILs, 500 ms late
     assert fault.window_end_s == 10
 
 
@@ -257,5 +258,5 @@ def test_the_report_reads_the_figures() -> None:
     assert "## Database faults under load" in text and "### pg" in text
     row = next(line for line in text.splitlines() if line.startswith("| sigstop 1.5 s"))
     assert [cell.strip() for cell in row.strip("|").split("|")] == [
-        "sigstop 1.5 s", "3.00", "0.50", "3.0", "300", "125", "50"]
+        "sigstop 1.5 s", "3.00", "0.50", "3.0", "300", "125", "50", "500"]
     assert "`sigstop`:" in text

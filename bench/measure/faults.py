@@ -23,7 +23,8 @@ answered (NOERROR or NXDOMAIN: the data set's own answers), SERVFAIL, other RCOD
 the p99 latency of the answers. Per fault, from the moment it began until the next fault began
 (or the run ended): the time to the first SERVFAIL answer, the time to recovery (the end of
 the first whole second, from the one in which the fault's action ended, whose queries were
-answered at RECOVERED_SHARE or better), and the SERVFAILs and lost queries until then.
+answered at RECOVERED_SHARE or better), the SERVFAILs and lost queries until then, and the
+worst second's p99 until then.
 """
 
 from __future__ import annotations
@@ -222,6 +223,7 @@ class FaultResult:
     sent: int = 0  # from started_s to recovery (to window_end_s if never)
     servfail: int = 0
     lost: int = 0
+    worst_p99_us: float | None = None  # the highest p99 of a second until recovery
 
     @property
     def recovered(self) -> bool:
@@ -338,16 +340,19 @@ def judge_fault(fault: FaultResult, seconds: Sequence[Second], recording: Record
     fault.recovered_s = None if recovered_at is None else recovered_at - start
     until = end if recovered_at is None else recovered_at
     fault.sent, fault.servfail, fault.lost = _counts(recording, origin_ns, start, until)
+    p99s = [s.p99_us for s in seconds
+            if math.floor(start) <= s.second < until and s.p99_us is not None]
+    fault.worst_p99_us = max(p99s) if p99s else None
 
 
 def _first_servfail(recording: Recording, origin_ns: int, start_s: float,
                     end_s: float) -> float | None:
-    """Seconds from start_s to the first SERVFAIL that arrived at or after it, from a query
-    sent before end_s."""
+    """Seconds from start_s to the first SERVFAIL that arrived from then until end_s (the
+    next fault's start: a SERVFAIL after it may be that fault's)."""
     start_ns, end_ns = origin_ns + round(start_s * 1e9), origin_ns + round(end_s * 1e9)
     arrivals = [sent + latency for sent, rcode, latency in
                 zip(recording.sent_ns, recording.rcodes, recording.latencies_ns, strict=True)
-                if rcode == SERVFAIL and sent < end_ns and sent + latency >= start_ns]
+                if rcode == SERVFAIL and start_ns <= sent + latency < end_ns]
     return (min(arrivals) - start_ns) / 1e9 if arrivals else None
 
 
@@ -399,6 +404,10 @@ def _stopped(pids: Sequence[int]) -> Iterator[None]:
                 pass
 
 
+def _processes(count: int) -> str:
+    return f"{count} process{'es' if count != 1 else ''}"
+
+
 def _server_pids(loaded: LoadedStore) -> list[int]:
     pids = loaded.server_pids()
     if not pids:
@@ -410,7 +419,7 @@ def _sigstop(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
     pids = _server_pids(loaded)
     with _stopped(pids):
         time.sleep(seconds)
-    return f"{len(pids)} processes stopped"
+    return f"{_processes(len(pids))} stopped"
 
 
 def _restart(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
@@ -427,14 +436,14 @@ def _crash(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
             pass
     time.sleep(seconds)
     loaded.restart_server()  # stops what is left (nothing), starts it: crash recovery
-    return f"{len(pids)} processes killed"
+    return f"{_processes(len(pids))} killed"
 
 
 def _kill_backends(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
     count = loaded.loader.database.kill_clients(loaded.target)
     if not count:
         raise UserError("the database had no client connection to end")
-    return f"{count} connections ended"
+    return f"{count} connection{'s' if count != 1 else ''} ended"
 
 
 # How a writer holding a lock is run: loaders/bdbhpt.py's hold_zone_lock in a process of its

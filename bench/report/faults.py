@@ -68,7 +68,8 @@ def _server_lines(entry: ServerFaults) -> list[str]:
                   "answers, and no second can count as recovered")
     rows = [_fault_row(fault, notes) for fault in entry.faults]
     lines += markdown_table(["fault", "at (s)", "first SERVFAIL after (s)",
-                             "recovered after (s)", "sent", "SERVFAIL", "lost"], rows)
+                             "recovered after (s)", "sent", "SERVFAIL", "lost",
+                             "worst p99 (ms)"], rows)
     lines.append("")
     lines += notes.render()
     if notes.lines:
@@ -83,12 +84,14 @@ def _fault_row(fault: FaultResult, notes: Notes) -> list[str]:
         label += f" [{notes.add(f'{describe_fault(fault)}: {fault.note}')}]"
     if fault.error:
         mark = notes.add(f"{describe_fault(fault)}: the fault could not be done: {fault.error}")
-        return [f"{label} FAILED [{mark}]", fmt_number(fault.at_s, 1), *[NONE] * 5]
+        return [f"{label} FAILED [{mark}]", fmt_number(fault.at_s, 1), *[NONE] * 6]
     recovered = fmt_number(fault.recovered_s, 1)
     if not fault.recovered:
         recovered = f"not within {fmt_number(_window(fault), 1)}"
+    worst = None if fault.worst_p99_us is None else fault.worst_p99_us / 1000
     return [label, fmt_number(fault.started_s, 2), fmt_number(fault.first_servfail_s, 2),
-            recovered, f"{fault.sent:,}", f"{fault.servfail:,}", f"{fault.lost:,}"]
+            recovered, f"{fault.sent:,}", f"{fault.servfail:,}", f"{fault.lost:,}",
+            fmt_number(worst)]
 
 
 def _window(fault: FaultResult) -> float | None:
