@@ -12,7 +12,7 @@ import shutil
 import signal
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -315,8 +315,10 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
         with target.connect() as conn:
             rows = conn.execute(_CLIENT_BACKENDS).fetchall()
         for (pid,) in rows:
-            with suppress(ProcessLookupError):
+            try:
                 os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # ended meanwhile
+                pass
         return len(rows)
 
     def cache_reading(self, target: PgTarget, options: Mapping[str, str]) -> CacheReading | None:
