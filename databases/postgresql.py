@@ -255,7 +255,6 @@ _CLIENT_BACKENDS = ("SELECT pid FROM pg_stat_activity WHERE backend_type = 'clie
                     "AND pid <> pg_backend_pid()")
 
 
-
 class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     """A store's PostgreSQL database: a private PgServer holding the loader's `schema` from
     its start, or a lent server's database (--store-url) the loader claims with `lent`."""
