@@ -78,7 +78,8 @@ class MysqlServer(PrivateServer):
             f"--datadir={self.data_dir}", f"--socket={self.socket}", f"--port={self.port}",
             f"--pid-file={self.run_dir / 'mariadb.pid'}", f"--tmpdir={self.run_dir / 'tmp'}",
             "--bind-address=127.0.0.1", "--user=root", "--skip-name-resolve",
-            "--local-infile=1",
+            # No client of the suite sends a file (loaders/mysql.py loads with INSERTs).
+            "--local-infile=0",
             # named opens one connection per worker thread and per zone-transfer client.
             "--max-connections=600",
             # Exact, byte-wise key comparison unless a schema asks for something else.
@@ -109,8 +110,6 @@ class MysqlServer(PrivateServer):
 
     def _create_user(self) -> None:
         """Database dlz and user dlz (idempotent, so it simply runs at every start)."""
-        # LOAD DATA LOCAL INFILE needs no global privilege, only INSERT on the target table
-        # and local_infile enabled on both ends.
         conn = self._root_connection()
         try:
             cursor = conn.cursor()
@@ -180,9 +179,10 @@ class MysqlServer(PrivateServer):
         address); kw overrides."""
         where: dict[str, Any] = ({"host": self.host, "port": self.port} if self.host
                                  else {"unix_socket": self.socket})
+        # local_infile off: the client sends no local file, whatever a server asks for.
         args: dict[str, Any] = {**where, "user": self.user,
                                 "password": self.password, "database": self.database,
-                                "local_infile": 1, "charset": "utf8mb4"}
+                                "local_infile": 0, "charset": "utf8mb4"}
         args.update(kw)
         return MySQLdb.connect(**args)
 
@@ -240,9 +240,12 @@ class ExternalMysql:
     def connect(self, **kw: Any) -> MySQLdb.Connection:
         """A new connection to the URL's database; UserError naming the URL (without its
         password) when the server cannot be reached or refuses; kw overrides."""
+        # local_infile off: a server (this one is not ours) that answers a statement with a
+        # request for a local file gets none.
         args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
                                 "password": self._password, "database": self.database,
-                                "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S}
+                                "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S,
+                                "local_infile": 0}
         args.update(kw)
         try:
             return MySQLdb.connect(**{k: v for k, v in args.items() if v is not None})
@@ -280,8 +283,8 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
             yield db
 
     def open(self, target: MysqlTarget) -> MySQLdb.Connection:
-        """Autocommit off, LOAD DATA LOCAL allowed."""
-        return target.connect(local_infile=1)
+        """Autocommit off, local files never sent (local_infile off)."""
+        return target.connect()
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         lent = self.claim(url)

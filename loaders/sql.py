@@ -3,7 +3,7 @@
 Both stores keep a zones table, a records table (absolute owner keys, ENT marker rows) and an
 xfr_clients table, and both replace zones in batches of whole zones, one transaction each.
 This module turns the model into those rows and back; how rows reach each server (COPY,
-LOAD DATA) stays in loaders/pg.py and loaders/mysql.py.
+multi-row INSERTs) stays in loaders/pg.py and loaders/mysql.py.
 """
 
 from __future__ import annotations

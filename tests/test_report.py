@@ -170,7 +170,7 @@ def test_tables_have_seed_003_layout_and_every_cell():
         assert table[0][1:] == server_names()
         assert [name for name, _ in _rows(table)] == [
             "QPS", "% of native", "% of memory", "Server us/query", "QPS per server core",
-            "Loaded (us)", "Unloaded (us)", "Startup (ms)", "Update visible (ms)"]
+            "Closed-loop loaded (us)", "Unloaded (us)", "Startup (ms)", "Update visible (ms)"]
         for name, values in _rows(table):
             assert len(values) == len(server_names()) and all(values), (threads, name)
 
@@ -386,6 +386,22 @@ def test_compare_never_divides_across_boots_and_names_overlaps():
             "different boot: not divided |") in text
     assert "| memory | 1 | QPS % of native | 50.0 | 51.0 | +0.98 | +2.0% |" in text
     assert "| boot_id | boot-a | boot-b |" in text
+
+
+def test_compare_counts_the_ratios_whose_intervals_agree():
+    """Two runs on one boot: the table and the count of ratios whose 95% intervals overlap."""
+    jitter = [1.0, 1.03, 0.97, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01]
+    a = in_rounds({"native": NATIVE_RUNS, "memory": [q * 0.5 for q in NATIVE_RUNS],
+                   "pg": [q * 0.1 * j for q, j in zip(NATIVE_RUNS, jitter, strict=True)]})
+    b = in_rounds({"native": NATIVE_RUNS, "memory": [q * 0.5 for q in NATIVE_RUNS],
+                   "pg": [q * 0.2 for q in NATIVE_RUNS]})  # pg twice as fast: no overlap
+    text = compare(a, b)
+    assert "## Ratios in both runs" in text
+    # native: % of memory; memory: % of native; pg: % of native and % of memory.
+    assert "2 of 4 ratios (50%) agree: their 95% intervals overlap." in text
+    assert "| memory | 1 | % of native | 50.0% [50.0–50.0] | 50.0% [50.0–50.0] | yes |" in text
+    assert "| pg | 1 | % of native | 10.0% [" in text and text.count("| no |") == 2
+    assert "## Ratios in both runs" not in compare(Results(meta={}), Results(meta={}))
 
 
 def test_an_added_run_from_another_boot_is_not_divided():

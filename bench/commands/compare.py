@@ -25,7 +25,7 @@ from bench.measure.capacity import STRICT, UP_TO_THE_TASK, Curve
 from bench.measure.metadata import METADATA_KEYS
 from bench.measure.results import Cell, Results, StartupPoint, load_results
 from bench.measure.stats import Interval, intervals_overlap
-from bench.report.format import fmt_change, fmt_number
+from bench.report.format import fmt_change, fmt_number, markdown_table
 from servers import DLZ_CEILING, REFERENCE
 
 Figure = tuple[str, Callable[[Cell], float | None]]
@@ -82,7 +82,7 @@ CAPACITY_FIGURES: list[tuple[str, Callable[[Curve], float | None]]] = [
     ("resperf max (QPS)", lambda c: None if c.resperf is None else c.resperf.max_qps),
 ]
 
-HEADER = "| driver | threads/zones | figure | A | B | change | change % |\n" \
+HEADER = "| server | threads/zones | figure | A | B | change | change % |\n" \
          "|---|---:|---|---:|---:|---:|---:|"
 
 
@@ -236,4 +236,37 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
     only += tuning_only
     if only:
         lines += ["", "Not compared:", *only]
+    lines += ratio_agreement(a, b)
     return "\n".join(lines) + "\n"
+
+
+def ratio_agreement(a: Results, b: Results) -> list[str]:
+    """Every ratio (to native, to memory) that both runs give with a 95% interval, and whether
+    the two intervals overlap: how far a rerun reproduces a run (two runs on one boot should
+    agree in 95% of cells). Empty when no ratio has an interval on both sides."""
+    cells_b = {c.key: c for c in b.cells}
+    rows: list[list[str]] = []
+    for cell in a.cells:
+        other = cells_b.get(cell.key)
+        for reference in (REFERENCE, DLZ_CEILING):
+            if other is None or cell.server == reference:
+                continue
+            ra, rb = cell.ratios.get(reference), other.ratios.get(reference)
+            if ra is None or rb is None or ra.half_width is None or rb.half_width is None:
+                continue
+            rows.append([cell.server, _where(cell), f"% of {reference}", _ratio_text(ra),
+                         _ratio_text(rb), "yes" if intervals_overlap(ra, rb) else "no"])
+    if not rows:
+        return []
+    agree = sum(1 for row in rows if row[-1] == "yes")
+    return ["", "## Ratios in both runs", "",
+            f"{agree} of {len(rows)} ratios ({100 * agree / len(rows):.0f}%) agree: their 95% "
+            "intervals overlap.", "",
+            *markdown_table(["server", "threads", "ratio", "A", "B", "agree"], rows)]
+
+
+def _ratio_text(ratio: Interval) -> str:
+    """A ratio as a percentage with its interval: 55.3% [53.1–57.0]."""
+    assert ratio.low is not None and ratio.high is not None
+    return (f"{100 * ratio.estimate:.1f}% [{100 * ratio.low:.1f}–"
+            f"{100 * ratio.high:.1f}]")

@@ -110,9 +110,18 @@ class Plan:
     rounds: list[float]
     closing: list[float]    # the phases after QPS, cell after cell
 
+    opening_kinds: list[str]  # each opening step's phase
+    closing_kinds: list[str]
+
     @property
     def steps(self) -> list[float]:
         return [*self.stores, *self.opening, *self.rounds, *self.closing]
+
+    @property
+    def kinds(self) -> list[str]:
+        """Each step's kind, whose pace scales only its own kind's estimate (StepProgress)."""
+        return (["store"] * len(self.stores) + self.opening_kinds
+                + ["round"] * len(self.rounds) + self.closing_kinds)
 
     @property
     def seconds(self) -> float:
@@ -130,7 +139,9 @@ def plan_of(profile: Profile, opening: Sequence[Phase], closing: Sequence[Phase]
                 for s in stores],
         opening=[phase.expected_s(profile) for phase in opening] * cells,
         rounds=planned_rounds(profile.rounds, cells, db_stores),
-        closing=[phase.expected_s(profile) for phase in closing] * cells)
+        closing=[phase.expected_s(profile) for phase in closing] * cells,
+        opening_kinds=[phase.label for phase in opening] * cells,
+        closing_kinds=[phase.label for phase in closing] * cells)
 
 
 def distinct_stores(servers: Sequence[ServerKind]) -> list[ServerKind]:
@@ -154,7 +165,7 @@ class RoundsRunner(Runner):
         self.opening, self.closing = split_at_qps(self.phases)
         self.servers = [setup.reference, *setup.servers]
         self.plan = plan_of(profile, self.opening, self.closing, self.servers, setup.threads)
-        self.progress = StepProgress(self.plan.steps)
+        self.progress = StepProgress(self.plan.steps, kinds=self.plan.kinds)
 
     def run(self) -> Results:
         if self.setup.target is not None:

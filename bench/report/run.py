@@ -190,7 +190,10 @@ def render_method(results: Results) -> list[str]:
     meta = results.meta
     lines = [_qps_method(meta) + " Latency is the "
              "mean of single queries sent one at a time by the prober, with the server idle "
-             "(Unloaded) or held at its maximum by dnsperf (Loaded), in microseconds. "
+             "(Unloaded) or held at its maximum by dnsperf (Closed-loop loaded, a secondary row: "
+             "with dnsperf keeping its queries outstanding it is about their number over the "
+             "QPS, so it restates QPS; latency at fixed offered rates is `capacity`'s), in "
+             "microseconds. "
              "Percentiles are nearest-rank."]
     floor = results.prober_floor
     if floor is not None and floor.count:
@@ -301,8 +304,8 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
             or fmt_number(server_us_per_query(c))),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
             or fmt_number(capacity_per_core(c), 0)),
-        row("Loaded (us)", lambda c: _latency_text(c.latency_loaded, c, "loaded", threshold,
-                                                   notes)),
+        row("Closed-loop loaded (us)", lambda c: _latency_text(c.latency_loaded, c, "loaded",
+                                                               threshold, notes)),
         row("Unloaded (us)", lambda c: _latency_text(c.latency_unloaded, c, "unloaded",
                                                      threshold, notes)),
         row("Startup (ms)", lambda c: unavailable.text(c, "startup_ms")
