@@ -100,6 +100,8 @@ class Database(ABC, Generic[T]):
     # Whether the store runs a database server of its own (PostgreSQL, MariaDB, slapd):
     # its processes are restarted between measurements and their CPU and memory accounted.
     has_server: ClassVar[bool] = False
+    # Whether kill_clients can end the server's client connections (`bench faults`).
+    kills_clients: ClassVar[bool] = False
 
     def __init__(self, store: str) -> None:
         self.store = store
@@ -170,6 +172,12 @@ class Database(ABC, Generic[T]):
     def server_pids(self, target: T) -> list[int]:
         """Processes of the store's server, for CPU and memory accounting."""
         return []
+
+    def kill_clients(self, target: T) -> int:
+        """End, abruptly, every client connection of the suite's own server but the one doing
+        it (`bench faults`: the DNS server's connections die under it); how many ended."""
+        raise UserError(f"the {self.store} store's server has no client connections the suite "
+                        "can end")
 
     def cache_reading(self, target: T, options: Mapping[str, str]) -> CacheReading | None:
         """The store's own cache figures now, for the driver whose `options` are given (a

@@ -128,6 +128,11 @@ class MysqlServer(PrivateServer):
             ]
         return statements
 
+    def admin_connection(self) -> MySQLdb.Connection:
+        """A connection that sees and may end every client's: root over the socket (on a host
+        of its own, the server has user dlz only, whose own connections are the clients)."""
+        return self.connect() if self.db_host else self._root_connection()
+
     def _root_connection(self) -> MySQLdb.Connection:
         # install-db gave root@localhost unix_socket authentication; this process is root.
         return MySQLdb.connect(unix_socket=self.socket, user="root", connect_timeout=2)
@@ -268,6 +273,7 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
     its start, or a lent server's database (--store-url) the loader claims with `lent`."""
 
     lent_schemes = ("mysql", "mariadb")
+    kills_clients = True
 
     @contextmanager
     def server(self, run_dir: Path, *,
@@ -320,6 +326,24 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
     def tcp_endpoint(self, target: MysqlTarget) -> tuple[str, int]:
         # Locally mariadbd listens on 127.0.0.1 beside its socket.
         return (target.host or "127.0.0.1", target.port)
+
+    def kill_clients(self, target: MysqlTarget) -> int:
+        """KILL every client connection but this one (the suite's own server only)."""
+        if not isinstance(target, MysqlServer):
+            raise UserError("the suite ends connections of its own MariaDB only, not of a lent "
+                            "server")
+        conn = target.admin_connection()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("SELECT id FROM information_schema.processlist "
+                           "WHERE id <> CONNECTION_ID() AND command <> 'Daemon'")
+            ids = [row[0] for row in cursor.fetchall()]
+            for thread in ids:
+                with suppress(MySQLdb.OperationalError):  # gone meanwhile: unknown thread
+                    cursor.execute(f"KILL {int(thread)}")
+        finally:
+            conn.close()
+        return len(ids)
 
     def cache_reading(self, target: MysqlTarget, options: Mapping[str, str]
                       ) -> CacheReading | None:

@@ -250,12 +250,17 @@ _CACHE_QUERY = ("SELECT d.blks_hit, d.blks_read, "
                 "WHERE name = 'shared_buffers') "
                 "FROM pg_stat_database d WHERE d.datname = current_database()")
 
+# The backends serving clients (a DNS server's connections), less the one asking.
+_CLIENT_BACKENDS = ("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' "
+                    "AND pid <> pg_backend_pid()")
+
 
 class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     """A store's PostgreSQL database: a private PgServer holding the loader's `schema` from
     its start, or a lent server's database (--store-url) the loader claims with `lent`."""
 
     lent_schemes = ("postgresql", "postgres")
+    kills_clients = True
 
     @contextmanager
     def server(self, run_dir: Path, *,
@@ -299,6 +304,21 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     def tcp_endpoint(self, target: PgTarget) -> tuple[str, int]:
         # Locally the postmaster listens on 127.0.0.1 beside its socket.
         return (target.db_host.address if target.db_host else "127.0.0.1", target.port)
+
+    def kill_clients(self, target: PgTarget) -> int:
+        """SIGKILL every client backend but this connection's: the postmaster then ends every
+        other backend and recovers, as after a backend's crash (the suite's own server only)."""
+        if not target.started_here:
+            raise UserError("the suite kills backends of its own PostgreSQL only, not of a "
+                            "lent server")
+        with target.connect() as conn:
+            rows = conn.execute(_CLIENT_BACKENDS).fetchall()
+        for (pid,) in rows:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # ended meanwhile
+                pass
+        return len(rows)
 
     def cache_reading(self, target: PgTarget, options: Mapping[str, str]) -> CacheReading | None:
         if not target.started_here:

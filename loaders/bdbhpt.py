@@ -387,4 +387,23 @@ class BdbhptLoader(Loader[Path]):
         return {"mode": mode, "env": str((Path(target) / mode).resolve())}
 
 
+def hold_zone_lock(home: Path, zone_key: str) -> None:
+    """A writer stuck inside its transaction, for `bench faults`: in the transactional home,
+    write-lock the zone's dns_zone entry (its page) in a transaction, print "holding", then
+    wait for a line on stdin and abort the transaction (a writer that stalls and gives up). A
+    writer SIGKILLed while it waits dies holding the lock, as a loader killed mid-zone does."""
+    env = db.DBEnv()
+    env.open(str(home), ENV_FLAGS["transactional"], FILE_MODE)
+    zones = db.DB(env)
+    zones.open(DATA_FILE, "dns_zone", db.DB_UNKNOWN, db.DB_AUTO_COMMIT)
+    txn = env.txn_begin()
+    key = zone_key.encode("ascii")
+    zones.put(key, zones.get(key, txn=txn, flags=db.DB_RMW), txn=txn)
+    print("holding", flush=True)
+    input()
+    txn.abort()
+    zones.close()
+    env.close()
+
+
 LOADER = BdbhptLoader()

@@ -15,9 +15,12 @@
   "signed": [SignedCell, ...],                `run --signed`: one per (driver, threads, data
                                               variant: unsigned or signed) (absent in older
                                               files)
-  "instructions": Instructions }              `instructions`: Valgrind's instructions per
+  "instructions": Instructions,               `instructions`: Valgrind's instructions per
                                               answered query, per server and repeat
                                               (absent in older files)
+  "faults": Faults }                          `faults`: a steady load through a script of
+                                              database faults, per second and per fault
+                                              (absent in other files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -33,6 +36,7 @@ from base.errors import UserError
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
 from bench.measure.capacity import Curve
+from bench.measure.faults import Faults
 from bench.measure.instructions import Instructions
 from bench.measure.stats import Interval, median_interval
 from servers import report_order
@@ -397,6 +401,7 @@ class Results:
     scale: list[SizeCell] = field(default_factory=list)
     signed: list[SignedCell] = field(default_factory=list)
     instructions: Instructions | None = None
+    faults: Faults | None = None
     schema: int = SCHEMA
 
     @property
@@ -433,7 +438,8 @@ class Results:
                 "signed": [c.to_dict() for c in self.signed],
                 # Only in an `instructions` file: every other file stays as it was.
                 **({} if self.instructions is None
-                   else {"instructions": self.instructions.to_dict()})}
+                   else {"instructions": self.instructions.to_dict()}),
+                **({} if self.faults is None else {"faults": self.faults.to_dict()})}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -450,6 +456,7 @@ class Results:
                    scale=[SizeCell.from_dict(c) for c in data.get("scale", [])],
                    signed=[SignedCell.from_dict(c) for c in data.get("signed", [])],
                    instructions=_opt(Instructions, data.get("instructions")),
+                   faults=_opt(Faults, data.get("faults")),
                    schema=schema)
 
 

@@ -1,5 +1,6 @@
 """results.json -> results.md and the PNG plots: which sections a results file gets, each
-rendered by the report module of its measurement (run, capacity, scale, signed, tune)."""
+rendered by the report module of its measurement (run, capacity, scale, signed, tune,
+instructions, faults)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from bench.measure.results import Results
 from bench.report.capacity import render_capacity, render_capacity_plots
+from bench.report.faults import render_faults, render_faults_plots
 from bench.report.instructions import render_instructions
 from bench.report.run import (
     has_run_tables,
@@ -37,6 +39,7 @@ def render_markdown(results: Results) -> str:
     lines += render_scale(results)
     lines += render_signed(results)
     lines += render_instructions(results)
+    lines += render_faults(results)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -66,4 +69,5 @@ def render_plots(results: Results, out_dir: Path) -> list[Path]:
     written += render_capacity_plots(results, out_dir)
     written += render_scale_plot(results, out_dir)
     written += render_signed_plot(results, out_dir)
+    written += render_faults_plots(results, out_dir)
     return written

@@ -11,8 +11,10 @@ import math
 import re
 import statistics
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from base.errors import UserError
 from base.process import ManagedProcess, new_run_dir, run_checked
@@ -108,6 +110,81 @@ def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1
     return LatencyStats.from_samples(samples, lost=sent - len(samples),
                                      source_ports=int(summary["ports"]) if "ports" in summary
                                      else None)
+
+
+# The RCODE a recording gives a query that got no answer (prober.c: "SENT_NS -1 -1").
+LOST = -1
+
+
+@dataclass
+class Recording:
+    """Every query of a recording prober run, in the order sent: its send time on
+    CLOCK_MONOTONIC (time.monotonic_ns's clock), its answer's RCODE and its latency in ns;
+    LOST for both when no answer came within the time-out."""
+
+    sent_ns: list[int] = field(default_factory=list)
+    rcodes: list[int] = field(default_factory=list)
+    latencies_ns: list[int] = field(default_factory=list)
+
+    @classmethod
+    def read(cls, path: Path) -> Recording:
+        found = cls()
+        with path.open() as lines:
+            for line in lines:
+                sent, rcode, latency = line.split()
+                found.sent_ns.append(int(sent))
+                found.rcodes.append(int(rcode))
+                found.latencies_ns.append(int(latency))
+        return found
+
+    def __len__(self) -> int:
+        return len(self.sent_ns)
+
+
+class Recorder:
+    """An open-loop prober run in the background that records every query it sends (-R): a
+    steady offered load whose every second can be read back afterwards, whatever the server
+    did meanwhile. `with` starts it and always stops it; wait() lets it end and reads it."""
+
+    def __init__(self, addr: str, port: int, query_file: Path, out: Path, *, qps: float,
+                 seconds: float, timeout: float, cpu_list: str | None = None) -> None:
+        if qps <= 0 or seconds <= 0:
+            raise ValueError("a recording prober needs a rate and a length")
+        self.out = out
+        self.seconds = seconds
+        self.timeout = timeout
+        argv = [str(build_prober()), "-R", "-O", "-i", str(max(1, round(1e6 / qps))),
+                "-n", str(math.ceil(qps * seconds) + 1), "-l", f"{seconds:g}",
+                "-t", str(max(1, round(timeout * 1000))), "-o", str(out),
+                addr, str(port), str(query_file)]
+        if cpu_list:
+            argv = [TASKSET, "-c", cpu_list, *argv]
+        self.process = ManagedProcess("prober", argv, out.with_suffix(".log"))
+
+    def start(self) -> None:
+        self.process.start()
+
+    def wait(self) -> Recording:
+        """Wait for the run's end (its length, then its last time-outs); its queries."""
+        deadline = time.monotonic() + self.seconds + self.timeout + 60
+        while self.process.running():
+            if time.monotonic() > deadline:
+                self.process.stop()
+                raise UserError(f"the prober did not end; log {self.process.log_path}")
+            time.sleep(0.1)
+        proc = self.process.proc
+        code = proc.returncode if proc is not None else None
+        self.process.stop()
+        if code != 0:
+            raise UserError(f"prober failed (exit {code}): {self.process.log_tail(5)}")
+        return Recording.read(self.out)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.stop()
 
 
 def measure_floor(count: int, timeout: float = 1.0, cpu_list: str | None = None

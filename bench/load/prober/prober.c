@@ -1,7 +1,7 @@
 /*
  * prober: measures DNS latency one query at a time.
  *
- *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] [-o FILE] [-D]
+ *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] [-o FILE] [-D] [-R]
  *          ADDR PORT QUERYFILE
  *       Sends COUNT queries (the query file's lines, cycled; with -l, as many as fit in SECONDS
  *       and at most COUNT; with -i, at most one every INTERVAL_US, so that sampling latency
@@ -12,6 +12,13 @@
  *       nanoseconds per answered query, one per line, to FILE (default stdout). A last line on
  *       stderr sums up: "summary sent=N answered=N lost=N ports=N" (ports: distinct source
  *       ports used).
+ *
+ *       With -R (record), FILE gets one line per query sent instead, answered or not:
+ *       "SENT_NS RCODE LATENCY_NS", SENT_NS on CLOCK_MONOTONIC (the clock Python's
+ *       time.monotonic_ns reads, so a caller can line queries up with what it did meanwhile),
+ *       RCODE the answer's (0 NOERROR, 2 SERVFAIL, 3 NXDOMAIN, ...), and "SENT_NS -1 -1" for a
+ *       query lost (no answer within the time-out, or the send refused): what a run through a
+ *       failure needs, second by second (bench/measure/faults.py).
  *
  *       Every query goes out from a socket of its own, opened before its clock starts: named
  *       listens with one SO_REUSEPORT socket per worker thread and the kernel picks the socket
@@ -290,7 +297,8 @@ static uint16_t source_port(int fd)
     return ntohs(((struct sockaddr_in *)&local)->sin_port);
 }
 
-/* Waits for the reply carrying `id`; stale replies to earlier, timed-out queries are skipped. */
+/* Waits for the reply carrying `id`; its RCODE, or -1 at the deadline. Stale replies to earlier,
+   timed-out queries are skipped. */
 static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
 {
     unsigned char buf[MAX_DATAGRAM];
@@ -312,7 +320,7 @@ static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
             die("recv failed");
         }
         if (got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == id)
-            return 0;
+            return buf[3] & 0x0f;
     }
 }
 
@@ -327,6 +335,7 @@ struct run {
     int64_t interval_ns;
     int64_t end_ns;
     FILE *out;
+    int record; /* -R: a line per query sent, with its RCODE, lost ones too */
     long sent;
     long answered;
     long ports;
@@ -340,6 +349,23 @@ struct flight {
     uint16_t id;
     int64_t start;
 };
+
+static void answered(struct run *r, const struct flight *f, int rcode)
+{
+    int64_t latency = now_ns() - f->start;
+    if (r->record)
+        fprintf(r->out, "%lld %d %lld\n", (long long)f->start, rcode, (long long)latency);
+    else
+        fprintf(r->out, "%lld\n", (long long)latency);
+    r->answered++;
+}
+
+/* A query that got no answer: a line of its own when recording (-R). */
+static void lost(struct run *r, int64_t start)
+{
+    if (r->record)
+        fprintf(r->out, "%lld -1 -1\n", (long long)start);
+}
 
 /* Sends query number i from a socket of its own; 0 and *f filled in, or -1 when the kernel
    refused the send (the server's port is closed): a lost query, like a timeout. */
@@ -361,15 +387,10 @@ static int send_query(struct run *r, long i, struct flight *f)
         if (errno != ECONNREFUSED)
             die("send failed");
         close(fd);
+        lost(r, f->start);
         return -1;
     }
     return 0;
-}
-
-static void answered(struct run *r, const struct flight *f)
-{
-    fprintf(r->out, "%lld\n", (long long)(now_ns() - f->start));
-    r->answered++;
 }
 
 /* Closed loop: each query only after the previous one was answered or timed out (unloaded
@@ -383,24 +404,29 @@ static void run_sequential(struct run *r)
         struct flight f;
         if (send_query(r, i, &f) != 0)
             continue;
-        if (await_reply(f.fd, f.id, f.start + r->timeout_ns) == 0)
-            answered(r, &f);
+        int rcode = await_reply(f.fd, f.id, f.start + r->timeout_ns);
+        if (rcode >= 0)
+            answered(r, &f, rcode);
+        else
+            lost(r, f.start);
         close(f.fd);
     }
 }
 
-/* The reply to f, if the datagram waiting on its socket is one: 1, else 0. */
-static int is_reply(const struct flight *f)
+/* The reply to f's RCODE, if the datagram waiting on its socket is one; else -1. */
+static int reply_rcode(const struct flight *f)
 {
     unsigned char buf[MAX_DATAGRAM];
     ssize_t got = recv(f->fd, buf, sizeof(buf), 0);
     if (got < 0) {
         /* ICMP port unreachable shows up as ECONNREFUSED: the query is lost at its timeout. */
         if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN)
-            return 0;
+            return -1;
         die("recv failed");
     }
-    return got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == f->id;
+    if (got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == f->id)
+        return buf[3] & 0x0f;
+    return -1;
 }
 
 /* Room for `want` open sockets: the soft limit raised towards the hard one; how many fit. */
@@ -440,6 +466,7 @@ static void run_open_loop(struct run *r)
         int sending = i < r->count && now < r->end_ns;
         for (size_t k = n; k-- > 0;) {
             if (now - fl[k].start >= r->timeout_ns) {
+                lost(r, fl[k].start);
                 close(fl[k].fd);
                 fl[k] = fl[--n];
             }
@@ -471,9 +498,12 @@ static void run_open_loop(struct run *r)
         if (ready < 0 && errno != EINTR)
             die("poll failed");
         for (size_t k = n; ready > 0 && k-- > 0;) {
-            if (pfds[k].revents == 0 || !is_reply(&fl[k]))
+            if (pfds[k].revents == 0)
                 continue;
-            answered(r, &fl[k]);
+            int rcode = reply_rcode(&fl[k]);
+            if (rcode < 0)
+                continue;
+            answered(r, &fl[k], rcode);
             close(fl[k].fd);
             fl[k] = fl[--n]; /* the one moved here was polled at n-1 and handled already */
         }
@@ -490,8 +520,9 @@ static int run_prober(int argc, char **argv)
     int open_loop = 0;
     const char *out_path = NULL;
     int dnssec_ok = 0;
+    int record = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "n:l:i:Ot:o:D")) != -1) {
+    while ((opt = getopt(argc, argv, "n:l:i:Ot:o:DR")) != -1) {
         switch (opt) {
         case 'n': count = strtol(optarg, NULL, 10); break;
         case 'l': limit_s = strtod(optarg, NULL); break;
@@ -500,13 +531,14 @@ static int run_prober(int argc, char **argv)
         case 't': timeout_ms = strtol(optarg, NULL, 10); break;
         case 'o': out_path = optarg; break;
         case 'D': dnssec_ok = 1; break;
+        case 'R': record = 1; break;
         default: return 2;
         }
     }
     if (argc - optind != 3 || count <= 0 || timeout_ms <= 0 || limit_s < 0 || interval_us < 0 ||
         (open_loop && interval_us == 0))
         die("usage: prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] "
-            "[-o FILE] [-D] ADDR PORT QUERYFILE");
+            "[-o FILE] [-D] [-R] ADDR PORT QUERYFILE");
     static struct run r;
     r.addr = argv[optind];
     r.port = argv[optind + 1];
@@ -516,6 +548,7 @@ static int run_prober(int argc, char **argv)
     r.out = out_path ? fopen(out_path, "w") : stdout;
     if (r.out == NULL)
         die("cannot open the output file");
+    r.record = record;
     r.count = count;
     r.timeout_ns = (int64_t)timeout_ms * 1000000;
     r.interval_ns = (int64_t)interval_us * 1000;

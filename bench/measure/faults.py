@@ -1,0 +1,570 @@
+"""What a DNS server does while its database fails under a steady load (docs/method/faults.md).
+
+An open-loop prober (bench/load/prober, -O -R) offers a fixed rate of queries for the whole run
+and records every query: when it was sent, the answer's RCODE and latency, or that none came
+within the time-out. Meanwhile a script of faults runs against the store, each at its time from
+the load's start:
+
+    kill-backends  the database's connections to the DNS server ended abruptly: PostgreSQL's
+                   client backends SIGKILLed (the postmaster then restarts every backend, as
+                   after a crash), MariaDB's client connections KILLed
+    sigstop        every database server process stopped (SIGSTOP) for `seconds`, then SIGCONT:
+                   a database that hangs without closing anything
+    restart        the database server stopped and started again, its data kept
+    crash          every database server process SIGKILLed, down for `seconds`, then started
+                   again (crash recovery at its start)
+    writer-stall   (transactional Berkeley DB) a writer write-locks a zone's entry inside its
+                   transaction, holds it for `seconds`, then aborts
+    writer-kill    (transactional Berkeley DB) a writer write-locks a zone's entry, holds it
+                   `seconds`, and is SIGKILLed holding it: its lock stays in the region
+
+Every query is put in the second it was sent in (from the load's start). Per second: sent,
+answered (NOERROR or NXDOMAIN: the data set's own answers), SERVFAIL, other RCODEs, lost, and
+the p99 latency of the answers. Per fault, from the moment it began until the next fault began
+(or the run ended): the time to the first SERVFAIL answer, the time to recovery (the end of
+the first whole second, from the one in which the fault's action ended, whose queries were
+answered at RECOVERED_SHARE or better), the SERVFAILs and lost queries until then, and the
+worst second's p99 until then.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from bench.load.prober import LOST, Recorder, Recording, nearest_rank
+from bench.measure.serving import LoadedStore
+from loaders import get_loader
+from servers.kind import ServerKind
+
+METHOD = ("open-loop prober (one query every 1/QPS s on a fixed schedule, each from its own "
+          "socket), every query recorded with its send time, RCODE and latency; queries "
+          "counted in the second they were sent")
+
+# RCODEs that are the data set's own answers: the query set asks names that exist (NOERROR,
+# NODATA included) and names that do not (NXDOMAIN).
+NOERROR, SERVFAIL, NXDOMAIN = 0, 2, 3
+ANSWERED = (NOERROR, NXDOMAIN)
+# A second at or above this share of answered queries is back to normal (issue 27: "time to
+# recovery (first second back at >= 99% NOERROR/NXDOMAIN answers)").
+RECOVERED_SHARE = 0.99
+
+SIGSTOP, RESTART, KILL_BACKENDS, CRASH = "sigstop", "restart", "kill-backends", "crash"
+WRITER_STALL, WRITER_KILL = "writer-stall", "writer-kill"
+# Each kind of fault, and what it does (the report and docs/method/faults.md say it so).
+KINDS: dict[str, str] = {
+    KILL_BACKENDS: "the database's client connections ended abruptly (PostgreSQL: client "
+                   "backends SIGKILLed; MariaDB: KILL of each connection)",
+    SIGSTOP: "every database server process stopped (SIGSTOP), then continued (SIGCONT)",
+    RESTART: "the database server stopped and started again, its data kept",
+    CRASH: "every database server process SIGKILLed, then the server started again",
+    WRITER_STALL: "a Berkeley DB writer holds a zone's write lock in its transaction, then "
+                  "aborts",
+    WRITER_KILL: "a Berkeley DB writer holding a zone's write lock is SIGKILLed",
+}
+# The kinds that take a length (`seconds`): how long the fault lasts.
+TIMED = (SIGSTOP, CRASH, WRITER_STALL, WRITER_KILL)
+WRITER_KINDS = (WRITER_STALL, WRITER_KILL)
+# The Berkeley DB mode whose writers hold locks readers wait for (loaders/bdbhpt.py).
+TRANSACTIONAL = "transactional"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One line of a script: at `at_s` seconds from the load's start, `kind`, lasting
+    `seconds` (the kinds in TIMED)."""
+
+    at_s: float
+    kind: str
+    seconds: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return f"{self.at_s:g}:{self.kind}" + (f":{self.seconds:g}" if self.kind in TIMED else "")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The offered load, the run's length and the scripts: one for a store on a database
+    server, one for the transactional Berkeley DB store (which has no server to stop)."""
+
+    qps: float
+    duration_s: float
+    server_script: tuple[Fault, ...]
+    writer_script: tuple[Fault, ...]
+
+
+PROFILES: dict[str, Profile] = {
+    # Each fault once, 15 s apart: the 10 s before the first are the steady state, and each
+    # fault has room to recover before the next (a restart of PostgreSQL or MariaDB takes 1-3 s
+    # here, a crash's recovery as long again).
+    "default": Profile(
+        qps=2000, duration_s=75,
+        server_script=(Fault(10, KILL_BACKENDS), Fault(20, SIGSTOP, 5), Fault(40, RESTART),
+                       Fault(55, CRASH, 3)),
+        writer_script=(Fault(10, WRITER_STALL, 5), Fault(30, WRITER_KILL, 2))),
+    # The tests': a few seconds, one fault.
+    "tiny": Profile(
+        qps=200, duration_s=7,
+        server_script=(Fault(2, SIGSTOP, 1.5),),
+        writer_script=(Fault(2, WRITER_KILL, 1),)),
+}
+
+
+def parse_script(text: str) -> tuple[Fault, ...]:
+    """--script "AT:KIND[:SECONDS],...": faults at increasing times, each a known kind."""
+    faults = []
+    for part in (p.strip() for p in text.split(",")):
+        fields = part.split(":")
+        if len(fields) not in (2, 3):
+            raise UserError(f"--script: {part!r} is not AT:KIND[:SECONDS]")
+        try:
+            at_s, seconds = float(fields[0]), float(fields[2]) if len(fields) == 3 else 0.0
+        except ValueError:
+            raise UserError(f"--script: {part!r}: AT and SECONDS are numbers") from None
+        kind = fields[1]
+        if kind not in KINDS:
+            raise UserError(f"--script: unknown fault {kind!r} (known: {', '.join(KINDS)})")
+        if at_s < 0 or seconds < 0 or (kind in TIMED and seconds <= 0):
+            raise UserError(f"--script: {part!r}: times are positive, and {kind} needs its "
+                            "length in seconds")
+        faults.append(Fault(at_s, kind, seconds))
+    if any(b.at_s <= a.at_s for a, b in zip(faults, faults[1:], strict=False)):
+        raise UserError("--script: the faults' times must increase")
+    return tuple(faults)
+
+
+def script_for(server: ServerKind, profile: Profile) -> tuple[Fault, ...]:
+    """The profile's script for the server's store: the writer faults for the transactional
+    Berkeley DB store, the server faults for a store on a database server, less those its
+    store cannot have (slapd has no connection to kill); refused if none is left."""
+    script = profile.writer_script if _is_transactional_bdb(server) else profile.server_script
+    possible = tuple(f for f in script if not_applicable(server, f.kind) is None)
+    if script and not possible:
+        raise UserError(f"{server.name} cannot have the profile's faults: "
+                        f"{not_applicable(server, script[0].kind)}")
+    return possible
+
+
+def check_script(server: ServerKind, script: Sequence[Fault], duration_s: float) -> None:
+    """Refuse (one line) a fault the server's store cannot have, or one outside the run."""
+    for fault in script:
+        reason = not_applicable(server, fault.kind)
+        if reason is not None:
+            raise UserError(f"{fault.kind} cannot be done to {server.name}: {reason}")
+        if fault.at_s + fault.seconds >= duration_s:
+            raise UserError(f"the fault {fault.text} does not end within the run's "
+                            f"{duration_s:g} s (--duration)")
+
+
+def not_applicable(server: ServerKind, kind: str) -> str | None:
+    """Why the server's store cannot have this kind of fault; None: it can."""
+    database = get_loader(server.store).database
+    if kind in WRITER_KINDS:
+        return None if _is_transactional_bdb(server) else \
+            "only the transactional Berkeley DB store (bdbhpt-t) has writers holding locks"
+    if not database.has_server:
+        return f"the {server.store} store has no database server"
+    if kind == KILL_BACKENDS and not database.kills_clients:
+        return f"the {server.store} store's server has no client connections to end"
+    return None
+
+
+def _is_transactional_bdb(server: ServerKind) -> bool:
+    return server.store == "bdbhpt" and \
+        getattr(server, "options", {}).get("mode") == TRANSACTIONAL
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Second:
+    """The queries sent in one second of the run (from the load's start)."""
+
+    second: int
+    sent: int = 0
+    answered: int = 0  # NOERROR or NXDOMAIN
+    servfail: int = 0
+    other: int = 0  # any other RCODE
+    lost: int = 0  # no answer within the time-out
+    p99_us: float | None = None  # of every answer (any RCODE)
+
+    @property
+    def recovered(self) -> bool:
+        """At least RECOVERED_SHARE of the second's queries answered."""
+        return self.sent > 0 and self.answered / self.sent >= RECOVERED_SHARE
+
+
+@dataclass
+class FaultResult:
+    """One fault as it happened, and what the DNS server's clients saw from it on."""
+
+    at_s: float
+    kind: str
+    seconds: float
+    started_s: float | None = None  # from the load's start: when the fault began
+    ended_s: float | None = None  # when its action was over (SIGCONT sent, restart returned)
+    note: str = ""  # what the action found ("3 connections ended")
+    error: str | None = None  # the action failed
+    window_end_s: float | None = None  # the next fault's start, or the run's end
+    first_servfail_s: float | None = None  # from started_s to the first SERVFAIL's arrival
+    recovered_s: float | None = None  # from started_s to the end of the first good second
+    sent: int = 0  # from started_s to recovery (to window_end_s if never)
+    servfail: int = 0
+    lost: int = 0
+    worst_p99_us: float | None = None  # the highest p99 of a second until recovery
+
+    @property
+    def recovered(self) -> bool:
+        return self.recovered_s is not None
+
+
+@dataclass
+class ServerFaults:
+    """One server's run through its script."""
+
+    server: str
+    status: str = "ok"  # "ok" or "failed"
+    error: str | None = None
+    threads: int = 1
+    baseline_share: float | None = None  # answered share before the first fault
+    seconds: list[Second] = field(default_factory=list)
+    faults: list[FaultResult] = field(default_factory=list)
+
+    @property
+    def sent(self) -> int:
+        return sum(s.sent for s in self.seconds)
+
+    def to_dict(self) -> dict:
+        return {"server": self.server, "status": self.status, "error": self.error,
+                "threads": self.threads, "baseline_share": self.baseline_share,
+                "seconds": [asdict(s) for s in self.seconds],
+                "faults": [asdict(f) for f in self.faults]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ServerFaults:
+        return cls(server=data["server"], status=data.get("status", "ok"),
+                   error=data.get("error"), threads=data.get("threads", 1),
+                   baseline_share=data.get("baseline_share"),
+                   seconds=[Second(**s) for s in data.get("seconds", [])],
+                   faults=[FaultResult(**f) for f in data.get("faults", [])])
+
+
+@dataclass
+class Faults:
+    """results.json's "faults" section: the load, the script, every server's run."""
+
+    method: str
+    qps: float
+    duration_s: float
+    timeout_s: float
+    profile: str
+    dataset: str
+    script: list[str] = field(default_factory=list)  # Fault.text of each line
+    servers: list[ServerFaults] = field(default_factory=list)
+
+    def server(self, name: str) -> ServerFaults | None:
+        return next((s for s in self.servers if s.server == name), None)
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "qps": self.qps, "duration_s": self.duration_s,
+                "timeout_s": self.timeout_s, "profile": self.profile, "dataset": self.dataset,
+                "script": list(self.script), "servers": [s.to_dict() for s in self.servers]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Faults:
+        return cls(method=data["method"], qps=data["qps"], duration_s=data["duration_s"],
+                   timeout_s=data["timeout_s"], profile=data.get("profile", ""),
+                   dataset=data.get("dataset", ""), script=list(data.get("script", [])),
+                   servers=[ServerFaults.from_dict(s) for s in data.get("servers", [])])
+
+
+# --- the recording, second by second and fault by fault -------------------------------------
+
+
+def per_second(recording: Recording, origin_ns: int, duration_s: float) -> list[Second]:
+    """Every second of the run, from the load's start (origin_ns), with its queries."""
+    count = max(1, math.ceil(duration_s))
+    seconds = [Second(k) for k in range(count)]
+    latencies: list[list[int]] = [[] for _ in range(count)]
+    for sent_ns, rcode, latency_ns in zip(recording.sent_ns, recording.rcodes,
+                                          recording.latencies_ns, strict=True):
+        k = min(max(0, (sent_ns - origin_ns) // 1_000_000_000), count - 1)
+        second = seconds[k]
+        second.sent += 1
+        if rcode == LOST:
+            second.lost += 1
+            continue
+        latencies[k].append(latency_ns)
+        if rcode in ANSWERED:
+            second.answered += 1
+        elif rcode == SERVFAIL:
+            second.servfail += 1
+        else:
+            second.other += 1
+    for second, found in zip(seconds, latencies, strict=True):
+        if found:
+            second.p99_us = nearest_rank(sorted(found), 99) / 1000
+    return seconds
+
+
+def baseline_share(seconds: Sequence[Second], first_fault_s: float | None) -> float | None:
+    """The answered share of the whole seconds before the first fault (the steady state)."""
+    before = [s for s in seconds if first_fault_s is None or s.second + 1 <= first_fault_s]
+    sent = sum(s.sent for s in before)
+    return sum(s.answered for s in before) / sent if sent else None
+
+
+def judge_fault(fault: FaultResult, seconds: Sequence[Second], recording: Recording,
+                origin_ns: int) -> None:
+    """Fill in the fault's first SERVFAIL, its recovery and its counts from the recording."""
+    if fault.started_s is None or fault.window_end_s is None:
+        return
+    start, end = fault.started_s, fault.window_end_s
+    fault.first_servfail_s = _first_servfail(recording, origin_ns, start, end)
+    done = fault.ended_s if fault.ended_s is not None else start
+    recovered_at = next((s.second + 1 for s in seconds
+                         if s.second >= math.floor(done) and s.second + 1 <= end
+                         and s.recovered), None)
+    fault.recovered_s = None if recovered_at is None else recovered_at - start
+    until = end if recovered_at is None else recovered_at
+    fault.sent, fault.servfail, fault.lost = _counts(recording, origin_ns, start, until)
+    p99s = [s.p99_us for s in seconds
+            if math.floor(start) <= s.second < until and s.p99_us is not None]
+    fault.worst_p99_us = max(p99s) if p99s else None
+
+
+def _first_servfail(recording: Recording, origin_ns: int, start_s: float,
+                    end_s: float) -> float | None:
+    """Seconds from start_s to the first SERVFAIL that arrived from then until end_s (the
+    next fault's start: a SERVFAIL after it may be that fault's)."""
+    start_ns, end_ns = origin_ns + round(start_s * 1e9), origin_ns + round(end_s * 1e9)
+    arrivals = [sent + latency for sent, rcode, latency in
+                zip(recording.sent_ns, recording.rcodes, recording.latencies_ns, strict=True)
+                if rcode == SERVFAIL and start_ns <= sent + latency < end_ns]
+    return (min(arrivals) - start_ns) / 1e9 if arrivals else None
+
+
+def _counts(recording: Recording, origin_ns: int, start_s: float,
+            end_s: float) -> tuple[int, int, int]:
+    """(sent, SERVFAIL, lost) of the queries sent from start_s to end_s."""
+    start_ns, end_ns = origin_ns + round(start_s * 1e9), origin_ns + round(end_s * 1e9)
+    sent = servfail = lost = 0
+    for sent_ns, rcode in zip(recording.sent_ns, recording.rcodes, strict=True):
+        if start_ns <= sent_ns < end_ns:
+            sent += 1
+            servfail += rcode == SERVFAIL
+            lost += rcode == LOST
+    return sent, servfail, lost
+
+
+# --- doing the faults ------------------------------------------------------------------------
+
+
+class Moments:
+    """When a fault began, on the monotonic clock. An action marks its own beginning when it
+    differs from its call (a writer holds its lock only once it has started)."""
+
+    def __init__(self) -> None:
+        self.began_ns: int | None = None
+
+    def begin(self) -> None:
+        self.began_ns = time.monotonic_ns()
+
+
+# An action: does the fault to the loaded store, lasting `seconds`, marking its beginning in
+# Moments if it is not its call; says what it found.
+Action = Callable[[LoadedStore, float, Moments], str]
+
+
+@contextmanager
+def _stopped(pids: Sequence[int]) -> Iterator[None]:
+    """pids stopped (SIGSTOP) for the block; continued whatever happens (a stopped server
+    would ignore the SIGTERM that stops it at the end)."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+
+def _processes(count: int) -> str:
+    return f"{count} process{'es' if count != 1 else ''}"
+
+
+def _server_pids(loaded: LoadedStore) -> list[int]:
+    pids = loaded.server_pids()
+    if not pids:
+        raise UserError(f"the {loaded.loader.name} store's server has no processes")
+    return pids
+
+
+def _sigstop(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
+    pids = _server_pids(loaded)
+    with _stopped(pids):
+        time.sleep(seconds)
+    return f"{_processes(len(pids))} stopped"
+
+
+def _restart(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
+    loaded.restart_server()
+    return ""
+
+
+def _crash(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
+    pids = _server_pids(loaded)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    time.sleep(seconds)
+    loaded.restart_server()  # stops what is left (nothing), starts it: crash recovery
+    return f"{_processes(len(pids))} killed"
+
+
+def _kill_backends(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
+    count = loaded.loader.database.kill_clients(loaded.target)
+    if not count:
+        raise UserError("the database had no client connection to end")
+    return f"{count} connection{'s' if count != 1 else ''} ended"
+
+
+# How a writer holding a lock is run: loaders/bdbhpt.py's hold_zone_lock in a process of its
+# own (its death must not be ours).
+_HOLDER = ("import sys; from loaders.bdbhpt import hold_zone_lock; "
+           "hold_zone_lock(sys.argv[1], sys.argv[2])")
+
+
+@contextmanager
+def _lock_holder(loaded: LoadedStore, zone: str) -> Iterator[subprocess.Popen[str]]:
+    """A writer process holding zone's write lock in the transactional home, until the block
+    ends (killed then if it is still there)."""
+    home = loaded.loader.dlz_args(loaded.target, {"mode": TRANSACTIONAL})["env"]
+    writer = subprocess.Popen([sys.executable, "-c", _HOLDER, home, zone], cwd=REPO_ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None
+        if writer.stdout.readline().strip() != "holding":
+            raise UserError("the Berkeley DB writer did not take its lock")
+        yield writer
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def _writer_fault(zone: str, *, kill: bool) -> Action:
+    """A writer holding zone's lock for `seconds`, then SIGKILLed (kill) or aborting."""
+    def act(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
+        with _lock_holder(loaded, zone) as writer:
+            moments.begin()
+            time.sleep(seconds)
+            if kill:
+                writer.kill()
+                writer.wait()
+                return f"writer SIGKILLed holding the lock of {zone}"
+            assert writer.stdin is not None
+            writer.stdin.write("abort\n")
+            writer.stdin.flush()
+            writer.wait(timeout=30)
+            return f"writer aborted, the lock of {zone} released"
+    return act
+
+
+def action_for(kind: str, locked_zone: str) -> Action:
+    """What doing a fault of this kind is; locked_zone: the zone a writer locks."""
+    actions: dict[str, Action] = {
+        KILL_BACKENDS: _kill_backends, SIGSTOP: _sigstop, RESTART: _restart, CRASH: _crash,
+        WRITER_STALL: _writer_fault(locked_zone, kill=False),
+        WRITER_KILL: _writer_fault(locked_zone, kill=True)}
+    return actions[kind]
+
+
+def run_script(loaded: LoadedStore, script: Sequence[Fault], origin_ns: int, locked_zone: str,
+               progress: Callable[[str], None]) -> list[FaultResult]:
+    """Each fault at its time from origin_ns (the load's start), one after the other; a
+    fault whose action fails is recorded with its error and the script goes on."""
+    done = []
+    for fault in script:
+        _sleep_until(origin_ns + round(fault.at_s * 1e9))
+        result = FaultResult(fault.at_s, fault.kind, fault.seconds)
+        moments = Moments()
+        moments.begin()
+        try:
+            result.note = action_for(fault.kind, locked_zone)(loaded, fault.seconds, moments)
+        except UserError as exc:
+            result.error = str(exc)
+        except Exception as exc:  # a database client's error, a writer that would not end
+            result.error = f"{type(exc).__name__}: {exc}"
+        assert moments.began_ns is not None
+        result.started_s = (moments.began_ns - origin_ns) / 1e9
+        result.ended_s = (time.monotonic_ns() - origin_ns) / 1e9
+        progress(f"{loaded.server.name}: {fault.text} from {result.started_s:.2f} s to "
+                 f"{result.ended_s:.2f} s" + (f" ({result.note})" if result.note else "")
+                 + (f": failed: {result.error}" if result.error else ""))
+        done.append(result)
+    return done
+
+
+def _sleep_until(when_ns: int) -> None:
+    left = (when_ns - time.monotonic_ns()) / 1e9
+    if left > 0:
+        time.sleep(left)
+
+
+def measure_server(loaded: LoadedStore, query_file: Path, run_dir: Path, *, qps: float,
+                   duration_s: float, timeout_s: float, threads: int,
+                   script: Sequence[Fault],
+                   progress: Callable[[str], None] = print) -> ServerFaults:
+    """The server over the loaded store under a steady load through the script; a failure
+    is recorded, not raised."""
+    name = loaded.server.name
+    result = ServerFaults(name, threads=threads)
+    try:
+        with loaded.named(run_dir, threads=threads) as named:
+            recorder = Recorder(named.host, named.port, query_file,
+                                run_dir / f"recording-{name}.txt", qps=qps,
+                                seconds=duration_s, timeout=timeout_s)
+            origin_ns = time.monotonic_ns()
+            with recorder:
+                result.faults = run_script(loaded, script, origin_ns, loaded.last_zone,
+                                           progress)
+                recording = recorder.wait()
+    except UserError as exc:
+        result.status, result.error = "failed", str(exc)
+        progress(f"{name} failed: {exc}")
+        return result
+    judge(result, recording, origin_ns, duration_s)
+    return result
+
+
+def judge(result: ServerFaults, recording: Recording, origin_ns: int,
+          duration_s: float) -> None:
+    """The per-second series and every fault's figures, from the recording."""
+    result.seconds = per_second(recording, origin_ns, duration_s)
+    starts = [f.started_s for f in result.faults]
+    result.baseline_share = baseline_share(result.seconds, starts[0] if starts else None)
+    for fault, following in zip(result.faults, [*starts[1:], None], strict=True):
+        fault.window_end_s = following if following is not None else float(duration_s)
+        judge_fault(fault, result.seconds, recording, origin_ns)
+
+
+def describe_fault(fault: FaultResult | Fault) -> str:
+    """"sigstop 5 s", "restart": a fault in a few words."""
+    return fault.kind + (f" {fault.seconds:g} s" if fault.kind in TIMED else "")

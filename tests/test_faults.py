@@ -1,0 +1,262 @@
+"""`faults`: a steady load through database faults (bench/measure/faults.py).
+
+The command runs for real on the tiny profile (a few seconds, one fault): pg and mysql through
+a SIGSTOP of their database server, bdbhpt-t through a writer killed holding a lock. The
+analysis (per second, per fault) is checked on a recording made up here, and the report
+section rendered from it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from base.errors import UserError
+from bench.load.prober import LOST, Recording
+from bench.measure.faults import (
+    PROFILES,
+    SIGSTOP,
+    WRITER_KILL,
+    FaultResult,
+    Faults,
+    ServerFaults,
+    judge,
+    parse_script,
+)
+from bench.measure.results import Results, load_results
+from bench.report.write import render_markdown
+from servers import get_server
+from tests.benchcli import processes_under, run_bench
+
+TINY = PROFILES["tiny"]
+
+
+def _built(names: list[str]) -> list[str]:
+    return [name for name in names if get_server(name).is_built()]
+
+
+@pytest.fixture(scope="module")
+def faulted(run_root: Path) -> dict[str, tuple[Results, Path]]:
+    """Each server's tiny run: its results and its results directory (under run_root: a
+    pytest tmp_path is too deep for PostgreSQL's socket)."""
+    runs = {}
+    for server in _built(["pg", "mysql", "bdbhpt-t"]):
+        root = run_root / server
+        out = root / "out"
+        done = run_bench(root, "faults", "--server", server, "--profile", "tiny",
+                         "--generate", "5", "--records", "10", "--queries", "200",
+                         "--out", str(out))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert not processes_under(root), f"{server}: a process outlived the command"
+        runs[server] = (load_results(out), out)
+    return runs
+
+
+def _entry(faulted: dict[str, tuple[Results, Path]], server: str) -> ServerFaults:
+    if server not in faulted:
+        pytest.skip(f"{server} is not built")
+    section = faulted[server][0].faults
+    assert section is not None
+    entry = section.server(server)
+    assert entry is not None and entry.status == "ok", entry
+    return entry
+
+
+@pytest.mark.parametrize("server", ["pg", "mysql", "bdbhpt-t"])
+def test_every_second_of_the_run_has_queries(faulted: dict, server: str) -> None:
+    entry = _entry(faulted, server)
+    assert [s.second for s in entry.seconds] == list(range(math.ceil(TINY.duration_s)))
+    assert all(s.sent > 0 for s in entry.seconds), entry.seconds
+    for s in entry.seconds:
+        assert s.answered + s.servfail + s.other + s.lost == s.sent
+    assert entry.baseline_share is not None and entry.baseline_share > 0
+
+
+@pytest.mark.parametrize("server", ["pg", "mysql"])
+def test_a_stopped_database_is_servfail_or_loss_and_answers_resume(faulted: dict,
+                                                                   server: str) -> None:
+    entry = _entry(faulted, server)
+    [fault] = entry.faults
+    assert fault.kind == SIGSTOP and fault.error is None, fault
+    assert fault.started_s is not None and fault.ended_s is not None
+    assert fault.ended_s > fault.started_s
+    # While the server was stopped, queries were answered SERVFAIL or not at all.
+    assert fault.servfail + fault.lost > 0, fault
+    # After SIGCONT the same named answers again.
+    after = [s for s in entry.seconds if s.second >= math.ceil(fault.ended_s)]
+    assert after and sum(s.answered for s in after) > 0, entry.seconds
+
+
+def test_a_killed_writer_leaves_readers_answered(faulted: dict) -> None:
+    entry = _entry(faulted, "bdbhpt-t")
+    [fault] = entry.faults
+    assert fault.kind == WRITER_KILL and fault.error is None, fault
+    assert "SIGKILLed" in fault.note
+    assert fault.ended_s is not None
+    # Readers are not hung: answers (data or SERVFAIL) keep coming after the writer died.
+    after = [s for s in entry.seconds if s.second >= math.ceil(fault.ended_s)]
+    assert after and sum(s.answered + s.servfail for s in after) > 0, entry.seconds
+
+
+@pytest.mark.parametrize("server", ["pg", "mysql", "bdbhpt-t"])
+def test_results_md_has_the_section_and_the_plot(faulted: dict, server: str) -> None:
+    entry = _entry(faulted, server)
+    results, out = faulted[server]
+    text = (out / "results.md").read_text()
+    assert "## Database faults under load" in text and f"### {server}" in text
+    assert f"| {entry.faults[0].kind}" in text
+    assert (out / f"faults-{server}.png").stat().st_size > 0
+    assert render_markdown(results) == text
+    assert "## Cost per query" not in text  # not a `run` file: none of run's tables
+    assert not (out / "qps.png").exists()
+
+
+# Every kind a database server can have, each once, on the tiny load: done without error,
+# and answered again after each (the fault's recovery, or answers in its window's last second).
+KINDS_SCRIPT = {"pg": "1:kill-backends,4:restart,10:crash:0.5",
+                "mysql": "1:kill-backends,4:restart,10:crash:0.5",
+                "ldap": "1:restart,7:crash:0.5"}
+
+
+@pytest.mark.parametrize("server", list(KINDS_SCRIPT))
+def test_every_server_fault_is_done_and_answers_resume(run_root: Path, server: str) -> None:
+    if not get_server(server).is_built():
+        pytest.skip(f"{server} is not built")
+    root = run_root / f"kinds-{server}"
+    out = root / "out"
+    done = run_bench(root, "faults", "--server", server, "--profile", "tiny",
+                     "--script", KINDS_SCRIPT[server], "--duration", "15", "--generate", "3",
+                     "--records", "5", "--queries", "100", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not processes_under(root), "a process outlived the command"
+    section = load_results(out).faults
+    assert section is not None
+    entry = section.server(server)
+    assert entry is not None and entry.status == "ok", entry
+    assert [f.kind for f in entry.faults] == [line.split(":")[1] for line in
+                                             KINDS_SCRIPT[server].split(",")]
+    for fault in entry.faults:
+        assert fault.error is None, fault
+        assert fault.window_end_s is not None
+        assert fault.ended_s is not None
+        after = [s for s in entry.seconds if math.floor(fault.ended_s) <= s.second
+                 and s.second + 1 <= fault.window_end_s]
+        assert fault.recovered or sum(s.answered for s in after) > 0, (fault, entry.seconds)
+
+
+# --- refusals, before anything starts ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--server", "pg", "--script", "3:sigstop"], "sigstop needs its length"),
+    (["--server", "pg", "--script", "3:melt:1"], "unknown fault 'melt'"),
+    (["--server", "pg", "--script", "5:restart,3:restart"], "must increase"),
+    (["--server", "pg", "--script", "3:writer-kill:1"], "only the transactional Berkeley DB"),
+    (["--server", "ldap", "--script", "3:kill-backends"], "no client connections to end"),
+    (["--server", "memory"], "has no database server"),
+    (["--server", "memory", "--script", "3:restart"], "has no database server"),
+    (["--server", "pg", "--duration", "4", "--script", "3:sigstop:2"], "does not end within"),
+    (["--server", "pg", "--qps", "0"], "--qps 0"),
+])
+def test_a_script_it_cannot_run_is_one_line(tmp_path: Path, args: list[str], says: str) -> None:
+    server = args[1]
+    if not get_server(server).is_built():
+        pytest.skip(f"{server} is not built")
+    done = run_bench(tmp_path, "faults", *args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_parse_script_reads_every_field() -> None:
+    script = parse_script("10:kill-backends, 20:sigstop:5,40:restart,55:crash:3")
+    assert [f.text for f in script] == ["10:kill-backends", "20:sigstop:5", "40:restart",
+                                        "55:crash:3"]
+    with pytest.raises(UserError):
+        parse_script("10")
+
+
+# --- the analysis, on a recording made up here ------------------------------------------------
+
+S = 1_000_000_000  # ns
+ORIGIN = 5 * S
+
+
+def _recording() -> Recording:
+    """100 queries a second for 10 s: answered (NOERROR, every 10th NXDOMAIN) in 1 ms, but
+    the queries sent in [3, 4) s are SERVFAIL after 500 ms, those in [4, 4.5) s lost, and in
+    [4.5, 5) s half are SERVFAIL at once."""
+    recording = Recording()
+    for i in range(1000):
+        sent = ORIGIN + i * S // 100
+        offset = sent - ORIGIN
+        if 3 * S <= offset < 4 * S:
+            rcode, latency = 2, S // 2
+        elif 4 * S <= offset < 4 * S + S // 2:
+            rcode, latency = LOST, LOST
+        elif 4 * S + S // 2 <= offset < 5 * S and i % 2:
+            rcode, latency = 2, S // 1000
+        else:
+            rcode, latency = (3 if i % 10 == 0 else 0), S // 1000
+        recording.sent_ns.append(sent)
+        recording.rcodes.append(rcode)
+        recording.latencies_ns.append(latency)
+    return recording
+
+
+def _judged(ended_s: float = 4.5) -> ServerFaults:
+    result = ServerFaults("pg", faults=[FaultResult(3.0, SIGSTOP, 1.5, started_s=3.0,
+                                                    ended_s=ended_s)])
+    judge(result, _recording(), ORIGIN, 10)
+    return result
+
+
+def test_per_second_counts() -> None:
+    result = _judged()
+    assert len(result.seconds) == 10
+    first, stopped, lost = result.seconds[0], result.seconds[3], result.seconds[4]
+    assert (first.sent, first.answered, first.servfail, first.lost) == (100, 100, 0, 0)
+    assert (stopped.answered, stopped.servfail, stopped.lost) == (0, 100, 0)
+    assert (lost.answered, lost.servfail, lost.lost) == (25, 25, 50)
+    assert first.p99_us == pytest.approx(1000)
+    assert stopped.p99_us == pytest.approx(500_000)
+    assert result.baseline_share == 1.0
+
+
+def test_per_fault_figures() -> None:
+    [fault] = _judged().faults
+    # The first SERVFAIL: the query sent at 3.00 s, answered 500 ms later.
+    assert fault.first_servfail_s == pytest.approx(0.5)
+    # Second 4 (the one the fault ended in) is not back; second 5 is: recovered at 6 s.
+    assert fault.recovered_s == pytest.approx(3.0)
+    assert (fault.sent, fault.servfail, fault.lost) == (300, 125, 50)
+    assert fault.worst_p99_us == pytest.approx(500_000)  # second 3's SERVFAILs, 500 ms late
+    assert fault.window_end_s == 10
+
+
+def test_a_fault_never_recovered_counts_to_its_window_end() -> None:
+    recording = _recording()
+    recording.rcodes[:] = [2 if sent - ORIGIN >= 3 * S else rcode
+                           for sent, rcode in zip(recording.sent_ns, recording.rcodes,
+                                                  strict=True)]
+    result = ServerFaults("pg", faults=[FaultResult(3.0, SIGSTOP, 1.5, started_s=3.0,
+                                                    ended_s=4.5)])
+    judge(result, recording, ORIGIN, 10)
+    [fault] = result.faults
+    assert fault.recovered_s is None and not fault.recovered
+    assert fault.sent == 700 and fault.servfail == 700
+
+
+def test_the_report_reads_the_figures() -> None:
+    result = _judged()
+    section = Faults(method="m", qps=100, duration_s=10, timeout_s=2, profile="tiny",
+                     dataset="made up", script=["3:sigstop:1.5"], servers=[result])
+    text = render_markdown(Results(meta={"command": "faults"}, faults=section))
+    assert "## Database faults under load" in text and "### pg" in text
+    row = next(line for line in text.splitlines() if line.startswith("| sigstop 1.5 s"))
+    assert [cell.strip() for cell in row.strip("|").split("|")] == [
+        "sigstop 1.5 s", "3.00", "0.50", "3.0", "300", "125", "50", "500"]
+    assert "`sigstop`:" in text
