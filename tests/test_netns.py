@@ -218,7 +218,7 @@ def test_pg_driver_answers_the_coverage_set_through_the_namespace(
         pytest.fail("the pg driver is not built (run `make build`)")
     body = PG.body(remote_pg, 2)
     assert f"host={remote_pg.host} " in body
-    with Named(run_dir / "named-pg-netns", body, threads=2) as named:
+    with Named(run_dir / "named-pg-netns", body, threads=2, env=remote_pg.env) as named:
         wrong = differences(memory_named, named)
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
 
@@ -231,7 +231,7 @@ def test_pg_driver_answers_through_the_latency_proxy(
         body = PG.body(remote_pg, 2)
         remote_pg.via = None
         assert f"host={proxy.listen_host} port={proxy.listen_port} " in body
-        with Named(run_dir / "named-pg-proxied", body, threads=2) as named:
+        with Named(run_dir / "named-pg-proxied", body, threads=2, env=remote_pg.env) as named:
             wrong = differences(memory_named, named, step=10)
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
 
