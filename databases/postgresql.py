@@ -84,7 +84,7 @@ class PgServer(PrivateServer):
     Run as root, the server runs as the postgres user, which may have no search permission
     on the run directory's ancestors (a repository under /root, 0700; a mkdtemp directory in
     /tmp). Rather than change any ancestor's mode, the suite opens the data and socket
-    directories itself (they are owned by postgres, mode 0700) and hands the server these
+    directories itself (owned by postgres, mode 0700 and 0750) and hands the server these
     descriptors: it reaches them as /proc/self/fd/N, which needs no path to be searchable.
     The server chdirs into its data directory at start and works relative to it from then on.
     """
@@ -138,6 +138,12 @@ class PgServer(PrivateServer):
             path.mkdir(mode=0o700, exist_ok=True)
             if user is not None:
                 shutil.chown(path, user, user)
+        if user is not None and not self.db_host:
+            # The clients reach the socket through its directory's group, this process's:
+            # named drops its capabilities (CAP_DAC_OVERRIDE among them) even as root, so
+            # it is neither the directory's owner nor above its mode. Others: nothing.
+            shutil.chown(self.socket_dir, user, os.getgid())
+            self.socket_dir.chmod(0o750)
 
     def _initdb(self) -> None:
         # The bootstrap superuser is dlz itself, with this instance's password; the reader
