@@ -2,7 +2,8 @@
 
 Every process is started in its own session (process group) so that stopping it also stops
 whatever it forked, and is remembered until stopped so that an exit, an exception, Ctrl-C or
-SIGTERM never leaves one behind.
+SIGTERM never leaves one behind; a watchdog process (base/watchdog.py) kills the groups still
+running if this process dies without stopping them (SIGKILL).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -51,6 +53,15 @@ def keep_only_logs(directory: Path) -> None:
                 path.unlink()
         elif path.is_dir() and not any(path.iterdir()):
             path.rmdir()
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write text to path readable and writable by its owner only (0600) from its first byte:
+    the file holds a key or a password (named.conf, rndc.conf, pdns.conf, ...)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        os.fchmod(fd, 0o600)  # a file already there keeps its mode through O_CREAT
+        out.write(text)
 
 
 def port_is_free(port: int) -> bool:
@@ -91,13 +102,16 @@ class ManagedProcess:
 
     def __init__(self, name: str, argv: Sequence[str], log_path: Path, *,
                  cwd: Path | None = None, env: dict[str, str] | None = None,
-                 user: str | None = None) -> None:
+                 user: str | None = None, pass_fds: Sequence[int] = ()) -> None:
+        """pass_fds: descriptors the process inherits (e.g. a directory it reaches as
+        /proc/self/fd/N)."""
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.cwd = cwd
         self.env = env
         self.user = user
+        self.pass_fds = tuple(pass_fds)
         self.proc: subprocess.Popen[bytes] | None = None
         self.exec_time = 0.0  # time.monotonic() just before exec, for startup timing
 
@@ -114,10 +128,12 @@ class ManagedProcess:
             try:
                 self.proc = subprocess.Popen(
                     self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    cwd=self.cwd, env=self.env, start_new_session=True, **as_user(self.user))
+                    cwd=self.cwd, env=self.env, start_new_session=True,
+                    pass_fds=self.pass_fds, **as_user(self.user))
             except OSError as exc:
                 raise UserError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
         _LIVE[self.proc.pid] = self
+        _WATCHDOG.tell(f"+{self.proc.pid}")  # its session's process group has its pid
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -152,6 +168,7 @@ class ManagedProcess:
             proc.wait()
         # Children that outlived their parent (e.g. postgres backends) share its group.
         _signal_group(proc.pid, signal.SIGKILL)
+        _WATCHDOG.tell(f"-{proc.pid}")
 
     def pids(self) -> list[int]:
         """The process and all its descendants, for CPU and memory accounting."""
@@ -209,14 +226,15 @@ def as_user(user: str | None) -> dict[str, object]:
 
 def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
                 cwd: Path | None = None, input_bytes: bytes | None = None,
-                timeout: float | None = 600) -> str:
+                timeout: float | None = 600, pass_fds: Sequence[int] = ()) -> str:
     """Run a set-up command (initdb, slapadd, …); a failure is a UserError with its output.
 
     On any exception, Ctrl-C included, subprocess.run kills the command before re-raising.
     """
     try:
         done = subprocess.run(list(argv), input=input_bytes, capture_output=True, cwd=cwd,
-                              timeout=timeout, check=False, **as_user(user))
+                              timeout=timeout, check=False, pass_fds=tuple(pass_fds),
+                              **as_user(user))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UserError(f"{what} failed: {exc}") from exc
     out = (done.stdout + done.stderr).decode(errors="replace")
@@ -251,6 +269,44 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class _Watchdog:
+    """The pipe to this process's watchdog (base/watchdog.py), started with the first server.
+
+    Only this process holds the pipe's write end (non-inheritable, and every child is started
+    with close_fds), so the watchdog reads end of file exactly when this process is gone.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._proc: subprocess.Popen[bytes] | None = None  # kept: it outlives no reference
+
+    def tell(self, line: str) -> None:
+        with self._lock:
+            if self._fd is None:
+                self._start()
+            assert self._fd is not None
+            try:
+                os.write(self._fd, f"{line}\n".encode())  # under PIPE_BUF: one write
+            except BrokenPipeError:
+                pass  # the watchdog was killed: nothing left to tell
+
+    def _start(self) -> None:
+        read_end, write_end = os.pipe()
+        try:
+            # A session of its own: a Ctrl-C or SIGKILL sent to the suite's process group
+            # reaches the suite, not the watchdog, which must outlive it.
+            self._proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("watchdog.py"))],
+                stdin=read_end, stdout=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            os.close(read_end)
+        self._fd = write_end
+
+
+_WATCHDOG = _Watchdog()
 
 
 def stop_all() -> None:

@@ -3,11 +3,17 @@
 Both mariadb-install-db and mariadbd run with --no-defaults, so nothing in /etc/mysql (the
 distribution's instance, its socket, its port) has any say. The instance is a scratch
 benchmark database whose data is reloaded from the zone model whenever needed.
+
+Its accounts: root over the unix socket only (the suite's own process, unix_socket
+authentication), `dlz` for the loaders (every privilege on database dlz) and `dlz_reader` for
+the DLZ driver and PowerDNS (SELECT on database dlz only), each with a random password per
+MysqlServer; the reader's reaches named in its environment (MYSQL_PWD), never a file.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -19,7 +25,7 @@ import MySQLdb.cursors
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import ManagedProcess, free_port, run_checked
+from base.process import ManagedProcess, free_port, run_checked, write_private
 from databases.database import CacheReading, PrivateServer, SqlDatabase
 from databases.url import StoreUrl
 
@@ -29,6 +35,9 @@ INSTALL_DB = "/usr/bin/mariadb-install-db"
 PRINT_DEFAULTS = "/usr/bin/my_print_defaults"
 # The option groups a MariaDB client reads its connection settings from.
 _CLIENT_GROUPS = ("client", "client-mariadb")
+
+# The account the DLZ driver (and PowerDNS's gmysql) reads as on the suite's own server.
+READER_USER = "dlz_reader"
 
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
@@ -44,9 +53,8 @@ class MysqlServer(PrivateServer):
     """One private mariadbd; `with MysqlServer(dir) as db:` starts it and always stops it."""
 
     database = "dlz"
-    user = "dlz"
-    # Not a secret: the account exists on this private server only, reachable from this host.
-    password: str | None = "dlz"
+    user = "dlz"  # the loaders'
+    driver_user = READER_USER
     started_here = True
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
@@ -54,6 +62,10 @@ class MysqlServer(PrivateServer):
         self.run_dir = Path(run_dir).resolve()
         self.data_dir = self.run_dir / "data"
         self.db_host = db_host
+        # New for every MysqlServer and set at each start (a data directory made by an earlier
+        # one gets these): nothing needs them after this object is gone.
+        self.password = secrets.token_hex(16)
+        self.reader_password = secrets.token_hex(16)
         self.socket = str(self.run_dir / "mariadb.sock")
         # TCP address clients use when the server is on its own host (None: the unix socket).
         self.host: str | None = None
@@ -94,11 +106,12 @@ class MysqlServer(PrivateServer):
     # --- the database on its own host (base.netns) -------------------------------------------
 
     def _db_host_argv(self, argv: list[str]) -> list[str]:
-        """argv run in the namespace, listening on its address, creating user dlz at start."""
+        """argv run in the namespace, listening on its address, creating its accounts at
+        start."""
         assert self.db_host is not None
         init_file = self.run_dir / "init.sql"
-        init_file.write_text(";\n".join(self._user_statements([self.db_host.peer_address]))
-                             + ";\n")
+        write_private(init_file, ";\n".join(self._user_statements([self.db_host.peer_address]))
+                      + ";\n")
         argv = [arg for arg in argv if not arg.startswith("--bind-address=")]
         return self.db_host.command([*argv, f"--bind-address={self.db_host.address}",
                                      f"--init-file={init_file}"])
@@ -109,7 +122,7 @@ class MysqlServer(PrivateServer):
                     "mariadb-install-db", cwd=self.run_dir)
 
     def _create_user(self) -> None:
-        """Database dlz and user dlz (idempotent, so it simply runs at every start)."""
+        """Database dlz and its two accounts (idempotent, so it simply runs at every start)."""
         conn = self._root_connection()
         try:
             cursor = conn.cursor()
@@ -120,12 +133,16 @@ class MysqlServer(PrivateServer):
 
     def _user_statements(self, client_hosts: list[str]) -> list[str]:
         statements = [f"CREATE DATABASE IF NOT EXISTS `{self.database}`"]
+        accounts = ((self.user, self.password, "ALL PRIVILEGES"),
+                    (self.driver_user, self.reader_password, "SELECT"))
         for host in client_hosts:
-            account = f"'{self.user}'@'{host}'"
-            statements += [
-                f"CREATE USER IF NOT EXISTS {account} IDENTIFIED BY '{self.password}'",
-                f"GRANT ALL PRIVILEGES ON `{self.database}`.* TO {account}",
-            ]
+            for user, password, privileges in accounts:
+                account = f"'{user}'@'{host}'"
+                statements += [
+                    f"CREATE USER IF NOT EXISTS {account}",
+                    f"ALTER USER {account} IDENTIFIED BY '{password}'",
+                    f"GRANT {privileges} ON `{self.database}`.* TO {account}",
+                ]
         return statements
 
     def admin_connection(self) -> MySQLdb.Connection:
@@ -188,8 +205,9 @@ class MysqlServer(PrivateServer):
 
     @property
     def env(self) -> dict[str, str]:
-        """A client's environment besides its arguments: none (the password is an argument)."""
-        return {}
+        """The DNS server's environment besides its arguments: the reader's password, which
+        the client library takes from MYSQL_PWD when the driver is given none."""
+        return {"MYSQL_PWD": self.reader_password}
 
     def pids(self) -> list[int]:
         return self._proc.pids() if self._proc is not None else []
@@ -218,8 +236,6 @@ class ExternalMysql:
     started_here = False
     socket: str | None = None
     via: tuple[str, int] | None = None
-    # The password never goes into named.conf (a file): `env` hands it to named.
-    password: str | None = None
     _DEFAULT_PORT = 3306
 
     def __init__(self, url: StoreUrl) -> None:
@@ -233,6 +249,7 @@ class ExternalMysql:
         # settings it makes, such as LOAD DATA LOCAL off).
         options = client_option_files() if url.password is None else {}
         self.user = url.user or options.get("user")
+        self.driver_user = self.user
         self._password = (url.password if url.password is not None
                           else os.environ.get("MYSQL_PWD", options.get("password")))
         self.env = {"MYSQL_PWD": self._password} if self._password is not None else {}

@@ -3,24 +3,31 @@
 The instance is a scratch benchmark database: everything in it can be reloaded from the zone
 model at any time, so it trades durability for load speed. It never touches the distribution's
 clusters (/etc/postgresql, /var/lib/postgresql) or the standard port.
+
+Every account needs a password (SCRAM), random per instance: the bootstrap superuser `dlz` is
+the loaders', and the DLZ driver (or PowerDNS) reads as `dlz_reader`, a role that may only
+SELECT from the loader's tables (PostgresDatabase asks the loader's schema to grant it), its
+password handed to named in its environment (PGPASSWORD), never written to named.conf.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
-import stat
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Protocol
 
 import psycopg
+from psycopg import sql
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import ManagedProcess, free_port, run_checked
-from databases.database import CacheReading, PrivateServer, SqlDatabase
+from base.process import ManagedProcess, free_port, run_checked, write_private
+from databases.database import CacheReading, LentSchema, PrivateServer, Schema, SqlDatabase
 from databases.url import StoreUrl
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
@@ -30,13 +37,17 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # PostgreSQL refuses to run as root; Debian's package creates this system user.
 PG_SYSTEM_USER = "postgres"
 
+# The role the DLZ driver (and PowerDNS's gpgsql) reads as on the suite's own server: LOGIN,
+# a random password per instance, SELECT on the loader's tables only (PgSchema.grant_read).
+READER_ROLE = "dlz_reader"
+
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
 
 _START_TIMEOUT = 60.0
 
 
-def _settings(port: int, socket_dir: Path) -> str:
+def _settings(port: int) -> str:
     return f"""
 # --- dlzbench: a scratch benchmark instance -------------------------------------------------
 # Its data is reloaded from the zone model whenever needed, so crash safety is switched off
@@ -52,27 +63,35 @@ shared_buffers = 256MB
 max_connections = 400
 listen_addresses = '127.0.0.1'
 port = {port}
-unix_socket_directories = '{socket_dir}'
 logging_collector = off
 """
 
 
 _HBA = """\
-# dlzbench: trust on this instance's own socket and on 127.0.0.1 only.
-local all all trust
-host  all all 127.0.0.1/32 trust
+# dlzbench: a password (SCRAM) on this instance's own socket and on 127.0.0.1, nothing else.
+local all all scram-sha-256
+host  all all 127.0.0.1/32 scram-sha-256
 """
 
 # --- dlzbench: the database on its own host (base.netns) -----------------------------------
 # samenet: the namespace's own subnets, i.e. its veth /30, where named connects from.
-_HBA_DB_HOST = _HBA + "host  all all samenet trust\n"
+_HBA_DB_HOST = _HBA + "host  all all samenet scram-sha-256\n"
 
 
 class PgServer(PrivateServer):
-    """One private postmaster; `with PgServer(dir) as pg:` starts it and always stops it."""
+    """One private postmaster; `with PgServer(dir) as pg:` starts it and always stops it.
+
+    Run as root, the server runs as the postgres user, which may have no search permission
+    on the run directory's ancestors (a repository under /root, 0700; a mkdtemp directory in
+    /tmp). Rather than change any ancestor's mode, the suite opens the data and socket
+    directories itself (owned by postgres, mode 0700 and 0750) and hands the server these
+    descriptors: it reaches them as /proc/self/fd/N, which needs no path to be searchable.
+    The server chdirs into its data directory at start and works relative to it from then on.
+    """
 
     dbname = "dlz"
-    user = "dlz"
+    user = "dlz"  # the bootstrap superuser: the loaders'
+    driver_user = READER_ROLE
     started_here = True
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
@@ -80,9 +99,17 @@ class PgServer(PrivateServer):
         self.run_dir = Path(run_dir).resolve()
         self.data_dir = self.run_dir / "data"
         self.db_host = db_host
-        self.host = db_host.address if db_host else str(self.run_dir / "socket")
+        self.socket_dir = self.run_dir / "socket"
+        self.host = db_host.address if db_host else str(self.socket_dir)
         self.port = free_port()
         self.log_path = self.run_dir / "postgres.log"
+        # The superuser's password, kept (0600) beside the data for a later PgServer over the
+        # same directory (`bench load --data`, then a command reading that data).
+        self.password_file = self.run_dir / "superuser.password"
+        self.password = (self.password_file.read_text().strip() if self.password_file.exists()
+                         else secrets.token_hex(16))
+        # The reader's: new for every PgServer, set at each start.
+        self.reader_password = secrets.token_hex(16)
         # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
         # use instead of reaching the server directly; loaders always go direct.
         self.via: tuple[str, int] | None = None
@@ -99,36 +126,69 @@ class PgServer(PrivateServer):
     def _run_as(self) -> str | None:
         return PG_SYSTEM_USER if os.geteuid() == 0 else None
 
+    def _own_dirs(self) -> list[Path]:
+        """The directories the server itself writes: data, and socket unless on a host of its
+        own."""
+        return [self.data_dir] if self.db_host else [self.data_dir, self.socket_dir]
+
     def _prepare_dirs(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        own_dirs = [self.run_dir]
-        if not self.db_host:
-            Path(self.host).mkdir(exist_ok=True)
-            own_dirs.append(Path(self.host))
         user = self._run_as()
-        if user is None:
-            return
-        _make_path_traversable(self.run_dir)
-        for path in own_dirs:
-            shutil.chown(path, user, user)
+        for path in self._own_dirs():
+            path.mkdir(mode=0o700, exist_ok=True)
+            if user is not None:
+                shutil.chown(path, user, user)
+        if user is not None and not self.db_host:
+            # The clients reach the socket through its directory's group, this process's:
+            # named drops its capabilities (CAP_DAC_OVERRIDE among them) even as root, so
+            # it is neither the directory's owner nor above its mode. Others: nothing.
+            shutil.chown(self.socket_dir, user, os.getgid())
+            self.socket_dir.chmod(0o750)
 
     def _initdb(self) -> None:
-        # The bootstrap superuser is dlz itself, so no separate role has to be created.
-        # C locale: byte-order comparison, which is what exact key lookups want, and no
-        # dependency on the locales installed on the machine.
-        run_checked([str(PG_BIN / "initdb"), "-D", str(self.data_dir), "-U", self.user,
-                     "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-instructions"],
-                    "initdb (PostgreSQL)", user=self._run_as(), cwd=self.run_dir)
+        # The bootstrap superuser is dlz itself, with this instance's password; the reader
+        # role is made at each start. C locale: byte-order comparison, which is what exact
+        # key lookups want, and no dependency on the locales installed on the machine.
+        write_private(self.password_file, self.password + "\n")
+        # initdb reads the password from a file of the server's user (it reaches it, like the
+        # data directory, through a descriptor), removed once initdb is done.
+        pwfile = self.run_dir / "initdb.password"
+        write_private(pwfile, self.password + "\n")
+        user = self._run_as()
+        if user is not None:
+            shutil.chown(pwfile, user, user)
+        try:
+            with _descriptors([self.data_dir, pwfile]) as (data_fd, pw_fd):
+                run_checked([str(PG_BIN / "initdb"), "-D", _fd_path(data_fd), "-U", self.user,
+                             f"--pwfile={_fd_path(pw_fd)}", "--auth-local=scram-sha-256",
+                             "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C",
+                             "--no-instructions"],
+                            "initdb (PostgreSQL)", user=user, cwd=self.run_dir,
+                            pass_fds=(data_fd, pw_fd))
+        finally:
+            pwfile.unlink(missing_ok=True)
         with open(self.data_dir / "postgresql.conf", "a") as conf:
-            conf.write(_settings(self.port, Path(self.host)))
+            conf.write(_settings(self.port))
         (self.data_dir / "pg_hba.conf").write_text(_HBA)
 
     def _create_database(self) -> None:
+        """Database dlz, readable only by the reader role besides the superuser, and that
+        role with this PgServer's password (idempotent: it runs at every start)."""
         with psycopg.connect(self._conninfo("postgres"), autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                                   (self.dbname,)).fetchone()
             if not exists:
-                conn.execute(f'CREATE DATABASE "{self.dbname}"')
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.dbname)))
+            has_role = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                    (READER_ROLE,)).fetchone()
+            verb = "ALTER" if has_role else "CREATE"
+            role, database = sql.Identifier(READER_ROLE), sql.Identifier(self.dbname)
+            conn.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                                 "PASSWORD {}").format(role, sql.Literal(self.reader_password)))
+            # PUBLIC may connect to and make temporary tables in every new database: here
+            # only the reader (and the superuser) may connect, and it makes nothing.
+            conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(database))
+            conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, role))
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -138,9 +198,21 @@ class PgServer(PrivateServer):
         self._prepare_dirs()
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
+        try:
+            with _descriptors(self._own_dirs()) as fds:
+                self._proc = self._process(fds)
+                self._proc.start()
+            self._proc.wait_ready(self._answers, _START_TIMEOUT)
+            self._create_database()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _process(self, fds: Sequence[int]) -> ManagedProcess:
+        """The postmaster, reaching its data (and socket) directory through fds."""
         # The port is given here too, not only in postgresql.conf: an instance directory made
         # by an earlier PgServer object (`bench load`, then `bench startup`) gets this one's.
-        argv = [str(PG_BIN / "postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
+        argv = [str(PG_BIN / "postgres"), "-D", _fd_path(fds[0]), "-p", str(self.port)]
         user = self._run_as()
         if self.db_host:
             # Only the namespace's address; -k '' opens no unix socket, which any process on
@@ -148,15 +220,10 @@ class PgServer(PrivateServer):
             argv += ["-h", self.db_host.address, "-k", ""]
             (self.data_dir / "pg_hba.conf").write_text(_HBA_DB_HOST)
             argv, user = self.db_host.command(argv, user), None
-        proc = ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir, user=user)
-        self._proc = proc
-        try:
-            proc.start()
-            proc.wait_ready(self._answers, _START_TIMEOUT)
-            self._create_database()
-        except BaseException:
-            self.stop()
-            raise
+        else:
+            argv += ["-k", _fd_path(fds[1])]
+        return ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir, user=user,
+                              pass_fds=fds)
 
     def _answers(self) -> bool:
         try:
@@ -177,18 +244,21 @@ class PgServer(PrivateServer):
 
     @property
     def env(self) -> dict[str, str]:
-        """A client's environment besides its arguments: none (trust authentication)."""
-        return {}
+        """The DNS server's environment besides its arguments: the reader's password, which
+        libpq takes from PGPASSWORD (it never goes into a file)."""
+        return {"PGPASSWORD": self.reader_password}
 
     def _conninfo(self, dbname: str) -> str:
-        return f"host={self.host} port={self.port} dbname={dbname} user={self.user}"
+        return (f"host={self.host} port={self.port} dbname={dbname} user={self.user} "
+                f"password={self.password}")
 
     def conninfo(self) -> str:
-        """libpq key=value string for database dlz (the DLZ driver's connection string)."""
+        """libpq key=value string for database dlz as the superuser, its password included:
+        for this process's own clients (the loaders), never for a file or a message."""
         return self._conninfo(self.dbname)
 
     def connect(self) -> psycopg.Connection:
-        """A new connection to database dlz as user dlz, autocommit off."""
+        """A new connection to database dlz as user dlz (the superuser), autocommit off."""
         return psycopg.connect(self.conninfo(), autocommit=False)
 
     def pids(self) -> list[int]:
@@ -215,6 +285,7 @@ class ExternalPg:
         self.port = url.port or self._DEFAULT_PORT
         self.dbname = url.database
         self.user = url.user
+        self.driver_user = url.user
         # Without a password in the URL, libpq finds one the standard way (PGPASSWORD,
         # PGPASSFILE, ~/.pgpass) in this process and in named alike; one from the URL reaches
         # named through its environment, never through a file.
@@ -255,17 +326,31 @@ _CLIENT_BACKENDS = ("SELECT pid FROM pg_stat_activity WHERE backend_type = 'clie
                     "AND pid <> pg_backend_pid()")
 
 
+class PgSchema(Schema[psycopg.Connection], Protocol):
+    """A loader's tables in PostgreSQL, which it also lets the driver's role read."""
+
+    def grant_read(self, conn: psycopg.Connection, role: str) -> None:
+        """Let role SELECT from the loader's tables, and do nothing else with them."""
+
+
 class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     """A store's PostgreSQL database: a private PgServer holding the loader's `schema` from
-    its start, or a lent server's database (--store-url) the loader claims with `lent`."""
+    its start, readable by its reader role, or a lent server's database (--store-url) the
+    loader claims with `lent`."""
 
     lent_schemes = ("postgresql", "postgres")
     kills_clients = True
 
+    def __init__(self, store: str, schema: PgSchema,
+                 lent: LentSchema[psycopg.Connection] | None = None) -> None:
+        super().__init__(store, schema, lent)
+        self.schema: PgSchema = schema
+
     @contextmanager
     def server(self, run_dir: Path, *,
                db_host: DatabaseHost | None = None) -> Iterator[PgServer]:
-        with PgServer(run_dir, db_host=db_host) as pg, self.connect(pg):
+        with PgServer(run_dir, db_host=db_host) as pg, self.connect(pg) as conn:
+            self.schema.grant_read(conn, pg.driver_user)
             yield pg
 
     def open(self, target: PgTarget) -> psycopg.Connection:
@@ -298,7 +383,10 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
 
     @contextmanager
     def round_trips(self, target: PgTarget) -> Iterator[Callable[[], object]]:
-        with psycopg.connect(**client_keywords(target), autocommit=True) as conn:
+        password = target.env.get("PGPASSWORD")  # what libpq finds in named's environment
+        with psycopg.connect(**client_keywords(target), autocommit=True,
+                             **({"password": password} if password is not None else {})
+                             ) as conn:
             yield lambda: conn.execute("SELECT 1").fetchone()
 
     def tcp_endpoint(self, target: PgTarget) -> tuple[str, int]:
@@ -341,9 +429,10 @@ def driver_endpoint(target: PgTarget) -> tuple[str, int]:
 
 def client_keywords(target: PgTarget) -> dict[str, str]:
     """The libpq connection keywords a client (the DLZ driver: drivers/pg's pg_keys) reaches
-    the database with."""
+    the database with; its password is in the target's env (PGPASSWORD), not here."""
     host, port = driver_endpoint(target)
-    args = {"host": host, "port": str(port), "dbname": target.dbname, "user": target.user}
+    args = {"host": host, "port": str(port), "dbname": target.dbname,
+            "user": target.driver_user}
     return {key: value for key, value in args.items() if value is not None}
 
 
@@ -352,13 +441,19 @@ def _version(conn: psycopg.Connection) -> str:
     return f"PostgreSQL {number // 10000}.{number % 10000}"
 
 
-def _make_path_traversable(path: Path) -> None:
-    """Give others search (x) permission on every ancestor of `path` that lacks it.
+def _fd_path(fd: int) -> str:
+    """The path a process holding fd reaches its file or directory by (see PgServer)."""
+    return f"/proc/self/fd/{fd}"
 
-    The server runs as the postgres user, which must be able to reach its data directory;
-    search permission lets it pass through a directory without listing it.
-    """
-    for parent in path.parents:
-        mode = parent.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            os.chmod(parent, stat.S_IMODE(mode) | stat.S_IXOTH)
+
+@contextmanager
+def _descriptors(paths: Sequence[Path]) -> Iterator[list[int]]:
+    """Read-only descriptors of paths (directories or files), closed at the end: the child
+    that needs them has its own copies by then."""
+    with ExitStack() as stack:
+        fds = []
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            stack.callback(os.close, fd)
+            fds.append(fd)
+        yield fds

@@ -9,11 +9,17 @@ distribution's /etc/ldap/slapd.d and its database are never read or written.
 slapd runs with `-d <level>`, which keeps it in the foreground as our child (no fork into the
 background), writes its log to stderr (our log file) and still prints configuration errors at
 level 0; `-d stats` logs every operation, used to check that searches are indexed.
+
+The loaders bind as the rootdn; the DLZ driver binds as a reader entry under the suffix
+(`cn=dlz-reader`), with a random password per LdapServer handed to named in its environment
+(LDAP_PASSWORD), which the access rules let read entries and nothing more.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import os
 import re
 import secrets
@@ -33,7 +39,7 @@ from ldap.ldapobject import LDAPObject
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.paths import REPO_ROOT
-from base.process import ManagedProcess, free_port, run_checked
+from base.process import ManagedProcess, free_port, run_checked, write_private
 from databases.database import CacheReading, LentSchema, PrivateServer, ServerDatabase
 from databases.url import StoreUrl, listed
 
@@ -80,6 +86,9 @@ class LdapServer(PrivateServer):
             "ldapi://" + urllib.parse.quote(str(socket_path), safe="")
         self.bind_dn = f"cn=admin,{suffix}"
         self.password = password or secrets.token_hex(16)
+        # The DLZ driver's account (ensure_reader_entry makes its entry).
+        self.driver_dn = f"cn={READER_CN},{suffix}"
+        self.driver_password = secrets.token_hex(16)
         self.config_path = self.run_dir / "slapd.conf"
         # A symlink to the live mdb directory, so that a bulk load can build a new one and
         # switch to it with one rename (see bulk_load).
@@ -101,8 +110,7 @@ class LdapServer(PrivateServer):
         self._write_config_file(self.config_path, self.data_dir)
 
     def _write_config_file(self, path: Path, directory: Path) -> None:
-        path.write_text(self._config_text(directory))
-        path.chmod(0o600)  # it holds rootpw
+        write_private(path, self._config_text(directory))  # it holds rootpw
 
     def _new_database_dir(self) -> Path:
         directory = self.run_dir / f"mdb-{secrets.token_hex(6)}"
@@ -138,6 +146,10 @@ class LdapServer(PrivateServer):
             # 0 = a search keeps one read snapshot to its end instead of renewing it every
             # 10000 entries, so a zone transfer never mixes two versions of a zone.
             "rtxnsize 0",
+            # The reader (the DLZ driver) may read every entry but a password, and write
+            # nothing; anyone else may only bind. The rootdn is above these rules.
+            "access to attrs=userPassword by anonymous auth by * none",
+            f'access to * by dn.exact="{self.driver_dn}" read by * none',
         ]
         lines += [f"index {spec}" for spec in self.indexes]
         return "\n".join(lines) + "\n"
@@ -191,9 +203,9 @@ class LdapServer(PrivateServer):
 
     @property
     def env(self) -> dict[str, str]:
-        """A client's environment besides its arguments: none (the DLZ driver is given this
-        run's throwaway rootdn password as an argument)."""
-        return {}
+        """The DNS server's environment besides its arguments: the reader's password (the
+        DLZ driver reads LDAP_PASSWORD when named.conf gives none)."""
+        return {PASSWORD_ENV: self.driver_password}
 
     def bulk_load(self, ldif_path: Path) -> None:
         """Add an LDIF file offline with `slapadd -q`, all or nothing; slapd is stopped for it.
@@ -278,6 +290,8 @@ class ExternalLdap:
         self.password = (url.password if url.password is not None
                          else os.environ.get(PASSWORD_ENV, "") if self.bind_dn else "")
         self.env = {PASSWORD_ENV: self.password} if self.password else {}
+        # The DLZ driver binds as the URL's user too.
+        self.driver_dn, self.driver_password = self.bind_dn, self.password
 
     def connect(self) -> ldap.ldapobject.LDAPObject:
         """A python-ldap connection to the URL's server, bound as its bind DN (anonymous
@@ -354,6 +368,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
                            indexes=self.indexes, db_host=db_host)
         with slapd:
             ensure_suffix_entry(slapd)
+            ensure_reader_entry(slapd)
             yield slapd
 
     def check_url(self, url: StoreUrl) -> None:
@@ -391,7 +406,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
     @contextmanager
     def round_trips(self, target: LdapTarget) -> Iterator[Callable[[], object]]:
         conn = ldap.initialize(driver_uri(target))
-        conn.simple_bind_s(target.bind_dn, target.password)
+        conn.simple_bind_s(target.driver_dn, target.driver_password)
         try:
             yield conn.whoami_s
         finally:
@@ -448,6 +463,31 @@ def ensure_suffix_entry(slapd: LdapServer) -> None:
         # A restarted directory keeps its data.
         conn.add_s(slapd.suffix, [("objectClass", [b"organization"]),
                                   ("o", [rdn_value.encode()])])
+
+
+# The reader entry's RDN value: the DLZ driver's bind DN is cn=READER_CN,<suffix>.
+READER_CN = "dlz-reader"
+
+
+def ensure_reader_entry(slapd: LdapServer) -> None:
+    """The DLZ driver's bind entry with this LdapServer's password (a restarted directory
+    keeps the entry: its password is replaced)."""
+    password = [ssha(slapd.driver_password)]
+    with bound(slapd) as conn:
+        try:
+            conn.add_s(slapd.driver_dn, [
+                ("objectClass", [b"organizationalRole", b"simpleSecurityObject"]),
+                ("cn", [READER_CN.encode()]), ("userPassword", password)])
+        except ldap.ALREADY_EXISTS:
+            conn.modify_s(slapd.driver_dn, [(ldap.MOD_REPLACE, "userPassword", password)])
+
+
+def ssha(password: str) -> bytes:
+    """A userPassword value slapd checks a simple bind against: salted SHA-1 ({SSHA}), so a
+    dump of the directory (slapcat, during a bulk load) holds no password in clear."""
+    salt = secrets.token_bytes(8)
+    digest = hashlib.sha1(password.encode() + salt).digest()
+    return b"{SSHA}" + base64.b64encode(digest + salt)
 
 
 

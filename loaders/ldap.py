@@ -213,13 +213,10 @@ class LdapLoader(Loader[LdapTarget]):
 
     def dlz_args(self, target: LdapTarget, options: Mapping[str, str]) -> dict[str, str]:
         args = {"uri": driver_uri(target), "base": target.suffix}
-        if target.bind_dn:
-            args["binddn"] = target.bind_dn
-        if isinstance(target, LdapServer):
-            # The private server's rootdn password is a throwaway made for this run; a lent
-            # server's never goes into named.conf: it reaches the driver as LDAP_PASSWORD in
-            # named's environment (client_env).
-            args["password"] = target.password
+        if target.driver_dn:
+            # Its password never goes into named.conf: it reaches the driver as
+            # LDAP_PASSWORD in named's environment (client_env).
+            args["binddn"] = target.driver_dn
         return args
 
 

@@ -85,7 +85,8 @@ class MysqlLoader(Loader[MysqlTarget]):
         yield from sql.zones_from_rows(_decoded(rows))
 
     def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
-        args = {**driver_endpoint(target), "user": target.user, "password": target.password,
+        # The password reaches the driver as MYSQL_PWD in named's environment (client_env).
+        args = {**driver_endpoint(target), "user": target.driver_user,
                 "database": target.database}
         return {key: str(value) for key, value in args.items() if value is not None}
 

@@ -60,7 +60,9 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
     def pdns_settings(self, target: MysqlTarget) -> dict[str, str]:
         where = {f"gmysql-{key}": str(value) for key, value in driver_endpoint(target).items()}
         return {"launch": "gmysql", **where, "gmysql-dbname": target.database,
-                "gmysql-user": target.user, "gmysql-password": target.password}
+                "gmysql-user": target.driver_user,
+                # PowerDNS reads its password from pdns.conf, which is written 0600.
+                "gmysql-password": target.env.get("MYSQL_PWD", "")}
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:

@@ -17,6 +17,7 @@ import psycopg
 from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
+from loaders.pg import grant_select
 from zonedata.model import Zone
 
 _COPY_RECORDS = "COPY records (domain_id, name, type, content, ttl, prio, auth) FROM STDIN"
@@ -33,6 +34,13 @@ class PdnsTables:
             with conn.transaction():
                 for statement in sql.schema_statements(pdns_rows.PG_SCHEMA):
                     conn.execute(statement)
+
+    def grant_read(self, conn: psycopg.Connection, role: str) -> None:
+        # Every table of PowerDNS's schema file: gpgsql reads others than the two the
+        # loader writes (domainmetadata, cryptokeys, ... as its settings ask).
+        tables = [name for (name,) in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        grant_select(conn, tables, role)
 
 
 class PdnsPgLoader(Loader[PgTarget]):
@@ -53,8 +61,9 @@ class PdnsPgLoader(Loader[PgTarget]):
     def pdns_settings(self, target: PgTarget) -> dict[str, str]:
         host, port = driver_endpoint(target)
         return {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
-                "gpgsql-dbname": target.dbname, "gpgsql-user": target.user,
-                "gpgsql-password": ""}
+                "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
+                # PowerDNS reads its password from pdns.conf, which is written 0600.
+                "gpgsql-password": target.env.get("PGPASSWORD", "")}
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 import psycopg
+from psycopg import sql as pg_sql
 
 from base.paths import SCHEMA_DIR
 from databases.postgresql import PgTarget, PostgresDatabase, client_keywords
@@ -41,6 +42,9 @@ class DlzTables:
 
     def ensure(self, conn: psycopg.Connection) -> None:
         ensure_schema(conn)
+
+    def grant_read(self, conn: psycopg.Connection, role: str) -> None:
+        grant_select(conn, TABLES, role)
 
     def check_lent(self, conn: psycopg.Connection, url: StoreUrl, *, overwrite: bool) -> None:
         foreign, clashing = _others_objects(conn)
@@ -83,6 +87,13 @@ def ensure_schema(conn: psycopg.Connection) -> None:
                            (list(TABLES),)).fetchone()
     if present is None or present[0] != len(TABLES):
         apply_schema(conn)
+
+
+def grant_select(conn: psycopg.Connection, tables: Iterable[str], role: str) -> None:
+    """role may SELECT from tables (the driver's reads), nothing more."""
+    conn.execute(pg_sql.SQL("GRANT SELECT ON {} TO {}").format(
+        pg_sql.SQL(", ").join(pg_sql.Identifier(table) for table in tables),
+        pg_sql.Identifier(role)))
 
 
 def apply_schema(conn: psycopg.Connection) -> None:

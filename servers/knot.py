@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from base.process import run_checked
+from base.process import run_checked, write_private
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
@@ -41,7 +41,7 @@ class Knot(DnsServer):
         self.conf_path = self.run_dir / "knot.conf"
         self.socket_path = self.run_dir / "knot.sock"
         self.zone_count = 0
-        self.conf_path.write_text(self._server_clauses())
+        write_private(self.conf_path, self._server_clauses())  # like every server's config
         with open(self.conf_path, "a", encoding="ascii") as out:
             out.write("zone:\n")
             for origin, file in native_zones(zone_dir):

@@ -15,7 +15,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from base.process import run_checked
+from base.process import run_checked, write_private
 from servers import bindversion
 from servers.dnsserver import DnsServer, ReceiveBuffer
 
@@ -64,8 +64,9 @@ class Named(DnsServer):
         self.conf_path = self.run_dir / "named.conf"
         self.rndc_conf_path = self.run_dir / "rndc.conf"
         secret = base64.b64encode(secrets.token_bytes(32)).decode()
-        self.conf_path.write_text(self._named_conf(body, extra_options, secret))
-        self.rndc_conf_path.write_text(self._rndc_conf(secret))
+        # Both hold the control channel's key, and named.conf a DLZ driver's arguments.
+        write_private(self.conf_path, self._named_conf(body, extra_options, secret))
+        write_private(self.rndc_conf_path, self._rndc_conf(secret))
 
     def run_under(self, wrapper: Sequence[str]) -> None:
         """From the next start, run under the command prefix `wrapper` (Valgrind), with the

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from base.process import run_checked
+from base.process import run_checked, write_private
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
@@ -41,7 +41,7 @@ class Nsd(DnsServer):
         # same buffer.
         self.receive_buffer = ReceiveBuffer.sized_to_rmem_max("receive-buffer-size")
         self.conf_path = self.run_dir / "nsd.conf"
-        self.conf_path.write_text(self._server_clause())
+        write_private(self.conf_path, self._server_clause())  # like every server's config
         with open(self.conf_path, "a", encoding="ascii") as out:
             for index, (origin, file) in enumerate(native_zones(zone_dir)):
                 out.write(self._zone_clause(origin, file, index))

@@ -36,7 +36,8 @@ def start_bench(run_root: Path, *args: str) -> subprocess.Popen[bytes]:
 
 
 def processes_under(path: Path) -> list[str]:
-    """Command lines of live processes that mention path (our servers name their run dir).
+    """Command lines of live processes that mention path or work inside it (our servers name
+    their run dir, or run in it: PostgreSQL is handed its data directory as a descriptor).
 
     A zombie counts as gone: it runs nothing and holds no port (PID 1 may never reap it).
     """
@@ -48,9 +49,16 @@ def processes_under(path: Path) -> list[str]:
                 state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if str(path) in cmdline and state != "Z":
+            if (str(path) in cmdline or _works_in(proc, path)) and state != "Z":
                 found.append(cmdline)
     return found
+
+
+def _works_in(proc: Path, path: Path) -> bool:
+    try:
+        return Path(os.readlink(proc / "cwd")).is_relative_to(path)
+    except OSError:  # gone, or a kernel thread
+        return False
 
 
 def interrupt_when(proc: subprocess.Popen, ready: Callable[[], bool],

@@ -33,7 +33,6 @@ from typing import Any
 import dns.exception
 import dns.name
 import dns.rcode
-import psycopg
 import pytest
 
 from base.paths import REPO_ROOT
@@ -158,7 +157,8 @@ class PgRows:
     """Breaks rows in PostgreSQL and reads the driver's sessions from pg_stat_activity."""
 
     def __init__(self, loaded: LoadedStore) -> None:
-        self.conn = psycopg.connect(**loaded.loader.dlz_args(loaded.target, {}), autocommit=True)
+        self.conn = loaded.target.connect()  # the superuser: the driver's role only reads
+        self.conn.autocommit = True
 
     def break_rows(self) -> None:
         for column in ("ttl", "data"):

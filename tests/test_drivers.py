@@ -484,6 +484,11 @@ def _driver_so(loaded: LoadedStore, threads: int) -> tuple[str, Path]:
     return body, server.library_file
 
 
+def _client_env(loaded: LoadedStore) -> dict[str, str]:
+    """The database password named's environment carries to the driver (none in named.conf)."""
+    return loaded.loader.database.client_env(loaded.target)
+
+
 def _asan_clause(loaded: LoadedStore, threads: int) -> str:
     """The driver's dlz clause with its driver replaced by the ASan build of it."""
     so = _dlz(loaded.server.name).library_file
@@ -509,7 +514,8 @@ def test_asan_build_under_concurrent_queries(fleet: Fleet, asan_built: None,
     asan_dir = fleet.run_dir / f"asan-{driver}"
     asan_dir.mkdir(exist_ok=True)
     with Named(fleet.run_dir / f"named-asan-{driver}", _asan_clause(loaded, THREADS),
-               threads=THREADS, env=asan_environment(asan_dir)) as named:
+               threads=THREADS, env={**asan_environment(asan_dir), **_client_env(loaded)}
+               ) as named:
         ask_concurrently(named, coverage_queries())
         assert transfer(named, dns.name.from_text("cov.test.")).rcode == "NOERROR"
         log = named.log_path
@@ -526,7 +532,8 @@ def test_valgrind_finds_nothing_in_the_driver(fleet: Fleet, driver: str) -> None
     body, so = _driver_so(fleet.stores[driver], 1)
     report = fleet.run_dir / f"valgrind-{driver}.log"
     named = Named(fleet.run_dir / f"named-valgrind-{driver}", body,
-                  wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS]))
+                  wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS]),
+                  env=_client_env(fleet.stores[driver]))
     with named:
         for qname, rdtype in coverage_queries()[::40]:
             named.query(qname, rdtype, payload=UDP_PAYLOAD, timeout=30)

@@ -291,6 +291,10 @@ def test_dlz_clause_names_the_driver_and_server(store_target: LdapServer) -> Non
     clause = server.body(store_target, connections=4)
     assert clause.startswith('dlz "ldap" {\n\tdatabase "dlopen /')
     assert "drivers/ldap/dlz_ldap.so connections=4 " in clause
-    assert f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.bind_dn} " in clause
-    assert f"password={store_target.password}\";\n}};\n" in clause
+    assert (f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.driver_dn}\";"
+            in clause)
+    # The reader's password reaches the driver in named's environment, never named.conf.
+    assert "password" not in clause and store_target.driver_password not in clause
+    assert LOADER.database.client_env(store_target) == {
+        "LDAP_PASSWORD": store_target.driver_password}
     assert LOADER.database.server_pids(store_target) == store_target.pids()

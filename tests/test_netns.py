@@ -165,7 +165,8 @@ def db_host() -> Iterator[DatabaseHost]:
 
 @pytest.fixture(scope="module")
 def remote_pg(db_host: DatabaseHost, run_dir: Path) -> Iterator[PgServer]:
-    with PgServer(run_dir / "pg", db_host=db_host) as pg:
+    # The store's database: the reader role the driver connects as may read its tables.
+    with PG_LOADER.database.server(run_dir / "pg", db_host=db_host) as pg:
         PG_LOADER.load(iter(coverage_zones()), pg)
         yield pg
 
@@ -181,12 +182,12 @@ def test_pg_answers_over_the_veth_address(remote_pg: PgServer, db_host: Database
 
 def test_pg_is_not_on_this_hosts_loopback_nor_a_socket(remote_pg: PgServer) -> None:
     with pytest.raises(psycopg.OperationalError):
-        psycopg.connect(f"host=127.0.0.1 port={remote_pg.port} dbname=dlz user=dlz",
-                        connect_timeout=3)
+        psycopg.connect(f"host=127.0.0.1 port={remote_pg.port} dbname=dlz user=dlz "
+                        f"password={remote_pg.password}", connect_timeout=3)
     assert not list(remote_pg.run_dir.rglob(".s.PGSQL.*"))
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(f"host={remote_pg.run_dir / 'socket'} port={remote_pg.port} "
-                        f"dbname=dlz user=dlz", connect_timeout=3)
+                        f"dbname=dlz user=dlz password={remote_pg.password}", connect_timeout=3)
 
 
 def test_pg_server_processes_are_inside_the_namespace(remote_pg: PgServer,
@@ -218,7 +219,7 @@ def test_pg_driver_answers_the_coverage_set_through_the_namespace(
         pytest.fail("the pg driver is not built (run `make build`)")
     body = PG.body(remote_pg, 2)
     assert f"host={remote_pg.host} " in body
-    with Named(run_dir / "named-pg-netns", body, threads=2) as named:
+    with Named(run_dir / "named-pg-netns", body, threads=2, env=remote_pg.env) as named:
         wrong = differences(memory_named, named)
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
 
@@ -231,7 +232,7 @@ def test_pg_driver_answers_through_the_latency_proxy(
         body = PG.body(remote_pg, 2)
         remote_pg.via = None
         assert f"host={proxy.listen_host} port={proxy.listen_port} " in body
-        with Named(run_dir / "named-pg-proxied", body, threads=2) as named:
+        with Named(run_dir / "named-pg-proxied", body, threads=2, env=remote_pg.env) as named:
             wrong = differences(memory_named, named, step=10)
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
 
@@ -245,7 +246,8 @@ def test_proxy_forwards_real_queries_with_the_requested_toxics(remote_pg: PgServ
     with LatencyProxy(run_dir / "toxiproxy-3", remote_pg.host, remote_pg.port, 3) as proxy:
         toxics = {t["stream"]: t["attributes"]["latency"] for t in proxy.toxics()}
         assert toxics == {"upstream": 2, "downstream": 1}
-        via = f"host={proxy.listen_host} port={proxy.listen_port} dbname=dlz user=dlz"
+        via = (f"host={proxy.listen_host} port={proxy.listen_port} dbname=dlz user=dlz "
+               f"password={remote_pg.password}")
         with psycopg.connect(via) as conn:
             (zones,) = conn.execute("SELECT count(*) FROM zones").fetchone()
         assert zones == len(coverage_zones())

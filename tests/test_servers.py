@@ -93,7 +93,8 @@ def test_postgres_runs_as_postgres_user_on_loopback(pg: PgServer):
 
 def test_postgres_conninfo_is_plain_key_value(pg: PgServer):
     pairs = dict(part.split("=", 1) for part in pg.conninfo().split())
-    assert pairs == {"host": pg.host, "port": str(pg.port), "dbname": "dlz", "user": "dlz"}
+    assert pairs == {"host": pg.host, "port": str(pg.port), "dbname": "dlz", "user": "dlz",
+                     "password": pg.password}
 
 
 def test_postgres_pids_include_backends(pg: PgServer):

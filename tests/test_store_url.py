@@ -86,7 +86,7 @@ def lent_pg(run_dir: Path) -> Iterator[tuple[Lent, PgServer]]:
 
 
 def _foreign_table(pg: PgServer, database: str, table: str) -> None:
-    with psycopg.connect(f"{pg.conninfo()} dbname={database} user={USER}",
+    with psycopg.connect(f"{pg.conninfo()} dbname={database} user={USER} password={PASSWORD}",
                          autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {table} (id integer)")
         conn.execute(f"INSERT INTO {table} SELECT generate_series(1, {FOREIGN_ROWS})")
@@ -146,8 +146,11 @@ def lent_ldap(run_dir: Path) -> Iterator[tuple[Lent, LdapServer]]:
 
 def _with_monitor(slapd: LdapServer) -> LdapServer:
     """The server with OpenLDAP's cn=Monitor, as operators often run it: where the suite reads
-    the server's version (slapd.conf is read again at start)."""
-    slapd.config_path.write_text(slapd.config_path.read_text() + "database monitor\n")
+    the server's version (slapd.conf is read again at start); and without the suite's access
+    rules (its reader alone may read), so slapd's default applies: anyone reads."""
+    lines = slapd.config_path.read_text().splitlines(keepends=True)
+    slapd.config_path.write_text("".join(line for line in lines if not line.startswith("access "))
+                                 + "database monitor\n")
     return slapd
 
 

@@ -1,0 +1,279 @@
+"""Least privilege for the suite's private servers and files (issue 27), for real.
+
+Another local user (`nobody`) cannot reach the private PostgreSQL or MariaDB without this run's
+password, and the DLZ driver's account, with it, can read but not write; the LDAP reader DN
+cannot write either; files holding a key or a password are 0600; PostgreSQL runs under a
+directory its user cannot search without any parent's mode changed; and a `python3 -m bench`
+killed with SIGKILL leaves no server of its run behind (base/watchdog.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ldap
+import pytest
+
+from base.paths import REPO_ROOT
+from base.process import as_user
+from databases.mariadb import MysqlServer
+from databases.postgresql import PG_BIN, PgServer
+from databases.slapd import LdapServer
+from loaders import ldap as ldap_store
+from loaders import mysql, pg
+from servers.knot import Knot
+from servers.named import Named
+from servers.nsd import Nsd
+from servers.pdns import Pdns
+from tests.benchcli import processes_under, start_bench
+from zonedata.generator import coverage_zones
+
+MARIADB_CLIENT = "/usr/bin/mariadb"
+
+
+def as_nobody(argv: list[str], env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    """argv run as the user nobody, with no password but those in env."""
+    return subprocess.run(argv, env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+                                     **(env or {})},
+                          cwd="/", capture_output=True, text=True, timeout=60, check=False,
+                          **as_user("nobody"))
+
+
+# --- PostgreSQL -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pg_store(run_dir: Path) -> Iterator[PgServer]:
+    with pg.LOADER.database.server(run_dir / "pg") as server:
+        pg.LOADER.load(coverage_zones()[:3], server)
+        yield server
+
+
+def psql(server: PgServer, user: str, sql: str, *, host: str = "127.0.0.1",
+         password: str | None = None) -> subprocess.CompletedProcess[str]:
+    """psql as nobody (-w: never prompt; -X: no psqlrc)."""
+    return as_nobody([str(PG_BIN / "psql"), "-X", "-w", "-h", host, "-p", str(server.port),
+                      "-U", user, "-d", server.dbname, "-tA", "-c", sql],
+                     {"PGPASSWORD": password} if password is not None else None)
+
+
+def test_postgres_wants_the_runs_password(pg_store: PgServer) -> None:
+    for user in ("dlz", "dlz_reader", "postgres"):
+        refused = psql(pg_store, user, "SELECT 1")
+        assert refused.returncode != 0 and "password" in refused.stderr, refused
+        wrong = psql(pg_store, user, "SELECT 1", password="guessed")
+        assert "password authentication failed" in wrong.stderr, wrong
+    # The socket directory is the server's user's alone.
+    assert psql(pg_store, "dlz_reader", "SELECT 1", host=pg_store.host,
+                password=pg_store.reader_password).returncode != 0
+    read = psql(pg_store, "dlz_reader", "SELECT count(*) FROM zones",
+                password=pg_store.reader_password)
+    assert read.returncode == 0 and read.stdout.strip() == "3", read
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO zones (name) VALUES ('written.test')",
+    "UPDATE records SET ttl = 1",
+    "DELETE FROM xfr_clients",
+    "CREATE TABLE mine (v text)",
+    "COPY zones TO PROGRAM 'id'",
+])
+def test_postgres_driver_role_cannot_write(pg_store: PgServer, sql: str) -> None:
+    done = psql(pg_store, "dlz_reader", sql, password=pg_store.reader_password)
+    refusals = ("permission denied", "must be superuser")  # the latter: COPY ... PROGRAM
+    assert done.returncode != 0 and any(r in done.stderr for r in refusals), done
+
+
+def test_postgres_files_and_directories_are_private(pg_store: PgServer) -> None:
+    assert mode(pg_store.password_file) == 0o600
+    assert not list(pg_store.run_dir.glob("initdb*"))
+    assert mode(pg_store.data_dir) == 0o700
+    if os.geteuid() == 0:  # the socket's directory: the server's, and this process's group
+        assert mode(pg_store.socket_dir) == 0o750
+        assert pg_store.socket_dir.stat().st_gid == os.getgid()
+        for directory in (pg_store.data_dir, pg_store.socket_dir):
+            assert directory.stat().st_uid == pwd.getpwnam("postgres").pw_uid
+
+
+def test_postgres_runs_below_a_directory_it_cannot_search() -> None:
+    """No parent's mode changes: the server gets its directories as descriptors."""
+    if os.geteuid() != 0:
+        pytest.skip("the server runs as another user only when the suite runs as root")
+    closed = Path(tempfile.mkdtemp(prefix="dlzb-", dir="/tmp"))  # 0700, root's
+    try:
+        with PgServer(closed / "pg") as server, server.connect() as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert mode(closed) == 0o700
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# --- MariaDB --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mysql_store(run_dir: Path) -> Iterator[MysqlServer]:
+    with mysql.LOADER.database.server(run_dir / "mysql") as server:
+        mysql.LOADER.load(coverage_zones()[:3], server)
+        yield server
+
+
+def mariadb(server: MysqlServer, user: str, sql: str, *, over_socket: bool = False,
+            password: str | None = None) -> subprocess.CompletedProcess[str]:
+    where = ([f"--socket={server.socket}"] if over_socket
+             else ["--protocol=TCP", "-h", "127.0.0.1", "-P", str(server.port)])
+    return as_nobody([MARIADB_CLIENT, "--no-defaults", *where, "-u", user, "-N", "-e", sql,
+                      server.database],
+                     {"MYSQL_PWD": password} if password is not None else None)
+
+
+@pytest.mark.parametrize("over_socket", [False, True], ids=["tcp", "socket"])
+def test_mariadb_wants_the_runs_password(mysql_store: MysqlServer, over_socket: bool) -> None:
+    for user in ("dlz", "dlz_reader", "root", "nobody", ""):
+        refused = mariadb(mysql_store, user, "SELECT 1", over_socket=over_socket)
+        assert refused.returncode != 0 and "Access denied" in refused.stderr, (user, refused)
+        wrong = mariadb(mysql_store, user, "SELECT 1", over_socket=over_socket,
+                        password="guessed")
+        assert wrong.returncode != 0 and "Access denied" in wrong.stderr, (user, wrong)
+    read = mariadb(mysql_store, "dlz_reader", "SELECT COUNT(*) FROM zones",
+                   over_socket=over_socket, password=mysql_store.reader_password)
+    assert read.returncode == 0 and read.stdout.strip() == "3", read
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO zones (name) VALUES ('written.test')",
+    "UPDATE records SET ttl = 1",
+    "DELETE FROM xfr_clients",
+    "CREATE TABLE mine (v TEXT)",
+    "SELECT COUNT(*) FROM mysql.user",
+])
+def test_mariadb_driver_account_cannot_write(mysql_store: MysqlServer, sql: str) -> None:
+    done = mariadb(mysql_store, "dlz_reader", sql, password=mysql_store.reader_password)
+    assert done.returncode != 0 and "denied" in done.stderr, done
+
+
+# --- slapd ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ldap_target(run_dir: Path) -> Iterator[LdapServer]:
+    with ldap_store.LOADER.database.server(run_dir / "ldap") as server:
+        ldap_store.LOADER.load(coverage_zones()[:3], server)
+        yield server
+
+
+def _bound(server: LdapServer, dn: str, password: str) -> Any:
+    conn = ldap.initialize(server.uri)
+    conn.simple_bind_s(dn, password)
+    return conn
+
+
+def test_ldap_reader_reads_and_cannot_write(ldap_target: LdapServer) -> None:
+    reader = _bound(ldap_target, ldap_target.driver_dn, ldap_target.driver_password)
+    try:
+        zones = reader.search_s(ldap_target.suffix, ldap.SCOPE_ONELEVEL,
+                                "(objectClass=dlzZoneEntry)", ["dlzZoneName"])
+        assert len(zones) == 3
+        zone_dn = zones[0][0]
+        with pytest.raises(ldap.INSUFFICIENT_ACCESS):
+            reader.modify_s(zone_dn, [(ldap.MOD_REPLACE, "dlzGeneration", [b"9"])])
+        with pytest.raises(ldap.INSUFFICIENT_ACCESS):
+            reader.add_s(f"dlzId=written,{ldap_target.suffix}", [
+                ("objectClass", [b"dlzZoneEntry"]), ("dlzId", [b"written"]),
+                ("dlzZoneName", [b"written.test"])])
+        with pytest.raises(ldap.INSUFFICIENT_ACCESS):
+            reader.delete_s(zone_dn)
+        own = reader.search_s(ldap_target.driver_dn, ldap.SCOPE_BASE, "(objectClass=*)")
+        assert "userPassword" not in own[0][1]
+    finally:
+        reader.unbind_s()
+
+
+def test_ldap_anyone_else_may_only_bind(ldap_target: LdapServer) -> None:
+    with pytest.raises(ldap.INVALID_CREDENTIALS):
+        _bound(ldap_target, ldap_target.driver_dn, "guessed")
+    anonymous = _bound(ldap_target, "", "")
+    try:
+        assert anonymous.search_s(ldap_target.suffix, ldap.SCOPE_SUBTREE,
+                                  "(objectClass=*)") == []
+    except ldap.NO_SUCH_OBJECT:
+        pass  # slapd hides the suffix itself too
+    finally:
+        anonymous.unbind_s()
+
+
+# --- private files --------------------------------------------------------------------------
+
+
+def test_config_files_are_private(run_dir: Path, ldap_target: LdapServer) -> None:
+    zones = run_dir / "no-zones"
+    zones.mkdir()
+    named = Named(run_dir / "named-files", "")
+    pdns = Pdns(run_dir / "pdns-files", {"launch": "gpgsql", "gpgsql-password": "secret"})
+    files = [named.conf_path, named.rndc_conf_path, pdns.conf_path,
+             Knot(run_dir / "knot-files", zones).conf_path,
+             Nsd(run_dir / "nsd-files", zones).conf_path, ldap_target.config_path]
+    assert {path.name: mode(path) for path in files} == {path.name: 0o600 for path in files}
+
+
+# --- servers die with the suite -------------------------------------------------------------
+
+
+def test_watchdog_kills_the_groups_left_when_its_pipe_ends() -> None:
+    left = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    stopped = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        watchdog = subprocess.Popen([sys.executable, str(REPO_ROOT / "base" / "watchdog.py")],
+                                    stdin=subprocess.PIPE)
+        assert watchdog.stdin is not None
+        watchdog.stdin.write(f"+{left.pid}\n+{stopped.pid}\n-{stopped.pid}\n".encode())
+        watchdog.stdin.close()  # as when the suite dies
+        assert watchdog.wait(timeout=30) == 0
+        assert left.wait(timeout=30) == -signal.SIGKILL
+        assert stopped.poll() is None, "a group the suite had stopped was not the watchdog's"
+    finally:
+        for proc in (left, stopped):
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize(("server", "program"), [
+    ("pg", "postgres"), ("mysql", "mariadbd"), ("ldap", "slapd"), ("pdns-gpgsql", "pdns_server")])
+def test_a_sigkilled_bench_leaves_no_server(run_root: Path, server: str, program: str) -> None:
+    root = run_root / f"killed-{server}"
+    proc = start_bench(root, "serve", "--server", server, "--generate", "5")
+    assert proc.stdout is not None
+    try:
+        output = ""
+        while " port " not in output:  # serving, once it says where
+            line = proc.stdout.readline().decode(errors="replace")
+            assert line, output  # it ended before serving
+            output += line
+        running = processes_under(root)
+        assert any(program in line for line in running), running
+        proc.kill()  # SIGKILL: no handler of the suite runs
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 60  # a generous bound: the watchdog's SIGKILL is immediate
+    while (left := processes_under(root)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == []
