@@ -269,8 +269,9 @@ def _general_log(db: MysqlServer, like: str) -> list[str]:
     conn = _root(db)
     try:
         cursor = conn.cursor()
-        cursor.execute("SELECT argument FROM mysql.general_log WHERE user_host LIKE 'dlz[%%'"
-                       " AND argument LIKE %s", (like,))
+        # The driver's sessions: its account (the reader) opens user_host.
+        cursor.execute("SELECT argument FROM mysql.general_log WHERE user_host LIKE %s"
+                       " AND argument LIKE %s", (f"{db.driver_user}[%", like))
         return [arg if isinstance(arg, str) else arg.decode(errors="replace")
                 for (arg,) in cursor.fetchall()]
     finally:
@@ -291,7 +292,9 @@ def test_driver_sessions_have_max_statement_time(run_dir: Path) -> None:
         finally:
             root.close()
         body = server.body(db, 1, extra={"query_timeout_ms": "100", "down_interval_ms": "200"})
-        with Named(run_dir / "named-limit", body) as named:
+        # The reader's password reaches named through its environment, never named.conf.
+        env = loaded.loader.database.client_env(db) or None
+        with Named(run_dir / "named-limit", body, env=env) as named:
             assert _rcode(named, "host0") == "NOERROR"
             assert any("max_statement_time = 0.100" in arg
                        for arg in _general_log(db, "%max_statement_time%")), \
