@@ -76,11 +76,18 @@ DATABASES = {
 
 CACHE_BYTES = 256 * 1024 * 1024
 _CACHE = f"set_cachesize 0 {CACHE_BYTES} 1"
+# Thread tracking, which the driver's DB_ENV->failchk needs in every process of the environment
+# (a writer killed inside its transaction is aborted by it, drivers/bdbhpt/dlz_bdbhpt.c): only
+# DB_CONFIG reaches every DB_ENV->open, this loader's and the fault's writer's included. A
+# count, not a limit: it sizes the table of threads (named's workers, one per loader process;
+# named, whose is_alive knows the dead, reuses the slots of processes gone).
+THREAD_COUNT = 1024
 # Read by every process that opens (or creates) the environment, so sizes never disagree.
 DB_CONFIG = {
     "transactional": [_CACHE, "set_lk_max_locks 100000", "set_lk_max_objects 100000",
                       "set_lk_max_lockers 10000", "set_lk_detect DB_LOCK_DEFAULT",
-                      "set_flags DB_TXN_WRITE_NOSYNC", "log_set_config DB_LOG_AUTO_REMOVE"],
+                      "set_flags DB_TXN_WRITE_NOSYNC", "log_set_config DB_LOG_AUTO_REMOVE",
+                      f"set_thread_count {THREAD_COUNT}"],
     "concurrent": [_CACHE],
     "private": [_CACHE],
 }

@@ -26,28 +26,46 @@
  *    connection, filled as pages are read).
  *
  * Stuck writers. In transactional mode a get waits for a page lock a writer's transaction
- * holds, and a writer that dies inside its transaction holds it until recovery: every reader
- * would wait for ever. So the environment gets a lock time-out (lock_timeout_ms) and
- * DB_TIME_NOTGRANTED: a lock not granted in time fails the get with DB_LOCK_NOTGRANTED, the
- * query gets SERVFAIL and the core takes the store for down for a while. Berkeley DB checks
- * time-outs only when its deadlock detector runs (a waiting get alone waits for ever: seen
- * with a SIGKILLed writer), so a thread of ours runs it (DB_LOCK_EXPIRE) every quarter of the
- * time-out. Concurrent (CDB) mode has neither time-outs nor a detector: a writer killed while
- * it holds CDB's write lock blocks readers until the environment is recovered; only
- * DB_ENV->failchk could release it, and that needs thread tracking (set_thread_count) in every
- * process of the environment, the loader's too. Reads take no transaction, so DB_READ_COMMITTED
- * or a DB_TXN_SNAPSHOT (the loader's databases are not DB_MULTIVERSION) change nothing here.
+ * holds. So the environment gets a lock time-out (lock_timeout_ms) and DB_TIME_NOTGRANTED: a
+ * lock not granted in time fails the get with DB_LOCK_NOTGRANTED, the query gets SERVFAIL and
+ * the core takes the store for down for a while. Berkeley DB checks time-outs only when its
+ * deadlock detector runs (a waiting get alone waits for ever: seen with a SIGKILLed writer), so
+ * a thread of ours runs it (DB_LOCK_EXPIRE) every quarter of the time-out.
+ *
+ * Dead writers. A writer that dies inside its transaction (a loader SIGKILLed mid-zone) holds
+ * its locks until somebody aborts the transaction: time-outs alone made every later read of
+ * that zone SERVFAIL for good (bench faults: all 959 queries after a writer-kill). Berkeley DB
+ * aborts it in DB_ENV->failchk, which finds threads of control that died with an unresolved
+ * transaction (it aborts it, releasing its locks) or holding read locks (released), and
+ * returns DB_RUNRECOVERY only when one died inside the library or holding a non-transactional
+ * write lock. It needs thread tracking in every process of the environment, so the loader's
+ * DB_CONFIG sets set_thread_count (read by every DB_ENV->open, the loader's too), and an
+ * is_alive callback in the process calling it (ours: kill(pid, 0)). A get that fails on a
+ * lock marks the environment stuck, a zone lookup that succeeds unmarks it, and while it is
+ * marked every tick of the expiry thread runs failchk: so a writer killed while the store is
+ * taken for down (no get runs then) is aborted within a tick of its death, and the next try
+ * finds the zone free. Only then: failchk took 2.0-2.8 ms a call here (a 1,000-zone home,
+ * its 256 MiB cache), too much for every tick of a store that works. After DB_RUNRECOVERY the
+ * environment is marked failed (logged once) and answers SERVFAIL until named is reloaded.
+ *
+ * Concurrent (CDB) mode has neither time-outs nor a detector, and failchk is not wired there:
+ * a writer killed while it holds CDB's write lock blocks readers until the environment is
+ * recovered (CDB's lock is not transactional, so failchk would answer DB_RUNRECOVERY anyway).
+ * Reads take no transaction, so DB_READ_COMMITTED or a DB_TXN_SNAPSHOT (the loader's databases
+ * are not DB_MULTIVERSION) change nothing here.
  */
 #include <db.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../common/berkeley/berkeley.h"
 #include "../common/dlz_driver.h"
@@ -68,7 +86,7 @@ struct bdbhpt_mode {
 	const char *name;
 	uint32_t env_flags; /* exactly the loader's (loaders/bdbhpt.py ENV_FLAGS) */
 	bool shared;        /* a region other processes use: one handle per process */
-	bool lock_timeout;  /* locks, and Berkeley DB's time-outs for them (see the top) */
+	bool lock_timeout;  /* locks, Berkeley DB's time-outs for them and failchk (the top) */
 };
 
 static const struct bdbhpt_mode bdbhpt_modes[] = {
@@ -96,6 +114,9 @@ struct bdbhpt_env {
 	DB_ENV *handle;
 	unsigned refs;
 	atomic_bool failed; /* DB_RUNRECOVERY seen: never hand it to a new instance */
+	/* A get failed on a lock since the last zone lookup that did not: while set, every tick
+	 * of the expiry thread runs failchk. */
+	atomic_bool lock_stuck;
 	/* The thread that expires locks held past the time-out (mode->lock_timeout). */
 	bool expiry_running;
 	pthread_t expiry;
@@ -142,7 +163,19 @@ bdbhpt_get_failed(struct dlz_bdb_conn *k, int rc) {
 	const struct bdbhpt_conn *c = (const struct bdbhpt_conn *)k; /* k is its first member */
 
 	bdbhpt_env_failed(c->env, rc);
+	if (rc == DB_LOCK_NOTGRANTED || rc == DB_LOCK_DEADLOCK) {
+		atomic_store(&c->env->lock_stuck, true); /* perhaps held by a dead writer */
+	}
 	dlz_log_error_limited("get %.*s: %s", (int)k->key_len, k->key, db_strerror(rc));
+}
+
+/* A zone was read: the environment's locks are not stuck (failchk can rest). Loaded first, as
+ * every query passes here and a store that works is never marked. */
+static void
+bdbhpt_env_unstuck(struct bdbhpt_env *env) {
+	if (atomic_load_explicit(&env->lock_stuck, memory_order_relaxed)) {
+		atomic_store(&env->lock_stuck, false);
+	}
 }
 
 /* The key a, or "a b" when b is not NULL; false if too long for any key of the store. */
@@ -173,6 +206,9 @@ bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX
 		return DLZ_BDB_MISSING;
 	}
 	found = dlz_bdb_lookup(&c->bdb, c->zone_db, &c->bdb.value, &len);
+	if (found != DLZ_BDB_ERROR) {
+		bdbhpt_env_unstuck(c->env);
+	}
 	if (found != DLZ_BDB_FOUND) {
 		return found;
 	}
@@ -186,8 +222,40 @@ bdbhpt_zone_generation(struct bdbhpt_conn *c, const char *zone, char gen[GEN_MAX
 
 /* ---- environments ----------------------------------------------------------------------- */
 
+/* DB_ENV->set_isalive: whether the thread of control that Berkeley DB recorded in the
+ * environment still runs. Our own threads do (named's workers end only with the process);
+ * another process is alive while it exists, even if it is not ours to signal. */
+static int
+bdbhpt_is_alive(DB_ENV *handle, pid_t pid, db_threadid_t tid, uint32_t flags) {
+	(void)handle;
+	(void)tid;
+	(void)flags;
+	return pid == getpid() || kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* DB_ENV->set_msgcall: what failchk reports (the threads whose transactions it aborted). */
+static void
+bdbhpt_msgcall(const DB_ENV *handle, const char *message) {
+	(void)handle;
+	dlz_log(ISC_LOG_INFO, "Berkeley DB: %s", message);
+}
+
+/* Releases what dead threads of control left in the environment's lock region (see the top);
+ * DB_RUNRECOVERY marks the environment failed, which is logged once. */
+static void
+bdbhpt_failchk(struct bdbhpt_env *env) {
+	int rc = env->handle->failchk(env->handle, 0);
+
+	if (rc == DB_RUNRECOVERY) {
+		bdbhpt_env_failed(env, rc);
+	} else if (rc != 0) {
+		dlz_log_error_limited("failchk of %s: %s", env->home, db_strerror(rc));
+	}
+}
+
 /* Every expiry_ms, the deadlock detector in DB_LOCK_EXPIRE mode: it fails the lock requests
- * that have waited past the lock time-out, which Berkeley DB checks only then. */
+ * that have waited past the lock time-out, which Berkeley DB checks only then; and failchk
+ * while the environment is marked stuck. */
 static void *
 bdbhpt_expiry_run(void *arg) {
 	struct bdbhpt_env *env = arg;
@@ -205,6 +273,9 @@ bdbhpt_expiry_run(void *arg) {
 		pthread_cond_timedwait(&env->expiry_stop, &env->expiry_lock, &next);
 		if (!env->expiry_stopping) {
 			env->handle->lock_detect(env->handle, 0, DB_LOCK_EXPIRE, NULL);
+			if (atomic_load(&env->lock_stuck)) {
+				bdbhpt_failchk(env);
+			}
 		}
 	}
 	pthread_mutex_unlock(&env->expiry_lock);
@@ -262,17 +333,25 @@ bdbhpt_env_free(struct bdbhpt_env *env) {
 }
 
 /* The lock time-out of a mode that has one; DB_TIME_NOTGRANTED tells its failures apart from
- * deadlocks (DB_LOCK_NOTGRANTED, not retried, instead of DB_LOCK_DEADLOCK). */
+ * deadlocks (DB_LOCK_NOTGRANTED, not retried, instead of DB_LOCK_DEADLOCK). And what failchk
+ * needs, set before the open as a process joining a thread-tracked environment must. */
 static int
-bdbhpt_env_set_lock_timeout(struct bdbhpt_env *env, long lock_timeout_ms) {
+bdbhpt_env_set_locking(struct bdbhpt_env *env, long lock_timeout_ms) {
+	DB_ENV *h = env->handle;
 	int rc;
 
 	if (!env->mode->lock_timeout) {
 		return 0;
 	}
-	rc = env->handle->set_timeout(env->handle, (db_timeout_t)lock_timeout_ms * 1000,
-				      DB_SET_LOCK_TIMEOUT);
-	return rc != 0 ? rc : env->handle->set_flags(env->handle, DB_TIME_NOTGRANTED, 1);
+	rc = h->set_timeout(h, (db_timeout_t)lock_timeout_ms * 1000, DB_SET_LOCK_TIMEOUT);
+	if (rc == 0) {
+		rc = h->set_flags(h, DB_TIME_NOTGRANTED, 1);
+	}
+	if (rc == 0) {
+		h->set_msgcall(h, bdbhpt_msgcall);
+		rc = h->set_isalive(h, bdbhpt_is_alive);
+	}
+	return rc;
 }
 
 static struct bdbhpt_env *
@@ -288,10 +367,11 @@ bdbhpt_env_open(const struct bdbhpt_mode *mode, char *home, long lock_timeout_ms
 	env->home = home;
 	env->refs = 1;
 	atomic_init(&env->failed, false);
+	atomic_init(&env->lock_stuck, false);
 	rc = db_env_create(&env->handle, 0);
 	if (rc == 0) {
 		env->handle->set_errcall(env->handle, dlz_bdb_errcall);
-		rc = bdbhpt_env_set_lock_timeout(env, lock_timeout_ms);
+		rc = bdbhpt_env_set_locking(env, lock_timeout_ms);
 	}
 	if (rc == 0) {
 		/* Cache and lock sizes come from the home's DB_CONFIG, as for the loader. */
