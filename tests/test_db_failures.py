@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,12 +89,37 @@ def fail_zone(hosts: int = 3) -> Zone:
 def serving(driver: str, zones: list[Zone], run_dir: Path, *, threads: int = 1,
             extra: dict[str, str] | None = None) -> Iterator[tuple[LoadedStore, Named]]:
     """The driver's store loaded with zones, and named over it with extra driver arguments."""
-    server = _dlz(driver)
     with loaded_store(driver, lambda: iter(zones), run_dir / driver) as loaded:
-        body = server.body(loaded.target, threads, extra=extra)
-        env = loaded.loader.database.client_env(loaded.target) or None
-        with Named(run_dir / f"named-{driver}", body, threads=threads, env=env) as named:
+        with named_over(loaded, run_dir / f"named-{driver}", threads=threads,
+                        extra=extra) as named:
             yield loaded, named
+
+
+def named_over(loaded: LoadedStore, run_dir: Path, *, threads: int = 1,
+               extra: dict[str, str] | None = None) -> Named:
+    """A named (not started) over a loaded store, with extra driver arguments."""
+    body = _dlz(loaded.server.name).body(loaded.target, threads, extra=extra)
+    env = loaded.loader.database.client_env(loaded.target) or None
+    return Named(run_dir, body, threads=threads, env=env)
+
+
+@pytest.fixture(scope="module")
+def fail_stores(run_dir: Path) -> Iterator[Callable[[str], LoadedStore]]:
+    """Each driver's store loaded with fail_zone() once for the module, started when a test
+    first asks for it: the frozen-database, NULL-row and long-TXT tests each start a named of
+    their own over it. Starting PostgreSQL, MariaDB or slapd and loading it costs seconds, a
+    named over it a fraction of one; what one test does to the store leaves the others' names
+    alone (NULL rows at bad-ttl and bad-data, a database frozen and resumed)."""
+    with ExitStack() as stack:
+        stores: dict[str, LoadedStore] = {}
+
+        def store(driver: str) -> LoadedStore:
+            if driver not in stores:
+                stores[driver] = stack.enter_context(
+                    loaded_store(driver, lambda: iter([fail_zone()]), run_dir / "shared" / driver))
+            return stores[driver]
+
+        yield store
 
 
 def _rcode(named: Named, qname: dns.name.Name, rdtype: str = "A",
@@ -127,8 +152,11 @@ def frozen(pids: list[int]) -> Iterator[None]:
 
 
 @pytest.mark.parametrize("driver", _built(WITH_SERVER))
-def test_frozen_database_is_servfail_at_once_and_recovers(run_dir: Path, driver: str) -> None:
-    with serving(driver, [fail_zone()], run_dir, threads=2, extra=BOUNDS) as (loaded, named):
+def test_frozen_database_is_servfail_at_once_and_recovers(
+        run_dir: Path, fail_stores: Callable[[str], LoadedStore], driver: str) -> None:
+    loaded = fail_stores(driver)
+    with named_over(loaded, run_dir / f"named-frozen-{driver}", threads=2,
+                    extra=BOUNDS) as named:
         pid = named.main_pid()
         assert _rcode(named, WWW) == "NOERROR"
         with frozen(loaded.server_pids()):
@@ -204,8 +232,10 @@ ROW_BREAKERS: dict[str, Callable[[LoadedStore], PgRows | MysqlRows]] = {
 
 
 @pytest.mark.parametrize("driver", _built(list(ROW_BREAKERS)))
-def test_null_columns_are_servfail_and_keep_the_connection(run_dir: Path, driver: str) -> None:
-    with serving(driver, [fail_zone()], run_dir, threads=1) as (loaded, named):
+def test_null_columns_are_servfail_and_keep_the_connection(
+        run_dir: Path, fail_stores: Callable[[str], LoadedStore], driver: str) -> None:
+    loaded = fail_stores(driver)
+    with named_over(loaded, run_dir / f"named-null-{driver}", threads=1) as named:
         rows = ROW_BREAKERS[driver](loaded)
         try:
             rows.break_rows()
@@ -244,8 +274,9 @@ def native_txt(run_dir: Path) -> Iterator[dict[str, tuple[str, frozenset[Any]]]]
 
 @pytest.mark.parametrize("driver", TXT_DRIVERS)
 def test_long_txt_records_as_native(run_dir: Path, native_txt: dict[str, Any],
+                                    fail_stores: Callable[[str], LoadedStore],
                                     driver: str) -> None:
-    with serving(driver, [fail_zone()], run_dir / "txt", threads=1) as (_, named):
+    with named_over(fail_stores(driver), run_dir / f"named-txt-{driver}", threads=1) as named:
         for name, (rcode, answer) in native_txt.items():
             assert rcode == "NOERROR" and answer, name
             got = _txt_answer(named, name)

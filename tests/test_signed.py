@@ -3,9 +3,10 @@ DO bit, and what a validating resolver makes of a DLZ answer.
 
 The first group runs BIND's signing tools only (no server): the signed coverage set, the
 record types it adds through the model and the stores' record encodings, and the one-line
-failures that leave nothing behind. The rest start servers: every store's round trip of the
-signed set, verify with the DO bit against native BIND, and `delv` with a trust anchor for the
-test zone's KSK against native BIND and the PostgreSQL driver.
+failures that leave nothing behind. The rest start servers, over one load of the signed set
+into each store for the module: every store's round trip of it, verify with the DO bit against
+native BIND, and `delv` with a trust anchor for the test zone's KSK against native BIND and the
+PostgreSQL driver.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pytest
 from base.errors import UserError
 from bench.commands import cli
 from bench.measure.loading import timed_load
-from bench.measure.serving import serving
+from bench.measure.serving import LoadedStore, serving
 from bench.verify.answers import Answer, ask, complete
 from bench.verify.bind_classes import BIND_CLASSES, DNSSEC_TYPES, ZoneFacts
 from bench.verify.compare import REFERENCE_SERVERS, classify, classify_transfer, compare_servers
@@ -31,6 +32,7 @@ from loaders import get_loader
 from loaders.berkeley import decode_records, encode_lines, record_line
 from loaders.ldap import parse_record_value, record_value
 from servers import DLZ_CEILING, SERVERS, get_server, store_names
+from servers.dnsserver import DnsServer
 from servers.named import Named
 from zonedata.derive import derive_queries
 from zonedata.generator import CHILD_ORIGIN, COVERAGE_ORIGIN, coverage_zones, generate
@@ -176,16 +178,47 @@ def test_generate_signed_and_the_data_options(tmp_path: Path,
 # --- every store holds the signed data (servers) ----------------------------------------------
 
 
+class HeldStores:
+    """Every store holding the signed set, each started and loaded once for the module when
+    first asked for: the round trip reads it back, and every server over it answers from it
+    (a store's servers only read it, as `scale` serves one load to all of them). A store's
+    server (PostgreSQL, MariaDB, slapd) and its load cost seconds; a named over it far less."""
+
+    def __init__(self, run_dir: Path, signed: list[Zone], stack: ExitStack) -> None:
+        self.run_dir, self.signed, self.stack = run_dir, signed, stack
+        self.stores: dict[str, LoadedStore] = {}
+
+    def store(self, name: str) -> LoadedStore:
+        """The store `name` holding the signed set (its LoadedStore names its first server)."""
+        if name not in self.stores:
+            loader = get_loader(name)
+            target = self.stack.enter_context(loader.database.server(self.run_dir / f"rt-{name}"))
+            first_server = next(s for s in SERVERS if s.store == name)
+            stats = timed_load(loader, self.signed, target)
+            self.stores[name] = LoadedStore(first_server, loader, target, stats)
+        return self.stores[name]
+
+    def named(self, server: str, run_dir: Path, *, threads: int = 1) -> DnsServer:
+        """The server (not started) over its store."""
+        kind = get_server(server)
+        return replace(self.store(kind.store), server=kind).named(run_dir, threads=threads)
+
+
+@pytest.fixture(scope="module")
+def held(run_dir: Path, signed: list[Zone]) -> Iterator[HeldStores]:
+    with ExitStack() as stack:
+        yield HeldStores(run_dir, signed, stack)
+
+
 @pytest.mark.parametrize("store_name", store_names())
-def test_every_store_round_trips_the_signed_set(store_name: str, run_dir: Path,
+def test_every_store_round_trips_the_signed_set(store_name: str, held: HeldStores,
                                                 signed: list[Zone]) -> None:
-    store = get_loader(store_name)
-    with store.database.server(run_dir / f"rt-{store.name}") as target:
-        stats = timed_load(store, signed, target)
-        assert stats.records == sum(len(z.records) for z in signed)
-        # as_held: what the store's own representation changes (pdns_lmdb: a NUL in a label).
-        assert canonical_set(store.read_back(target)) == canonical_set(
-            store.as_held(z) for z in signed)
+    loaded = held.store(store_name)
+    store = loaded.loader
+    assert loaded.load.records == sum(len(z.records) for z in signed)
+    # as_held: what the store's own representation changes (pdns_lmdb: a NUL in a label).
+    assert canonical_set(store.read_back(loaded.target)) == canonical_set(
+        store.as_held(z) for z in signed)
 
 
 # --- verify with the DO bit (servers) ---------------------------------------------------------
@@ -201,10 +234,9 @@ EXPECTED_CLASSES = {"unsigned-answer", "unsigned-wildcard", "nodata-no-proof",
 
 
 @pytest.fixture(scope="module")
-def fleet(run_dir: Path, signed: list[Zone]) -> Iterator[dict[str, Named]]:
+def fleet(run_dir: Path, held: HeldStores) -> Iterator[dict[str, Named]]:
     with ExitStack() as stack:
-        yield {d: stack.enter_context(serving(d, lambda: iter(signed), run_dir / f"do-{d}",
-                                              threads=2)).named
+        yield {d: stack.enter_context(held.named(d, run_dir / f"do-{d}", threads=2))
                for d in [*REFERENCE_SERVERS, *DRIVERS]}
 
 
@@ -264,18 +296,20 @@ OTHERS = [s.name for s in SERVERS if s.same_answers_as is None and s.name not in
 
 
 def test_other_servers_answer_the_signed_set_with_do_within_their_classes(
-        run_dir: Path, signed: list[Zone]) -> None:
+        run_dir: Path, signed: list[Zone], held: HeldStores, fleet: dict[str, Named]) -> None:
     assert OTHERS, "no NSD or Knot"
-    _answer_within_their_classes(OTHERS, signed, run_dir / "o", dnssec=True)
+    _answer_within_their_classes(OTHERS, signed, run_dir / "o", held, fleet["native"],
+                                 dnssec=True)
 
 
-def _answer_within_their_classes(names: list[str], signed: list[Zone], run_dir: Path, *,
+def _answer_within_their_classes(names: list[str], signed: list[Zone], run_dir: Path,
+                                 held: HeldStores, native: Named, *,
                                  dnssec: bool = False) -> None:
-    """Each server against native BIND over the signed set: no unexplained difference, only
-    its own classes, and every class it has for signed data seen."""
+    """Each server against native BIND (the fleet's) over the signed set: no unexplained
+    difference, only its own classes, and every class it has for signed data seen."""
     with ExitStack() as stack:
-        servers = {d: stack.enter_context(serving(d, lambda: iter(signed), run_dir / d)).named
-                   for d in ["native", *names]}
+        servers = {"native": native,
+                   **{d: stack.enter_context(held.named(d, run_dir / d)) for d in names}}
         results = compare_servers(servers, derive_queries(signed), signed, dnssec=dnssec)
     for name, comparison in results.items():
         assert comparison.driver_differences == 0, (
@@ -293,9 +327,9 @@ PDNS_ROWS = [s.name for s in SERVERS if s.cannot_serve_signed is not None and s.
 
 
 def test_powerdns_answers_the_signed_set_without_do_within_its_classes(
-        run_dir: Path, signed: list[Zone]) -> None:
+        run_dir: Path, signed: list[Zone], held: HeldStores, fleet: dict[str, Named]) -> None:
     assert PDNS_ROWS, "no PowerDNS row"
-    _answer_within_their_classes(PDNS_ROWS, signed, run_dir / "p")
+    _answer_within_their_classes(PDNS_ROWS, signed, run_dir / "p", held, fleet["native"])
 
 
 # --- a validating resolver: delv with a trust anchor for the test zone's KSK -------------------
@@ -309,22 +343,19 @@ def delv(named: Named, anchors: Path, qname: str, rdtype: str) -> str:
 
 
 def test_delv_validates_native_and_finds_the_dlz_answer_bogus(
-        run_dir: Path, signed_dir: Path, signed: list[Zone], tmp_path: Path) -> None:
+        fleet: dict[str, Named], signed: list[Zone], tmp_path: Path) -> None:
     """Native BIND's answer is fully validated; the same data through the PostgreSQL driver
-    has no RRSIG, so a resolver holding the zone's KSK cannot validate it: bogus."""
+    (the fleet's, serving the signed set) has no RRSIG, so a resolver holding the zone's KSK
+    cannot validate it: bogus."""
     assert shutil.which("delv"), "delv (bind9-dnsutils) is missing"
     cov = [z for z in signed if z.origin == COVERAGE_ORIGIN]
     anchors = tmp_path / "cov-anchor.conf"
     anchors.write_text(trust_anchors_text(cov))
-    with ExitStack() as stack:
-        native = stack.enter_context(serving("native", lambda: iter(signed),
-                                             run_dir / "delv-native")).named
-        pg = stack.enter_context(serving("pg", lambda: iter(signed), run_dir / "delv-pg")).named
-        secure = delv(native, anchors, "www.cov.test.", "A")
-        assert "; fully validated" in secure and "192.0.2.80" in secure, secure
-        bogus = delv(pg, anchors, "www.cov.test.", "A")
-        assert "fully validated" not in bogus, bogus
-        assert "resolution failed" in bogus, bogus
+    secure = delv(fleet["native"], anchors, "www.cov.test.", "A")
+    assert "; fully validated" in secure and "192.0.2.80" in secure, secure
+    bogus = delv(fleet["pg"], anchors, "www.cov.test.", "A")
+    assert "fully validated" not in bogus, bogus
+    assert "resolution failed" in bogus, bogus
 
 
 # --- the classes' shapes, on answers written out by hand (no server) ----------------------------
