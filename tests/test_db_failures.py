@@ -20,7 +20,6 @@ within a client time-out well above the configured bound.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -36,6 +35,7 @@ import dns.rcode
 import pytest
 
 from base.paths import REPO_ROOT
+from bench.measure.faults import stopped
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import ask, complete
 from loaders.fs import ZONE_FILE, FsLoader, zone_file_path
@@ -136,18 +136,6 @@ def _until(condition: Callable[[], bool], seconds: float) -> bool:
     return True
 
 
-@contextmanager
-def frozen(pids: list[int]) -> Iterator[None]:
-    assert pids, "the database has no processes to freeze"
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGCONT)
-
-
 # --- a frozen database ---------------------------------------------------------------------------
 
 
@@ -159,7 +147,9 @@ def test_frozen_database_is_servfail_at_once_and_recovers(
                     extra=BOUNDS) as named:
         pid = named.main_pid()
         assert _rcode(named, WWW) == "NOERROR"
-        with frozen(loaded.server_pids()):
+        pids = loaded.server_pids()
+        assert pids, "the database has no processes to freeze"
+        with stopped(pids):
             # The first query meets the frozen server: answered within the bound.
             assert _rcode(named, WWW) == "SERVFAIL"
             # Down: every query answered at once, none left to the client's time-out.

@@ -389,7 +389,7 @@ Action = Callable[[LoadedStore, float, Moments], str]
 
 
 @contextmanager
-def _stopped(pids: Sequence[int]) -> Iterator[None]:
+def stopped(pids: Sequence[int]) -> Iterator[None]:
     """pids stopped (SIGSTOP) for the block; continued whatever happens (a stopped server
     would ignore the SIGTERM that stops it at the end)."""
     for pid in pids:
@@ -417,7 +417,7 @@ def _server_pids(loaded: LoadedStore) -> list[int]:
 
 def _sigstop(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
     pids = _server_pids(loaded)
-    with _stopped(pids):
+    with stopped(pids):
         time.sleep(seconds)
     return f"{_processes(len(pids))} stopped"
 
