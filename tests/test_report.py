@@ -399,7 +399,7 @@ def test_compare_counts_the_ratios_whose_intervals_agree():
     assert "## Ratios in both runs" in text
     # native: % of memory; memory: % of native; pg: % of native and % of memory.
     assert "2 of 4 ratios (50%) agree: their 95% intervals overlap." in text
-    assert "| memory | 1 | % of native | 50.0% [50.0–50.0] | 50.0% [50.0–50.0] | yes |" in text
+    assert "| memory | 1 | % of native | 50.0% [50.0–50.0%] | 50.0% [50.0–50.0%] | yes |" in text
     assert "| pg | 1 | % of native | 10.0% [" in text and text.count("| no |") == 2
     assert "## Ratios in both runs" not in compare(Results(meta={}), Results(meta={}))
 

@@ -26,6 +26,7 @@ from bench.measure.metadata import METADATA_KEYS
 from bench.measure.results import Cell, Results, StartupPoint, load_results
 from bench.measure.stats import Interval, intervals_overlap
 from bench.report.format import fmt_change, fmt_number, markdown_table
+from bench.report.run import interval_text
 from servers import DLZ_CEILING, REFERENCE
 
 Figure = tuple[str, Callable[[Cell], float | None]]
@@ -254,8 +255,9 @@ def ratio_agreement(a: Results, b: Results) -> list[str]:
             ra, rb = cell.ratios.get(reference), other.ratios.get(reference)
             if ra is None or rb is None or ra.half_width is None or rb.half_width is None:
                 continue
-            rows.append([cell.server, _where(cell), f"% of {reference}", _ratio_text(ra),
-                         _ratio_text(rb), "yes" if intervals_overlap(ra, rb) else "no"])
+            rows.append([cell.server, _where(cell), f"% of {reference}",
+                         interval_text(ra, 100, 1, "%"), interval_text(rb, 100, 1, "%"),
+                         "yes" if intervals_overlap(ra, rb) else "no"])
     if not rows:
         return []
     agree = sum(1 for row in rows if row[-1] == "yes")
@@ -264,9 +266,3 @@ def ratio_agreement(a: Results, b: Results) -> list[str]:
             "intervals overlap.", "",
             *markdown_table(["server", "threads", "ratio", "A", "B", "agree"], rows)]
 
-
-def _ratio_text(ratio: Interval) -> str:
-    """A ratio as a percentage with its interval: 55.3% [53.1–57.0]."""
-    assert ratio.low is not None and ratio.high is not None
-    return (f"{100 * ratio.estimate:.1f}% [{100 * ratio.low:.1f}–"
-            f"{100 * ratio.high:.1f}]")
