@@ -11,8 +11,11 @@ from collections.abc import Iterable, Iterator
 
 import MySQLdb
 
+from base.errors import UserError
+from base.updates import UpdateAccess
 from databases.mariadb import (
     MariadbDatabase,
+    MysqlServer,
     MysqlTarget,
     driver_endpoint,
     streamed_rows,
@@ -63,6 +66,28 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
                 "gmysql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gmysql-password": target.env.get("MYSQL_PWD", "")}
+
+    takes_pdns_updates = True
+
+    def pdns_update_settings(self, target: MysqlTarget,
+                             access: UpdateAccess) -> dict[str, str]:
+        if not isinstance(target, MysqlServer):
+            raise UserError("PowerDNS takes updates only into the suite's own MariaDB")
+        key = access.key
+        conn = self.database.connect(target)
+        try:
+            with transaction(conn):
+                cursor = conn.cursor()
+                for statement, params in pdns_rows.update_statements(
+                        key.bare_name, key.algorithm, key.secret, access.open_zones,
+                        access.keyed_zones):
+                    cursor.execute(statement, params)
+        finally:
+            conn.close()
+        # An update is a write: gmysql connects as the account that owns the tables (the
+        # loaders'), as a provisioning system would, since the reader may only SELECT.
+        return {**self.pdns_settings(target), "gmysql-user": target.user,
+                "gmysql-password": target.password}
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:

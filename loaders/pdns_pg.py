@@ -14,7 +14,9 @@ from collections.abc import Iterable, Iterator
 
 import psycopg
 
-from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
+from base.errors import UserError
+from base.updates import UpdateAccess
+from databases.postgresql import PgServer, PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
 from loaders.pg import grant_select
@@ -64,6 +66,29 @@ class PdnsPgLoader(Loader[PgTarget]):
                 "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gpgsql-password": target.env.get("PGPASSWORD", "")}
+
+    takes_pdns_updates = True
+
+    def pdns_update_settings(self, target: PgTarget, access: UpdateAccess) -> dict[str, str]:
+        with self.database.connect(target) as conn, conn.transaction():
+            for statement, params in _update_statements(access):
+                conn.execute(statement, params)
+        # An update is a write: gpgsql connects as the account that owns the tables (the
+        # loaders'), as a provisioning system would, since the reader may only SELECT.
+        return {**self.pdns_settings(target), "gpgsql-user": target.user,
+                "gpgsql-password": _owner_password(target)}
+
+
+def _update_statements(access: UpdateAccess) -> list[pdns_rows.Statement]:
+    key = access.key
+    return pdns_rows.update_statements(key.bare_name, key.algorithm, key.secret,
+                                       access.open_zones, access.keyed_zones)
+
+
+def _owner_password(target: PgTarget) -> str:
+    if not isinstance(target, PgServer):
+        raise UserError("PowerDNS takes updates only into the suite's own PostgreSQL")
+    return target.password
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from base.errors import UserError
+from base.updates import UpdateAccess
 from databases.database import CacheReading
 from loaders import get_loader
 from loaders.loader import Loader
@@ -78,3 +80,13 @@ class ServerKind(ABC):
         `with` starts it and waits until it serves every zone. `threads` is the server's own
         worker knob (named -n, PowerDNS receiver threads, NSD server-count, Knot UDP
         workers); `connections` the connections it keeps to the store's server."""
+
+    def takes_updates(self) -> bool:
+        """Does build_updatable make a server that takes RFC 2136 updates?"""
+        return False
+
+    def build_updatable(self, target: Any, run_dir: Path, access: UpdateAccess, *,
+                        threads: int, connections: int, port: int | None = None) -> DnsServer:
+        """As build, a server that also takes RFC 2136 updates into its store for the zones
+        `access` names (`bench updates`)."""
+        raise UserError(f"{self.name} takes no dynamic updates in this suite")
