@@ -18,9 +18,13 @@
   "instructions": Instructions,               `instructions`: Valgrind's instructions per
                                               answered query, per server and repeat
                                               (absent in older files)
-  "faults": Faults }                          `faults`: a steady load through a script of
+  "faults": Faults,                           `faults`: a steady load through a script of
                                               database faults, per second and per fault
                                               (absent in other files)
+  "updates": Updates }                        `updates`: RFC 2136 updates per second by
+                                              records per message, with and without TSIG,
+                                              and the answers after them (absent in other
+                                              files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -39,6 +43,7 @@ from bench.measure.capacity import Curve
 from bench.measure.faults import Faults
 from bench.measure.instructions import Instructions
 from bench.measure.stats import Interval, median_interval
+from bench.measure.updates import Updates
 from servers import report_order
 
 SCHEMA = 1
@@ -402,6 +407,7 @@ class Results:
     signed: list[SignedCell] = field(default_factory=list)
     instructions: Instructions | None = None
     faults: Faults | None = None
+    updates: Updates | None = None
     schema: int = SCHEMA
 
     @property
@@ -439,7 +445,8 @@ class Results:
                 # Only in an `instructions` file: every other file stays as it was.
                 **({} if self.instructions is None
                    else {"instructions": self.instructions.to_dict()}),
-                **({} if self.faults is None else {"faults": self.faults.to_dict()})}
+                **({} if self.faults is None else {"faults": self.faults.to_dict()}),
+                **({} if self.updates is None else {"updates": self.updates.to_dict()})}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -457,6 +464,7 @@ class Results:
                    signed=[SignedCell.from_dict(c) for c in data.get("signed", [])],
                    instructions=_opt(Instructions, data.get("instructions")),
                    faults=_opt(Faults, data.get("faults")),
+                   updates=_opt(Updates, data.get("updates")),
                    schema=schema)
 
 
