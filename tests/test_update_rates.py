@@ -110,16 +110,15 @@ def _knot_taking_updates(run_root: Path, access: UpdateAccess) -> Iterator[Runni
         server = kind.build_updatable(loaded.target, run_root / "wrong-key" / "knot", access,
                                       threads=1, connections=1)
         with server:
-            yield Running(kind, server, loaded)
+            yield Running(kind, server, loaded, access.keyed_zones[0], Signer(access.key))
 
 
 def test_a_wrong_key_is_counted_as_refused_not_as_a_rate(run_root: Path) -> None:
     zones = [zone.origin for zone in generator.generate(3, 5, 1)]
-    access = UpdateAccess((zones[0],), (zones[1],), TsigKey.generate())
+    access = UpdateAccess((), (zones[1],), TsigKey.generate())
     profile = PROFILES["tiny"]
     with _knot_taking_updates(run_root, access) as running:
-        repeat = run_repeat(running, zones[1], Signer(access.key.wrong_secret()), 10,
-                            profile, 0)
+        repeat = run_repeat(running, 10, profile, 0, Signer(access.key.wrong_secret()))
         assert running.server.query(sender.added_name(zones[1], 0), "A").rcode() == \
             dns.rcode.NXDOMAIN
     assert not repeat.ok and repeat.records_per_s is None

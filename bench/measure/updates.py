@@ -1,8 +1,9 @@
 """RFC 2136 dynamic updates per second (`bench updates`, docs/method/updates-rate.md).
 
 Every server measured runs at once, each over its own store loaded with the same data set,
-each configured so that one zone takes updates from loopback without a key and another only
-signed with the run's TSIG key (base/updates.py). A cell is (server, records per message,
+twice: one instance whose zone (the data set's first) takes updates from loopback without a
+key, one whose zone (the second) takes them only signed with the run's TSIG key
+(base/updates.py). A cell is (server, records per message,
 TSIG or not); one repeat of a cell is an add phase (`records` new names, one A record each, in
 messages of that many records, sent by `senders` concurrent senders over TCP) and then a
 delete phase removing exactly those records, so the zone ends as it began and every repeat
@@ -27,10 +28,12 @@ change nothing); and each zone must be, SOA serial aside, as it was before the f
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import dns.message
 import dns.name
 
 from base.errors import UserError
@@ -295,16 +298,25 @@ def set_figures(section: Updates) -> None:
 
 @dataclass
 class Running:
-    """A server taking updates, over its loaded store."""
+    """A server instance taking updates into one zone (with the key, or without), over its
+    loaded store."""
 
     kind: ServerKind
     server: DnsServer
     loaded: LoadedStore
+    zone: dns.name.Name
+    signer: Signer
 
     def db_pids(self) -> list[int] | None:
         if not (self.loaded.loader.database.has_server and self.loaded.accounts_server):
             return None
         return self.loaded.server_pids()
+
+
+# (server, TSIG or not) -> its instance.
+Instances = dict[tuple[str, bool], Running]
+# sender.add_message or sender.delete_message.
+Build = Callable[[dns.name.Name, Sequence[int], Signer], dns.message.Message]
 
 
 def update_zones(zones: Sequence[Zone]) -> tuple[Zone, Zone]:
@@ -325,12 +337,20 @@ def check_names_free(zones: Sequence[Zone], count: int) -> None:
             raise UserError(f"the data set already has {taken[0]}, a name updates adds")
 
 
+def instance_access(access: UpdateAccess, tsig: bool) -> UpdateAccess:
+    """What one instance takes: the keyed zone with the key, or the open zone without."""
+    if tsig:
+        return UpdateAccess((), access.keyed_zones, access.key)
+    return UpdateAccess(access.open_zones, (), access.key)
+
+
 def measure(servers: Sequence[ServerKind], stream: Callable[[], Iterator[Zone]],
             run_dir: Path, profile: Profile, section: Updates,
             save: Callable[[], None], progress: Callable[[str], None]) -> None:
     """Every server started over its store, the rounds, then the checks; `save` after each
     round."""
-    zones = list(stream())
+    # Only the two updated zones are kept: the data set may be large.
+    zones = list(itertools.islice(stream(), 2))
     open_zone, keyed_zone = update_zones(zones)
     check_names_free([open_zone, keyed_zone], verify_first(profile) + 2 * max(
         profile.batch_sizes) + 2)
@@ -341,52 +361,58 @@ def measure(servers: Sequence[ServerKind], stream: Callable[[], Iterator[Zone]],
                      for tsig in (False, True) for server in servers]
     with contextlib.ExitStack() as stack:
         running = start_servers(stack, servers, stream, run_dir, access, profile, progress)
-        before = {name: {zone: (zone_state(r.server, zone), soa_serial(r.server, zone))
-                         for zone in access.zones} for name, r in running.items()}
+        before = {key: (zone_state(r.server, r.zone), soa_serial(r.server, r.zone))
+                  for key, r in running.items()}
         for index in range(profile.rounds):
             progress(f"round {index + 1} of {profile.rounds}")
-            run_round(section, running, access, profile, index)
+            run_round(section, running, profile, index)
             section.rounds_done = index + 1
             set_figures(section)
             save()
-        serials = {name: {zone.to_text(): [before[name][zone][1], soa_serial(r.server, zone)]
-                          for zone in access.zones} for name, r in running.items()}
+        serials = {key: [before[key][1], soa_serial(r.server, r.zone)]
+                   for key, r in running.items()}
         progress("checking every server's answers against native BIND's")
-        section.checks = [check_server(name, running, access, profile, zones, before[name])
-                          for name in running]
+        section.checks = [check_server(kind.name, running, profile, zones, before)
+                          for kind in servers]
         for check in section.checks:
-            check.serials = serials[check.server]
+            check.serials = {running[(check.server, tsig)].zone.to_text():
+                             serials[(check.server, tsig)] for tsig in (False, True)}
 
 
 def start_servers(stack: contextlib.ExitStack, servers: Sequence[ServerKind],
                   stream: Callable[[], Iterator[Zone]], run_dir: Path, access: UpdateAccess,
-                  profile: Profile, progress: Callable[[str], None]) -> dict[str, Running]:
-    """Each store loaded once, every server over it started (they all run at once)."""
+                  profile: Profile, progress: Callable[[str], None]) -> Instances:
+    """Each store loaded once; over it, each server twice: one instance whose zone takes
+    updates without a key, one whose zone takes them only with it (a server given one update
+    policy for all its zones, as named's DLZ path is, can then still refuse an unsigned
+    update in the keyed zone). They all run at once."""
     stores: dict[str, LoadedStore] = {}
-    running: dict[str, Running] = {}
+    running: Instances = {}
     for kind in servers:
         store = kind.loader().name
         if store not in stores:
             progress(f"loading the {store} store")
             stores[store] = stack.enter_context(loaded_store(kind, stream, run_dir))
         loaded = stores[store]
-        server = kind.build_updatable(loaded.target, run_dir / f"server-{kind.name}", access,
-                                      threads=profile.threads, connections=profile.threads)
-        progress(f"starting {kind.name}")
-        running[kind.name] = Running(kind, stack.enter_context(server), loaded)
+        for tsig in (False, True):
+            mine = instance_access(access, tsig)
+            server = kind.build_updatable(
+                loaded.target, run_dir / f"server-{kind.name}-{'tsig' if tsig else 'open'}",
+                mine, threads=profile.threads, connections=profile.threads)
+            progress(f"starting {kind.name} ({'with' if tsig else 'without'} TSIG)")
+            running[(kind.name, tsig)] = Running(kind, stack.enter_context(server), loaded,
+                                                 mine.zones[0],
+                                                 Signer(access.key if tsig else None))
     return running
 
 
-def run_round(section: Updates, running: dict[str, Running], access: UpdateAccess,
-              profile: Profile, index: int) -> None:
+def run_round(section: Updates, running: Instances, profile: Profile, index: int) -> None:
     """Every cell still measured, once, in this round's order."""
     for cell in stats.round_order(section.cells, index):
-        if cell.status == "failed" or cell.server not in running:
+        if cell.status == "failed" or (cell.server, cell.tsig) not in running:
             continue
-        zone = access.keyed_zones[0] if cell.tsig else access.open_zones[0]
-        signer = Signer(access.key if cell.tsig else None)
         try:
-            repeat = run_repeat(running[cell.server], zone, signer, cell.batch, profile, index)
+            repeat = run_repeat(running[(cell.server, cell.tsig)], cell.batch, profile, index)
         except (OSError, UserError) as exc:
             cell.status, cell.error = "failed", f"{type(exc).__name__}: {exc}"
             continue
@@ -395,16 +421,18 @@ def run_round(section: Updates, running: dict[str, Running], access: UpdateAcces
             cell.status = "refused"
 
 
-def run_repeat(r: Running, zone: dns.name.Name, signer: Signer, batch: int, profile: Profile,
-               index: int) -> Repeat:
-    """The add phase, then the delete phase, with the server's and its database's CPU."""
+def run_repeat(r: Running, batch: int, profile: Profile, index: int,
+               signer: Signer | None = None) -> Repeat:
+    """The add phase, then the delete phase, into the instance's zone signed as it takes
+    them (or with `signer`), with the server's and its database's CPU."""
+    signer = signer or r.signer
     plan = sender.batches(profile.records, batch)
     db_pids = r.db_pids()
     server_cpu = db_cpu = 0.0
     phases = []
     for build in (sender.add_message, sender.delete_message):
-        messages = [sender.render(build(zone, indexes, signer), len(indexes), signer.keyring())
-                    for indexes in plan]
+        messages = [sender.render(build(r.zone, indexes, signer), len(indexes),
+                                  signer.keyring()) for indexes in plan]
         server_meter = accounting.CpuMeter(r.server.pids())
         db_meter = accounting.CpuMeter(db_pids or [])
         with server_meter, db_meter:
@@ -420,36 +448,43 @@ def verify_first(profile: Profile) -> int:
     return profile.records
 
 
-def check_server(name: str, running: dict[str, Running], access: UpdateAccess,
-                 profile: Profile, zones: Sequence[Zone],
-                 before: dict[dns.name.Name, tuple]) -> ServerCheck:
+def check_server(name: str, running: Instances, profile: Profile, zones: Sequence[Zone],
+                 before: dict[tuple[str, bool], tuple]) -> ServerCheck:
     """The module docstring's checks of one server against native BIND."""
     check = ServerCheck(name)
-    pair = {REFERENCE: running[REFERENCE].server, name: running[name].server}
     batch = max(profile.batch_sizes)
     first = verify_first(profile)
     plan = sender.batches(2 * batch, batch, first)
-    queries = [(sender.added_name(zone, i), "A") for zone in access.zones
-               for indexes in plan for i in indexes]
     try:
-        for build in (sender.add_message, sender.delete_message):
-            if name == REFERENCE:
-                break  # native BIND gets the messages beside every other server
-            for zone in access.zones:
-                signer = Signer(access.key if access.takes_key(zone) else None)
-                messages = [sender.render(build(zone, indexes, signer), len(indexes),
-                                          signer.keyring()) for indexes in plan]
-                for server in pair.values():
-                    sent = sender.send_phase(server.host, server.port, messages, 1)
-                    if not sent.all_noerror:
-                        raise UserError(f"the checks' updates were answered {sent.outcomes}")
-            _add_comparison(check, compare_with_native(pair, queries, zones)[name])
-        check_refusals(check, running[name].server, access, first + 2 * batch)
-        check.restored = all(zone_state(running[name].server, zone) == before[zone][0]
-                             for zone in access.zones)
+        if name != REFERENCE:  # native BIND gets the messages beside every other server
+            for build in (sender.add_message, sender.delete_message):
+                for tsig in (False, True):
+                    _send_to_both(running[(REFERENCE, tsig)], running[(name, tsig)], build,
+                                  plan)
+                for tsig in (False, True):
+                    mine = running[(name, tsig)]
+                    pair = {REFERENCE: running[(REFERENCE, tsig)].server, name: mine.server}
+                    queries = [(sender.added_name(mine.zone, i), "A") for indexes in plan
+                               for i in indexes]
+                    _add_comparison(check, compare_with_native(pair, queries, zones)[name])
+        check_refusals(check, running[(name, True)], first + 2 * batch)
+        check.restored = all(zone_state(running[(name, tsig)].server,
+                                        running[(name, tsig)].zone) == before[(name, tsig)][0]
+                             for tsig in (False, True))
     except (OSError, UserError) as exc:
         check.status, check.error = "failed", f"{type(exc).__name__}: {exc}"
     return check
+
+
+def _send_to_both(native: Running, mine: Running, build: Build,
+                  plan: list[list[int]]) -> None:
+    """The same rendered messages to native BIND's instance and the server's."""
+    messages = [sender.render(build(mine.zone, indexes, mine.signer), len(indexes),
+                              mine.signer.keyring()) for indexes in plan]
+    for r in (native, mine):
+        sent = sender.send_phase(r.server.host, r.server.port, messages, 1)
+        if not sent.all_noerror:
+            raise UserError(f"{r.kind.name}: the checks' updates were answered {sent.outcomes}")
 
 
 def _add_comparison(check: ServerCheck, comparison: Comparison) -> None:
@@ -460,12 +495,12 @@ def _add_comparison(check: ServerCheck, comparison: Comparison) -> None:
     check.differences += comparison.differences[:20]
 
 
-def check_refusals(check: ServerCheck, server: DnsServer, access: UpdateAccess,
-                   first: int) -> None:
+def check_refusals(check: ServerCheck, keyed: Running, first: int) -> None:
     """An update signed with a wrong key, and one unsigned, to the keyed zone: refused, and
     neither name added."""
-    zone = access.keyed_zones[0]
-    wrong = Signer(access.key.wrong_secret())
+    server, zone = keyed.server, keyed.zone
+    assert keyed.signer.key is not None
+    wrong = Signer(keyed.signer.key.wrong_secret())
     check.wrong_key = sender.ask_once(server.host, server.port,
                                       sender.add_message(zone, [first], wrong), 1, wrong)
     check.no_key = sender.ask_once(server.host, server.port,

@@ -107,8 +107,9 @@ def _checks(section: Updates) -> list[str]:
     rows = [_check_row(check) for check in sorted(section.checks,
                                                     key=lambda c: report_order(c.server))]
     lines += markdown_table(["server", "answers as native's", "known classes",
-                             "unexplained", "wrong key", "no key", "zones as they began",
-                             "SOA serial, before → after the rounds"], rows)
+                             "unexplained", "wrong key", "no key", "names they added",
+                             "zones as they began", "SOA serial, before → after the rounds"],
+                            rows)
     lines.append("")
     for check in section.checks:
         for difference in check.differences[:5]:
@@ -118,14 +119,13 @@ def _checks(section: Updates) -> list[str]:
 
 def _check_row(check: ServerCheck) -> list[str]:
     if check.status != "ok":
-        return [check.server, f"FAILED: {check.error}", *[NONE] * 6]
+        return [check.server, f"FAILED: {check.error}", *[NONE] * 7]
     known = ", ".join(f"{n} {c}" for c, n in sorted(check.classes.items()) if c != "driver")
     serials = "; ".join(f"{before} → {after}" for before, after in check.serials.values())
-    left = f" (left: {', '.join(check.refused_left)})" if check.refused_left else ""
     answers = NONE if not check.compared else f"{check.identical}/{check.compared}"
-    return [check.server, answers, known or NONE, str(check.unexplained),
-            check.wrong_key + left, check.no_key, "yes" if check.restored else "NO",
-            serials]
+    return [check.server, answers, known or NONE, str(check.unexplained), check.wrong_key,
+            check.no_key, ", ".join(check.refused_left) or "none",
+            "yes" if check.restored else "NO", serials]
 
 
 def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
