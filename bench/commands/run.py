@@ -136,6 +136,9 @@ def prepare(args: argparse.Namespace, command: str,
                             **({"store_urls": urls.described()} if urls.urls else {})})
     if traffic:
         results.meta["queries_from"] = traffic[1].as_dict()
+    other_binds = {s.bind for s in servers if s.bind is not None}
+    if other_binds:
+        results.meta["other_binds"] = metadata.other_bind_versions(other_binds)
     if target is not None:
         results.meta["target"] = target.as_dict()
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "

@@ -36,7 +36,7 @@ from bench.report.format import (
     status_text,
 )
 from bench.report.style import driver_style
-from servers import group_of, report_order
+from servers import BIND_MARK, base_name, group_of, report_order
 
 # Each version string names its program, except Python's.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
@@ -282,6 +282,23 @@ def _ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
     return text
 
 
+def _run_bind(results: Results) -> str:
+    """The run's own BIND, as its metadata names it ("BIND 9.18.41-1~deb12u1-Debian")."""
+    line = str(results.meta.get("bind", ""))
+    return " ".join(line.split()[:2]) if line.startswith("BIND ") else "the run's BIND"
+
+
+def _own_row(results: Results, cell: Cell) -> Cell | None:
+    """For a row on another BIND (NAME@VERSION), NAME's cell at its thread count; for NAME
+    itself, itself when such a row was measured beside it; otherwise none."""
+    base = base_name(cell.server)
+    if base != cell.server:
+        return _reference(results, base, cell.threads)
+    paired = any(base_name(c.server) == base and c.server != base
+                 for c in results.cells_for(cell.threads))
+    return cell if paired else None
+
+
 def render_thread_table(results: Results, threads: int) -> list[str]:
     cells = results.cells_for(threads)
     threshold = results.loss_threshold
@@ -300,6 +317,9 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
         row("% of native", lambda c: _ratio_text(c, native, notes, cpus, target)),
         row("% of memory", lambda c: _ratio_text(c, memory, notes, cpus, target)),
+        *([row(f"% of its row on {_run_bind(results)}",
+               lambda c: _ratio_text(c, _own_row(results, c), notes, cpus, target))]
+          if any(BIND_MARK in c.server for c in cells) else []),
         row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
             or fmt_number(server_us_per_query(c))),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
