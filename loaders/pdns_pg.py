@@ -44,6 +44,9 @@ class PdnsTables:
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
         grant_select(conn, tables, role)
 
+    def grant_write(self, conn: psycopg.Connection, role: str) -> None:
+        raise UserError("PowerDNS's tables are written by PowerDNS, not by a DLZ driver")
+
 
 class PdnsPgLoader(Loader[PgTarget]):
     name = "pdns_pg"
