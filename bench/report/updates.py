@@ -20,6 +20,7 @@ from bench.report.format import (
     save_figure,
 )
 from bench.report.run import interval_text
+from bench.report.style import driver_style
 from servers import REFERENCE, report_order
 
 PLOT = "updates.png"
@@ -130,7 +131,8 @@ def _check_row(check: ServerCheck) -> list[str]:
 
 def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
     """updates.png: records/s against records per message, a line per server and TSIG mode,
-    each point's 95% interval (or its repeats' range) as an error bar."""
+    each point's 95% interval (or its repeats' range) as an error bar; a server's colour and
+    marker as in every plot, dashed with TSIG."""
     section = results.updates
     if section is None:
         return []
@@ -155,8 +157,9 @@ def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
                 ys.append(rate.estimate)
                 low.append(rate.estimate - bottom)
                 high.append(top - rate.estimate)
-            ax.errorbar(xs, ys, yerr=[low, high], linestyle=style, marker="o", capsize=3,
-                        label=f"{server}{' (TSIG)' if tsig else ''}")
+            look = {**driver_style(server), "linestyle": style,
+                    "label": f"{server}{' (TSIG)' if tsig else ''}"}
+            ax.errorbar(xs, ys, yerr=[low, high], capsize=3, **look)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("records per update message")
