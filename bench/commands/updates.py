@@ -111,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
         measure(servers, stream, new_run_dir("updates"), profile, section,
                 lambda: save_results(results, out), _progress)
     except KeyboardInterrupt:
-        print("interrupted: the rounds done so far are in " + str(out), file=sys.stderr)
+        kept = (f"the {section.rounds_done} round(s) done are in {out}" if section.rounds_done
+                else "nothing measured to keep")
+        print(f"interrupted: {kept}", file=sys.stderr)
         return 130
     save_results(results, out)
     print(write_report(results, out))
