@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import dns.exception
 import dns.name
 import dns.rcode
 
@@ -69,7 +70,10 @@ def zone_state(server: DnsServer, zone: dns.name.Name) -> Answer:
 
 def soa_serial(server: DnsServer, zone: dns.name.Name) -> int | None:
     """The zone's SOA serial as the server answers it now (None: no SOA answered)."""
-    response = server.query(zone, "SOA", tcp=True)
+    try:
+        response = server.query(zone, "SOA", tcp=True)
+    except (dns.exception.DNSException, OSError, EOFError):
+        return None
     for rrset in response.answer:
         for rdata in rrset:
             serial = getattr(rdata, "serial", None)
