@@ -16,6 +16,7 @@ from pathlib import Path
 
 import dns.name
 import dns.rcode
+import psycopg
 import pytest
 
 from base.errors import UserError
@@ -184,3 +185,27 @@ def test_profile_and_server_choices_are_checked() -> None:
     with pytest.raises(UserError, match="takes no dynamic updates"):
         chosen_servers("nsd")
     assert chosen_servers("knot")[0].name == "native"
+
+
+def test_updating_powerdns_may_change_records_only(run_root: Path) -> None:
+    """The account an updating gpgsql connects as (dlz_writer) changes records, and may not
+    change the zones, the key or the metadata."""
+    kind = get_server("pdns-gpgsql")
+    stream = lambda: generator.generate(3, 5, 1)  # noqa: E731
+    zones = [zone.origin for zone in stream()]
+    access = UpdateAccess((), (zones[1],), TsigKey.generate())
+    with loaded_store(kind, stream, run_root / "pdns-writer") as loaded:
+        settings = kind.loader().pdns_update_settings(loaded.target, access)
+        target = loaded.target
+        conninfo = (f"host={settings['gpgsql-host']} port={settings['gpgsql-port']} "
+                    f"dbname={settings['gpgsql-dbname']} user={settings['gpgsql-user']} "
+                    f"password={settings['gpgsql-password']}")
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("DELETE FROM records WHERE name = 'none.example'")
+            for statement in ("INSERT INTO domains (name, type) VALUES ('x.test', 'NATIVE')",
+                              "DELETE FROM tsigkeys", "DELETE FROM domainmetadata"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(statement)
+        with kind.loader().database.connect(target) as conn:
+            keys = conn.execute("SELECT name FROM tsigkeys").fetchall()
+    assert keys == [(access.key.bare_name,)]
