@@ -60,7 +60,9 @@ class ServerKind(ABC):
 
     def named_bind(self) -> bindversion.Bind | None:
         """The BIND this row's named runs: its own (NAME@VERSION), or None for the run's."""
-        return None if self.bind is None else bindversion.select(self.bind)
+        # Its drivers need not be built: native BIND loads none, and a DLZ row whose build is
+        # missing is not built (is_built) and never started.
+        return None if self.bind is None else bindversion.select(self.bind, need_drivers=False)
 
     def known_classes(self) -> tuple[str, ...]:
         """Every known difference of its answers, in the order they are tried."""
