@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.commands.run import with_rounds_budget
 from bench.measure.progress import StepProgress
 from bench.measure.rounds import (
     RoundsRunner,
@@ -18,6 +19,7 @@ from bench.measure.rounds import (
 from bench.measure.runner import PHASES, PROFILES, Rounds
 from bench.measure.stats import Interval
 from servers import SERVERS, group_of
+from tests.benchcli import run_bench
 
 QUICK = PROFILES["quick"]
 DEFAULT_SERVERS = [s for s in SERVERS if group_of(s.name) in QUICK.server_groups]
@@ -184,3 +186,23 @@ def test_progress_names_the_widest_ratio_and_those_without_an_interval() -> None
     assert widest_text(later, 0.05) == \
         "widest ratio interval +-10.0%, 2 of 4 without one yet (target +-5%)"
     assert widest_text([], 0.05) == "no ratio to wait for"
+
+
+def test_a_rounds_budget_bounds_the_planned_rounds() -> None:
+    opening, closing = split_at_qps(PHASES)
+    short = with_rounds_budget(QUICK, 5)
+    assert short.rounds.budget_s == 300 and short.rounds.max_rounds == QUICK.rounds.max_rounds
+    plan = plan_of(short, opening, closing, DEFAULT_SERVERS, QUICK.threads)
+    # The least rounds always run (6: 5 of 27.5 s and a restart round of 108 s), more only
+    # while they fit in the budget: 7 rounds, 245.5 s.
+    assert plan.rounds == pytest.approx([27.5] * 5 + [108.0, 27.5])
+    whole = plan_of(QUICK, opening, closing, DEFAULT_SERVERS, QUICK.threads)
+    assert plan.seconds < whole.seconds
+
+
+def test_a_rounds_budget_must_be_positive(tmp_path) -> None:
+    done = run_bench(tmp_path, "run", "--profile", "tiny", "--rounds-budget", "0",
+                     "--out", str(tmp_path / "out"))
+    assert done.returncode == 1 and done.stderr == \
+        "error: --rounds-budget 0: needs a positive number of minutes\n"
+    assert not (tmp_path / "out").exists()
