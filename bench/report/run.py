@@ -201,7 +201,11 @@ def render_method(results: Results) -> list[str]:
         lines.append(f"Prober floor (its own round trip to an echo responder on loopback, "
                      f"{floor.count} queries): mean {fmt_number(floor.mean_us)} us, p50 "
                      f"{fmt_number(floor.p50_us)} us, p99 {fmt_number(floor.p99_us)} us, max "
-                     f"{fmt_number(floor.max_us)} us. Every latency below includes it.")
+                     f"{fmt_number(floor.max_us)} us. "
+                     + ("Measured here; the latencies below were measured from the load "
+                        f"host {results.meta['load_from'][0]['url']}."
+                        if results.meta.get("load_from") else
+                        "Every latency below includes it."))
     lines.append("")
     return lines
 
