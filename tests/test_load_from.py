@@ -23,6 +23,7 @@ from bench.load.dnsperf import DnsperfRun, merge_runs
 from bench.load.hosts import SshUrl, job_cpu_seconds, parse_load_from
 from bench.measure.results import load_results
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
+from tests.loadlab import share_client
 from tests.sshhost import SshLoadHost
 
 
@@ -43,21 +44,11 @@ def remote_leftovers(*hosts: SshLoadHost) -> list[Path]:
     return [path for host in hosts for path in host.remote_tmp.iterdir()]
 
 
-def _configs_agree(first: SshLoadHost, second: SshLoadHost) -> Path:
-    """One ssh configuration (the first's) for both hosts: its key authorized by the second
-    too, and the second's host key known."""
-    (second.directory / "authorized_keys").write_text(
-        (first.directory / "client_key.pub").read_text())
-    known = first.directory / "known_hosts"
-    known.write_text(known.read_text() + (second.directory / "known_hosts").read_text())
-    return first.ssh_config
-
-
 @pytest.fixture(scope="module")
 def two_host_run(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Path,
                  tmp_path_factory: pytest.TempPathFactory) -> Path:
     first, second = load_hosts
-    _configs_agree(first, second)
+    share_client(first, second)
     out = tmp_path_factory.mktemp("load-from")
     done = run_bench(run_root / "two", "run", "--profile", "tiny", "--servers", "native,memory",
                      *options(first, second), "--out", str(out), timeout=900)
@@ -73,7 +64,7 @@ def test_run_from_two_load_hosts_checks_answers_and_merges_one_row(two_host_run:
         assert cell.qps is not None and cell.qps.median > 0
         for run in cell.qps_runs:
             # One row from both hosts' dnsperf reports, each run through its host's ssh.
-            assert run.stdout.count("Statistics:") == 2
+            assert run.stdout.count("Statistics:") == 2 and run.generators == 2
             assert run.queries_completed > 0 and run.cpu_s is not None and run.cpu_s > 0
         assert cell.cpu_us_per_query["dnsperf"] is not None
         assert cell.latency_unloaded is not None and cell.latency_unloaded.count == 100
@@ -100,7 +91,8 @@ def test_capacity_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost], 
                      "--out", str(tmp_path), timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     (curve,) = load_results(tmp_path).capacity
-    assert len(curve.steps) == 4 and all(step.answered_qps > 0 and step.probes for step in curve.steps)
+    assert len(curve.steps) == 4
+    assert all(step.answered_qps > 0 and step.probes for step in curve.steps)
     assert curve.resperf is not None and curve.resperf.max_qps
     assert remote_leftovers(first) == []
 
@@ -185,6 +177,7 @@ def test_merged_reports_add_counts_and_weigh_latency() -> None:
     assert (merged.latency_min_s, merged.latency_max_s, merged.run_time_s) == (0.0001, 0.02, 1.1)
     assert merged.interval_qps == [1200.0]
     assert merged.cpu_s is None, "a host whose CPU is unknown leaves the sum unknown"
+    assert merged.generators == 2
     assert json.loads(json.dumps(merged.to_dict()))["argv"] == ["a", ";", "b"]
 
 

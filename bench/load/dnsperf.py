@@ -115,6 +115,7 @@ class DnsperfRun:
     stopped_by: str = ""  # "time limit", "end of file" or "interruption"
     interval_qps: list[float] = field(default_factory=list)  # with -S: responses per second
     cpu_s: float | None = None  # dnsperf's own user+system CPU time
+    generators: int = 1  # dnsperf processes (one per load host) whose figures these add up
     returncode: int = 0
     stdout: str = ""
 
@@ -303,6 +304,7 @@ def merge_runs(runs: Sequence[DnsperfRun]) -> DnsperfRun:
         stopped_by=", ".join(sorted({r.stopped_by for r in runs})),
         interval_qps=[sum(r.interval_qps[i] for r in runs) for i in range(seconds)],
         cpu_s=None if None in cpu else sum(c for c in cpu if c is not None),
+        generators=sum(r.generators for r in runs),
         returncode=max(r.returncode for r in runs),
         stdout="\n".join(r.stdout for r in runs))
 
