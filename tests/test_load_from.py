@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,10 +105,39 @@ def test_ctrl_c_leaves_nothing_on_the_load_host(load_hosts: tuple[SshLoadHost, S
     proc = start_bench(root, "capacity", "--profile", "tiny", "--servers", "native",
                        *options(first), "--out", str(tmp_path))
     # Interrupted while a tool runs there (its job's pid is recorded in the directory).
-    interrupt_when(proc, lambda: any(p.name.startswith("job-") for d in
-                                     first.remote_tmp.iterdir() for p in d.iterdir()))
+    interrupt_when(proc, lambda: _job_running(first))
     assert remote_leftovers(first) == []
     assert processes_under(first.remote_tmp) == [] and processes_under(root) == []
+
+
+def test_sigkill_leaves_nothing_on_the_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost],
+                                                run_root: Path, tmp_path: Path) -> None:
+    """Killed outright, the run cannot clean up: its ssh session's standard input closes with
+    it, and the load host's own shell then kills the tool and removes the directory."""
+    first = load_hosts[0]
+    root = run_root / "sigkill"
+    proc = start_bench(root, "capacity", "--profile", "tiny", "--servers", "native",
+                       *options(first), "--out", str(tmp_path))
+    deadline = time.monotonic() + 300
+    while not _job_running(first):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while remote_leftovers(first) or processes_under(first.remote_tmp):
+        assert time.monotonic() < deadline, (remote_leftovers(first),
+                                             processes_under(first.remote_tmp))
+        time.sleep(0.2)
+
+
+def _job_running(host: SshLoadHost) -> bool:
+    """A tool runs on the load host now (its job's pid is recorded in the run's directory)."""
+    try:
+        return any(p.name.startswith("job-") for d in host.remote_tmp.iterdir()
+                   for p in d.iterdir())
+    except OSError:  # the directory went away as it was read
+        return False
 
 
 def test_unreachable_load_host_is_one_error_before_any_server(run_root: Path,
@@ -174,7 +204,9 @@ def test_merged_reports_add_counts_and_weigh_latency() -> None:
     assert (merged.queries_sent, merged.queries_completed, merged.queries_lost) == (130, 120, 10)
     assert merged.rcodes == {"NOERROR": 110, "NXDOMAIN": 10} and merged.qps == 1200.0
     assert merged.latency_avg_s == pytest.approx((0.001 * 90 + 0.003 * 30) / 120)
-    assert (merged.latency_min_s, merged.latency_max_s, merged.run_time_s) == (0.0001, 0.02, 1.1)
+    assert (merged.latency_min_s, merged.latency_max_s) == (0.0001, 0.02)
+    # Offered: each host's own rate, added (100/1.0 + 30/1.1 queries a second).
+    assert 130 / merged.run_time_s == pytest.approx(100 / 1.0 + 30 / 1.1)
     assert merged.interval_qps == [1200.0]
     assert merged.cpu_s is None, "a host whose CPU is unknown leaves the sum unknown"
     assert merged.generators == 2

@@ -273,7 +273,10 @@ class MergedLoad:
 def merge_runs(runs: Sequence[DnsperfRun]) -> DnsperfRun:
     """Reports of dnsperf runs made at the same time from several places as one: counts,
     rates, rcodes, per-second responses and CPU added; latency averaged weighted by answered
-    queries, its extremes the extremes; the spread (not additive) left out."""
+    queries, its extremes the extremes; the spread (not additive) left out. The run time is
+    the one in which the summed sending rates send the summed queries: the hosts start a
+    moment apart and each runs its own length, and the load offered is the sum of each one's
+    (queries sent over its own run time)."""
     if len(runs) == 1:
         return runs[0]
     answered = sum(r.queries_completed for r in runs)
@@ -297,7 +300,7 @@ def merge_runs(runs: Sequence[DnsperfRun]) -> DnsperfRun:
         queries_interrupted=sum(r.queries_interrupted for r in runs),
         rcodes=rcodes, request_bytes=weighted("request_bytes"),
         response_bytes=weighted("response_bytes"),
-        run_time_s=max(r.run_time_s for r in runs), qps=sum(r.qps for r in runs),
+        run_time_s=_merged_run_time(runs), qps=sum(r.qps for r in runs),
         latency_avg_s=weighted("latency_avg_s"),
         latency_min_s=min(r.latency_min_s for r in runs),
         latency_max_s=max(r.latency_max_s for r in runs), latency_stddev_s=None,
@@ -386,6 +389,13 @@ class DnsperfLoad:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _merged_run_time(runs: Sequence[DnsperfRun]) -> float:
+    rate = sum(r.queries_sent / r.run_time_s for r in runs if r.run_time_s > 0)
+    if rate <= 0:
+        return max(r.run_time_s for r in runs)
+    return sum(r.queries_sent for r in runs) / rate
 
 
 def _reap(proc: subprocess.Popen[bytes], timeout: float) -> float | None:
