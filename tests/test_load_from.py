@@ -98,6 +98,24 @@ def test_capacity_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost], 
     assert remote_leftovers(first) == []
 
 
+def test_scale_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Path,
+                                tmp_path: Path) -> None:
+    first = load_hosts[0]
+    done = run_bench(run_root / "scale", "scale", "--profile", "tiny", "--servers", "memory",
+                     "--zones-counts", "100", "--mixes", "uniform", *options(first),
+                     "--out", str(tmp_path), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = load_results(tmp_path)
+    (point,) = results.scale
+    assert point.key == ("memory", 100, 10, "uniform") and point.cell.status == "ok"
+    assert point.cell.qps is not None and point.cell.qps.median > 0
+    assert point.cell.qps_runs and all(run.cpu_s for run in point.cell.qps_runs)
+    assert all(first.url.split("@")[1].split(":")[0] in " ".join(run.argv)
+               for run in point.cell.qps_runs)
+    assert results.meta["load_from"][0]["url"] == first.url
+    assert remote_leftovers(first) == []
+
+
 def test_ctrl_c_leaves_nothing_on_the_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost],
                                                 run_root: Path, tmp_path: Path) -> None:
     first = load_hosts[0]

@@ -118,15 +118,10 @@ def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
-    load_from = _load_from(args)  # a bad URL or address is the first thing said
+    load_from = load_from_urls(args)  # a bad URL or address is the first thing said
     urls = store_urls(args)
     target = _target(args)
-    if load_from and target is None and args.listen is None:
-        raise UserError("--load-from: the load hosts cannot reach the suite's servers on "
-                        "127.0.0.1: give --listen ADDRESS, an address of this machine they "
-                        "reach (or measure a --target)")
-    if args.listen is not None:
-        set_listen_address(args.listen)
+    listen_for(load_from, args, measuring_target=target is not None)
     stream, _ = zone_source(_with_profile_data(args, profile))
     if target is not None:
         # Before anything is measured or written: a target that does not serve the data
@@ -150,9 +145,7 @@ def prepare(args: argparse.Namespace, command: str,
     servers = [] if target is not None else [get_server(d) for d in drivers[1:]]
     # Opened last, before any server starts: an unreachable host is one line, nothing else
     # begun; each is closed (its private directory removed) when the run ends (measure()).
-    hosts = load_hosts.open_hosts(load_from, args.ssh_config) if load_from else []
-    if hosts:
-        build_prober()
+    hosts = open_load_hosts(load_from, args)
     setup = Setup(reference=get_server(REFERENCE), servers=servers,
                   stream=stream, dataset=describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
@@ -181,7 +174,7 @@ def prepare(args: argparse.Namespace, command: str,
     return profile, setup, results
 
 
-def _load_from(args: argparse.Namespace) -> list[load_hosts.SshUrl]:
+def load_from_urls(args: argparse.Namespace) -> list[load_hosts.SshUrl]:
     """--load-from URLs and --listen, checked without connecting anywhere."""
     urls = load_hosts.parse_load_from(args.load_from)
     if args.ssh_config is not None and not urls:
@@ -192,6 +185,33 @@ def _load_from(args: argparse.Namespace) -> list[load_hosts.SshUrl]:
     if args.listen is not None:
         _check_listen(args.listen)
     return urls
+
+
+def listen_for(urls: list[load_hosts.SshUrl], args: argparse.Namespace, *,
+               measuring_target: bool = False) -> None:
+    """The suite's servers to listen on --listen from now on; load hosts need it, unless the
+    server measured is a --target (reached where it runs)."""
+    if urls and not measuring_target and args.listen is None:
+        raise UserError("--load-from: the load hosts cannot reach the suite's servers on "
+                        "127.0.0.1: give --listen ADDRESS, an address of this machine they "
+                        "reach (or measure a --target)")
+    if args.listen is not None:
+        set_listen_address(args.listen)
+
+
+def open_load_hosts(urls: list[load_hosts.SshUrl],
+                    args: argparse.Namespace) -> list[load_hosts.LoadHost]:
+    """Every load host opened (closed again by measure()), the prober they are sent built;
+    an unreachable host is one error. Called before any server starts."""
+    if not urls:
+        return []
+    hosts = load_hosts.open_hosts(urls, args.ssh_config)
+    try:
+        build_prober()
+    except BaseException:
+        load_hosts.close_hosts(hosts)
+        raise
+    return hosts
 
 
 def _check_listen(address: str) -> None:
