@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 from base.process import free_port
 from bench.commands.cli import main as bench_main
 from bench.load.dnsperf import DnsperfRun, merge_runs
-from bench.load.hosts import SshUrl, job_cpu_seconds, parse_load_from
+from bench.load.hosts import LoadHost, SshUrl, job_cpu_seconds, parse_load_from
 from bench.measure.results import load_results
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
 from tests.loadlab import share_client
@@ -142,11 +143,27 @@ def test_sigkill_leaves_nothing_on_the_load_host(load_hosts: tuple[SshLoadHost, 
         time.sleep(0.2)
     proc.kill()
     proc.wait()
+    # Here, only its control directory is left (the next run's to remove: stale_local_dirs).
+    assert [p.name for p in Path(tempfile.gettempdir()).glob(f"dlzbench-ssh-{proc.pid}-*")]
     deadline = time.monotonic() + 60
     while remote_leftovers(first) or processes_under(first.remote_tmp):
         assert time.monotonic() < deadline, (remote_leftovers(first),
                                              processes_under(first.remote_tmp))
         time.sleep(0.2)
+
+
+def test_the_next_run_removes_a_killed_runs_control_directory(
+        load_hosts: tuple[SshLoadHost, SshLoadHost], tmp_path: Path) -> None:
+    killed = Path(tempfile.mkdtemp(prefix=f"dlzbench-ssh-{_exited_pid()}-"))
+    with LoadHost(SshUrl.parse(load_hosts[0].url), load_hosts[0].ssh_config) as host:
+        assert host.listing() == []
+    assert not killed.exists()
+
+
+def _exited_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 def _job_running(host: SshLoadHost) -> bool:

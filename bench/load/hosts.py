@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import os
 import re
 import shlex
 import signal
@@ -67,6 +68,7 @@ _FACTS = ("echo dnsperf=$(dnsperf -h 2>&1 | sed -n 's/^Version:* *//p' | head -n
           "echo glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null); "
           "for t in stdbuf pkill; do command -v $t >/dev/null || echo missing=$t; done")
 _LIVE: dict[int, LoadHost] = {}
+_LOCAL_PREFIX = "dlzbench-ssh-"
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,11 @@ class LoadHost:
         self.ssh_config = ssh_config
         self.directory = ""  # the private directory on the load host, once open
         self.facts: dict[str, str] = {}
-        self._local = Path(tempfile.mkdtemp(prefix="dlzbench-ssh-"))
+        _remove_stale_local_dirs()
+        # Here: the connection's control socket (a unix socket path must stay short, hence
+        # /tmp), in a directory named after this process, removed by the next run if this one
+        # is killed outright.
+        self._local = Path(tempfile.mkdtemp(prefix=f"{_LOCAL_PREFIX}{os.getpid()}-"))
         self._control = self._local / "control"
         self._session: subprocess.Popen[bytes] | None = None
         self._copied: dict[Path, str] = {}
@@ -330,6 +336,16 @@ def _checked(argv: Sequence[str], what: str, timeout: float = 120) -> str:
 def _last_line(data: bytes) -> str:
     lines = [line for line in data.decode(errors="replace").splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
+
+
+def _remove_stale_local_dirs() -> None:
+    """Control directories of runs whose process is gone (killed with SIGKILL)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{_LOCAL_PREFIX}*-*"):
+        owner = path.name.removeprefix(_LOCAL_PREFIX).split("-", 1)[0]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            for entry in path.glob("*"):
+                entry.unlink(missing_ok=True)
+            path.rmdir()
 
 
 def _close_all() -> None:
