@@ -102,7 +102,7 @@ options {{
 \tmemstatistics-file {_quote(d / "named.memstats")};
 \tsecroots-file {_quote(d / "named.secroots")};
 \trecursing-file {_quote(d / "named.recursing")};
-\tlisten-on port {self.port} {{ 127.0.0.1; }};
+\tlisten-on port {self.port} {{ {self.host}; }};
 \tlisten-on-v6 {{ none; }};
 {self._receive_buffer_option()}\trecursion no;
 \tnotify no;

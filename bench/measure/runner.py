@@ -27,6 +27,7 @@ import dns.name
 
 from base.errors import UserError
 from bench.load import dnsperf, prober, resperf
+from bench.load.hosts import LoadHost
 from bench.measure import accounting, capacity, stats
 from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, QpsSummary, Results, save_results
@@ -150,6 +151,9 @@ class Setup:
     # Every query carries the DO bit (EDNS0): dnsperf's and the prober's `-D`, and the answer
     # check asks with it too, so signed data is answered with its signatures where BIND can.
     dnssec: bool = False
+    # Load hosts (`--load-from`, open for the run): dnsperf and resperf run on each at once,
+    # their reports merged; the prober on the first. None: every load tool runs here.
+    load_hosts: list[LoadHost] = dataclasses.field(default_factory=list)
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -389,7 +393,8 @@ class Runner:
         ms predicted, 10.7 measured), a restatement of QPS; latency at fixed offered loads is
         `capacity`'s (latency_points)."""
         with dnsperf.start_background(m.named.host, m.named.port, self.setup.query_file,
-                                      **self._dnsperf_options(m.named)) as load:
+                                      **self._dnsperf_options(m.named),
+                                      hosts=self.setup.load_hosts) as load:
             load.wait_sending(timeout=30)
             m.cell.latency_loaded = self.probe(m.named)
             m.cell.loaded_run = load.stop()
@@ -413,7 +418,8 @@ class Runner:
         curve.resperf = resperf.ramp(
             m.named.host, m.named.port, self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
-            clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus)
+            clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus,
+            hosts=self.setup.load_hosts)
         save_results(self.results, self.setup.out_dir)
 
     def latency_points(self, m: Measuring, curve: capacity.Curve) -> None:
@@ -462,14 +468,14 @@ class Runner:
                 named.host, named.port, self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
-                cpu_list=self.load_cpus,
-                extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1",
-                       *(["-b", str(buffer_kb)] if buffer_kb else [])]) as load, \
+                cpu_list=self.load_cpus, rate=target - probing, hosts=self.setup.load_hosts,
+                extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else [])]) as load, \
                 capacity.SocketWatch(load.pid) as watch:
             probes = prober.probe(named.host, named.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
-                                  interval=1 / probing, open_loop=True)
+                                  interval=1 / probing, open_loop=True,
+                                  host=self.prober_host)
             run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
         drops_after = accounting.udp_receive_buffer_errors()
         sockets_after = {**capacity.read_udp_socket_drops(), **watch.last}
@@ -537,12 +543,18 @@ class Runner:
 
     def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
         return dnsperf.run_dnsperf(named.host, named.port, self.setup.query_file,
-                                   duration=seconds, **self._dnsperf_options(named))
+                                   duration=seconds, **self._dnsperf_options(named),
+                                   hosts=self.setup.load_hosts)
+
+    @property
+    def prober_host(self) -> LoadHost | None:
+        """Where the prober runs: the first load host, or here."""
+        return self.setup.load_hosts[0] if self.setup.load_hosts else None
 
     def probe(self, named: DnsServer) -> prober.LatencyStats:
         return prober.probe(named.host, named.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus,
-                            dnssec=self.setup.dnssec)
+                            dnssec=self.setup.dnssec, host=self.prober_host)
 
     def wait_all_zones(self, named: DnsServer) -> None:
         """Every zone answers before anything is checked or timed.
