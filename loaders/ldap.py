@@ -182,6 +182,8 @@ class DlzEntries:
 
 class LdapLoader(Loader[LdapTarget]):
     name = "ldap"
+    no_writes = ("not written yet (its way: one LDAP modify "
+                 "of the owner entry's dlzRecord values a change)")
     database = LdapDatabase(name, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES,
                             lent=DlzEntries())
 

@@ -36,6 +36,8 @@ _BIND_BACKEND_DROPS = frozenset({"NSEC", "NSEC3", "NSEC3PARAM"})
 
 class PdnsLmdbLoader(Loader[Path]):
     name = "pdns_lmdb"
+    no_writes = ("not written yet (its way: pdnsutil "
+                 "add-record / replace-rrset / delete-rrset, then rectify-zone)")
     database = DirectoryDatabase(name)
 
     def pdns_settings(self, target: Path) -> dict[str, str]:
