@@ -69,7 +69,8 @@ NOERROR, NXDOMAIN = 0, 3
 # How often the sampler asks while a write is not yet visible: 1 ms puts about 1,000
 # queries a second on top of the read load while it waits, small next to it.
 POLL_S = 0.001
-VISIBLE_TIMEOUT_S = 10.0
+# Past PowerDNS's packet and query caches (20 s) for the -cached rows.
+VISIBLE_TIMEOUT_S = 30.0
 # Samples aimed at per step (k = the step's expected writes / this, at least 1).
 SAMPLES_PER_STEP = 50
 # How many later writes may change a sampled write's name again (two cycles of five).
