@@ -550,7 +550,7 @@ def measure_server(server: ServerKind, stream: Callable[[], Iterator[Zone]], que
                              + (f", {run.write_errors} failed ({run.first_error})"
                                 if run.write_errors else ""))
             _check_against_native(result, named, server, stream, cycle.changes,
-                                  run_dir / "native-reference", threads)
+                                  run_dir / server.name / "native-reference", threads)
     except UserError as exc:
         result.status, result.error = "failed", str(exc)
         progress(f"{server.name} failed: {exc}")
