@@ -12,10 +12,11 @@ step:
   paced to the step's rate, one transaction each, cycling through the five kinds; for native
   BIND each change is followed by what tells named (rndc reload of the zone; for a zone added
   or removed, zones.conf written again and rndc reconfig);
-- a sampler thread takes every k-th write as it commits and asks the server (dnspython, UDP)
-  every POLL_S until an answer shows it: commit to that answer is the write's visibility
-  delay; a sample still pending when the next is due is skipped (counted), one not shown
-  within VISIBLE_TIMEOUT_S is recorded as not seen;
+- a sampler thread takes every k-th write as it commits (k: about SAMPLES_PER_STEP a step;
+  at the ceiling every write, whenever the sampler is free) and asks the server (dnspython,
+  UDP) every POLL_S until an answer shows it: commit to that answer is the write's
+  visibility delay; a write offered while the sampler still follows an earlier one is
+  skipped (counted), one not shown within VISIBLE_TIMEOUT_S is recorded as not seen;
 - the database server's processes and the DNS server's are CPU-metered.
 
 A writer is anything with `apply(change)` (loaders/writes.py: StoreWriter) that says what it
@@ -382,16 +383,22 @@ class Sampler(threading.Thread):
         self.server = server
         self.cycle = cycle
         self.stop = stop
-        self.pending: queue.Queue[int] = queue.Queue(maxsize=1)
+        self.pending: queue.Queue[int] = queue.Queue()
+        # Set while no write is being followed: an offer is taken only then, so that no
+        # sample waits (its delay would count the wait).
+        self.idle = threading.Event()
+        self.idle.set()
         self.delays_ms: list[float] = []
         self.not_seen = 0
         self.skipped = 0
 
     def offer(self, index: int) -> None:
-        """Sample the cycle's change at index (committed), unless one is still pending."""
-        try:
-            self.pending.put_nowait(index)
-        except queue.Full:
+        """Sample the cycle's change at index (just committed), unless the sampler is still
+        following an earlier one (then it is counted as skipped)."""
+        if self.idle.is_set():
+            self.idle.clear()
+            self.pending.put(index)
+        else:
             self.skipped += 1
 
     def run(self) -> None:
@@ -406,6 +413,7 @@ class Sampler(threading.Thread):
                 self.not_seen += 1
             else:
                 self.delays_ms.append((seen_ns - committed_ns) / 1e6)
+            self.idle.set()
 
     def _first_showing(self, index: int, committed_ns: int) -> int | None:
         qname, rdtype = probe(self.cycle.changes[index])
@@ -467,9 +475,9 @@ def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: W
              rate: int, repeat: int, *, read_qps: float, step_s: float, query_file: Path,
              run_dir: Path, timeout_s: float) -> StepRun:
     """One step: the read load, the writer and the sampler for step_s."""
+    # At the ceiling the rate is not known beforehand: every write is offered, and the
+    # sampler takes the next one each time it is free.
     every = 1 if rate in (0, CEILING) else max(1, round(rate * step_s / SAMPLES_PER_STEP))
-    if rate == CEILING:
-        every = 20  # unknown rate: every 20th write
     stop = threading.Event()
     sampler = Sampler(named, cycle, stop)
     writer = Writer(store, ServerFollow(loaded.server, named, loaded.target), cycle, rate,
