@@ -22,6 +22,9 @@ import ldap as ldapmod
 import pytest
 
 from base.errors import UserError
+from base.paths import REPO_ROOT
+from bench.commands.cli import build_parser
+from bench.commands.writes import read_rates
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, load_results
 from bench.measure.writes import CEILING, WriteCycle, changed_questions
@@ -271,3 +274,16 @@ def test_ctrl_c_during_a_step_leaves_nothing_running(run_root: Path) -> None:
     interrupt_when(proc, lambda: any(root.rglob("recording-*")))
     assert processes_under(root) == []
     assert not (root / "out" / "results.json").exists()
+
+
+def test_read_share_of_a_committed_breaking_point() -> None:
+    capacity = REPO_ROOT / "docs" / "results" / "capacity-2026-11-26"
+    args = build_parser().parse_args(["writes", "--read-share", "0.5", "--capacity",
+                                      str(capacity), "--threads", "1"])
+    curve = next(c for c in load_results(capacity / "results.json").capacity
+                 if c.server == "pg" and c.threads == 1)
+    point = curve.breaking_point()
+    assert point is not None
+    assert read_rates([get_server("pg")], args, 1000) == {"pg": 0.5 * point}
+    with pytest.raises(UserError, match="no breaking point of mysql"):
+        read_rates([get_server("mysql")], args, 1000)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
@@ -15,10 +16,11 @@ from bench.commands import add_out_option
 from bench.commands.faults import _query_file
 from bench.measure import metadata
 from bench.measure.datasets import add_zone_file_options, describe, zone_source
-from bench.measure.results import Results, save_results
+from bench.measure.results import Results, load_results, save_results
 from bench.measure.writes import CEILING, METHOD, PROFILES, Writes, measure_server, rate_text
 from bench.report.write import write_report
 from servers import get_server
+from servers.kind import ServerKind
 
 DEFAULT_PROFILE = "default"
 DEFAULT_SERVERS = "pg,mysql,ldap,fs,bdbhpt-t,native,pdns-gpgsql"
@@ -44,6 +46,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--read-qps", type=float, metavar="N",
                    help="reads offered per second, the same for every server (default: the "
                         "profile's)")
+    p.add_argument("--read-share", type=float, metavar="F",
+                   help="reads offered per second: this share of each server's read-only "
+                        "breaking point in --capacity's results (e.g. 0.5), instead of "
+                        "--read-qps")
+    p.add_argument("--capacity", type=Path, metavar="DIR",
+                   help="a `capacity` results directory, for --read-share")
     p.add_argument("--step", type=float, metavar="SECONDS", help="a step's length")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats of every step")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
@@ -81,6 +89,29 @@ def parse_rates(text: str) -> tuple[int, ...]:
     return tuple(rates)
 
 
+def read_rates(servers: list[ServerKind], args: argparse.Namespace,
+               common: float) -> dict[str, float]:
+    """Each server's offered read rate: the common one, or --read-share of its breaking
+    point at --threads in the --capacity results."""
+    if args.read_share is None:
+        if args.capacity is not None:
+            raise UserError("--capacity is read only with --read-share")
+        return {server.name: common for server in servers}
+    if args.capacity is None or not 0 < args.read_share <= 1:
+        raise UserError("--read-share F needs 0 < F <= 1 and --capacity DIR")
+    curves = load_results(args.capacity / "results.json").capacity
+    rates = {}
+    for server in servers:
+        curve = next((c for c in curves if c.server == server.name
+                      and c.threads == args.threads), None)
+        point = None if curve is None else curve.breaking_point()
+        if point is None:
+            raise UserError(f"{args.capacity} has no breaking point of {server.name} at "
+                            f"{args.threads} thread(s)")
+        rates[server.name] = args.read_share * point
+    return rates
+
+
 def _positive(name: str, value: float) -> float:
     if value <= 0:
         raise UserError(f"--{name} {value:g}: needs a positive value")
@@ -96,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{server.name} is not built (run `make build`)")
     profile = PROFILES[args.profile]
     rates = parse_rates(args.rates) if args.rates else profile.rates
-    read_qps = _positive("read-qps", args.read_qps if args.read_qps is not None
-                         else profile.read_qps)
+    common = _positive("read-qps", args.read_qps if args.read_qps is not None
+                       else profile.read_qps)
+    reads = read_rates(servers, args, common)
     step_s = _positive("step", args.step if args.step is not None else profile.step_s)
     repeats = int(_positive("repeats", args.repeats if args.repeats is not None
                             else profile.repeats))
@@ -115,18 +147,20 @@ def run(args: argparse.Namespace) -> int:
                      step_s=step_s, repeats=repeats, rates=list(rates))
     results = Results(meta={**metadata.collect(), "command": "writes",
                             "servers": [s.name for s in servers], "profile": args.profile,
-                            "rates": [rate_text(r) for r in rates], "read_qps": read_qps,
+                            "rates": [rate_text(r) for r in rates], "read_qps": reads,
+                            "read_share": args.read_share,
                             "step_s": step_s, "repeats": repeats, "threads": args.threads,
                             "timeout_s": args.timeout, "dataset": section.dataset},
                       writes=section)
-    _progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; {read_qps:,.0f} reads/s "
+    _progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; "
+              f"{', '.join(f'{n} {q:,.0f}' for n, q in reads.items())} reads/s "
               f"with {', '.join(rate_text(r) for r in rates)} writes, {step_s:g} s a step, "
               f"{repeats} repeat(s); results in {out}")
     try:
         for server in servers:
             section.servers.append(measure_server(
                 server, stream, query_file, run_dir, rates=rates, step_s=step_s,
-                repeats=repeats, read_qps=read_qps, threads=args.threads,
+                repeats=repeats, read_qps=reads[server.name], threads=args.threads,
                 timeout_s=args.timeout, progress=_progress))
     except KeyboardInterrupt:
         print("interrupted: nothing measured to keep", file=sys.stderr)
