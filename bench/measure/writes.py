@@ -227,11 +227,12 @@ class ServerFollow:
 
 def not_writable(server: ServerKind) -> str | None:
     """Why the server cannot be measured under writes (one line); None: it can."""
+    if server.store == "native" and not isinstance(server, NativeNamed):
+        return (f"{server.name}: only native BIND is told of zone file writes here (NSD's "
+                "way: nsd-control reload; Knot's: knotc zone-reload)")
     if server.needs_reload and not isinstance(server, NativeNamed):
         return (f"{server.name} reads its store once (at start or reload): a write is "
                 "seen only after a reload, which is a restart of its data, not a write")
-    if server.store == "native" and not isinstance(server, NativeNamed):
-        return f"{server.name}: only native BIND is told of zone file writes here"
     loader = server.loader()
     if type(loader).writer is Loader.writer:
         return f"the {server.store} store takes no writes here: {loader.no_writes}"

@@ -52,7 +52,12 @@ def _server_lines(entry: ServerWrites) -> list[str]:
     lines.append(f"Reads offered: {entry.read_qps:,.0f} per second.")
     lines.append("")
     notes = Notes()
-    lines += markdown_table(COLUMNS, [_row(step, notes) for step in entry.steps()])
+    steps = entry.steps()
+    lines += markdown_table(COLUMNS, [_row(step, notes) for step in steps])
+    repeats = {s.qps.n for s in steps if s.qps is not None}
+    if any(s.qps is not None and s.qps.low is None for s in steps):
+        notes.add(f"{', '.join(map(str, sorted(repeats)))} repeat(s) a step: medians without "
+                  "a 95% interval (it needs 6)")
     lines.append("")
     if entry.checked:
         verdict = (f"all {entry.checked} answers the same" if not entry.differing else
@@ -87,7 +92,13 @@ def _row(step: Step, notes: Notes) -> list[str]:
 
 def _interval(value: Interval | None, scale: float = 1.0, decimals: int = 0,
               unit: str = "") -> str:
-    return NONE if value is None else interval_text(value, scale, decimals, unit)
+    """The median with its interval; without one (under 6 repeats: a note says so) the
+    median alone."""
+    if value is None:
+        return NONE
+    if value.low is None:
+        return fmt_number(scale * value.estimate, decimals) + unit
+    return interval_text(value, scale, decimals, unit)
 
 
 def render_writes_plots(results: Results, out_dir: Path) -> list[Path]:
