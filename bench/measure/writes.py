@@ -287,6 +287,8 @@ class Step:
     p999_us: Interval | None
     write_rate: Interval | None
     db_cpu_share: Interval | None  # of one core
+    server_cpu_share: Interval | None  # the DNS server's, of one core
+    writer_cpu_share: Interval | None  # the writer thread's, of one core
     writes: int
     write_errors: int
     visible_p50_ms: float | None
@@ -361,6 +363,9 @@ def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
         p50_us=over(lambda r: r.p50_us), p99_us=over(lambda r: r.p99_us),
         p999_us=over(lambda r: r.p999_us), write_rate=over(lambda r: r.write_rate),
         db_cpu_share=over(lambda r: None if r.db_cpu_s is None else r.db_cpu_s / r.seconds),
+        server_cpu_share=over(lambda r: None if r.server_cpu_s is None
+                              else r.server_cpu_s / r.seconds),
+        writer_cpu_share=over(lambda r: r.writer_cpu_s / r.seconds if r.rate != 0 else None),
         writes=sum(r.writes for r in runs), write_errors=sum(r.write_errors for r in runs),
         visible_p50_ms=_rank(pooled, 50), visible_p99_ms=_rank(pooled, 99),
         visible_max_ms=pooled[-1] if pooled else None, sampled=len(pooled),

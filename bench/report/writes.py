@@ -1,6 +1,7 @@
 """results.md's "Reads while the store is written" section (`writes`): per server, a table of
 its write-rate steps (reads answered per second, loss, read p50/p99/p99.9, writes per second
-achieved, the visibility delay of sampled writes, the database's CPU), each figure a median
+achieved, the visibility delay of sampled writes, the CPU of the database, the DNS server
+and the writer thread), each figure a median
 over the repeats with its 95% interval; writes-reads.png (read p99 and reads answered against
 the write rate, every server) and writes-visibility.png (the visibility delays' distribution
 per server)."""
@@ -19,7 +20,8 @@ from servers import report_order
 
 COLUMNS = ["writes offered", "writes/s achieved", "reads answered/s", "read loss",
            "read p50 (ms)", "read p99 (ms)", "read p99.9 (ms)", "visible p50 (ms)",
-           "visible p99 (ms)", "visible max (ms)", "sampled", "database CPU (% of a core)"]
+           "visible p99 (ms)", "visible max (ms)", "sampled", "database CPU (% of a core)",
+           "server CPU (%)", "writer CPU (%)"]
 
 
 def render_writes(results: Results) -> list[str]:
@@ -87,7 +89,9 @@ def _row(step: Step, notes: Notes) -> list[str]:
             fmt_number(step.visible_p50_ms, 1), fmt_number(step.visible_p99_ms, 1),
             fmt_number(step.visible_max_ms, 1),
             f"{step.sampled}" + (f" (+{step.skipped} skipped)" if step.skipped else ""),
-            _interval(step.db_cpu_share, scale=100, decimals=0)]
+            _interval(step.db_cpu_share, scale=100, decimals=0),
+            _interval(step.server_cpu_share, scale=100, decimals=0),
+            _interval(step.writer_cpu_share, scale=100, decimals=0)]
 
 
 def _interval(value: Interval | None, scale: float = 1.0, decimals: int = 0,
