@@ -57,9 +57,11 @@ from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
 from servers.dnsserver import DnsServer, non_recursive_query
 from servers.kind import ServerKind
+from servers.knot import Knot, KnotServer
 from servers.named import Named
 from servers.native import NativeNamed
-from zonedata.model import Record, Zone, make_record
+from zonedata.model import Record, Zone, make_record, name_key
+from zonedata.zonefiles import zone_file_path
 
 METHOD = ("open-loop prober at a fixed read rate, every query recorded; a writer thread "
           "with its own connection paced to the step's write rate, one transaction a "
@@ -207,7 +209,7 @@ def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdat
 
 class ServerFollow:
     """What a server must be told after a store write: nothing for a database or a store its
-    driver reads live; native named loads zone files on command."""
+    driver reads live; native named and Knot load zone files on command."""
 
     def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
         self.kind = kind
@@ -215,8 +217,13 @@ class ServerFollow:
         self.target = target
 
     def __call__(self, change: Change) -> None:
-        if not isinstance(self.kind, NativeNamed) or not isinstance(self.server, Named):
-            return
+        if isinstance(self.kind, NativeNamed) and isinstance(self.server, Named):
+            self._named(change)
+        elif isinstance(self.server, Knot):
+            self._knot(change)
+
+    def _named(self, change: Change) -> None:
+        assert isinstance(self.kind, NativeNamed) and isinstance(self.server, Named)
         if change.kind in (ADD_ZONE, DELETE_ZONE):
             # zones.conf names every zone file of the store: written again, then reconfig.
             self.kind.body(self.target, self.server.run_dir)
@@ -224,13 +231,24 @@ class ServerFollow:
         else:
             self.server.rndc("reload", change.zone.to_text())
 
+    def _knot(self, change: Change) -> None:
+        assert isinstance(self.server, Knot)
+        if change.kind == ADD_ZONE:
+            self.server.add_zone(change.zone, zone_file_path(Path(self.target).resolve(),
+                                                             name_key(change.zone)))
+        elif change.kind == DELETE_ZONE:
+            self.server.remove_zone(change.zone)
+        else:
+            self.server.reload_zone(change.zone)
+
 
 def not_writable(server: ServerKind) -> str | None:
     """Why the server cannot be measured under writes (one line); None: it can."""
-    if server.store == "native" and not isinstance(server, NativeNamed):
-        return (f"{server.name}: only native BIND is told of zone file writes here (NSD's "
-                "way: nsd-control reload; Knot's: knotc zone-reload)")
-    if server.needs_reload and not isinstance(server, NativeNamed):
+    told = isinstance(server, NativeNamed | KnotServer)
+    if server.store == "native" and not told:
+        return (f"{server.name}: only native BIND and Knot are told of zone file writes "
+                "here (NSD's way would be nsd-control with its remote control set up)")
+    if server.needs_reload and not told:
         return (f"{server.name} reads its store once (at start or reload): a write is "
                 "seen only after a reload, which is a restart of its data, not a write")
     loader = server.loader()
