@@ -27,7 +27,13 @@ from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, load_results
-from bench.measure.writes import CEILING, WriteCycle, changed_questions
+from bench.measure.writes import (
+    CEILING,
+    WriteCycle,
+    changed_questions,
+    checked_changes,
+    final_zones,
+)
 from bench.report.writes import COLUMNS
 from loaders import bdbhpt, fs, get_loader
 from loaders.berkeley import decode_lines
@@ -288,3 +294,15 @@ def test_read_share_of_a_committed_breaking_point() -> None:
     assert read_rates([get_server("pg")], args, 1000) == {"pg": 0.5 * point}
     with pytest.raises(UserError, match="no breaking point of mysql"):
         read_rates([get_server("mysql")], args, 1000)
+
+
+def test_final_zones_are_the_model_after_the_changes() -> None:
+    def stream() -> Iterator[Zone]:
+        yield from (_zone(ORIGIN), _zone(OTHER))
+
+    final = {zone.origin: zone for zone in final_zones(stream, _changes())()}
+    assert canonical_set(final.values()) == canonical_set(_expected())
+    changes = [Change(ADD, ORIGIN, make_record(_n(f"n{i}"), 300, "A", "192.0.2.1"))
+               for i in range(3000)]
+    checked = checked_changes(changes)
+    assert len(checked) <= 1000 and checked[-1] is changes[-1] and checked[0] is changes[0]
