@@ -473,28 +473,38 @@ class Writer(threading.Thread):
     def run(self) -> None:
         start_cpu = time.thread_time()
         start = time.monotonic()
-        while not self.stop.is_set():
+        while not self.stop.is_set() and not self._failing():
             if self.rate != CEILING:
-                wait = start + self.writes / self.rate - time.monotonic()
+                # On a schedule of attempts: a failed write takes its slot too.
+                wait = start + (self.writes + self.errors) / self.rate - time.monotonic()
                 if wait > 0 and self.stop.wait(wait):
                     break
             change = self.cycle.next()
             try:
                 self.store.apply(change)
-                committed_ns = time.monotonic_ns()
-                self.follow(change)
             except Exception as exc:  # a database error: counted, the step goes on
-                self.errors += 1
-                self.first_error = self.first_error or f"{change.text()}: {exc}"
+                self._failed(change, exc)
                 self.cycle.count += 1  # past it: the cycle's next change does not need it
-                if self.errors > 100 and self.errors > self.writes:
-                    break
                 continue
-            self.cycle.done(change, committed_ns)
+            self.cycle.done(change, time.monotonic_ns())
             self.writes += 1
+            try:
+                self.follow(change)
+            except Exception as exc:  # in the store, but the server was not told (rndc)
+                self._failed(change, exc)
+                continue
             if self.writes % self.every == 0:
                 self.sampler.offer(len(self.cycle.changes) - 1)
         self.cpu_s = time.thread_time() - start_cpu
+
+    def _failed(self, change: Change, exc: Exception) -> None:
+        self.errors += 1
+        self.first_error = self.first_error or f"{change.text()}: {exc}"
+
+    def _failing(self) -> bool:
+        """More than 100 failures and more failures than writes: the store is not taking
+        them, and the step ends its writing."""
+        return self.errors > 100 and self.errors > self.writes
 
 
 def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: WriteCycle,
