@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.measure.results import Results
 from bench.measure.stats import Interval
-from bench.measure.writes import CEILING, ServerWrites, Step, Writes, rate_text
+from bench.measure.writes import ServerWrites, Step, Writes, rate_text
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
 from bench.report.style import driver_style
@@ -112,11 +112,12 @@ def render_writes_plots(results: Results, out_dir: Path) -> list[Path]:
     return [_reads_plot(section, out_dir), _visibility_plot(section, out_dir)]
 
 
-def _x(step: Step, ceiling_x: float) -> float:
-    """Where a step sits on the write-rate axis: its achieved rate (the ceiling's too)."""
-    if step.write_rate is not None and step.write_rate.estimate > 0:
-        return step.write_rate.estimate
-    return ceiling_x if step.rate == CEILING else max(step.rate, 1)
+def _x(step: Step) -> float:
+    """Where a step sits on the write-rate axis (symmetric log: 0 has its place): the rate
+    its writer achieved."""
+    if step.rate == 0 or step.write_rate is None:
+        return 0.0
+    return step.write_rate.estimate
 
 
 def _reads_plot(section: Writes, out_dir: Path) -> Path:
@@ -126,8 +127,8 @@ def _reads_plot(section: Writes, out_dir: Path) -> Path:
     for entry in section.servers:
         if entry.status != "ok":
             continue
-        steps = sorted(entry.steps(), key=lambda s: _x(s, 1e4))
-        x = [_x(s, 1e4) for s in steps]
+        steps = sorted(entry.steps(), key=_x)
+        x = [_x(s) for s in steps]
         style = driver_style(entry.server)
         p99.plot(x, [s.p99_us.estimate / 1000 if s.p99_us else float("nan") for s in steps],
                  **style)
