@@ -102,7 +102,7 @@ options {{
 \tmemstatistics-file {_quote(d / "named.memstats")};
 \tsecroots-file {_quote(d / "named.secroots")};
 \trecursing-file {_quote(d / "named.recursing")};
-\tlisten-on port {self.port} {{ 127.0.0.1; }};
+\tlisten-on port {self.port} {{ {self.host}; }};
 \tlisten-on-v6 {{ none; }};
 {self._receive_buffer_option()}\trecursion no;
 \tnotify no;
@@ -164,6 +164,12 @@ options {{
         self._running_proc()
         run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "reload"], "rndc reload",
                     cwd=self.run_dir, timeout=60)
+
+    def rndc(self, *args: str) -> None:
+        """One rndc command over this instance's own control channel and key."""
+        self._running_proc()
+        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), *args],
+                    f"rndc {' '.join(args)}", cwd=self.run_dir, timeout=60)
 
     def requests_received(self) -> int:
         """IPv4 requests this process has received so far, from its own statistics (`rndc

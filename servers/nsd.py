@@ -62,7 +62,7 @@ server:
   xfrdir: {_quoted(d)}
   pidfile: {_quoted(d / "nsd.pid")}
   logfile: {_quoted(self.log_path)}
-  ip-address: 127.0.0.1
+  ip-address: {self.host}
   port: {self.port}
   do-ip4: yes
   do-ip6: no

@@ -49,6 +49,10 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
             s.warmup_runs[-1].qps / s.warmup_runs[-2].qps - 1) <= 0.10) for s in cell.starts)
         assert cell.latency_unloaded is not None and cell.latency_loaded is not None
         assert cell.update_visibility_ms is not None, (cell.server, cell.error)
+        # The tiny profile's 2 updates, each timed; the figure is their median.
+        assert len(cell.update_visibility_runs_ms) == 2, cell.update_visibility_runs_ms
+        assert cell.update_visibility_ms == pytest.approx(
+            sum(cell.update_visibility_runs_ms) / 2)
         assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
         assert cell.peak_rss_kb["named"]
         has_db = get_server(cell.server).loader().database.has_server
@@ -121,6 +125,11 @@ def test_report_and_plots_written(tiny_run: Path) -> None:
     for driver in DRIVERS:
         assert f"| {driver}" in markdown or f" {driver} |" in markdown, driver
     assert "% of native" in markdown and "% of memory" in markdown
+    # Two fresh starts and two updates a cell: medians, too few for an interval, said so.
+    startup = next(ln for ln in markdown.splitlines() if ln.startswith("| Startup (ms)"))
+    assert startup.count("(2 starts: no 95% interval)") == len(DRIVERS), startup
+    update = next(ln for ln in markdown.splitlines() if ln.startswith("| Update visible"))
+    assert update.count("(2 updates: no 95% interval)") == len(DRIVERS), update
     for png in ("qps.png", "latency.png", "cpu.png"):
         assert (tiny_run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -20,6 +20,8 @@
                                               (absent in older files)
   "faults": Faults,                           `faults`: a steady load through a script of
                                               database faults, per second and per fault
+  "writes": Writes,                           `writes`: reads at a fixed rate while a
+                                              provisioning system writes into the store
                                               (absent in other files)
   "updates": Updates }                        `updates`: RFC 2136 updates per second by
                                               records per message, with and without TSIG,
@@ -44,6 +46,7 @@ from bench.measure.faults import Faults
 from bench.measure.instructions import Instructions
 from bench.measure.stats import Interval, median_interval
 from bench.measure.updates import Updates
+from bench.measure.writes import Writes
 from servers import report_order
 
 SCHEMA = 1
@@ -158,7 +161,9 @@ class Cell:
     latency_unloaded: LatencyStats | None = None
     latency_loaded: LatencyStats | None = None
     loaded_run: DnsperfRun | None = None  # the load dnsperf held during the loaded probe
-    update_visibility_ms: float | None = None
+    update_visibility_ms: float | None = None  # the median of update_visibility_runs_ms
+    # Each timed update, in order (files before these kept only the one figure above).
+    update_visibility_runs_ms: list[float] = field(default_factory=list)
     cpu_us_per_query: dict[str, float | None] = field(default_factory=dict)
     peak_rss_kb: dict[str, int | None] = field(default_factory=dict)
     # A server the suite did not start (`run --target`): where it answered, and the figures
@@ -203,6 +208,7 @@ class Cell:
             "latency_loaded": _opt_dict(self.latency_loaded),
             "loaded_run": _opt_dict(self.loaded_run),
             "update_visibility_ms": self.update_visibility_ms,
+            "update_visibility_runs_ms": list(self.update_visibility_runs_ms),
             "cpu_us_per_query": dict(self.cpu_us_per_query),
             "peak_rss_kb": dict(self.peak_rss_kb),
             "target": self.target,
@@ -407,6 +413,7 @@ class Results:
     signed: list[SignedCell] = field(default_factory=list)
     instructions: Instructions | None = None
     faults: Faults | None = None
+    writes: Writes | None = None
     updates: Updates | None = None
     schema: int = SCHEMA
 
@@ -446,6 +453,7 @@ class Results:
                 **({} if self.instructions is None
                    else {"instructions": self.instructions.to_dict()}),
                 **({} if self.faults is None else {"faults": self.faults.to_dict()}),
+                **({} if self.writes is None else {"writes": self.writes.to_dict()}),
                 **({} if self.updates is None else {"updates": self.updates.to_dict()})}
 
     @classmethod
@@ -464,6 +472,7 @@ class Results:
                    signed=[SignedCell.from_dict(c) for c in data.get("signed", [])],
                    instructions=_opt(Instructions, data.get("instructions")),
                    faults=_opt(Faults, data.get("faults")),
+                   writes=_opt(Writes, data.get("writes")),
                    updates=_opt(Updates, data.get("updates")),
                    schema=schema)
 

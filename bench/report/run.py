@@ -18,10 +18,18 @@ from typing import Any
 
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
-from bench.measure.loadgen import capacity_per_core, core_use, server_cpus, server_us_per_query
+from bench.measure.loadgen import (
+    capacity_interval,
+    capacity_per_core,
+    core_use,
+    server_cpus,
+    server_us_interval,
+    server_us_per_query,
+    startup_interval,
+)
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.measure.results import Cell, Results, StartupPoint
-from bench.measure.stats import Interval
+from bench.measure.stats import Interval, median_interval
 from bench.report.format import (
     NONE,
     NOT_AVAILABLE,
@@ -201,7 +209,11 @@ def render_method(results: Results) -> list[str]:
         lines.append(f"Prober floor (its own round trip to an echo responder on loopback, "
                      f"{floor.count} queries): mean {fmt_number(floor.mean_us)} us, p50 "
                      f"{fmt_number(floor.p50_us)} us, p99 {fmt_number(floor.p99_us)} us, max "
-                     f"{fmt_number(floor.max_us)} us. Every latency below includes it.")
+                     f"{fmt_number(floor.max_us)} us. "
+                     + ("Measured here; the latencies below were measured from the load "
+                        f"host {results.meta['load_from'][0]['url']}."
+                        if results.meta.get("load_from") else
+                        "Every latency below includes it."))
     lines.append("")
     return lines
 
@@ -209,13 +221,22 @@ def render_method(results: Results) -> list[str]:
 # ---------------------------------------------------------------- main table
 
 def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
-                  unit: str = "") -> str:
-    """"median [low–high]", or "median (n runs: no 95% interval)"."""
+                  unit: str = "", of: str = "runs") -> str:
+    """"median [low–high]", or "median (n runs: no 95% interval)" (`of`: what was counted)."""
     text = fmt_number(scale * interval.estimate, decimals) + unit
     if interval.low is None or interval.high is None:
-        return f"{text} ({interval.n} runs: no 95% interval)"
+        return f"{text} ({interval.n} {of}: no 95% interval)"
     return (f"{text} [{fmt_number(scale * interval.low, decimals)}–"
             f"{fmt_number(scale * interval.high, decimals)}{unit}]")
+
+
+def _figure(interval: Interval | None, single: float | None, decimals: int | None = None,
+            of: str = "runs") -> str:
+    """A figure with its interval when it has repeats, else the one figure (files written
+    before the repeats, cells not measured in rounds)."""
+    if interval is None:
+        return fmt_number(single, decimals)
+    return interval_text(interval, decimals=1 if decimals is None else decimals, of=of)
 
 
 def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> str:
@@ -321,17 +342,18 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
                lambda c: _ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),
         row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or fmt_number(server_us_per_query(c))),
+            or _figure(server_us_interval(c), server_us_per_query(c), 1)),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or fmt_number(capacity_per_core(c), 0)),
+            or _figure(capacity_interval(c), capacity_per_core(c), 0)),
         row("Closed-loop loaded (us)", lambda c: _latency_text(c.latency_loaded, c, "loaded",
                                                                threshold, notes)),
         row("Unloaded (us)", lambda c: _latency_text(c.latency_unloaded, c, "unloaded",
                                                      threshold, notes)),
         row("Startup (ms)", lambda c: unavailable.text(c, "startup_ms")
-            or fmt_number(c.startup_ms)),
+            or _figure(startup_interval(c), c.startup_ms, of="starts")),
         row("Update visible (ms)", lambda c: unavailable.text(c, "update_visibility_ms")
-            or fmt_number(c.update_visibility_ms)),
+            or _figure(median_interval(c.update_visibility_runs_ms), c.update_visibility_ms,
+                       of="updates")),
     ]
     for c in cells:  # answers are checked before anything is timed: no row of their own
         if "mismatches" in c.unavailable and statuses[id(c)] is None:
@@ -418,7 +440,8 @@ def render_costs(results: Results) -> list[str]:
               "database server's whole process tree ('–': no database server). QPS per "
               "server core: 1,000,000 / (named + db us/query), what one core of the server "
               "would answer at that cost, which a slow load generator does not limit. dnsperf "
-              "cores: of its one core, over the QPS runs (>= 0.8: the load generator's limit); "
+              "cores: of its one core, over the QPS runs (with several load hosts, each "
+              "dnsperf's, averaged; >= 0.8: the load generator's limit); "
               "server cores: named's and the database's, per pinned server core (< 0.9: the "
               "server was not saturated). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
@@ -479,11 +502,11 @@ def render_startup_scaling(results: Results) -> list[str]:
 
 def has_run_tables(results: Results) -> bool:
     """Does the file get `run`'s tables: it has cells, or it is none of a `startup`, a
-    `scale`, a `run --signed`, an `instructions`, a `faults` or an `updates` file (whose own
-    sections are all they hold)?"""
+    `scale`, a `run --signed`, an `instructions`, a `faults`, a `writes` or an `updates` file
+    (whose own sections are all they hold)?"""
     return bool(results.cells) or not (results.startup_scaling or results.scale
                                        or results.signed or results.instructions
-                                       or results.faults or results.updates)
+                                       or results.faults or results.writes or results.updates)
 
 
 # ---------------------------------------------------------------- plots
