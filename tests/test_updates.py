@@ -37,7 +37,8 @@ from bench.verify.answers import Answer, ask, compare_answers, complete, transfe
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import DRIVER, classify, classify_transfer, detail
 from servers import get_server
-from servers.named import Named
+from servers.dlz import DlzNamed, stack_frames_of
+from servers.named import Named, valgrind_errors, valgrind_wrapper
 from servers.updates import TsigKey, UpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
@@ -433,3 +434,52 @@ def test_an_update_while_the_store_is_down_is_servfail(servers: Servers, driver:
     assert answer(named, SENTINEL, "TXT") == before
     # The update connection the restart cut is replaced: the next update goes through.
     same_rcodes(send_all(servers, lambda: _add_apex_txt('"after the restart"')), "NOERROR")
+
+
+# --- memory checking ---------------------------------------------------------------------------
+
+VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
+# Driver arguments for a named many times slower under Valgrind: the pg driver's connect
+# deadline of 1 s was passed on this loaded machine.
+VALGRIND_ARGS = {"pg": {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}}
+
+
+def _valgrind_updates() -> list[tuple[dns.message.Message, str]]:
+    """Updates through every path of update.c: adds with new ENTs, a change, deletes that
+    settle markers, a failed prerequisite, a refused key, an RR named cannot take."""
+    adds, change, deletes = update(), update(), update()
+    adds.add(_name("v.w.vg"), 300, "TXT", '"valgrind"')
+    adds.add(_name("vg"), 300, "SSHFP", "1 1 " + "AB" * 20)
+    change.replace(_name("www"), 300, "A", "192.0.2.88")
+    deletes.delete(_name("v.w.vg"))
+    deletes.delete(_name("vg"), "SSHFP", "1 1 " + "AB" * 20)
+    deletes.delete(_name("loc"), "LOC")
+    failed = update()
+    failed.present(_name("no-such-name"))
+    failed.add(SENTINEL, 300, "TXT", '"x"')
+    return [(adds, "NOERROR"), (change, "NOERROR"), (deletes, "NOERROR"),
+            (failed, "NXDOMAIN"), (_signed_by(OTHER_KEY)(), "REFUSED")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", WRITABLE)
+def test_valgrind_finds_nothing_in_the_update_path(run_dir: Path, driver: str) -> None:
+    """named under Valgrind takes updates through the driver (its own store, so that the
+    comparisons above are left alone); any memcheck error in our code fails the test."""
+    if not Path("/usr/bin/valgrind").exists():
+        pytest.skip("valgrind is not installed")
+    kind = dataclasses.replace(get_server(driver), updates=POLICY)
+    assert isinstance(kind, DlzNamed)
+    report = run_dir / f"valgrind-updates-{driver}.log"
+    with loaded_store(kind, lambda: iter(coverage_zones()), run_dir / f"vg-{driver}") as loaded:
+        body = kind.body(loaded.target, 1, extra=VALGRIND_ARGS.get(driver, {}))
+        with Named(run_dir / f"vg-{driver}" / "named", body, env=kind.client_env(loaded.target),
+                   wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS])) as named:
+            for message, expected in _valgrind_updates():
+                assert send(named, message) == expected
+            assert answer(named, _name("www"), "A").rcode == "NOERROR"
+            assert answer(named, _name("w.vg"), "TXT").rcode == "NXDOMAIN"
+    log = report.read_text(errors="replace")
+    assert "ERROR SUMMARY" in log
+    found = valgrind_errors(log, stack_frames_of(kind.library_file))
+    assert not found, "\n\n".join(found[:3])
