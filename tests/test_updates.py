@@ -18,6 +18,8 @@ A writable driver is one row of WRITABLE (and of STORE_FAULTS, how to make its s
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -32,13 +34,14 @@ import dns.tsig
 import dns.update
 import pytest
 
+from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import DRIVER, classify, classify_transfer, detail
 from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
-from servers.named import Named, valgrind_errors, valgrind_wrapper
+from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.updates import TsigKey, UpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
@@ -439,6 +442,9 @@ def test_an_update_while_the_store_is_down_is_servfail(servers: Servers, driver:
 # --- memory checking ---------------------------------------------------------------------------
 
 VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
+# As in test_drivers.py: libasan preloaded into a libpq client deadlocks in glibc's locale locks.
+ASAN_IMPOSSIBLE = {"pg": "libasan preloaded into a libpq client deadlocks; pg is checked under "
+                         "Valgrind"}
 # Driver arguments for a named many times slower under Valgrind: the pg driver's connect
 # deadline of 1 s was passed on this loaded machine.
 VALGRIND_ARGS = {"pg": {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}}
@@ -483,3 +489,36 @@ def test_valgrind_finds_nothing_in_the_update_path(run_dir: Path, driver: str) -
     assert "ERROR SUMMARY" in log
     found = valgrind_errors(log, stack_frames_of(kind.library_file))
     assert not found, "\n\n".join(found[:3])
+
+
+@pytest.fixture(scope="module")
+def asan_built() -> None:
+    done = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 1}", "-C",
+                           str(REPO_ROOT / "drivers"), "asan"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("driver", WRITABLE)
+def test_asan_build_takes_updates(run_dir: Path, request: pytest.FixtureRequest,
+                                  driver: str) -> None:
+    """named loads the driver's AddressSanitizer build (libasan preloaded) and takes the same
+    updates; any ASan report fails the test."""
+    if driver in ASAN_IMPOSSIBLE:
+        pytest.skip(ASAN_IMPOSSIBLE[driver])
+    request.getfixturevalue("asan_built")  # compiled only for a driver that needs it
+    kind = dataclasses.replace(get_server(driver), updates=POLICY)
+    assert isinstance(kind, DlzNamed)
+    asan = REPO_ROOT / "build" / "asan" / kind.library_file.parent.name / kind.library_file.name
+    asan_dir = run_dir / f"asan-{driver}"
+    asan_dir.mkdir(exist_ok=True)
+    with loaded_store(kind, lambda: iter(coverage_zones()), asan_dir / "store") as loaded:
+        body = kind.body(loaded.target, THREADS, library=asan)
+        env = {**asan_environment(asan_dir), **kind.client_env(loaded.target)}
+        with Named(asan_dir / "named", body, threads=THREADS, env=env) as named:
+            for message, expected in _valgrind_updates():
+                assert send(named, message) == expected
+            log = named.log_path
+    reports = sorted(asan_dir.glob("asan*"))
+    assert not reports, reports[0].read_text(errors="replace")[:4000]
+    assert "AddressSanitizer" not in log.read_text(errors="replace")
