@@ -464,7 +464,7 @@ txn_begin(struct txn *t) {
 		if (u->backend->begin(t->slot->conn) == DLZ_OK) {
 			return true;
 		}
-		pool_checkin(u->pool, t->slot, true);
+		pool_checkin_update(u->pool, t->slot, true);
 		t->slot = NULL;
 		if (fresh) {
 			return false;
@@ -533,7 +533,7 @@ updates_closeversion(struct updates *u, const char *zone, bool commit, void **ve
 		dlz_log(ISC_LOG_INFO, "closeversion %s -> %s", t->zone,
 			committed ? "committed" : "rolled back");
 	}
-	pool_checkin(u->pool, t->slot, t->broken);
+	pool_checkin_update(u->pool, t->slot, t->broken);
 	chain_free(&t->chain);
 	open_txn = NULL;
 	free(t);
