@@ -533,6 +533,94 @@ mem_allowxfr(void *conn, const char *zone_key, const char *client) {
 	return DLZ_DENIED;
 }
 
+/* ---- writing: RFC 2136 updates through the core (mem_overlay.c) ------------------------- */
+
+static int
+mem_begin(void *conn) {
+	struct mem_conn *c = conn;
+
+	if (mem_in_outage(c->t)) {
+		return DLZ_ERROR;
+	}
+	mem_txn_rollback(c->txn); /* none is left open by the core; nothing if so */
+	c->txn = mem_txn_begin(c->t);
+	return c->txn != NULL ? DLZ_OK : DLZ_ERROR;
+}
+
+/* The pending node of owner in zone_key for an add or a delete; NULL (logged) when there is
+ * no transaction, no such zone, no memory, or the "database" is down. */
+static struct mem_node *
+mem_update_node(struct mem_conn *c, const char *zone_key, const char *owner) {
+	const struct mem_zone *zone = mem_zone_get(c->t, zone_key);
+	struct mem_node *n;
+
+	if (c->txn == NULL || zone == NULL || mem_in_outage(c->t)) {
+		dlz_log(ISC_LOG_ERROR, "update of %s in %s: %s", owner, zone_key,
+			c->txn == NULL ? "no transaction" : zone == NULL ? "no such zone" : "outage");
+		return NULL;
+	}
+	n = mem_txn_node(c->txn, zone, owner);
+	if (n == NULL) {
+		dlz_log(ISC_LOG_ERROR, "update of %s in %s: out of memory", owner, zone_key);
+	}
+	return n;
+}
+
+static int
+mem_add(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
+	const char *rdata) {
+	struct mem_node *n = mem_update_node(conn, zone, owner);
+
+	return n != NULL && mem_node_add(n, type, ttl, rdata) ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+mem_del(void *conn, const char *zone, const char *owner, const char *type, const char *rdata) {
+	struct mem_node *n = mem_update_node(conn, zone, owner);
+
+	if (n == NULL) {
+		return DLZ_ERROR;
+	}
+	mem_node_remove(n, type, rdata);
+	return DLZ_OK;
+}
+
+static int
+mem_has_below(void *conn, const char *zone_key, const char *owner) {
+	struct mem_conn *c = conn;
+	const struct mem_zone *zone = mem_zone_get(c->t, zone_key);
+
+	if (c->txn == NULL || zone == NULL || mem_in_outage(c->t)) {
+		return DLZ_ERROR;
+	}
+	return mem_txn_has_descendant(c->txn, zone, owner) ? 1 : 0;
+}
+
+static int
+mem_commit(void *conn) {
+	struct mem_conn *c = conn;
+	struct mem_txn *txn = c->txn;
+
+	c->txn = NULL;
+	if (txn == NULL) {
+		return DLZ_ERROR;
+	}
+	if (mem_in_outage(c->t)) {
+		mem_txn_rollback(txn);
+		return DLZ_ERROR;
+	}
+	return mem_txn_commit(txn) ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+mem_rollback(void *conn) {
+	struct mem_conn *c = conn;
+
+	mem_txn_rollback(c->txn);
+	c->txn = NULL;
+	return DLZ_OK;
+}
+
 static const char *const mem_keys[] = { "file", "outage_file", NULL };
 
 const struct dlz_backend dlz_backend = {
@@ -547,4 +635,10 @@ const struct dlz_backend dlz_backend = {
 	.fetch = mem_fetch,
 	.allnodes = mem_allnodes,
 	.allowxfr = mem_allowxfr,
+	.begin = mem_begin,
+	.add = mem_add,
+	.del = mem_del,
+	.below = mem_has_below,
+	.commit = mem_commit,
+	.rollback = mem_rollback,
 };

@@ -195,9 +195,10 @@ mem_overlay_grow(struct mem_overlay *o, size_t need) {
 /* ---- reads --------------------------------------------------------------------------------- */
 
 static struct mem_node *
-mem_txn_find(const struct mem_txn *txn, const char *owner, uint64_t hash) {
+mem_txn_find(const struct mem_txn *txn, const struct mem_zone *zone, const char *owner,
+	     uint64_t hash) {
 	for (struct mem_node *n = txn->pending; n != NULL; n = n->next) {
-		if (n->hash == hash && strcmp(n->owner, owner) == 0) {
+		if (n->hash == hash && n->zone == zone && strcmp(n->owner, owner) == 0) {
 			return n;
 		}
 	}
@@ -210,8 +211,8 @@ mem_owner_rows(const struct mem_table *t, const struct mem_txn *txn, const struc
 	uint64_t hash = mem_hash_key(owner);
 	const struct mem_node *n = NULL;
 
-	if (txn != NULL && txn->zone == zone) {
-		n = mem_txn_find(txn, owner, hash);
+	if (txn != NULL) {
+		n = mem_txn_find(txn, zone, owner, hash);
 	}
 	if (n == NULL) {
 		n = mem_overlay_find(&t->overlay, zone, owner, hash);
@@ -252,12 +253,11 @@ mem_overlay_allnodes(const struct mem_table *t, const struct mem_zone *zone, dlz
 /* ---- transactions -------------------------------------------------------------------------- */
 
 struct mem_txn *
-mem_txn_begin(struct mem_table *t, const struct mem_zone *zone) {
+mem_txn_begin(struct mem_table *t) {
 	struct mem_txn *txn = calloc(1, sizeof(*txn));
 
 	if (txn != NULL) {
 		txn->t = t;
-		txn->zone = zone;
 	}
 	return txn;
 }
@@ -288,16 +288,16 @@ mem_node_fill(const struct mem_table *t, struct mem_node *n) {
 }
 
 struct mem_node *
-mem_txn_node(struct mem_txn *txn, const char *owner) {
+mem_txn_node(struct mem_txn *txn, const struct mem_zone *zone, const char *owner) {
 	uint64_t hash = mem_hash_key(owner);
-	struct mem_node *n = mem_txn_find(txn, owner, hash);
+	struct mem_node *n = mem_txn_find(txn, zone, owner, hash);
 	struct mem_overlay *o = &txn->t->overlay;
 	bool filled;
 
 	if (n != NULL) {
 		return n;
 	}
-	n = mem_node_new(txn->zone, owner, hash);
+	n = mem_node_new(zone, owner, hash);
 	if (n == NULL) {
 		return NULL;
 	}
@@ -320,24 +320,24 @@ mem_below(const char *key, const char *owner) {
 }
 
 bool
-mem_txn_has_descendant(struct mem_txn *txn, const char *owner) {
+mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone, const char *owner) {
 	const struct mem_table *t = txn->t;
 	const struct mem_overlay *o = &t->overlay;
 	bool found = false;
 
 	for (const struct mem_node *n = txn->pending; n != NULL; n = n->next) {
-		if (n->nrecs > 0 && mem_below(n->owner, owner)) {
+		if (n->zone == zone && n->nrecs > 0 && mem_below(n->owner, owner)) {
 			return true;
 		}
 	}
 	pthread_rwlock_rdlock(&txn->t->overlay.lock);
 	for (size_t i = 0; !found && i <= o->mask; i++) {
 		for (const struct mem_node *n = o->buckets[i]; !found && n != NULL; n = n->next) {
-			found = n->zone == txn->zone && n->nrecs > 0 && mem_below(n->owner, owner) &&
-				mem_txn_find(txn, n->owner, n->hash) == NULL;
+			found = n->zone == zone && n->nrecs > 0 && mem_below(n->owner, owner) &&
+				mem_txn_find(txn, zone, n->owner, n->hash) == NULL;
 		}
 	}
-	for (const struct mem_rec *rec = txn->zone->first; !found && rec != NULL;
+	for (const struct mem_rec *rec = zone->first; !found && rec != NULL;
 	     rec = rec->next_in_zone) {
 		uint64_t hash;
 		if (!mem_below(rec->owner, owner)) {
@@ -345,8 +345,8 @@ mem_txn_has_descendant(struct mem_txn *txn, const char *owner) {
 		}
 		hash = mem_hash_key(rec->owner);
 		/* A changed owner counts as its node says (above). */
-		found = mem_txn_find(txn, rec->owner, hash) == NULL &&
-			mem_overlay_find(o, txn->zone, rec->owner, hash) == NULL;
+		found = mem_txn_find(txn, zone, rec->owner, hash) == NULL &&
+			mem_overlay_find(o, zone, rec->owner, hash) == NULL;
 	}
 	pthread_rwlock_unlock(&txn->t->overlay.lock);
 	return found;

@@ -96,10 +96,10 @@ struct mem_table {
 	struct mem_overlay overlay;
 };
 
-/* An update in progress: the owners it changed, complete, until it commits or rolls back. */
+/* An update in progress: the owners it changed (in any zone), complete, until it commits or
+ * rolls back. */
 struct mem_txn {
 	struct mem_table *t;
-	const struct mem_zone *zone;
 	struct mem_node *pending;
 };
 
@@ -128,16 +128,18 @@ int mem_owner_rows(const struct mem_table *t, const struct mem_txn *txn,
 int mem_overlay_allnodes(const struct mem_table *t, const struct mem_zone *zone,
 			 dlz_node_cb *cb, void *ctx);
 
-struct mem_txn *mem_txn_begin(struct mem_table *t, const struct mem_zone *zone);
-/* The pending node of owner in txn's zone, made from the current records if new; NULL when
- * out of memory. */
-struct mem_node *mem_txn_node(struct mem_txn *txn, const char *owner);
+struct mem_txn *mem_txn_begin(struct mem_table *t);
+/* The pending node of owner in zone, made from the current records if new; NULL when out of
+ * memory. */
+struct mem_node *mem_txn_node(struct mem_txn *txn, const struct mem_zone *zone,
+			      const char *owner);
 bool mem_node_add(struct mem_node *n, const char *type, uint32_t ttl, const char *rdata);
 /* Removes the records of type (all when rdata is NULL, else the one whose rdata is equal);
  * how many went. */
 size_t mem_node_remove(struct mem_node *n, const char *type, const char *rdata);
-/* Does a name strictly below owner have a record in txn's zone (as txn sees it)? */
-bool mem_txn_has_descendant(struct mem_txn *txn, const char *owner);
+/* Does a name strictly below owner have a record in zone (as txn sees it)? */
+bool mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone,
+			    const char *owner);
 /* Publishes the pending nodes (the overlay's write lock, briefly) and frees txn. False when
  * out of memory: then nothing is published (rolled back). */
 bool mem_txn_commit(struct mem_txn *txn);
