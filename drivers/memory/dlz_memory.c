@@ -71,8 +71,8 @@ mem_zone_get(const struct mem_table *t, const char *key) {
 }
 
 const struct mem_owner *
-mem_owner_lookup(const struct mem_table *t, const char *key) {
-	return mem_hash_get(&t->owner_index, key);
+mem_owner_lookup(const struct mem_table *t, const char *key, uint64_t hash) {
+	return t->owner_index.slots[mem_hash_slot(&t->owner_index, key, hash)];
 }
 
 /* ---- loading ---------------------------------------------------------------------------- */
@@ -422,8 +422,8 @@ struct mem_owner_read {
 
 int
 mem_table_rows(const struct mem_table *t, const struct mem_zone *zone, const char *key,
-	       struct dlz_rowset *out, bool *found) {
-	const struct mem_owner *owner = mem_owner_lookup(t, key);
+	       uint64_t hash, struct dlz_rowset *out, bool *found) {
+	const struct mem_owner *owner = mem_owner_lookup(t, key, hash);
 
 	*found = false;
 	for (const struct mem_rec *rec = owner != NULL ? owner->first : NULL; rec != NULL;
@@ -445,7 +445,7 @@ static int
 mem_add_owner_rows(void *ctx, const char *key, bool *found) {
 	const struct mem_owner_read *r = ctx;
 
-	return mem_table_rows(r->t, r->zone, key, r->out, found);
+	return mem_table_rows(r->t, r->zone, key, mem_hash_key(key), r->out, found);
 }
 
 /* dlz_owner_reader once updates have changed owners: the update's, the overlay's or the

@@ -33,6 +33,7 @@ struct mem_zone {
 	struct mem_rec *first;
 	struct mem_rec *last;
 	struct mem_acl *acl;
+	size_t changed; /* nodes of this zone in the overlay (under the overlay's lock) */
 };
 
 struct mem_owner {
@@ -104,10 +105,13 @@ struct mem_txn {
 };
 
 uint64_t mem_hash_key(const char *key);
-const struct mem_owner *mem_owner_lookup(const struct mem_table *t, const char *key);
-/* The table's rows of owner (a key of the request) in zone, by reference; *found if any. */
+/* The table's entry of owner key, whose hash is given. */
+const struct mem_owner *mem_owner_lookup(const struct mem_table *t, const char *key,
+					 uint64_t hash);
+/* The table's rows of owner (a key of the request, hash its hash) in zone, by reference;
+ * *found if any. */
 int mem_table_rows(const struct mem_table *t, const struct mem_zone *zone, const char *owner,
-		   struct dlz_rowset *out, bool *found);
+		   uint64_t hash, struct dlz_rowset *out, bool *found);
 
 /* ---- mem_overlay.c ------------------------------------------------------------------------ */
 
