@@ -134,5 +134,11 @@ class MemoryLoader(Loader[Path]):
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
         return {"file": str(data_file(target))}
 
+    def dlz_write_access(self, target: Path, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The driver keeps updates in named's memory (schemas/memory.md): it reads the file
+        as always and writes nothing to it."""
+        return self.dlz_args(target, options), {}
+
 
 LOADER = MemoryLoader()
