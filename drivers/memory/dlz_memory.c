@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -358,6 +359,7 @@ mem_init(const struct dlz_args *args, void **state) {
 		return DLZ_ERROR;
 	}
 	t->outage_file = dlz_arg_str(args, "outage_file", NULL);
+	t->refuse_file = dlz_arg_str(args, "refuse_file", NULL);
 	dlz_log(ISC_LOG_INFO, "loaded %zu zones, %zu rows from %s", t->nzones, t->nrecs, path);
 	*state = t;
 	return DLZ_OK;
@@ -566,11 +568,38 @@ mem_update_node(struct mem_conn *c, const char *zone_key, const char *owner) {
 	return n;
 }
 
+/*
+ * Tests of an update that fails half-way need a write the store refuses: with
+ * refuse_file=<path>, while that file exists, an add whose rdata is the file's first line
+ * fails (as a database's constraint or full disk would), after the update's earlier writes.
+ */
+static bool
+mem_refuses(const struct mem_table *t, const char *rdata) {
+	char line[DLZ_KEY_MAX];
+	FILE *f;
+	bool refused = false;
+
+	if (t->refuse_file == NULL || (f = fopen(t->refuse_file, "r")) == NULL) {
+		return false;
+	}
+	if (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		refused = strcmp(line, rdata) == 0;
+	}
+	fclose(f);
+	return refused;
+}
+
 static int
 mem_add(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
 	const char *rdata) {
-	struct mem_node *n = mem_update_node(conn, zone, owner);
+	struct mem_conn *c = conn;
+	struct mem_node *n = mem_update_node(c, zone, owner);
 
+	if (n != NULL && mem_refuses(c->t, rdata)) {
+		dlz_log(ISC_LOG_ERROR, "update of %s in %s: refused (refuse_file)", owner, zone);
+		return DLZ_ERROR;
+	}
 	return n != NULL && mem_node_add(n, type, ttl, rdata) ? DLZ_OK : DLZ_ERROR;
 }
 
@@ -621,7 +650,7 @@ mem_rollback(void *conn) {
 	return DLZ_OK;
 }
 
-static const char *const mem_keys[] = { "file", "outage_file", NULL };
+static const char *const mem_keys[] = { "file", "outage_file", "refuse_file", NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "memory",

@@ -83,6 +83,7 @@ struct mem_overlay {
 struct mem_table {
 	const char *path;
 	const char *outage_file; /* while it exists, the "database" is down (tests) */
+	const char *refuse_file; /* while it exists, an add of its rdata fails (tests) */
 	char *text;
 	struct mem_zone *zones;
 	size_t nzones;
