@@ -669,8 +669,9 @@ bdbhpt_probe_zone(void *ctx, unsigned i) {
  *    first, as the loader writes, then the nodes), the update edits the copy, which nobody
  *    reads, and commit switches dns_zone to it with one put under a DB_WRITECURSOR (CDB's one
  *    writer: a loader's put waits) after checking that nobody replaced the zone meanwhile,
- *    then retires the old generation in dns_retired as the loader does (the loader's next
- *    purge deletes it 10 s later). A failed or rolled-back update retires its copy instead.
+ *    then retires the old generation in dns_retired as the loader does; generations retired
+ *    10 s ago or more are purged at commit (a few per commit), as the loader's next load
+ *    would. A failed or rolled-back update retires its copy instead.
  *    The cost is a copy of the zone per update message: fine for the zones updates are for,
  *    not for a 30,000-record zone (use transactional mode there).
  *  - private: no locking at all (named and a writer would corrupt each other's view), so
@@ -1090,6 +1091,92 @@ bdbhpt_retire(struct bdbhpt_conn *c, const char *gen, bool now) {
 	return bdbhpt_upd_put(c, c->retired_w, when, strlen(when));
 }
 
+/*
+ * Concurrent mode: generations retired at least RETIRE_GRACE_S ago deleted (their nodes, owner
+ * list and dns_retired entry), at most PURGE_PER_COMMIT per commit: what the loader's purge
+ * does at its next load (loaders/bdbhpt.py), done here too, since every update retires a
+ * whole generation and a store that takes updates between loads would otherwise grow by a
+ * zone per update. The grace is the loader's: a lookup that read the old generation's id a
+ * moment before the switch still finds its nodes. The cursor is closed before the first
+ * delete (in CDB a thread holding a read cursor must not write).
+ */
+#define RETIRE_GRACE_S 10
+#define PURGE_PER_COMMIT 4
+
+static unsigned
+bdbhpt_expired_generations(struct bdbhpt_conn *c, char gens[PURGE_PER_COMMIT][GEN_MAX + 1]) {
+	struct timespec now;
+	DBC *cursor = NULL;
+	DBT key, value;
+	unsigned n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (c->retired_w->cursor(c->retired_w, NULL, &cursor, 0) != 0) {
+		return 0;
+	}
+	memset(&key, 0, sizeof(key));
+	memset(&value, 0, sizeof(value));
+	key.flags = value.flags = DB_DBT_REALLOC; /* a DB_THREAD handle returns no pointers in */
+	while (n < PURGE_PER_COMMIT && cursor->get(cursor, &key, &value, DB_NEXT) == 0) {
+		char when[32];
+		size_t len = value.size < sizeof(when) - 1 ? value.size : sizeof(when) - 1;
+
+		memcpy(when, value.data, len);
+		when[len] = '\0';
+		if (key.size == 0 || key.size > GEN_MAX ||
+		    strtod(when, NULL) > (double)(now.tv_sec - RETIRE_GRACE_S)) {
+			continue;
+		}
+		memcpy(gens[n], key.data, key.size);
+		gens[n++][key.size] = '\0';
+	}
+	cursor->close(cursor);
+	free(key.data);
+	free(value.data);
+	return n;
+}
+
+/* One retired generation's rows deleted, its owner list last but for its dns_retired entry,
+ * so that a purge cut short is finished by the next. */
+static int
+bdbhpt_purge_generation(struct bdbhpt_conn *c, const char *gen) {
+	size_t len;
+	char *pos, *end, *owner;
+	int rc;
+
+	bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
+	rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, 0);
+	if (rc == 0) {
+		pos = c->bdb.list.data;
+		end = pos + len;
+		while ((owner = dlz_next_line(&pos, end)) != NULL) {
+			bdbhpt_make_key(c, gen, strlen(gen), owner, strlen(owner));
+			if ((rc = bdbhpt_upd_delete(c, c->data_w)) != 0) {
+				return rc;
+			}
+		}
+		bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
+		rc = bdbhpt_upd_delete(c, c->xfr_w);
+	} else if (rc == DB_NOTFOUND) {
+		rc = 0;
+	}
+	return rc != 0 ? rc : bdbhpt_upd_delete(c, c->retired_w);
+}
+
+static void
+bdbhpt_purge_retired(struct bdbhpt_conn *c) {
+	char gens[PURGE_PER_COMMIT][GEN_MAX + 1];
+	unsigned n = bdbhpt_expired_generations(c, gens);
+
+	for (unsigned i = 0; i < n; i++) {
+		int rc = bdbhpt_purge_generation(c, gens[i]);
+		if (rc != 0) {
+			dlz_log_error_limited("purging generation %s: %s", gens[i], db_strerror(rc));
+			return;
+		}
+	}
+}
+
 /* Concurrent mode: dns_zone switched from the live generation to the copy, under CDB's write
  * cursor so that no other writer (a loader) puts between the check and the switch. */
 static int
@@ -1137,6 +1224,7 @@ bdbhpt_commit(void *conn) {
 		} else {
 			bdbhpt_retire(c, c->upd.gen, false);
 		}
+		bdbhpt_purge_retired(c); /* its failures are logged: the update is in */
 	}
 	if (rc != 0) {
 		bdbhpt_upd_failed(c, "commit", rc);
