@@ -873,12 +873,18 @@ my_begin(void *conn) {
 		dlz_log(ISC_LOG_ERROR, "no writer_user: the store takes no updates");
 		return DLZ_ERROR;
 	}
-	if (c->writer == NULL &&
-	    (c->writer = my_connect_as(s, s->writer_user, s->writer_password)) == NULL) {
-		return DLZ_ERROR;
+	/* A kept writer may have been cut since its last update (a server restart, its idle
+	 * time-out): then it is replaced once, as the core replaces a reader. */
+	if (c->writer != NULL && my_session(c->writer, "START TRANSACTION") != DLZ_OK) {
+		my_conn_free(c->writer);
+		c->writer = NULL;
+	} else if (c->writer != NULL) {
+		c->writer->upd_zone[0] = '\0';
+		c->in_update = true;
+		return DLZ_OK;
 	}
-	c->writer->upd_zone[0] = '\0';
-	if (my_session(c->writer, "START TRANSACTION") != DLZ_OK) {
+	c->writer = my_connect_as(s, s->writer_user, s->writer_password);
+	if (c->writer == NULL || my_session(c->writer, "START TRANSACTION") != DLZ_OK) {
 		return DLZ_ERROR;
 	}
 	c->in_update = true;
