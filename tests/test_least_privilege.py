@@ -96,6 +96,39 @@ def test_postgres_driver_role_cannot_write(pg_store: PgServer, sql: str) -> None
     assert done.returncode != 0 and any(r in done.stderr for r in refusals), done
 
 
+def test_postgres_writer_role_only_when_asked(pg_store: PgServer) -> None:
+    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    done = psql(pg_store, "dlz_reader", "SELECT count(*) FROM pg_roles "
+                "WHERE rolname = 'dlz_writer'", password=pg_store.reader_password)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done
+
+
+@pytest.fixture(scope="module")
+def pg_writer(pg_store: PgServer) -> str:
+    """The writer role made as for a driver taking updates; its password."""
+    return pg.LOADER.database.writer_env(pg_store)["PGPASSWORD"]
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO zones (name) VALUES ('written.test')",
+    "UPDATE records SET ttl = 1",
+    "DELETE FROM zones",
+    "DELETE FROM xfr_clients",
+    "CREATE TABLE mine (v text)",
+])
+def test_postgres_writer_writes_records_only(pg_store: PgServer, pg_writer: str,
+                                             sql: str) -> None:
+    """The updates' role adds and deletes records rows (drivers/pg: ADD_SQL, DEL_SQL) and
+    may do nothing else the reader may not."""
+    done = psql(pg_store, "dlz_writer", sql, password=pg_writer)
+    assert done.returncode != 0 and "permission denied" in done.stderr, done
+    # Inserting and deleting a records row, rolled back: allowed.
+    allowed = psql(pg_store, "dlz_writer", "BEGIN; INSERT INTO records SELECT id, 'w.' || name, "
+                   "'TXT', 1, '\"w\"' FROM zones LIMIT 1; DELETE FROM records WHERE "
+                   "name LIKE 'w.%'; ROLLBACK", password=pg_writer)
+    assert allowed.returncode == 0, allowed
+
+
 def test_postgres_files_and_directories_are_private(pg_store: PgServer) -> None:
     assert mode(pg_store.password_file) == 0o600
     assert not list(pg_store.run_dir.glob("initdb*"))
