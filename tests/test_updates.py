@@ -19,6 +19,7 @@ store fail one write, and fail altogether). bdbhpt's private mode takes no updat
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 import time
@@ -43,7 +44,8 @@ from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import DRIVER, classify, classify_transfer, detail
 from loaders.bdbhpt import read_mode
 from servers import get_server
-from servers.named import Named
+from servers.dlz import DlzNamed, stack_frames_of
+from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.updates import TsigKey, UpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
@@ -595,3 +597,89 @@ def test_bdbhpt_private_mode_refuses_updates(servers: Servers, run_dir: Path) ->
         with named:
             pass
     assert "mode=private takes no updates" in named.log_path.read_text(errors="replace")
+
+
+# --- memory checking ---------------------------------------------------------------------------
+
+VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
+# As in test_drivers.py: libasan preloaded into a libpq client deadlocks in glibc's locale locks.
+ASAN_IMPOSSIBLE = {"pg": "libasan preloaded into a libpq client deadlocks; pg is checked under "
+                         "Valgrind"}
+# Driver arguments for a named many times slower under Valgrind: the pg driver's connect
+# deadline of 1 s was passed on this loaded machine (mysql has the same deadline).
+VALGRIND_ARGS = {driver: {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}
+                 for driver in ("pg", "mysql")}
+
+
+def _valgrind_updates() -> list[tuple[dns.message.Message, str]]:
+    """Updates through every path of update.c: adds with new ENTs, a change, deletes that
+    settle markers, a failed prerequisite, a refused key, an RR named cannot take."""
+    adds, change, deletes = update(), update(), update()
+    adds.add(_name("v.w.vg"), 300, "TXT", '"valgrind"')
+    adds.add(_name("vg"), 300, "SSHFP", "1 1 " + "AB" * 20)
+    change.replace(_name("www"), 300, "A", "192.0.2.88")
+    deletes.delete(_name("v.w.vg"))
+    deletes.delete(_name("vg"), "SSHFP", "1 1 " + "AB" * 20)
+    deletes.delete(_name("loc"), "LOC")
+    failed = update()
+    failed.present(_name("no-such-name"))
+    failed.add(SENTINEL, 300, "TXT", '"x"')
+    return [(adds, "NOERROR"), (change, "NOERROR"), (deletes, "NOERROR"),
+            (failed, "NXDOMAIN"), (_signed_by(OTHER_KEY)(), "REFUSED")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", WRITABLE)
+def test_valgrind_finds_nothing_in_the_update_path(run_dir: Path, driver: str) -> None:
+    """named under Valgrind takes updates through the driver (its own store, so that the
+    comparisons above are left alone); any memcheck error in our code fails the test."""
+    if not Path("/usr/bin/valgrind").exists():
+        pytest.skip("valgrind is not installed")
+    kind = dataclasses.replace(get_server(driver), updates=POLICY)
+    assert isinstance(kind, DlzNamed)
+    report = run_dir / f"valgrind-updates-{driver}.log"
+    with loaded_store(kind, lambda: iter(coverage_zones()), run_dir / f"vg-{driver}") as loaded:
+        body = kind.body(loaded.target, 1, extra=VALGRIND_ARGS.get(driver, {}))
+        with Named(run_dir / f"vg-{driver}" / "named", body, env=kind.client_env(loaded.target),
+                   wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS])) as named:
+            for message, expected in _valgrind_updates():
+                assert send(named, message) == expected
+            assert answer(named, _name("www"), "A").rcode == "NOERROR"
+            assert answer(named, _name("w.vg"), "TXT").rcode == "NXDOMAIN"
+    log = report.read_text(errors="replace")
+    assert "ERROR SUMMARY" in log
+    found = valgrind_errors(log, stack_frames_of(kind.library_file))
+    assert not found, "\n\n".join(found[:3])
+
+
+@pytest.fixture(scope="module")
+def asan_built() -> None:
+    done = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 1}", "-C",
+                           str(REPO_ROOT / "drivers"), "asan"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("driver", WRITABLE)
+def test_asan_build_takes_updates(run_dir: Path, request: pytest.FixtureRequest,
+                                  driver: str) -> None:
+    """named loads the driver's AddressSanitizer build (libasan preloaded) and takes the same
+    updates; any ASan report fails the test."""
+    if driver in ASAN_IMPOSSIBLE:
+        pytest.skip(ASAN_IMPOSSIBLE[driver])
+    request.getfixturevalue("asan_built")  # compiled only for a driver that needs it
+    kind = dataclasses.replace(get_server(driver), updates=POLICY)
+    assert isinstance(kind, DlzNamed)
+    asan = REPO_ROOT / "build" / "asan" / kind.library_file.parent.name / kind.library_file.name
+    asan_dir = run_dir / f"asan-{driver}"
+    asan_dir.mkdir(exist_ok=True)
+    with loaded_store(kind, lambda: iter(coverage_zones()), asan_dir / "store") as loaded:
+        body = kind.body(loaded.target, THREADS, library=asan)
+        env = {**asan_environment(asan_dir), **kind.client_env(loaded.target)}
+        with Named(asan_dir / "named", body, threads=THREADS, env=env) as named:
+            for message, expected in _valgrind_updates():
+                assert send(named, message) == expected
+            log = named.log_path
+    reports = sorted(asan_dir.glob("asan*"))
+    assert not reports, reports[0].read_text(errors="replace")[:4000]
+    assert "AddressSanitizer" not in log.read_text(errors="replace")
