@@ -599,6 +599,40 @@ def test_bdbhpt_private_mode_refuses_updates(servers: Servers, run_dir: Path) ->
     assert "mode=private takes no updates" in named.log_path.read_text(errors="replace")
 
 
+# --- unsigned updates (the benchmark's rows without TSIG) --------------------------------------
+
+UNSIGNED_POLICY = UpdatePolicy((ZONE,), KEY, unsigned=True)
+
+
+def _unsigned_add() -> dns.message.Message:
+    m = update(None)
+    m.add(_name("unsigned"), 300, "TXT", '"no key"')
+    m.replace(_name("www"), 300, "A", "192.0.2.77")
+    return m
+
+
+@pytest.mark.parametrize("driver", WRITABLE)
+def test_unsigned_updates_over_tcp_when_granted(run_dir: Path, driver: str) -> None:
+    """update_unsigned=yes against native BIND's allow-update { any; }: an unsigned update
+    over TCP is taken by both and answers alike; over UDP named refuses it for the DLZ zone
+    before the driver is asked (a zone with an update policy), where native takes it."""
+    zones = coverage_zones()
+    named = {}
+    with ExitStack() as stack:
+        for name in ["native", driver]:
+            kind = dataclasses.replace(get_server(name), updates=UNSIGNED_POLICY)
+            loaded = stack.enter_context(loaded_store(kind, lambda: iter(zones),
+                                                      run_dir / f"unsigned-{name}"))
+            named[name] = stack.enter_context(loaded.named(run_dir / f"unsigned-{name}",
+                                                           threads=1))
+        pair = Servers(zones, {}, named)
+        same_rcodes(send_all(pair, _unsigned_add), "NOERROR")
+        wrong = answers_differ(pair, driver, [(_name("unsigned"), "TXT"), (_name("www"), "A"),
+                                              (ZONE, "SOA")])
+        assert not wrong, "\n".join(wrong)
+        assert send(named[driver], _unsigned_add(), tcp=False) == "REFUSED"
+
+
 # --- memory checking ---------------------------------------------------------------------------
 
 VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"

@@ -125,49 +125,67 @@ put_metres(char *out, size_t cap, long cm) {
 	return snprintf(out, cap, " %s%ld.%02ldm", cm < 0 ? "-" : "", labs(cm) / 100, labs(cm) % 100);
 }
 
-/*
- * LOC: the eight position fields copied, then altitude, size, horizontal and vertical
- * precision as dnspython writes them. Text that does not parse is copied unchanged.
- */
-static void
-loc_form(const char *text, char *out, size_t cap) {
-	const char *tok[12];
-	size_t len[12];
-	unsigned n = 0;
-	long cm[4] = { 0, 100, 1000000, 1000 }; /* RFC 1876 defaults: 1m 10000m 10m */
-	const char *p = text;
-	char *o = out;
+#define LOC_MAX_TOKENS 12
 
-	while (*(p = skip_space(p)) != '\0' && n < 12) {
-		tok[n] = p;
+/* The blank-separated tokens of text (at most LOC_MAX_TOKENS); false if there are more. */
+static bool
+loc_tokens(const char *text, const char **tok, size_t *len, unsigned *n) {
+	const char *p = skip_space(text);
+
+	*n = 0;
+	while (*p != '\0') {
+		if (*n == LOC_MAX_TOKENS) {
+			return false;
+		}
+		tok[*n] = p;
 		while (*p != '\0' && *p != ' ' && *p != '\t') {
 			p++;
 		}
-		len[n] = (size_t)(p - tok[n]);
-		n++;
+		len[*n] = (size_t)(p - tok[*n]);
+		(*n)++;
+		p = skip_space(p);
 	}
-	/* Degrees, then minutes and seconds that may be left out: the hemisphere letters tell. */
-	unsigned lat = 0, lon, i;
-	while (lat < n && lat < 4 && !(len[lat] == 1 && strchr("NSns", tok[lat][0]) != NULL)) {
-		lat++;
+	return true;
+}
+
+/* Index of the first of tokens [from, from + 4) that is one of the letters, else n. */
+static unsigned
+loc_letter(const char *const *tok, const size_t *len, unsigned n, unsigned from,
+	   const char *letters) {
+	for (unsigned i = from; i < n && i < from + 4; i++) {
+		if (len[i] == 1 && strchr(letters, tok[i][0]) != NULL) {
+			return i;
+		}
 	}
-	lon = lat + 1;
-	i = lon;
-	while (i < n && i < lon + 4 && !(len[i] == 1 && strchr("EWew", tok[i][0]) != NULL)) {
-		i++;
-	}
-	if (*skip_space(p) != '\0' || lat >= n || i >= n || i + 2 > n ||
-	    !loc_cm(tok[i + 1], len[i + 1], &cm[0])) {
+	return n;
+}
+
+/*
+ * LOC: the position fields (degrees, and the minutes and seconds either may leave out, up to
+ * each hemisphere letter) copied, then altitude, size, horizontal and vertical precision as
+ * dnspython writes them. Text that does not parse is copied unchanged.
+ */
+static void
+loc_form(const char *text, char *out, size_t cap) {
+	const char *tok[LOC_MAX_TOKENS];
+	size_t len[LOC_MAX_TOKENS];
+	long cm[4] = { 0, 100, 1000000, 1000 }; /* RFC 1876 defaults: 1m 10000m 10m */
+	unsigned n, lat, lon;
+	char *o = out;
+
+	if (!loc_tokens(text, tok, len, &n) || (lat = loc_letter(tok, len, n, 0, "NSns")) == n ||
+	    (lon = loc_letter(tok, len, n, lat + 1, "EWew")) == n || lon + 2 > n ||
+	    n - (lon + 1) > 4) {
 		snprintf(out, cap, "%s", text);
 		return;
 	}
-	for (unsigned k = i + 2, f = 1; k < n; k++, f++) {
-		if (f > 3 || !loc_cm(tok[k], len[k], &cm[f])) {
+	for (unsigned k = lon + 1; k < n; k++) {
+		if (!loc_cm(tok[k], len[k], &cm[k - (lon + 1)])) {
 			snprintf(out, cap, "%s", text);
 			return;
 		}
 	}
-	for (unsigned k = 0; k <= i; k++) {
+	for (unsigned k = 0; k <= lon; k++) {
 		o += snprintf(o, cap - (size_t)(o - out), "%s%.*s", k > 0 ? " " : "", (int)len[k],
 			      tok[k]);
 	}

@@ -274,6 +274,7 @@ chain_load(struct txn *t, const char *key) {
 	struct chain_read *c = &t->chain;
 	size_t len = strlen(key), zone_len = strlen(t->zone), need = 0, pos = 0;
 	unsigned n;
+	int rc;
 	struct dlz_fetch_req req = { .zone_index = -1, .extras_zone = -1 };
 
 	memcpy(c->key, key, len + 1);
@@ -316,7 +317,7 @@ chain_load(struct txn *t, const char *key) {
 	req.owners = c->owners;
 	req.extras = c->owners + req.nowners;
 	rowset_reset(&c->rows);
-	int rc = t->u->backend->fetch(t->slot->conn, &req, &c->rows);
+	rc = t->u->backend->fetch(t->slot->conn, &req, &c->rows);
 	if (rc == DLZ_OK && !dlz_grow((void **)&c->gone, &c->gone_cap, c->rows.nrows + 1,
 				      sizeof(*c->gone))) {
 		rc = DLZ_ERROR;
