@@ -12,7 +12,8 @@ key named knows but grants nothing). Every update message goes to all of them, a
     and deleting it makes them go again, as in native BIND;
   - a store failure in the middle of an update rolls all of it back (SERVFAIL), and an update
     while the store is down is SERVFAIL, nothing half-written.
-A writable driver is one row of WRITABLE (and of STORE_FAULTS, how to make its store fail).
+A writable driver is one row of WRITABLE (and of STORE_FAULTS and STORE_DOWN, how to make its
+store fail one write, and fail altogether). bdbhpt's private mode takes no updates, and says so.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -34,11 +36,13 @@ import dns.tsig
 import dns.update
 import pytest
 
+from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import DRIVER, classify, classify_transfer, detail
+from loaders.bdbhpt import read_mode
 from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
@@ -53,7 +57,7 @@ OTHER_KEY = TsigKey.new("dlzbench-other")  # known to named, granted nothing
 UNKNOWN_KEY = TsigKey.new("dlzbench-unknown")  # not known to named
 POLICY = UpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
 # DLZ drivers whose store takes updates.
-WRITABLE = ["pg"]
+WRITABLE = ["pg", "memory", "mysql", "bdbhpt-t", "bdbhpt-c"]
 THREADS = 2
 
 
@@ -74,12 +78,26 @@ def servers(run_dir: Path) -> Iterator[Servers]:
     with ExitStack() as stack:
         stores, named = {}, {}
         for name in ["native", *WRITABLE]:
-            kind = dataclasses.replace(get_server(name), updates=POLICY)
+            kind = dataclasses.replace(get_server(name), updates=POLICY,
+                                       **_server_options(name, run_dir))
             stores[name] = stack.enter_context(
                 loaded_store(kind, lambda: iter(zones), run_dir / name))
             named[name] = stack.enter_context(stores[name].named(run_dir / name,
                                                                  threads=THREADS))
         yield Servers(zones, stores, named)
+
+
+MEMORY_SWITCHES = "memory-switches"
+
+
+def _server_options(name: str, run_dir: Path) -> dict[str, dict[str, str]]:
+    """The memory driver's switches for failing on demand (loaders/memory.py)."""
+    if name != "memory":
+        return {}
+    switches = run_dir / MEMORY_SWITCHES
+    switches.mkdir(parents=True, exist_ok=True)
+    return {"options": {"outage_file": str(switches / "outage"),
+                        "refuse_file": str(switches / "refuse")}}
 
 
 # --- sending ----------------------------------------------------------------------------------
@@ -214,13 +232,26 @@ def transfer_differs(servers: Servers, driver: str) -> str | None:
         detail((ZONE, "AXFR"), diff)
 
 
+def stored_zones(loaded: LoadedStore) -> list[Zone] | None:
+    """What the store holds now, as its loader reads it: for bdbhpt the home of the server's
+    mode, the only one its updates change (schemas/bdb.md); None for memory, whose updates
+    stay in named and never reach its file (schemas/memory.md)."""
+    if loaded.loader.name == "memory":
+        return None
+    if loaded.loader.name == "bdbhpt":
+        return read_mode(loaded.target, loaded.server.options["mode"])
+    return list(loaded.loader.read_back(loaded.target))
+
+
 def test_records_are_stored_as_the_loaders_write_them(servers: Servers) -> None:
     """What an update wrote reads back in the loaders' form (zonedata.model.from_rdata)."""
     same_rcodes(send_all(servers, _stored_form_update), "NOERROR")
     expected = {(name_key(r.owner), r.ttl, r.rdtype, r.rdata) for r in STORED_FORM}
     for driver in WRITABLE:
-        loaded = servers.stores[driver]
-        zone = next(z for z in loaded.loader.read_back(loaded.target) if z.origin == ZONE)
+        zones = stored_zones(servers.stores[driver])
+        if zones is None:
+            continue
+        zone = next(z for z in zones if z.origin == ZONE)
         assert expected <= set(zone.canonical()), driver
 
 
@@ -392,11 +423,80 @@ def _pg_refuses_a_row(loaded: LoadedStore) -> Iterator[None]:
             conn.commit()
 
 
-# How each writable driver's store is made to fail one write of an update.
-STORE_FAULTS = {"pg": _pg_refuses_a_row}
+@contextmanager
+def _mysql_refuses_a_row(loaded: LoadedStore) -> Iterator[None]:
+    """A trigger makes MariaDB refuse to insert a record with FAIL_TEXT."""
+    def run(statement: str) -> None:
+        conn = loaded.loader.database.connect(loaded.target)
+        try:
+            conn.cursor().execute(statement)
+        finally:
+            conn.close()
+
+    run("CREATE TRIGGER dlzbench_refuse BEFORE INSERT ON records FOR EACH ROW "
+        f"IF NEW.data = '{FAIL_TEXT}' THEN SIGNAL SQLSTATE '45000' "
+        "SET MESSAGE_TEXT = 'refused by the test'; END IF")
+    try:
+        yield
+    finally:
+        run("DROP TRIGGER dlzbench_refuse")
 
 
-@pytest.mark.parametrize("driver", WRITABLE)
+@contextmanager
+def _memory_refuses_a_row(loaded: LoadedStore) -> Iterator[None]:
+    """The memory driver's refuse_file names FAIL_TEXT."""
+    refuse = Path(loaded.server.options["refuse_file"])
+    refuse.write_text(FAIL_TEXT + "\n")
+    try:
+        yield
+    finally:
+        refuse.unlink()
+
+
+# A transaction of another process that holds the write lock of the zone's owner list (of its
+# live generation) in the transactional home until stdin closes: an update that adds a name
+# waits for it (lock_timeout_ms) after its first writes, and fails.
+HOLD_OWNER_LIST = """
+import sys
+from berkeleydb import db
+from loaders.bdbhpt import DATA_FILE, ENV_FLAGS
+env = db.DBEnv()
+env.open(sys.argv[1], ENV_FLAGS["transactional"], 0o644)
+zones, lists = db.DB(env), db.DB(env)
+zones.open(DATA_FILE, "dns_zone", db.DB_UNKNOWN, db.DB_AUTO_COMMIT)
+lists.open(DATA_FILE, "dns_xfr", db.DB_UNKNOWN, db.DB_AUTO_COMMIT)
+txn = env.txn_begin()
+gen = zones.get(sys.argv[2].encode(), txn=txn)
+lists.put(gen, lists.get(gen, txn=txn, flags=db.DB_RMW), txn=txn)
+print("holding", flush=True)
+sys.stdin.read()
+txn.abort()
+"""
+
+
+@contextmanager
+def _holding(script: str, loaded: LoadedStore) -> Iterator[None]:
+    """script run in a process of its own on the transactional home, until the block ends."""
+    home = Path(loaded.target) / "transactional"
+    holder = subprocess.Popen([sys.executable, "-c", script, str(home), name_key(ZONE)],
+                              cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        yield
+    finally:
+        holder.communicate("")
+
+
+# How each writable driver's store is made to fail one write of an update. None for bdbhpt-c:
+# a concurrent data store has no lock time-out, so another writer's lock makes an update wait
+# rather than fail, and its update writes a copy nobody reads before the commit's one put.
+STORE_FAULTS = {"pg": _pg_refuses_a_row, "mysql": _mysql_refuses_a_row,
+                "memory": _memory_refuses_a_row,
+                "bdbhpt-t": lambda loaded: _holding(HOLD_OWNER_LIST, loaded)}
+
+
+@pytest.mark.parametrize("driver", [d for d in WRITABLE if d in STORE_FAULTS])
 def test_a_store_error_mid_update_rolls_all_of_it_back(servers: Servers, driver: str) -> None:
     named = servers.named[driver]
 
@@ -421,22 +521,82 @@ def _until(condition: Callable[[], bool], seconds: float) -> bool:
     return False
 
 
-@pytest.mark.parametrize("driver", WRITABLE)
+@contextmanager
+def _server_stopped(loaded: LoadedStore) -> Iterator[None]:
+    loaded.target.stop()
+    try:
+        yield
+    finally:
+        loaded.target.start()
+
+
+@contextmanager
+def _memory_outage(loaded: LoadedStore) -> Iterator[None]:
+    """The memory driver's outage_file exists: every call fails, as with a database down."""
+    outage = Path(loaded.server.options["outage_file"])
+    outage.touch()
+    try:
+        yield
+    finally:
+        outage.unlink()
+
+
+# A transaction of another process that holds the write lock of the zone's dns_zone entry in
+# the transactional home until stdin closes: every read of the zone waits (lock_timeout_ms)
+# and fails, as with a writer stuck inside its transaction.
+HOLD_ZONE = """
+import sys
+from berkeleydb import db
+from loaders.bdbhpt import DATA_FILE, ENV_FLAGS
+env = db.DBEnv()
+env.open(sys.argv[1], ENV_FLAGS["transactional"], 0o644)
+zones = db.DB(env)
+zones.open(DATA_FILE, "dns_zone", db.DB_UNKNOWN, db.DB_AUTO_COMMIT)
+txn = env.txn_begin()
+key = sys.argv[2].encode()
+zones.put(key, zones.get(key, txn=txn, flags=db.DB_RMW), txn=txn)
+print("holding", flush=True)
+sys.stdin.read()
+txn.abort()
+"""
+
+
+# How each writable driver's store is made unavailable for a while.
+STORE_DOWN = {"pg": _server_stopped, "mysql": _server_stopped, "memory": _memory_outage,
+              "bdbhpt-t": lambda loaded: _holding(HOLD_ZONE, loaded)}
+
+
+@pytest.mark.parametrize("driver", [d for d in WRITABLE if d in STORE_DOWN])
 def test_an_update_while_the_store_is_down_is_servfail(servers: Servers, driver: str) -> None:
     loaded, named = servers.stores[driver], servers.named[driver]
     before = answer(named, SENTINEL, "TXT")
-    loaded.target.stop()
-    try:
+    with STORE_DOWN[driver](loaded):
         # Additions only: named checks a deletion of a whole name (a meta type) against the
         # policy by reading the name first, and answers a failed read there REFUSED itself
         # (ns/update.c: "rejected by secure update"), before the update reaches the driver.
         assert send(named, with_sentinel(update())) == "SERVFAIL"
-    finally:
-        loaded.target.start()
     assert _until(lambda: answer(named, SENTINEL, "TXT").rcode != "SERVFAIL", 30)
     assert answer(named, SENTINEL, "TXT") == before
-    # The update connection the restart cut is replaced: the next update goes through.
-    same_rcodes(send_all(servers, lambda: _add_apex_txt('"after the restart"')), "NOERROR")
+    # The update connection the outage broke is replaced: the next update goes through.
+    same_rcodes(send_all(servers, lambda: _add_apex_txt('"after the outage"')), "NOERROR")
+
+
+# --- a store that cannot take updates while named serves -------------------------------------
+
+
+def test_bdbhpt_private_mode_refuses_updates(servers: Servers, run_dir: Path) -> None:
+    """A private Berkeley DB environment has no locking: asking for updates is a one-line
+    error before anything starts, and the driver itself refuses update_zones at start-up."""
+    private = dataclasses.replace(get_server("bdbhpt-p"), updates=POLICY)
+    target = servers.stores["bdbhpt-t"].target  # the loader wrote every mode's home
+    with pytest.raises(UserError, match="private mode takes no updates"):
+        private.client_env(target)
+    body = get_server("bdbhpt-p").body(target, 1, extra=POLICY.dlz_args())
+    named = Named(run_dir / "named-bdbhpt-p-updates", POLICY.key_statements() + body)
+    with pytest.raises(Exception, match="named"):
+        with named:
+            pass
+    assert "mode=private takes no updates" in named.log_path.read_text(errors="replace")
 
 
 # --- unsigned updates (the benchmark's rows without TSIG) --------------------------------------
@@ -480,8 +640,9 @@ VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
 ASAN_IMPOSSIBLE = {"pg": "libasan preloaded into a libpq client deadlocks; pg is checked under "
                          "Valgrind"}
 # Driver arguments for a named many times slower under Valgrind: the pg driver's connect
-# deadline of 1 s was passed on this loaded machine.
-VALGRIND_ARGS = {"pg": {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}}
+# deadline of 1 s was passed on this loaded machine (mysql has the same deadline).
+VALGRIND_ARGS = {driver: {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}
+                 for driver in ("pg", "mysql")}
 
 
 def _valgrind_updates() -> list[tuple[dns.message.Message, str]]:

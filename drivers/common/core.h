@@ -142,6 +142,8 @@ void pool_destroy(struct pool *pool);
 struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
 /* A locked update slot with an open connection (see pool.c); NULL when none could be had. */
 struct pool_slot *pool_checkout_update(struct pool *pool, bool wait);
+/* Unlock an update slot; a broken connection is closed (the pool stays up). */
+void pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken);
 /* Unlock; a broken connection is closed and reopened on the next checkout. A broken
  * connection that timed out or had just been opened takes the pool down; a probe that was
  * not broken brings it up. */

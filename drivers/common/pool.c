@@ -242,3 +242,18 @@ pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken) {
 	slot->probe = false;
 	pthread_mutex_unlock(&slot->lock);
 }
+
+/*
+ * An update slot back. A broken connection is closed, but the pool is not taken for down on
+ * an update's account: an update may time out waiting for a row another writer holds (the
+ * session's statement_timeout), which says nothing about the store answering queries, and
+ * the queries find out for themselves when it does not.
+ */
+void
+pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken) {
+	if (broken && slot->conn != NULL) {
+		pool->backend->disconnect(pool->state, slot->conn);
+		slot->conn = NULL;
+	}
+	pthread_mutex_unlock(&slot->lock);
+}

@@ -56,6 +56,12 @@ struct chain_read {
 	struct dlz_rowset rows;
 	bool *gone; /* rows this update deleted since the read */
 	size_t gone_cap;
+	/* Nothing was written since the read: a read of the same key can use it. named looks a
+	 * name up several times before it changes it (the duplicate and TTL check, the node for
+	 * the change, CNAME conflicts), and each would be a round trip: with trace=yes, an update
+	 * adding one A record made 16 reads, 12 of them answered by the read before (4 round
+	 * trips); one adding ten, 52 and 39 (13 round trips). */
+	bool current;
 };
 
 struct txn {
@@ -277,6 +283,13 @@ chain_load(struct txn *t, const char *key) {
 	int rc;
 	struct dlz_fetch_req req = { .zone_index = -1, .extras_zone = -1 };
 
+	if (c->current && strcmp(c->key, key) == 0) {
+		if (t->u->trace) {
+			dlz_log(ISC_LOG_INFO, "update read %s (the last read)", key);
+		}
+		return DLZ_OK;
+	}
+	c->current = false;
 	memcpy(c->key, key, len + 1);
 	n = key_ancestors(c->key, len, c->offs);
 	c->z = -1;
@@ -318,12 +331,16 @@ chain_load(struct txn *t, const char *key) {
 	req.extras = c->owners + req.nowners;
 	rowset_reset(&c->rows);
 	rc = t->u->backend->fetch(t->slot->conn, &req, &c->rows);
+	if (t->u->trace) {
+		dlz_log(ISC_LOG_INFO, "update read %s -> %zu rows", key, c->rows.nrows);
+	}
 	if (rc == DLZ_OK && !dlz_grow((void **)&c->gone, &c->gone_cap, c->rows.nrows + 1,
 				      sizeof(*c->gone))) {
 		rc = DLZ_ERROR;
 	}
 	if (rc == DLZ_OK) {
 		memset(c->gone, 0, (c->rows.nrows + 1) * sizeof(*c->gone));
+		c->current = true;
 	}
 	return rc;
 }
@@ -447,7 +464,7 @@ txn_begin(struct txn *t) {
 		if (u->backend->begin(t->slot->conn) == DLZ_OK) {
 			return true;
 		}
-		pool_checkin(u->pool, t->slot, true);
+		pool_checkin_update(u->pool, t->slot, true);
 		t->slot = NULL;
 		if (fresh) {
 			return false;
@@ -516,7 +533,7 @@ updates_closeversion(struct updates *u, const char *zone, bool commit, void **ve
 		dlz_log(ISC_LOG_INFO, "closeversion %s -> %s", t->zone,
 			committed ? "committed" : "rolled back");
 	}
-	pool_checkin(u->pool, t->slot, t->broken);
+	pool_checkin_update(u->pool, t->slot, t->broken);
 	chain_free(&t->chain);
 	open_txn = NULL;
 	free(t);
@@ -650,7 +667,11 @@ updates_add(struct updates *u, const char *name, const char *rdatastr, void *ver
 		t->failed = true;
 		return ISC_R_FAILURE;
 	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner) || !make_owner_exist(t)) {
+	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
+		return ISC_R_FAILURE;
+	}
+	t->chain.current = false; /* written below */
+	if (!make_owner_exist(t)) {
 		return ISC_R_FAILURE;
 	}
 	text = strdup(rdatastr);
@@ -763,6 +784,7 @@ updates_sub(struct updates *u, const char *name, const char *rdatastr, void *ver
 	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
 		return ISC_R_FAILURE;
 	}
+	t->chain.current = false; /* written below */
 	left = count_rows(t, owner).data;
 	text = strdup(rdatastr);
 	if (text == NULL) {
@@ -802,8 +824,11 @@ updates_del(struct updates *u, const char *name, const char *type, void *version
 		t->failed = true;
 		return ISC_R_FAILURE;
 	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner) ||
-	    !delete_matching(t, type, NULL, &left) || !after_deletes(t, left)) {
+	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
+		return ISC_R_FAILURE;
+	}
+	t->chain.current = false; /* written below */
+	if (!delete_matching(t, type, NULL, &left) || !after_deletes(t, left)) {
 		return ISC_R_FAILURE;
 	}
 	return ISC_R_SUCCESS;
