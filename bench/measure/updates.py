@@ -360,7 +360,8 @@ def measure(servers: Sequence[ServerKind], stream: Callable[[], Iterator[Zone]],
     section.cells = [UpdateCell(server.name, batch, tsig) for batch in profile.batch_sizes
                      for tsig in (False, True) for server in servers]
     with contextlib.ExitStack() as stack:
-        running = start_servers(stack, servers, stream, run_dir, access, profile, progress)
+        running = start_servers(stack, servers, stream, run_dir, access, profile, progress,
+                                section)
         before = {key: (zone_state(r.server, r.zone), soa_serial(r.server, r.zone))
                   for key, r in running.items()}
         for index in range(profile.rounds):
@@ -373,7 +374,7 @@ def measure(servers: Sequence[ServerKind], stream: Callable[[], Iterator[Zone]],
                    for key, r in running.items()}
         progress("checking every server's answers against native BIND's")
         section.checks = [check_server(kind.name, running, profile, zones, before)
-                          for kind in servers]
+                          for kind in servers if (kind.name, True) in running]
         for check in section.checks:
             check.serials = {running[(check.server, tsig)].zone.to_text():
                              serials[(check.server, tsig)] for tsig in (False, True)}
@@ -381,29 +382,46 @@ def measure(servers: Sequence[ServerKind], stream: Callable[[], Iterator[Zone]],
 
 def start_servers(stack: contextlib.ExitStack, servers: Sequence[ServerKind],
                   stream: Callable[[], Iterator[Zone]], run_dir: Path, access: UpdateAccess,
-                  profile: Profile, progress: Callable[[str], None]) -> Instances:
+                  profile: Profile, progress: Callable[[str], None],
+                  section: Updates) -> Instances:
     """Each store loaded once; over it, each server twice: one instance whose zone takes
     updates without a key, one whose zone takes them only with it (a server given one update
     policy for all its zones, as named's DLZ path is, can then still refuse an unsigned
-    update in the keyed zone). They all run at once."""
+    update in the keyed zone). They all run at once. A server other than native BIND that
+    cannot start so (a store's mode that takes no updates) has its cells failed, with why."""
     stores: dict[str, LoadedStore] = {}
     running: Instances = {}
     for kind in servers:
         store = kind.loader().name
-        if store not in stores:
-            progress(f"loading the {store} store")
-            stores[store] = stack.enter_context(loaded_store(kind, stream, run_dir))
-        loaded = stores[store]
-        for tsig in (False, True):
-            mine = instance_access(access, tsig)
-            server = kind.build_updatable(
-                loaded.target, run_dir / f"server-{kind.name}-{'tsig' if tsig else 'open'}",
-                mine, threads=profile.threads, connections=profile.threads)
-            progress(f"starting {kind.name} ({'with' if tsig else 'without'} TSIG)")
-            running[(kind.name, tsig)] = Running(kind, stack.enter_context(server), loaded,
-                                                 mine.zones[0],
-                                                 Signer(access.key if tsig else None))
+        try:
+            if store not in stores:
+                progress(f"loading the {store} store")
+                stores[store] = stack.enter_context(loaded_store(kind, stream, run_dir))
+            for tsig in (False, True):
+                running[(kind.name, tsig)] = start_instance(stack, kind, stores[store],
+                                                            access, tsig, run_dir, profile)
+                progress(f"started {kind.name} ({'with' if tsig else 'without'} TSIG)")
+        except UserError as exc:
+            if kind.name == REFERENCE:
+                raise
+            progress(f"{kind.name} failed: {exc}")
+            for cell in section.cells:
+                if cell.server == kind.name:
+                    cell.status, cell.error = "failed", str(exc)
+            running.pop((kind.name, False), None)
     return running
+
+
+def start_instance(stack: contextlib.ExitStack, kind: ServerKind, loaded: LoadedStore,
+                   access: UpdateAccess, tsig: bool, run_dir: Path, profile: Profile) -> Running:
+    """The server's instance taking the keyed zone's updates (tsig) or the open zone's,
+    started (stopped when the stack closes)."""
+    mine = instance_access(access, tsig)
+    server = kind.build_updatable(
+        loaded.target, run_dir / f"server-{kind.name}-{'tsig' if tsig else 'open'}", mine,
+        threads=profile.threads, connections=profile.threads)
+    return Running(kind, stack.enter_context(server), loaded, mine.zones[0],
+                   Signer(access.key if tsig else None))
 
 
 def run_round(section: Updates, running: Instances, profile: Profile, index: int) -> None:
