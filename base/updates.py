@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import dns.name
 import dns.tsig
+import dns.tsigkeyring
 
 # HMAC-SHA256: what tsig-keygen makes by default (BIND 9.18) and every server here takes.
 ALGORITHM = "hmac-sha256"
@@ -49,6 +50,10 @@ class TsigKey:
 
     def dnspython_key(self) -> dns.tsig.Key:
         return dns.tsig.Key(self.name, self.secret, self.algorithm)
+
+    def keyring(self) -> dict[dns.name.Name, dns.tsig.Key]:
+        """dnspython's keyring for signing with this key (dns.update.UpdateMessage)."""
+        return dns.tsigkeyring.from_text({self.name: (self.algorithm, self.secret)})
 
     def named_clause(self) -> str:
         """named.conf's key statement."""

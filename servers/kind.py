@@ -21,7 +21,6 @@ from loaders import get_loader
 from loaders.loader import Loader
 from servers import bindversion
 from servers.dnsserver import DnsServer
-from servers.updates import TsigKey as PolicyKey
 from servers.updates import UpdatePolicy
 
 
@@ -124,6 +123,5 @@ def update_policy(access: UpdateAccess) -> UpdatePolicy:
     if access.open_zones and access.keyed_zones:
         raise UserError("one named takes updates under one policy: open zones or keyed ones")
     if access.keyed_zones:
-        return UpdatePolicy(access.keyed_zones, PolicyKey(access.key.bare_name,
-                                                          access.key.secret))
+        return UpdatePolicy(access.keyed_zones, access.key)
     return UpdatePolicy(access.open_zones, None, unsigned=True)
