@@ -107,10 +107,9 @@ $(TOXIPROXY):
 	if [ $$rc = 0 ]; then mv $(TOOLS_BIN).partial/server $@; fi; \
 	rm -rf $(TOOLS_BIN).partial; exit $$rc
 
-build drivers: apt-packages
-
+# One compiler per core: each driver is one gcc run over its sources and the shared core.
 build drivers: apt-packages bind-drivers
-	$(MAKE) -C drivers
+	$(MAKE) -j$(shell nproc) -C drivers
 	$(MAKE) -C bench/load/prober
 
 test: deps build
