@@ -50,6 +50,14 @@ class ServerKind(ABC):
     # Why the server cannot serve a signed zone as its store holds it (None: it can, with
     # the signatures or, through BIND's DLZ path, as plain data): `run --signed` leaves it out.
     cannot_serve_signed: ClassVar[str | None] = None
+    # Why the server cannot answer DNS over TLS (None: it can, with DnsServer.serve_tls):
+    # `run --transport dot` gives it an n/a cell with this reason.
+    no_dot: ClassVar[str | None] = None
+
+    def transport_unsupported(self, transport: str) -> str | None:
+        """Why the server does not answer over `transport` (None: it does). Every server
+        answers UDP and TCP, with a connection kept or a new one per query."""
+        return self.no_dot if transport == "dot" else None
 
     def known_classes(self) -> tuple[str, ...]:
         """Every known difference of its answers, in the order they are tried."""

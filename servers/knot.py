@@ -111,6 +111,8 @@ class KnotServer(ServerKind):
                                        "knot-soa-nxdomain-ttl")
     dnssec_classes: tuple[str, ...] = ("knot-rrsig-one-rrset", "knot-nsec-at-delegation")
     group = "NSD, Knot"
+    no_dot = ("Knot DNS 3.2 (Debian 12) serves UDP, TCP and, from 3.3, QUIC; DNS over TLS "
+              "came in 3.4")
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Knot:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.process import new_run_dir, run_checked
-from bench.load.dnsperf import in_root
+from bench.load.dnsperf import in_root, transport_args
 
 RESPERF = "/usr/bin/resperf"
 TASKSET = "/usr/bin/taskset"
@@ -70,14 +70,16 @@ def parse(stdout: str, plot: str, argv: list[str]) -> ResperfRun:
 
 
 def ramp(server: str, port: int, query_file: Path, *, max_qps: float, ramp_s: float,
-         clients: int, timeout_s: float = 1.0, cpu_list: str | None = None) -> ResperfRun:
-    """One resperf ramp from 0 to max_qps queries per second over ramp_s seconds."""
+         clients: int, timeout_s: float = 1.0, cpu_list: str | None = None,
+         transport: str = "udp") -> ResperfRun:
+    """One resperf ramp from 0 to max_qps queries per second over ramp_s seconds, over
+    `transport` (dnsperf.transport_args)."""
     work = new_run_dir("resperf")
     plot = work / "resperf.plot"
     # -R: the query file is reused from its start (a ramp sends more queries than it holds).
     argv = [RESPERF, "-s", server, "-p", str(port), "-d", str(query_file), "-R",
             "-m", f"{max(1, round(max_qps))}", "-r", f"{ramp_s:g}", "-P", str(plot),
-            "-C", str(clients), "-t", f"{timeout_s:g}"]
+            "-C", str(clients), "-t", f"{timeout_s:g}", *transport_args(transport, "-M")]
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
     argv = in_root(argv)
