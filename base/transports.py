@@ -13,18 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from base.errors import UserError
 from base.process import run_checked
 
 TRANSPORTS = ("udp", "tcp", "tcp-new", "dot")
-STREAM_TRANSPORTS = ("tcp", "tcp-new", "dot")
 OPENSSL = "/usr/bin/openssl"
-
-
-def check_transport(text: str) -> str:
-    if text not in TRANSPORTS:
-        raise UserError(f"--transport {text}: expected one of {', '.join(TRANSPORTS)}")
-    return text
 
 
 @dataclass(frozen=True)

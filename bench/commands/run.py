@@ -13,7 +13,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from base.transports import TRANSPORTS, check_transport
+from base.transports import TRANSPORTS
 from bench.commands import (
     add_out_option,
     add_pin_option,
@@ -96,7 +96,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                          help="dnsperf query file (default: derived from the data set)")
     add_query_source_options(p, queries)
     add_traffic_mix_options(p)
-    p.add_argument("--transport", type=check_transport, default="udp",
+    p.add_argument("--transport", choices=TRANSPORTS, default="udp",
                    help=f"what the queries travel over: {', '.join(TRANSPORTS)} (tcp-new: a new "
                         "TCP connection per query; default udp); a server that does not "
                         "speak it gets an n/a cell saying why")

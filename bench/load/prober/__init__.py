@@ -27,7 +27,7 @@ TASKSET = "/usr/bin/taskset"
 # handshake per probe is not what a DoT client pays per query (it keeps its session).
 PROBER_TRANSPORTS = ("udp", "tcp", "tcp-new")
 NO_TLS = ("the latency prober speaks UDP and TCP, not TLS: over DoT the latency is dnsperf's "
-          "mean only, no percentiles")
+          "mean only (results.json: qps_runs' latency_avg_s), no percentiles")
 
 # A one-line query file for the floor: the responder echoes any question.
 _FLOOR_QUERY = "floor.prober.invalid A\n"
