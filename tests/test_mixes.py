@@ -12,7 +12,9 @@ import dns.name
 import pytest
 
 from base.errors import UserError
-from bench.measure.results import load_results
+from bench.load.dnsperf import DnsperfRun
+from bench.measure.results import Cell, load_results
+from bench.measure.scale import check_rcodes
 from tests.benchcli import run_bench
 from zonedata.generator import generate
 from zonedata.mixes import MixWriter, plan_mix
@@ -180,3 +182,14 @@ def test_flood_run_reports_both_traffic_classes(flood_run: Path) -> None:
         assert "flood.txt" in " ".join(flood["flood_run"]["argv"])
         assert "flood.txt" not in " ".join(flood["with_flood"]["run"]["argv"])
     assert "## Random-subdomain flood" in (flood_run / "results.md").read_text()
+
+
+@pytest.mark.parametrize(("refused", "status"), [(200, "ok"), (600, "wrong")])
+def test_scale_counts_refused_answers_to_unknown_names_as_right(refused: int,
+                                                                status: str) -> None:
+    kinds = traffic_mix(30, 20)
+    cell = Cell("native", 1, 1)
+    cell.qps_runs.append(DnsperfRun(argv=[], rcodes={"NOERROR": 1000 - 300 - refused,
+                                                     "NXDOMAIN": 300, "REFUSED": refused}))
+    check_rcodes(cell, kinds, threshold=0.01)
+    assert cell.status == status, cell.error
