@@ -133,6 +133,7 @@ def test_answers_over_every_transport_match_udp(tmp_path: Path) -> None:
     ["run", "--transport", "dot", "--flood", "100"],
     ["run", "--transport", "quic"],
     ["run", "--target", "127.0.0.1:53", "--server-label", "x", "--transport", "dot"],
+    ["run", "--signed", "--transport", "tcp"],
 ])
 def test_impossible_combinations_are_one_clear_error(run_root: Path, args: list[str]) -> None:
     done = run_bench(run_root / "refused", *args, "--profile", "tiny", timeout=120)

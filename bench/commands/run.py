@@ -264,6 +264,9 @@ def run_signed(args: argparse.Namespace) -> int:
     if args.target is not None:
         raise UserError("run --signed measures the suite's servers over data it signs: "
                         "not a --target")
+    if args.transport != "udp" or args.flood is not None:
+        raise UserError("run --signed compares signed and unsigned data over UDP, without a "
+                        "flood: leave out --transport and --flood")
     args.servers = ",".join(signable_servers(args.servers or "all", "run --signed"))
     if args.threads is not None:
         positive_counts(args.threads, "--threads")
