@@ -154,8 +154,8 @@ def prepare(args: argparse.Namespace, command: str,
     if traffic:
         results.meta["queries_from"] = traffic[1].as_dict()
     results.meta["transport"] = args.transport
-    if mix is not None:
-        results.meta["traffic_mix"] = mix_record(mix, profile.queries)
+    if not traffic and args.queries is None:  # the query file is the suite's: say its mix
+        results.meta["traffic_mix"] = mix_record(mix or queries.traffic_mix(), profile.queries)
     if flood is not None:
         setup.flood_rate = flood
         setup.flood_file = run_dir / "flood.txt"
