@@ -1,7 +1,8 @@
 """`run --transport udp|tcp|tcp-new|dot` (docs/method/transports.md): every transport against
-native BIND and the memory and pg drivers on the tiny profile, answers checked over the
-transport and a QPS row; a server that does not speak a transport gets an n/a cell with the
-reason; the prober's TCP modes; the options that cannot go together are one clear error."""
+native BIND and the memory and pg drivers on the tiny profile (and NSD over DoT), answers
+checked over the transport and a QPS row; a server that does not speak a transport gets an n/a
+cell with the reason; the prober's TCP modes; the options that cannot go together are one
+clear error."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ def transport_runs(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> 
     runs = {}
     for transport in TRANSPORTS:
         out = tmp_path_factory.mktemp(f"transport-{transport}")
-        # knot beside them over DoT: a server without the transport, for its n/a cell.
-        servers = "memory,pg,knot" if transport == "dot" else "memory,pg"
+        # Over DoT NSD (which speaks it) and knot (which does not, for its n/a cell) too.
+        servers = "memory,pg,nsd,knot" if transport == "dot" else "memory,pg"
         done = run_bench(run_root / transport, "run", "--profile", "tiny", "--servers", servers,
                          "--transport", transport, "--out", str(out), timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
@@ -47,7 +48,7 @@ def test_every_server_answers_over_the_transport(transport_runs: dict[str, Path]
     results = load_results(out)
     assert results.meta["transport"] == transport
     cells = {c.server: c for c in results.cells}
-    for server in ("native", "memory", "pg"):
+    for server in ("native", "memory", "pg", *(["nsd"] if transport == "dot" else [])):
         cell = cells[server]
         assert cell.status == "ok", cell.error
         assert cell.mismatches == 0
