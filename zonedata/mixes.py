@@ -45,6 +45,7 @@ from zonedata.queries import (
     DEFAULT_QUERY_MIX,
     NODATA_TYPES,
     QUERY_KINDS,
+    UNKNOWN,
     QueryFacts,
     TopLabels,
     nxdomain_name,
@@ -53,7 +54,6 @@ from zonedata.queries import (
 )
 
 MIXES = ("uniform", "popular")
-UNKNOWN = "unknown"
 DEFAULT_EXPONENT = 1.0
 
 

@@ -39,7 +39,8 @@ from base.errors import UserError
 from zonedata.model import Zone, empty_nonterminals
 
 DEFAULT_QUERY_MIX: dict[str, float] = {"hit": 0.8, "nxdomain": 0.1, "nodata": 0.1}
-QUERY_KINDS = ("hit", "nxdomain", "nodata", "unknown")
+UNKNOWN = "unknown"  # the kind of names under no zone
+QUERY_KINDS = ("hit", "nxdomain", "nodata", UNKNOWN)
 # Labels in an unknown-zone name (its top-level label included): every depth from 1 to
 # UNKNOWN_MAX_DEPTH in turn, so each is an equal share of the unknown names (to one name).
 UNKNOWN_MAX_DEPTH = 6
@@ -123,7 +124,9 @@ class QuerySampler:
         self.count = count
         self.targets = split_count(count, _normalized_mix(mix))
         self.rng = random.Random(f"dlzbench-queries:{seed}")
-        self.reservoirs = {kind: _Reservoir(self.targets[kind], self.rng) for kind in QUERY_KINDS}
+        # Unknown-zone names are made, not sampled: their kind has no reservoir.
+        self.reservoirs = {kind: _Reservoir(self.targets[kind], self.rng)
+                           for kind in QUERY_KINDS if kind != UNKNOWN}
         self.tlds = TopLabels()
 
     def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
@@ -149,10 +152,11 @@ class QuerySampler:
         """The sampled queries, kinds interleaved; a kind short of candidates repeats its own."""
         out: list[tuple[str, str]] = []
         for kind in QUERY_KINDS:
-            wanted, items = self.targets[kind], self.reservoirs[kind].items
-            if kind == "unknown":
+            wanted = self.targets[kind]
+            if kind == UNKNOWN:
                 out += [(self.tlds.unknown_name(self.rng, i), "A") for i in range(wanted)]
                 continue
+            items = self.reservoirs[kind].items
             if wanted and not items:
                 raise UserError(f"the zones offer no {kind} queries (asked for {wanted})")
             if kind == "nxdomain":
@@ -196,7 +200,7 @@ def traffic_mix(nxdomain_percent: float | None = None,
     rest = max(rest, 0.0)
     answered = DEFAULT_QUERY_MIX["hit"] + DEFAULT_QUERY_MIX["nodata"]
     return {"hit": rest * DEFAULT_QUERY_MIX["hit"] / answered, "nxdomain": nxdomain,
-            "nodata": rest * DEFAULT_QUERY_MIX["nodata"] / answered, "unknown": unknown}
+            "nodata": rest * DEFAULT_QUERY_MIX["nodata"] / answered, UNKNOWN: unknown}
 
 
 def _percent(value: float | None, option: str, default: float) -> float:
