@@ -19,6 +19,7 @@ from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from base.errors import UserError
 from base.netns import DatabaseHost
+from base.process import drop_page_cache
 from databases.url import StoreUrl
 
 # How a database is reached: a server object (PgServer, ...) or a directory: the target.
@@ -162,8 +163,9 @@ class Database(ABC, Generic[T]):
         latency proxy in front of it forwards to."""
         raise UserError(f"the {self.store} store has no server a proxy could stand in front of")
 
-    def restart_server(self, target: T) -> None:
-        """Restart the store's server with its data kept (a fresh start between measurements).
+    def restart_server(self, target: T, *, cold: bool = False) -> None:
+        """Restart the store's server with its data kept (a fresh start between measurements);
+        cold: the machine's page cache dropped while it is down (`faults`' db-cold).
 
         Stores without a server have nothing to restart.
         """
@@ -192,7 +194,7 @@ class ServerTarget(Protocol):
     started_here: bool
     env: dict[str, str]
 
-    def restart(self) -> None: ...
+    def restart(self, *, cold: bool = False) -> None: ...
 
     def pids(self) -> list[int]: ...
 
@@ -226,8 +228,8 @@ class ServerDatabase(Database[S], Generic[S, C]):
     def client_env(self, target: S) -> dict[str, str]:
         return target.env
 
-    def restart_server(self, target: S) -> None:
-        target.restart()  # a lent server's: nothing
+    def restart_server(self, target: S, *, cold: bool = False) -> None:
+        target.restart(cold=cold)  # a lent server's: nothing
 
     def server_pids(self, target: S) -> list[int]:
         return target.pids()
@@ -308,8 +310,12 @@ class PrivateServer(ABC):
     @abstractmethod
     def stop(self) -> None: ...
 
-    def restart(self) -> None:
+    def restart(self, *, cold: bool = False) -> None:
+        """Stop and start again; cold: with the page cache dropped in between, so that the
+        server meets its data on disk as after a reboot."""
         self.stop()
+        if cold:
+            drop_page_cache()
         self.start()
 
     def __enter__(self) -> Self:

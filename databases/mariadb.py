@@ -269,7 +269,7 @@ class ExternalMysql:
         except MySQLdb.Error as exc:
             raise self.url.error(f"cannot connect: {_message(exc)}") from None
 
-    def restart(self) -> None:
+    def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
 
     def pids(self) -> list[int]:

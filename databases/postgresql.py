@@ -302,7 +302,7 @@ class ExternalPg:
         except psycopg.Error as exc:
             raise self.url.error(f"cannot connect: {exc}") from None
 
-    def restart(self) -> None:
+    def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
 
     def pids(self) -> list[int]:

@@ -313,7 +313,7 @@ class ExternalLdap:
                                  f"{ldap_message(exc)}") from None
         return conn
 
-    def restart(self) -> None:
+    def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
 
     def pids(self) -> list[int]:

@@ -8,7 +8,10 @@ this table; nothing else names a backend.
 
 from __future__ import annotations
 
+import dataclasses
+
 from base.errors import UserError
+from servers import bindversion
 from servers.dlz import DlzNamed
 from servers.kind import ServerKind
 from servers.knot import KnotServer
@@ -55,16 +58,36 @@ DLZ_CEILING = "memory"
 
 _BY_NAME = {server.name: server for server in SERVERS}
 
+# A `named` row run by another BIND than the run's is NAME@VERSION ("pg@9.20"): one run then
+# interleaves both BINDs' rounds and pairs their QPS round by round (issue 26: with each BIND
+# run as a block, the machine's drift landed on one side and rankings flipped on a rerun).
+BIND_MARK = "@"
+
 
 def server_names() -> list[str]:
     return list(_BY_NAME)
 
 
+def base_name(name: str) -> str:
+    """The registry row a name is (itself, or NAME of NAME@VERSION)."""
+    return name.partition(BIND_MARK)[0]
+
+
 def get_server(name: str) -> ServerKind:
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise UserError(f"unknown driver {name!r} (known: {', '.join(_BY_NAME)})") from None
+    base, mark, version = name.partition(BIND_MARK)
+    server = _BY_NAME.get(base)
+    if server is None:
+        raise UserError(f"unknown driver {name!r} (known: {', '.join(_BY_NAME)}; a BIND row "
+                        f"on another BIND: NAME{BIND_MARK}VERSION)")
+    if not mark:
+        return server
+    if not server.runs_bind:
+        raise UserError(f"{name}: only named's rows (native and the DLZ drivers) run another "
+                        f"BIND, and {base} is not named")
+    if version not in bindversion.BINDS:
+        raise UserError(f"{name}: BIND {version!r} is not one this suite runs "
+                        f"({', '.join(bindversion.BINDS)})")
+    return dataclasses.replace(server, name=name, bind=version)
 
 
 def store_names() -> list[str]:
@@ -98,11 +121,13 @@ def selected_servers(text: str) -> list[str]:
 
 def group_of(name: str) -> str:
     """The results table's column group of a server ("" for a name no longer registered)."""
-    server = _BY_NAME.get(name)
+    server = _BY_NAME.get(base_name(name))
     return server.group if server is not None else ""
 
 
 def report_order(name: str) -> tuple[int, str]:
-    """Sort key: registry order, unknown names (from old results) last, alphabetically."""
+    """Sort key: registry order (a row on another BIND beside its own), unknown names (from
+    old results) last, alphabetically."""
     names = server_names()
-    return (names.index(name) if name in names else len(names), name)
+    base = base_name(name)
+    return (names.index(base) if base in names else len(names), name)

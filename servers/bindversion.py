@@ -41,14 +41,15 @@ _ASAN = REPO_ROOT / "build" / "asan"
 # The Makefile writes this file into a root once mmdebstrap has made it completely.
 _ROOT_STAMP = ".dlzbench-root"
 
-# $1 root, $2 mount the driver builds (1/0), $3 drivers build, $4 drivers/, $5 ASan build,
-# $6 build/asan; then the command. `mount` is the host's for the first mount, the root's after.
+# $1 root, $2 mount the driver builds (1/0; only when they are built: native BIND 9.20 runs
+# without them), $3 drivers build, $4 drivers/, $5 ASan build, $6 build/asan; then the
+# command. `mount` is the host's for the first mount, the root's after.
 _ENTER = """
 root=$1 with_drivers=$2 built=$3 drivers=$4 asan_built=$5 asan=$6
 shift 6
 mount --bind "$root/usr" /usr
 mount --bind "$root/etc" /etc
-if [ "$with_drivers" = 1 ]; then
+if [ "$with_drivers" = 1 ] && [ -d "$built" ]; then
     mount --bind "$built" "$drivers"
     if [ -d "$asan_built" ]; then
         mkdir -p "$asan"

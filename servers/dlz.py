@@ -16,6 +16,7 @@ from typing import Any
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
 from databases.database import CacheReading
+from servers import bindversion
 from servers.kind import ServerKind
 from servers.named import Named
 
@@ -61,6 +62,7 @@ class DlzNamed(ServerKind):
     dnssec_classes: tuple[str, ...] = DLZ_SIGNED_PATH_CLASSES
     group = "BIND DLZ drivers"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
+    runs_bind = True
 
     # drivers/<library>/; by default the store's own name (one name per backend).
     library: str = ""
@@ -73,10 +75,16 @@ class DlzNamed(ServerKind):
 
     @property
     def library_file(self) -> Path:
+        """The driver as named loads it (under drivers/, where the BIND's own build is
+        mounted when it runs from a root: servers/bindversion.py)."""
         return library_path(self.library or self.store)
 
     def is_built(self) -> bool:
-        return self.library_file.exists()
+        if self.bind is None:
+            return self.library_file.exists()
+        library = self.library or self.store
+        built = bindversion.BINDS[self.bind].drivers / library / f"dlz_{library}.so"
+        return built.exists()
 
     def body(self, target: Any, connections: int, *,
              library: Path | None = None, extra: Mapping[str, str] | None = None) -> str:
@@ -91,7 +99,7 @@ class DlzNamed(ServerKind):
         # A password the store keeps out of named.conf reaches the driver as environment.
         env = self.loader().database.client_env(target)
         return Named(run_dir, self.body(target, connections), threads=threads, port=port,
-                     env=env or None)
+                     env=env or None, bind=self.named_bind())
 
     def cache_reading(self, target: Any) -> CacheReading | None:
         return self.loader().database.cache_reading(target, self.options)

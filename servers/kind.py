@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from databases.database import CacheReading
 from loaders import get_loader
 from loaders.loader import Loader
+from servers import bindversion
 from servers.dnsserver import DnsServer
 
 
@@ -39,6 +40,9 @@ class ServerKind(ABC):
     # Those seen only on signed data (`verify --sign/--dnssec`, `run --signed`): DLZ's with the
     # DO bit; PowerDNS's on a signed zone served as plain data, DO or not.
     dnssec_classes: tuple[str, ...] = ()
+    # The BIND a `named` row runs when it is not the run's own (--bind): the row NAME@VERSION
+    # (servers/__init__.py's get_server), so that one run interleaves both BINDs' rounds.
+    bind: str | None = None
 
     # Which column group of the results table the server belongs to (docs/reference.md: which
     # question each group answers).
@@ -50,6 +54,9 @@ class ServerKind(ABC):
     # Why the server cannot serve a signed zone as its store holds it (None: it can, with
     # the signatures or, through BIND's DLZ path, as plain data): `run --signed` leaves it out.
     cannot_serve_signed: ClassVar[str | None] = None
+    # The server is `named` (native or through a DLZ driver): a row of it can run another
+    # BIND than the run's (NAME@VERSION).
+    runs_bind: ClassVar[bool] = False
     # Why the server cannot answer DNS over TLS (None: it can, with DnsServer.serve_tls):
     # `run --transport dot` gives it an n/a cell with this reason.
     no_dot: ClassVar[str | None] = None
@@ -58,6 +65,12 @@ class ServerKind(ABC):
         """Why the server does not answer over `transport` (None: it does). Every server
         answers UDP and TCP, with a connection kept or a new one per query."""
         return self.no_dot if transport == "dot" else None
+
+    def named_bind(self) -> bindversion.Bind | None:
+        """The BIND this row's named runs: its own (NAME@VERSION), or None for the run's."""
+        # Its drivers need not be built: native BIND loads none, and a DLZ row whose build is
+        # missing is not built (is_built) and never started.
+        return None if self.bind is None else bindversion.select(self.bind, need_drivers=False)
 
     def known_classes(self) -> tuple[str, ...]:
         """Every known difference of its answers, in the order they are tried."""

@@ -28,6 +28,7 @@ _PLAIN_OCTETS = frozenset(range(0x21, 0x7F)) - set(b'".;\\()@$')
 class NativeNamed(ServerKind):
     needs_reload: bool = True  # named reads zone files at load time only
     group = "native BIND"
+    runs_bind = True
 
     def body(self, zone_dir: Path, run_dir: Path) -> str:
         """An include of run_dir/zones.conf, which names every zone file of zone_dir."""
@@ -42,7 +43,8 @@ class NativeNamed(ServerKind):
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
-        return Named(run_dir, self.body(target, run_dir), threads=threads, port=port)
+        return Named(run_dir, self.body(target, run_dir), threads=threads, port=port,
+                     bind=self.named_bind())
 
 
 def native_zones(zone_dir: Path) -> Iterator[tuple[dns.name.Name, Path]]:

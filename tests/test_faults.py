@@ -2,9 +2,11 @@
 
 The command runs for real, one run a store: pg and mysql through every kind of fault a
 database server can have (a SIGSTOP among them) in one script, ldap through the kinds it can
-have, bdbhpt-t through the tiny profile's writer killed holding a lock. The analysis (per
-second, per fault) is checked on a recording made up here, and the report section rendered
-from it.
+have, bdbhpt-t through the tiny profile's writer killed holding a lock; and the cold starts
+(profile cold-start-tiny) of native BIND (the server restarted; its zone files are read only
+as it starts, so no db-cold) and of pg (the server restarted, then PostgreSQL over a dropped
+page cache). The analysis (per second, per fault, settling) is checked on a recording made up
+here, and the report section rendered from it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.load.prober import LOST, Recording
 from bench.measure.faults import (
+    DB_COLD,
     PROFILES,
+    SERVER_RESTART,
     SIGSTOP,
     WRITER_KILL,
     FaultResult,
@@ -50,17 +54,22 @@ KINDS_SCRIPT = {"pg": "2:kill-backends,4:sigstop:1.5,8:restart,14:crash:0.5",
                 "mysql": "2:kill-backends,4:sigstop:1.5,8:restart,14:crash:0.5",
                 "ldap": "2:restart,8:crash:0.5"}
 KINDS_DURATION = {"pg": "19", "mysql": "19", "ldap": "16"}
+# The cold-start runs: a name of their own (the run's directory), the server.
+COLD = {"native-cold": "native", "pg-cold": "pg"}
+COLD_TINY = PROFILES["cold-start-tiny"]
 
 
-def _started(root: Path, server: str) -> subprocess.Popen[bytes]:
-    """The server's `bench faults` started, its output in files under root (a pipe left unread
+def _started(root: Path, run: str) -> subprocess.Popen[bytes]:
+    """The run's `bench faults` started, its output in files under root (a pipe left unread
     while the other runs go on could fill)."""
     root.mkdir(parents=True)
+    server = COLD.get(run, run)
     script = (["--script", KINDS_SCRIPT[server], "--duration", KINDS_DURATION[server]]
-              if server in KINDS_SCRIPT else [])
+              if server in KINDS_SCRIPT and run not in COLD else [])
+    profile = "cold-start-tiny" if run in COLD else "tiny"
     with open(root / "stdout", "wb") as out, open(root / "stderr", "wb") as err:
         return subprocess.Popen([sys.executable, "-m", "bench", "faults", "--server", server,
-                                 "--profile", "tiny", *script, "--generate", "5",
+                                 "--profile", profile, *script, "--generate", "5",
                                  "--records", "10", "--queries", "200",
                                  "--out", str(root / "out")],
                                 cwd=REPO_ROOT, env=bench_env(root), stdout=out, stderr=err)
@@ -72,8 +81,9 @@ def faulted(run_root: Path) -> Iterator[dict[str, tuple[Results, Path]]]:
     tmp_path is too deep for PostgreSQL's socket). The runs go on at once, each with servers
     of its own: a run mostly waits through its faults at 200 queries a second (the six runs
     of before, one after another, took 87 s of the module's 93; these four at once 25 s)."""
-    procs = {server: _started(run_root / server, server)
-             for server in _built(["pg", "mysql", "ldap", "bdbhpt-t"])}
+    procs = {run: _started(run_root / run, run)
+             for run in ["pg", "mysql", "ldap", "bdbhpt-t", *COLD]
+             if get_server(COLD.get(run, run)).is_built()}
     try:
         runs = {}
         for server, proc in procs.items():
@@ -89,12 +99,12 @@ def faulted(run_root: Path) -> Iterator[dict[str, tuple[Results, Path]]]:
                 proc.wait()
 
 
-def _entry(faulted: dict[str, tuple[Results, Path]], server: str) -> ServerFaults:
-    if server not in faulted:
-        pytest.skip(f"{server} is not built")
-    section = faulted[server][0].faults
+def _entry(faulted: dict[str, tuple[Results, Path]], run: str) -> ServerFaults:
+    if run not in faulted:
+        pytest.skip(f"{COLD.get(run, run)} is not built")
+    section = faulted[run][0].faults
     assert section is not None
-    entry = section.server(server)
+    entry = section.server(COLD.get(run, run))
     assert entry is not None and entry.status == "ok", entry
     return entry
 
@@ -168,6 +178,37 @@ def test_every_server_fault_is_done_and_answers_resume(faulted: dict, server: st
         assert fault.recovered or sum(s.answered for s in after) > 0, (fault, entry.seconds)
 
 
+@pytest.mark.parametrize("run", list(COLD))
+def test_a_restarted_server_loses_queries_and_answers_again(faulted: dict, run: str) -> None:
+    entry = _entry(faulted, run)
+    fault = entry.faults[0]
+    assert fault.kind == SERVER_RESTART and fault.error is None, fault
+    assert fault.note.startswith("ready "), fault
+    # While it was down its port refused: those queries were lost (or, starting, SERVFAIL).
+    assert fault.lost + fault.servfail > 0, entry.seconds
+    assert fault.window_end_s is not None and fault.ended_s is not None
+    after = [s for s in entry.seconds if math.floor(fault.ended_s) <= s.second
+             and s.second + 1 <= fault.window_end_s]
+    assert fault.recovered or sum(s.answered for s in after) > 0, (fault, entry.seconds)
+    assert entry.steady_p99_us is not None and entry.steady_p99_us > 0
+    for second in entry.seconds:
+        assert second.within_steady <= second.answered
+
+
+def test_the_cold_start_script_fits_the_store(faulted: dict) -> None:
+    # native reads its zone files only as it starts: the profile's db-cold is left out.
+    assert [f.kind for f in _entry(faulted, "native-cold").faults] == [SERVER_RESTART]
+    pg = _entry(faulted, "pg-cold")
+    assert [f.kind for f in pg.faults] == [SERVER_RESTART, DB_COLD]
+    cold = pg.faults[1]
+    assert cold.error is None and "page cache dropped" in cold.note, cold
+    assert cold.window_end_s is not None and cold.ended_s is not None
+    after = [s for s in pg.seconds if math.floor(cold.ended_s) <= s.second
+             and s.second + 1 <= cold.window_end_s]
+    assert cold.recovered or sum(s.answered for s in after) > 0, (cold, pg.seconds)
+    assert [s.second for s in pg.seconds] == list(range(math.ceil(COLD_TINY.duration_s)))
+
+
 # --- refusals, before anything starts ---------------------------------------------------------
 
 
@@ -179,6 +220,7 @@ def test_every_server_fault_is_done_and_answers_resume(faulted: dict, server: st
     (["--server", "ldap", "--script", "3:kill-backends"], "no client connections to end"),
     (["--server", "memory"], "has no database server"),
     (["--server", "memory", "--script", "3:restart"], "has no database server"),
+    (["--server", "native", "--script", "3:db-cold"], "reads its data only as it starts"),
     (["--server", "pg", "--duration", "4", "--script", "3:sigstop:2"], "does not end within"),
     (["--server", "pg", "--qps", "0"], "--qps 0"),
 ])
@@ -280,5 +322,23 @@ def test_the_report_reads_the_figures() -> None:
     assert "## Database faults under load" in text and "### pg" in text
     row = next(line for line in text.splitlines() if line.startswith("| sigstop 1.5 s"))
     assert [cell.strip() for cell in row.strip("|").split("|")] == [
-        "sigstop 1.5 s", "3.00", "0.50", "3.0", "300", "125", "50", "500"]
+        "sigstop 1.5 s", "3.00", "0.50", "3.0", "3.0", "300", "125", "50", "500"]
     assert "`sigstop`:" in text
+
+
+def test_settling_waits_for_answers_as_fast_as_the_steady_p99() -> None:
+    # Back to answering in second 5 (recovered at 6 s), but at 2 ms, twice the steady p99,
+    # until 7 s: settled at the end of second 7 (8 s), 5 s after the fault began.
+    recording = _recording()
+    recording.latencies_ns[:] = [2 * S // 1000 if 5 * S <= sent - ORIGIN < 7 * S else latency
+                                 for sent, latency in zip(recording.sent_ns,
+                                                          recording.latencies_ns, strict=True)]
+    result = ServerFaults("pg", faults=[FaultResult(3.0, SIGSTOP, 1.5, started_s=3.0,
+                                                    ended_s=4.5)])
+    judge(result, recording, ORIGIN, 10)
+    [fault] = result.faults
+    assert result.steady_p99_us == pytest.approx(1000)
+    assert result.steady_settled_share == 1.0
+    assert fault.recovered_s == pytest.approx(3.0)
+    assert fault.settled_s == pytest.approx(5.0)
+    assert [s.within_steady for s in result.seconds[4:8]] == [25, 0, 0, 100]

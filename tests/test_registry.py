@@ -10,7 +10,16 @@ import pytest
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
 from loaders import get_loader
-from servers import SERVERS, get_server, parse_store_list, selected_servers, store_names
+from servers import (
+    SERVERS,
+    base_name,
+    get_server,
+    group_of,
+    parse_store_list,
+    report_order,
+    selected_servers,
+    store_names,
+)
 from servers.dlz import DlzNamed, dlz_clause
 
 DNS_SDLZFLAG_THREADSAFE = 0x1  # drivers/common/dlz_abi.h
@@ -51,3 +60,25 @@ def test_dlz_clause_refuses_what_named_cannot_pass(word: str) -> None:
         dlz_clause("x", library, {"file": word})
     with pytest.raises(UserError, match="cannot pass"):
         dlz_clause("x", library.parent / word / library.name, {})
+
+
+def test_a_named_row_runs_another_bind_by_name() -> None:
+    row = get_server("pg@9.20")
+    base = get_server("pg")
+    assert (row.name, row.bind, row.store) == ("pg@9.20", "9.20", base.store)
+    assert base.bind is None and base.named_bind() is None
+    assert group_of("pg@9.20") == group_of("pg")
+    # Beside its own row in every table, before the next registry row.
+    names = ["mysql", "pg@9.20", "native@9.20", "pg", "native"]
+    assert sorted(names, key=report_order) == ["native", "native@9.20", "pg", "pg@9.20",
+                                               "mysql"]
+    assert base_name("pg@9.20") == "pg" and base_name("pg") == "pg"
+
+
+@pytest.mark.parametrize("name, says", [
+    ("nsd@9.20", "nsd is not named"), ("pdns-gpgsql@9.18", "is not named"),
+    ("pg@9.99", "BIND '9.99'"), ("oracle@9.20", "unknown driver")])
+def test_another_bind_only_for_named_rows_it_knows(name: str, says: str) -> None:
+    with pytest.raises(UserError, match=says) as info:
+        get_server(name)
+    assert "\n" not in str(info.value)

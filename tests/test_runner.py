@@ -16,8 +16,9 @@ from bench.measure.results import load_results
 from servers import get_server
 from tests.benchcli import interrupt_when, processes_under, start_bench
 
-# native BIND plus one driver of each family.
-DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c"]
+# native BIND plus one driver of each family, and native BIND 9.20 (Debian 13's, from the
+# root every machine has for dnsperf 2.14) interleaved with 9.18's in the same rounds.
+DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c", "native@9.20"]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,10 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
             s.warmup_runs[-1].qps / s.warmup_runs[-2].qps - 1) <= 0.10) for s in cell.starts)
         assert cell.latency_unloaded is not None and cell.latency_loaded is not None
         assert cell.update_visibility_ms is not None, (cell.server, cell.error)
+        # The tiny profile's 2 updates, each timed; the figure is their median.
+        assert len(cell.update_visibility_runs_ms) == 2, cell.update_visibility_runs_ms
+        assert cell.update_visibility_ms == pytest.approx(
+            sum(cell.update_visibility_runs_ms) / 2)
         assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
         assert cell.peak_rss_kb["named"]
         has_db = get_server(cell.server).loader().database.has_server
@@ -93,11 +98,38 @@ def test_ratios_pair_the_runs_of_each_round(tiny_run: Path) -> None:
             assert not cell.ratio_target_met[reference]  # no interval from 2 rounds
 
 
+def test_a_row_on_another_bind_runs_it_and_pairs_with_its_own_row(tiny_run: Path,
+                                                                  run_root: Path) -> None:
+    results = load_results(tiny_run)
+    assert results.meta["other_binds"]["9.20"].startswith("BIND 9.20"), results.meta
+    assert results.meta["bind"].startswith("BIND 9.18")
+    [run_dir] = (run_root / "tiny").glob("bench-*")
+    assert b"starting BIND 9.20" in (run_dir / "named-native@9.20-1" / "named.log").read_bytes()
+    assert b"starting BIND 9.18" in (run_dir / "named-native-1" / "named.log").read_bytes()
+    row = results.cell("native@9.20", 1)
+    assert row.ratios["native"].n == 2  # paired round by round with its own row on 9.18
+    markdown = (tiny_run / "results.md").read_text()
+    [line] = [ln for ln in markdown.splitlines() if ln.startswith("| % of its row on BIND 9.18")]
+    cells = [c.strip() for c in line.strip("|").split("|")][1:]
+    columns = [c.strip() for c in next(ln for ln in markdown.splitlines()
+                                        if ln.startswith("| threads 1")).strip("|").split("|")][1:]
+    by_column = dict(zip(columns, cells, strict=True))
+    assert by_column["native"] == "100.0%" and by_column["memory"] == "–"
+    # Its ratio (2 rounds: no interval), or n/a where the load generator limited both rows.
+    assert by_column["native@9.20"].endswith(("runs: no 95% interval)", "(load generator on both)")
+                                             ), by_column
+
+
 def test_report_and_plots_written(tiny_run: Path) -> None:
     markdown = (tiny_run / "results.md").read_text()
     for driver in DRIVERS:
         assert f"| {driver}" in markdown or f" {driver} |" in markdown, driver
     assert "% of native" in markdown and "% of memory" in markdown
+    # Two fresh starts and two updates a cell: medians, too few for an interval, said so.
+    startup = next(ln for ln in markdown.splitlines() if ln.startswith("| Startup (ms)"))
+    assert startup.count("(2 starts: no 95% interval)") == len(DRIVERS), startup
+    update = next(ln for ln in markdown.splitlines() if ln.startswith("| Update visible"))
+    assert update.count("(2 updates: no 95% interval)") == len(DRIVERS), update
     for png in ("qps.png", "latency.png", "cpu.png"):
         assert (tiny_run / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -44,13 +44,16 @@ DEFAULT_THREADS = 2
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("faults", help="a steady load through database faults (killed backends, "
-                                      "stopped, restarted, crashed server, stuck writer): "
-                                      "answers, SERVFAIL and loss per second")
+                                      "stopped, restarted, crashed server, stuck writer) or "
+                                      "cold starts: answers, SERVFAIL and loss per second")
     p.add_argument("--server", "--driver", dest="server", required=True, metavar="S",
-                   help="the server: a DLZ driver or PowerDNS row with a database server "
-                        "(pg, mysql, ldap, pdns-gpgsql, pdns-gmysql, ...) or bdbhpt-t")
+                   help="the server: for the database faults a DLZ driver or PowerDNS row "
+                        "with a database server (pg, mysql, ldap, pdns-gpgsql, pdns-gmysql, "
+                        "...) or bdbhpt-t; for the cold starts (--profile cold-start) any")
     p.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
-                   help=f"the load, length and script (default {DEFAULT_PROFILE}; tiny: the "
+                   help=f"the load, length and script (default {DEFAULT_PROFILE}: every "
+                        "database fault; cold-start: the server restarted, then its database "
+                        "over a dropped page cache, 60 s each; tiny, cold-start-tiny: the "
                         "tests' few seconds)")
     p.add_argument("--qps", type=float, metavar="N",
                    help="queries per second offered (default: the profile's)")

@@ -58,6 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "thread unless --threads")
     p.add_argument("--nsec3", dest="signed_nsec3", action="store_true",
                    help="with --signed: NSEC3 (no salt, 0 iterations) instead of NSEC")
+    p.add_argument("--rounds-budget", type=float, metavar="MINUTES",
+                   help="the rounds' time budget instead of the profile's (quick: 20 min): "
+                        "after its least rounds, the run stops at it even if a ratio is "
+                        "still wider than the target, and says so")
     p.set_defaults(func=run)
 
 
@@ -164,6 +168,9 @@ def prepare(args: argparse.Namespace, command: str,
         results.meta["flood"] = {"rate_qps": flood, "zone": zone,
                                  "normal_share_of_maximum": FLOOD_NORMAL_SHARE,
                                  "step_s": profile.step_s}
+    other_binds = {s.bind for s in servers if s.bind is not None}
+    if other_binds:
+        results.meta["other_binds"] = metadata.other_bind_versions(other_binds)
     if target is not None:
         results.meta["target"] = target.as_dict()
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
@@ -253,8 +260,20 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--nsec3 only applies to --signed")
     if args.measure_signed:
         return run_signed(args)
+    if args.rounds_budget is not None and args.rounds_budget <= 0:
+        raise UserError(f"--rounds-budget {args.rounds_budget:g}: needs a positive number "
+                        "of minutes")
     profile, setup, results = prepare(args, "run")
+    if args.rounds_budget is not None:
+        profile = with_rounds_budget(profile, args.rounds_budget)
+        results.meta["parameters"]["rounds"] = dataclasses.asdict(profile.rounds)
     return measure(RoundsRunner(profile, setup, results))
+
+
+def with_rounds_budget(profile: Profile, minutes: float) -> Profile:
+    """The profile with its rounds' time budget set to `minutes`."""
+    return dataclasses.replace(profile, rounds=dataclasses.replace(profile.rounds,
+                                                                   budget_s=60.0 * minutes))
 
 
 def run_signed(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.measure.results import Cell
+from bench.measure.stats import Interval, median_interval
 
 GENERATOR_LIMIT = 0.8     # of dnsperf's one core
 SERVER_SATURATED = 0.9    # of the pinned server's cores
@@ -41,6 +42,37 @@ def server_us_per_query(cell: Cell) -> float | None:
     if named is None:
         return None
     return named + (cell.cpu_us_per_query.get("db") or 0.0)
+
+
+def server_us_interval(cell: Cell) -> Interval | None:
+    """The server's CPU per answered query in each QPS run measured in rounds (named's and its
+    database's CPU over that run, over its answered queries): their median and its interval.
+    None for a cell not measured in rounds, or whose server's CPU was not accounted."""
+    if not cell.qps_rounds or len(cell.qps_rounds) != len(cell.qps_runs):
+        return None
+    values = []
+    for where, run in zip(cell.qps_rounds, cell.qps_runs, strict=True):
+        if where.named_cpu_s is None or run.queries_completed <= 0:
+            return None
+        values.append((where.named_cpu_s + (where.db_cpu_s or 0.0)) * 1e6
+                      / run.queries_completed)
+    return median_interval(values)
+
+
+def capacity_interval(cell: Cell) -> Interval | None:
+    """The QPS one server core would answer, from server_us_interval (its bounds swapped)."""
+    us = server_us_interval(cell)
+    if us is None or not us.estimate:
+        return None
+    low = 1e6 / us.high if us.high else None
+    high = 1e6 / us.low if us.low else None
+    return Interval(1e6 / us.estimate, low, high, us.n)
+
+
+def startup_interval(cell: Cell) -> Interval | None:
+    """named's startup over the cell's fresh starts (rounds), median and interval; None
+    without them (the cell's one startup_ms is then the figure)."""
+    return median_interval([s.startup_ms for s in cell.starts if s.startup_ms is not None])
 
 
 def capacity_per_core(cell: Cell) -> float | None:

@@ -63,6 +63,20 @@ def bind_version() -> str:
     return command_output(bind.command(["/usr/sbin/named", "-v"], with_drivers=False))
 
 
+def other_bind_versions(versions: set[str]) -> dict[str, str]:
+    """`named -v` of each BIND some rows run besides the run's own (NAME@VERSION rows)."""
+    found = {}
+    for version in sorted(versions):
+        try:
+            bind = bindversion.select(version, need_drivers=False)
+        except UserError:
+            found[version] = NOT_INSTALLED
+            continue
+        found[version] = command_output(bind.command(["/usr/sbin/named", "-v"],
+                                                     with_drivers=False))
+    return found
+
+
 def package_version(package: str) -> str:
     """A Debian package's installed version, via dpkg-query."""
     out = command_output(["dpkg-query", "-W", "-f=${Status} ${Version}", package])

@@ -155,7 +155,9 @@ class Cell:
     latency_unloaded: LatencyStats | None = None
     latency_loaded: LatencyStats | None = None
     loaded_run: DnsperfRun | None = None  # the load dnsperf held during the loaded probe
-    update_visibility_ms: float | None = None
+    update_visibility_ms: float | None = None  # the median of update_visibility_runs_ms
+    # Each timed update, in order (files before these kept only the one figure above).
+    update_visibility_runs_ms: list[float] = field(default_factory=list)
     cpu_us_per_query: dict[str, float | None] = field(default_factory=dict)
     peak_rss_kb: dict[str, int | None] = field(default_factory=dict)
     # A server the suite did not start (`run --target`): where it answered, and the figures
@@ -203,6 +205,7 @@ class Cell:
             "latency_loaded": _opt_dict(self.latency_loaded),
             "loaded_run": _opt_dict(self.loaded_run),
             "update_visibility_ms": self.update_visibility_ms,
+            "update_visibility_runs_ms": list(self.update_visibility_runs_ms),
             "cpu_us_per_query": dict(self.cpu_us_per_query),
             "peak_rss_kb": dict(self.peak_rss_kb),
             "target": self.target,

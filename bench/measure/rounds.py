@@ -39,7 +39,7 @@ from bench.measure.runner import (
     pin_processes,
 )
 from bench.measure.serving import LoadedStore, loaded_store
-from servers import DLZ_CEILING, REFERENCE
+from servers import DLZ_CEILING, REFERENCE, base_name
 from servers.kind import ServerKind
 
 # Two warm-up runs in a row within 10% of each other: the warm-up is over. In the committed
@@ -380,12 +380,13 @@ def set_qps_figures(cell: Cell) -> None:
 def update_ratios(cells: list[Cell], target: float,
                   cpus: int | None) -> list[stats.Interval | None]:
     """Each cell's ratio to native BIND's and to the memory driver's QPS at its thread count,
-    from the rounds both ran in, with whether it met `target`; the ratios the stop rule waits
-    for: those between cells the load generator did not limit (`cpus`: the server's pinned
-    CPUs), whose figures cannot be ranked anyway."""
+    and a row on another BIND's (NAME@VERSION) to its own row on the run's BIND, from the
+    rounds both ran in, with whether it met `target`; the ratios the stop rule waits for: those
+    between cells the load generator did not limit (`cpus`: the server's pinned CPUs), whose
+    figures cannot be ranked anyway."""
     waited: list[stats.Interval | None] = []
     for cell in cells:
-        for reference in (REFERENCE, DLZ_CEILING):
+        for reference in dict.fromkeys((REFERENCE, DLZ_CEILING, base_name(cell.server))):
             ref = next((c for c in cells if c.server == reference
                         and c.threads == cell.threads), None)
             if ref is None or ref is cell:

@@ -46,9 +46,10 @@ class LoadedStore:
     def server_pids(self) -> list[int]:
         return self.loader.database.server_pids(self.target)
 
-    def restart_server(self) -> None:
-        """The store's server restarted with its data (a cold cache); nothing without one."""
-        self.loader.database.restart_server(self.target)
+    def restart_server(self, *, cold: bool = False) -> None:
+        """The store's server restarted with its data (its own caches cold; cold: the page
+        cache dropped too); nothing without one."""
+        self.loader.database.restart_server(self.target, cold=cold)
 
     @property
     def accounts_server(self) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from bench.measure.faults import (
     KINDS,
     RECOVERED_SHARE,
+    SETTLED_SHARE,
     FaultResult,
     Faults,
     ServerFaults,
@@ -42,7 +43,9 @@ def render_faults(results: Results) -> list[str]:
         f"from the load's start). Queries are counted in the second they were sent; a fault "
         f"is recovered at the end of the first whole second, from the one its action ended "
         f"in, with at least {100 * RECOVERED_SHARE:g}% of its queries answered NOERROR or "
-        f"NXDOMAIN (docs/method/faults.md).")
+        f"NXDOMAIN; it has settled at the end of the first such second with at least "
+        f"{100 * SETTLED_SHARE:g}% of its queries answered within the steady p99 (that of "
+        f"the answers before the first fault) (docs/method/faults.md).")
     lines.append("")
     for entry in sorted(section.servers, key=lambda s: report_order(s.server)):
         lines += _server_lines(entry)
@@ -59,7 +62,9 @@ def _server_lines(entry: ServerFaults) -> list[str]:
         return [*lines, f"FAILED: {entry.error}", ""]
     sent = entry.sent
     lines.append(f"{entry.threads} server thread(s) and as many connections; {sent:,} queries "
-                 f"sent; before the first fault {_share(entry.baseline_share)} were answered.")
+                 f"sent; before the first fault {_share(entry.baseline_share)} were answered, "
+                 f"their p99 {_ms(entry.steady_p99_us)} ms, and "
+                 f"{_share(entry.steady_settled_share)} of those seconds count as settled.")
     lines.append("")
     notes = Notes()
     if entry.baseline_share is not None and entry.baseline_share < RECOVERED_SHARE:
@@ -68,8 +73,8 @@ def _server_lines(entry: ServerFaults) -> list[str]:
                   "answers, and no second can count as recovered")
     rows = [_fault_row(fault, notes) for fault in entry.faults]
     lines += markdown_table(["fault", "at (s)", "first SERVFAIL after (s)",
-                             "recovered after (s)", "sent", "SERVFAIL", "lost",
-                             "worst p99 (ms)"], rows)
+                             "recovered after (s)", "settled after (s)", "sent", "SERVFAIL",
+                             "lost", "worst p99 (ms)"], rows)
     lines.append("")
     lines += notes.render()
     if notes.lines:
@@ -84,14 +89,20 @@ def _fault_row(fault: FaultResult, notes: Notes) -> list[str]:
         label += f" [{notes.add(f'{describe_fault(fault)}: {fault.note}')}]"
     if fault.error:
         mark = notes.add(f"{describe_fault(fault)}: the fault could not be done: {fault.error}")
-        return [f"{label} FAILED [{mark}]", fmt_number(fault.at_s, 1), *[NONE] * 6]
+        return [f"{label} FAILED [{mark}]", fmt_number(fault.at_s, 1), *[NONE] * 7]
     recovered = fmt_number(fault.recovered_s, 1)
     if not fault.recovered:
         recovered = f"not within {fmt_number(_window(fault), 1)}"
-    worst = None if fault.worst_p99_us is None else fault.worst_p99_us / 1000
+    settled = fmt_number(fault.settled_s, 1)
+    if fault.settled_s is None:
+        settled = f"not within {fmt_number(_window(fault), 1)}"
     return [label, fmt_number(fault.started_s, 2), fmt_number(fault.first_servfail_s, 2),
-            recovered, f"{fault.sent:,}", f"{fault.servfail:,}", f"{fault.lost:,}",
-            fmt_number(worst)]
+            recovered, settled, f"{fault.sent:,}", f"{fault.servfail:,}", f"{fault.lost:,}",
+            _ms(fault.worst_p99_us)]
+
+
+def _ms(us: float | None) -> str:
+    return fmt_number(None if us is None else us / 1000)
 
 
 def _window(fault: FaultResult) -> float | None:

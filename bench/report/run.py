@@ -18,10 +18,18 @@ from typing import Any
 
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
-from bench.measure.loadgen import capacity_per_core, core_use, server_cpus, server_us_per_query
+from bench.measure.loadgen import (
+    capacity_interval,
+    capacity_per_core,
+    core_use,
+    server_cpus,
+    server_us_interval,
+    server_us_per_query,
+    startup_interval,
+)
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.measure.results import Cell, Results, StartupPoint
-from bench.measure.stats import Interval
+from bench.measure.stats import Interval, median_interval
 from bench.report.format import (
     NONE,
     NOT_AVAILABLE,
@@ -36,7 +44,7 @@ from bench.report.format import (
     status_text,
 )
 from bench.report.style import driver_style
-from servers import group_of, report_order
+from servers import BIND_MARK, base_name, group_of, report_order
 
 # Each version string names its program, except Python's.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
@@ -209,13 +217,22 @@ def render_method(results: Results) -> list[str]:
 # ---------------------------------------------------------------- main table
 
 def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
-                  unit: str = "") -> str:
-    """"median [low–high]", or "median (n runs: no 95% interval)"."""
+                  unit: str = "", of: str = "runs") -> str:
+    """"median [low–high]", or "median (n runs: no 95% interval)" (`of`: what was counted)."""
     text = fmt_number(scale * interval.estimate, decimals) + unit
     if interval.low is None or interval.high is None:
-        return f"{text} ({interval.n} runs: no 95% interval)"
+        return f"{text} ({interval.n} {of}: no 95% interval)"
     return (f"{text} [{fmt_number(scale * interval.low, decimals)}–"
             f"{fmt_number(scale * interval.high, decimals)}{unit}]")
+
+
+def _figure(interval: Interval | None, single: float | None, decimals: int | None = None,
+            of: str = "runs") -> str:
+    """A figure with its interval when it has repeats, else the one figure (files written
+    before the repeats, cells not measured in rounds)."""
+    if interval is None:
+        return fmt_number(single, decimals)
+    return interval_text(interval, decimals=1 if decimals is None else decimals, of=of)
 
 
 def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> str:
@@ -282,6 +299,23 @@ def _ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
     return text
 
 
+def _run_bind(results: Results) -> str:
+    """The run's own BIND, as its metadata names it ("BIND 9.18.41-1~deb12u1-Debian")."""
+    line = str(results.meta.get("bind", ""))
+    return " ".join(line.split()[:2]) if line.startswith("BIND ") else "the run's BIND"
+
+
+def _own_row(results: Results, cell: Cell) -> Cell | None:
+    """For a row on another BIND (NAME@VERSION), NAME's cell at its thread count; for NAME
+    itself, itself when such a row was measured beside it; otherwise none."""
+    base = base_name(cell.server)
+    if base != cell.server:
+        return _reference(results, base, cell.threads)
+    paired = any(base_name(c.server) == base and c.server != base
+                 for c in results.cells_for(cell.threads))
+    return cell if paired else None
+
+
 def render_thread_table(results: Results, threads: int) -> list[str]:
     cells = results.cells_for(threads)
     threshold = results.loss_threshold
@@ -300,18 +334,22 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
         row("% of native", lambda c: _ratio_text(c, native, notes, cpus, target)),
         row("% of memory", lambda c: _ratio_text(c, memory, notes, cpus, target)),
+        *([row(f"% of its row on {_run_bind(results)}",
+               lambda c: _ratio_text(c, _own_row(results, c), notes, cpus, target))]
+          if any(BIND_MARK in c.server for c in cells) else []),
         row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or fmt_number(server_us_per_query(c))),
+            or _figure(server_us_interval(c), server_us_per_query(c), 1)),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or fmt_number(capacity_per_core(c), 0)),
+            or _figure(capacity_interval(c), capacity_per_core(c), 0)),
         row("Closed-loop loaded (us)", lambda c: unavailable.text(c, "latency_loaded")
             or _latency_text(c.latency_loaded, c, "loaded", threshold, notes)),
         row("Unloaded (us)", lambda c: unavailable.text(c, "latency_unloaded")
             or _latency_text(c.latency_unloaded, c, "unloaded", threshold, notes)),
         row("Startup (ms)", lambda c: unavailable.text(c, "startup_ms")
-            or fmt_number(c.startup_ms)),
+            or _figure(startup_interval(c), c.startup_ms, of="starts")),
         row("Update visible (ms)", lambda c: unavailable.text(c, "update_visibility_ms")
-            or fmt_number(c.update_visibility_ms)),
+            or _figure(median_interval(c.update_visibility_runs_ms), c.update_visibility_ms,
+                       of="updates")),
     ]
     for c in cells:  # answers are checked before anything is timed: no row of their own
         if "mismatches" in c.unavailable and statuses[id(c)] is None:

@@ -7,17 +7,20 @@ the next ten, each with its own marker too.
 
 from __future__ import annotations
 
-from servers import server_names
+from servers import base_name, server_names
 
 _MARKERS = "osD^v<>ph*"
 
 
 def driver_style(driver: str) -> dict[str, object]:
-    """matplotlib keyword arguments for the line of `driver` (the same in every plot)."""
+    """matplotlib keyword arguments for the line of `driver` (the same in every plot); a row
+    on another BIND (NAME@VERSION) looks like NAME's, dashed."""
     import matplotlib
 
     names = server_names()
-    index = names.index(driver) if driver in names else len(names)
+    base = base_name(driver)
+    index = names.index(base) if base in names else len(names)
     shade = (2 * index) % 20 + (index // 10) % 2
     return {"color": matplotlib.colormaps["tab20"](shade),
-            "marker": _MARKERS[index % len(_MARKERS)], "linestyle": "-", "label": driver}
+            "marker": _MARKERS[index % len(_MARKERS)],
+            "linestyle": "-" if base == driver else "--", "label": driver}
