@@ -11,7 +11,8 @@ PYTEST_ARGS ?=
 # in a root of its own under .roots/ (below).
 BIND ?= 9.18
 
-# Debian packages the suite needs; `make deps` installs only the missing ones.
+# Debian packages the suite needs; `make deps` installs only the missing ones. openssh-server:
+# the private sshd of tests/test_load_from.py's namespace load hosts (the system's never starts).
 DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	postgresql libpq-dev \
 	mariadb-server default-libmysqlclient-dev \
@@ -20,7 +21,7 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	pdns-server pdns-backend-pgsql pdns-backend-mysql pdns-backend-lmdb pdns-backend-bind \
 	nsd knot knot-dnsutils \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
-	iproute2
+	iproute2 openssh-client openssh-server
 
 .PHONY: help deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
 	distclean bind-root bind-drivers

@@ -99,6 +99,17 @@ def is_authoritative(response: dns.message.Message) -> bool:
         dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
 
 
+# The IPv4 address the suite's own servers listen on: loopback, unless their load comes from
+# other hosts (`--load-from`), which reach them at an address of this machine (`--listen`).
+_listen_address = "127.0.0.1"
+
+
+def set_listen_address(address: str) -> None:
+    """Every server started from now on listens on address (IPv4, one of this machine's)."""
+    global _listen_address
+    _listen_address = address
+
+
 class DnsServer(ABC):
     """One private DNS server; `with server:` starts it, waits until every zone has loaded,
     and always stops it."""
@@ -124,9 +135,9 @@ class DnsServer(ABC):
         self.run_dir = Path(run_dir).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.threads = threads
-        # Where it answers: our own servers on loopback; a server the suite did not start
-        # (servers/external.py) wherever it runs.
-        self.host = "127.0.0.1"
+        # Where it answers: our own servers on loopback (or the address set_listen_address
+        # gave); a server the suite did not start (servers/external.py) wherever it runs.
+        self.host = _listen_address
         self.port = port or free_port()
         # Where it answers DNS over TLS (None: it does not; serve_tls gives it a port).
         self.tls_port: int | None = None

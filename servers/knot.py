@@ -61,7 +61,7 @@ class Knot(DnsServer):
 server:
     rundir: {_quoted(d)}
     pidfile: {_quoted(d / "knot.pid")}
-    listen: 127.0.0.1@{self.port}
+    listen: {self.host}@{self.port}
     udp-workers: {self.threads}
     tcp-workers: {self.threads}
     tcp-max-clients: 10000

@@ -87,7 +87,7 @@ class Named(DnsServer):
             return "", ""
         return (f'tls dlzbench-dot {{\n\tkey-file {_quote(self.tls.key)};\n'
                 f'\tcert-file {_quote(self.tls.cert)};\n}};\n',
-                f"\tlisten-on port {self.tls_port} tls dlzbench-dot {{ 127.0.0.1; }};\n")
+                f"\tlisten-on port {self.tls_port} tls dlzbench-dot {{ {self.host}; }};\n")
 
     def run_under(self, wrapper: Sequence[str]) -> None:
         """From the next start, run under the command prefix `wrapper` (Valgrind), with the
@@ -124,7 +124,7 @@ class Named(DnsServer):
 \tmemstatistics-file {_quote(d / "named.memstats")};
 \tsecroots-file {_quote(d / "named.secroots")};
 \trecursing-file {_quote(d / "named.recursing")};
-\tlisten-on port {self.port} {{ 127.0.0.1; }};
+\tlisten-on port {self.port} {{ {self.host}; }};
 {listen_tls}\tlisten-on-v6 {{ none; }};
 \t// TCP and DoT clients at once: 150 by default, fewer than the open-loop prober keeps in
 \t// flight over tcp-new (a connection per query, up to a time-out's worth), and the

@@ -62,7 +62,7 @@ class Nsd(DnsServer):
     def _tls_options(self) -> str:
         if self.tls is None:
             return ""
-        return (f"  ip-address: 127.0.0.1@{self.tls_port}\n  tls-port: {self.tls_port}\n"
+        return (f"  ip-address: {self.host}@{self.tls_port}\n  tls-port: {self.tls_port}\n"
                 f"  tls-service-key: {_quoted(self.tls.key)}\n"
                 f"  tls-service-pem: {_quoted(self.tls.cert)}\n")
 
@@ -82,7 +82,7 @@ server:
   xfrdir: {_quoted(d)}
   pidfile: {_quoted(d / "nsd.pid")}
   logfile: {_quoted(self.log_path)}
-  ip-address: 127.0.0.1
+  ip-address: {self.host}
   port: {self.port}
   do-ip4: yes
   do-ip6: no

@@ -76,7 +76,7 @@ class Pdns(DnsServer):
         # backend (database connection), so that receivers x distributors = connections.
         # security-poll-suffix empty: no DNS query to the Internet for security status.
         return {
-            "local-address": "127.0.0.1",
+            "local-address": self.host,
             "local-port": str(self.port),
             # Relative to the run directory (its working directory): the control socket's
             # absolute path could pass the 107 octets a unix socket path may have.

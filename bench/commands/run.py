@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import ipaddress
 import math
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +24,8 @@ from bench.commands import (
     signable_servers,
     store_urls,
 )
-from bench.load.prober import NO_TLS, PROBER_TRANSPORTS
+from bench.load import hosts as load_hosts
+from bench.load.prober import NO_TLS, PROBER_TRANSPORTS, build_prober
 from bench.measure import metadata
 from bench.measure.datasets import (
     add_query_source_options,
@@ -41,6 +44,7 @@ from bench.measure.runner import FLOOD_NORMAL_SHARE, PROFILES, Profile, Runner, 
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
 from bench.report.write import write_report
 from servers import REFERENCE, get_server, group_of, selected_servers, server_names
+from servers.dnsserver import set_listen_address
 from servers.external import Target, parse_target
 from zonedata import queries
 from zonedata.model import Zone
@@ -110,14 +114,32 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "maximum: its loss and p99 without and with the flood")
     add_out_option(p, "<timestamp>")
     add_store_url_options(p)
+    add_load_from_options(p)
+
+
+def add_load_from_options(p: argparse.ArgumentParser) -> None:
+    """--load-from, --ssh-config and --listen: the load generated on other hosts."""
+    p.add_argument("--load-from", action="append", default=[], metavar="ssh://[USER@]HOST[:PORT]",
+                   help="run dnsperf, resperf and the prober on this host over ssh instead of "
+                        "here (repeat for several load hosts at once, their results merged; the "
+                        "prober runs on the first); needs --listen or --target "
+                        "(docs/method/load-from.md)")
+    p.add_argument("--ssh-config", type=Path, metavar="FILE",
+                   help="with --load-from: the ssh client configuration to use instead of "
+                        "~/.ssh/config (ssh -F FILE)")
+    p.add_argument("--listen", metavar="ADDRESS",
+                   help="the IPv4 address of this machine the suite's servers listen on "
+                        "(default 127.0.0.1); with --load-from, one the load hosts reach")
 
 
 def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
     profile = PROFILES[args.profile]
+    load_from = load_from_urls(args)  # a bad URL or address is the first thing said
     urls = store_urls(args)
     target = _target(args)
+    listen_for(load_from, args, measuring_target=target is not None)
     stream, _ = zone_source(_with_profile_data(args, profile))
     if target is not None:
         # Before anything is measured or written: a target that does not serve the data
@@ -141,10 +163,15 @@ def prepare(args: argparse.Namespace, command: str,
     query_file = (traffic[0] if traffic else args.queries
                   or _derive_query_file(stream, run_dir, profile.queries, args.seed, mix))
     servers = [] if target is not None else [get_server(d) for d in drivers[1:]]
+    # Opened last, before any server starts: an unreachable host is one line, nothing else
+    # begun; each is closed (its private directory removed) when the run ends (measure()).
+    hosts = open_load_hosts(load_from, args)
     setup = Setup(reference=get_server(REFERENCE), servers=servers,
                   stream=stream, dataset=describe(args), query_file=query_file,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
-                  pin=args.pin, target=target, store_urls=urls, transport=args.transport)
+                  # The load generator has hosts of its own: the server keeps every CPU here.
+                  pin=args.pin and not hosts, target=target, store_urls=urls,
+                  load_hosts=hosts, transport=args.transport)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
                             "parameters": {**dataclasses.asdict(profile),
                                            "threads": list(setup.threads)},
@@ -152,7 +179,7 @@ def prepare(args: argparse.Namespace, command: str,
                                                 for t in setup.threads},
                             "connections": ("the target's own" if target is not None
                                             else args.connections or "threads"),
-                            "pin": args.pin,
+                            "pin": setup.pin,
                             "dataset": setup.dataset, "servers": drivers,
                             **({"store_urls": urls.described()} if urls.urls else {})})
     if traffic:
@@ -173,6 +200,9 @@ def prepare(args: argparse.Namespace, command: str,
         results.meta["other_binds"] = metadata.other_bind_versions(other_binds)
     if target is not None:
         results.meta["target"] = target.as_dict()
+    if args.listen is not None:
+        results.meta["listen"] = args.listen
+    results.meta.update(metadata.load_from(hosts))
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
@@ -199,6 +229,60 @@ _FLOOD_MAX_NAMES = 1_000_000
 
 def _flood_names(rate: float, step_s: float) -> int:
     return max(1, min(_FLOOD_MAX_NAMES, math.ceil(rate * (step_s + 2))))
+
+
+def load_from_urls(args: argparse.Namespace) -> list[load_hosts.SshUrl]:
+    """--load-from URLs and --listen, checked without connecting anywhere."""
+    urls = load_hosts.parse_load_from(args.load_from)
+    if args.ssh_config is not None and not urls:
+        raise UserError("--ssh-config is the ssh configuration for --load-from: give "
+                        "--load-from too")
+    if args.ssh_config is not None and not args.ssh_config.is_file():
+        raise UserError(f"--ssh-config {args.ssh_config}: no such file")
+    if args.listen is not None:
+        _check_listen(args.listen)
+    return urls
+
+
+def listen_for(urls: list[load_hosts.SshUrl], args: argparse.Namespace, *,
+               measuring_target: bool = False) -> None:
+    """The suite's servers to listen on --listen from now on; load hosts need it, unless the
+    server measured is a --target (reached where it runs)."""
+    if urls and not measuring_target and args.listen is None:
+        raise UserError("--load-from: the load hosts cannot reach the suite's servers on "
+                        "127.0.0.1: give --listen ADDRESS, an address of this machine they "
+                        "reach (or measure a --target)")
+    if args.listen is not None:
+        set_listen_address(args.listen)
+
+
+def open_load_hosts(urls: list[load_hosts.SshUrl],
+                    args: argparse.Namespace) -> list[load_hosts.LoadHost]:
+    """Every load host opened (closed again by measure()), the prober they are sent built;
+    an unreachable host is one error. Called before any server starts."""
+    if not urls:
+        return []
+    hosts = load_hosts.open_hosts(urls, args.ssh_config)
+    try:
+        build_prober()
+    except BaseException:
+        load_hosts.close_hosts(hosts)
+        raise
+    return hosts
+
+
+def _check_listen(address: str) -> None:
+    """--listen: an IPv4 address of this machine (one a socket can be bound to)."""
+    try:
+        ipaddress.IPv4Address(address)
+    except ValueError:
+        raise UserError(f"--listen {address!r}: not an IPv4 address") from None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe_socket:
+        try:
+            probe_socket.bind((address, 0))
+        except OSError as exc:
+            raise UserError(f"--listen {address}: not an address of this machine "
+                            f"({exc.strerror})") from None
 
 
 def _servers(text: str | None, profile: Profile) -> list[str]:
@@ -301,13 +385,16 @@ def run_signed(args: argparse.Namespace) -> int:
 
 
 def measure(runner: Runner) -> int:
-    """Run, keep what was gathered on Ctrl-C, write the report; the exit status."""
+    """Run, keep what was gathered on Ctrl-C, write the report; the exit status. The load
+    hosts are closed (nothing left on them) however the run ends."""
     try:
         runner.run()
     except KeyboardInterrupt:
         print("interrupted: keeping the results gathered so far", file=sys.stderr)
         _finish(runner.results, runner.setup.out_dir)
         return 130
+    finally:
+        load_hosts.close_hosts(runner.setup.load_hosts)
     print(_finish(runner.results, runner.setup.out_dir))
     return 0
 

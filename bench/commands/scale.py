@@ -13,7 +13,13 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench.commands import add_out_option, add_pin_option, positive_counts
-from bench.commands.run import measure
+from bench.commands.run import (
+    add_load_from_options,
+    listen_for,
+    load_from_urls,
+    measure,
+    open_load_hosts,
+)
 from bench.measure import metadata
 from bench.measure.datasets import add_traffic_mix_options
 from bench.measure.results import Results, load_results
@@ -63,6 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)
     add_out_option(p, "scale-<timestamp>")
+    add_load_from_options(p)
     p.add_argument("--add-to", type=Path, default=None, metavar="DIR",
                    help="add the cells to the results in DIR (a cell measured again replaces "
                         "its old one as soon as it is measured)")
@@ -101,6 +108,8 @@ def plan_from(args: argparse.Namespace) -> Plan:
 
 def run(args: argparse.Namespace) -> int:
     plan = plan_from(args)  # every bad option stops here, before anything starts
+    load_from = load_from_urls(args)
+    listen_for(load_from, args)
     if args.add_to is not None and args.out is not None:
         raise UserError("--out and --add-to are exclusive: --add-to writes into its directory")
     if args.timeout <= 0:
@@ -121,12 +130,17 @@ def run(args: argparse.Namespace) -> int:
         results = Results(meta={**meta, "servers": list(plan.drivers),
                                 "datasets": [d.name for d in plan.datasets],
                                 "runs": profile.runs, "duration": profile.duration_s})
+    hosts = open_load_hosts(load_from, args)
+    results.meta.update(metadata.load_from(hosts))
+    if args.listen is not None:
+        results.meta["listen"] = args.listen
     run_dir = new_run_dir("scale")
     first = plan.datasets[0]
     # The runner's Setup; scale gives each cell its own query file and data set as it goes.
     setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in plan.drivers],
                   stream=first.stream(plan.seed), dataset="scale", query_file=run_dir,
-                  run_dir=run_dir, out_dir=out, threads=(plan.threads,), pin=args.pin)
+                  run_dir=run_dir, out_dir=out, threads=(plan.threads,),
+                  pin=args.pin and not hosts, load_hosts=hosts)
     print(f"dlzbench scale {profile.name}: {', '.join(plan.drivers)}; data sets "
           f"{', '.join(d.name for d in plan.datasets)}; mixes {', '.join(plan.mixes)}; results "
           f"in {out}", file=sys.stderr)

@@ -12,6 +12,11 @@ that is stopped early with SIGINT (dnsperf then prints its report for the part i
 
 dnsperf's CPU time is read from the kernel when the process is reaped (wait4's rusage), so
 it is exact even though the process is gone by then.
+
+On a load host (`--load-from`, bench/load/hosts.py) dnsperf is that host's own, run through
+ssh in the run's private directory there; its CPU time is the load host's kernel's account of
+it (`times` after it is reaped), and it is stopped early with SIGINT sent there. Several load
+hosts run at once, and `merge_runs` adds their reports into one.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.process import ManagedProcess, new_run_dir
+from bench.load.hosts import LoadHost, job_cpu_seconds, job_pid
 from servers import bindversion
 
 DNSPERF = "/usr/bin/dnsperf"
@@ -122,6 +128,7 @@ class DnsperfRun:
     stopped_by: str = ""  # "time limit", "end of file" or "interruption"
     interval_qps: list[float] = field(default_factory=list)  # with -S: responses per second
     cpu_s: float | None = None  # dnsperf's own user+system CPU time
+    generators: int = 1  # dnsperf processes (one per load host) whose figures these add up
     returncode: int = 0
     stdout: str = ""
 
@@ -182,12 +189,16 @@ def _parse_line(run: DnsperfRun, line: str) -> None:
 def build_argv(server: str, port: int, query_file: Path, *, duration: float,
                clients: int = 1, queue_depth: int = 100, threads: int = 1,
                timeout: float = 5.0, cpu_list: str | None = None,
-               extra: Sequence[str] = ()) -> list[str]:
+               extra: Sequence[str] = (), host: LoadHost | None = None) -> list[str]:
     """The dnsperf command line, under `taskset -c cpu_list` when pinned, line-buffered, in the
-    Debian 13 root."""
-    argv = [DNSPERF, "-s", server, "-p", str(port), "-d", str(query_file),
-            "-l", f"{duration:g}", "-c", str(clients), "-q", str(queue_depth),
+    Debian 13 root; on a load host, that host's dnsperf over ssh (never pinned: the whole host
+    is the load generator's), the query file copied there."""
+    queries = host.put(query_file) if host is not None else str(query_file)
+    argv = ["dnsperf" if host is not None else DNSPERF, "-s", server, "-p", str(port),
+            "-d", queries, "-l", f"{duration:g}", "-c", str(clients), "-q", str(queue_depth),
             "-T", str(threads), "-t", f"{timeout:g}", "-O", _SUPPRESS, *extra]
+    if host is not None:
+        return host.command(["stdbuf", "-oL", *argv])
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
     return in_root([*STDBUF, *argv])
@@ -196,12 +207,15 @@ def build_argv(server: str, port: int, query_file: Path, *, duration: float,
 def run_dnsperf(server: str, port: int, query_file: Path, *, duration: float,
                 clients: int = 1, queue_depth: int = 100, threads: int = 1,
                 timeout: float = 5.0, cpu_list: str | None = None,
-                extra: Sequence[str] = ()) -> DnsperfRun:
-    """One dnsperf run of `duration` seconds, waited for; its parsed report."""
-    argv = build_argv(server, port, query_file, duration=duration, clients=clients,
-                      queue_depth=queue_depth, threads=threads, timeout=timeout,
-                      cpu_list=cpu_list, extra=extra)
-    with DnsperfLoad(argv) as load:
+                extra: Sequence[str] = (), hosts: Sequence[LoadHost] = ()) -> DnsperfRun:
+    """One dnsperf run of `duration` seconds, waited for; its parsed report. With load hosts,
+    one dnsperf on each at once, with `clients` sockets each, their reports merged."""
+    loads = [DnsperfLoad(build_argv(server, port, query_file, duration=duration,
+                                    clients=clients, queue_depth=queue_depth, threads=threads,
+                                    timeout=timeout, cpu_list=cpu_list, extra=extra, host=host),
+                         host)
+             for host in (hosts or [None])]
+    with MergedLoad(loads) as load:
         # dnsperf stops by itself after `duration`, then waits up to `timeout` for stragglers.
         return load.wait(duration + timeout + 30)
 
@@ -209,26 +223,114 @@ def run_dnsperf(server: str, port: int, query_file: Path, *, duration: float,
 def start_background(server: str, port: int, query_file: Path, *, duration: float = 3600,
                      clients: int = 1, queue_depth: int = 100, threads: int = 1,
                      timeout: float = 5.0, cpu_list: str | None = None,
-                     extra: Sequence[str] = ()) -> DnsperfLoad:
-    """Start dnsperf without waiting; use as a context manager and call `stop()` for its
-    report. Leaving the with-block without `stop()` kills it."""
-    argv = build_argv(server, port, query_file, duration=duration, clients=clients,
-                      queue_depth=queue_depth, threads=threads, timeout=timeout,
-                      cpu_list=cpu_list, extra=extra)
-    load = DnsperfLoad(argv)
+                     extra: Sequence[str] = (), hosts: Sequence[LoadHost] = (),
+                     rate: float | None = None) -> MergedLoad:
+    """Start dnsperf without waiting (on every load host, if any); use as a context manager
+    and call `stop()` for its report. Leaving the with-block without `stop()` kills it.
+    `rate`: queries per second offered in all (-Q), shared equally among the load hosts."""
+    sites = list(hosts) or [None]
+    if rate is not None:
+        extra = ["-Q", f"{max(1, round(rate / len(sites)))}", *extra]
+    load = MergedLoad([])
     try:
-        load.wait_sending(timeout=10)
+        for host in sites:
+            load.loads.append(DnsperfLoad(build_argv(
+                server, port, query_file, duration=duration, clients=clients,
+                queue_depth=queue_depth, threads=threads, timeout=timeout, cpu_list=cpu_list,
+                extra=extra, host=host), host))
+        load.wait_sending(timeout=10 if not hosts else 30)
     except BaseException:
         load.close()
         raise
     return load
 
 
+class MergedLoad:
+    """dnsperf running at one or more places at once, seen as one load; always stopped when
+    its with-block ends."""
+
+    def __init__(self, loads: list[DnsperfLoad]) -> None:
+        self.loads = loads
+
+    @property
+    def pid(self) -> int | None:
+        """The local dnsperf's pid; None when it runs on load hosts (its sockets are not
+        this machine's)."""
+        if len(self.loads) == 1 and self.loads[0].host is None:
+            return self.loads[0].pid
+        return None
+
+    def wait_sending(self, timeout: float) -> None:
+        for load in self.loads:
+            load.wait_sending(timeout)
+
+    def stop(self, timeout: float = 30) -> DnsperfRun:
+        for load in self.loads:
+            load.interrupt()
+        return self.wait(timeout)
+
+    def wait(self, timeout: float) -> DnsperfRun:
+        return merge_runs([load.wait(timeout) for load in self.loads])
+
+    def close(self) -> None:
+        for load in self.loads:
+            load.close()
+
+    def __enter__(self) -> MergedLoad:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def merge_runs(runs: Sequence[DnsperfRun]) -> DnsperfRun:
+    """Reports of dnsperf runs made at the same time from several places as one: counts,
+    rates, rcodes, per-second responses and CPU added; latency averaged weighted by answered
+    queries, its extremes the extremes; the spread (not additive) left out. The run time is
+    the one in which the summed sending rates send the summed queries: the hosts start a
+    moment apart and each runs its own length, and the load offered is the sum of each one's
+    (queries sent over its own run time)."""
+    if len(runs) == 1:
+        return runs[0]
+    answered = sum(r.queries_completed for r in runs)
+    rcodes: dict[str, int] = {}
+    for run in runs:
+        for code, n in run.rcodes.items():
+            rcodes[code] = rcodes.get(code, 0) + n
+    seconds = min(len(r.interval_qps) for r in runs)
+    cpu = [r.cpu_s for r in runs]
+
+    def weighted(value: str) -> float:
+        if not answered:
+            return 0.0
+        return sum(getattr(r, value) * r.queries_completed for r in runs) / answered
+
+    return DnsperfRun(
+        argv=[word for r in runs for word in [*r.argv, ";"]][:-1],
+        queries_sent=sum(r.queries_sent for r in runs),
+        queries_completed=answered,
+        queries_lost=sum(r.queries_lost for r in runs),
+        queries_interrupted=sum(r.queries_interrupted for r in runs),
+        rcodes=rcodes, request_bytes=weighted("request_bytes"),
+        response_bytes=weighted("response_bytes"),
+        run_time_s=_merged_run_time(runs), qps=sum(r.qps for r in runs),
+        latency_avg_s=weighted("latency_avg_s"),
+        latency_min_s=min(r.latency_min_s for r in runs),
+        latency_max_s=max(r.latency_max_s for r in runs), latency_stddev_s=None,
+        stopped_by=", ".join(sorted({r.stopped_by for r in runs})),
+        interval_qps=[sum(r.interval_qps[i] for r in runs) for i in range(seconds)],
+        cpu_s=None if None in cpu else sum(c for c in cpu if c is not None),
+        generators=sum(r.generators for r in runs),
+        returncode=max(r.returncode for r in runs),
+        stdout="\n".join(r.stdout for r in runs))
+
+
 class DnsperfLoad:
     """A running dnsperf process; always stopped when its with-block ends."""
 
-    def __init__(self, argv: Sequence[str]) -> None:
+    def __init__(self, argv: Sequence[str], host: LoadHost | None = None) -> None:
         self.argv = list(argv)
+        self.host = host
         self._dir = new_run_dir("dnsperf")
         self._out = self._dir / "dnsperf.out"
         self._process = ManagedProcess("dnsperf", self.argv, self._out)
@@ -245,11 +347,21 @@ class DnsperfLoad:
 
     def stop(self, timeout: float = 30) -> DnsperfRun:
         """Interrupt dnsperf (it reports on what it ran so far) and return that report."""
-        proc = self._process.proc
-        if proc is not None and proc.returncode is None:
-            # Not proc.poll(): that would reap dnsperf and lose its CPU time.
-            os.kill(proc.pid, signal.SIGINT)
+        self.interrupt()
         return self.wait(timeout)
+
+    def interrupt(self) -> None:
+        """SIGINT to dnsperf, here or on its load host."""
+        proc = self._process.proc
+        if proc is None or proc.returncode is not None:
+            return
+        if self.host is not None:
+            job = job_pid(self._read_output())
+            if job is not None:
+                self.host.signal_job(job, signal.SIGINT)
+            return
+        # Not proc.poll(): that would reap dnsperf and lose its CPU time.
+        os.kill(proc.pid, signal.SIGINT)
 
     def wait(self, timeout: float) -> DnsperfRun:
         """Wait for dnsperf to exit by itself; parse its report."""
@@ -261,7 +373,10 @@ class DnsperfLoad:
         if proc.returncode is None:
             raise UserError(f"dnsperf did not finish within {timeout:.0f}s: "
                             f"{' '.join(self.argv)}")
-        run = parse_output(self._read_output(), self.argv)
+        output = self._read_output()
+        run = parse_output(output, self.argv)
+        if self.host is not None:  # cpu_s was ssh's own: dnsperf's is the load host's
+            cpu_s = job_cpu_seconds(output)
         run.cpu_s, run.returncode = cpu_s, proc.returncode
         return run
 
@@ -272,6 +387,12 @@ class DnsperfLoad:
             return ""
 
     def close(self) -> None:
+        proc = self._process.proc
+        if self.host is not None and proc is not None and proc.poll() is None:
+            # Killing ssh here would leave dnsperf running there.
+            job = job_pid(self._read_output())
+            if job is not None:
+                self.host.signal_job(job, signal.SIGKILL)
         self._process.stop(timeout=2, sig=signal.SIGKILL)
         self._out.unlink(missing_ok=True)
         self._dir.rmdir()
@@ -281,6 +402,13 @@ class DnsperfLoad:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _merged_run_time(runs: Sequence[DnsperfRun]) -> float:
+    rate = sum(r.queries_sent / r.run_time_s for r in runs if r.run_time_s > 0)
+    if rate <= 0:
+        return max(r.run_time_s for r in runs)
+    return sum(r.queries_sent for r in runs) / rate
 
 
 def _reap(proc: subprocess.Popen[bytes], timeout: float) -> float | None:

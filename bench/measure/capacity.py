@@ -460,7 +460,9 @@ class SocketWatch:
 
     INTERVAL_S = 0.1
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int | None) -> None:
+        """pid None: dnsperf runs on load hosts, whose sockets are not this machine's to
+        read (their drops are then counted "elsewhere")."""
         self.pid = pid
         self.inodes: set[int] = set()
         self.last: dict[int, int] = {}
@@ -474,6 +476,8 @@ class SocketWatch:
                 return
 
     def sample(self) -> None:
+        if self.pid is None:
+            return
         inodes = process_socket_inodes([self.pid])
         drops = read_udp_socket_drops()
         self.inodes |= inodes

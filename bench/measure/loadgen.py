@@ -93,12 +93,15 @@ def server_cpus(meta: dict) -> int | None:
 
 
 def core_use(cell: Cell, cpus: int | None) -> CoreUse:
-    """The cores dnsperf and the server (over `cpus` pinned CPUs) used in the QPS runs."""
+    """The cores dnsperf (of each dnsperf's one: averaged over the load hosts when several ran
+    at once) and the server (over `cpus` pinned CPUs) used in the QPS runs."""
     seconds = sum(run.run_time_s for run in cell.qps_runs)
     if seconds <= 0:
         return CoreUse(None, None)
     dnsperf_cpu = [run.cpu_s for run in cell.qps_runs]
-    dnsperf = None if None in dnsperf_cpu else sum(c or 0.0 for c in dnsperf_cpu) / seconds
+    generator_seconds = sum(run.run_time_s * run.generators for run in cell.qps_runs)
+    dnsperf = (None if None in dnsperf_cpu
+               else sum(c or 0.0 for c in dnsperf_cpu) / generator_seconds)
     us = server_us_per_query(cell)
     answered = sum(run.queries_completed for run in cell.qps_runs)
     server = None if us is None or not cpus else us * answered / 1e6 / seconds / cpus

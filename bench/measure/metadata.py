@@ -16,6 +16,8 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.load import dnsperf
+from bench.load.hosts import LoadHost, file_digest
+from bench.load.prober import PROBER_BIN
 from servers import bindversion
 
 NOT_INSTALLED = "not installed"
@@ -96,6 +98,20 @@ def dnsperf_version() -> str:
     package = command_output(["dpkg-query", f"--admindir={root}/var/lib/dpkg", "-W",
                               "-f=${Version}", "dnsperf"])
     return f"dnsperf {found} (Debian {package}, in {root.name if root else UNKNOWN})"
+
+
+def load_from(hosts: Sequence[LoadHost]) -> dict[str, object]:
+    """What the load came from when it ran on load hosts (`--load-from`): each host's dnsperf
+    and resperf (Debian package version too), kernel, OS, CPU and glibc as read there when it
+    was opened; "dnsperf" then names those dnsperfs, not this machine's unused one."""
+    if not hosts:
+        return {}
+    described = [host.described() for host in hosts]
+    return {"load_from": described,
+            "dnsperf": "; ".join(f"{d.get('dnsperf', UNKNOWN)} on {d['url']}"
+                                 for d in described),
+            "prober": f"built here (sha256 {file_digest(PROBER_BIN)}), copied to each load "
+                      "host; its floor measured here"}
 
 
 def cpu_description() -> dict[str, object]:

@@ -28,6 +28,7 @@ import dns.name
 from base.errors import UserError
 from base.transports import TlsFiles, self_signed
 from bench.load import dnsperf, prober, resperf
+from bench.load.hosts import LoadHost
 from bench.measure import accounting, capacity, stats
 from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, QpsSummary, Results, save_results
@@ -158,6 +159,9 @@ class Setup:
     # queries per second and its query file (None: no flood).
     flood_rate: float | None = None
     flood_file: Path | None = None
+    # Load hosts (`--load-from`, open for the run): dnsperf and resperf run on each at once,
+    # their reports merged; the prober on the first. None: every load tool runs here.
+    load_hosts: list[LoadHost] = dataclasses.field(default_factory=list)
 
 
 # dnsperf sockets per named worker thread. named listens with one SO_REUSEPORT socket per
@@ -434,7 +438,8 @@ class Runner:
         if self.prober_cannot(m, "latency_loaded"):
             return
         with dnsperf.start_background(m.named.host, self.port(m.named), self.setup.query_file,
-                                      **self._dnsperf_options(m.named)) as load:
+                                      **self._dnsperf_options(m.named),
+                                      hosts=self.setup.load_hosts) as load:
             load.wait_sending(timeout=30)
             m.cell.latency_loaded = self.probe(m.named)
             m.cell.loaded_run = load.stop()
@@ -459,7 +464,7 @@ class Runner:
             m.named.host, self.port(m.named), self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
             clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus,
-            transport=self.setup.transport)
+            hosts=self.setup.load_hosts, transport=self.setup.transport)
         save_results(self.results, self.setup.out_dir)
 
     def latency_points(self, m: Measuring, curve: capacity.Curve) -> None:
@@ -508,16 +513,15 @@ class Runner:
                 named.host, self.port(named), self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
-                cpu_list=self.load_cpus,
-                extra=["-Q", f"{max(1, round(target - probing))}", "-S", "1",
-                       *(["-b", str(buffer_kb)] if buffer_kb else []),
+                cpu_list=self.load_cpus, rate=target - probing, hosts=self.setup.load_hosts,
+                extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else []),
                        *dnsperf.transport_args(self.setup.transport)]) as load, \
                 capacity.SocketWatch(load.pid) as watch:
             probes = prober.probe(named.host, named.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
                                   interval=1 / probing, open_loop=True,
-                                  transport=self.setup.transport)
+                                  host=self.prober_host, transport=self.setup.transport)
             run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
         drops_after = accounting.udp_receive_buffer_errors()
         sockets_after = {**capacity.read_udp_socket_drops(), **watch.last}
@@ -545,9 +549,8 @@ class Runner:
                 duration=seconds + FLOOD_MARGIN_S, clients=clients_for(self.profile,
                                                                        m.named.threads),
                 queue_depth=capacity.outstanding_for(rate), timeout=capacity.STEP_TIMEOUT_S,
-                cpu_list=self.load_cpus,
-                extra=["-Q", f"{max(1, round(rate))}",
-                       *dnsperf.transport_args(self.setup.transport)]) as flood:
+                cpu_list=self.load_cpus, rate=rate, hosts=self.setup.load_hosts,
+                extra=dnsperf.transport_args(self.setup.transport)) as flood:
             flooded = self.offered_step(m.named, None, normal)
             flood_run = flood.stop()
         m.cell.flood = flood_record(rate, normal, without, flooded, flood_run)
@@ -616,12 +619,19 @@ class Runner:
 
     def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
         return dnsperf.run_dnsperf(named.host, self.port(named), self.setup.query_file,
-                                   duration=seconds, **self._dnsperf_options(named))
+                                   duration=seconds, **self._dnsperf_options(named),
+                                   hosts=self.setup.load_hosts)
+
+    @property
+    def prober_host(self) -> LoadHost | None:
+        """Where the prober runs: the first load host, or here."""
+        return self.setup.load_hosts[0] if self.setup.load_hosts else None
 
     def probe(self, named: DnsServer) -> prober.LatencyStats:
         return prober.probe(named.host, named.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus,
-                            dnssec=self.setup.dnssec, transport=self.setup.transport)
+                            dnssec=self.setup.dnssec, host=self.prober_host,
+                            transport=self.setup.transport)
 
     def ask(self, named: DnsServer, query: Query) -> tuple[Answer, Answer | None]:
         """One check query over the run's transport, with its DO bit."""

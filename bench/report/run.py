@@ -209,7 +209,11 @@ def render_method(results: Results) -> list[str]:
         lines.append(f"Prober floor (its own round trip to an echo responder on loopback, "
                      f"{floor.count} queries): mean {fmt_number(floor.mean_us)} us, p50 "
                      f"{fmt_number(floor.p50_us)} us, p99 {fmt_number(floor.p99_us)} us, max "
-                     f"{fmt_number(floor.max_us)} us. Every latency below includes it.")
+                     f"{fmt_number(floor.max_us)} us. "
+                     + ("Measured here; the latencies below were measured from the load "
+                        f"host {results.meta['load_from'][0]['url']}."
+                        if results.meta.get("load_from") else
+                        "Every latency below includes it."))
     lines.append("")
     return lines
 
@@ -443,7 +447,8 @@ def render_costs(results: Results) -> list[str]:
               "database server's whole process tree ('–': no database server). QPS per "
               "server core: 1,000,000 / (named + db us/query), what one core of the server "
               "would answer at that cost, which a slow load generator does not limit. dnsperf "
-              "cores: of its one core, over the QPS runs (>= 0.8: the load generator's limit); "
+              "cores: of its one core, over the QPS runs (with several load hosts, each "
+              "dnsperf's, averaged; >= 0.8: the load generator's limit); "
               "server cores: named's and the database's, per pinned server core (< 0.9: the "
               "server was not saturated). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "

@@ -18,6 +18,7 @@ from typing import Self
 
 from base.errors import UserError
 from base.process import ManagedProcess, new_run_dir, run_checked
+from bench.load.hosts import LoadHost
 
 PROBER_DIR = Path(__file__).resolve().parent
 PROBER_BIN = PROBER_DIR / "prober"
@@ -89,23 +90,30 @@ def build_prober() -> Path:
 def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1.0,
           cpu_list: str | None = None, seconds: float | None = None,
           interval: float | None = None, dnssec: bool = False,
-          open_loop: bool = False, transport: str = "udp") -> LatencyStats:
+          open_loop: bool = False, host: LoadHost | None = None,
+          transport: str = "udp") -> LatencyStats:
     """Send `count` queries from `query_file` (cycled), one at a time (with `seconds`, as many
     as fit in that time, at most `count`; with `interval`, at most one per interval seconds,
     and with `open_loop` too, one every interval on a fixed schedule whether or not the
     earlier ones were answered; with `dnssec`, the DO bit set as dnsperf -D sets it); over
-    `transport` (udp, tcp or tcp-new: prober.c); their latencies."""
+    `transport` (udp, tcp or tcp-new: prober.c); their latencies. On a load host, the prober
+    built here is copied there and run through ssh (never pinned)."""
     if open_loop and not interval:
         raise ValueError("an open-loop prober needs its interval")
     if transport not in PROBER_TRANSPORTS:
         raise UserError(f"the prober does not speak {transport}: {NO_TLS}")
-    argv = [str(build_prober()), "-n", str(count), "-t", str(max(1, round(timeout * 1000))),
+    program = str(build_prober())
+    if host is not None:
+        program, query_file = host.put(PROBER_BIN, "prober"), Path(host.put(query_file))
+    argv = [program, "-n", str(count), "-t", str(max(1, round(timeout * 1000))),
             *(["-l", f"{seconds:g}"] if seconds else []),
             *(["-i", str(max(1, round(interval * 1e6)))] if interval else []),
             *(["-O"] if open_loop else []),
             *(["-D"] if dnssec else []),
             "-m", transport, addr, str(port), str(query_file)]
-    if cpu_list:
+    if host is not None:
+        argv = host.command(argv)
+    elif cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
     # Worst case every query times out; the margin covers start-up on a busy machine.
     done = subprocess.run(argv, capture_output=True, text=True, check=False,
