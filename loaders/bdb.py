@@ -200,6 +200,8 @@ def _cache_reading(target: Path, options: Mapping[str, str]) -> CacheReading:
 
 class BdbLoader(Loader[Path]):
     name = "bdb"
+    no_writes = ("the bdb driver keeps the file it opened; a write "
+                 "lands in a copy renamed in, seen only after rndc reload")
     database = DirectoryDatabase(name, _cache_reading)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:

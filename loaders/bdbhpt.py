@@ -38,8 +38,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
+import dns.name
 from berkeleydb import db
 
+from base.errors import UserError
 from databases.berkeley import db_stat_reading
 from databases.database import CacheReading, DirectoryDatabase
 from loaders.berkeley import (
@@ -51,7 +53,8 @@ from loaders.berkeley import (
     prepare_zone,
 )
 from loaders.loader import Loader, interrupts_deferred
-from zonedata.model import Zone, key_to_name
+from loaders.writes import StoreWriter, ZoneRewriter
+from zonedata.model import Zone, key_to_name, name_key
 
 DATA_FILE = "dns.db"
 STAGING = ".staging"  # the first load's home, under the target
@@ -184,6 +187,51 @@ class _Home:
         dbs["dns_zone"].put(zone_key, gen.encode(), txn=txn)
         if old is not None:
             dbs["dns_retired"].put(old, f"{time.time():.3f}".encode(), txn=txn)
+
+    def write_nodes(self, zone: PreparedZone) -> None:
+        """The zone's nodes written in place in its live generation, only those that differ
+        (and its owner list if it changed), in one transaction; a new zone as replace_zone
+        writes it."""
+        self._retrying(lambda txn: self._write_nodes(zone, txn))
+
+    def _write_nodes(self, zone: PreparedZone, txn: db.DBTxn | None) -> None:
+        dbs = self.dbs
+        gen = dbs["dns_zone"].get(zone.key.encode("ascii"), txn=txn)
+        if gen is None:
+            self._write_zone(zone, secrets.token_hex(8), txn)
+            return
+        old_owners = decode_lines(dbs["dns_xfr"].get(gen, txn=txn) or b"")
+        new = {node.key: node.value for node in zone.nodes}
+        for owner in set(old_owners) - new.keys():
+            _delete(dbs["dns_data"], data_key(gen.decode(), owner), txn)
+        for owner, value in new.items():
+            key = data_key(gen.decode(), owner)
+            if dbs["dns_data"].get(key, txn=txn) != value:
+                dbs["dns_data"].put(key, value, txn=txn)
+        if old_owners != list(new):
+            dbs["dns_xfr"].put(gen, encode_lines(new), txn=txn)
+
+    def drop_zone(self, zone_key: str) -> None:
+        """The zone gone in one transaction; its generation retired (purged later)."""
+        def drop(txn: db.DBTxn | None) -> None:
+            key = zone_key.encode("ascii")
+            gen = self.dbs["dns_zone"].get(key, txn=txn)
+            _delete(self.dbs["dns_zone"], key, txn)
+            _delete(self.dbs["dns_client"], key, txn)
+            if gen is not None:
+                self.dbs["dns_retired"].put(gen, f"{time.time():.3f}".encode(), txn=txn)
+        self._retrying(drop)
+
+    def zone(self, zone_key: str) -> Zone | None:
+        """One zone as the driver reads it (None: not there)."""
+        gen = self.dbs["dns_zone"].get(zone_key.encode("ascii"))
+        if gen is None:
+            return None
+        records = []
+        for owner in decode_lines(self.dbs["dns_xfr"].get(gen) or b""):
+            value = self.dbs["dns_data"].get(data_key(gen.decode(), owner))
+            records.extend(decode_records(key_to_name(owner), value))
+        return Zone(key_to_name(zone_key), records)
 
     def _forget_partial(self, gen: str) -> None:
         """Mark the rows of a failed CDB write for the next purge (no rollback without txns)."""
@@ -348,6 +396,35 @@ def _reset_lsns(path: Path) -> None:
     finally:
         env.close()
 
+class BdbhptWriter(ZoneRewriter):
+    """Writes into the three homes, each change one transaction per home (the transactional
+    home's is a Berkeley DB transaction; CDB's puts are each atomic; the private home's copy
+    is renamed in when the writer closes, as a private-mode reader only reads its file at
+    start). Ctrl-C waits until a change is in all three homes."""
+
+    def __init__(self, target: Path) -> None:
+        self.homes = _Homes(target)
+        for home in self.homes.homes:
+            home.purge_retired(0.0 if home.mode == "private" else RETIRE_GRACE_SECONDS)
+
+    def read_zone(self, origin: dns.name.Name) -> Zone | None:
+        return self.homes.homes[0].zone(name_key(origin))
+
+    def write_zone(self, zone: Zone) -> None:
+        prepared = prepare_zone(zone)
+        with interrupts_deferred():
+            for home in self.homes.homes:
+                home.write_nodes(prepared)
+
+    def drop_zone(self, origin: dns.name.Name) -> None:
+        with interrupts_deferred():
+            for home in self.homes.homes:
+                home.drop_zone(name_key(origin))
+
+    def close(self) -> None:
+        self.homes.close()
+
+
 def read_mode(target: Path, mode: str) -> list[Zone]:
     """Every zone of one mode's home, read as the driver's allnodes reads it."""
     home = _Home(Path(target) / mode, mode, write=False)
@@ -387,6 +464,11 @@ class BdbhptLoader(Loader[Path]):
             if {z.key: z.canonical() for z in read_mode(target, mode)} != expected:
                 raise RuntimeError(f"bdbhpt {mode} home disagrees with the transactional one")
         yield from zones
+
+    def writer(self, target: Path) -> StoreWriter:
+        if not _has_data(target):
+            raise UserError(f"the bdbhpt store at {target} holds no data to write into")
+        return BdbhptWriter(target)
 
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
         """The home of the driver's `mode` (transactional, concurrent or private)."""

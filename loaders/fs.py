@@ -24,7 +24,8 @@ from base.errors import UserError
 from databases.database import DirectoryDatabase
 from loaders.berkeley import decode_lines, prepare_zone, record_line
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
-from zonedata.model import ENT_TYPE, Record, Zone, key_to_name
+from loaders.writes import StoreWriter, ZoneRewriter
+from zonedata.model import ENT_TYPE, Record, Zone, key_to_name, name_key
 
 ZONE_FILE = ".zone"
 # First line of every zone file: this tag, then the clients allowed to transfer the zone, each
@@ -81,6 +82,34 @@ class FsLoader(Loader[Path]):
 
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
         return {"root": str(Path(target).resolve())}
+
+    def writer(self, target: Path) -> StoreWriter:
+        """Each change rewrites its zone's file and renames it over the old one."""
+        return FsWriter(target)
+
+
+class FsWriter(ZoneRewriter):
+    """The fs store's writes: a zone file is the unit, replaced by rename (a reader has the
+    old file or the new one), removed by unlink."""
+
+    def __init__(self, root: Path) -> None:
+        self.files = ZoneWriter(root)
+
+    def _path(self, origin: dns.name.Name) -> str:
+        return f"{self.files.root}/{zone_file_path(name_key(origin))}"
+
+    def read_zone(self, origin: dns.name.Name) -> Zone | None:
+        path = self._path(origin)
+        return read_zone_file(Path(path), origin) if os.path.exists(path) else None
+
+    def write_zone(self, zone: Zone) -> None:
+        self.files.replace(zone)
+
+    def drop_zone(self, origin: dns.name.Name) -> None:
+        os.unlink(self._path(origin))
+
+    def close(self) -> None:
+        pass  # nothing held open between writes
 
 
 class ZoneWriter:

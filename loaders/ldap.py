@@ -32,6 +32,7 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator, Mapping
 
+import dns.name
 import ldap
 import ldif
 from ldap.ldapobject import LDAPObject
@@ -50,6 +51,7 @@ from databases.slapd import (
 from databases.url import StoreUrl, listed
 from loaders import sql
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
+from loaders.writes import ADD_ZONE, DELETE_ZONE, Change, MarkerOps, StoreWriter, fix_markers
 from zonedata.model import (
     ENT_TYPE,
     Record,
@@ -182,6 +184,8 @@ class DlzEntries:
 
 class LdapLoader(Loader[LdapTarget]):
     name = "ldap"
+    no_writes = ("not written yet (its way: one LDAP modify "
+                 "of the owner entry's dlzRecord values a change)")
     database = LdapDatabase(name, suffix=SUFFIX, schema_files=[SCHEMA_FILE], indexes=INDEXES,
                             lent=DlzEntries())
 
@@ -202,6 +206,10 @@ class LdapLoader(Loader[LdapTarget]):
         with bound(target) as conn:
             replace_zone(conn, zone, target.suffix)
 
+    def writer(self, target: LdapTarget) -> StoreWriter:
+        """LDAP modifies on a connection of the writer's own (as the loading DN)."""
+        return LdapWriter(target)
+
     def read_back(self, target: LdapTarget) -> Iterator[Zone]:
         with bound(target) as conn:
             for _, attrs in search_iter(conn, target.suffix, ldap.SCOPE_ONELEVEL,
@@ -218,6 +226,128 @@ class LdapLoader(Loader[LdapTarget]):
             # LDAP_PASSWORD in named's environment (client_env).
             args["binddn"] = target.driver_dn
         return args
+
+
+class LdapWriter(StoreWriter):
+    """A change to a record is one modify of its owner's entry in the zone's live generation
+    (its dlzRecord values: the old one deleted and the new one added in the same modify, so
+    a reader sees either); an owner's first record adds its entry, its last deletes it (or
+    leaves the ENT value, when names below it exist). Markers of the names above it follow,
+    one operation each (fix_markers): slapd has no transaction to put them in one (see the
+    module's note on RFC 5805), so for a moment a new name's parent may not exist yet. A zone
+    is added as replace_zone adds one (made live by one modify once whole) and deleted by
+    one modify that takes its generation away (readers skip it from then on), then its
+    entries."""
+
+    def __init__(self, target: LdapTarget) -> None:
+        self.conn = target.connect()
+        self.suffix = target.suffix
+
+    def close(self) -> None:
+        self.conn.unbind_s()
+
+    def apply(self, change: Change) -> None:
+        zdn = zone_dn(name_key(change.zone), self.suffix)
+        live = live_generation(self.conn, zdn)
+        if change.kind == ADD_ZONE:
+            if live is not None:
+                raise UserError(f"zone {change.zone} is already there")
+            replace_zone(self.conn, Zone(change.zone, list(change.zone_records)), self.suffix)
+            return
+        if live is None:
+            raise UserError(f"zone {change.zone} is not there")
+        if change.kind == DELETE_ZONE:
+            self.conn.modify_s(zdn, [(ldap.MOD_DELETE, "dlzGeneration", None)])
+            delete_entries(self.conn, children_by_generation(self.conn, zdn))
+            self.conn.delete_s(zdn)
+            return
+        nodes = _Nodes(self.conn, name_key(change.zone), live, self.suffix)
+        nodes.write_owner(change)
+        fix_markers(change.owner, change.zone, nodes.marker_ops())
+
+
+class _Nodes:
+    """The owner entries of one zone's live generation."""
+
+    def __init__(self, conn: LDAPObject, zone_key: str, generation: int, suffix: str) -> None:
+        self.conn, self.zone_key, self.generation, self.suffix = conn, zone_key, generation, suffix
+
+    def _dn(self, name: dns.name.Name) -> str:
+        return node_dn(self.zone_key, name_key(name), self.generation, self.suffix)
+
+    def values(self, name: dns.name.Name) -> list[bytes] | None:
+        """The owner entry's dlzRecord values (None: no entry)."""
+        try:
+            found = self.conn.search_s(self._dn(name), ldap.SCOPE_BASE, "(objectClass=*)",
+                                       ["dlzRecord"])
+        except ldap.NO_SUCH_OBJECT:
+            return None
+        return list(found[0][1].get("dlzRecord", []))
+
+    def write_owner(self, change: Change) -> None:
+        owner = change.owner
+        old = self.values(owner) or []
+        new = [v for v in old if v != ENT_VALUE]
+        removed, added = change.removed, change.added
+        if removed is not None:
+            match = [v for v in new if _same(v, removed)]
+            if not match:
+                raise UserError(f"{change.text()}: no such record")
+            new.remove(match[0])
+        if added is not None:
+            if any(_same(v, added) for v in new):
+                raise UserError(f"{change.text()}: the record is there already")
+            new.append(record_value(added.rdtype, added.ttl, added.rdata))
+        if not new and self.has_below(owner):
+            new = [ENT_VALUE]
+        self._write(owner, old, new)
+
+    def _write(self, name: dns.name.Name, old: list[bytes], new: list[bytes]) -> None:
+        dn = self._dn(name)
+        if not old:
+            self.conn.add_s(dn, list(self._entry(name, new).items()))
+        elif not new:
+            self.conn.delete_s(dn)
+        else:
+            changes = [(ldap.MOD_DELETE, "dlzRecord", [v for v in old if v not in new]),
+                       (ldap.MOD_ADD, "dlzRecord", [v for v in new if v not in old])]
+            self.conn.modify_s(dn, [c for c in changes if c[2]])
+
+    def _entry(self, name: dns.name.Name, values: list[bytes]) -> Attrs:
+        owner = name_key(name)
+        return {"objectClass": [NODE_CLASS],
+                "dlzId": [f"{self.generation}-{entry_id(owner)}".encode()],
+                "dlzOwner": [owner.encode()], "dlzZone": [self.zone_key.encode()],
+                "dlzGeneration": [str(self.generation).encode()], "dlzRecord": values}
+
+    def has_below(self, name: dns.name.Name) -> bool:
+        """Does an owner entry of the live generation end in "." + name? The zone's entries
+        read and matched here: dlzOwner (octetString) has no substring match in a filter."""
+        suffix = ("." + name_key(name)).encode()
+        for _, attrs in search_iter(self.conn, zone_dn(self.zone_key, self.suffix),
+                                    ldap.SCOPE_ONELEVEL,
+                                    f"(dlzGeneration={self.generation})", ["dlzOwner"]):
+            if attrs["dlzOwner"][0].endswith(suffix):
+                return True
+        return False
+
+    def marker_ops(self) -> MarkerOps:
+        def has_records(name: dns.name.Name) -> bool:
+            return any(v != ENT_VALUE for v in self.values(name) or [])
+
+        def has_marker(name: dns.name.Name) -> bool:
+            return ENT_VALUE in (self.values(name) or [])
+
+        return MarkerOps(has_records=has_records, has_marker=has_marker,
+                         has_below=self.has_below,
+                         add_marker=lambda name: self._write(name, [], [ENT_VALUE]),
+                         drop_marker=lambda name: self._write(name, [ENT_VALUE], []))
+
+
+def _same(value: bytes, record: Record) -> bool:
+    """A dlzRecord value holds record's data (its TTL aside)."""
+    rdtype, _, rdata = parse_record_value(value)
+    return (rdtype, rdata) == (record.rdtype, record.rdata)
 
 
 def has_zones(conn: LDAPObject, suffix: str) -> bool:

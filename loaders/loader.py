@@ -21,6 +21,7 @@ from typing import ClassVar, Generic, TypeVar
 
 from base.errors import UserError
 from databases.database import Database
+from loaders.writes import StoreWriter
 from zonedata.model import Zone
 
 # Who may transfer (AXFR) a zone: every loader writes this per zone into its ACL table.
@@ -50,6 +51,15 @@ class Loader(ABC, Generic[T]):
     @abstractmethod
     def read_back(self, target: T) -> Iterator[Zone]:
         """Every zone in the store, in the model's form (for round-trip tests)."""
+
+    def writer(self, target: T) -> StoreWriter:
+        """The store open for record-level writes while a server reads it (loaders/writes.py),
+        through a connection of its own."""
+        raise UserError(f"the {self.name} store cannot be written while serving: "
+                        f"{self.no_writes}")
+
+    # Why writer() refuses, in one line (stores that take writes leave it empty).
+    no_writes: ClassVar[str] = "no writer written for it"
 
     def as_held(self, zone: Zone) -> Zone:
         """The zone as this store keeps it: what read_back gives after loading it. The same

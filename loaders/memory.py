@@ -99,6 +99,8 @@ def _parse_records(path: Path) -> Iterator[tuple[str, list[str]]]:
 
 class MemoryLoader(Loader[Path]):
     name = "memory"
+    no_writes = ("named reads its file once, at start "
+                 "(dlz_create): its data is named's own memory, n/a")
     database = DirectoryDatabase(name)
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:

@@ -8,8 +8,11 @@ off: databases/mariadb.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 
+import dns.name
 import MySQLdb
 
 from base.paths import SCHEMA_DIR
@@ -23,7 +26,8 @@ from databases.mariadb import (
 from databases.url import StoreUrl, check_lent_database
 from loaders import sql
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
-from zonedata.model import ENT_TYPE, Zone
+from loaders.writes import StoreWriter
+from zonedata.model import ENT_TYPE, Record, Zone, name_key
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
 TABLES = ("zones", "records", "xfr_clients")
@@ -84,11 +88,59 @@ class MysqlLoader(Loader[MysqlTarget]):
         rows = streamed_rows(self.database.connect(target), sql.READ_BACK, (ENT_TYPE,))
         yield from sql.zones_from_rows(_decoded(rows))
 
+    def writer(self, target: MysqlTarget) -> StoreWriter:
+        """SQL transactions (InnoDB) on a connection of the writer's own."""
+        return sql.SqlWriter(MysqlSession(self.database.connect(target)), _LAYOUT,
+                             _insert_record, _marker_values,
+                             lambda session, zone: _replace_zones(session.conn, [zone]))
+
     def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
         # The password reaches the driver as MYSQL_PWD in named's environment (client_env).
         args = {**driver_endpoint(target), "user": target.driver_user,
                 "database": target.database}
         return {key: str(value) for key, value in args.items() if value is not None}
+
+
+class MysqlSession(sql.SqlSession):
+    """A writer's MySQLdb connection (autocommit off); binary columns come back as text."""
+
+    def __init__(self, conn: MySQLdb.Connection) -> None:
+        self.conn = conn
+
+    def run(self, query: str, params: Sequence[object] = ()) -> tuple[list[tuple], int]:
+        cursor = self.conn.cursor()
+        cursor.execute(query, tuple(params))
+        rows = [tuple(_text(v) if isinstance(v, bytes) else v for v in row)
+                for row in cursor.fetchall() or ()]
+        return rows, cursor.rowcount
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return transaction(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# `seq` only makes (name, zone_id, seq) unique: a new row takes the next free one of its name.
+_NEXT_SEQ = "SELECT COALESCE(MAX(seq) + 1, 0) FROM records WHERE name = %s AND zone_id = %s"
+_LAYOUT = dataclasses.replace(
+    sql.DLZ_LAYOUT, add_marker="INSERT INTO records (zone_id, name, type, ttl, data, seq) "
+                               f"VALUES (%s, %s, '{ENT_TYPE}', 0, '', %s)")
+
+
+def _next_seq(session: sql.SqlSession, zone_id: int, key: str) -> int:
+    rows, _ = session.run(_NEXT_SEQ, (key, zone_id))
+    return int(rows[0][0])
+
+
+def _marker_values(session: sql.SqlSession, zone_id: int, name: dns.name.Name) -> tuple:
+    return (_next_seq(session, zone_id, name_key(name)),)
+
+
+def _insert_record(session: sql.SqlSession, zone_id: int, record: Record) -> None:
+    key = name_key(record.owner)
+    session.run(_INSERT_RECORDS, (zone_id, key, _next_seq(session, zone_id, key),
+                                  record.rdtype, record.ttl, record.rdata))
 
 
 def ensure_schema(conn: MySQLdb.Connection) -> None:

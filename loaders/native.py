@@ -10,10 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import dns.name
+
 from databases.database import DirectoryDatabase
 from loaders.loader import Loader
-from zonedata.model import Zone
-from zonedata.zonefiles import read_zone_dir, write_zone_dir, zone_files
+from loaders.writes import StoreWriter, ZoneRewriter
+from zonedata.model import Zone, name_key
+from zonedata.zonefiles import (
+    read_zone_dir,
+    read_zone_file,
+    write_zone_dir,
+    write_zone_file,
+    zone_file_path,
+    zone_files,
+)
 
 
 class NativeLoader(Loader[Path]):
@@ -28,6 +38,35 @@ class NativeLoader(Loader[Path]):
         if next(zone_files(target), None) is None:
             return iter(())
         return read_zone_dir(target)
+
+    def writer(self, target: Path) -> StoreWriter:
+        """Each change rewrites its zone's file (temp file, rename); the server must then be
+        told to load it (bench/measure/writes.py: rndc reload of the zone, nsd-control,
+        knotc)."""
+        return NativeWriter(target)
+
+
+class NativeWriter(ZoneRewriter):
+    """Zone files replaced atomically, one per change, as a provisioning system that
+    renders zone files does."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def read_zone(self, origin: dns.name.Name) -> Zone | None:
+        path = zone_file_path(self.root, name_key(origin))
+        return read_zone_file(path, origin) if path.exists() else None
+
+    def write_zone(self, zone: Zone) -> None:
+        path = zone_file_path(self.root, zone.key)
+        path.parent.mkdir(exist_ok=True)
+        write_zone_file(zone, path)
+
+    def drop_zone(self, origin: dns.name.Name) -> None:
+        zone_file_path(self.root, name_key(origin)).unlink()
+
+    def close(self) -> None:
+        pass  # nothing held open between writes
 
 
 LOADER = NativeLoader()

@@ -20,10 +20,12 @@ import dns.name
 import dns.rdata
 import dns.rdataclass
 
+from base.errors import UserError
 from base.process import run_checked, run_logged
 from databases.database import DirectoryDatabase
 from loaders.loader import Loader
 from loaders.pdns_rows import pdns_name
+from loaders.writes import ADD_ZONE, DELETE_ZONE, Change, StoreWriter
 from zonedata.model import Record, Zone, from_rdata
 from zonedata.zonefiles import zone_file_text
 
@@ -36,6 +38,8 @@ _BIND_BACKEND_DROPS = frozenset({"NSEC", "NSEC3", "NSEC3PARAM"})
 
 class PdnsLmdbLoader(Loader[Path]):
     name = "pdns_lmdb"
+    no_writes = ("not written yet (its way: pdnsutil "
+                 "add-record / replace-rrset / delete-rrset, then rectify-zone)")
     database = DirectoryDatabase(name)
 
     def pdns_settings(self, target: Path) -> dict[str, str]:
@@ -106,6 +110,16 @@ class PdnsLmdbLoader(Loader[Path]):
                              "bind-config": str(bind_dir / "named.conf")})
         return settings
 
+    def writer(self, target: Path) -> StoreWriter:
+        """pdnsutil, a process per step: the RRset replaced (or deleted) in one LMDB
+        transaction, then rectify-zone for the empty non-terminals."""
+        return PdnsLmdbWriter(self, target)
+
+    def zone_names(self, target: Path) -> set[dns.name.Name]:
+        listed = self._pdnsutil(target, "list-all-zones")
+        return {dns.name.root if n == "." else dns.name.from_text(n)
+                for n in listed.split()}
+
     def read_back(self, target: Path) -> Iterator[Zone]:
         if not (target / _CONF).exists():
             return
@@ -143,6 +157,49 @@ class PdnsLmdbLoader(Loader[Path]):
             yield
         finally:
             self._write_conf(target)
+
+
+class PdnsLmdbWriter(StoreWriter):
+    """A record's change: the zone listed (pdnsutil list-zone), the change made to its RRset
+    (replace-rrset with what is left, or delete-rrset), then rectify-zone, so that a new
+    empty non-terminal exists (until then it answers NXDOMAIN). A zone is added as the
+    loader's update adds one (load-zone, rectify-zone) and deleted with delete-zone."""
+
+    def __init__(self, loader: PdnsLmdbLoader, target: Path) -> None:
+        self.loader = loader
+        self.target = target
+
+    def close(self) -> None:
+        pass  # a process a step: nothing held open
+
+    def _util(self, *args: str) -> str:
+        return self.loader._pdnsutil(self.target, *args)
+
+    def apply(self, change: Change) -> None:
+        present = change.zone in self.loader.zone_names(self.target)
+        name = pdns_name(change.zone)
+        if change.kind == ADD_ZONE:
+            if present:
+                raise UserError(f"zone {change.zone} is already there")
+            self.loader.update(Zone(change.zone, list(change.zone_records)), self.target)
+            return
+        if not present:
+            raise UserError(f"zone {change.zone} is not there")
+        if change.kind == DELETE_ZONE:
+            self._util("delete-zone", name)
+            return
+        held = Zone(change.zone, list(_records(self._util("list-zone", name))))
+        after = change.applied_to(held)
+        assert after is not None and change.record is not None
+        owner, rdtype = change.record.owner, change.record.rdtype
+        rrset = [r for r in after.records if r.owner == owner and r.rdtype == rdtype]
+        relative = "@" if owner == change.zone else owner.relativize(change.zone).to_text()
+        if rrset:
+            self._util("replace-rrset", name, relative, rdtype, str(rrset[0].ttl),
+                       *(r.rdata for r in rrset))
+        else:
+            self._util("delete-rrset", name, relative, rdtype)
+        self._util("rectify-zone", name)
 
 
 def _zone_file(bind_dir: Path, number: int) -> Path:

@@ -20,6 +20,8 @@ from databases.mariadb import (
 )
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
+from loaders.mysql import MysqlSession
+from loaders.writes import StoreWriter
 from zonedata.model import Zone
 
 _INSERT_RECORDS = ("INSERT INTO records (domain_id, name, type, content, ttl, prio, auth) "
@@ -56,6 +58,13 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
     def read_back(self, target: MysqlTarget) -> Iterator[Zone]:
         rows = streamed_rows(self.database.connect(target), pdns_rows.READ_BACK)
         yield from pdns_rows.zones_from_rows(rows)
+
+    def writer(self, target: MysqlTarget) -> StoreWriter:
+        """The rows PowerDNS reads, written as a provisioning system writes them: one SQL
+        transaction a change, ENT rows and auth kept as pdns_rows writes them."""
+        return sql.SqlWriter(MysqlSession(self.database.connect(target)), pdns_rows.LAYOUT,
+                             pdns_rows.insert_record, pdns_rows.marker_values,
+                             lambda session, zone: _replace_zones(session.conn, [zone]))
 
     def pdns_settings(self, target: MysqlTarget) -> dict[str, str]:
         where = {f"gmysql-{key}": str(value) for key, value in driver_endpoint(target).items()}

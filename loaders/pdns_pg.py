@@ -17,7 +17,8 @@ import psycopg
 from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
-from loaders.pg import grant_select
+from loaders.pg import PgSession, committed, grant_select
+from loaders.writes import StoreWriter
 from zonedata.model import Zone
 
 _COPY_RECORDS = "COPY records (domain_id, name, type, content, ttl, prio, auth) FROM STDIN"
@@ -57,6 +58,13 @@ class PdnsPgLoader(Loader[PgTarget]):
     def read_back(self, target: PgTarget) -> Iterator[Zone]:
         with self.database.connect(target) as conn, conn.cursor() as cur:
             yield from pdns_rows.zones_from_rows(cur.stream(pdns_rows.READ_BACK))
+
+    def writer(self, target: PgTarget) -> StoreWriter:
+        """The rows PowerDNS reads, written as a provisioning system writes them: one SQL
+        transaction a change, ENT rows and auth kept as pdns_rows writes them."""
+        return sql.SqlWriter(PgSession(committed(self.database.connect(target))), pdns_rows.LAYOUT,
+                             pdns_rows.insert_record, pdns_rows.marker_values,
+                             lambda session, zone: _replace_zones(session.conn, [zone]))
 
     def pdns_settings(self, target: PgTarget) -> dict[str, str]:
         host, port = driver_endpoint(target)

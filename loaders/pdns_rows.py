@@ -18,6 +18,8 @@ from pathlib import Path
 
 import dns.name
 
+from base.errors import UserError
+from loaders.sql import Layout, SqlSession
 from zonedata.model import Record, Zone, empty_nonterminals
 
 PG_SCHEMA = Path("/usr/share/pdns-backend-pgsql/schema/schema.pgsql.sql")
@@ -100,3 +102,65 @@ def zones_from_rows(rows: Iterable[ReadBackRow]) -> Iterator[Zone]:
 
 def _from_pdns(text: str) -> dns.name.Name:
     return dns.name.root if text == "." else dns.name.from_text(text)
+
+
+# --- record-level writes (loaders/sql.py's SqlWriter) -----------------------------------------
+
+# PowerDNS's layout: rows of type NULL are the markers of empty non-terminals; a record's data
+# is its content column (MX's and SRV's first field in prio).
+LAYOUT = Layout(
+    zone_id="SELECT id FROM domains WHERE name = %s",
+    record_rows="SELECT type, content FROM records WHERE domain_id = %s AND name = %s "
+                "AND type IS NOT NULL",
+    marker_rows="SELECT 1 FROM records WHERE domain_id = %s AND name = %s AND type IS NULL",
+    below="SELECT 1 FROM records WHERE domain_id = %s AND RIGHT(name, LENGTH(%s)) = %s "
+          "LIMIT 1",
+    add_marker="INSERT INTO records (domain_id, name, type, content, ttl, prio, auth) "
+               "VALUES (%s, %s, NULL, NULL, NULL, 0, %s)",
+    drop_marker="DELETE FROM records WHERE domain_id = %s AND name = %s AND type IS NULL",
+    drop_record="DELETE FROM records WHERE domain_id = %s AND name = %s AND type = %s "
+                "AND content = %s",
+    drop_zone=("DELETE FROM records WHERE domain_id = %s", "DELETE FROM domains WHERE id = %s"),
+    spell=pdns_name, data=lambda record: _split_prio(record)[1])
+
+_INSERT = ("INSERT INTO records (domain_id, name, type, content, ttl, prio, auth) "
+           "VALUES (%s, %s, %s, %s, %s, %s, %s)")
+
+
+def insert_record(session: SqlSession, domain_id: int, record: Record) -> None:
+    """A record's row, authoritative unless a delegation above it makes it glue."""
+    if record.rdtype == "NS" and _apex(session, domain_id) != record.owner:
+        raise UserError(f"{record.owner} NS: a delegation written as rows would need the auth "
+                        "column of every name below it set again (pdnsutil rectify-zone): "
+                        "not taken")
+    prio, content = _split_prio(record)
+    auth = _authoritative(record.owner, record.rdtype, _cuts_above(session, domain_id,
+                                                                   record.owner))
+    session.run(_INSERT, (domain_id, pdns_name(record.owner), record.rdtype, content,
+                          record.ttl, prio, auth))
+
+
+def marker_values(session: SqlSession, domain_id: int, name: dns.name.Name) -> tuple:
+    """A marker's auth: false under a delegation, as rectify-zone marks it."""
+    return (_authoritative(name, "", _cuts_above(session, domain_id, name)),)
+
+
+def _apex(session: SqlSession, domain_id: int) -> dns.name.Name:
+    rows, _ = session.run("SELECT name FROM domains WHERE id = %s", (domain_id,))
+    return _from_pdns(rows[0][0])
+
+
+def _cuts_above(session: SqlSession, domain_id: int, owner: dns.name.Name) -> set[dns.name.Name]:
+    """The delegations (NS below the apex) at owner or above it."""
+    apex = _apex(session, domain_id)
+    chain = []
+    name = owner
+    while name != apex and len(name) > len(apex):
+        chain.append(name)
+        name = name.parent()
+    if not chain:
+        return set()
+    rows, _ = session.run("SELECT name FROM records WHERE domain_id = %s AND type = 'NS' AND "
+                          f"name IN ({', '.join(['%s'] * len(chain))})",
+                          (domain_id, *(pdns_name(n) for n in chain)))
+    return {_from_pdns(name) for (name,) in rows}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 
 import psycopg
 from psycopg import sql as pg_sql
@@ -12,7 +13,8 @@ from databases.postgresql import PgTarget, PostgresDatabase, client_keywords
 from databases.url import StoreUrl, check_lent_database
 from loaders import sql
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
-from zonedata.model import ENT_TYPE, Zone
+from loaders.writes import StoreWriter
+from zonedata.model import ENT_TYPE, Record, Zone, name_key
 
 SCHEMA = SCHEMA_DIR / "pg.sql"
 TABLES = ("zones", "records", "xfr_clients")
@@ -75,9 +77,44 @@ class PgLoader(Loader[PgTarget]):
         with self.database.connect(target) as conn, conn.cursor() as cur:
             yield from sql.zones_from_rows(cur.stream(sql.READ_BACK, (ENT_TYPE,)))
 
+    def writer(self, target: PgTarget) -> StoreWriter:
+        """SQL transactions on a connection of the writer's own (as the loading account)."""
+        return sql.SqlWriter(PgSession(committed(self.database.connect(target))), sql.DLZ_LAYOUT,
+                             _insert_record, lambda session, zone_id, name: (),
+                             lambda session, zone: _replace_zones(session.conn, [zone]))
+
     def dlz_args(self, target: PgTarget, options: Mapping[str, str]) -> dict[str, str]:
         # The libpq connection keywords the driver passes on (drivers/pg: pg_keys).
         return client_keywords(target)
+
+
+class PgSession(sql.SqlSession):
+    """A writer's psycopg connection."""
+
+    def __init__(self, conn: psycopg.Connection) -> None:
+        self.conn = conn
+
+    def run(self, query: str, params: Sequence[object] = ()) -> tuple[list[tuple], int]:
+        cursor = self.conn.execute(query, params)  # type: ignore[arg-type]
+        return (cursor.fetchall() if cursor.description else []), cursor.rowcount
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return self.conn.transaction()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def committed(conn: psycopg.Connection) -> psycopg.Connection:
+    """The connection out of the transaction its schema check opened, so that each of the
+    writer's transactions is one of its own (not a savepoint inside that one)."""
+    conn.commit()
+    return conn
+
+
+def _insert_record(session: sql.SqlSession, zone_id: int, record: Record) -> None:
+    session.run("INSERT INTO records (zone_id, name, type, ttl, data) VALUES (%s, %s, %s, %s, %s)",
+                (zone_id, name_key(record.owner), record.rdtype, record.ttl, record.rdata))
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:

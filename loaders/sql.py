@@ -10,9 +10,23 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 
+import dns.name
+
+from base.errors import UserError
+from loaders.writes import (
+    ADD_ZONE,
+    DELETE_ZONE,
+    Change,
+    MarkerOps,
+    StoreWriter,
+    fix_markers,
+)
 from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_name, name_key
 
 # Records per transaction: large enough that per-transaction costs vanish, small enough that
@@ -85,3 +99,138 @@ def zones_from_rows(rows: Iterable[ReadBackRow]) -> Iterator[Zone]:
 def zone_keys(batch: list[Zone]) -> list[str]:
     return [zone.key for zone in batch]
 
+
+
+# --- record-level writes (loaders/writes.py) --------------------------------------------------
+
+
+class SqlSession(ABC):
+    """One connection of a writer, whatever the client library: statements with %s
+    placeholders (psycopg and MySQLdb alike), one transaction per block."""
+
+    @abstractmethod
+    def run(self, query: str, params: Sequence[object] = ()) -> tuple[list[tuple], int]:
+        """(the rows it returned, text columns as str; the rows it changed)."""
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[object]:
+        """The block's statements committed at its end, rolled back if it raises."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What SqlWriter needs to know of a zones/records layout: its statements (%s
+    placeholders), how a name is spelled in it, what its data column holds of a record, and
+    the values of a marker row after (zone id, name)."""
+
+    zone_id: str  # (zone name) -> its id
+    record_rows: str  # (zone id, name) -> (type, data) of its records, markers not
+    marker_rows: str  # (zone id, name) -> its marker row, if any
+    below: str  # (zone id, "." + name twice) -> a row whose name ends so, if any
+    add_marker: str  # (zone id, name, *marker_values)
+    drop_marker: str  # (zone id, name)
+    drop_record: str  # (zone id, name, type, data); changes 0 rows or 1
+    drop_zone: tuple[str, ...]  # each (zone id)
+    spell: Callable[[dns.name.Name], str]
+    data: Callable[[Record], str]
+
+
+# What a store's loader does itself: insert a record's row (session, zone id, record), the
+# values of a marker row after (zone id, name) (session, zone id, name), a whole new zone.
+InsertRecord = Callable[[SqlSession, int, Record], None]
+MarkerValues = Callable[[SqlSession, int, dns.name.Name], tuple]
+InsertZone = Callable[[SqlSession, Zone], None]
+
+
+class SqlWriter(StoreWriter):
+    """Writes into a zones/records layout, each change one transaction, markers of empty
+    non-terminals kept right (loaders/writes.py: fix_markers)."""
+
+    def __init__(self, session: SqlSession, layout: Layout, insert_record: InsertRecord,
+                 marker_values: MarkerValues, insert_zone: InsertZone) -> None:
+        self.session = session
+        self.layout = layout
+        self.insert_record = insert_record
+        self.marker_values = marker_values
+        self.insert_zone = insert_zone
+
+    def apply(self, change: Change) -> None:
+        with self.session.transaction():
+            zone_id = self._zone_id(change.zone)
+            if change.kind == ADD_ZONE:
+                if zone_id is not None:
+                    raise UserError(f"zone {change.zone} is already there")
+                self.insert_zone(self.session, Zone(change.zone, list(change.zone_records)))
+                return
+            if zone_id is None:
+                raise UserError(f"zone {change.zone} is not there")
+            if change.kind == DELETE_ZONE:
+                for statement in self.layout.drop_zone:
+                    self.session.run(statement, (zone_id,))
+                return
+            self._record_write(change, zone_id)
+
+    def _zone_id(self, origin: dns.name.Name) -> int | None:
+        rows, _ = self.session.run(self.layout.zone_id, (self.layout.spell(origin),))
+        return int(rows[0][0]) if rows else None
+
+    def _record_write(self, change: Change, zone_id: int) -> None:
+        layout, run = self.layout, self.session.run
+        removed, added = change.removed, change.added
+        if removed is not None:
+            _, count = run(layout.drop_record, (zone_id, layout.spell(removed.owner),
+                                                removed.rdtype, layout.data(removed)))
+            if count != 1:
+                raise UserError(f"{change.text()}: no such record")
+        if added is not None:
+            rows, _ = run(layout.record_rows, (zone_id, layout.spell(added.owner)))
+            if (added.rdtype, layout.data(added)) in {(t, d) for t, d in rows}:
+                raise UserError(f"{change.text()}: the record is there already")
+            self.insert_record(self.session, zone_id, added)
+        fix_markers(change.owner, change.zone, self._marker_ops(zone_id))
+
+    def _marker_ops(self, zone_id: int) -> MarkerOps:
+        layout, run = self.layout, self.session.run
+
+        def rows(query: str, *params: object) -> bool:
+            return bool(run(query, (zone_id, *params))[0])
+
+        def add(name: dns.name.Name) -> None:
+            run(layout.add_marker, (zone_id, layout.spell(name),
+                                    *self.marker_values(self.session, zone_id, name)))
+
+        def drop(name: dns.name.Name) -> None:
+            run(layout.drop_marker, (zone_id, layout.spell(name)))
+
+        def below(name: dns.name.Name) -> bool:
+            suffix = "." + layout.spell(name)
+            return rows(layout.below, suffix, suffix)
+
+        return MarkerOps(
+            has_records=lambda name: rows(layout.record_rows, layout.spell(name)),
+            has_marker=lambda name: rows(layout.marker_rows, layout.spell(name)),
+            has_below=below, add_marker=add, drop_marker=drop)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+# The DLZ stores' layout (schemas/pg.sql, schemas/mysql.sql): rows of type ENT are markers.
+DLZ_LAYOUT = Layout(
+    zone_id="SELECT id FROM zones WHERE name = %s",
+    record_rows="SELECT type, data FROM records WHERE zone_id = %s AND name = %s "
+                f"AND type <> '{ENT_TYPE}'",
+    marker_rows=f"SELECT 1 FROM records WHERE zone_id = %s AND name = %s AND type = '{ENT_TYPE}'",
+    # A scan of the zone's rows (records_zone_name, records_zone): only when a name's last
+    # record goes or a name appears, and only for the names above it.
+    below="SELECT 1 FROM records WHERE zone_id = %s AND RIGHT(name, LENGTH(%s)) = %s LIMIT 1",
+    add_marker=f"INSERT INTO records (zone_id, name, type, ttl, data) "
+               f"VALUES (%s, %s, '{ENT_TYPE}', 0, '')",
+    drop_marker=f"DELETE FROM records WHERE zone_id = %s AND name = %s AND type = '{ENT_TYPE}'",
+    drop_record="DELETE FROM records WHERE zone_id = %s AND name = %s AND type = %s "
+                "AND data = %s",
+    drop_zone=("DELETE FROM zones WHERE id = %s",),  # records, xfr_clients: ON DELETE CASCADE
+    spell=name_key, data=lambda record: record.rdata)

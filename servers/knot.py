@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dns.name
+
 from base.process import run_checked, write_private
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
@@ -94,6 +96,39 @@ template:
     def zones_ready(self) -> bool:
         """Every zone has been loaded or has failed to (knotd answers before that)."""
         return len(_ZONE_DONE.findall(self.new_log())) >= self.zone_count
+
+    def knotc(self, *args: str) -> str:
+        """One knotc command over this instance's control socket; its output."""
+        self._running_proc()
+        return run_checked(["knotc", "-c", str(self.conf_path), *args],
+                           f"knotc {' '.join(args)}", cwd=self.run_dir, timeout=60)
+
+    def reload_zone(self, origin: dns.name.Name) -> None:
+        """`knotc zone-reload ZONE`: the zone read again from its file (not waited for)."""
+        self.knotc("zone-reload", strict_zone_name(origin))
+
+    def add_zone(self, origin: dns.name.Name, file: Path) -> None:
+        """The zone added to the running configuration (a knotc configuration transaction;
+        knot.conf is left as it is), loaded from file."""
+        zone = f"zone[{strict_zone_name(origin)}]"
+        self.knotc("conf-begin")
+        try:
+            self.knotc("conf-set", zone)
+            self.knotc("conf-set", f"{zone}.file", str(file).replace("%", "%%"))
+        except BaseException:
+            self.knotc("conf-abort")
+            raise
+        self.knotc("conf-commit")
+
+    def remove_zone(self, origin: dns.name.Name) -> None:
+        """The zone removed from the running configuration (knotc conf-unset)."""
+        self.knotc("conf-begin")
+        try:
+            self.knotc("conf-unset", f"zone[{strict_zone_name(origin)}]")
+        except BaseException:
+            self.knotc("conf-abort")
+            raise
+        self.knotc("conf-commit")
 
     def reload(self) -> None:
         """`knotc zone-reload`: every zone read again from its file."""

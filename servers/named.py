@@ -193,6 +193,12 @@ options {{
         run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "reload"], "rndc reload",
                     cwd=self.run_dir, timeout=60)
 
+    def rndc(self, *args: str) -> None:
+        """One rndc command over this instance's own control channel and key."""
+        self._running_proc()
+        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), *args],
+                    f"rndc {' '.join(args)}", cwd=self.run_dir, timeout=60)
+
     def requests_received(self) -> int:
         """IPv4 requests this process has received so far, from its own statistics (`rndc
         stats`): which of several named processes sharing a port a load reached."""

@@ -11,7 +11,8 @@ from servers import bindversion
 
 # Subcommand name -> module in bench/commands.
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup",
-                       "capacity", "tune", "scale", "instructions", "fuzz", "faults"]
+                       "capacity", "tune", "scale", "instructions", "fuzz", "faults",
+                       "writes"]
 
 
 def build_parser() -> argparse.ArgumentParser:

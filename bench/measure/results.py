@@ -18,8 +18,10 @@
   "instructions": Instructions,               `instructions`: Valgrind's instructions per
                                               answered query, per server and repeat
                                               (absent in older files)
-  "faults": Faults }                          `faults`: a steady load through a script of
+  "faults": Faults,                           `faults`: a steady load through a script of
                                               database faults, per second and per fault
+  "writes": Writes }                          `writes`: reads at a fixed rate while a
+                                              provisioning system writes into the store
                                               (absent in other files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
@@ -39,6 +41,7 @@ from bench.measure.capacity import Curve
 from bench.measure.faults import Faults
 from bench.measure.instructions import Instructions
 from bench.measure.stats import Interval, median_interval
+from bench.measure.writes import Writes
 from servers import report_order
 
 SCHEMA = 1
@@ -411,6 +414,7 @@ class Results:
     signed: list[SignedCell] = field(default_factory=list)
     instructions: Instructions | None = None
     faults: Faults | None = None
+    writes: Writes | None = None
     schema: int = SCHEMA
 
     @property
@@ -448,7 +452,8 @@ class Results:
                 # Only in an `instructions` file: every other file stays as it was.
                 **({} if self.instructions is None
                    else {"instructions": self.instructions.to_dict()}),
-                **({} if self.faults is None else {"faults": self.faults.to_dict()})}
+                **({} if self.faults is None else {"faults": self.faults.to_dict()}),
+                **({} if self.writes is None else {"writes": self.writes.to_dict()})}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -466,6 +471,7 @@ class Results:
                    signed=[SignedCell.from_dict(c) for c in data.get("signed", [])],
                    instructions=_opt(Instructions, data.get("instructions")),
                    faults=_opt(Faults, data.get("faults")),
+                   writes=_opt(Writes, data.get("writes")),
                    schema=schema)
 
 

@@ -1,0 +1,174 @@
+"""`python3 -m bench writes`: reads at a fixed offered rate while a provisioning system writes
+straight into each server's store through the store's own client: what reads pay, and how
+fast each change shows (docs/method/writes.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from base.process import new_run_dir
+from bench.commands import add_out_option
+from bench.commands.faults import _query_file
+from bench.measure import metadata
+from bench.measure.datasets import add_zone_file_options, describe, zone_source
+from bench.measure.results import Results, load_results, save_results
+from bench.measure.writes import CEILING, METHOD, PROFILES, Writes, measure_server, rate_text
+from bench.report.write import write_report
+from servers import get_server
+from servers.kind import ServerKind
+
+DEFAULT_PROFILE = "default"
+DEFAULT_SERVERS = "pg,mysql,ldap,fs,bdbhpt-t,native,pdns-gpgsql"
+DEFAULT_ZONES = 1000
+DEFAULT_QUERIES = 10000
+DEFAULT_TIMEOUT_S = 2.0
+DEFAULT_THREADS = 2
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("writes", help="reads at a fixed rate while the store is written "
+                                      "(0, 10, 100, 1,000 writes/s and the ceiling): read "
+                                      "QPS, loss, p50/p99/p99.9, writes/s, visibility delay")
+    p.add_argument("--servers", "--drivers", dest="servers", default=DEFAULT_SERVERS,
+                   metavar="S,...", help=f"the servers (default {DEFAULT_SERVERS}); a server "
+                                         "whose store takes no writes is reported n/a")
+    p.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
+                   help=f"steps, their length, repeats and read rate (default "
+                        f"{DEFAULT_PROFILE}; tiny: the tests' few seconds)")
+    p.add_argument("--rates", metavar="N,...", help="write rates per second, 'ceiling' for as "
+                                                    "fast as the writer goes (default: the "
+                                                    "profile's)")
+    p.add_argument("--read-qps", type=float, metavar="N",
+                   help="reads offered per second, the same for every server (default: the "
+                        "profile's)")
+    p.add_argument("--read-share", type=float, metavar="F",
+                   help="reads offered per second: this share of each server's read-only "
+                        "breaking point in --capacity's results (e.g. 0.5), instead of "
+                        "--read-qps")
+    p.add_argument("--capacity", type=Path, metavar="DIR",
+                   help="a `capacity` results directory, for --read-share")
+    p.add_argument("--step", type=float, metavar="SECONDS", help="a step's length")
+    p.add_argument("--repeats", type=int, metavar="N", help="repeats of every step")
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                   help=f"the server's threads and connections (default {DEFAULT_THREADS})")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"a read unanswered this long is lost (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
+                   help=f"the read query set's size, cycled (default {DEFAULT_QUERIES})")
+    src = p.add_mutually_exclusive_group()
+    add_zone_file_options(p, src)
+    src.add_argument("--generate", type=int, metavar="N",
+                     help=f"generated zones (default {DEFAULT_ZONES})")
+    src.add_argument("--coverage", action="store_true", help="the coverage data set")
+    p.add_argument("--records", type=int, default=10, help="records per generated zone")
+    p.add_argument("--seed", type=int, default=1)
+    add_out_option(p, "writes-<timestamp>")
+    p.set_defaults(func=run)
+
+
+def parse_rates(text: str) -> tuple[int, ...]:
+    rates = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if part == "ceiling":
+            rates.append(CEILING)
+            continue
+        try:
+            rate = int(part)
+        except ValueError:
+            raise UserError(f"--rates: {part!r} is not a whole number or 'ceiling'") from None
+        if rate < 0:
+            raise UserError(f"--rates: {rate} is negative")
+        rates.append(rate)
+    if not rates or len(set(rates)) != len(rates):
+        raise UserError(f"--rates {text!r}: give each rate once")
+    return tuple(rates)
+
+
+def read_rates(servers: list[ServerKind], args: argparse.Namespace,
+               common: float) -> dict[str, float]:
+    """Each server's offered read rate: the common one, or --read-share of its breaking
+    point at --threads in the --capacity results."""
+    if args.read_share is None:
+        if args.capacity is not None:
+            raise UserError("--capacity is read only with --read-share")
+        return {server.name: common for server in servers}
+    if args.capacity is None or not 0 < args.read_share <= 1:
+        raise UserError("--read-share F needs 0 < F <= 1 and --capacity DIR")
+    curves = load_results(args.capacity / "results.json").capacity
+    rates = {}
+    for server in servers:
+        curve = next((c for c in curves if c.server == server.name
+                      and c.threads == args.threads), None)
+        point = None if curve is None else curve.breaking_point()
+        if point is None:
+            raise UserError(f"{args.capacity} has no breaking point of {server.name} at "
+                            f"{args.threads} thread(s)")
+        rates[server.name] = args.read_share * point
+    return rates
+
+
+def _positive(name: str, value: float) -> float:
+    if value <= 0:
+        raise UserError(f"--{name} {value:g}: needs a positive value")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    servers = [get_server(name.strip()) for name in args.servers.split(",") if name.strip()]
+    if not servers:
+        raise UserError("--servers: name at least one server")
+    for server in servers:
+        if not server.is_built():
+            raise UserError(f"{server.name} is not built (run `make build`)")
+    profile = PROFILES[args.profile]
+    rates = parse_rates(args.rates) if args.rates else profile.rates
+    common = _positive("read-qps", args.read_qps if args.read_qps is not None
+                       else profile.read_qps)
+    reads = read_rates(servers, args, common)
+    step_s = _positive("step", args.step if args.step is not None else profile.step_s)
+    repeats = int(_positive("repeats", args.repeats if args.repeats is not None
+                            else profile.repeats))
+    _positive("threads", args.threads)
+    _positive("timeout", args.timeout)
+    _positive("queries", args.queries)
+    if args.zones is None and args.named_conf is None and not args.coverage \
+            and args.generate is None:
+        args.generate = DEFAULT_ZONES
+    stream, _ = zone_source(args)
+    out = args.out or REPO_ROOT / "results" / time.strftime("writes-%Y%m%d-%H%M%S")
+    run_dir = new_run_dir("writes")
+    query_file = _query_file(stream, run_dir / "queries.txt", args.queries, args.seed)
+    section = Writes(method=METHOD, profile=args.profile, dataset=describe(args),
+                     step_s=step_s, repeats=repeats, rates=list(rates))
+    results = Results(meta={**metadata.collect(), "command": "writes",
+                            "servers": [s.name for s in servers], "profile": args.profile,
+                            "rates": [rate_text(r) for r in rates], "read_qps": reads,
+                            "read_share": args.read_share,
+                            "step_s": step_s, "repeats": repeats, "threads": args.threads,
+                            "timeout_s": args.timeout, "dataset": section.dataset},
+                      writes=section)
+    _progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; "
+              f"{', '.join(f'{n} {q:,.0f}' for n, q in reads.items())} reads/s "
+              f"with {', '.join(rate_text(r) for r in rates)} writes, {step_s:g} s a step, "
+              f"{repeats} repeat(s); results in {out}")
+    try:
+        for server in servers:
+            section.servers.append(measure_server(
+                server, stream, query_file, run_dir, rates=rates, step_s=step_s,
+                repeats=repeats, read_qps=reads[server.name], threads=args.threads,
+                timeout_s=args.timeout, progress=_progress))
+    except KeyboardInterrupt:
+        print("interrupted: nothing measured to keep", file=sys.stderr)
+        return 130
+    save_results(results, out)
+    print(write_report(results, out))
+    return 0
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -1,0 +1,679 @@
+"""Reads at a fixed offered rate while a provisioning system writes into the store
+(docs/method/writes.md).
+
+Per server, the store is loaded and the server started once; then each step of write rates
+(writes per second; CEILING: as fast as the writer goes) runs for the same length, in every
+repeat, the steps in ABBA order across repeats (bench/measure/stats.py: round_order). In a
+step:
+
+- the open-loop prober (bench/load/prober, -O -R) offers the read rate and records every
+  query (RCODE, latency, or lost);
+- a writer thread with its own connection (Loader.writer: loaders/writes.py) applies changes
+  paced to the step's rate, one transaction each, cycling through the five kinds; for native
+  BIND each change is followed by what tells named (rndc reload of the zone; for a zone added
+  or removed, zones.conf written again and rndc reconfig);
+- a sampler thread takes every k-th write as it commits (k: about SAMPLES_PER_STEP a step;
+  at the ceiling every write, whenever the sampler is free) and asks the server (dnspython,
+  UDP) every POLL_S until an answer shows it: commit to that answer is the write's
+  visibility delay; a write offered while the sampler still follows an earlier one is
+  skipped (counted), one not shown within VISIBLE_TIMEOUT_S is recorded as not seen;
+- the database server's processes and the DNS server's are CPU-metered.
+
+A writer is anything with `apply(change)` (loaders/writes.py: StoreWriter) that says what it
+changed through the Change it was given: a second writer (RFC 2136 updates sent to the
+server) can stand in for the store's own.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.query
+import dns.rcode
+import dns.rdata
+import dns.rdataclass
+import dns.rdatatype
+
+from base.errors import UserError
+from bench.load.prober import LOST, Recorder, Recording, nearest_rank
+from bench.measure.accounting import CpuMeter
+from bench.measure.serving import LoadedStore, loaded_store
+from bench.measure.stats import Interval, median_interval, round_order
+from bench.verify.answers import ask, compare_answers
+from bench.verify.bind_classes import ZoneFacts
+from bench.verify.compare import DRIVER, classify
+from loaders.loader import Loader
+from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
+from servers.dnsserver import DnsServer, non_recursive_query
+from servers.kind import ServerKind
+from servers.knot import Knot, KnotServer
+from servers.named import Named
+from servers.native import NativeNamed
+from zonedata.model import Record, Zone, make_record, name_key
+from zonedata.zonefiles import zone_file_path
+
+METHOD = ("open-loop prober at a fixed read rate, every query recorded; a writer thread "
+          "with its own connection paced to the step's write rate, one transaction a "
+          "change; every k-th write polled by a sampler until an answer shows it")
+
+CEILING = -1  # a step's rate: as fast as the writer goes
+NOERROR, NXDOMAIN = 0, 3
+# How often the sampler asks while a write is not yet visible: 1 ms puts about 1,000
+# queries a second on top of the read load while it waits, small next to it.
+POLL_S = 0.001
+# Past PowerDNS's packet and query caches (20 s) for the -cached rows.
+VISIBLE_TIMEOUT_S = 30.0
+# Samples aimed at per step (k = the step's expected writes / this, at least 1).
+SAMPLES_PER_STEP = 50
+# Changes whose names are asked of the server and of native BIND after the run.
+CHECKED_CHANGES = 1000
+# How many later writes may change a sampled write's name again (two cycles of five).
+SUPERSEDE_REACH = 10
+# The zone every added zone sits under (none of the data set's).
+ADDED_ZONES = dns.name.from_text("writes.dlzbench.test.")
+
+
+@dataclass(frozen=True)
+class Profile:
+    rates: tuple[int, ...]
+    step_s: float
+    repeats: int
+    read_qps: float
+
+
+PROFILES: dict[str, Profile] = {
+    # 5 steps x 20 s x 3 repeats = 5 min of load per server, plus load and start.
+    "default": Profile(rates=(0, 10, 100, 1000, CEILING), step_s=20, repeats=3, read_qps=1000),
+    "tiny": Profile(rates=(0, 10, CEILING), step_s=2, repeats=1, read_qps=100),
+}
+
+
+def rate_text(rate: int) -> str:
+    return "ceiling" if rate == CEILING else f"{rate:,}/s"
+
+
+# --- the writes --------------------------------------------------------------------------
+
+
+class WriteCycle:
+    """The changes a writer makes, in a cycle of five kinds over the data set's zones:
+    add w<i>.wr.<zone> A, change it, add zone wz<i>.<ADDED_ZONES>, delete the previous
+    cycle's record, delete the previous cycle's zone. Each cycle's first write makes the
+    empty non-terminal wr.<zone> where it is new. What is left at the end is the last cycle's
+    record and zone."""
+
+    def __init__(self, zones: Sequence[dns.name.Name]) -> None:
+        if not zones:
+            raise UserError("the data set has no zone to write into")
+        self.zones = list(zones)
+        self.count = 0
+        self.changes: list[Change] = []  # every change applied, in order
+        self.committed_ns: list[int] = []  # when each was committed (monotonic clock)
+
+    def _record(self, i: int, changed: bool = False) -> Record:
+        zone = self.zones[i % len(self.zones)]
+        owner = dns.name.from_text(f"w{i}.wr", origin=zone)
+        address = f"198.51.100.{i % 250 + 1}" if changed else f"192.0.2.{i % 250 + 1}"
+        return make_record(owner, 300, "A", address)
+
+    def _zone(self, i: int) -> tuple[dns.name.Name, tuple[Record, ...]]:
+        origin = dns.name.from_text(f"wz{i}", origin=ADDED_ZONES)
+        return origin, (
+            make_record(origin, 300, "SOA", f"ns.{origin} hostmaster.{origin} 1 3600 600 "
+                                            "86400 300"),
+            make_record(origin, 300, "NS", f"ns.{origin}"),
+            make_record(dns.name.from_text("ns", origin=origin), 300, "A", "192.0.2.53"),
+            make_record(origin, 300, "A", f"192.0.2.{i % 250 + 1}"))
+
+    def next(self) -> Change:
+        """The cycle's next change (not yet applied)."""
+        i, step = divmod(self.count, 5)
+        zone = self.zones[i % len(self.zones)]
+        if step == 0:
+            return Change(ADD, zone, self._record(i))
+        if step == 1:
+            return Change(CHANGE, zone, self._record(i, changed=True), old=self._record(i))
+        if step == 2:
+            origin, records = self._zone(i)
+            return Change(ADD_ZONE, origin, zone_records=records)
+        if step == 3:
+            if i == 0:
+                return Change(ADD, zone, make_record(
+                    dns.name.from_text("w-first.wr", origin=zone), 300, "TXT", '"first"'))
+            previous = self.zones[(i - 1) % len(self.zones)]
+            return Change(DELETE, previous, self._record(i - 1, changed=True))
+        if i == 0:
+            return Change(ADD, zone, make_record(
+                dns.name.from_text("w-second.wr", origin=zone), 300, "TXT", '"second"'))
+        return Change(DELETE_ZONE, self._zone(i - 1)[0])
+
+    def done(self, change: Change, committed_ns: int) -> None:
+        self.count += 1
+        self.committed_ns.append(committed_ns)
+        self.changes.append(change)  # last: a reader of both lists never sees it half-added
+
+    def superseding(self, index: int) -> list[Change]:
+        """The change at index and the later adds and changes committed on the same question
+        within the cycle's reach (every change of one name falls within two cycles): an
+        answer showing one of those shows that the sampled one was made. (A later delete
+        does not count: the state before the sampled add looks the same.)"""
+        question = probe(self.changes[index])
+        later = self.changes[index + 1:index + 1 + SUPERSEDE_REACH]
+        return [self.changes[index], *(c for c in later
+                                       if c.kind in (ADD, CHANGE) and probe(c) == question)]
+
+
+def shows(change: Change, response: dns.message.Message) -> bool:
+    """Does this answer show the change made?"""
+    rcode = response.rcode()
+    authoritative = bool(response.flags & dns.flags.AA)
+    if change.kind == ADD_ZONE:
+        return rcode == NOERROR and authoritative and bool(response.answer)
+    if change.kind == DELETE_ZONE:
+        return not (rcode == NOERROR and authoritative)
+    answer = _rdatas(change, response)
+    if change.added is not None:
+        return _rdata(change.added) in answer
+    assert change.removed is not None
+    return rcode in (NOERROR, NXDOMAIN) and authoritative \
+        and _rdata(change.removed) not in answer
+
+
+def probe(change: Change) -> tuple[dns.name.Name, str]:
+    """The question that shows a change: its owner and type, or the added zone's SOA."""
+    if change.record is None:
+        return change.zone, "SOA"
+    return change.record.owner, change.record.rdtype
+
+
+def _rdata(record: Record) -> dns.rdata.Rdata:
+    return dns.rdata.from_text(dns.rdataclass.IN, dns.rdatatype.from_text(record.rdtype),
+                               record.rdata)
+
+
+def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdata]:
+    owner, rdtype = probe(change)
+    wanted = dns.rdatatype.from_text(rdtype)
+    return {rd for rrset in response.answer if rrset.name == owner and rrset.rdtype == wanted
+            for rd in rrset}
+
+
+class ServerFollow:
+    """What a server must be told after a store write: nothing for a database or a store its
+    driver reads live; native named and Knot load zone files on command."""
+
+    def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
+        self.kind = kind
+        self.server = server
+        self.target = target
+
+    def __call__(self, change: Change) -> None:
+        if isinstance(self.kind, NativeNamed) and isinstance(self.server, Named):
+            self._named(change)
+        elif isinstance(self.server, Knot):
+            self._knot(change)
+
+    def _named(self, change: Change) -> None:
+        assert isinstance(self.kind, NativeNamed) and isinstance(self.server, Named)
+        if change.kind in (ADD_ZONE, DELETE_ZONE):
+            # zones.conf names every zone file of the store: written again, then reconfig.
+            self.kind.body(self.target, self.server.run_dir)
+            self.server.rndc("reconfig")
+        else:
+            self.server.rndc("reload", change.zone.to_text())
+
+    def _knot(self, change: Change) -> None:
+        assert isinstance(self.server, Knot)
+        if change.kind == ADD_ZONE:
+            self.server.add_zone(change.zone, zone_file_path(Path(self.target).resolve(),
+                                                             name_key(change.zone)))
+        elif change.kind == DELETE_ZONE:
+            self.server.remove_zone(change.zone)
+        else:
+            self.server.reload_zone(change.zone)
+
+
+def not_writable(server: ServerKind) -> str | None:
+    """Why the server cannot be measured under writes (one line); None: it can."""
+    told = isinstance(server, NativeNamed | KnotServer)
+    if server.store == "native" and not told:
+        return (f"{server.name}: only native BIND and Knot are told of zone file writes "
+                "here (NSD's way would be nsd-control with its remote control set up)")
+    if server.needs_reload and not told:
+        return (f"{server.name} reads its store once (at start or reload): a write is "
+                "seen only after a reload, which is a restart of its data, not a write")
+    loader = server.loader()
+    if type(loader).writer is Loader.writer:
+        return f"the {server.store} store takes no writes here: {loader.no_writes}"
+    return None
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclass
+class StepRun:
+    """One step of one repeat."""
+
+    rate: int
+    repeat: int
+    seconds: float
+    sent: int = 0
+    answered: int = 0  # NOERROR or NXDOMAIN
+    lost: int = 0
+    p50_us: float | None = None
+    p99_us: float | None = None
+    p999_us: float | None = None
+    writes: int = 0
+    write_errors: int = 0
+    first_error: str | None = None
+    writer_cpu_s: float = 0.0
+    db_cpu_s: float | None = None
+    server_cpu_s: float | None = None
+    visibility_ms: list[float] = field(default_factory=list)  # the samples shown
+    not_seen: int = 0
+    skipped: int = 0
+
+    @property
+    def qps(self) -> float:
+        return self.answered / self.seconds
+
+    @property
+    def write_rate(self) -> float:
+        return self.writes / self.seconds
+
+
+@dataclass
+class Step:
+    """A step over its repeats: each figure a median with its interval (stats.py), the
+    visibility samples pooled."""
+
+    rate: int
+    qps: Interval | None
+    loss: Interval | None
+    p50_us: Interval | None
+    p99_us: Interval | None
+    p999_us: Interval | None
+    write_rate: Interval | None
+    db_cpu_share: Interval | None  # of one core
+    server_cpu_share: Interval | None  # the DNS server's, of one core
+    writer_cpu_share: Interval | None  # the writer thread's, of one core
+    writes: int
+    write_errors: int
+    visible_p50_ms: float | None
+    visible_p99_ms: float | None
+    visible_max_ms: float | None
+    sampled: int
+    not_seen: int
+    skipped: int
+
+
+@dataclass
+class ServerWrites:
+    server: str
+    status: str = "ok"
+    error: str | None = None
+    read_qps: float = 0.0
+    runs: list[StepRun] = field(default_factory=list)
+    checked: int = 0  # questions asked of it and of native BIND after the run
+    differing: list[str] = field(default_factory=list)  # unexplained differences
+
+    def steps(self) -> list[Step]:
+        rates = list(dict.fromkeys(run.rate for run in self.runs))
+        return [summarize(rate, [r for r in self.runs if r.rate == rate]) for rate in rates]
+
+    def to_dict(self) -> dict:
+        return {"server": self.server, "status": self.status, "error": self.error,
+                "read_qps": self.read_qps, "runs": [asdict(r) for r in self.runs],
+                "checked": self.checked, "differing": list(self.differing)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ServerWrites:
+        return cls(server=data["server"], status=data.get("status", "ok"),
+                   error=data.get("error"), read_qps=data.get("read_qps", 0.0),
+                   runs=[StepRun(**r) for r in data.get("runs", [])],
+                   checked=data.get("checked", 0), differing=list(data.get("differing", [])))
+
+
+@dataclass
+class Writes:
+    """results.json's "writes" section."""
+
+    method: str
+    profile: str
+    dataset: str
+    step_s: float
+    repeats: int
+    rates: list[int] = field(default_factory=list)
+    servers: list[ServerWrites] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "profile": self.profile, "dataset": self.dataset,
+                "step_s": self.step_s, "repeats": self.repeats, "rates": list(self.rates),
+                "servers": [s.to_dict() for s in self.servers]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Writes:
+        return cls(method=data["method"], profile=data.get("profile", ""),
+                   dataset=data.get("dataset", ""), step_s=data["step_s"],
+                   repeats=data["repeats"], rates=list(data.get("rates", [])),
+                   servers=[ServerWrites.from_dict(s) for s in data.get("servers", [])])
+
+
+def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
+    def over(values: Callable[[StepRun], float | None]) -> Interval | None:
+        found = [v for v in (values(r) for r in runs) if v is not None]
+        return median_interval(found)
+
+    pooled = sorted(ms for run in runs for ms in run.visibility_ms)
+    return Step(
+        rate=rate, qps=over(lambda r: r.qps),
+        loss=over(lambda r: r.lost / r.sent if r.sent else None),
+        p50_us=over(lambda r: r.p50_us), p99_us=over(lambda r: r.p99_us),
+        p999_us=over(lambda r: r.p999_us), write_rate=over(lambda r: r.write_rate),
+        db_cpu_share=over(lambda r: None if r.db_cpu_s is None else r.db_cpu_s / r.seconds),
+        server_cpu_share=over(lambda r: None if r.server_cpu_s is None
+                              else r.server_cpu_s / r.seconds),
+        writer_cpu_share=over(lambda r: r.writer_cpu_s / r.seconds if r.rate != 0 else None),
+        writes=sum(r.writes for r in runs), write_errors=sum(r.write_errors for r in runs),
+        visible_p50_ms=_rank(pooled, 50), visible_p99_ms=_rank(pooled, 99),
+        visible_max_ms=pooled[-1] if pooled else None, sampled=len(pooled),
+        not_seen=sum(r.not_seen for r in runs), skipped=sum(r.skipped for r in runs))
+
+
+def _rank(ordered: list[float], percent: float) -> float | None:
+    if not ordered:
+        return None
+    return ordered[max(1, math.ceil(percent / 100 * len(ordered))) - 1]
+
+
+# --- one step ----------------------------------------------------------------------------
+
+
+class Sampler(threading.Thread):
+    """Takes a committed change and asks the server until an answer shows it."""
+
+    def __init__(self, server: DnsServer, cycle: WriteCycle, stop: threading.Event) -> None:
+        super().__init__(name="visibility sampler", daemon=True)
+        self.server = server
+        self.cycle = cycle
+        self.stop = stop
+        self.pending: queue.Queue[int] = queue.Queue()
+        # Set while no write is being followed: an offer is taken only then, so that no
+        # sample waits (its delay would count the wait).
+        self.idle = threading.Event()
+        self.idle.set()
+        self.delays_ms: list[float] = []
+        self.not_seen = 0
+        self.skipped = 0
+
+    def offer(self, index: int) -> None:
+        """Sample the cycle's change at index (just committed), unless the sampler is still
+        following an earlier one (then it is counted as skipped)."""
+        if self.idle.is_set():
+            self.idle.clear()
+            self.pending.put(index)
+        else:
+            self.skipped += 1
+
+    def run(self) -> None:
+        while not (self.stop.is_set() and self.pending.empty()):
+            try:
+                index = self.pending.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            committed_ns = self.cycle.committed_ns[index]
+            seen_ns = self._first_showing(index, committed_ns)
+            if seen_ns is None:
+                self.not_seen += 1
+            else:
+                self.delays_ms.append((seen_ns - committed_ns) / 1e6)
+            self.idle.set()
+
+    def _first_showing(self, index: int, committed_ns: int) -> int | None:
+        qname, rdtype = probe(self.cycle.changes[index])
+        query = non_recursive_query(qname, rdtype, None, False)
+        deadline = committed_ns + VISIBLE_TIMEOUT_S * 1e9
+        while time.monotonic_ns() < deadline:
+            try:
+                response = dns.query.udp(query, self.server.host, port=self.server.port,
+                                         timeout=1.0)
+            except (dns.exception.Timeout, OSError):
+                continue
+            if any(shows(c, response) for c in self.cycle.superseding(index)):
+                return time.monotonic_ns()
+            time.sleep(POLL_S)
+        return None
+
+
+class Writer(threading.Thread):
+    """Applies the cycle's changes at `rate` a second (CEILING: unpaced) until stopped."""
+
+    def __init__(self, store: StoreWriter, follow: Callable[[Change], None], cycle: WriteCycle,
+                 rate: int, every: int, sampler: Sampler, stop: threading.Event) -> None:
+        super().__init__(name="writer", daemon=True)
+        self.store, self.follow, self.cycle = store, follow, cycle
+        self.rate, self.every, self.sampler, self.stop = rate, every, sampler, stop
+        self.writes = 0
+        self.errors = 0
+        self.first_error: str | None = None
+        self.cpu_s = 0.0
+
+    def run(self) -> None:
+        start_cpu = time.thread_time()
+        start = time.monotonic()
+        while not self.stop.is_set() and not self._failing():
+            if self.rate != CEILING:
+                # On a schedule of attempts: a failed write takes its slot too.
+                wait = start + (self.writes + self.errors) / self.rate - time.monotonic()
+                if wait > 0 and self.stop.wait(wait):
+                    break
+            change = self.cycle.next()
+            try:
+                self.store.apply(change)
+            except Exception as exc:  # a database error: counted, the step goes on
+                self._failed(change, exc)
+                self.cycle.count += 1  # past it: the cycle's next change does not need it
+                continue
+            self.cycle.done(change, time.monotonic_ns())
+            self.writes += 1
+            try:
+                self.follow(change)
+            except Exception as exc:  # in the store, but the server was not told (rndc)
+                self._failed(change, exc)
+                continue
+            if self.writes % self.every == 0:
+                self.sampler.offer(len(self.cycle.changes) - 1)
+        self.cpu_s = time.thread_time() - start_cpu
+
+    def _failed(self, change: Change, exc: Exception) -> None:
+        self.errors += 1
+        self.first_error = self.first_error or f"{change.text()}: {exc}"
+
+    def _failing(self) -> bool:
+        """More than 100 failures and more failures than writes: the store is not taking
+        them, and the step ends its writing."""
+        return self.errors > 100 and self.errors > self.writes
+
+
+def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: WriteCycle,
+             rate: int, repeat: int, *, read_qps: float, step_s: float, query_file: Path,
+             run_dir: Path, timeout_s: float) -> StepRun:
+    """One step: the read load, the writer and the sampler for step_s."""
+    # At the ceiling the rate is not known beforehand: every write is offered, and the
+    # sampler takes the next one each time it is free.
+    every = 1 if rate in (0, CEILING) else max(1, round(rate * step_s / SAMPLES_PER_STEP))
+    stop = threading.Event()
+    sampler = Sampler(named, cycle, stop)
+    writer = Writer(store, ServerFollow(loaded.server, named, loaded.target), cycle, rate,
+                    every, sampler, stop)
+    db_meter = CpuMeter(loaded.server_pids()) if loaded.accounts_server else None
+    server_meter = CpuMeter(named.pids())
+    recorder = Recorder(named.host, named.port, query_file,
+                        run_dir / f"recording-{rate_text(rate).replace('/', '')}-{repeat}.txt",
+                        qps=read_qps, seconds=step_s, timeout=timeout_s)
+    for meter in (db_meter, server_meter):
+        if meter is not None:
+            meter.start()
+    with recorder:
+        sampler.start()
+        if rate != 0:
+            writer.start()
+        try:
+            time.sleep(step_s)
+        finally:
+            stop.set()
+            if rate != 0:
+                writer.join()
+            sampler.join()
+        recording = recorder.wait()
+    run = StepRun(rate, repeat, step_s, writes=writer.writes, write_errors=writer.errors,
+                  first_error=writer.first_error, writer_cpu_s=writer.cpu_s,
+                  visibility_ms=sampler.delays_ms, not_seen=sampler.not_seen,
+                  skipped=sampler.skipped)
+    if db_meter is not None:
+        run.db_cpu_s = db_meter.stop()
+    run.server_cpu_s = server_meter.stop()
+    _read_figures(run, recording)
+    return run
+
+
+def _read_figures(run: StepRun, recording: Recording) -> None:
+    latencies = sorted(lat for rcode, lat in zip(recording.rcodes, recording.latencies_ns,
+                                                 strict=True) if rcode != LOST)
+    run.sent = len(recording.rcodes)
+    run.lost = sum(1 for rcode in recording.rcodes if rcode == LOST)
+    run.answered = sum(1 for rcode in recording.rcodes if rcode in (NOERROR, NXDOMAIN))
+    if latencies:
+        run.p50_us = nearest_rank(latencies, 50) / 1000
+        run.p99_us = nearest_rank(latencies, 99) / 1000
+        run.p999_us = nearest_rank(latencies, 99.9) / 1000
+
+
+# --- one server --------------------------------------------------------------------------
+
+
+def measure_server(server: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
+                   run_dir: Path, *, rates: Sequence[int], step_s: float, repeats: int,
+                   read_qps: float, threads: int, timeout_s: float,
+                   progress: Callable[[str], None] = print) -> ServerWrites:
+    """The server through every step and repeat, then its answers for every changed name
+    against native BIND's that got the same changes; a failure is recorded, not raised."""
+    result = ServerWrites(server.name, read_qps=read_qps)
+    reason = not_writable(server)
+    if reason is not None:
+        result.status, result.error = "n/a", reason
+        progress(f"{server.name}: n/a: {reason}")
+        return result
+    zones = _zone_names(stream)
+    cycle = WriteCycle(zones)
+    try:
+        with loaded_store(server, stream, run_dir / server.name) as loaded, \
+                loaded.named(run_dir / server.name, threads=threads) as named, \
+                loaded.loader.writer(loaded.target) as store:
+            for repeat in range(repeats):
+                for rate in round_order(list(rates), repeat):
+                    run = run_step(loaded, named, store, cycle, rate, repeat,
+                                   read_qps=read_qps, step_s=step_s, query_file=query_file,
+                                   run_dir=run_dir / server.name, timeout_s=timeout_s)
+                    result.runs.append(run)
+                    progress(f"{server.name}: {rate_text(rate)} writes, repeat {repeat + 1}: "
+                             f"{run.qps:,.0f} reads/s answered, {run.lost} lost, "
+                             f"{run.write_rate:,.1f} writes/s"
+                             + (f", {run.write_errors} failed ({run.first_error})"
+                                if run.write_errors else ""))
+            _check_against_native(result, named, server, stream, cycle.changes,
+                                  run_dir / server.name / "native-reference", threads)
+    except UserError as exc:
+        result.status, result.error = "failed", str(exc)
+        progress(f"{server.name} failed: {exc}")
+    return result
+
+
+def _zone_names(stream: Callable[[], Iterator[Zone]], most: int = 100) -> list[dns.name.Name]:
+    """The first zones of the data set (the writes' targets), apexes that own an SOA."""
+    names = []
+    for zone in stream():
+        if any(r.rdtype == "SOA" and r.owner == zone.origin for r in zone.records):
+            names.append(zone.origin)
+        if len(names) >= most:
+            break
+    return names
+
+
+def changed_questions(changes: Sequence[Change]) -> list[tuple[dns.name.Name, str]]:
+    """What to ask after the run: every written owner (A, TXT), its parent (the empty
+    non-terminal, A), every zone written (SOA, NS, A)."""
+    questions: dict[tuple[dns.name.Name, str], None] = {}
+    for change in changes:
+        if change.record is not None:
+            owner = change.record.owner
+            questions[(owner, change.record.rdtype)] = None
+            questions[(owner.parent(), "A")] = None
+        else:
+            for rdtype in ("SOA", "NS", "A"):
+                questions[(change.zone, rdtype)] = None
+    return list(questions)
+
+
+def checked_changes(changes: Sequence[Change], most: int = CHECKED_CHANGES) -> list[Change]:
+    """The changes whose names are asked after the run: the last most/2, and as many spread
+    evenly over the earlier ones (a run at the ceiling makes tens of thousands)."""
+    half = most // 2
+    recent, earlier = changes[-half:], changes[:max(0, len(changes) - half)]
+    step = max(1, math.ceil(len(earlier) / half))
+    return [*earlier[::step], *recent]
+
+
+def final_zones(stream: Callable[[], Iterator[Zone]],
+                changes: Sequence[Change]) -> Callable[[], Iterator[Zone]]:
+    """The data set as the changes leave it: each written zone as the model makes it
+    (Change.applied_to), deleted zones left out, added ones at the end."""
+    written: dict[dns.name.Name, Zone | None] = {}
+    originals = {change.zone for change in changes}
+    held = {zone.origin: zone for zone in stream() if zone.origin in originals}
+    for change in changes:
+        before = written[change.zone] if change.zone in written else held.get(change.zone)
+        written[change.zone] = change.applied_to(before)
+
+    def zones() -> Iterator[Zone]:
+        for zone in stream():
+            if zone.origin not in written:
+                yield zone
+            elif (after := written[zone.origin]) is not None:
+                yield after
+        yield from (z for origin, z in written.items() if origin not in held and z is not None)
+
+    return zones
+
+
+def _check_against_native(result: ServerWrites, named: DnsServer, server: ServerKind,
+                          stream: Callable[[], Iterator[Zone]], changes: Sequence[Change],
+                          run_dir: Path, threads: int) -> None:
+    """Native BIND over the data set as the same changes leave it, started afresh: the
+    changed names' answers must be the same (up to the server's known classes,
+    bench/verify)."""
+    final = final_zones(stream, changes)
+    with loaded_store("native", final, run_dir) as reference:
+        with reference.named(run_dir, threads=threads) as native:
+            facts = ZoneFacts.of(final())
+            for qname, rdtype in changed_questions(checked_changes(changes)):
+                query = (qname, rdtype)
+                pair = compare_answers(query, ask(native, query), ask(named, query))
+                result.checked += 1
+                if pair is None:
+                    continue
+                if classify(query, pair[0], pair[1], facts, server.known_classes()) == DRIVER:
+                    result.differing.append(f"{qname} {rdtype}: native {pair[0].describe()} "
+                                            f"| {server.name} {pair[1].describe()}")

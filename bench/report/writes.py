@@ -1,0 +1,163 @@
+"""results.md's "Reads while the store is written" section (`writes`): per server, a table of
+its write-rate steps (reads answered per second, loss, read p50/p99/p99.9, writes per second
+achieved, the visibility delay of sampled writes, the CPU of the database, the DNS server
+and the writer thread), each figure a median
+over the repeats with its 95% interval; writes-reads.png (read p99 and reads answered against
+the write rate, every server) and writes-visibility.png (the visibility delays' distribution
+per server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.measure.results import Results
+from bench.measure.stats import Interval
+from bench.measure.writes import ServerWrites, Step, Writes, rate_text
+from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
+from bench.report.run import interval_text
+from bench.report.style import driver_style
+from servers import report_order
+
+COLUMNS = ["writes offered", "writes/s achieved", "reads answered/s", "read loss",
+           "read p50 (ms)", "read p99 (ms)", "read p99.9 (ms)", "visible p50 (ms)",
+           "visible p99 (ms)", "visible max (ms)", "sampled", "database CPU (% of a core)",
+           "server CPU (%)", "writer CPU (%)"]
+
+
+def render_writes(results: Results) -> list[str]:
+    """The section, or nothing for a file without it."""
+    section = results.writes
+    if section is None:
+        return []
+    lines = ["## Reads while the store is written", ""]
+    lines.append(
+        f"Reads offered open-loop at a fixed rate from {section.dataset} (profile "
+        f"{section.profile}) while a writer with its own connection writes into the store at "
+        f"each step's rate (ceiling: as fast as it goes), {section.step_s:g} s a step, "
+        f"{section.repeats} repeat(s), steps in alternating order; one transaction a change, "
+        "cycling through add, change and delete of a record and add and delete of a zone. "
+        "Each figure is the median over the repeats with its 95% interval (none under 6 "
+        "repeats); a write's visibility is from its commit to the first answer that shows "
+        "it, every k-th write sampled, pooled over the repeats (docs/method/writes.md).")
+    lines.append("")
+    for entry in sorted(section.servers, key=lambda s: report_order(s.server)):
+        lines += _server_lines(entry)
+    return lines
+
+
+def _server_lines(entry: ServerWrites) -> list[str]:
+    lines = [f"### {entry.server}", ""]
+    if entry.status == "n/a":
+        return [*lines, f"n/a: {entry.error}", ""]
+    if entry.status != "ok":
+        return [*lines, f"FAILED: {entry.error}", ""]
+    lines.append(f"Reads offered: {entry.read_qps:,.0f} per second.")
+    lines.append("")
+    notes = Notes()
+    steps = entry.steps()
+    lines += markdown_table(COLUMNS, [_row(step, notes) for step in steps])
+    repeats = {s.qps.n for s in steps if s.qps is not None}
+    if any(s.qps is not None and s.qps.low is None for s in steps):
+        notes.add(f"{', '.join(map(str, sorted(repeats)))} repeat(s) a step: medians without "
+                  "a 95% interval (it needs 6)")
+    lines.append("")
+    if entry.checked:
+        verdict = (f"all {entry.checked} answers the same" if not entry.differing else
+                   f"{len(entry.differing)} of {entry.checked} answers differ")
+        lines.append(f"After the run, every changed name asked of it and of native BIND given "
+                     f"the same changes: {verdict}.")
+        lines += [f"- {line}" for line in entry.differing[:10]]
+        lines.append("")
+    lines += notes.render()
+    if notes.lines:
+        lines.append("")
+    return lines
+
+
+def _row(step: Step, notes: Notes) -> list[str]:
+    offered = rate_text(step.rate)
+    if step.write_errors:
+        offered += f" [{notes.add(f'{offered}: {step.write_errors} writes failed')}]"
+    if step.not_seen:
+        notes.add(f"{rate_text(step.rate)}: {step.not_seen} sampled writes not seen within "
+                  "the sampler's time-out")
+    return [offered, _interval(step.write_rate, decimals=1), _interval(step.qps),
+            _interval(step.loss, scale=100, decimals=2, unit="%"),
+            _interval(step.p50_us, scale=1e-3, decimals=2),
+            _interval(step.p99_us, scale=1e-3, decimals=2),
+            _interval(step.p999_us, scale=1e-3, decimals=2),
+            fmt_number(step.visible_p50_ms, 1), fmt_number(step.visible_p99_ms, 1),
+            fmt_number(step.visible_max_ms, 1),
+            f"{step.sampled}" + (f" (+{step.skipped} skipped)" if step.skipped else ""),
+            _interval(step.db_cpu_share, scale=100, decimals=0),
+            _interval(step.server_cpu_share, scale=100, decimals=0),
+            _interval(step.writer_cpu_share, scale=100, decimals=0)]
+
+
+def _interval(value: Interval | None, scale: float = 1.0, decimals: int = 0,
+              unit: str = "") -> str:
+    """The median with its interval; without one (under 6 repeats: a note says so) the
+    median alone."""
+    if value is None:
+        return NONE
+    if value.low is None:
+        return fmt_number(scale * value.estimate, decimals) + unit
+    return interval_text(value, scale, decimals, unit)
+
+
+def render_writes_plots(results: Results, out_dir: Path) -> list[Path]:
+    section = results.writes
+    if section is None or not any(s.status == "ok" for s in section.servers):
+        return []
+    return [_reads_plot(section, out_dir), _visibility_plot(section, out_dir)]
+
+
+def _x(step: Step) -> float:
+    """Where a step sits on the write-rate axis (symmetric log: 0 has its place): the rate
+    its writer achieved."""
+    if step.rate == 0 or step.write_rate is None:
+        return 0.0
+    return step.write_rate.estimate
+
+
+def _reads_plot(section: Writes, out_dir: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, (p99, qps) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for entry in section.servers:
+        if entry.status != "ok":
+            continue
+        steps = sorted(entry.steps(), key=_x)
+        x = [_x(s) for s in steps]
+        style = driver_style(entry.server)
+        p99.plot(x, [s.p99_us.estimate / 1000 if s.p99_us else float("nan") for s in steps],
+                 **style)
+        qps.plot(x, [s.qps.estimate if s.qps else float("nan") for s in steps], **style)
+    for ax, label in ((p99, "read p99 (ms)"), (qps, "reads answered per second")):
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlabel("writes per second achieved")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        legend_or_note(ax, fontsize=8)
+    fig.suptitle("Reads while the store is written (medians over the repeats)")
+    return save_figure(fig, out_dir / "writes-reads.png")
+
+
+def _visibility_plot(section: Writes, out_dir: Path) -> Path:
+    """Each server's visibility delays, every step pooled, as an empirical CDF."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for entry in section.servers:
+        delays = sorted(ms for run in entry.runs for ms in run.visibility_ms)
+        if entry.status != "ok" or not delays:
+            continue
+        style = {**driver_style(entry.server), "marker": None}
+        ax.step(delays, [(i + 1) / len(delays) for i in range(len(delays))], where="post",
+                **style)
+    ax.set_xscale("log")
+    ax.set_xlabel("commit to first answer showing the write (ms)")
+    ax.set_ylabel("share of sampled writes")
+    ax.grid(True, alpha=0.3)
+    legend_or_note(ax, fontsize=8)
+    return save_figure(fig, out_dir / "writes-visibility.png")

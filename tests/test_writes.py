@@ -1,0 +1,308 @@
+"""Record-level writes into every store that takes them (loaders/writes.py), and `bench writes`
+(bench/measure/writes.py).
+
+Each store runs in its real private server (or directory): a small data set is loaded, a
+sequence of every kind of write is applied through the store's writer, and the store read back
+must hold exactly what the same changes make of the model; the marker rows of empty
+non-terminals must be those a fresh load writes. Writes that cannot be made raise a one-line
+error and change nothing. Then a tiny `bench writes` over memory (n/a), pg, fs, bdbhpt-t and
+native: every column in the report, the writes counted, every changed name answered as native
+BIND answers it given the same changes; and Ctrl-C in the middle of a step leaves nothing
+running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dns.name
+import ldap as ldapmod
+import pytest
+
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from bench.commands.cli import build_parser
+from bench.commands.writes import read_rates
+from bench.measure.loading import timed_load
+from bench.measure.results import Results, load_results
+from bench.measure.writes import (
+    CEILING,
+    WriteCycle,
+    changed_questions,
+    checked_changes,
+    final_zones,
+)
+from bench.report.writes import COLUMNS
+from loaders import bdbhpt, fs, get_loader
+from loaders.berkeley import decode_lines
+from loaders.ldap import ENT_VALUE, bound, filter_value
+from loaders.loader import Loader
+from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change
+from servers import get_server
+from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
+from zonedata.model import Zone, canonical_set, empty_nonterminals, make_record, name_key
+
+ORIGIN = dns.name.from_text("example.test.")
+OTHER = dns.name.from_text("other.test.")
+NEW_ZONE = dns.name.from_text("new.writes.test.")
+# Every store whose writer this file checks (bdb and memory say why they take none).
+WRITABLE = ["pg", "mysql", "pdns_pg", "pdns_mysql", "pdns_lmdb", "ldap", "fs", "bdbhpt", "native"]
+
+
+def _n(text: str, origin: dns.name.Name = ORIGIN) -> dns.name.Name:
+    return dns.name.from_text(text, origin=origin)
+
+
+def _zone(origin: dns.name.Name) -> Zone:
+    return Zone(origin, [
+        make_record(origin, 3600, "SOA", f"ns.{origin} admin.{origin} 1 3600 900 604800 300"),
+        make_record(origin, 3600, "NS", f"ns.{origin}"),
+        make_record(_n("ns", origin), 3600, "A", "192.0.2.53"),
+        make_record(_n("www", origin), 300, "A", "192.0.2.1"),
+        make_record(_n("mail", origin), 300, "MX", f"10 ns.{origin}"),
+        # deep.b.a: a and b.a are empty non-terminals.
+        make_record(_n("deep.b.a", origin), 300, "TXT", '"deep"')])
+
+
+def _changes() -> list[Change]:
+    """Every kind, and the ENT cases: a new name two levels down (a new ENT), the last record
+    of a name with a name below it (it becomes an ENT), the last name under an ENT (it goes)."""
+    return [
+        Change(ADD, ORIGIN, make_record(_n("x.y"), 300, "A", "192.0.2.7")),
+        Change(ADD, ORIGIN, make_record(_n("www"), 300, "A", "192.0.2.2")),
+        Change(CHANGE, ORIGIN, make_record(_n("www"), 300, "A", "192.0.2.3"),
+               old=make_record(_n("www"), 300, "A", "192.0.2.1")),
+        Change(ADD, ORIGIN, make_record(_n("b.a"), 300, "TXT", '"now a record"')),
+        Change(DELETE, ORIGIN, make_record(_n("deep.b.a"), 300, "TXT", '"deep"')),
+        Change(ADD, ORIGIN, make_record(_n("mx2"), 300, "MX", f"20 ns.{ORIGIN}")),
+        Change(DELETE, ORIGIN, make_record(_n("mail"), 300, "MX", f"10 ns.{ORIGIN}")),
+        Change(ADD_ZONE, NEW_ZONE, zone_records=tuple(_zone(NEW_ZONE).records)),
+        Change(DELETE_ZONE, OTHER),
+        Change(ADD, ORIGIN, make_record(_n("c.x.y"), 300, "A", "192.0.2.8")),
+        Change(DELETE, ORIGIN, make_record(_n("x.y"), 300, "A", "192.0.2.7")),
+    ]
+
+
+def _bad_changes() -> list[Change]:
+    """Writes that cannot be made once _changes() are in."""
+    return [
+        Change(ADD, ORIGIN, make_record(_n("www"), 300, "A", "192.0.2.3")),  # there already
+        Change(DELETE, ORIGIN, make_record(_n("www"), 300, "A", "192.0.2.99")),  # not there
+        Change(CHANGE, ORIGIN, make_record(_n("www"), 300, "A", "192.0.2.4"),
+               old=make_record(_n("www"), 300, "A", "192.0.2.1")),  # old one gone
+        Change(ADD, OTHER, make_record(_n("www", OTHER), 300, "A", "192.0.2.1")),  # no zone
+        Change(ADD_ZONE, NEW_ZONE, zone_records=tuple(_zone(NEW_ZONE).records)),  # there
+        Change(DELETE_ZONE, OTHER),  # gone already
+    ]
+
+
+def _expected() -> list[Zone]:
+    """The two zones with _changes() made to the model."""
+    held = {zone.origin: zone for zone in (_zone(ORIGIN), _zone(OTHER))}
+    for change in _changes():
+        after = change.applied_to(held.get(change.zone))
+        if after is None:
+            del held[change.zone]
+        else:
+            held[change.zone] = after
+    return list(held.values())
+
+
+def _markers(store: str, target: Any) -> set[str] | None:
+    """The keys of every empty-non-terminal marker the store holds (None: zone files, which
+    hold none: named finds empty non-terminals itself)."""
+    loader = get_loader(store)
+    if store in ("pg", "pdns_pg"):
+        with loader.database.connect(target) as conn:
+            return {r[0] for r in conn.execute(f"SELECT name FROM records WHERE "
+                                               f"{SQL_MARKER[store]}")}
+    if store in ("mysql", "pdns_mysql"):
+        conn = loader.database.connect(target)
+        try:
+            cursor = conn.cursor()
+            cursor.execute(f"SELECT name FROM records WHERE {SQL_MARKER[store]}")
+            return {_text(r[0]) for r in cursor.fetchall()}
+        finally:
+            conn.close()
+    if store == "ldap":
+        with bound(target) as conn:
+            found = conn.search_s(target.suffix, ldapmod.SCOPE_SUBTREE,
+                                  f"(dlzRecord={filter_value(ENT_VALUE)})", ["dlzOwner"])
+            return {attrs["dlzOwner"][0].decode() for _, attrs in found}
+    if store == "fs":
+        return {line.split(" ")[0] for file in Path(target).rglob(fs.ZONE_FILE)
+                for line in file.read_text().splitlines() if line.split(" ")[1:2] == ["ENT"]}
+    if store == "bdbhpt":
+        return _bdbhpt_markers(Path(target))
+    return None
+
+
+SQL_MARKER = {"pg": "type = 'ENT'", "mysql": "type = 'ENT'", "pdns_pg": "type IS NULL",
+              "pdns_mysql": "type IS NULL"}
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _bdbhpt_markers(target: Path) -> set[str]:
+    """The empty nodes of every live generation, the same in all three homes."""
+    found = []
+    for mode in bdbhpt.MODES:
+        home = bdbhpt._Home(target / mode, mode, write=False)
+        try:
+            markers = set()
+            for _, gen in bdbhpt._all_items(home.dbs["dns_zone"]):
+                for owner in decode_lines(home.dbs["dns_xfr"].get(gen) or b""):
+                    if home.dbs["dns_data"].get(bdbhpt.data_key(gen.decode(), owner)) == b"":
+                        markers.add(owner)
+            found.append(markers)
+        finally:
+            home.close()
+    assert found[0] == found[1] == found[2]
+    return found[0]
+
+
+@pytest.fixture(scope="module", params=WRITABLE)
+def written(request: pytest.FixtureRequest, run_dir: Path) -> Iterator[tuple[str, Loader, Any]]:
+    """(store, loader, target) of a store holding the two zones, _changes() applied."""
+    store = request.param
+    loader = get_loader(store)
+    with loader.database.server(run_dir / store) as target:
+        timed_load(loader, [_zone(ORIGIN), _zone(OTHER)], target)
+        with loader.writer(target) as writer:
+            for change in _changes():
+                writer.apply(change)
+        yield store, loader, target
+
+
+def test_read_back_shows_exactly_the_changes(written: tuple[str, Loader, Any]) -> None:
+    store, loader, target = written
+    assert canonical_set(loader.read_back(target)) == canonical_set(_expected()), store
+
+
+def test_marker_rows_are_a_fresh_loads(written: tuple[str, Loader, Any]) -> None:
+    store, _, target = written
+    markers = _markers(store, target)
+    if markers is None:
+        pytest.skip(f"{store}: no marker rows to read (native: zone files hold none; "
+                    "pdns_lmdb: rectify-zone keeps them)")
+    # The names here are spelled alike as keys and in PowerDNS's rows.
+    wanted = {name_key(n) for zone in _expected() for n in empty_nonterminals(zone)}
+    assert markers == wanted
+    # a stays (b.a now has a record); b.a is no marker; y (above x.y, then c.x.y) and x.y
+    # (whose record went, c.x.y below it) are; the added zone brings its own.
+    assert wanted == {"a.example.test", "y.example.test", "x.y.example.test",
+                      "a.new.writes.test", "b.a.new.writes.test"}
+
+
+def test_a_bad_write_changes_nothing(written: tuple[str, Loader, Any]) -> None:
+    store, loader, target = written
+    before = canonical_set(loader.read_back(target))
+    with loader.writer(target) as writer:
+        for change in _bad_changes():
+            with pytest.raises(UserError):
+                writer.apply(change)
+    assert canonical_set(loader.read_back(target)) == before, store
+
+
+@pytest.mark.parametrize("store", ["memory", "bdb"])
+def test_a_store_without_writes_says_why(store: str, tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="cannot be written while serving: .+"):
+        get_loader(store).writer(tmp_path)
+
+
+def test_the_cycle_leaves_its_last_record_and_zone() -> None:
+    cycle = WriteCycle([ORIGIN, OTHER])
+    for _ in range(12):
+        cycle.done(cycle.next(), 0)
+    kinds = [c.kind for c in cycle.changes]
+    assert set(kinds) == {ADD, CHANGE, DELETE, ADD_ZONE, DELETE_ZONE}
+    questions = changed_questions(cycle.changes)
+    assert (_n("wr"), "A") in questions and (_n("w0.wr"), "A") in questions
+
+
+# --- bench writes ------------------------------------------------------------------------
+
+SERVERS = ["memory", "pg", "fs", "bdbhpt-t", "native"]
+
+
+@pytest.fixture(scope="module")
+def bench_writes(run_root: Path) -> Results:
+    servers = [s for s in SERVERS if get_server(s).is_built()]
+    out = run_root / "writes-out"
+    done = run_bench(run_root, "writes", "--servers", ",".join(servers), "--profile", "tiny",
+                     "--generate", "10", "--records", "5", "--queries", "100",
+                     "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert processes_under(run_root) == []
+    results = load_results(out / "results.json")
+    results.meta["markdown"] = (out / "results.md").read_text()
+    return results
+
+
+def test_bench_writes_reports_every_column(bench_writes: Results) -> None:
+    markdown = bench_writes.meta["markdown"]
+    assert "| " + " | ".join(COLUMNS) + " |" in markdown
+    assert "### memory\n\nn/a: " in markdown
+    assert bench_writes.writes is not None
+    statuses = {s.server: s.status for s in bench_writes.writes.servers}
+    assert statuses["memory"] == "n/a"
+    assert all(status == "ok" for name, status in statuses.items() if name != "memory")
+
+
+def test_bench_writes_counts_the_writes(bench_writes: Results) -> None:
+    assert bench_writes.writes is not None
+    for entry in bench_writes.writes.servers:
+        if entry.status != "ok":
+            continue
+        for run in entry.runs:
+            assert (run.writes > 0) == (run.rate != 0), (entry.server, run.rate)
+            assert run.write_errors == 0, run.first_error
+            assert run.sent > 0 and run.answered > 0
+        ceiling = [r for r in entry.runs if r.rate == CEILING]
+        assert ceiling and all(r.visibility_ms for r in ceiling), entry.server
+
+
+def test_bench_writes_answers_as_native_after_the_changes(bench_writes: Results) -> None:
+    assert bench_writes.writes is not None
+    for entry in bench_writes.writes.servers:
+        if entry.status == "ok":
+            assert entry.checked > 0 and entry.differing == [], entry.server
+
+
+def test_ctrl_c_during_a_step_leaves_nothing_running(run_root: Path) -> None:
+    root = run_root / "interrupted"
+    proc = start_bench(root, "writes", "--servers", "pg", "--profile", "tiny", "--step", "30",
+                       "--generate", "5", "--records", "5", "--queries", "100",
+                       "--out", str(root / "out"))
+    interrupt_when(proc, lambda: any(root.rglob("recording-*")))
+    assert processes_under(root) == []
+    assert not (root / "out" / "results.json").exists()
+
+
+def test_read_share_of_a_committed_breaking_point() -> None:
+    capacity = REPO_ROOT / "docs" / "results" / "capacity-2026-11-26"
+    args = build_parser().parse_args(["writes", "--read-share", "0.5", "--capacity",
+                                      str(capacity), "--threads", "1"])
+    curve = next(c for c in load_results(capacity / "results.json").capacity
+                 if c.server == "pg" and c.threads == 1)
+    point = curve.breaking_point()
+    assert point is not None
+    assert read_rates([get_server("pg")], args, 1000) == {"pg": 0.5 * point}
+    with pytest.raises(UserError, match="no breaking point of mysql"):
+        read_rates([get_server("mysql")], args, 1000)
+
+
+def test_final_zones_are_the_model_after_the_changes() -> None:
+    def stream() -> Iterator[Zone]:
+        yield from (_zone(ORIGIN), _zone(OTHER))
+
+    final = {zone.origin: zone for zone in final_zones(stream, _changes())()}
+    assert canonical_set(final.values()) == canonical_set(_expected())
+    changes = [Change(ADD, ORIGIN, make_record(_n(f"n{i}"), 300, "A", "192.0.2.1"))
+               for i in range(3000)]
+    checked = checked_changes(changes)
+    assert len(checked) <= 1000 and checked[-1] is changes[-1] and checked[0] is changes[0]
