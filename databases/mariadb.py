@@ -7,7 +7,10 @@ benchmark database whose data is reloaded from the zone model whenever needed.
 Its accounts: root over the unix socket only (the suite's own process, unix_socket
 authentication), `dlz` for the loaders (every privilege on database dlz) and `dlz_reader` for
 the DLZ driver and PowerDNS (SELECT on database dlz only), each with a random password per
-MysqlServer; the reader's reaches named in its environment (MYSQL_PWD), never a file.
+MysqlServer; the reader's reaches named in its environment (MYSQL_PWD), never a file. When a
+DLZ driver is to take RFC 2136 updates, a fourth, `dlz_writer`, is made (writer_account): it
+may read the zones and read, add and delete records, and nothing else; its password reaches
+named as DLZ_MYSQL_WRITER_PWD.
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ _CLIENT_GROUPS = ("client", "client-mariadb")
 
 # The account the DLZ driver (and PowerDNS's gmysql) reads as on the suite's own server.
 READER_USER = "dlz_reader"
+# The account the DLZ driver writes RFC 2136 updates as, made only for a driver that takes
+# them; named finds its password in this variable (drivers/mysql: writer_user).
+WRITER_USER = "dlz_writer"
+WRITER_PASSWORD_ENV = "DLZ_MYSQL_WRITER_PWD"
+# What an update does (drivers/mysql/dlz_mysql.c, "writing"): read a zone's id (LOCK IN SHARE
+# MODE), insert and delete record rows, and read them within its transaction.
+_WRITER_GRANTS = (("SELECT", "zones"), ("SELECT, INSERT, DELETE", "records"))
 
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
@@ -66,6 +76,8 @@ class MysqlServer(PrivateServer):
         # one gets these): nothing needs them after this object is gone.
         self.password = secrets.token_hex(16)
         self.reader_password = secrets.token_hex(16)
+        self.writer_password = secrets.token_hex(16)
+        self._writer_made = False
         self.socket = str(self.run_dir / "mariadb.sock")
         # TCP address clients use when the server is on its own host (None: the unix socket).
         self.host: str | None = None
@@ -144,6 +156,33 @@ class MysqlServer(PrivateServer):
                     f"GRANT {privileges} ON `{self.database}`.* TO {account}",
                 ]
         return statements
+
+    def writer_account(self) -> tuple[str, dict[str, str]]:
+        """The account a DLZ driver writes updates as, made now if it is not there yet (the
+        schema's tables must exist: its privileges are on them), and the environment that
+        hands named its password."""
+        if self.db_host:
+            # There the accounts come from the init file at start, and user dlz may not
+            # create another.
+            raise UserError("RFC 2136 updates into MariaDB on a host of its own are not "
+                            "supported")
+        if not self._writer_made:
+            conn = self._root_connection()
+            try:
+                cursor = conn.cursor()
+                for host in ("localhost", "127.0.0.1"):
+                    account = f"'{WRITER_USER}'@'{host}'"
+                    cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
+                    cursor.execute(f"ALTER USER {account} IDENTIFIED BY "
+                                   f"'{self.writer_password}'")
+                    for privileges, table in _WRITER_GRANTS:
+                        cursor.execute(f"GRANT {privileges} ON `{self.database}`.`{table}` "
+                                       f"TO {account}")
+                conn.commit()
+            finally:
+                conn.close()
+            self._writer_made = True
+        return WRITER_USER, {WRITER_PASSWORD_ENV: self.writer_password}
 
     def admin_connection(self) -> MySQLdb.Connection:
         """A connection that sees and may end every client's: root over the socket (on a host
@@ -268,6 +307,12 @@ class ExternalMysql:
             return MySQLdb.connect(**{k: v for k, v in args.items() if v is not None})
         except MySQLdb.Error as exc:
             raise self.url.error(f"cannot connect: {_message(exc)}") from None
+
+    def writer_account(self) -> tuple[str | None, dict[str, str]]:
+        """The URL's account writes updates too (the suite makes no account on a server it
+        was lent)."""
+        env = {WRITER_PASSWORD_ENV: self._password} if self._password is not None else {}
+        return self.user, env
 
     def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""

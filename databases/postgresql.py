@@ -7,7 +7,10 @@ clusters (/etc/postgresql, /var/lib/postgresql) or the standard port.
 Every account needs a password (SCRAM), random per instance: the bootstrap superuser `dlz` is
 the loaders', and the DLZ driver (or PowerDNS) reads as `dlz_reader`, a role that may only
 SELECT from the loader's tables (PostgresDatabase asks the loader's schema to grant it), its
-password handed to named in its environment (PGPASSWORD), never written to named.conf.
+password handed to named in its environment (PGPASSWORD), never written to named.conf. A
+driver that takes RFC 2136 updates (update_zones) connects as `dlz_writer` instead, made only
+then (PostgresDatabase.writer_env): the reader's rights, and INSERT and DELETE where the update
+path writes (PgSchema.grant_write), its password made and handed over the same way.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ PG_SYSTEM_USER = "postgres"
 # The role the DLZ driver (and PowerDNS's gpgsql) reads as on the suite's own server: LOGIN,
 # a random password per instance, SELECT on the loader's tables only (PgSchema.grant_read).
 READER_ROLE = "dlz_reader"
+# The role of a DLZ driver that takes updates: the reader's rights plus PgSchema.grant_write.
+WRITER_ROLE = "dlz_writer"
 
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
@@ -110,6 +115,8 @@ class PgServer(PrivateServer):
                          else secrets.token_hex(16))
         # The reader's: new for every PgServer, set at each start.
         self.reader_password = secrets.token_hex(16)
+        # The writer's, set whenever a driver that takes updates asks for the role.
+        self.writer_password = secrets.token_hex(16)
         # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
         # use instead of reaching the server directly; loaders always go direct.
         self.via: tuple[str, int] | None = None
@@ -179,16 +186,29 @@ class PgServer(PrivateServer):
                                   (self.dbname,)).fetchone()
             if not exists:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.dbname)))
-            has_role = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
-                                    (READER_ROLE,)).fetchone()
-            verb = "ALTER" if has_role else "CREATE"
-            role, database = sql.Identifier(READER_ROLE), sql.Identifier(self.dbname)
-            conn.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
-                                 "PASSWORD {}").format(role, sql.Literal(self.reader_password)))
             # PUBLIC may connect to and make temporary tables in every new database: here
             # only the reader (and the superuser) may connect, and it makes nothing.
-            conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(database))
-            conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(database, role))
+            conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(
+                sql.Identifier(self.dbname)))
+            self._login_role(conn, READER_ROLE, self.reader_password)
+
+    def _login_role(self, conn: psycopg.Connection, role: str, password: str) -> None:
+        """role, made or renewed with password, may connect to database dlz."""
+        has_role = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
+                                (role,)).fetchone()
+        verb = "ALTER" if has_role else "CREATE"
+        conn.execute(sql.SQL(verb + " ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE "
+                             "PASSWORD {}").format(sql.Identifier(role), sql.Literal(password)))
+        conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+            sql.Identifier(self.dbname), sql.Identifier(role)))
+
+    def writer(self, grant: Callable[[psycopg.Connection, str], None]) -> dict[str, str]:
+        """The writer role made (or renewed) with this PgServer's writer password and given
+        its rights by grant(conn, role): the driver's environment (PGPASSWORD)."""
+        with psycopg.connect(self._conninfo(self.dbname), autocommit=True) as conn:
+            self._login_role(conn, WRITER_ROLE, self.writer_password)
+            grant(conn, WRITER_ROLE)
+        return {"PGPASSWORD": self.writer_password}
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -332,6 +352,9 @@ class PgSchema(Schema[psycopg.Connection], Protocol):
     def grant_read(self, conn: psycopg.Connection, role: str) -> None:
         """Let role SELECT from the loader's tables, and do nothing else with them."""
 
+    def grant_write(self, conn: psycopg.Connection, role: str) -> None:
+        """Let role read as grant_read does, and change what RFC 2136 updates change."""
+
 
 class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     """A store's PostgreSQL database: a private PgServer holding the loader's `schema` from
@@ -352,6 +375,14 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
         with PgServer(run_dir, db_host=db_host) as pg, self.connect(pg) as conn:
             self.schema.grant_read(conn, pg.driver_user)
             yield pg
+
+    def writer_env(self, target: PgTarget) -> dict[str, str]:
+        """The writer role ready on the suite's own server (WRITER_ROLE): the environment
+        that carries its password to the driver. A lent server's roles are its owner's."""
+        if not isinstance(target, PgServer):
+            raise UserError(f"the {self.store} store takes updates through its DLZ driver on "
+                            "the suite's own PostgreSQL only (not with --store-url)")
+        return target.writer(self.schema.grant_write)
 
     def open(self, target: PgTarget) -> psycopg.Connection:
         """An autocommit connection: transactions are explicit."""

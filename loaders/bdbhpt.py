@@ -475,6 +475,15 @@ class BdbhptLoader(Loader[Path]):
         mode = options["mode"]
         return {"mode": mode, "env": str((Path(target) / mode).resolve())}
 
+    def dlz_write_access(self, target: Path, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The same home: the driver writes updates into its mode's environment as the loader
+        does (schemas/bdb.md); a private environment, which has no locking, takes none."""
+        if options["mode"] == "private":
+            raise UserError("the bdbhpt store's private mode takes no updates while named "
+                            "serves (no locking): use mode transactional or concurrent")
+        return self.dlz_args(target, options), {}
+
 
 def hold_zone_lock(home: Path, zone_key: str) -> None:
     """A writer stuck inside its transaction, for `bench faults`: in the transactional home,

@@ -72,6 +72,12 @@ class Loader(ABC, Generic[T]):
         are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
         raise UserError(f"the {self.name} store is not read through a DLZ driver")
 
+    def dlz_write_access(self, target: T, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The DLZ driver's arguments and environment when it takes RFC 2136 updates: the
+        store reached as an account that may also write where the update path writes."""
+        raise UserError(f"the {self.name} store takes no updates through its DLZ driver")
+
     def pdns_settings(self, target: T) -> dict[str, str]:
         """PowerDNS's launch= and its backend's settings that reach this store's data."""
         raise UserError(f"the {self.name} store is not read by a PowerDNS backend")

@@ -20,6 +20,9 @@ from zonedata.model import ENT_TYPE, Record, Zone, empty_nonterminals, key_to_na
 
 DATA_FILE = "zones.tsv"
 MAGIC = "#dlzbench-memory 1"
+# The driver's switches that make it fail on demand (drivers/memory: a store that is down, a
+# write it refuses), passed on when a server's options name them (tests).
+DRIVER_SWITCHES = ("outage_file", "refuse_file")
 
 
 def data_file(target: Path) -> Path:
@@ -134,7 +137,14 @@ class MemoryLoader(Loader[Path]):
         yield from zones.values()
 
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
-        return {"file": str(data_file(target))}
+        return {"file": str(data_file(target)),
+                **{key: options[key] for key in DRIVER_SWITCHES if key in options}}
+
+    def dlz_write_access(self, target: Path, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The driver keeps updates in named's memory (schemas/memory.md): it reads the file
+        as always and writes nothing to it."""
+        return self.dlz_args(target, options), {}
 
 
 LOADER = MemoryLoader()

@@ -100,6 +100,16 @@ class MysqlLoader(Loader[MysqlTarget]):
                 "database": target.database}
         return {key: str(value) for key, value in args.items() if value is not None}
 
+    def dlz_write_access(self, target: MysqlTarget, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The driver reads as before and writes as the writer account (made now on the
+        suite's own server), whose password travels beside the reader's."""
+        user, writer_env = target.writer_account()
+        args = self.dlz_args(target, options)
+        if user is not None:
+            args["writer_user"] = user
+        return args, {**self.database.client_env(target), **writer_env}
+
 
 class MysqlSession(sql.SqlSession):
     """A writer's MySQLdb connection (autocommit off); binary columns come back as text."""

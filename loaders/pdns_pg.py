@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 
 import psycopg
 
+from base.errors import UserError
 from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
@@ -42,6 +43,9 @@ class PdnsTables:
         tables = [name for (name,) in conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
         grant_select(conn, tables, role)
+
+    def grant_write(self, conn: psycopg.Connection, role: str) -> None:
+        raise UserError("PowerDNS's tables are written by PowerDNS, not by a DLZ driver")
 
 
 class PdnsPgLoader(Loader[PgTarget]):

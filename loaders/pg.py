@@ -9,7 +9,7 @@ import psycopg
 from psycopg import sql as pg_sql
 
 from base.paths import SCHEMA_DIR
-from databases.postgresql import PgTarget, PostgresDatabase, client_keywords
+from databases.postgresql import WRITER_ROLE, PgTarget, PostgresDatabase, client_keywords
 from databases.url import StoreUrl, check_lent_database
 from loaders import sql
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
@@ -47,6 +47,13 @@ class DlzTables:
 
     def grant_read(self, conn: psycopg.Connection, role: str) -> None:
         grant_select(conn, TABLES, role)
+
+    def grant_write(self, conn: psycopg.Connection, role: str) -> None:
+        # Updates add and delete records rows (drivers/pg: ADD_SQL, DEL_SQL); zones and
+        # xfr_clients stay the loader's.
+        grant_select(conn, TABLES, role)
+        conn.execute(pg_sql.SQL("GRANT INSERT, DELETE ON records TO {}").format(
+            pg_sql.Identifier(role)))
 
     def check_lent(self, conn: psycopg.Connection, url: StoreUrl, *, overwrite: bool) -> None:
         foreign, clashing = _others_objects(conn)
@@ -86,6 +93,11 @@ class PgLoader(Loader[PgTarget]):
     def dlz_args(self, target: PgTarget, options: Mapping[str, str]) -> dict[str, str]:
         # The libpq connection keywords the driver passes on (drivers/pg: pg_keys).
         return client_keywords(target)
+
+    def dlz_write_access(self, target: PgTarget, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        env = self.database.writer_env(target)
+        return {**client_keywords(target), "user": WRITER_ROLE}, env
 
 
 class PgSession(sql.SqlSession):

@@ -100,3 +100,18 @@ CREATE TABLE IF NOT EXISTS xfr_clients (
 --     WHERE z.name = ? AND x.client = ?;
 --
 --    Plan: zones const on zones_name, xfr_clients const on its primary key.
+--
+-- 4. RFC 2136 updates (drivers/mysql, "writing"), as the account dlz_writer (databases/
+--    mariadb.py: SELECT on zones; SELECT, INSERT, DELETE on records), one InnoDB transaction
+--    per update message; the driver's lookups during the update read through it:
+--
+--    SELECT id FROM zones WHERE name = ? LOCK IN SHARE MODE;     -- once per update
+--    INSERT INTO records (zone_id, name, seq, type, ttl, data)
+--    SELECT ?, ?, COALESCE(MAX(seq) + 1, 0), ?, ?, ? FROM records
+--     WHERE name = ? AND zone_id = ?;                            -- seq: unique per owner
+--    DELETE FROM records WHERE name = ? AND zone_id = ? AND type = ? AND data = ?;
+--    SELECT r.name, r.type, r.ttl, r.data FROM records r         -- is a name below ?
+--     WHERE r.zone_id = ? AND RIGHT(r.name, ?) = ? AND r.name <> ?;
+--
+--    The first three use the primary key (name, zone_id, ...); the last reads records_zone
+--    (the zone's rows) and runs only when an update deletes the last record of an owner.

@@ -31,6 +31,13 @@ CREATE TABLE IF NOT EXISTS records (
 -- delete that replaces a zone go by zone. See the notes on plans at the end of this file.
 CREATE INDEX IF NOT EXISTS records_name_zone ON records (name, zone_id);
 CREATE INDEX IF NOT EXISTS records_zone_name ON records (zone_id, name);
+-- RFC 2136 updates (drivers/pg: BELOW_SQL) ask whether any name lies below an owner whose
+-- last record went: the names below O are the keys ending in '.O', a prefix of the reversed
+-- key, so a range on this index finds them in a few pages whatever the zone's size. Keys
+-- are absolute, so the range holds O's subtree only; zone_id is not in the index, which
+-- then serves no other statement (leading with zone_id, the planner took it for the zone
+-- transfer's "zone_id = $0" instead of records_zone_name, and sorted).
+CREATE INDEX IF NOT EXISTS records_rname ON records (reverse(name));
 
 -- Who may transfer (AXFR) a zone: client addresses as BIND's sdlz layer formats them
 -- (`127.0.0.1`, `::1`), compared as text.

@@ -19,6 +19,7 @@ from databases.database import CacheReading
 from servers import bindversion
 from servers.kind import ServerKind
 from servers.named import Named
+from servers.updates import UpdatePolicy
 
 # named splits the dlopen string at white space, ends it at a double quote, and takes a
 # backslash as an escape: a word holding any of these cannot reach the driver intact. Braces
@@ -72,6 +73,9 @@ class DlzNamed(ServerKind):
     # Declared to named from dlz_version() (DNS_SDLZFLAG_THREADSAFE): named then calls the
     # driver from every worker at once instead of serializing it.
     thread_safe: bool = True
+    # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
+    # driver then reaches the store as its writer (Loader.dlz_write_access).
+    updates: UpdatePolicy | None = None
 
     @property
     def library_file(self) -> Path:
@@ -88,16 +92,28 @@ class DlzNamed(ServerKind):
 
     def body(self, target: Any, connections: int, *,
              library: Path | None = None, extra: Mapping[str, str] | None = None) -> str:
-        """The dlz statement; `library` replaces the built driver (an ASan build), `extra`
-        adds arguments (a test switch)."""
-        args = {"connections": str(connections),
-                **self.loader().dlz_args(target, self.options), **(extra or {})}
-        return dlz_clause(self.name, library or self.library_file, args)
+        """The dlz statement (with the update keys before it); `library` replaces the built
+        driver (an ASan build), `extra` adds arguments (a test switch)."""
+        args = {"connections": str(connections), **self._store_args(target),
+                **(self.updates.dlz_args() if self.updates else {}), **(extra or {})}
+        keys = self.updates.key_statements() if self.updates else ""
+        return keys + dlz_clause(self.name, library or self.library_file, args)
+
+    def client_env(self, target: Any) -> dict[str, str]:
+        """The driver's environment besides named.conf: a password the store keeps out of it
+        (the writer's when the driver takes updates)."""
+        if self.updates:
+            return self.loader().dlz_write_access(target, self.options)[1]
+        return self.loader().database.client_env(target)
+
+    def _store_args(self, target: Any) -> dict[str, str]:
+        if self.updates:
+            return self.loader().dlz_write_access(target, self.options)[0]
+        return self.loader().dlz_args(target, self.options)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
-        # A password the store keeps out of named.conf reaches the driver as environment.
-        env = self.loader().database.client_env(target)
+        env = self.client_env(target)
         return Named(run_dir, self.body(target, connections), threads=threads, port=port,
                      env=env or None, bind=self.named_bind())
 

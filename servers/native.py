@@ -4,10 +4,15 @@ is held to.
 named.conf includes a zones.conf written zone by zone (one primary zone per file, names checked
 by nothing: the data set is awkward), so a million zones (about 200 MB of config) are never
 one string in memory.
+
+With an UpdatePolicy, the zones it names take RFC 2136 updates under it: each is served from a
+copy of its file in the run directory, its journal beside it, so the store's files stay as the
+loader wrote them for every other server.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +23,7 @@ import dns.name
 from base.errors import UserError
 from servers.kind import ServerKind
 from servers.named import Named
+from servers.updates import UpdatePolicy
 from zonedata.zonefiles import zone_files
 
 # Octets written as themselves in a zone name inside named.conf; `.` separates labels.
@@ -29,17 +35,35 @@ class NativeNamed(ServerKind):
     needs_reload: bool = True  # named reads zone files at load time only
     group = "native BIND"
     runs_bind = True
+    # Zones that take RFC 2136 updates, and from whom (None: none does).
+    updates: UpdatePolicy | None = None
 
     def body(self, zone_dir: Path, run_dir: Path) -> str:
-        """An include of run_dir/zones.conf, which names every zone file of zone_dir."""
+        """An include of run_dir/zones.conf, which names every zone file of zone_dir (and
+        the update keys before it)."""
         run_dir.mkdir(parents=True, exist_ok=True)
         conf = run_dir / "zones.conf"
         with open(conf, "w", encoding="ascii") as out:
             # The store's directory is absolute already, so each file's path is too:
             # resolving a million of them one by one would cost a stat per path component.
             for file in zone_files(Path(zone_dir).resolve()):
-                out.write(_zone_block(_file_origin(file), file))
-        return f'include "{_quoted(str(conf))}";\n'
+                origin = _file_origin(file)
+                if self.updates is not None and self.updates.takes(origin):
+                    out.write(self._dynamic_zone_block(origin, file, run_dir))
+                else:
+                    out.write(_zone_block(origin, file))
+        keys = self.updates.key_statements() if self.updates else ""
+        return keys + f'include "{_quoted(str(conf))}";\n'
+
+    def _dynamic_zone_block(self, origin: dns.name.Name, file: Path, run_dir: Path) -> str:
+        """A zone taking updates: a copy of its file, and its journal, in run_dir/dynamic."""
+        assert self.updates is not None
+        dynamic = run_dir / "dynamic"
+        dynamic.mkdir(exist_ok=True)
+        copy = dynamic / f"{len(list(dynamic.glob('*.zone')))}.zone"
+        shutil.copyfile(file, copy)
+        return _zone_block(origin, copy, self.updates.native_zone_options() +
+                           f'journal "{_quoted(str(copy))}.jnl"; ')
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
@@ -68,10 +92,10 @@ def strict_zone_name(name: dns.name.Name) -> str:
                    for label in name.labels if label)
 
 
-def _zone_block(origin: dns.name.Name, file: Path) -> str:
+def _zone_block(origin: dns.name.Name, file: Path, options: str = "") -> str:
     return (f'zone "{named_conf_zone_name(origin)}" {{ type primary; '
             f'file "{_quoted(str(file))}"; check-names ignore; '
-            f'check-integrity no; }};\n')
+            f'check-integrity no; {options}}};\n')
 
 
 def named_conf_zone_name(name: dns.name.Name) -> str:

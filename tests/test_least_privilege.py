@@ -27,7 +27,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import as_user
-from databases.mariadb import MysqlServer
+from databases.mariadb import WRITER_PASSWORD_ENV, MysqlServer
 from databases.postgresql import PG_BIN, PgServer
 from databases.slapd import LdapServer
 from loaders import ldap as ldap_store
@@ -94,6 +94,39 @@ def test_postgres_driver_role_cannot_write(pg_store: PgServer, sql: str) -> None
     done = psql(pg_store, "dlz_reader", sql, password=pg_store.reader_password)
     refusals = ("permission denied", "must be superuser")  # the latter: COPY ... PROGRAM
     assert done.returncode != 0 and any(r in done.stderr for r in refusals), done
+
+
+def test_postgres_writer_role_only_when_asked(pg_store: PgServer) -> None:
+    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    done = psql(pg_store, "dlz_reader", "SELECT count(*) FROM pg_roles "
+                "WHERE rolname = 'dlz_writer'", password=pg_store.reader_password)
+    assert done.returncode == 0 and done.stdout.strip() == "0", done
+
+
+@pytest.fixture(scope="module")
+def pg_writer(pg_store: PgServer) -> str:
+    """The writer role made as for a driver taking updates; its password."""
+    return pg.LOADER.database.writer_env(pg_store)["PGPASSWORD"]
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO zones (name) VALUES ('written.test')",
+    "UPDATE records SET ttl = 1",
+    "DELETE FROM zones",
+    "DELETE FROM xfr_clients",
+    "CREATE TABLE mine (v text)",
+])
+def test_postgres_writer_writes_records_only(pg_store: PgServer, pg_writer: str,
+                                             sql: str) -> None:
+    """The updates' role adds and deletes records rows (drivers/pg: ADD_SQL, DEL_SQL) and
+    may do nothing else the reader may not."""
+    done = psql(pg_store, "dlz_writer", sql, password=pg_writer)
+    assert done.returncode != 0 and "permission denied" in done.stderr, done
+    # Inserting and deleting a records row, rolled back: allowed.
+    allowed = psql(pg_store, "dlz_writer", "BEGIN; INSERT INTO records SELECT id, 'w.' || name, "
+                   "'TXT', 1, '\"w\"' FROM zones LIMIT 1; DELETE FROM records WHERE "
+                   "name LIKE 'w.%'; ROLLBACK", password=pg_writer)
+    assert allowed.returncode == 0, allowed
 
 
 def test_postgres_files_and_directories_are_private(pg_store: PgServer) -> None:
@@ -166,6 +199,41 @@ def test_mariadb_wants_the_runs_password(mysql_store: MysqlServer, over_socket: 
 def test_mariadb_driver_account_cannot_write(mysql_store: MysqlServer, sql: str) -> None:
     done = mariadb(mysql_store, "dlz_reader", sql, password=mysql_store.reader_password)
     assert done.returncode != 0 and "denied" in done.stderr, done
+
+
+def test_mariadb_writer_account_only_when_asked(mysql_store: MysqlServer) -> None:
+    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    done = mariadb(mysql_store, "dlz_writer", "SELECT 1", password=mysql_store.writer_password)
+    assert done.returncode != 0 and "Access denied" in done.stderr, done
+
+
+@pytest.fixture(scope="module")
+def mysql_writer(mysql_store: MysqlServer) -> str:
+    """The writer account made as for a driver taking updates; its password."""
+    env = mysql.LOADER.dlz_write_access(mysql_store, {})[1]
+    return env[WRITER_PASSWORD_ENV]
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO zones (name) VALUES ('written.test')",
+    "UPDATE records SET ttl = 1",
+    "DELETE FROM zones",
+    "DELETE FROM xfr_clients",
+    "CREATE TABLE mine (v TEXT)",
+    "SELECT COUNT(*) FROM mysql.user",
+])
+def test_mariadb_writer_writes_records_only(mysql_store: MysqlServer, mysql_writer: str,
+                                            sql: str) -> None:
+    """The updates' account adds and deletes records rows (drivers/mysql: INSERT_SQL,
+    DELETE_SQL) and may do nothing else the reader may not."""
+    done = mariadb(mysql_store, "dlz_writer", sql, password=mysql_writer)
+    assert done.returncode != 0 and "denied" in done.stderr, done
+    # Inserting and deleting a records row, rolled back: allowed.
+    allowed = mariadb(mysql_store, "dlz_writer", "START TRANSACTION; INSERT INTO records "
+                      "SELECT id, CONCAT('w.', name), 0, 'TXT', 1, '\"w\"' FROM zones LIMIT 1; "
+                      "DELETE FROM records WHERE name LIKE 'w.%'; ROLLBACK",
+                      password=mysql_writer)
+    assert allowed.returncode == 0, allowed
 
 
 # --- slapd ----------------------------------------------------------------------------------

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dns.name
+import dns.query
 import dns.rcode
+import dns.update
 import pytest
 
 from base.paths import REPO_ROOT
@@ -47,9 +49,10 @@ from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.native import NativeNamed
+from servers.updates import TsigKey, UpdatePolicy
 from tests.benchcli import bench_env
 from zonedata.derive import Query
-from zonedata.generator import coverage_zones, longest_name
+from zonedata.generator import COVERAGE_ORIGIN, coverage_zones, longest_name
 from zonedata.model import Zone, empty_nonterminals, make_record
 
 MEMORY = get_server("memory")
@@ -474,6 +477,62 @@ def test_asan_build_under_concurrent_queries(run_dir: Path, pair: Pair) -> None:
     assert not reports, reports[0].read_text(errors="replace")[:4000]
     assert "AddressSanitizer" not in text
     assert "dlz_memory: dlz \"memory\" ready" in text
+
+
+RACE_NAMES = [dns.name.from_text(f"race{i}", COVERAGE_ORIGIN) for i in range(8)]
+
+
+def _race_update(i: int, key: TsigKey, state: dict[dns.name.Name, set[str]]
+                 ) -> dns.update.UpdateMessage:
+    """Update i of the race (a name added to, changed, or deleted by turns), and its effect
+    on state (each name's A rdata)."""
+    message = dns.update.UpdateMessage(COVERAGE_ORIGIN, keyring=key.keyring(),
+                                       keyname=dns.name.from_text(key.name))
+    name = RACE_NAMES[i % len(RACE_NAMES)]
+    if i % 3 == 0:
+        message.add(name, 300, "A", f"192.0.2.{i % 250}")
+        state[name] = state.get(name, set()) | {f"192.0.2.{i % 250}"}
+    elif i % 3 == 1:
+        message.replace(name, 300, "A", f"198.51.100.{i % 250}")
+        state[name] = {f"198.51.100.{i % 250}"}
+    else:
+        message.delete(name)
+        state[name] = set()
+    return message
+
+
+def test_asan_build_reads_while_updates_commit(run_dir: Path, built: None) -> None:
+    """named -n 4 reads the overlay of updated owners on every thread while updates commit
+    into it (drivers/memory/mem_overlay.c): every update goes through, the names end as the
+    updates left them, and no ASan report."""
+    asan_dir = run_dir / "asan-updates"
+    asan_dir.mkdir(exist_ok=True)
+    key = TsigKey.new("dlzbench-race")
+    policy = UpdatePolicy((COVERAGE_ORIGIN,), key)
+    queries = [(name, "A") for name in RACE_NAMES] * 40 + [(COVERAGE_ORIGIN, "SOA")] * 40
+    state: dict[dns.name.Name, set[str]] = {}
+    with LOADER.database.server(run_dir / "memory-updates") as target:
+        LOADER.load(coverage_zones(), target)
+        body = policy.key_statements() + MEMORY.body(target, 4, library=ASAN_SO,
+                                                     extra=policy.dlz_args())
+        with Named(run_dir / "named-asan-updates", body, threads=4,
+                   env=asan_environment(asan_dir)) as ns:
+            readers = threading.Thread(target=_hammer, args=(ns, queries))
+            readers.start()
+            try:
+                rcodes = {dns.rcode.to_text(dns.query.tcp(_race_update(i, key, state), ns.host,
+                                                          port=ns.port, timeout=10).rcode())
+                          for i in range(60)}
+            finally:
+                readers.join()
+            final = {name: {rr.to_text() for rrset in ns.query(name, "A").answer
+                            for rr in rrset} for name in RACE_NAMES}
+            log = ns.log_path
+    assert rcodes == {"NOERROR"}
+    assert final == {name: state.get(name, set()) for name in RACE_NAMES}
+    reports = sorted(asan_dir.glob("asan*"))
+    assert not reports, reports[0].read_text(errors="replace")[:4000]
+    assert "AddressSanitizer" not in log.read_text(errors="replace")
 
 
 _OUR_CODE = stack_frames_of(DRIVER_SO)

@@ -46,6 +46,10 @@ SELECT r.name, r.type, r.ttl, r.data
 PG_ALLOW_XFR = """
 SELECT 1 FROM zones z JOIN xfr_clients x ON x.zone_id = z.id
  WHERE z.name = %s AND x.client = %s"""
+# RFC 2136 updates: is any name below an owner (drivers/pg: BELOW_SQL)?
+PG_BELOW = """
+SELECT name FROM records WHERE zone_id + 0 = (SELECT id FROM zones WHERE name = %s)
+   AND reverse(name) >= %s COLLATE "C" AND reverse(name) < %s COLLATE "C" LIMIT 64"""
 
 MY_SUFFIX_PLACES = 128
 MY_OWNER_PLACES = 256
@@ -355,6 +359,9 @@ def _check_pg_plans(probe: PgProbe) -> None:
         lookup = probe.explain("lookup", PG_LOOKUP, [owners, suffixes])
         axfr = probe.explain("axfr", PG_AXFR, ["cov.test"])
         acl = probe.explain("acl", PG_ALLOW_XFR, ["cov.test", "::1"])
+        below = probe.explain("below", PG_BELOW, ["cov.test", "tset.voc.c.", "tset.voc.c/"])
+    for mode, plan in below.items():
+        assert "records_rname" in plan and "Seq Scan" not in plan, (mode, plan)
     for mode, plan in lookup.items():
         assert "Seq Scan" not in plan, (mode, plan)
         assert "records_name_zone" in plan, (mode, plan)

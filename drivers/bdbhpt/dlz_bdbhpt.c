@@ -63,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,6 +138,18 @@ struct bdbhpt_state {
 	struct bdbhpt_env *shared;
 };
 
+/*
+ * An RFC 2136 update in progress on a connection (see "writing" below): the zone it writes
+ * and the generation its writes go to, once the first write or below() named the zone.
+ */
+struct bdbhpt_update {
+	bool active;
+	DB_TXN *txn;                 /* transactional mode: the update's transaction */
+	char zone[DLZ_KEY_MAX];      /* "" until the first write */
+	char live_gen[GEN_MAX + 1];  /* the zone's generation when the update began writing */
+	char gen[GEN_MAX + 1];       /* where it writes: live_gen (transactional) or a copy */
+};
+
 struct bdbhpt_conn {
 	struct dlz_bdb_conn bdb; /* first: the connection is freed through it */
 	struct bdbhpt_env *env;
@@ -145,6 +158,12 @@ struct bdbhpt_conn {
 	DB *data_db;
 	DB *xfr_db;
 	DB *client_db;
+	/* Handles that may write (opened at the connection's first update), and the update. */
+	DB *zone_w;
+	DB *data_w;
+	DB *xfr_w;
+	DB *retired_w;
+	struct bdbhpt_update upd;
 };
 
 /* ---- keys and gets ---------------------------------------------------------------------- */
@@ -471,6 +490,11 @@ bdbhpt_init(const struct dlz_args *args, void **state) {
 			mode_name);
 		return DLZ_ERROR;
 	}
+	if (!mode->shared && dlz_arg_str(args, "update_zones", NULL) != NULL) {
+		dlz_log(ISC_LOG_ERROR, "mode=private takes no updates (update_zones): its "
+				       "environment has no locking; use transactional or concurrent");
+		return DLZ_ERROR;
+	}
 	real = realpath(home, NULL);
 	if (real == NULL) {
 		dlz_log(ISC_LOG_ERROR, "env=%s: %s", home, strerror(errno));
@@ -521,6 +545,13 @@ bdbhpt_close_db(DB **db) {
 
 static void
 bdbhpt_conn_free(struct bdbhpt_conn *c) {
+	if (c->upd.txn != NULL) {
+		c->upd.txn->abort(c->upd.txn);
+	}
+	bdbhpt_close_db(&c->zone_w);
+	bdbhpt_close_db(&c->data_w);
+	bdbhpt_close_db(&c->xfr_w);
+	bdbhpt_close_db(&c->retired_w);
 	bdbhpt_close_db(&c->zone_db);
 	bdbhpt_close_db(&c->data_db);
 	bdbhpt_close_db(&c->xfr_db);
@@ -619,10 +650,662 @@ bdbhpt_probe_zone(void *ctx, unsigned i) {
 	return bdbhpt_zone_generation(r->c, r->req->names[i], r->gen);
 }
 
+/* ---- writing: RFC 2136 updates through the core -------------------------------------------
+ *
+ * One update message is one Berkeley DB unit of work on the connection the core holds for it,
+ * in the loader's layout (schemas/bdb.md), so loaders/bdbhpt.py reads it back as it wrote it:
+ * an add appends a record line to the node "<gen> <owner>" (an ENT marker is an empty node), a
+ * delete removes its line (the node goes when its last line does), and a node that appears
+ * or goes is added to or removed from the generation's sorted owner list in dns_xfr.
+ *
+ *  - transactional: in place, in the zone's live generation, inside one DB_TXN begun at
+ *    begin(): every read of the update (the core's lookups, below()) is made in it too, so
+ *    the update sees its own writes, holds what it read until commit, and readers of other
+ *    threads see all of it at commit or none of it. dns_zone is read with DB_RMW, so a loader
+ *    replacing the zone meanwhile waits for the update (or deadlocks and one of them fails).
+ *    A failure aborts the transaction: nothing was written.
+ *  - concurrent (CDB): no transactions and no rollback, and readers are not kept out between
+ *    two puts. So the first write copies the zone's live generation into a new one (owner list
+ *    first, as the loader writes, then the nodes), the update edits the copy, which nobody
+ *    reads, and commit switches dns_zone to it with one put under a DB_WRITECURSOR (CDB's one
+ *    writer: a loader's put waits) after checking that nobody replaced the zone meanwhile,
+ *    then retires the old generation in dns_retired as the loader does; generations retired
+ *    10 s ago or more are purged at commit (a few per commit), as the loader's next load
+ *    would. A failed or rolled-back update retires its copy instead.
+ *    The cost is a copy of the zone per update message: fine for the zones updates are for,
+ *    not for a 30,000-record zone (use transactional mode there).
+ *  - private: no locking at all (named and a writer would corrupt each other's view), so
+ *    updates are refused: at start-up when update_zones is given, and by begin().
+ */
+
+static bool
+bdbhpt_transactional(const struct bdbhpt_conn *c) {
+	return (c->env->mode->env_flags & DB_INIT_TXN) != 0;
+}
+
+static int
+bdbhpt_upd_failed(struct bdbhpt_conn *c, const char *what, int rc) {
+	bdbhpt_env_failed(c->env, rc);
+	dlz_log(ISC_LOG_ERROR, "update of zone %s: %s: %s", c->upd.zone[0] ? c->upd.zone : "?",
+		what, rc == ENOMEM ? "out of memory" : db_strerror(rc));
+	return DLZ_ERROR;
+}
+
+static DBT
+bdbhpt_dbt(const char *data, size_t len) {
+	DBT d;
+
+	memset(&d, 0, sizeof(d));
+	d.data = (void *)data;
+	d.size = (uint32_t)len;
+	return d;
+}
+
+/* The value of c->bdb.key in db within the update (its transaction; DB_RMW in flags locks it
+ * for the write that follows) into b, NUL-terminated. 0, DB_NOTFOUND, ENOMEM or the error. */
+static int
+bdbhpt_upd_get(struct bdbhpt_conn *c, DB *db, struct dlz_bdb_buf *b, size_t *len,
+	       uint32_t flags) {
+	DBT key = bdbhpt_dbt(c->bdb.key, c->bdb.key_len), value;
+	int rc;
+
+	for (;;) {
+		dlz_bdb_dbt_user(&value, b);
+		rc = db->get(db, c->upd.txn, &key, &value, c->upd.txn != NULL ? flags : 0);
+		if (rc != DB_BUFFER_SMALL) {
+			break;
+		}
+		if (!dlz_bdb_buf_reserve(b, (size_t)value.size + 1)) {
+			return ENOMEM;
+		}
+	}
+	if (rc == 0) {
+		b->data[value.size] = '\0';
+		*len = value.size;
+	}
+	return rc;
+}
+
+static int
+bdbhpt_upd_put(struct bdbhpt_conn *c, DB *db, const char *value, size_t len) {
+	DBT key = bdbhpt_dbt(c->bdb.key, c->bdb.key_len), data = bdbhpt_dbt(value, len);
+
+	return db->put(db, c->upd.txn, &key, &data, 0);
+}
+
+static int
+bdbhpt_upd_delete(struct bdbhpt_conn *c, DB *db) {
+	DBT key = bdbhpt_dbt(c->bdb.key, c->bdb.key_len);
+	int rc = db->del(db, c->upd.txn, &key, 0);
+
+	return rc == DB_NOTFOUND ? 0 : rc;
+}
+
+/* A handle of database name that may write: in transactional mode every write without an
+ * explicit transaction would be its own (DB_AUTO_COMMIT); the update always passes one. */
+static int
+bdbhpt_open_writer(struct bdbhpt_conn *c, const char *name, DB **db) {
+	uint32_t flags = DB_THREAD | (bdbhpt_transactional(c) ? DB_AUTO_COMMIT : 0);
+	int rc;
+
+	if (*db != NULL) {
+		return DLZ_OK;
+	}
+	rc = db_create(db, c->env->handle, 0);
+	if (rc == 0) {
+		rc = (*db)->open(*db, NULL, DATA_FILE, name, DB_UNKNOWN, flags, 0);
+	}
+	if (rc != 0) {
+		bdbhpt_close_db(db);
+		return bdbhpt_upd_failed(c, "opening a database for writing", rc);
+	}
+	return DLZ_OK;
+}
+
+static void
+bdbhpt_upd_end(struct bdbhpt_conn *c) {
+	c->upd.active = false;
+	c->upd.txn = NULL;
+	c->upd.zone[0] = c->upd.gen[0] = c->upd.live_gen[0] = '\0';
+}
+
+static int
+bdbhpt_begin(void *conn) {
+	struct bdbhpt_conn *c = conn;
+	int rc;
+
+	if (!c->env->mode->shared) {
+		dlz_log(ISC_LOG_ERROR, "mode=private takes no updates: its environment has no "
+				       "locking (use mode=transactional or concurrent)");
+		return DLZ_ERROR;
+	}
+	if (c->upd.txn != NULL) {
+		c->upd.txn->abort(c->upd.txn);
+	}
+	bdbhpt_upd_end(c);
+	if (bdbhpt_open_writer(c, "dns_zone", &c->zone_w) != DLZ_OK ||
+	    bdbhpt_open_writer(c, "dns_data", &c->data_w) != DLZ_OK ||
+	    bdbhpt_open_writer(c, "dns_xfr", &c->xfr_w) != DLZ_OK ||
+	    bdbhpt_open_writer(c, "dns_retired", &c->retired_w) != DLZ_OK) {
+		return DLZ_ERROR;
+	}
+	if (bdbhpt_transactional(c) &&
+	    (rc = c->env->handle->txn_begin(c->env->handle, NULL, &c->upd.txn, 0)) != 0) {
+		c->upd.txn = NULL;
+		return bdbhpt_upd_failed(c, "txn_begin", rc);
+	}
+	c->upd.active = true;
+	return DLZ_OK;
+}
+
+/* The generation id in c->bdb.value (len bytes) into gen, if it is one. */
+static bool
+bdbhpt_take_gen(struct bdbhpt_conn *c, size_t len, char gen[GEN_MAX + 1]) {
+	if (len == 0 || len > GEN_MAX || memchr(c->bdb.value.data, ' ', len) != NULL) {
+		return false;
+	}
+	memcpy(gen, c->bdb.value.data, len + 1);
+	return true;
+}
+
+/* A fresh generation id: 16 lowercase hex digits, as the loader makes them. */
+static bool
+bdbhpt_new_gen(char gen[GEN_MAX + 1]) {
+	unsigned char bytes[8];
+
+	if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes)) {
+		return false;
+	}
+	for (size_t i = 0; i < sizeof(bytes); i++) {
+		snprintf(gen + 2 * i, 3, "%02x", bytes[i]);
+	}
+	return true;
+}
+
+/* Concurrent mode: the live generation's owner list and nodes copied under c->upd.gen. */
+static int
+bdbhpt_copy_generation(struct bdbhpt_conn *c) {
+	const char *live = c->upd.live_gen, *gen = c->upd.gen;
+	size_t list_len, len;
+	char *pos, *end, *owner;
+	int rc;
+
+	if (!bdbhpt_new_gen(c->upd.gen)) {
+		return bdbhpt_upd_failed(c, "a new generation id", errno);
+	}
+	bdbhpt_make_key(c, live, strlen(live), NULL, 0);
+	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &list_len, 0)) != 0) {
+		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	/* The list first: a copy that fails half-way can be found and purged, as the loader's. */
+	bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
+	if ((rc = bdbhpt_upd_put(c, c->xfr_w, c->bdb.list.data, list_len)) != 0) {
+		return bdbhpt_upd_failed(c, "writing the copy's owner list", rc);
+	}
+	pos = c->bdb.list.data;
+	end = pos + list_len;
+	while ((owner = dlz_next_line(&pos, end)) != NULL) {
+		bdbhpt_make_key(c, live, strlen(live), owner, strlen(owner));
+		if ((rc = bdbhpt_upd_get(c, c->data_w, &c->bdb.value, &len, 0)) != 0) {
+			return bdbhpt_upd_failed(c, "reading a node to copy", rc);
+		}
+		bdbhpt_make_key(c, gen, strlen(gen), owner, strlen(owner));
+		if ((rc = bdbhpt_upd_put(c, c->data_w, c->bdb.value.data, len)) != 0) {
+			return bdbhpt_upd_failed(c, "writing a node of the copy", rc);
+		}
+	}
+	return DLZ_OK;
+}
+
+/* The update's zone: at its first write (or below()) zone becomes it, with the generation its
+ * writes go to. An update message writes one zone. */
+static int
+bdbhpt_upd_zone(struct bdbhpt_conn *c, const char *zone) {
+	size_t len;
+	int rc;
+
+	if (!c->upd.active) {
+		dlz_log(ISC_LOG_ERROR, "a write to %s outside an update", zone);
+		return DLZ_ERROR;
+	}
+	if (c->upd.zone[0] != '\0') {
+		if (strcmp(c->upd.zone, zone) == 0) {
+			return DLZ_OK;
+		}
+		dlz_log(ISC_LOG_ERROR, "one update writes to %s and %s", c->upd.zone, zone);
+		return DLZ_ERROR;
+	}
+	if (!bdbhpt_make_key(c, zone, strlen(zone), NULL, 0) || strlen(zone) >= DLZ_KEY_MAX) {
+		return DLZ_ERROR;
+	}
+	rc = bdbhpt_upd_get(c, c->zone_w, &c->bdb.value, &len, DB_RMW);
+	if (rc != 0) {
+		return bdbhpt_upd_failed(c, rc == DB_NOTFOUND ? "no such zone" : "reading the zone", rc);
+	}
+	if (!bdbhpt_take_gen(c, len, c->upd.live_gen)) {
+		dlz_log(ISC_LOG_ERROR, "zone %s has a malformed generation id", zone);
+		return DLZ_BAD_DATA;
+	}
+	strcpy(c->upd.zone, zone);
+	if (bdbhpt_transactional(c)) {
+		strcpy(c->upd.gen, c->upd.live_gen);
+		return DLZ_OK;
+	}
+	return bdbhpt_copy_generation(c);
+}
+
+/* c->bdb.value = the node of owner in the update's generation; *exists, its length *len. */
+static int
+bdbhpt_upd_node(struct bdbhpt_conn *c, const char *owner, bool *exists, size_t *len) {
+	int rc;
+
+	if (!bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), owner, strlen(owner))) {
+		return DLZ_ERROR;
+	}
+	rc = bdbhpt_upd_get(c, c->data_w, &c->bdb.value, len, DB_RMW);
+	*exists = rc == 0;
+	if (rc == DB_NOTFOUND) {
+		*len = 0;
+		return DLZ_OK;
+	}
+	return rc == 0 ? DLZ_OK : bdbhpt_upd_failed(c, "reading a node", rc);
+}
+
+/* Length of the line at pos (up to LF or end). */
+static size_t
+bdbhpt_line_len(const char *pos, const char *end) {
+	const char *lf = memchr(pos, '\n', (size_t)(end - pos));
+
+	return lf != NULL ? (size_t)(lf - pos) : (size_t)(end - pos);
+}
+
+/* owner put into (present) or taken out of the generation's sorted owner list. */
+static int
+bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
+	size_t len, owner_len = strlen(owner), out_len = 0;
+	const char *pos, *end;
+	bool placed = false;
+	char *out;
+	int rc;
+
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
+	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
+		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	out = malloc(len + owner_len + 2);
+	if (out == NULL) {
+		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
+	}
+	for (pos = c->bdb.list.data, end = pos + len; pos < end;) {
+		size_t line_len = bdbhpt_line_len(pos, end);
+		int cmp = strncmp(pos, owner, line_len);
+
+		cmp = cmp != 0 ? cmp : line_len == owner_len ? 0 : line_len < owner_len ? -1 : 1;
+		if (present && !placed && cmp >= 0) {
+			memcpy(out + out_len, owner, owner_len);
+			out_len += owner_len;
+			out[out_len++] = '\n';
+			placed = true;
+		}
+		if (cmp != 0) {
+			memcpy(out + out_len, pos, line_len);
+			out_len += line_len;
+			out[out_len++] = '\n';
+		}
+		pos += line_len + 1;
+	}
+	if (present && !placed) {
+		memcpy(out + out_len, owner, owner_len);
+		out_len += owner_len;
+		out[out_len++] = '\n';
+	}
+	rc = bdbhpt_upd_put(c, c->xfr_w, out, out_len);
+	free(out);
+	return rc == 0 ? DLZ_OK : bdbhpt_upd_failed(c, "writing the owner list", rc);
+}
+
+/* The node of owner written anew (value, len bytes) or, when gone, deleted; the owner list
+ * follows a node that appears or goes. */
+static int
+bdbhpt_upd_write_node(struct bdbhpt_conn *c, const char *owner, bool existed, bool gone,
+		      const char *value, size_t len) {
+	int rc;
+
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), owner, strlen(owner));
+	rc = gone ? bdbhpt_upd_delete(c, c->data_w) : bdbhpt_upd_put(c, c->data_w, value, len);
+	if (rc != 0) {
+		return bdbhpt_upd_failed(c, gone ? "deleting a node" : "writing a node", rc);
+	}
+	return existed == !gone ? DLZ_OK : bdbhpt_upd_list(c, owner, !gone);
+}
+
+static int
+bdbhpt_add(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
+	   const char *rdata) {
+	struct bdbhpt_conn *c = conn;
+	size_t len, line_max;
+	bool exists;
+	char *value;
+	int rc;
+
+	if ((rc = bdbhpt_upd_zone(c, zone)) != DLZ_OK ||
+	    (rc = bdbhpt_upd_node(c, owner, &exists, &len)) != DLZ_OK) {
+		return rc;
+	}
+	if (strcmp(type, DLZ_ENT_TYPE) == 0) {
+		/* A marker is an empty node; a node with records exists already. */
+		return exists ? DLZ_OK : bdbhpt_upd_write_node(c, owner, false, false, "", 0);
+	}
+	line_max = strlen(type) + strlen(rdata) + 16;
+	value = malloc(len + line_max);
+	if (value == NULL) {
+		return bdbhpt_upd_failed(c, "a node", ENOMEM);
+	}
+	memcpy(value, c->bdb.value.data, len);
+	len += (size_t)snprintf(value + len, line_max, "%s %u %s\n", type, ttl, rdata);
+	rc = bdbhpt_upd_write_node(c, owner, exists, false, value, len);
+	free(value);
+	return rc;
+}
+
+static int
+bdbhpt_del(void *conn, const char *zone, const char *owner, const char *type,
+	   const char *rdata) {
+	struct bdbhpt_conn *c = conn;
+	size_t len, out_len = 0, type_len = strlen(type), rdata_len = strlen(rdata);
+	const char *pos, *end;
+	bool exists, removed = false;
+	char *out;
+	int rc;
+
+	if ((rc = bdbhpt_upd_zone(c, zone)) != DLZ_OK ||
+	    (rc = bdbhpt_upd_node(c, owner, &exists, &len)) != DLZ_OK || !exists) {
+		return rc;
+	}
+	if (strcmp(type, DLZ_ENT_TYPE) == 0) {
+		return len == 0 ? bdbhpt_upd_write_node(c, owner, true, true, NULL, 0) : DLZ_OK;
+	}
+	out = malloc(len + 1);
+	if (out == NULL) {
+		return bdbhpt_upd_failed(c, "a node", ENOMEM);
+	}
+	for (pos = c->bdb.value.data, end = pos + len; pos < end;) {
+		size_t line_len = bdbhpt_line_len(pos, end);
+		struct dlz_record_line r;
+
+		if (!dlz_record_split(pos, line_len, &r)) {
+			dlz_log(ISC_LOG_ERROR, "malformed record line in node %s of zone %s", owner,
+				zone);
+			free(out);
+			return DLZ_BAD_DATA;
+		}
+		if (r.type_len == type_len && memcmp(r.type, type, type_len) == 0 &&
+		    r.rdata_len == rdata_len && memcmp(r.rdata, rdata, rdata_len) == 0) {
+			removed = true;
+		} else {
+			memcpy(out + out_len, pos, line_len);
+			out_len += line_len;
+			out[out_len++] = '\n';
+		}
+		pos += line_len + 1;
+	}
+	rc = removed ? bdbhpt_upd_write_node(c, owner, true, out_len == 0, out, out_len) : DLZ_OK;
+	free(out);
+	return rc;
+}
+
+static int
+bdbhpt_below(void *conn, const char *zone, const char *owner) {
+	struct bdbhpt_conn *c = conn;
+	size_t len;
+	char *pos, *end, *line;
+	int rc;
+
+	if ((rc = bdbhpt_upd_zone(c, zone)) != DLZ_OK) {
+		return rc;
+	}
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
+	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, 0)) != 0) {
+		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	pos = c->bdb.list.data;
+	end = pos + len;
+	while ((line = dlz_next_line(&pos, end)) != NULL) {
+		if (strcmp(line, owner) != 0 && dlz_key_in_zone(line, owner)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* dns_retired[gen] = when (the loader's bookkeeping: its purge deletes gen's rows). */
+static int
+bdbhpt_retire(struct bdbhpt_conn *c, const char *gen, bool now) {
+	struct timespec ts;
+	char when[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(when, sizeof(when), "%lld.%03ld", now ? (long long)ts.tv_sec : 0LL,
+		 now ? ts.tv_nsec / 1000000 : 0L);
+	bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
+	return bdbhpt_upd_put(c, c->retired_w, when, strlen(when));
+}
+
+/*
+ * Concurrent mode: generations retired at least RETIRE_GRACE_S ago deleted (their nodes, owner
+ * list and dns_retired entry), at most PURGE_PER_COMMIT per commit: what the loader's purge
+ * does at its next load (loaders/bdbhpt.py), done here too, since every update retires a
+ * whole generation and a store that takes updates between loads would otherwise grow by a
+ * zone per update. The grace is the loader's: a lookup that read the old generation's id a
+ * moment before the switch still finds its nodes. The cursor is closed before the first
+ * delete (in CDB a thread holding a read cursor must not write).
+ */
+#define RETIRE_GRACE_S 10
+#define PURGE_PER_COMMIT 4
+
+static unsigned
+bdbhpt_expired_generations(struct bdbhpt_conn *c, char gens[PURGE_PER_COMMIT][GEN_MAX + 1]) {
+	struct timespec now;
+	DBC *cursor = NULL;
+	DBT key, value;
+	unsigned n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (c->retired_w->cursor(c->retired_w, NULL, &cursor, 0) != 0) {
+		return 0;
+	}
+	memset(&key, 0, sizeof(key));
+	memset(&value, 0, sizeof(value));
+	key.flags = value.flags = DB_DBT_REALLOC; /* a DB_THREAD handle returns no pointers in */
+	while (n < PURGE_PER_COMMIT && cursor->get(cursor, &key, &value, DB_NEXT) == 0) {
+		char when[32];
+		size_t len = value.size < sizeof(when) - 1 ? value.size : sizeof(when) - 1;
+
+		memcpy(when, value.data, len);
+		when[len] = '\0';
+		if (key.size == 0 || key.size > GEN_MAX ||
+		    strtod(when, NULL) > (double)(now.tv_sec - RETIRE_GRACE_S)) {
+			continue;
+		}
+		memcpy(gens[n], key.data, key.size);
+		gens[n++][key.size] = '\0';
+	}
+	cursor->close(cursor);
+	free(key.data);
+	free(value.data);
+	return n;
+}
+
+/* One retired generation's rows deleted, its owner list last but for its dns_retired entry,
+ * so that a purge cut short is finished by the next. */
+static int
+bdbhpt_purge_generation(struct bdbhpt_conn *c, const char *gen) {
+	size_t len;
+	char *pos, *end, *owner;
+	int rc;
+
+	bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
+	rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, 0);
+	if (rc == 0) {
+		pos = c->bdb.list.data;
+		end = pos + len;
+		while ((owner = dlz_next_line(&pos, end)) != NULL) {
+			bdbhpt_make_key(c, gen, strlen(gen), owner, strlen(owner));
+			if ((rc = bdbhpt_upd_delete(c, c->data_w)) != 0) {
+				return rc;
+			}
+		}
+		bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
+		rc = bdbhpt_upd_delete(c, c->xfr_w);
+	} else if (rc == DB_NOTFOUND) {
+		rc = 0;
+	}
+	return rc != 0 ? rc : bdbhpt_upd_delete(c, c->retired_w);
+}
+
+static void
+bdbhpt_purge_retired(struct bdbhpt_conn *c) {
+	char gens[PURGE_PER_COMMIT][GEN_MAX + 1];
+	unsigned n = bdbhpt_expired_generations(c, gens);
+
+	for (unsigned i = 0; i < n; i++) {
+		int rc = bdbhpt_purge_generation(c, gens[i]);
+		if (rc != 0) {
+			dlz_log_error_limited("purging generation %s: %s", gens[i], db_strerror(rc));
+			return;
+		}
+	}
+}
+
+/* Concurrent mode: dns_zone switched from the live generation to the copy, under CDB's write
+ * cursor so that no other writer (a loader) puts between the check and the switch. */
+static int
+bdbhpt_switch_generation(struct bdbhpt_conn *c) {
+	DBT key = bdbhpt_dbt(c->upd.zone, strlen(c->upd.zone)), value;
+	DBC *cursor = NULL;
+	int rc;
+
+	rc = c->zone_w->cursor(c->zone_w, NULL, &cursor, DB_WRITECURSOR);
+	if (rc == 0) {
+		dlz_bdb_dbt_user(&value, &c->bdb.value);
+		rc = cursor->get(cursor, &key, &value, DB_SET);
+	}
+	if (rc == 0 && (value.size != strlen(c->upd.live_gen) ||
+			memcmp(value.data, c->upd.live_gen, value.size) != 0)) {
+		dlz_log(ISC_LOG_ERROR, "zone %s was replaced during the update: not applied",
+			c->upd.zone);
+		rc = DB_KEYEXIST;
+	} else if (rc == 0) {
+		value = bdbhpt_dbt(c->upd.gen, strlen(c->upd.gen));
+		rc = cursor->put(cursor, &key, &value, DB_CURRENT);
+	}
+	if (cursor != NULL) {
+		int closed = cursor->close(cursor);
+		rc = rc != 0 ? rc : closed;
+	}
+	return rc;
+}
+
+static int
+bdbhpt_commit(void *conn) {
+	struct bdbhpt_conn *c = conn;
+	int rc = 0;
+
+	if (!c->upd.active) {
+		return DLZ_ERROR;
+	}
+	if (c->upd.txn != NULL) {
+		rc = c->upd.txn->commit(c->upd.txn, 0);
+		c->upd.txn = NULL; /* a failed commit aborted it: the handle is gone either way */
+	} else if (c->upd.gen[0] != '\0') {
+		rc = bdbhpt_switch_generation(c);
+		if (rc == 0) {
+			rc = bdbhpt_retire(c, c->upd.live_gen, true);
+		} else {
+			bdbhpt_retire(c, c->upd.gen, false);
+		}
+		bdbhpt_purge_retired(c); /* its failures are logged: the update is in */
+	}
+	if (rc != 0) {
+		bdbhpt_upd_failed(c, "commit", rc);
+	}
+	bdbhpt_upd_end(c);
+	return rc == 0 ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+bdbhpt_rollback(void *conn) {
+	struct bdbhpt_conn *c = conn;
+	int rc = 0;
+
+	if (c->upd.txn != NULL) {
+		rc = c->upd.txn->abort(c->upd.txn);
+	} else if (c->upd.active && c->upd.gen[0] != '\0') {
+		rc = bdbhpt_retire(c, c->upd.gen, false); /* the copy: purged by the next load */
+	}
+	bdbhpt_upd_end(c);
+	return rc == 0 ? DLZ_OK : DLZ_ERROR;
+}
+
+/* ---- reads inside an update: its transaction, its copy ------------------------------------ */
+
+/* dlz_zone_probe in an update: names[i]'s generation as the update sees it. */
+static int
+bdbhpt_upd_probe_zone(void *ctx, unsigned i) {
+	struct bdbhpt_owner_read *r = ctx;
+	struct bdbhpt_conn *c = r->c;
+	const char *name = r->req->names[i];
+	size_t len;
+	int rc;
+
+	if (c->upd.gen[0] != '\0' && strcmp(name, c->upd.zone) == 0) {
+		strcpy(r->gen, c->upd.gen);
+		return 1;
+	}
+	if (!bdbhpt_make_key(c, name, strlen(name), NULL, 0)) {
+		return 0;
+	}
+	rc = bdbhpt_upd_get(c, c->zone_w, &c->bdb.value, &len, 0);
+	if (rc == DB_NOTFOUND) {
+		return 0;
+	}
+	if (rc != 0) {
+		return bdbhpt_upd_failed(c, "reading a zone", rc);
+	}
+	return bdbhpt_take_gen(c, len, r->gen) ? 1 : DLZ_BAD_DATA;
+}
+
+/* dlz_owner_reader in an update. */
+static int
+bdbhpt_upd_fetch_owner(void *ctx, const char *owner, bool *found) {
+	struct bdbhpt_owner_read *r = ctx;
+	struct bdbhpt_conn *c = r->c;
+	size_t len;
+	int rc;
+
+	*found = false;
+	if (!bdbhpt_make_key(c, r->gen, strlen(r->gen), owner, strlen(owner))) {
+		return DLZ_OK;
+	}
+	rc = bdbhpt_upd_get(c, c->data_w, &c->bdb.value, &len, 0);
+	if (rc == DB_NOTFOUND) {
+		return DLZ_OK;
+	}
+	if (rc != 0) {
+		return bdbhpt_upd_failed(c, "reading a node", rc);
+	}
+	*found = true;
+	return dlz_rowset_add_node(r->out, r->zone, owner, c->bdb.value.data, len);
+}
+
 static int
 bdbhpt_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct bdbhpt_owner_read r = { .c = conn, .req = req, .out = out };
 
+	if (r.c->upd.active) {
+		return dlz_fetch_zone_owners(req, out, 0, 0, bdbhpt_upd_probe_zone,
+					     bdbhpt_upd_fetch_owner, &r, &r.zone);
+	}
 	/* Every node is read under the one generation the probe read: the zone as it was then. */
 	return dlz_fetch_zone_owners(req, out, 0, 0, bdbhpt_probe_zone, bdbhpt_fetch_owner, &r,
 				     &r.zone);
@@ -691,4 +1374,10 @@ const struct dlz_backend dlz_backend = {
 	.fetch = bdbhpt_fetch,
 	.allnodes = bdbhpt_allnodes,
 	.allowxfr = bdbhpt_allowxfr,
+	.begin = bdbhpt_begin,
+	.add = bdbhpt_add,
+	.del = bdbhpt_del,
+	.below = bdbhpt_below,
+	.commit = bdbhpt_commit,
+	.rollback = bdbhpt_rollback,
 };

@@ -77,8 +77,9 @@
  */
 #define DEFAULT_DOWN_INTERVAL_MS 1000
 
-static const char *const core_keys[] = { "connections", "memo_ms", "trace", "hint_zones",
-					 "down_interval_ms", NULL };
+static const char *const core_keys[] = { "connections",  "memo_ms",	     "trace",
+					 "hint_zones",	 "down_interval_ms", "update_zones",
+					 "update_key",	 "update_unsigned",  NULL };
 
 /*
  * A name a memo answers for, with its ancestors down to the memo's zone: the query name Q
@@ -97,6 +98,7 @@ struct memo {
 	bool valid;
 	bool failed; /* the fetch failed: lookups of this query fail too (SERVFAIL) */
 	long stamp_ms;
+	unsigned long generation; /* instance.generation before the fetch began */
 	char q[DLZ_KEY_MAX];
 	size_t qlen;
 	unsigned nnames;
@@ -147,6 +149,10 @@ struct instance {
 	bool pool_ready;
 	dns_sdlz_putrr_t *putrr;
 	dns_sdlz_putnamedrr_t *putnamedrr;
+	dns_dlz_writeablezone_t *writeable_zone;
+	struct updates *updates; /* NULL: read-only */
+	/* Committed updates so far: a memo made before the latest commit is stale. */
+	atomic_ulong generation;
 	long memo_ms;
 	long hint_zones;
 	long down_interval_ms;
@@ -160,9 +166,16 @@ struct instance {
 
 /* ---- memo age and per-thread state ------------------------------------------------------ */
 
+/*
+ * A memo serves for memo_ms, and never past a committed update: lookups after the commit
+ * see it. The counter is written once per update and read here with a plain load (relaxed:
+ * the commit happened before named answered the update, and a query that starts after that
+ * answer is ordered after it by the network round trip and named's own locking).
+ */
 static bool
-memo_fresh(const struct instance *inst, const struct memo *m, long now) {
-	return m->valid && now - m->stamp_ms < inst->memo_ms;
+memo_fresh(struct instance *inst, const struct memo *m, long now) {
+	return m->valid && now - m->stamp_ms < inst->memo_ms &&
+	       m->generation == atomic_load_explicit(&inst->generation, memory_order_relaxed);
 }
 
 static struct thread_state *
@@ -517,6 +530,7 @@ memo_fetch_once(struct instance *inst, struct thread_state *ts, struct memo *m,
 	};
 	struct fetch_call call = { .req = &req, .rows = &m->rows };
 
+	m->generation = atomic_load_explicit(&inst->generation, memory_order_relaxed);
 	if (run_on_conn(inst, ts->home, fetch_op, &call, true) != DLZ_OK) {
 		dlz_log_error_limited("fetch for %s failed; answering SERVFAIL", m->q);
 		return false;
@@ -576,7 +590,8 @@ memo_fetch(struct instance *inst, struct thread_state *ts, struct memo *m, int z
  * makes the lookups of the same query fail without asking the backend again.
  */
 static void
-memo_mark_failed(struct memo *m) {
+memo_mark_failed(struct instance *inst, struct memo *m) {
+	m->generation = atomic_load_explicit(&inst->generation, memory_order_relaxed);
 	rowset_reset(&m->rows);
 	m->zone_index = 0;
 	m->findzone_index = -1;
@@ -759,6 +774,7 @@ instance_free(struct instance *inst) {
 	if (inst->state != NULL && dlz_backend.fini != NULL) {
 		dlz_backend.fini(inst->state);
 	}
+	updates_free(inst->updates);
 	free_threads(inst);
 	if (inst->key_ready) {
 		pthread_key_delete(inst->key);
@@ -782,6 +798,8 @@ take_helpers(va_list ap, log_t **log_fn, struct instance *inst) {
 			inst->putrr = (dns_sdlz_putrr_t *)fn;
 		} else if (strcmp(helper, "putnamedrr") == 0) {
 			inst->putnamedrr = (dns_sdlz_putnamedrr_t *)fn;
+		} else if (strcmp(helper, "writeable_zone") == 0) {
+			inst->writeable_zone = (dns_dlz_writeablezone_t *)fn;
 		}
 	}
 }
@@ -797,18 +815,23 @@ instance_configure(struct instance *inst) {
 	    !dlz_arg_long(inst->args, "memo_ms", 100, 0, 60000, &inst->memo_ms) ||
 	    !dlz_arg_long(inst->args, "hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
 			  &inst->hint_zones) ||
-	    !dlz_arg_bool(inst->args, "trace", false, &inst->trace)) {
+	    !dlz_arg_bool(inst->args, "trace", false, &inst->trace) ||
+	    !updates_create(inst->args, &dlz_backend, &inst->updates)) {
 		return false;
 	}
 	if (dlz_backend.init != NULL && dlz_backend.init(inst->args, &inst->state) != DLZ_OK) {
 		return false;
 	}
 	if (!pool_init(&inst->pool, &dlz_backend, inst->state, (unsigned)connections,
-		       inst->down_interval_ms)) {
+		       updates_slots(inst->updates), inst->down_interval_ms)) {
 		dlz_log(ISC_LOG_ERROR, "cannot create %ld connection slots", connections);
 		return false;
 	}
 	inst->pool_ready = true;
+	if (inst->updates != NULL) {
+		updates_attach(inst->updates, &inst->pool, inst->putrr, &inst->generation,
+			       inst->trace);
+	}
 	if (pthread_key_create(&inst->key, NULL) != 0) {
 		return false;
 	}
@@ -839,6 +862,7 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		return ISC_R_NOMEMORY;
 	}
 	pthread_mutex_init(&inst->threads_lock, NULL);
+	atomic_init(&inst->generation, 0);
 	va_start(ap, dbdata);
 	take_helpers(ap, &log_fn, inst);
 	va_end(ap);
@@ -905,7 +929,7 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 		}
 		memo_plan_first_fetch(m, ts);
 		if (!memo_fetch(inst, ts, m, -1)) {
-			memo_mark_failed(m);
+			memo_mark_failed(inst, m);
 			if (inst->trace) {
 				dlz_log(ISC_LOG_INFO, "findzonedb %s -> success (fetch failed)", key);
 			}
@@ -927,7 +951,7 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 
 /* m is fresh and made for the current DNS query. */
 static bool
-memo_current(const struct instance *inst, const struct thread_state *ts, const struct memo *m,
+memo_current(struct instance *inst, const struct thread_state *ts, const struct memo *m,
 	     long now) {
 	return m->query == ts->query && memo_fresh(inst, m, now);
 }
@@ -1012,6 +1036,9 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 	}
 	if (!key_from_bind(zone_key, zone) || !key_absolute(key, zone_key, name)) {
 		return ISC_R_NOTFOUND;
+	}
+	if (inst->updates != NULL && updates_active(inst->updates)) {
+		return updates_lookup(inst->updates, zone_key, key, lookup);
 	}
 	m = find_memo(inst, ts, zone_key, key, &match, &chain, &index);
 	if (m != NULL && m->failed) {
@@ -1160,4 +1187,71 @@ dlz_allowzonexfr(void *dbdata, const char *name, const char *client) {
 			result_text(result));
 	}
 	return result;
+}
+
+/* ---- updates (update.c) --------------------------------------------------------------------- */
+
+isc_result_t
+dlz_configure(dns_view_t *view, dns_dlzdb_t *dlzdb, void *dbdata) {
+	struct instance *inst = dbdata;
+
+	if (inst->updates == NULL) {
+		return ISC_R_SUCCESS; /* read-only: no zone registered */
+	}
+	return updates_configure(inst->updates, inst->writeable_zone, view, dlzdb);
+}
+
+bool
+dlz_ssumatch(const char *signer, const char *name, const char *tcpaddr, const char *type,
+	     const char *key, uint32_t keydatalen, unsigned char *keydata, void *dbdata) {
+	struct instance *inst = dbdata;
+
+	(void)key;
+	(void)keydatalen;
+	(void)keydata;
+	return inst->updates != NULL &&
+	       updates_ssumatch(inst->updates, signer, name, tcpaddr, type);
+}
+
+isc_result_t
+dlz_newversion(const char *zone, void *dbdata, void **versionp) {
+	struct instance *inst = dbdata;
+
+	if (inst->updates == NULL) {
+		return ISC_R_NOTIMPLEMENTED;
+	}
+	return updates_newversion(inst->updates, zone, versionp);
+}
+
+void
+dlz_closeversion(const char *zone, bool commit, void *dbdata, void **versionp) {
+	struct instance *inst = dbdata;
+
+	if (inst->updates != NULL) {
+		updates_closeversion(inst->updates, zone, commit, versionp);
+	}
+}
+
+isc_result_t
+dlz_addrdataset(const char *name, const char *rdatastr, void *dbdata, void *version) {
+	struct instance *inst = dbdata;
+
+	return inst->updates != NULL ? updates_add(inst->updates, name, rdatastr, version)
+				     : ISC_R_NOTIMPLEMENTED;
+}
+
+isc_result_t
+dlz_subrdataset(const char *name, const char *rdatastr, void *dbdata, void *version) {
+	struct instance *inst = dbdata;
+
+	return inst->updates != NULL ? updates_sub(inst->updates, name, rdatastr, version)
+				     : ISC_R_NOTIMPLEMENTED;
+}
+
+isc_result_t
+dlz_delrdataset(const char *name, const char *type, void *dbdata, void *version) {
+	struct instance *inst = dbdata;
+
+	return inst->updates != NULL ? updates_del(inst->updates, name, type, version)
+				     : ISC_R_NOTIMPLEMENTED;
 }

@@ -125,7 +125,8 @@ struct pool_slot {
 struct pool {
 	const struct dlz_backend *backend;
 	void *state;
-	unsigned count;
+	unsigned count;        /* read slots: slots[0..count-1] */
+	unsigned update_count; /* update slots: slots[count..count+update_count-1] */
 	struct pool_slot *slots;
 	long down_ms;           /* how long the pool stays down (down_interval_ms); 0: never */
 	atomic_long down_until; /* 0: up; else the time (dlz_now_ms) the next probe may start */
@@ -133,12 +134,16 @@ struct pool {
 };
 
 bool pool_init(struct pool *pool, const struct dlz_backend *backend, void *state,
-	       unsigned count, long down_ms);
+	       unsigned count, unsigned update_count, long down_ms);
 void pool_destroy(struct pool *pool);
 /* A locked slot with an open connection: the thread's home slot if free, else any free one,
  * else waits for home. NULL at once while the pool is down (unless this thread is the probe),
  * and when no connection could be opened (logged; the pool is then down). */
 struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
+/* A locked update slot with an open connection (see pool.c); NULL when none could be had. */
+struct pool_slot *pool_checkout_update(struct pool *pool, bool wait);
+/* Unlock an update slot; a broken connection is closed (the pool stays up). */
+void pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken);
 /* Unlock; a broken connection is closed and reopened on the next checkout. A broken
  * connection that timed out or had just been opened takes the pool down; a probe that was
  * not broken brings it up. */
@@ -151,5 +156,42 @@ bool emit_rr(dns_sdlz_putrr_t *putrr, dns_sdlzlookup_t *lookup, const struct dlz
 /* One record of a zone transfer, owner given as an absolute key. */
 bool emit_named(dns_sdlz_putnamedrr_t *putnamedrr, dns_sdlzallnodes_t *allnodes,
 		const char *owner, const char *type, uint32_t ttl, const char *rdata);
+
+/* ---- rdtext.c --------------------------------------------------------------------------- */
+
+/* named's rdata text of one record of type in the form the loaders write (malloc'd; NULL when
+ * out of memory). Idempotent: text in that form already comes back unchanged. */
+char *rdata_store_form(const char *type, const char *text);
+
+/* ---- update.c --------------------------------------------------------------------------- */
+
+struct updates;
+
+/* The update arguments (update_zones, update_key, update_unsigned); *out NULL when no zone
+ * takes updates. False (logged) if they are wrong or the backend cannot write. */
+bool updates_create(const struct dlz_args *args, const struct dlz_backend *backend,
+		    struct updates **out);
+void updates_free(struct updates *u);
+/* What the updates need of the instance, once its pool exists. */
+void updates_attach(struct updates *u, struct pool *pool, dns_sdlz_putrr_t *putrr,
+		    atomic_ulong *generation, bool trace);
+/* Update slots the pool needs: 1 when zones take updates, else 0. */
+unsigned updates_slots(const struct updates *u);
+isc_result_t updates_configure(struct updates *u, dns_dlz_writeablezone_t *writeable_zone,
+			       dns_view_t *view, dns_dlzdb_t *dlzdb);
+bool updates_ssumatch(const struct updates *u, const char *signer, const char *name,
+		      const char *tcpaddr, const char *type);
+isc_result_t updates_newversion(struct updates *u, const char *zone, void **versionp);
+void updates_closeversion(struct updates *u, const char *zone, bool commit, void **versionp);
+isc_result_t updates_add(struct updates *u, const char *name, const char *rdatastr,
+			 void *version);
+isc_result_t updates_sub(struct updates *u, const char *name, const char *rdatastr,
+			 void *version);
+isc_result_t updates_del(struct updates *u, const char *name, const char *type, void *version);
+/* Is an update of u open on this thread? Then every lookup is part of it. */
+bool updates_active(const struct updates *u);
+/* A lookup during the update: answered from the transaction, exact names only. */
+isc_result_t updates_lookup(struct updates *u, const char *zone, const char *key,
+			    dns_sdlzlookup_t *lookup);
 
 #endif /* DLZ_CORE_H */

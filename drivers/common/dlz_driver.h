@@ -174,7 +174,77 @@ struct dlz_backend {
 	int (*allnodes)(void *conn, const char *zone, dlz_node_cb *cb, void *ctx);
 	/* DLZ_OK (allowed), DLZ_DENIED, DLZ_NOTFOUND (no such zone), DLZ_ERROR, DLZ_BAD_DATA. */
 	int (*allowxfr)(void *conn, const char *zone, const char *client);
+
+	/*
+	 * Writing: RFC 2136 dynamic updates (see "writing" below). All NULL in a read-only
+	 * store; a store that defines one defines all five. Each returns DLZ_OK or DLZ_ERROR
+	 * (anything else is taken for DLZ_ERROR); below also returns 1 or 0.
+	 *
+	 * begin: start a transaction on conn. Until commit or rollback, every call on conn
+	 *   belongs to it, and fetch on conn sees its own uncommitted adds and deletes.
+	 * add: one row (zone, owner, type, ttl, rdata); an ENT marker row is type
+	 *   DLZ_ENT_TYPE, ttl 0, rdata "".
+	 * del: every row of zone with exactly this owner, type and rdata (any ttl); rdata is
+	 *   text the core read back from this store with fetch, so the match is bytewise. No
+	 *   such row is not an error.
+	 * below: 1 if zone holds any row (ENT markers included) whose owner lies strictly below
+	 *   owner ("x.owner", "y.x.owner", ...), else 0.
+	 * commit / rollback: end the transaction. After a failed commit the transaction is
+	 *   over and nothing of it was written; rollback is also called on a connection whose
+	 *   last call failed, and its own failure only makes the core drop the connection.
+	 */
+	int (*begin)(void *conn);
+	int (*add)(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
+		   const char *rdata);
+	int (*del)(void *conn, const char *zone, const char *owner, const char *type,
+		   const char *rdata);
+	int (*below)(void *conn, const char *zone, const char *owner);
+	int (*commit)(void *conn);
+	int (*rollback)(void *conn);
 };
+
+/*
+ * ---- writing: what the core does with a writable store ----------------------------------
+ *
+ * Which zones take updates: the core argument update_zones=a.example,b.example (keys,
+ * comma-separated; default none, and then the store is read-only as before whatever it
+ * defines). Only those zones are registered with named (dlz_configure calls named's
+ * "writeable_zone" for each), so a store of a million zones costs a million zone objects
+ * only if it asks for them. update_zones with a backend whose write members are NULL is
+ * an error at start-up.
+ *
+ * Who may update: update_key=NAME grants the TSIG key NAME (a `key` statement of
+ * named.conf) every name inside every update zone, as native BIND's
+ * `update-policy { grant NAME zonesub ANY; };`; no signature or any other key is REFUSED.
+ * update_unsigned=yes grants unsigned updates as well (named lets an unsigned update reach
+ * the driver's policy over TCP only: over UDP it answers REFUSED itself).
+ *
+ * One update message is one transaction: dlz_newversion checks a connection out of the
+ * core's pool (a slot kept for updates, so that queries never wait behind an update and an
+ * update never waits behind queries) and calls begin; every add, delete and lookup of that
+ * update runs on it; dlz_closeversion calls commit (or rollback) and checks the connection
+ * in. A failure anywhere (DLZ_ERROR) makes the rest of the update fail, named answers
+ * SERVFAIL and the core rolls back: a bad update changes nothing. Prerequisites (RFC 2136
+ * section 3.2), duplicate records, TTL changes of an RRset, CNAME conflicts and the SOA
+ * serial increment are named's own work (lib/ns/update.c): it reads the zone through
+ * dlz_lookup during the update, and the core answers those lookups from the transaction
+ * (fetch on its connection), never from a memo.
+ *
+ * Record text: the core turns named's rdata text into the form the loaders write
+ * (zonedata.model.from_rdata: dnspython's presentation form, names absolute; named's
+ * hexadecimal fields are written in lower case, DNSKEY-style base64 in chunks of 32), and
+ * owners into keys (zonedata.model.name_key). For a delete it finds the stored row that
+ * means the same record as named's text and passes the stored text to del.
+ *
+ * Empty non-terminals: the core keeps the DLZ_ENT_TYPE marker rows right in the same
+ * transaction. Adding a record at owner O adds a marker for every missing name between O and
+ * its zone and deletes O's own marker; deleting the last record of O adds a marker for O if
+ * below() finds a name below it, else deletes the markers of the ancestors that are left
+ * with nothing below them. The apex is never marked.
+ *
+ * Reads after a commit: every memo made before a commit is stale from the moment the commit
+ * returns, so no lookup after it answers from data older than the update.
+ */
 
 /* Each driver defines exactly this object. */
 extern const struct dlz_backend dlz_backend;

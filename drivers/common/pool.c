@@ -28,33 +28,42 @@ dlz_timed_out(void) {
 
 bool
 pool_init(struct pool *pool, const struct dlz_backend *backend, void *state, unsigned count,
-	  long down_ms) {
+	  unsigned update_count, long down_ms) {
+	unsigned total = count + update_count, made = 0;
+
 	pool->backend = backend;
 	pool->state = state;
-	pool->count = 0;
+	pool->count = count;
+	pool->update_count = update_count;
 	pool->slots = NULL;
 	pool->down_ms = down_ms;
 	atomic_init(&pool->down_until, 0);
 	atomic_init(&pool->probing, false);
-	if (posix_memalign((void **)&pool->slots, 64, count * sizeof(*pool->slots)) != 0) {
+	if (posix_memalign((void **)&pool->slots, 64, total * sizeof(*pool->slots)) != 0) {
+		pool->count = pool->update_count = 0;
 		return false;
 	}
-	for (unsigned i = 0; i < count; i++) {
-		pool->slots[i].conn = NULL;
-		pool->slots[i].fresh = false;
-		pool->slots[i].probe = false;
-		if (pthread_mutex_init(&pool->slots[i].lock, NULL) != 0) {
-			pool_destroy(pool);
-			return false;
+	for (; made < total; made++) {
+		pool->slots[made].conn = NULL;
+		pool->slots[made].fresh = false;
+		pool->slots[made].probe = false;
+		if (pthread_mutex_init(&pool->slots[made].lock, NULL) != 0) {
+			break;
 		}
-		pool->count++;
+	}
+	if (made < total) {
+		/* pool_destroy goes over the slots made so far only. */
+		pool->count = made < count ? made : count;
+		pool->update_count = made - pool->count;
+		pool_destroy(pool);
+		return false;
 	}
 	return true;
 }
 
 void
 pool_destroy(struct pool *pool) {
-	for (unsigned i = 0; i < pool->count; i++) {
+	for (unsigned i = 0; i < pool->count + pool->update_count; i++) {
 		if (pool->slots[i].conn != NULL) {
 			pool->backend->disconnect(pool->state, pool->slots[i].conn);
 		}
@@ -63,6 +72,7 @@ pool_destroy(struct pool *pool) {
 	free(pool->slots);
 	pool->slots = NULL;
 	pool->count = 0;
+	pool->update_count = 0;
 }
 
 /* ---- down and up ------------------------------------------------------------------------ */
@@ -156,13 +166,9 @@ pool_take_slot(struct pool *pool, unsigned home) {
 	return slot;
 }
 
-struct pool_slot *
-pool_checkout(struct pool *pool, unsigned home) {
-	struct pool_slot *slot = pool_take_slot(pool, home);
-
-	if (slot == NULL) {
-		return NULL;
-	}
+/* The connection of a locked slot, opened if it has none; NULL (slot unlocked) if that failed. */
+static struct pool_slot *
+pool_connect_slot(struct pool *pool, struct pool_slot *slot) {
 	pool_timed_out = false;
 	slot->fresh = false;
 	if (slot->conn == NULL) {
@@ -177,6 +183,42 @@ pool_checkout(struct pool *pool, unsigned home) {
 		slot->fresh = true;
 	}
 	return slot;
+}
+
+struct pool_slot *
+pool_checkout(struct pool *pool, unsigned home) {
+	struct pool_slot *slot = pool_take_slot(pool, home);
+
+	return slot != NULL ? pool_connect_slot(pool, slot) : NULL;
+}
+
+/*
+ * An update slot: one that is free, else (wait) the first one once it is. The read slots are
+ * never taken, so an update and the queries never wait for each other. Without wait (a
+ * backend named calls under its own lock) a busy update slot fails at once: waiting there
+ * while another update needs that lock for its next step would never end. While the pool is
+ * down an update fails at once too; it is no probe (queries bring the pool up).
+ */
+struct pool_slot *
+pool_checkout_update(struct pool *pool, bool wait) {
+	struct pool_slot *slot = NULL;
+
+	if (pool->update_count == 0 || pool_is_down(pool)) {
+		return NULL;
+	}
+	for (unsigned i = 0; i < pool->update_count && slot == NULL; i++) {
+		if (pthread_mutex_trylock(&pool->slots[pool->count + i].lock) == 0) {
+			slot = &pool->slots[pool->count + i];
+		}
+	}
+	if (slot == NULL) {
+		if (!wait) {
+			return NULL;
+		}
+		slot = &pool->slots[pool->count];
+		pthread_mutex_lock(&slot->lock);
+	}
+	return pool_connect_slot(pool, slot);
 }
 
 void
@@ -198,5 +240,20 @@ pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken) {
 		atomic_store(&pool->probing, false); /* the retry on a new connection probes */
 	}
 	slot->probe = false;
+	pthread_mutex_unlock(&slot->lock);
+}
+
+/*
+ * An update slot back. A broken connection is closed, but the pool is not taken for down on
+ * an update's account: an update may time out waiting for a row another writer holds (the
+ * session's statement_timeout), which says nothing about the store answering queries, and
+ * the queries find out for themselves when it does not.
+ */
+void
+pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken) {
+	if (broken && slot->conn != NULL) {
+		pool->backend->disconnect(pool->state, slot->conn);
+		slot->conn = NULL;
+	}
 	pthread_mutex_unlock(&slot->lock);
 }

@@ -1,72 +1,24 @@
 /*
  * The in-memory reference driver: the whole data file (schemas/memory.md) is read once at
  * dlz_create into hash tables and never changes, so fetches are a few hash lookups with no
- * locking and rows point straight into the table (no copies).
+ * locking and rows point straight into the table (no copies). Dynamic updates go into an
+ * overlay of changed owners beside it (mem_overlay.c).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/dlz_driver.h"
+#include "memory.h"
 
 #define FILE_MAGIC "#dlzbench-memory 1"
 
-struct mem_acl {
-	const char *client;
-	struct mem_acl *next;
-};
-
-struct mem_rec {
-	const char *owner;
-	const char *type;
-	const char *rdata;
-	uint32_t ttl;
-	struct mem_zone *zone;
-	struct mem_rec *next_of_owner;
-	struct mem_rec *next_in_zone;
-};
-
-struct mem_zone {
-	const char *key;
-	struct mem_rec *first;
-	struct mem_rec *last;
-	struct mem_acl *acl;
-};
-
-struct mem_owner {
-	const char *key;
-	struct mem_rec *first;
-};
-
-/* Open addressing over pointers; keys are compared after the hash. */
-struct mem_hash {
-	void **slots;
-	uint64_t *hashes;
-	size_t mask;
-};
-
-struct mem_table {
-	const char *path;
-	const char *outage_file; /* while it exists, the "database" is down (tests) */
-	char *text;
-	struct mem_zone *zones;
-	size_t nzones;
-	struct mem_owner *owners;
-	size_t nowners;
-	struct mem_rec *recs;
-	size_t nrecs;
-	struct mem_acl *acls;
-	size_t nacls;
-	struct mem_hash zone_index;
-	struct mem_hash owner_index;
-};
-
 /* ---- hashing ---------------------------------------------------------------------------- */
 
-static uint64_t
+uint64_t
 mem_hash_key(const char *key) {
 	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
 
@@ -119,6 +71,11 @@ mem_zone_get(const struct mem_table *t, const char *key) {
 	return mem_hash_get(&t->zone_index, key);
 }
 
+const struct mem_owner *
+mem_owner_lookup(const struct mem_table *t, const char *key, uint64_t hash) {
+	return t->owner_index.slots[mem_hash_slot(&t->owner_index, key, hash)];
+}
+
 /* ---- loading ---------------------------------------------------------------------------- */
 
 static void
@@ -126,6 +83,7 @@ mem_table_free(struct mem_table *t) {
 	if (t == NULL) {
 		return;
 	}
+	mem_overlay_free(&t->overlay);
 	mem_hash_free(&t->zone_index);
 	mem_hash_free(&t->owner_index);
 	free(t->zones);
@@ -323,7 +281,8 @@ mem_table_allocate(struct mem_table *t) {
 	t->recs = calloc(recs + 1, sizeof(*t->recs));
 	t->owners = calloc(recs + 1, sizeof(*t->owners));
 	return t->zones != NULL && t->acls != NULL && t->recs != NULL && t->owners != NULL &&
-	       mem_hash_init(&t->zone_index, zones) && mem_hash_init(&t->owner_index, recs);
+	       mem_hash_init(&t->zone_index, zones) && mem_hash_init(&t->owner_index, recs) &&
+	       mem_overlay_init(&t->overlay);
 }
 
 static bool
@@ -400,6 +359,7 @@ mem_init(const struct dlz_args *args, void **state) {
 		return DLZ_ERROR;
 	}
 	t->outage_file = dlz_arg_str(args, "outage_file", NULL);
+	t->refuse_file = dlz_arg_str(args, "refuse_file", NULL);
 	dlz_log(ISC_LOG_INFO, "loaded %zu zones, %zu rows from %s", t->nzones, t->nrecs, path);
 	*state = t;
 	return DLZ_OK;
@@ -420,33 +380,52 @@ mem_in_outage(const struct mem_table *t) {
 	return t->outage_file != NULL && access(t->outage_file, F_OK) == 0;
 }
 
-/* The table is immutable after load: every "connection" is the table itself. */
+/* A connection: the table, and the update in progress on it (between newversion and
+ * closeversion the core keeps the connection checked out, and reads through it see the
+ * update's own changes). */
+struct mem_conn {
+	struct mem_table *t;
+	struct mem_txn *txn;
+};
+
 static int
 mem_connect(void *state, void **conn) {
-	*conn = state;
-	return mem_in_outage(state) ? DLZ_ERROR : DLZ_OK;
+	struct mem_conn *c;
+
+	if (mem_in_outage(state)) {
+		return DLZ_ERROR;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		return DLZ_ERROR;
+	}
+	c->t = state;
+	*conn = c;
+	return DLZ_OK;
 }
 
 static void
 mem_disconnect(void *state, void *conn) {
+	struct mem_conn *c = conn;
+
 	(void)state;
-	(void)conn;
+	mem_txn_rollback(c->txn);
+	free(c);
 }
 
 /* One fetch: its zone, as mem_probe_zone finds it and mem_add_owner_rows reads it. */
 struct mem_owner_read {
 	const struct mem_table *t;
+	const struct mem_txn *txn;
 	const struct dlz_fetch_req *req;
 	const struct mem_zone *zone;
 	struct dlz_rowset *out;
 };
 
-/* dlz_owner_reader: the rows of owner key in the fetch's zone; *found if it has any. */
-static int
-mem_add_owner_rows(void *ctx, const char *key, bool *found) {
-	const struct mem_owner_read *r = ctx;
-	const struct mem_zone *zone = r->zone;
-	const struct mem_owner *owner = mem_hash_get(&r->t->owner_index, key);
+int
+mem_table_rows(const struct mem_table *t, const struct mem_zone *zone, const char *key,
+	       uint64_t hash, struct dlz_rowset *out, bool *found) {
+	const struct mem_owner *owner = mem_owner_lookup(t, key, hash);
 
 	*found = false;
 	for (const struct mem_rec *rec = owner != NULL ? owner->first : NULL; rec != NULL;
@@ -455,12 +434,29 @@ mem_add_owner_rows(void *ctx, const char *key, bool *found) {
 			continue;
 		}
 		*found = true;
-		if (!dlz_rowset_add_row_ref(r->out, zone->key, rec->owner, rec->type, rec->ttl,
+		if (!dlz_rowset_add_row_ref(out, zone->key, rec->owner, rec->type, rec->ttl,
 					    rec->rdata)) {
 			return DLZ_ERROR;
 		}
 	}
 	return DLZ_OK;
+}
+
+/* dlz_owner_reader: the rows of owner key in the fetch's zone; *found if it has any. */
+static int
+mem_add_owner_rows(void *ctx, const char *key, bool *found) {
+	const struct mem_owner_read *r = ctx;
+
+	return mem_table_rows(r->t, r->zone, key, mem_hash_key(key), r->out, found);
+}
+
+/* dlz_owner_reader once updates have changed owners: the update's, the overlay's or the
+ * table's rows (the overlay's lock held by mem_fetch). */
+static int
+mem_add_changed_owner_rows(void *ctx, const char *key, bool *found) {
+	const struct mem_owner_read *r = ctx;
+
+	return mem_owner_rows(r->t, r->txn, r->zone, key, r->out, found);
 }
 
 /* dlz_zone_probe: is names[i] a zone? Remembers it in the owner_read. */
@@ -474,39 +470,58 @@ mem_probe_zone(void *ctx, unsigned i) {
 
 static int
 mem_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct mem_owner_read r = { .t = conn, .req = req, .out = out };
+	struct mem_conn *c = conn;
+	struct mem_owner_read r = { .t = c->t, .txn = c->txn, .req = req, .out = out };
+	struct mem_overlay *o = &c->t->overlay;
+	int rc;
 
 	if (mem_in_outage(r.t)) {
 		return DLZ_ERROR;
 	}
-	/* The probe leaves the zone in r (a memory probe cannot fail). */
-	return dlz_fetch_zone_owners(req, out, 0, 0, mem_probe_zone, mem_add_owner_rows, &r, NULL);
+	/* The probe leaves the zone in r (a memory probe cannot fail). Until an update has
+	 * committed (and outside one) the table alone answers, with no lock. */
+	if (c->txn == NULL && !mem_overlay_used(o)) {
+		return dlz_fetch_zone_owners(req, out, 0, 0, mem_probe_zone, mem_add_owner_rows, &r,
+					     NULL);
+	}
+	pthread_rwlock_rdlock(&o->lock);
+	rc = dlz_fetch_zone_owners(req, out, 0, 0, mem_probe_zone, mem_add_changed_owner_rows, &r,
+				   NULL);
+	pthread_rwlock_unlock(&o->lock);
+	return rc;
 }
 
 static int
 mem_allnodes(void *conn, const char *zone_key, dlz_node_cb *cb, void *ctx) {
-	const struct mem_zone *zone = mem_zone_get(conn, zone_key);
+	struct mem_table *t = ((struct mem_conn *)conn)->t;
+	const struct mem_zone *zone = mem_zone_get(t, zone_key);
+	int rc = DLZ_OK;
 
-	if (mem_in_outage(conn)) {
+	if (mem_in_outage(t)) {
 		return DLZ_ERROR;
 	}
 	if (zone == NULL) {
 		return DLZ_NOTFOUND;
 	}
-	for (const struct mem_rec *rec = zone->first; rec != NULL; rec = rec->next_in_zone) {
-		int rc = cb(ctx, rec->owner, rec->type, rec->ttl, rec->rdata);
-		if (rc != DLZ_OK) {
-			return rc;
-		}
+	if (mem_overlay_used(&t->overlay)) {
+		pthread_rwlock_rdlock(&t->overlay.lock);
+		rc = mem_overlay_allnodes(t, zone, cb, ctx);
+		pthread_rwlock_unlock(&t->overlay.lock);
+		return rc;
 	}
-	return DLZ_OK;
+	for (const struct mem_rec *rec = zone->first; rc == DLZ_OK && rec != NULL;
+	     rec = rec->next_in_zone) {
+		rc = cb(ctx, rec->owner, rec->type, rec->ttl, rec->rdata);
+	}
+	return rc;
 }
 
 static int
 mem_allowxfr(void *conn, const char *zone_key, const char *client) {
-	const struct mem_zone *zone = mem_zone_get(conn, zone_key);
+	const struct mem_table *t = ((struct mem_conn *)conn)->t;
+	const struct mem_zone *zone = mem_zone_get(t, zone_key);
 
-	if (mem_in_outage(conn)) {
+	if (mem_in_outage(t)) {
 		return DLZ_ERROR;
 	}
 	if (zone == NULL) {
@@ -520,7 +535,122 @@ mem_allowxfr(void *conn, const char *zone_key, const char *client) {
 	return DLZ_DENIED;
 }
 
-static const char *const mem_keys[] = { "file", "outage_file", NULL };
+/* ---- writing: RFC 2136 updates through the core (mem_overlay.c) ------------------------- */
+
+static int
+mem_begin(void *conn) {
+	struct mem_conn *c = conn;
+
+	if (mem_in_outage(c->t)) {
+		return DLZ_ERROR;
+	}
+	mem_txn_rollback(c->txn); /* none is left open by the core; nothing if so */
+	c->txn = mem_txn_begin(c->t);
+	return c->txn != NULL ? DLZ_OK : DLZ_ERROR;
+}
+
+/* The pending node of owner in zone_key for an add or a delete; NULL (logged) when there is
+ * no transaction, no such zone, no memory, or the "database" is down. */
+static struct mem_node *
+mem_update_node(struct mem_conn *c, const char *zone_key, const char *owner) {
+	const struct mem_zone *zone = mem_zone_get(c->t, zone_key);
+	struct mem_node *n;
+
+	if (c->txn == NULL || zone == NULL || mem_in_outage(c->t)) {
+		dlz_log(ISC_LOG_ERROR, "update of %s in %s: %s", owner, zone_key,
+			c->txn == NULL ? "no transaction" : zone == NULL ? "no such zone" : "outage");
+		return NULL;
+	}
+	n = mem_txn_node(c->txn, zone, owner);
+	if (n == NULL) {
+		dlz_log(ISC_LOG_ERROR, "update of %s in %s: out of memory", owner, zone_key);
+	}
+	return n;
+}
+
+/*
+ * Tests of an update that fails half-way need a write the store refuses: with
+ * refuse_file=<path>, while that file exists, an add whose rdata is the file's first line
+ * fails (as a database's constraint or full disk would), after the update's earlier writes.
+ */
+static bool
+mem_refuses(const struct mem_table *t, const char *rdata) {
+	char line[DLZ_KEY_MAX];
+	FILE *f;
+	bool refused = false;
+
+	if (t->refuse_file == NULL || (f = fopen(t->refuse_file, "r")) == NULL) {
+		return false;
+	}
+	if (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		refused = strcmp(line, rdata) == 0;
+	}
+	fclose(f);
+	return refused;
+}
+
+static int
+mem_add(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
+	const char *rdata) {
+	struct mem_conn *c = conn;
+	struct mem_node *n = mem_update_node(c, zone, owner);
+
+	if (n != NULL && mem_refuses(c->t, rdata)) {
+		dlz_log(ISC_LOG_ERROR, "update of %s in %s: refused (refuse_file)", owner, zone);
+		return DLZ_ERROR;
+	}
+	return n != NULL && mem_node_add(n, type, ttl, rdata) ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+mem_del(void *conn, const char *zone, const char *owner, const char *type, const char *rdata) {
+	struct mem_node *n = mem_update_node(conn, zone, owner);
+
+	if (n == NULL) {
+		return DLZ_ERROR;
+	}
+	mem_node_remove(n, type, rdata);
+	return DLZ_OK;
+}
+
+static int
+mem_has_below(void *conn, const char *zone_key, const char *owner) {
+	struct mem_conn *c = conn;
+	const struct mem_zone *zone = mem_zone_get(c->t, zone_key);
+
+	if (c->txn == NULL || zone == NULL || mem_in_outage(c->t)) {
+		return DLZ_ERROR;
+	}
+	return mem_txn_has_descendant(c->txn, zone, owner) ? 1 : 0;
+}
+
+static int
+mem_commit(void *conn) {
+	struct mem_conn *c = conn;
+	struct mem_txn *txn = c->txn;
+
+	c->txn = NULL;
+	if (txn == NULL) {
+		return DLZ_ERROR;
+	}
+	if (mem_in_outage(c->t)) {
+		mem_txn_rollback(txn);
+		return DLZ_ERROR;
+	}
+	return mem_txn_commit(txn) ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+mem_rollback(void *conn) {
+	struct mem_conn *c = conn;
+
+	mem_txn_rollback(c->txn);
+	c->txn = NULL;
+	return DLZ_OK;
+}
+
+static const char *const mem_keys[] = { "file", "outage_file", "refuse_file", NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "memory",
@@ -534,4 +664,10 @@ const struct dlz_backend dlz_backend = {
 	.fetch = mem_fetch,
 	.allnodes = mem_allnodes,
 	.allowxfr = mem_allowxfr,
+	.begin = mem_begin,
+	.add = mem_add,
+	.del = mem_del,
+	.below = mem_has_below,
+	.commit = mem_commit,
+	.rollback = mem_rollback,
 };

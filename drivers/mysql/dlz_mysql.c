@@ -49,6 +49,9 @@
  * takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
  * (about 800 ms in BIND).
  */
+/* Where the writer account's password comes from (see "writing"). */
+#define WRITER_PASSWORD_ENV "DLZ_MYSQL_WRITER_PWD"
+
 #define DEFAULT_CONNECT_TIMEOUT_MS 1000
 #define DEFAULT_QUERY_TIMEOUT_MS 500
 /* The coarse clock's resolution (a few ms) and scheduling, when a read time-out is told from
@@ -111,6 +114,9 @@ struct my_settings {
 	const char *socket;
 	const char *user;
 	const char *password;
+	/* The account updates write as (see "writing"); NULL: the store takes no updates. */
+	const char *writer_user;
+	const char *writer_password;
 	const char *database;
 	unsigned port;
 	unsigned connect_timeout_s;
@@ -130,6 +136,21 @@ struct my_conn {
 	struct my_stmt fetch[NCLASSES];
 	struct my_stmt xfr;
 	struct my_stmt acl;
+	/* Writing (a writer connection's only): its statements, the update's zone. */
+	struct my_stmt zone_id;
+	struct my_stmt insert;
+	struct my_stmt delete;
+	struct my_stmt below;
+	uint32_t int_params[2];
+	MYSQL_BIND id_col;
+	uint32_t id;
+	my_bind_flag id_null;
+	char upd_zone[DLZ_KEY_MAX];
+	uint32_t upd_zone_id;
+	/* A reader connection's writer, opened at its first update and kept; in_update: between
+	 * begin and commit or rollback, when fetch reads through it. */
+	struct my_conn *writer;
+	bool in_update;
 	MYSQL_BIND params[MAX_PARAMS];
 	unsigned long param_lens[MAX_PARAMS];
 	/* Result buffers shared by the fetch and transfer statements. */
@@ -292,6 +313,8 @@ my_init(const struct dlz_args *args, void **state) {
 	s->user = dlz_arg_str(args, "user", NULL);
 	s->password = dlz_arg_str(args, "password", NULL);
 	s->database = dlz_arg_str(args, "database", NULL);
+	s->writer_user = dlz_arg_str(args, "writer_user", NULL);
+	s->writer_password = getenv(WRITER_PASSWORD_ENV);
 	s->port = (unsigned)port;
 	s->connect_timeout_s = my_seconds_of(connect_timeout_ms);
 	s->io_timeout_s = my_seconds_of(query_timeout_ms);
@@ -335,11 +358,18 @@ my_close_stmt(struct my_stmt *st) {
 
 static void
 my_conn_free(struct my_conn *c) {
+	if (c->writer != NULL) {
+		my_conn_free(c->writer); /* closing it ends (rolls back) an open transaction */
+	}
 	for (unsigned i = 0; i < NCLASSES; i++) {
 		my_close_stmt(&c->fetch[i]);
 	}
 	my_close_stmt(&c->xfr);
 	my_close_stmt(&c->acl);
+	my_close_stmt(&c->zone_id);
+	my_close_stmt(&c->insert);
+	my_close_stmt(&c->delete);
+	my_close_stmt(&c->below);
 	if (c->db != NULL) {
 		mysql_close(c->db);
 	}
@@ -385,6 +415,10 @@ my_conn_buffers(struct my_conn *c) {
 	c->acl_col.buffer_type = MYSQL_TYPE_LONG;
 	c->acl_col.buffer = &c->acl_allowed;
 	c->acl_col.is_null = &c->acl_null;
+	c->id_col.buffer_type = MYSQL_TYPE_LONG;
+	c->id_col.is_unsigned = 1;
+	c->id_col.buffer = &c->id;
+	c->id_col.is_null = &c->id_null;
 	c->gen = 1; /* statements start at 0: each binds before its first execution */
 	return true;
 }
@@ -407,13 +441,14 @@ my_set_options(MYSQL *db, const struct my_settings *s) {
 	       mysql_options(db, MYSQL_INIT_COMMAND, s->session_settings) == 0;
 }
 
-static int
-my_connect(void *state, void **out) {
-	const struct my_settings *s = state;
+/* A connection as user (NULL: the client library's default) with password (NULL: MYSQL_PWD
+ * from named's environment). */
+static struct my_conn *
+my_connect_as(const struct my_settings *s, const char *user, const char *password) {
 	struct my_conn *c;
 
 	if (!my_thread_attach()) {
-		return DLZ_ERROR;
+		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL || !my_conn_buffers(c)) {
@@ -426,8 +461,8 @@ my_connect(void *state, void **out) {
 		dlz_log_error_limited("cannot set up a connection handle");
 		goto fail;
 	}
-	if (mysql_real_connect(c->db, s->host, s->user, s->password, s->database, s->port,
-			       s->socket, 0) == NULL) {
+	if (mysql_real_connect(c->db, s->host, user, password, s->database, s->port, s->socket,
+			       0) == NULL) {
 		dlz_log_error_limited("cannot connect to %s: %s",
 				      s->socket != NULL ? s->socket
 				      : s->host != NULL ? s->host
@@ -435,13 +470,20 @@ my_connect(void *state, void **out) {
 				      mysql_error(c->db));
 		goto fail;
 	}
-	*out = c;
-	return DLZ_OK;
+	return c;
 fail:
 	if (c != NULL) {
 		my_conn_free(c);
 	}
-	return DLZ_ERROR;
+	return NULL;
+}
+
+static int
+my_connect(void *state, void **out) {
+	const struct my_settings *s = state;
+
+	*out = my_connect_as(s, s->user, s->password);
+	return *out != NULL ? DLZ_OK : DLZ_ERROR;
 }
 
 static void
@@ -671,7 +713,9 @@ my_smallest_class(const unsigned *classes, unsigned n) {
 
 static int
 my_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	struct my_conn *c = conn;
+	/* In an update its own connection reads, which sees the update's uncommitted rows. */
+	struct my_conn *c = ((struct my_conn *)conn)->in_update ? ((struct my_conn *)conn)->writer
+								 : conn;
 	unsigned cls, k, nowner_places;
 	struct my_stmt *st;
 
@@ -769,11 +813,230 @@ my_allowxfr(void *conn, const char *zone, const char *client) {
 	return verdict;
 }
 
+/* ---- writing: RFC 2136 updates through the core -------------------------------------------
+ *
+ * One update message is one InnoDB transaction (REPEATABLE READ, the server's default) on a
+ * connection of its own: the driver reads as an account that may only read (dlz_reader), so
+ * updates write as another, writer_user=<name>, whose password reaches named in its
+ * environment (DLZ_MYSQL_WRITER_PWD, as the reader's comes in MYSQL_PWD), never in
+ * named.conf. The reader connection the core holds for updates opens it at its first update
+ * and keeps it; between begin and commit every fetch on that connection reads through the
+ * writer, so the update's own lookups (named's prerequisite checks, the SOA serial) see its
+ * uncommitted rows. The zone's row is read LOCK IN SHARE MODE: a loader replacing the zone
+ * (DELETE, cascading to its records) waits for the update to end. A row's `seq` is one more
+ * than the highest of its owner in the zone (schemas/mysql.sql: it only makes the key unique).
+ */
+static const char ZONE_ID_SQL[] = "SELECT id FROM zones WHERE name = ? LOCK IN SHARE MODE";
+static const char INSERT_SQL[] =
+	"INSERT INTO records (zone_id, name, seq, type, ttl, data)"
+	" SELECT ?, ?, COALESCE(MAX(seq) + 1, 0), ?, ?, ? FROM records"
+	" WHERE name = ? AND zone_id = ?";
+static const char DELETE_SQL[] =
+	"DELETE FROM records WHERE name = ? AND zone_id = ? AND type = ? AND data = ?";
+/* Candidates for below(): names of the zone ending in ".<owner>" (an escaped dot, "\\.",
+ * ends no label: the driver checks each with dlz_key_in_zone). Reads records_zone. */
+static const char BELOW_SQL[] =
+	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
+	" WHERE r.zone_id = ? AND RIGHT(r.name, ?) = ? AND r.name <> ?";
+
+static void
+my_set_uint_param(struct my_conn *c, unsigned i, unsigned slot, uint32_t value) {
+	MYSQL_BIND *b = &c->params[i];
+
+	c->int_params[slot] = value;
+	memset(b, 0, sizeof(*b));
+	b->buffer_type = MYSQL_TYPE_LONG;
+	b->is_unsigned = 1;
+	b->buffer = &c->int_params[slot];
+}
+
+/* A statement on the writer's session: START TRANSACTION, COMMIT, ROLLBACK. */
+static int
+my_session(struct my_conn *w, const char *sql) {
+	w->started_ms = dlz_now_ms();
+	if (mysql_query(w->db, sql) != 0) {
+		struct my_stmt none = { 0 };
+		return my_stmt_failed(w, &none, sql);
+	}
+	return DLZ_OK;
+}
+
+static int
+my_begin(void *conn) {
+	struct my_conn *c = conn;
+	const struct my_settings *s = c->settings;
+
+	if (!my_thread_attach()) {
+		return DLZ_ERROR;
+	}
+	if (s->writer_user == NULL) {
+		dlz_log(ISC_LOG_ERROR, "no writer_user: the store takes no updates");
+		return DLZ_ERROR;
+	}
+	/* A kept writer may have been cut since its last update (a server restart, its idle
+	 * time-out): then it is replaced once, as the core replaces a reader. */
+	if (c->writer != NULL && my_session(c->writer, "START TRANSACTION") != DLZ_OK) {
+		my_conn_free(c->writer);
+		c->writer = NULL;
+	} else if (c->writer != NULL) {
+		c->writer->upd_zone[0] = '\0';
+		c->in_update = true;
+		return DLZ_OK;
+	}
+	c->writer = my_connect_as(s, s->writer_user, s->writer_password);
+	if (c->writer == NULL || my_session(c->writer, "START TRANSACTION") != DLZ_OK) {
+		return DLZ_ERROR;
+	}
+	c->in_update = true;
+	return DLZ_OK;
+}
+
+/* The writer of an update in progress, with the id of zone (read once per update). */
+static struct my_conn *
+my_update_writer(struct my_conn *c, const char *zone) {
+	struct my_conn *w = c->writer;
+	int rc, rows = 0;
+
+	if (!my_thread_attach() || !c->in_update || w == NULL) {
+		dlz_log(ISC_LOG_ERROR, "a write to %s outside an update", zone);
+		return NULL;
+	}
+	if (strcmp(w->upd_zone, zone) == 0) {
+		return w;
+	}
+	if (strlen(zone) >= sizeof(w->upd_zone) || !my_stmt_ready(w, &w->zone_id, ZONE_ID_SQL, 1)) {
+		return NULL;
+	}
+	if (w->zone_id.bound_gen == 0) {
+		if (mysql_stmt_bind_result(w->zone_id.handle, &w->id_col) != 0) {
+			my_stmt_failed(w, &w->zone_id, "bind result");
+			return NULL;
+		}
+		w->zone_id.bound_gen = 1; /* its integer column never moves */
+	}
+	my_set_param(w, 0, zone);
+	if (!my_stmt_execute(w, &w->zone_id, "zone id")) {
+		return NULL;
+	}
+	while ((rc = mysql_stmt_fetch(w->zone_id.handle)) == 0) {
+		rows++;
+	}
+	if (rc != MYSQL_NO_DATA) {
+		my_stmt_failed(w, &w->zone_id, "zone id fetch");
+		return NULL;
+	}
+	if (rows != 1 || w->id_null) {
+		dlz_log(ISC_LOG_ERROR, "update: no zone %s in the store", zone);
+		return NULL;
+	}
+	strcpy(w->upd_zone, zone);
+	w->upd_zone_id = w->id;
+	return w;
+}
+
+static int
+my_add(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
+       const char *rdata) {
+	struct my_conn *w = my_update_writer(conn, zone);
+
+	if (w == NULL || !my_stmt_ready(w, &w->insert, INSERT_SQL, 7)) {
+		return DLZ_ERROR;
+	}
+	my_set_uint_param(w, 0, 0, w->upd_zone_id);
+	my_set_param(w, 1, owner);
+	my_set_param(w, 2, type);
+	my_set_uint_param(w, 3, 1, ttl);
+	my_set_param(w, 4, rdata);
+	my_set_param(w, 5, owner);
+	my_set_uint_param(w, 6, 0, w->upd_zone_id);
+	if (!my_stmt_execute(w, &w->insert, "insert")) {
+		return DLZ_ERROR;
+	}
+	if (mysql_stmt_affected_rows(w->insert.handle) != 1) {
+		dlz_log(ISC_LOG_ERROR, "insert of a record of %s stored no row", owner);
+		return DLZ_ERROR;
+	}
+	return DLZ_OK;
+}
+
+static int
+my_del(void *conn, const char *zone, const char *owner, const char *type, const char *rdata) {
+	struct my_conn *w = my_update_writer(conn, zone);
+
+	if (w == NULL || !my_stmt_ready(w, &w->delete, DELETE_SQL, 4)) {
+		return DLZ_ERROR;
+	}
+	my_set_param(w, 0, owner);
+	my_set_uint_param(w, 1, 0, w->upd_zone_id);
+	my_set_param(w, 2, type);
+	my_set_param(w, 3, rdata);
+	return my_stmt_execute(w, &w->delete, "delete") ? DLZ_OK : DLZ_ERROR;
+}
+
+/* my_row_fn for below(): stops the walk (1) at the first name truly below the owner. */
+static int
+my_below_row(struct my_conn *c, void *ctx) {
+	const char *owner = ctx;
+
+	return !c->nulls[COL_OWNER] && dlz_key_in_zone(c->bufs[COL_OWNER], owner) ? 1 : DLZ_OK;
+}
+
+static int
+my_below(void *conn, const char *zone, const char *owner) {
+	struct my_conn *w = my_update_writer(conn, zone);
+	bool root = strcmp(owner, ".") == 0;
+	char suffix[DLZ_KEY_MAX + 2];
+
+	if (w == NULL || !my_stmt_ready(w, &w->below, BELOW_SQL, 4)) {
+		return DLZ_ERROR;
+	}
+	/* Below the root is every other name; below "x" every name ending in ".x". */
+	snprintf(suffix, sizeof(suffix), "%s%s", root ? "" : ".", root ? "" : owner);
+	my_set_uint_param(w, 0, 0, w->upd_zone_id);
+	my_set_uint_param(w, 1, 1, (uint32_t)strlen(suffix));
+	my_set_param(w, 2, suffix);
+	my_set_param(w, 3, owner);
+	if (!my_stmt_bind_result(w, &w->below, &w->cols[COL_OWNER]) ||
+	    !my_stmt_execute(w, &w->below, "below")) {
+		return DLZ_ERROR;
+	}
+	return my_fetch_all(w, &w->below, COL_OWNER, my_below_row, (void *)owner);
+}
+
+/* Ends the update with sql (COMMIT or ROLLBACK). */
+static int
+my_end_update(struct my_conn *c, const char *sql) {
+	bool was = c->in_update;
+
+	c->in_update = false;
+	if (!my_thread_attach() || c->writer == NULL) {
+		return was ? DLZ_ERROR : DLZ_OK;
+	}
+	c->writer->upd_zone[0] = '\0';
+	if (my_session(c->writer, sql) != DLZ_OK) {
+		/* A writer in an unknown state is not reused: the next update connects anew. */
+		my_conn_free(c->writer);
+		c->writer = NULL;
+		return DLZ_ERROR;
+	}
+	return DLZ_OK;
+}
+
+static int
+my_commit(void *conn) {
+	return my_end_update(conn, "COMMIT");
+}
+
+static int
+my_rollback(void *conn) {
+	return my_end_update(conn, "ROLLBACK");
+}
+
 /* ---- the backend ------------------------------------------------------------------------- */
 
 static const char *const my_keys[] = {
 	"host", "port", "socket", "user", "password", "database", "connect_timeout_ms",
-	"query_timeout_ms", NULL,
+	"query_timeout_ms", "writer_user", NULL,
 };
 
 const struct dlz_backend dlz_backend = {
@@ -789,4 +1052,10 @@ const struct dlz_backend dlz_backend = {
 	.fetch = my_fetch,
 	.allnodes = my_allnodes,
 	.allowxfr = my_allowxfr,
+	.begin = my_begin,
+	.add = my_add,
+	.del = my_del,
+	.below = my_below,
+	.commit = my_commit,
+	.rollback = my_rollback,
 };

@@ -37,6 +37,7 @@
 #include "../common/dlz_driver.h"
 
 /* Built-in type OIDs (src/include/catalog/pg_type.dat); fixed in every PostgreSQL release. */
+#define INT4OID 23
 #define TEXTOID 25
 #define TEXTARRAYOID 1009
 
@@ -117,14 +118,54 @@
 /* Does zone $1 exist? Only asked when a transfer found no record at all. */
 #define ZONE_SQL "SELECT 1 FROM zones WHERE name = $1"
 
+/*
+ * Updates (RFC 2136, through the core's update.c), inside one transaction per update message
+ * (BEGIN ... COMMIT or ROLLBACK). Rows are found by zone name through zones_name_key and by
+ * owner through records_name_zone, as the fetch does. Only the writer role may run them
+ * (databases/postgresql.py: INSERT and DELETE on records, nothing else).
+ */
+#define ADD_SQL                                                                \
+	"INSERT INTO records (zone_id, name, type, ttl, data)"                  \
+	" SELECT id, $2, $3, $4, $5 FROM zones WHERE name = $1"
+#define DEL_SQL                                                                      \
+	"DELETE FROM records WHERE zone_id = (SELECT id FROM zones WHERE name = $1)" \
+	" AND name = $2 AND type = $3 AND data = $4"
+/*
+ * Names below owner O in zone $1: each is "<labels>.O", so its reversed key starts with
+ * reverse(O) || '.'; $2 = reverse(O) || '.' and $3 = reverse(O) || '/' ('/' follows '.' in
+ * bytes) bound that prefix as a range on records_rname (reverse(name)): O's subtree, a few
+ * index pages whatever the zone's size. "zone_id + 0" keeps the planner off
+ * records_zone_name, which its generic plan prefers for an average zone of a few rows and
+ * which would read every row of a large one. A key whose label ends in an escaped dot
+ * ("x\.O") falls in the range without being below O: the driver checks each name it gets.
+ */
+#define BELOW_SQL                                                                         \
+	"SELECT name FROM records WHERE zone_id + 0 = (SELECT id FROM zones WHERE name = $1)" \
+	" AND reverse(name) >= $2 COLLATE \"C\" AND reverse(name) < $3 COLLATE \"C\""         \
+	" LIMIT " TEXT_OF(BELOW_LIMIT)
+#define BELOW_LIMIT 64
+
 struct pg_statement {
 	const char *name;
 	const char *sql;
 	int nparams;
-	Oid types[2];
+	Oid types[5];
 };
 
-enum { ST_FETCH, ST_ALLOWXFR, ST_ZONE, ST_BEGIN, ST_DECLARE, ST_FETCH_BATCH, ST_COMMIT, ST_COUNT };
+enum {
+	ST_FETCH,
+	ST_ALLOWXFR,
+	ST_ZONE,
+	ST_BEGIN,
+	ST_DECLARE,
+	ST_FETCH_BATCH,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_ADD,
+	ST_DEL,
+	ST_BELOW,
+	ST_COUNT
+};
 
 static const struct pg_statement pg_statements[ST_COUNT] = {
 	[ST_FETCH] = { "dlz_fetch", FETCH_SQL, 2, { TEXTARRAYOID, TEXTARRAYOID } },
@@ -134,6 +175,10 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 	[ST_DECLARE] = { "dlz_declare", AXFR_DECLARE_SQL, 1, { TEXTOID } },
 	[ST_FETCH_BATCH] = { "dlz_batch", AXFR_FETCH_SQL, 0, { 0 } },
 	[ST_COMMIT] = { "dlz_commit", "COMMIT", 0, { 0 } },
+	[ST_ROLLBACK] = { "dlz_rollback", "ROLLBACK", 0, { 0 } },
+	[ST_ADD] = { "dlz_add", ADD_SQL, 5, { TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID } },
+	[ST_DEL] = { "dlz_del", DEL_SQL, 4, { TEXTOID, TEXTOID, TEXTOID, TEXTOID } },
+	[ST_BELOW] = { "dlz_below", BELOW_SQL, 3, { TEXTOID, TEXTOID, TEXTOID } },
 };
 
 /* ---- state and connections -------------------------------------------------------------- */
@@ -250,7 +295,7 @@ pg_collect_result(PGconn *pg, const char *what, ExecStatusType want, long timeou
 static PGresult *
 pg_run_prepared(struct pg_connection *c, int st, const char *const *values, const int *lengths,
 		ExecStatusType want) {
-	static const int binary[2] = { 1, 1 };
+	static const int binary[5] = { 1, 1, 1, 1, 1 };
 	const struct pg_statement *s = &pg_statements[st];
 
 	if (!PQsendQueryPrepared(c->pg, s->name, s->nparams, values, lengths, binary, 1)) {
@@ -649,6 +694,103 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 	return rc;
 }
 
+/* ---- updates ----------------------------------------------------------------------------- */
+
+static int
+pg_begin(void *conn) {
+	return pg_run_command(conn, ST_BEGIN, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+pg_commit(void *conn) {
+	return pg_run_command(conn, ST_COMMIT, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+}
+
+static int
+pg_rollback(void *conn) {
+	return pg_run_command(conn, ST_ROLLBACK, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+}
+
+/* Parameters in binary: text is its bytes; an int4 its four bytes in network order. */
+static int
+pg_add(void *conn, const char *zone, const char *owner, const char *type, uint32_t ttl,
+       const char *rdata) {
+	char ttl_net[4];
+	const char *values[5] = { zone, owner, type, ttl_net, rdata };
+	int lengths[5] = { (int)strlen(zone), (int)strlen(owner), (int)strlen(type), 4,
+			   (int)strlen(rdata) };
+	PGresult *res;
+	int rc;
+
+	if (ttl > INT32_MAX) {
+		return DLZ_ERROR; /* RFC 2181: a TTL is at most 2^31 - 1; named keeps to it */
+	}
+	pg_put_u32(ttl_net, ttl);
+	res = pg_run_prepared(conn, ST_ADD, values, lengths, PGRES_COMMAND_OK);
+	if (res == NULL) {
+		return DLZ_ERROR;
+	}
+	/* One row, or none when the zone is gone: then the update cannot be made. */
+	rc = strcmp(PQcmdTuples(res), "1") == 0 ? DLZ_OK : DLZ_ERROR;
+	if (rc != DLZ_OK) {
+		dlz_log_error_limited("update: zone %s is not in the store", zone);
+	}
+	PQclear(res);
+	return rc;
+}
+
+static int
+pg_del(void *conn, const char *zone, const char *owner, const char *type, const char *rdata) {
+	const char *values[4] = { zone, owner, type, rdata };
+	int lengths[4] = { (int)strlen(zone), (int)strlen(owner), (int)strlen(type),
+			   (int)strlen(rdata) };
+	PGresult *res = pg_run_prepared(conn, ST_DEL, values, lengths, PGRES_COMMAND_OK);
+
+	PQclear(res);
+	return res != NULL ? DLZ_OK : DLZ_ERROR;
+}
+
+/* text reversed into out (len bytes, then suffix and a NUL). */
+static void
+pg_reversed(const char *text, size_t len, char suffix, char *out) {
+	for (size_t i = 0; i < len; i++) {
+		out[i] = text[len - 1 - i];
+	}
+	out[len] = suffix;
+	out[len + 1] = '\0';
+}
+
+static int
+pg_below(void *conn, const char *zone, const char *owner) {
+	size_t len = strlen(owner);
+	char low[DLZ_KEY_MAX + 2], high[DLZ_KEY_MAX + 2];
+	const char *values[3] = { zone, low, high };
+	int lengths[3] = { (int)strlen(zone), (int)len + 1, (int)len + 1 };
+	PGresult *res;
+	int rc = 0;
+
+	if (len >= DLZ_KEY_MAX) {
+		return DLZ_ERROR;
+	}
+	pg_reversed(owner, len, '.', low);
+	pg_reversed(owner, len, '/', high);
+	res = pg_run_prepared(conn, ST_BELOW, values, lengths, PGRES_TUPLES_OK);
+	if (res == NULL) {
+		return DLZ_ERROR;
+	}
+	for (int i = 0; i < PQntuples(res) && rc == 0; i++) {
+		const char *name = PQgetvalue(res, i, 0);
+		rc = strcmp(name, owner) != 0 && dlz_key_in_zone(name, owner) ? 1 : 0;
+	}
+	/* A full batch of false hits (labels ending in escaped dots) is taken for a name below:
+	 * a marker too many, never a name lost. */
+	if (rc == 0 && PQntuples(res) == BELOW_LIMIT) {
+		rc = 1;
+	}
+	PQclear(res);
+	return rc;
+}
+
 const struct dlz_backend dlz_backend = {
 	.name = "pg",
 	.thread_safe = true,
@@ -660,4 +802,10 @@ const struct dlz_backend dlz_backend = {
 	.fetch = pg_fetch,
 	.allnodes = pg_allnodes,
 	.allowxfr = pg_allowxfr,
+	.begin = pg_begin,
+	.add = pg_add,
+	.del = pg_del,
+	.below = pg_below,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
 };
