@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import ClassVar, Generic, TypeVar
 
 from base.errors import UserError
+from base.updates import UpdateAccess
 from databases.database import Database
 from loaders.writes import StoreWriter
 from zonedata.model import Zone
@@ -81,6 +82,14 @@ class Loader(ABC, Generic[T]):
     def pdns_settings(self, target: T) -> dict[str, str]:
         """PowerDNS's launch= and its backend's settings that reach this store's data."""
         raise UserError(f"the {self.name} store is not read by a PowerDNS backend")
+
+    # Can PowerDNS take RFC 2136 updates into this store (pdns_update_settings)?
+    takes_pdns_updates: ClassVar[bool] = False
+
+    def pdns_update_settings(self, target: T, access: UpdateAccess) -> dict[str, str]:
+        """As pdns_settings, for a PowerDNS that writes updates into the store as `access`
+        allows; writes what the store must hold for that (its TSIG key, zone metadata)."""
+        raise UserError(f"PowerDNS takes no dynamic updates into the {self.name} store")
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

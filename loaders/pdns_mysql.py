@@ -7,12 +7,17 @@ A store of its own for the reasons loaders/pdns_pg.py gives.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Iterable, Iterator
 
 import MySQLdb
 
+from base.errors import UserError
+from base.updates import UpdateAccess
 from databases.mariadb import (
     MariadbDatabase,
+    MysqlServer,
     MysqlTarget,
     driver_endpoint,
     streamed_rows,
@@ -72,6 +77,58 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
                 "gmysql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gmysql-password": target.env.get("MYSQL_PWD", "")}
+
+    takes_pdns_updates = True
+
+    def pdns_update_settings(self, target: MysqlTarget,
+                             access: UpdateAccess) -> dict[str, str]:
+        if not isinstance(target, MysqlServer) or target.db_host is not None:
+            raise UserError("PowerDNS takes updates only into the suite's own MariaDB on "
+                            "this host")
+        key = access.key
+        conn = self.database.connect(target)
+        try:
+            with transaction(conn):
+                cursor = conn.cursor()
+                for statement, params in pdns_rows.update_statements(
+                        key.bare_name, key.algorithm, key.secret, access.open_zones,
+                        access.keyed_zones):
+                    cursor.execute(statement, params)
+        finally:
+            conn.close()
+        # An update is a write: gmysql connects as an account of its own that may change
+        # records, since the reader may only SELECT.
+        return {**self.pdns_settings(target), "gmysql-user": WRITER_USER,
+                "gmysql-password": _writer(target)}
+
+
+# The account an updating PowerDNS connects as: the reader's rights, and what PowerDNS's RFC
+# 2136 path changes (gsqlbackend.cc: records rows inserted, updated and deleted, a deleted
+# RRset's comments deleted); the key and zone metadata stay the loader's.
+WRITER_USER = "pdns_writer"
+_WRITER_GRANTS = ("GRANT SELECT ON `{db}`.* TO {account}",
+                  "GRANT INSERT, UPDATE, DELETE ON `{db}`.`records` TO {account}",
+                  "GRANT DELETE ON `{db}`.`comments` TO {account}")
+
+
+def _writer(target: MysqlServer) -> str:
+    """WRITER_USER made (or renewed), by root over the server's socket (the loaders' account
+    may not make accounts); its password, derived from the loaders' (random per server
+    instance) so that every PowerDNS over this server gets the same one."""
+    password = hmac.new(target.password.encode(), WRITER_USER.encode(),
+                        hashlib.sha256).hexdigest()[:32]
+    conn = target.admin_connection()
+    try:
+        cursor = conn.cursor()
+        for host in ("localhost", "127.0.0.1"):
+            account = f"'{WRITER_USER}'@'{host}'"
+            cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
+            cursor.execute(f"ALTER USER {account} IDENTIFIED BY %s", (password,))
+            for grant in _WRITER_GRANTS:
+                cursor.execute(grant.format(db=target.database, account=account))
+    finally:
+        conn.close()
+    return password
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 import psycopg
+from psycopg import sql as pg_sql
 
-from base.errors import UserError
-from databases.postgresql import PgTarget, PostgresDatabase, driver_endpoint
+from base.updates import UpdateAccess
+from databases.postgresql import WRITER_ROLE, PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
 from loaders.pg import PgSession, committed, grant_select
@@ -45,7 +46,18 @@ class PdnsTables:
         grant_select(conn, tables, role)
 
     def grant_write(self, conn: psycopg.Connection, role: str) -> None:
-        raise UserError("PowerDNS's tables are written by PowerDNS, not by a DLZ driver")
+        # PowerDNS's RFC 2136 path writes records (gsqlbackend.cc: insert, delete an RRset,
+        # update ordername and auth, remove and insert empty non-terminals), drawing its ids
+        # from records' sequence, and deletes a deleted RRset's comments (without that grant
+        # every delete was SERVFAIL: "permission denied for table comments"); the key and
+        # zone metadata stay the loader's.
+        self.grant_read(conn, role)
+        conn.execute(pg_sql.SQL("GRANT INSERT, UPDATE, DELETE ON records TO {}").format(
+            pg_sql.Identifier(role)))
+        conn.execute(pg_sql.SQL("GRANT DELETE ON comments TO {}").format(
+            pg_sql.Identifier(role)))
+        conn.execute(pg_sql.SQL("GRANT USAGE ON SEQUENCE records_id_seq TO {}").format(
+            pg_sql.Identifier(role)))
 
 
 class PdnsPgLoader(Loader[PgTarget]):
@@ -76,6 +88,24 @@ class PdnsPgLoader(Loader[PgTarget]):
                 "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gpgsql-password": target.env.get("PGPASSWORD", "")}
+
+    takes_pdns_updates = True
+
+    def pdns_update_settings(self, target: PgTarget, access: UpdateAccess) -> dict[str, str]:
+        with self.database.connect(target) as conn, conn.transaction():
+            for statement, params in _update_statements(access):
+                conn.execute(statement, params)
+        # An update is a write: gpgsql connects as the writer role (the reader's rights, and
+        # changing records: PdnsTables.grant_write), since the reader may only SELECT.
+        env = self.database.writer_env(target)
+        return {**self.pdns_settings(target), "gpgsql-user": WRITER_ROLE,
+                "gpgsql-password": env["PGPASSWORD"]}
+
+
+def _update_statements(access: UpdateAccess) -> list[pdns_rows.Statement]:
+    key = access.key
+    return pdns_rows.update_statements(key.bare_name, key.algorithm, key.secret,
+                                       access.open_zones, access.keyed_zones)
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:

@@ -164,3 +164,42 @@ def _cuts_above(session: SqlSession, domain_id: int, owner: dns.name.Name) -> se
                           f"name IN ({', '.join(['%s'] * len(chain))})",
                           (domain_id, *(pdns_name(n) for n in chain)))
     return {_from_pdns(name) for (name,) in rows}
+
+
+# --- taking RFC 2136 updates (`bench updates`) -------------------------------------------------
+
+# How PowerDNS 4.7 changes an updated zone's SOA serial (SOA-EDIT-DNSUPDATE domain metadata):
+# INCREASE adds one per update message that changed the zone, as native BIND does
+# (serial-update-method increment, its default). Without the metadata PowerDNS uses DEFAULT,
+# which moves a serial below today's YYYYMMDD01 up to it (rfc2136handler.cc, increaseSerial).
+SOA_EDIT_DNSUPDATE = "INCREASE"
+
+# (statement, parameters): parameters in %s style, which psycopg and MySQLdb both take.
+Statement = tuple[str, tuple[object, ...]]
+
+
+def update_statements(key_name: str, algorithm: str, secret: str,
+                      open_zones: Iterable[dns.name.Name],
+                      keyed_zones: Iterable[dns.name.Name]) -> list[Statement]:
+    """The rows that let PowerDNS take updates: the TSIG key (tsigkeys), and per updated zone
+    its serial policy and, for a keyed zone, the key it requires (TSIG-ALLOW-DNSUPDATE; an
+    unsigned or otherwise signed update is then REFUSED). Written anew each time."""
+    kinds = ("TSIG-ALLOW-DNSUPDATE", "SOA-EDIT-DNSUPDATE")
+    statements: list[Statement] = [
+        ("DELETE FROM tsigkeys WHERE name = %s", (key_name,)),
+        ("INSERT INTO tsigkeys (name, algorithm, secret) VALUES (%s, %s, %s)",
+         (key_name, algorithm, secret))]
+    zones = [(zone, False) for zone in open_zones] + [(zone, True) for zone in keyed_zones]
+    for zone, keyed in zones:
+        domain = "(SELECT id FROM domains WHERE name = %s)"
+        name = pdns_name(zone)
+        statements.append((f"DELETE FROM domainmetadata WHERE domain_id = {domain} "
+                           "AND kind IN (%s, %s)", (name, *kinds)))
+        metadata = [("SOA-EDIT-DNSUPDATE", SOA_EDIT_DNSUPDATE)]
+        if keyed:
+            metadata.append(("TSIG-ALLOW-DNSUPDATE", key_name))
+        for kind, content in metadata:
+            statements.append(("INSERT INTO domainmetadata (domain_id, kind, content) "
+                               "SELECT id, %s, %s FROM domains WHERE name = %s",
+                               (kind, content, name)))
+    return statements

@@ -8,16 +8,20 @@ and a registry line in servers/__init__.py.
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from base.errors import UserError
+from base.updates import UpdateAccess
 from databases.database import CacheReading
 from loaders import get_loader
 from loaders.loader import Loader
 from servers import bindversion
 from servers.dnsserver import DnsServer
+from servers.updates import UpdatePolicy
 
 
 @dataclass(frozen=True)
@@ -99,3 +103,33 @@ class ServerKind(ABC):
         `with` starts it and waits until it serves every zone. `threads` is the server's own
         worker knob (named -n, PowerDNS receiver threads, NSD server-count, Knot UDP
         workers); `connections` the connections it keeps to the store's server."""
+
+    def takes_updates(self) -> bool:
+        """Does build_updatable make a server that takes RFC 2136 updates? A `named` row with
+        an update policy (its `updates` field: native BIND, and a DLZ driver whose store its
+        driver can write) does; Knot and PowerDNS say so themselves."""
+        if "updates" not in {f.name for f in dataclasses.fields(self)}:
+            return False
+        if self.group == "BIND DLZ drivers":  # DlzNamed.group (servers/dlz.py imports this)
+            return type(self.loader()).dlz_write_access is not Loader.dlz_write_access
+        return True
+
+    def build_updatable(self, target: Any, run_dir: Path, access: UpdateAccess, *,
+                        threads: int, connections: int, port: int | None = None) -> DnsServer:
+        """As build, a server that also takes RFC 2136 updates into its store for the zones
+        `access` names (`bench updates`): for a `named` row, this row with the update policy
+        that grants what `access` does."""
+        if not self.takes_updates():
+            raise UserError(f"{self.name} takes no dynamic updates in this suite")
+        row = dataclasses.replace(self, updates=update_policy(access))  # type: ignore[call-arg]
+        return row.build(target, run_dir, threads=threads, connections=connections, port=port)
+
+
+def update_policy(access: UpdateAccess) -> UpdatePolicy:
+    """named's update policy for `access`: one policy covers all of a named's update zones,
+    so `access` names either open zones or keyed ones."""
+    if access.open_zones and access.keyed_zones:
+        raise UserError("one named takes updates under one policy: open zones or keyed ones")
+    if access.keyed_zones:
+        return UpdatePolicy(access.keyed_zones, access.key)
+    return UpdatePolicy(access.open_zones, None, unsigned=True)

@@ -16,6 +16,7 @@ from typing import Any
 import dns.name
 
 from base.process import run_checked, write_private
+from base.updates import UpdateAccess
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
@@ -35,7 +36,7 @@ class Knot(DnsServer):
     zone_loaded_line = re.compile(rb"\] loaded, serial ")
 
     def __init__(self, run_dir: Path, zone_dir: Path, *, threads: int = 1,
-                 port: int | None = None) -> None:
+                 port: int | None = None, updates: UpdateAccess | None = None) -> None:
         super().__init__(run_dir, threads=threads, port=port)
         self.receive_buffer = ReceiveBuffer.none(
             "Knot DNS 3.2 has no receive-buffer setting (knot.conf(5)); its sockets keep "
@@ -43,17 +44,21 @@ class Knot(DnsServer):
         self.conf_path = self.run_dir / "knot.conf"
         self.socket_path = self.run_dir / "knot.sock"
         self.zone_count = 0
-        write_private(self.conf_path, self._server_clauses())  # like every server's config
+        # knotd makes no storage directory itself, and an update needs it for its journal.
+        (self.run_dir / "db").mkdir(exist_ok=True)
+        # Like every server's config; with updates, it holds the TSIG key's secret too.
+        write_private(self.conf_path, self._server_clauses(updates))
         with open(self.conf_path, "a", encoding="ascii") as out:
             out.write("zone:\n")
             for origin, file in native_zones(zone_dir):
                 # Knot expands %s, %c ... in a file path; %% is a literal % (the native store
                 # writes %XX into file names).
                 path = str(file).replace("%", "%%")
-                out.write(f'  - domain: "{strict_zone_name(origin)}"\n    file: "{path}"\n')
+                out.write(f'  - domain: "{strict_zone_name(origin)}"\n    file: "{path}"\n'
+                          + _zone_acl(origin, updates))
                 self.zone_count += 1
 
-    def _server_clauses(self) -> str:
+    def _server_clauses(self, updates: UpdateAccess | None) -> str:
         d = self.run_dir
         # udp-workers and tcp-workers: the runner's --threads. zonefile-sync -1: knotd never
         # writes a zone back into the store's files. tcp-max-clients: set as named's
@@ -75,11 +80,11 @@ control:
 log:
   - target: stderr
     any: info
-acl:
+{_key_clause(updates)}acl:
   - id: local-transfer
     address: 127.0.0.1
     action: transfer
-template:
+{_update_acls(updates)}template:
   - id: default
     storage: {_quoted(d / "db")}
     zonefile-sync: -1
@@ -137,6 +142,47 @@ template:
                     "knotc zone-reload", cwd=self.run_dir, timeout=60)
 
 
+# The acl ids of an updated zone: loopback without a key, or with the run's key.
+_OPEN_ACL, _KEYED_ACL = "update-open", "update-keyed"
+
+
+def _key_clause(updates: UpdateAccess | None) -> str:
+    """The run's TSIG key (defined before the acl that names it)."""
+    if updates is None:
+        return ""
+    key = updates.key
+    return f"""key:
+  - id: {key.bare_name}
+    algorithm: {key.algorithm}
+    secret: {key.secret}
+"""
+
+
+def _update_acls(updates: UpdateAccess | None) -> str:
+    """The two update acls, beside the one that lets loopback transfer. Knot keeps what an
+    update changes in its journal (in `storage`, the run directory's db/), never in the
+    store's zone files (zonefile-sync -1)."""
+    if updates is None:
+        return ""
+    key = updates.key
+    return f"""  - id: {_OPEN_ACL}
+    address: 127.0.0.1
+    action: update
+  - id: {_KEYED_ACL}
+    address: 127.0.0.1
+    key: {key.bare_name}
+    action: update
+"""
+
+
+def _zone_acl(origin: dns.name.Name, updates: UpdateAccess | None) -> str:
+    """A zone's own acl list (replacing the template's) when it takes updates."""
+    if updates is None or origin not in updates.zones:
+        return ""
+    acl = _KEYED_ACL if updates.takes_key(origin) else _OPEN_ACL
+    return f"    acl: [local-transfer, {acl}]\n"
+
+
 @dataclass(frozen=True)
 class KnotServer(ServerKind):
     """Knot answering from the native store's zone files."""
@@ -155,3 +201,10 @@ class KnotServer(ServerKind):
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Knot:
         return Knot(run_dir, target, threads=threads, port=port)
+
+    def takes_updates(self) -> bool:
+        return True
+
+    def build_updatable(self, target: Any, run_dir: Path, access: UpdateAccess, *,
+                        threads: int, connections: int, port: int | None = None) -> Knot:
+        return Knot(run_dir, target, threads=threads, port=port, updates=access)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from base.process import run_checked, write_private
+from base.updates import UpdateAccess
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
@@ -31,6 +32,14 @@ CACHES_OFF: Mapping[str, str] = {
     "negquery-cache-ttl": "0",
     "zone-cache-refresh-interval": "0",
     "zone-metadata-cache-ttl": "0",
+}
+
+# RFC 2136 updates on (off by default), from loopback only. Every update over TCP goes through
+# one PacketHandler behind a lock (tcpreceiver.cc), and processUpdate holds one global lock
+# (s_rfc2136lock) for the whole message: PowerDNS 4.7 applies one update at a time.
+DNSUPDATE: Mapping[str, str] = {
+    "dnsupdate": "yes",
+    "allow-dnsupdate-from": "127.0.0.0/8",
 }
 
 
@@ -134,6 +143,17 @@ class PdnsServer(ServerKind):
               port: int | None = None) -> Pdns:
         return Pdns(run_dir, self.backend(target, run_dir), threads=threads,
                     connections=connections, port=port, caches={} if self.cached else CACHES_OFF)
+
+    def takes_updates(self) -> bool:
+        return self.loader().takes_pdns_updates
+
+    def build_updatable(self, target: Any, run_dir: Path, access: UpdateAccess, *,
+                        threads: int, connections: int, port: int | None = None) -> Pdns:
+        # The store gets the key and each zone's metadata (loaders/pdns_rows.py); pdns.conf
+        # lets loopback update (the keyed zones then also need the key).
+        backend = {**self.loader().pdns_update_settings(target, access), **DNSUPDATE}
+        return Pdns(run_dir, backend, threads=threads, connections=connections, port=port,
+                    caches={} if self.cached else CACHES_OFF)
 
 
 @dataclass(frozen=True)

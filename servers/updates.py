@@ -12,37 +12,12 @@ base.process.write_private (mode 0600); their secrets go nowhere else.
 
 from __future__ import annotations
 
-import base64
-import secrets
 from dataclasses import dataclass
 
 import dns.name
-import dns.tsig
-import dns.tsigkeyring
 
+from base.updates import TsigKey
 from zonedata.model import name_key
-
-_ALGORITHM = "hmac-sha256"
-
-
-@dataclass(frozen=True)
-class TsigKey:
-    """A TSIG key named knows (a `key` statement) and a client signs with."""
-
-    name: str
-    secret: str  # base64
-
-    @classmethod
-    def new(cls, name: str) -> TsigKey:
-        """A key with a fresh random 256-bit secret (RFC 8945 asks for the hash's size)."""
-        return cls(name, base64.b64encode(secrets.token_bytes(32)).decode())
-
-    def statement(self) -> str:
-        return f'key "{self.name}" {{\n\talgorithm {_ALGORITHM};\n\tsecret "{self.secret}";\n}};\n'
-
-    def keyring(self) -> dict[dns.name.Name, dns.tsig.Key]:
-        """dnspython's keyring for signing with this key (dns.update.UpdateMessage)."""
-        return dns.tsigkeyring.from_text({self.name: (_ALGORITHM, self.secret)})
 
 
 @dataclass(frozen=True)
@@ -58,7 +33,7 @@ class UpdatePolicy:
 
     def key_statements(self) -> str:
         keys = ([self.key] if self.key else []) + list(self.other_keys)
-        return "".join(key.statement() for key in keys)
+        return "".join(key.named_clause() for key in keys)
 
     def takes(self, origin: dns.name.Name) -> bool:
         return origin in self.zones
@@ -67,7 +42,7 @@ class UpdatePolicy:
         """The DLZ core's arguments: zones as keys (the driver's own spelling of names)."""
         args = {"update_zones": ",".join(name_key(zone) for zone in self.zones)}
         if self.key is not None:
-            args["update_key"] = self.key.name
+            args["update_key"] = self.key.bare_name  # as named names the signer
         if self.unsigned:
             args["update_unsigned"] = "yes"
         return args

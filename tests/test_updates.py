@@ -38,6 +38,7 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from base.updates import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
@@ -46,15 +47,15 @@ from loaders.bdbhpt import read_mode
 from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from servers.updates import TsigKey, UpdatePolicy
+from servers.updates import UpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
 from zonedata.model import Zone, make_record, name_key
 
 ZONE = COVERAGE_ORIGIN
-KEY = TsigKey.new("dlzbench-update")
-OTHER_KEY = TsigKey.new("dlzbench-other")  # known to named, granted nothing
-UNKNOWN_KEY = TsigKey.new("dlzbench-unknown")  # not known to named
+KEY = TsigKey.generate("dlzbench-update")
+OTHER_KEY = TsigKey.generate("dlzbench-other")  # known to named, granted nothing
+UNKNOWN_KEY = TsigKey.generate("dlzbench-unknown")  # not known to named
 POLICY = UpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
 # DLZ drivers whose store takes updates.
 WRITABLE = ["pg", "memory", "mysql", "bdbhpt-t", "bdbhpt-c"]

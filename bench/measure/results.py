@@ -20,9 +20,13 @@
                                               (absent in older files)
   "faults": Faults,                           `faults`: a steady load through a script of
                                               database faults, per second and per fault
-  "writes": Writes }                          `writes`: reads at a fixed rate while a
+  "writes": Writes,                           `writes`: reads at a fixed rate while a
                                               provisioning system writes into the store
                                               (absent in other files)
+  "updates": Updates }                        `updates`: RFC 2136 updates per second by
+                                              records per message, with and without TSIG,
+                                              and the answers after them (absent in other
+                                              files)
 
 Raw figures are kept: every dnsperf run (the discarded warm-up one too) with its output, and
 every latency sample, so a report can be re-rendered or re-analysed from the file alone.
@@ -41,6 +45,7 @@ from bench.measure.capacity import Curve
 from bench.measure.faults import Faults
 from bench.measure.instructions import Instructions
 from bench.measure.stats import Interval, median_interval
+from bench.measure.updates import Updates
 from bench.measure.writes import Writes
 from servers import report_order
 
@@ -415,6 +420,7 @@ class Results:
     instructions: Instructions | None = None
     faults: Faults | None = None
     writes: Writes | None = None
+    updates: Updates | None = None
     schema: int = SCHEMA
 
     @property
@@ -453,7 +459,8 @@ class Results:
                 **({} if self.instructions is None
                    else {"instructions": self.instructions.to_dict()}),
                 **({} if self.faults is None else {"faults": self.faults.to_dict()}),
-                **({} if self.writes is None else {"writes": self.writes.to_dict()})}
+                **({} if self.writes is None else {"writes": self.writes.to_dict()}),
+                **({} if self.updates is None else {"updates": self.updates.to_dict()})}
 
     @classmethod
     def from_dict(cls, data: dict) -> Results:
@@ -472,6 +479,7 @@ class Results:
                    instructions=_opt(Instructions, data.get("instructions")),
                    faults=_opt(Faults, data.get("faults")),
                    writes=_opt(Writes, data.get("writes")),
+                   updates=_opt(Updates, data.get("updates")),
                    schema=schema)
 
 

@@ -509,11 +509,11 @@ def render_startup_scaling(results: Results) -> list[str]:
 
 def has_run_tables(results: Results) -> bool:
     """Does the file get `run`'s tables: it has cells, or it is none of a `startup`, a
-    `scale`, a `run --signed`, an `instructions`, a `faults` or a `writes` file (whose own
-    sections are all they hold)?"""
+    `scale`, a `run --signed`, an `instructions`, a `faults`, a `writes` or an `updates` file
+    (whose own sections are all they hold)?"""
     return bool(results.cells) or not (results.startup_scaling or results.scale
                                        or results.signed or results.instructions
-                                       or results.faults or results.writes)
+                                       or results.faults or results.writes or results.updates)
 
 
 # ---------------------------------------------------------------- plots

@@ -1,6 +1,6 @@
 """results.json -> results.md and the PNG plots: which sections a results file gets, each
 rendered by the report module of its measurement (run, capacity, scale, signed, tune,
-instructions, faults, writes)."""
+instructions, faults, writes, updates)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from bench.report.run import (
 from bench.report.scale import render_scale, render_scale_plot
 from bench.report.signed import render_signed, render_signed_plot
 from bench.report.tune import render_tune_plots, render_tuning
+from bench.report.updates import render_updates, render_updates_plots
 from bench.report.writes import render_writes, render_writes_plots
 
 
@@ -44,6 +45,7 @@ def render_markdown(results: Results) -> str:
     lines += render_instructions(results)
     lines += render_faults(results)
     lines += render_writes(results)
+    lines += render_updates(results)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -75,4 +77,5 @@ def render_plots(results: Results, out_dir: Path) -> list[Path]:
     written += render_signed_plot(results, out_dir)
     written += render_faults_plots(results, out_dir)
     written += render_writes_plots(results, out_dir)
+    written += render_updates_plots(results, out_dir)
     return written
