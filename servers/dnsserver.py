@@ -28,6 +28,7 @@ import dns.rcode
 
 from base.errors import UserError
 from base.process import ManagedProcess, free_port
+from base.transports import TlsFiles
 
 _ENTER_TIMEOUT = 120.0
 _STOP_TIMEOUT = 15.0
@@ -138,6 +139,8 @@ class DnsServer(ABC):
         # gave); a server the suite did not start (servers/external.py) wherever it runs.
         self.host = _listen_address
         self.port = port or free_port()
+        # Where it answers DNS over TLS (None: it does not; serve_tls gives it a port).
+        self.tls_port: int | None = None
         self.env = dict(env) if env is not None else None
         self.start_timeout = _ENTER_TIMEOUT
         self.stop_timeout = _STOP_TIMEOUT
@@ -167,6 +170,11 @@ class DnsServer(ABC):
     def reload(self) -> None:
         """Make the running server read its data again (after a store update the server does
         not see by itself: ServerKind.needs_reload)."""
+
+    def serve_tls(self, files: TlsFiles) -> None:
+        """From the next start, answer DNS over TLS on tls_port too, with this key and
+        certificate (a server kind that cannot says why first: ServerKind.no_dot)."""
+        raise UserError(f"{self.program}: the suite does not serve DNS over TLS with it")
 
     def requests_received(self) -> int:
         """Requests this process has received so far (tune's processes-against-threads)."""
@@ -310,10 +318,17 @@ class DnsServer(ABC):
 
     def query(self, qname: str | dns.name.Name, rdtype: str, *, tcp: bool = False,
               timeout: float = 5.0, payload: int | None = None,
-              dnssec: bool = False) -> dns.message.Message:
-        """One non-recursive query; with EDNS0 advertising `payload` octets when given, and
-        the DO bit when dnssec."""
+              dnssec: bool = False, tls: bool = False) -> dns.message.Message:
+        """One non-recursive query (over TCP when tcp, over TLS to tls_port when tls); with
+        EDNS0 advertising `payload` octets when given, and the DO bit when dnssec."""
         query = non_recursive_query(qname, rdtype, payload, dnssec)
+        if tls:
+            if self.tls_port is None:
+                raise UserError(f"{self.program} does not serve DNS over TLS here")
+            # The certificate is the run's own self-signed one: not verified (what is
+            # measured is TLS's cost, not a chain of trust).
+            return dns.query.tls(query, self.host, port=self.tls_port, timeout=timeout,
+                                 verify=False)
         send = dns.query.tcp if tcp else dns.query.udp
         return send(query, self.host, port=self.port, timeout=timeout)
 

@@ -61,6 +61,14 @@ class ServerKind(ABC):
     # The server is `named` (native or through a DLZ driver): a row of it can run another
     # BIND than the run's (NAME@VERSION).
     runs_bind: ClassVar[bool] = False
+    # Why the server cannot answer DNS over TLS (None: it can, with DnsServer.serve_tls):
+    # `run --transport dot` gives it an n/a cell with this reason.
+    no_dot: ClassVar[str | None] = None
+
+    def transport_unsupported(self, transport: str) -> str | None:
+        """Why the server does not answer over `transport` (None: it does). Every server
+        answers UDP and TCP, with a connection kept or a new one per query."""
+        return self.no_dot if transport == "dot" else None
 
     def named_bind(self) -> bindversion.Bind | None:
         """The BIND this row's named runs: its own (NAME@VERSION), or None for the run's."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from base.process import run_checked, write_private
+from base.transports import TlsFiles
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
@@ -41,10 +42,29 @@ class Nsd(DnsServer):
         # same buffer.
         self.receive_buffer = ReceiveBuffer.sized_to_rmem_max("receive-buffer-size")
         self.conf_path = self.run_dir / "nsd.conf"
+        self.zone_dir = zone_dir
+        self.tls: TlsFiles | None = None
+        self._write_conf()
+
+    def _write_conf(self) -> None:
         write_private(self.conf_path, self._server_clause())  # like every server's config
         with open(self.conf_path, "a", encoding="ascii") as out:
-            for index, (origin, file) in enumerate(native_zones(zone_dir)):
+            for index, (origin, file) in enumerate(native_zones(self.zone_dir)):
                 out.write(self._zone_clause(origin, file, index))
+
+    def serve_tls(self, files: TlsFiles) -> None:
+        """From the next start, DNS over TLS too (NSD 4.6's tls-service-key and -pem; only
+        an address given with the tls-port as @port gets the TLS service)."""
+        self.tls = files
+        self.tls_port = self.other_free_port()
+        self._write_conf()
+
+    def _tls_options(self) -> str:
+        if self.tls is None:
+            return ""
+        return (f"  ip-address: {self.host}@{self.tls_port}\n  tls-port: {self.tls_port}\n"
+                f"  tls-service-key: {_quoted(self.tls.key)}\n"
+                f"  tls-service-pem: {_quoted(self.tls.cert)}\n")
 
     def _server_clause(self) -> str:
         d = self.run_dir
@@ -71,7 +91,10 @@ server:
   verbosity: 1
   rrl-ratelimit: 0
   rrl-whitelist-ratelimit: 0
-{self._receive_buffer_option()}remote-control:
+  # TCP and TLS connections at once, per server process: 100 by default, fewer than the
+  # open-loop prober keeps in flight over tcp-new (docs/method/transports.md).
+  tcp-count: 1000
+{self._tls_options()}{self._receive_buffer_option()}remote-control:
   control-enable: no
 """
 

@@ -101,6 +101,9 @@ class Pdns(DnsServer):
             "reuseport": "yes",
             "disable-axfr": "no",
             "allow-axfr-ips": "127.0.0.1/32",
+            # TCP connections at once: 20 by default, fewer than the open-loop prober keeps
+            # in flight over tcp-new (docs/method/transports.md).
+            "max-tcp-connections": "1000",
         }
 
     def argv(self) -> list[str]:
@@ -123,6 +126,8 @@ class PdnsServer(ServerKind):
     answer_classes: tuple[str, ...] = PDNS_CLASSES
     dnssec_classes: tuple[str, ...] = PDNS_SIGNED_CLASSES
     group = "PowerDNS backends"
+    no_dot = ("PowerDNS Authoritative 4.7 has no DNS-over-TLS listener (its own docs put "
+              "dnsdist in front for that): its UDP and TCP only")
     # Its backends hold the DNSSEC records as rows like any other, but PowerDNS answers with
     # stored signatures only for a zone marked PRESIGNED in its domain metadata (the gsql
     # backends' domainmetadata table with gsql-dnssec, lmdb's own, the bind backend's

@@ -12,8 +12,11 @@ a load touches:
            zones draw about half of the queries: most queries hit a small hot set, and the
            tail is still asked for now and then.
 
-Both keep `generate`'s mix of query kinds (DEFAULT_QUERY_MIX: hit / nxdomain / nodata) exactly:
+Both keep a mix of query kinds exactly (`generate`'s DEFAULT_QUERY_MIX: hit / nxdomain /
+nodata, or the one `scale --nxdomain-share/--unknown-zone-share` gives, queries.traffic_mix):
 the kinds are split as split_count does and dealt to the query lines in a seeded shuffle.
+Unknown-zone names belong to no zone: they are written once the pass has seen every zone's
+top-level label (queries.TopLabels).
 
 Popularity ranks are given to zones in a seeded random order, not in the order they are
 generated and loaded: the hot set is then spread over the store's pages and files the way any
@@ -42,7 +45,9 @@ from zonedata.queries import (
     DEFAULT_QUERY_MIX,
     NODATA_TYPES,
     QUERY_KINDS,
+    UNKNOWN,
     QueryFacts,
+    TopLabels,
     nxdomain_name,
     query_text,
     split_count,
@@ -166,6 +171,7 @@ class MixWriter:
                          for path, plan in self.plans.items()}
         self._next = dict.fromkeys(self.plans, 0)
         self._position = 0
+        self.tlds = TopLabels()
 
     def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
         """Pass every zone through, filling the lines that ask for it."""
@@ -174,6 +180,7 @@ class MixWriter:
             yield zone
 
     def observe(self, zone: Zone) -> None:
+        self.tlds.observe(zone.origin)
         facts: _Choices | None = None
         for path, plan in self.plans.items():
             lines, by_zone = self.lines[path], self._by_zone[path]
@@ -181,7 +188,9 @@ class MixWriter:
             while i < len(by_zone) and plan.line_zones[by_zone[i]] == self._position:
                 facts = facts or _Choices(zone)
                 line = by_zone[i]
-                lines[line] = facts.pick(QUERY_KINDS[plan.line_kinds[line]], self.rng)
+                kind = QUERY_KINDS[plan.line_kinds[line]]
+                if kind != UNKNOWN:  # written once every zone is seen (fill_unknown)
+                    lines[line] = facts.pick(kind, self.rng)
                 i += 1
             self._next[path] = i
         self._position += 1
@@ -193,10 +202,20 @@ class MixWriter:
                             f"expected {next(iter(self.plans.values())).zones}")
         written = {}
         for path, plan in self.plans.items():
+            self.fill_unknown(path, plan)
             Path(path).write_text("".join(f"{line}\n" for line in self.lines[path]),
                                   encoding="ascii")
             written[path] = plan.kind_counts()
         return written
+
+
+    def fill_unknown(self, path: Path, plan: MixPlan) -> None:
+        """The plan's unknown-zone lines, under top-level labels no zone of the pass ends in."""
+        unknown = QUERY_KINDS.index(UNKNOWN)
+        lines = self.lines[path]
+        at = (line for line in range(plan.count) if plan.line_kinds[line] == unknown)
+        for index, line in enumerate(at):
+            lines[line] = f"{self.tlds.unknown_name(self.rng, index)} A"
 
 
 class _Choices:

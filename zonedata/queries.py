@@ -5,10 +5,17 @@ passes every zone through while keeping bounded reservoirs of candidates, so mem
 grow with the data set. A query file line is `<name> <TYPE>`, the name absolute with its final
 dot.
 
-Three kinds of query, by what an authoritative server must answer:
+Four kinds of query, by what an authoritative server must answer:
   hit       an existing owner and one of its types (answer records);
   nodata    an existing name (owner or empty non-terminal) and a type it lacks;
-  nxdomain  a name that does not exist and that no wildcard covers.
+  nxdomain  a name that does not exist and that no wildcard covers (a random label right
+            under an existing zone's apex);
+  unknown   a name under no zone of the data set at all (REFUSED): 1 to 6 labels under a
+            random top-level label that no zone of the data set ends in. For each, named asks
+            a DLZ driver about every suffix of the name (findzonedb) before refusing it.
+`generate`'s default mix has no unknown names; `--nxdomain-share` and `--unknown-zone-share`
+(traffic_mix) set those two shares and split the rest between hits and nodata as the default
+mix does (docs/method/mixes.md).
 Names at or below a zone cut (delegation point, glue) and below a DNAME get referrals or
 synthesized answers rather than these three outcomes, so they are never sampled; nor are CNAME
 owners for nodata (a CNAME answers every type).
@@ -32,7 +39,14 @@ from base.errors import UserError
 from zonedata.model import Zone, empty_nonterminals
 
 DEFAULT_QUERY_MIX: dict[str, float] = {"hit": 0.8, "nxdomain": 0.1, "nodata": 0.1}
-QUERY_KINDS = ("hit", "nxdomain", "nodata")
+UNKNOWN = "unknown"  # the kind of names under no zone
+QUERY_KINDS = ("hit", "nxdomain", "nodata", UNKNOWN)
+# Labels in an unknown-zone name (its top-level label included): every depth from 1 to
+# UNKNOWN_MAX_DEPTH in turn, so each is an equal share of the unknown names (to one name).
+UNKNOWN_MAX_DEPTH = 6
+# Top-level labels of unknown names: this prefix and random hex; one that a zone of the data set
+# ends in is drawn again.
+UNKNOWN_TLD_PREFIX = "unk-"
 # Types asked for in nodata queries: common, and known to dnsperf's type table.
 NODATA_TYPES = ("A", "AAAA", "MX", "TXT", "SRV", "CAA", "NAPTR", "SSHFP", "HINFO", "LOC", "PTR")
 # nxdomain names are `<prefix><random hex>.<zone>`; a zone with a label under its apex starting
@@ -110,7 +124,10 @@ class QuerySampler:
         self.count = count
         self.targets = split_count(count, _normalized_mix(mix))
         self.rng = random.Random(f"dlzbench-queries:{seed}")
-        self.reservoirs = {kind: _Reservoir(self.targets[kind], self.rng) for kind in QUERY_KINDS}
+        # Unknown-zone names are made, not sampled: their kind has no reservoir.
+        self.reservoirs = {kind: _Reservoir(self.targets[kind], self.rng)
+                           for kind in QUERY_KINDS if kind != UNKNOWN}
+        self.tlds = TopLabels()
 
     def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
         """Pass every zone through, observing it on the way."""
@@ -120,6 +137,7 @@ class QuerySampler:
 
     def observe(self, zone: Zone) -> None:
         facts = QueryFacts(zone)
+        self.tlds.observe(zone.origin)
         if self.targets["hit"]:
             for owner, rdtype in facts.hits():
                 self.reservoirs["hit"].offer((owner, rdtype))
@@ -134,7 +152,11 @@ class QuerySampler:
         """The sampled queries, kinds interleaved; a kind short of candidates repeats its own."""
         out: list[tuple[str, str]] = []
         for kind in QUERY_KINDS:
-            wanted, items = self.targets[kind], self.reservoirs[kind].items
+            wanted = self.targets[kind]
+            if kind == UNKNOWN:
+                out += [(self.tlds.unknown_name(self.rng, i), "A") for i in range(wanted)]
+                continue
+            items = self.reservoirs[kind].items
             if wanted and not items:
                 raise UserError(f"the zones offer no {kind} queries (asked for {wanted})")
             if kind == "nxdomain":
@@ -162,6 +184,75 @@ def write_query_file(zones: Iterable[Zone], path: Path, count: int,
     sampler = QuerySampler(count, mix, seed)
     yield from sampler.watch(zones)
     sampler.write(path)
+
+
+def traffic_mix(nxdomain_percent: float | None = None,
+                unknown_percent: float | None = None) -> dict[str, float]:
+    """The query kinds' shares for `--nxdomain-share` and `--unknown-zone-share` (percent of
+    the queries; None: the default mix's nxdomain share, no unknown names); the rest is split
+    between hits and nodata in the default mix's proportion (8 to 1)."""
+    nxdomain = _percent(nxdomain_percent, "--nxdomain-share", DEFAULT_QUERY_MIX["nxdomain"])
+    unknown = _percent(unknown_percent, "--unknown-zone-share", 0.0)
+    rest = 1.0 - nxdomain - unknown
+    if rest < -1e-9:
+        raise UserError(f"--nxdomain-share {100 * nxdomain:g} and --unknown-zone-share "
+                        f"{100 * unknown:g} add up to more than 100%")
+    rest = max(rest, 0.0)
+    answered = DEFAULT_QUERY_MIX["hit"] + DEFAULT_QUERY_MIX["nodata"]
+    return {"hit": rest * DEFAULT_QUERY_MIX["hit"] / answered, "nxdomain": nxdomain,
+            "nodata": rest * DEFAULT_QUERY_MIX["nodata"] / answered, UNKNOWN: unknown}
+
+
+def _percent(value: float | None, option: str, default: float) -> float:
+    if value is None:
+        return default
+    if not 0 <= value <= 100:
+        raise UserError(f"{option} {value:g}: a share in percent, from 0 to 100")
+    return value / 100
+
+
+class TopLabels:
+    """The top-level labels the zones of a data set end in (bounded by how many distinct
+    ones there are, not by the zone count), and unknown-zone names outside all of them."""
+
+    def __init__(self) -> None:
+        self.labels: set[bytes] = set()
+        self.root_is_zone = False
+
+    def observe(self, origin: dns.name.Name) -> None:
+        if origin == dns.name.root:
+            self.root_is_zone = True
+        else:
+            self.labels.add(origin.labels[-2].lower())
+
+    def unknown_name(self, rng: random.Random, index: int) -> str:
+        """The index-th unknown name: depth 1 + index % 6 labels, under a random top-level
+        label no zone ends in, so that no suffix of it is a zone."""
+        if self.root_is_zone:
+            raise UserError("the data set has the root zone: every name is under a zone, "
+                            "so it has no unknown-zone names")
+        while True:
+            top = f"{UNKNOWN_TLD_PREFIX}{rng.getrandbits(32):08x}".encode()
+            if top not in self.labels:
+                break
+        depth = 1 + index % UNKNOWN_MAX_DEPTH
+        labels = [f"{rng.getrandbits(32):08x}".encode() for _ in range(depth - 1)]
+        return query_text(dns.name.Name([*labels, top, b""]))
+
+
+def write_flood_file(zones: Iterable[Zone], path: Path, count: int, seed: int = 1) -> str:
+    """A random-subdomain flood's query file: `count` distinct random labels right under
+    one existing zone (the data set's first whose nxdomain names are certain not to exist),
+    each a name that does not exist, so no cache of answers can hold them. The zone's
+    name."""
+    for zone in zones:
+        if QueryFacts(zone).nxdomain_eligible():
+            rng = random.Random(f"dlzbench-flood:{seed}")
+            names = dict.fromkeys(nxdomain_name(zone.origin, rng) for _ in range(count))
+            Path(path).write_text("".join(f"{name} A\n" for name in names), encoding="ascii")
+            return query_text(zone.origin)
+    raise UserError("no zone of the data set can take a random-subdomain flood (each has a "
+                    "wildcard or an nxd- label under its apex)")
 
 
 def nxdomain_name(origin: dns.name.Name, rng: random.Random) -> str:

@@ -6,6 +6,7 @@ import argparse
 
 from base.errors import UserError
 from bench.commands.run import add_run_options, measure, prepare
+from bench.load.prober import NO_TLS
 from bench.measure.capacity import DEFAULT_STEPS, parse_steps
 from bench.measure.runner import CAPACITY_PHASES, Runner
 
@@ -25,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     parse_steps(args.steps)  # a bad list stops here, before anything starts
+    if args.transport == "dot":
+        raise UserError(f"capacity --transport dot: {NO_TLS}, and every offered step's "
+                        "latency is the prober's (`run --transport dot` gives DoT's QPS)")
     if args.common_rate < 0:
         raise UserError(f"--common-rate {args.common_rate:g}: must be 0 (none) or a positive "
                         "number of queries per second")

@@ -31,7 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--queries", type=int, default=10000, metavar="COUNT",
                    help=f"queries to sample into {QUERY_FILE} (0: none; default 10000)")
     p.add_argument("--mix", type=parse_mix, default=dict(DEFAULT_QUERY_MIX),
-                   help="query mix, e.g. hit=0.8,nxdomain=0.1,nodata=0.1")
+                   help="query mix, e.g. hit=0.8,nxdomain=0.1,nodata=0.1 (unknown=S: names "
+                        "under no zone)")
     p.add_argument("--shard", type=int, default=1000,
                    help="sub-directories the zone files are spread over (1: none)")
     p.add_argument("--signed", action="store_true",

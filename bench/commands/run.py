@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import ipaddress
+import math
 import socket
 import sys
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
+from base.transports import TRANSPORTS
 from bench.commands import (
     add_out_option,
     add_pin_option,
@@ -23,19 +25,22 @@ from bench.commands import (
     store_urls,
 )
 from bench.load import hosts as load_hosts
-from bench.load.prober import build_prober
+from bench.load.prober import NO_TLS, PROBER_TRANSPORTS, build_prober
 from bench.measure import metadata
 from bench.measure.datasets import (
     add_query_source_options,
+    add_traffic_mix_options,
     add_zone_file_options,
+    chosen_mix,
     describe,
+    mix_record,
     signed_copy,
     traffic_queries,
     zone_source,
 )
 from bench.measure.results import Results, save_results
 from bench.measure.rounds import RoundsRunner
-from bench.measure.runner import PROFILES, Profile, Runner, Setup, clients_for
+from bench.measure.runner import FLOOD_NORMAL_SHARE, PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
 from bench.report.write import write_report
 from servers import REFERENCE, get_server, group_of, selected_servers, server_names
@@ -98,6 +103,15 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     queries.add_argument("--queries", type=Path, metavar="FILE",
                          help="dnsperf query file (default: derived from the data set)")
     add_query_source_options(p, queries)
+    add_traffic_mix_options(p)
+    p.add_argument("--transport", choices=TRANSPORTS, default="udp",
+                   help=f"what the queries travel over: {', '.join(TRANSPORTS)} (tcp-new: a new "
+                        "TCP connection per query; default udp); a server that does not "
+                        "speak it gets an n/a cell saying why")
+    p.add_argument("--flood", type=float, metavar="QPS", default=None,
+                   help="a random-subdomain flood at QPS from a second dnsperf (random labels "
+                        "under one zone) beside the normal traffic, held at half the server's "
+                        "maximum: its loss and p99 without and with the flood")
     add_out_option(p, "<timestamp>")
     add_store_url_options(p)
     add_load_from_options(p)
@@ -142,10 +156,12 @@ def prepare(args: argparse.Namespace, command: str,
     threads = threads or profile.threads
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = args.out or REPO_ROOT / "results" / (stamp if command == "run" else f"{command}-{stamp}")
+    mix = chosen_mix(args)
+    flood = _flood_rate(args)
     run_dir = new_run_dir("bench")
     traffic = traffic_queries(args, stream, run_dir)
     query_file = (traffic[0] if traffic else args.queries
-                  or _derive_query_file(stream, run_dir, profile.queries, args.seed))
+                  or _derive_query_file(stream, run_dir, profile.queries, args.seed, mix))
     servers = [] if target is not None else [get_server(d) for d in drivers[1:]]
     # Opened last, before any server starts: an unreachable host is one line, nothing else
     # begun; each is closed (its private directory removed) when the run ends (measure()).
@@ -155,7 +171,7 @@ def prepare(args: argparse.Namespace, command: str,
                   run_dir=run_dir, out_dir=out, threads=threads, connections=args.connections,
                   # The load generator has hosts of its own: the server keeps every CPU here.
                   pin=args.pin and not hosts, target=target, store_urls=urls,
-                  load_hosts=hosts)
+                  load_hosts=hosts, transport=args.transport)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
                             "parameters": {**dataclasses.asdict(profile),
                                            "threads": list(setup.threads)},
@@ -168,6 +184,17 @@ def prepare(args: argparse.Namespace, command: str,
                             **({"store_urls": urls.described()} if urls.urls else {})})
     if traffic:
         results.meta["queries_from"] = traffic[1].as_dict()
+    results.meta["transport"] = args.transport
+    if not traffic and args.queries is None:  # the query file is the suite's: say its mix
+        results.meta["traffic_mix"] = mix_record(mix or queries.traffic_mix(), profile.queries)
+    if flood is not None:
+        setup.flood_rate = flood
+        setup.flood_file = run_dir / "flood.txt"
+        zone = queries.write_flood_file(stream(), setup.flood_file,
+                                        _flood_names(flood, profile.step_s), args.seed)
+        results.meta["flood"] = {"rate_qps": flood, "zone": zone,
+                                 "normal_share_of_maximum": FLOOD_NORMAL_SHARE,
+                                 "step_s": profile.step_s}
     other_binds = {s.bind for s in servers if s.bind is not None}
     if other_binds:
         results.meta["other_binds"] = metadata.other_bind_versions(other_binds)
@@ -179,6 +206,29 @@ def prepare(args: argparse.Namespace, command: str,
     print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
+
+
+def _flood_rate(args: argparse.Namespace) -> float | None:
+    """--flood, checked: a positive rate, and a transport the prober speaks (the normal
+    traffic's p99 is the prober's)."""
+    if args.flood is None:
+        return None
+    if not args.flood > 0:
+        raise UserError(f"--flood {args.flood:g}: a positive number of queries per second")
+    if args.transport not in PROBER_TRANSPORTS:
+        raise UserError(f"--flood over {args.transport}: {NO_TLS}, and the flood's effect "
+                        "is read on the normal traffic's p99")
+    return args.flood
+
+
+# Distinct flood names: one per query the flood sends in its step and the pause before it, so
+# that no name repeats within the phase (a cache of answers meets each name once), at most a
+# million (a line is about 40 octets).
+_FLOOD_MAX_NAMES = 1_000_000
+
+
+def _flood_names(rate: float, step_s: float) -> int:
+    return max(1, min(_FLOOD_MAX_NAMES, math.ceil(rate * (step_s + 2))))
 
 
 def load_from_urls(args: argparse.Namespace) -> list[load_hosts.SshUrl]:
@@ -263,6 +313,9 @@ def _target(args: argparse.Namespace) -> Target | None:
     if args.connections is not None:
         raise UserError("--connections sets the suite's servers' connections to their "
                         "database: a --target server's are its own")
+    if args.transport == "dot":
+        raise UserError("--transport dot: the suite serves DoT from the servers it starts "
+                        "(with a certificate of its own): not from a --target")
     return target
 
 
@@ -314,6 +367,9 @@ def run_signed(args: argparse.Namespace) -> int:
     if args.target is not None:
         raise UserError("run --signed measures the suite's servers over data it signs: "
                         "not a --target")
+    if args.transport != "udp" or args.flood is not None:
+        raise UserError("run --signed compares signed and unsigned data over UDP, without a "
+                        "flood: leave out --transport and --flood")
     args.servers = ",".join(signable_servers(args.servers or "all", "run --signed"))
     if args.threads is not None:
         positive_counts(args.threads, "--threads")
@@ -349,9 +405,10 @@ def _finish(results: Results, out: Path) -> str:
 
 
 def _derive_query_file(stream: Callable[[], Iterator[Zone]], run_dir: Path, count: int,
-                       seed: int) -> Path:
+                       seed: int, mix: dict[str, float] | None = None) -> Path:
     path = run_dir / "queries.txt"
-    for _ in queries.write_query_file(stream(), path, count, seed=seed):
+    for _ in queries.write_query_file(stream(), path, count, mix or queries.DEFAULT_QUERY_MIX,
+                                      seed=seed):
         pass
     return path
 

@@ -21,6 +21,7 @@ from bench.commands.run import (
     open_load_hosts,
 )
 from bench.measure import metadata
+from bench.measure.datasets import add_traffic_mix_options
 from bench.measure.results import Results, load_results
 from bench.measure.runner import PROFILES, Setup, clients_for
 from bench.measure.scale import (
@@ -33,6 +34,7 @@ from bench.measure.scale import (
 )
 from servers import REFERENCE, get_server, selected_servers
 from zonedata.mixes import DEFAULT_EXPONENT, MIXES, check_exponent, parse_mixes
+from zonedata.queries import traffic_mix
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="lines per query file (default: the profile's, and at least one per "
                         "zone)")
     p.add_argument("--threads", type=int, default=1, help="named worker threads (default 1)")
+    add_traffic_mix_options(p)
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="run lengths: quick (default), full, tiny (tests)")
     p.add_argument("--timeout", type=float, default=3600.0,
@@ -97,9 +100,10 @@ def plan_from(args: argparse.Namespace) -> Plan:
     if args.threads < 1:
         raise UserError(f"--threads {args.threads}: needs at least 1 thread")
     mixes, exponent = parse_mixes(args.mixes), check_exponent(args.zipf)
+    kinds = traffic_mix(args.nxdomain_share, args.unknown_zone_share)
     return Plan(datasets=tuple(datasets), drivers=tuple(selected_servers(args.servers)),
                 mixes=mixes, exponent=exponent, queries=args.queries, threads=args.threads,
-                seed=args.seed)
+                seed=args.seed, kinds=kinds)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             "scale": {"profile": profile.name, "seed": plan.seed, "records": args.records,
                       "zipf_exponent": plan.exponent, "threads": plan.threads,
                       "mixes": list(plan.mixes), "queries": plan.queries or "profile, >= zones",
+                      "query_kinds": dict(plan.kinds),
                       "dnsperf_clients": clients_for(profile, plan.threads),
                       "duration": profile.duration_s, "runs": profile.runs,
                       "warmup_s": profile.warmup_s, "probes": profile.probes}}

@@ -71,6 +71,19 @@ def version() -> str | None:
 # (dnsperf's MAX_EDNS_PACKET); named 9.18 still answers within its max-udp-size, 1232.
 DNSSEC_OK = ("-D",)
 
+
+def transport_args(transport: str, mode_option: str = "-m") -> tuple[str, ...]:
+    """dnsperf's (and, with mode_option "-M", resperf's) options for a transport
+    (base/transports.py). tcp-new is dnsperf 2.14's `-O num-queries-per-conn=1` over TCP:
+    each client connection is closed after one query's answer and opened again (its man
+    page: "will wait until the same amount of responses has been received before
+    re-connecting")."""
+    if transport == "udp":
+        return ()
+    if transport == "tcp-new":
+        return (mode_option, "tcp", "-O", "num-queries-per-conn=1")
+    return (mode_option, transport)
+
 # Per-query messages are noise in the kept output; lost queries are counted in the report.
 _SUPPRESS = "suppress=timeouts,unexpected"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.process import new_run_dir, run_checked
-from bench.load.dnsperf import in_root
+from bench.load.dnsperf import in_root, transport_args
 from bench.load.hosts import LoadHost
 
 RESPERF = "/usr/bin/resperf"
@@ -79,16 +79,17 @@ def parse(stdout: str, plot: str, argv: list[str]) -> ResperfRun:
 
 def ramp(server: str, port: int, query_file: Path, *, max_qps: float, ramp_s: float,
          clients: int, timeout_s: float = 1.0, cpu_list: str | None = None,
-         hosts: Sequence[LoadHost] = ()) -> ResperfRun:
+         hosts: Sequence[LoadHost] = (), transport: str = "udp") -> ResperfRun:
     """One resperf ramp from 0 to max_qps queries per second over ramp_s seconds (from every
-    load host at once, if any, each to its share)."""
+    load host at once, if any, each to its share), over `transport` (dnsperf.transport_args)."""
     if hosts:
         return _ramp_on_hosts(server, port, query_file, max_qps=max_qps, ramp_s=ramp_s,
-                              clients=clients, timeout_s=timeout_s, hosts=hosts)
+                              clients=clients, timeout_s=timeout_s, hosts=hosts,
+                              transport=transport)
     work = new_run_dir("resperf")
     plot = work / "resperf.plot"
     argv = [RESPERF, *_options(server, port, str(query_file), max_qps, ramp_s, str(plot),
-                               clients, timeout_s)]
+                               clients, timeout_s, transport)]
     if cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
     argv = in_root(argv)
@@ -101,22 +102,23 @@ def ramp(server: str, port: int, query_file: Path, *, max_qps: float, ramp_s: fl
 
 
 def _options(server: str, port: int, query_file: str, max_qps: float, ramp_s: float,
-             plot: str, clients: int, timeout_s: float) -> list[str]:
+             plot: str, clients: int, timeout_s: float, transport: str) -> list[str]:
     # -R: the query file is reused from its start (a ramp sends more queries than it holds).
     return ["-s", server, "-p", str(port), "-d", query_file, "-R",
             "-m", f"{max(1, round(max_qps))}", "-r", f"{ramp_s:g}", "-P", plot,
-            "-C", str(clients), "-t", f"{timeout_s:g}"]
+            "-C", str(clients), "-t", f"{timeout_s:g}", *transport_args(transport, "-M")]
 
 
 def _ramp_on_hosts(server: str, port: int, query_file: Path, *, max_qps: float, ramp_s: float,
-                   clients: int, timeout_s: float, hosts: Sequence[LoadHost]) -> ResperfRun:
+                   clients: int, timeout_s: float, hosts: Sequence[LoadHost],
+                   transport: str) -> ResperfRun:
     started = []
     try:
         for index, host in enumerate(hosts):
             plot = host.remote_path(f"resperf-{index}.plot")
             argv = host.command(["resperf", *_options(
                 server, port, host.put(query_file), max_qps / len(hosts), ramp_s, plot,
-                clients, timeout_s)])
+                clients, timeout_s, transport)])
             started.append((host, plot, argv, subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)))
         runs = []

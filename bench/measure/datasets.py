@@ -25,6 +25,7 @@ from base.process import new_run_dir
 from servers import bindversion
 from zonedata.model import Zone
 from zonedata.namedconf import ConfZone, NamedConf, read_named_conf
+from zonedata.queries import split_count, traffic_mix
 from zonedata.traffic import Traffic, derive_query_file
 
 # Bad zones named in full in the one error line; the rest are counted.
@@ -64,6 +65,39 @@ def add_query_source_options(parser: argparse.ArgumentParser,
                               "capture or a dnsperf file (told apart by content)")
     parser.add_argument("--only-zones", action="store_true",
                         help="with --queries-from: keep only queries for the loaded zones")
+
+
+def add_traffic_mix_options(parser: argparse.ArgumentParser) -> None:
+    """--nxdomain-share and --unknown-zone-share: the query kinds of the derived query file
+    (docs/method/mixes.md)."""
+    parser.add_argument("--nxdomain-share", type=float, metavar="P", default=None,
+                        help="percent of the queries for random names under existing zones "
+                             "(NXDOMAIN; default 10), 0-100")
+    parser.add_argument("--unknown-zone-share", type=float, metavar="P", default=None,
+                        help="percent of the queries for names under no zone of the data set "
+                             "(1-6 labels under a top-level label it does not have; default 0)")
+
+
+def chosen_mix(args: argparse.Namespace) -> dict[str, float] | None:
+    """The query kinds' shares --nxdomain-share and --unknown-zone-share ask for (None: the
+    default mix); refused beside a query file the command does not make."""
+    nxdomain, unknown = args.nxdomain_share, args.unknown_zone_share
+    if nxdomain is None and unknown is None:
+        return None
+    given = [o for o, v in (("--queries", getattr(args, "queries", None)),
+                            ("--queries-from", getattr(args, "queries_from", None)))
+             if v is not None]
+    if given:
+        raise UserError(f"--nxdomain-share and --unknown-zone-share shape the query file the "
+                        f"command makes from the data set: not with {given[0]}")
+    return traffic_mix(nxdomain, unknown)
+
+
+def mix_record(mix: dict[str, float], count: int) -> dict:
+    """What results.json says of a mix: the shares asked for and each kind's query count."""
+    return {"nxdomain_share_percent": round(100 * mix["nxdomain"], 6),
+            "unknown_zone_share_percent": round(100 * mix["unknown"], 6),
+            "queries_per_kind": split_count(count, mix)}
 
 
 def traffic_queries(args: argparse.Namespace, stream: Callable[[], Iterator[Zone]],

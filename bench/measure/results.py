@@ -51,7 +51,7 @@ from servers import report_order
 
 SCHEMA = 1
 RESULTS_FILE = "results.json"
-STATUSES = ("ok", "wrong", "failed")
+STATUSES = ("ok", "wrong", "failed", "n/a")
 # A QPS run that lost more than this fraction of its queries is flagged in the report.
 DEFAULT_LOSS_THRESHOLD = 0.01
 
@@ -143,7 +143,9 @@ class Cell:
     server: str
     threads: int
     connections: int
-    status: str = "ok"  # "ok", "wrong" (answers differ from native) or "failed"
+    # "ok", "wrong" (answers differ from native), "failed", or "n/a" (the server does not
+    # do what the run asks: a transport it does not speak; error says why)
+    status: str = "ok"
     error: str | None = None
     mismatches: int = 0
     startup_ms: float | None = None
@@ -172,6 +174,9 @@ class Cell:
     # not because nothing was recorded.
     target: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
+    # The flood phase (`--flood RATE`, runner.flood_record): the normal traffic at a fixed
+    # rate without and with a random-subdomain flood beside it, and the flood's own answers.
+    flood: dict | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -213,6 +218,7 @@ class Cell:
             "peak_rss_kb": dict(self.peak_rss_kb),
             "target": self.target,
             "unavailable": dict(self.unavailable),
+            "flood": self.flood,
         }
 
     @classmethod

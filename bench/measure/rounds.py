@@ -227,9 +227,11 @@ class RoundsRunner(Runner):
                     cell.status, cell.error = "failed", store
                     self.progress.skip(len(self.opening))
                     continue
+                if self.not_applicable(server, cell):
+                    self.progress.skip(len(self.opening))
+                    continue
                 loaded = dataclasses.replace(store, server=server)
-                named = loaded.named(self.setup.run_dir, threads=threads,
-                                     connections=cell.connections)
+                named = self.build(loaded, threads, cell.connections)
                 m = Measuring(loaded, named, cell)
                 if self.run_phases(m, self.opening, _label(m)):
                     running.append(m)

@@ -26,6 +26,7 @@ import dns.exception
 import dns.name
 
 from base.errors import UserError
+from base.transports import TlsFiles, self_signed
 from bench.load import dnsperf, prober, resperf
 from bench.load.hosts import LoadHost
 from bench.measure import accounting, capacity, stats
@@ -151,6 +152,13 @@ class Setup:
     # Every query carries the DO bit (EDNS0): dnsperf's and the prober's `-D`, and the answer
     # check asks with it too, so signed data is answered with its signatures where BIND can.
     dnssec: bool = False
+    # What every query travels over (base/transports.py): dnsperf's -m, the prober's -m, and
+    # the answer check's dnspython call; a server that does not speak it gets an n/a cell.
+    transport: str = "udp"
+    # A random-subdomain flood beside the normal traffic (the flood phase): its rate in
+    # queries per second and its query file (None: no flood).
+    flood_rate: float | None = None
+    flood_file: Path | None = None
     # Load hosts (`--load-from`, open for the run): dnsperf and resperf run on each at once,
     # their reports merged; the prober on the first. None: every load tool runs here.
     load_hosts: list[LoadHost] = dataclasses.field(default_factory=list)
@@ -223,10 +231,15 @@ class Runner:
         self.setup = setup
         self.results = results
         self.phases = tuple(phases_of(profile) if phases is None else phases)
+        if setup.flood_rate:
+            self.phases = (*self.phases, FLOOD)
         if setup.target is not None:
             self.phases = for_target(self.phases)
         self.server_cpus, self.load_cpus = cpu_split(setup.pin)
         self.reference: dict[Query, tuple[Answer, Answer | None]] = {}
+        # DoT: one self-signed key and certificate for every server of the run.
+        self.tls: TlsFiles | None = (self_signed(setup.run_dir / "tls")
+                                     if setup.transport == "dot" else None)
         per_cell = [phase.expected_s(profile) for phase in self.phases]
         if setup.target is not None:
             # The reference's answers first (the target's are checked against them).
@@ -268,7 +281,7 @@ class Runner:
         with loaded_store(self.setup.reference, self.setup.stream,
                           self.setup.run_dir) as reference, \
                 reference.named(self.setup.run_dir, threads=1) as named:
-            self.reference = {query: ask(named, query, self.setup.dnssec) for query in self.check}
+            self.reference = {query: self.ask(named, query) for query in self.check}
 
     def run_server(self, server: ServerKind) -> None:
         try:
@@ -296,8 +309,28 @@ class Runner:
         label = f"{loaded.server.name} threads={threads}"
         if cell.connections != threads:
             label += f" connections={cell.connections}"
-        named = loaded.named(self.setup.run_dir, threads=threads, connections=cell.connections)
+        if self.not_applicable(loaded.server, cell):
+            self.progress.skip(len(self.phases))
+            self._record(cell)
+            return
+        named = self.build(loaded, threads, cell.connections)
         self.measure_cell(Measuring(loaded, named, cell), label)
+
+    def not_applicable(self, server: ServerKind, cell: Cell) -> bool:
+        """Whether the server cannot answer over the run's transport: then the cell is n/a,
+        with the reason, instead of left out."""
+        reason = server.transport_unsupported(self.setup.transport)
+        if reason is None:
+            return False
+        cell.status, cell.error = "n/a", f"no {self.setup.transport}: {reason}"
+        return True
+
+    def build(self, loaded: LoadedStore, threads: int, connections: int) -> DnsServer:
+        """The cell's server (not started), answering over TLS too when the run is DoT."""
+        named = loaded.named(self.setup.run_dir, threads=threads, connections=connections)
+        if self.tls is not None:
+            named.serve_tls(self.tls)
+        return named
 
     def run_target_cell(self, target: Target, threads: int) -> None:
         """Every phase against a server the suite did not start; `threads` is its own worker
@@ -356,7 +389,17 @@ class Runner:
         m.cell.warmup_run = self.dnsperf(m.named, self.profile.warmup_s)
 
     def unloaded_latency(self, m: Measuring) -> None:
+        if self.prober_cannot(m, "latency_unloaded"):
+            return
         m.cell.latency_unloaded = self.probe(m.named)
+
+    def prober_cannot(self, m: Measuring, figure: str) -> bool:
+        """Whether the prober cannot speak the run's transport (DoT): the figure is then
+        marked unavailable, with why."""
+        if self.setup.transport in prober.PROBER_TRANSPORTS:
+            return False
+        m.cell.unavailable[figure] = prober.NO_TLS
+        return True
 
     def measure_qps(self, m: Measuring) -> None:
         named_cpu = accounting.CpuMeter(m.named.pids())
@@ -392,7 +435,9 @@ class Runner:
         gives is about dnsperf's outstanding queries divided by the QPS (pg, 2026-11-24: 11.2
         ms predicted, 10.7 measured), a restatement of QPS; latency at fixed offered loads is
         `capacity`'s (latency_points)."""
-        with dnsperf.start_background(m.named.host, m.named.port, self.setup.query_file,
+        if self.prober_cannot(m, "latency_loaded"):
+            return
+        with dnsperf.start_background(m.named.host, self.port(m.named), self.setup.query_file,
                                       **self._dnsperf_options(m.named),
                                       hosts=self.setup.load_hosts) as load:
             load.wait_sending(timeout=30)
@@ -416,10 +461,10 @@ class Runner:
             save_results(self.results, self.setup.out_dir)
         self.latency_points(m, curve)
         curve.resperf = resperf.ramp(
-            m.named.host, m.named.port, self.setup.query_file,
+            m.named.host, self.port(m.named), self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
             clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus,
-            hosts=self.setup.load_hosts)
+            hosts=self.setup.load_hosts, transport=self.setup.transport)
         save_results(self.results, self.setup.out_dir)
 
     def latency_points(self, m: Measuring, curve: capacity.Curve) -> None:
@@ -465,17 +510,18 @@ class Runner:
         drops_before = accounting.udp_receive_buffer_errors()
         buffer_kb = capacity.load_generator_buffer() // 1024
         with dnsperf.start_background(
-                named.host, named.port, self.setup.query_file, duration=seconds,
+                named.host, self.port(named), self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, named.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus, rate=target - probing, hosts=self.setup.load_hosts,
-                extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else [])]) as load, \
+                extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else []),
+                       *dnsperf.transport_args(self.setup.transport)]) as load, \
                 capacity.SocketWatch(load.pid) as watch:
             probes = prober.probe(named.host, named.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
                                   interval=1 / probing, open_loop=True,
-                                  host=self.prober_host)
+                                  host=self.prober_host, transport=self.setup.transport)
             run = load.wait(seconds + capacity.STEP_TIMEOUT_S + 30)
         drops_after = accounting.udp_receive_buffer_errors()
         sockets_after = {**capacity.read_udp_socket_drops(), **watch.last}
@@ -485,6 +531,29 @@ class Runner:
                                               watch.inodes, drops)
         return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
                                       drops, per_socket, repeat)
+
+    def flood(self, m: Measuring) -> None:
+        """The normal traffic held at FLOOD_NORMAL_SHARE of the cell's closed-loop maximum
+        for one step, then again with a random-subdomain flood beside it from a second
+        dnsperf at the run's flood rate (docs/method/mixes.md)."""
+        closed = m.cell.qps.median
+        if not closed or self.setup.flood_file is None or not self.setup.flood_rate:
+            m.cell.unavailable["flood"] = "no closed-loop maximum to set the normal rate by"
+            return
+        normal = closed * FLOOD_NORMAL_SHARE
+        without = self.offered_step(m.named, None, normal)
+        seconds = self.profile.step_s
+        rate = self.setup.flood_rate
+        with dnsperf.start_background(
+                m.named.host, self.port(m.named), self.setup.flood_file,
+                duration=seconds + FLOOD_MARGIN_S, clients=clients_for(self.profile,
+                                                                       m.named.threads),
+                queue_depth=capacity.outstanding_for(rate), timeout=capacity.STEP_TIMEOUT_S,
+                cpu_list=self.load_cpus, rate=rate, hosts=self.setup.load_hosts,
+                extra=dnsperf.transport_args(self.setup.transport)) as flood:
+            flooded = self.offered_step(m.named, None, normal)
+            flood_run = flood.stop()
+        m.cell.flood = flood_record(rate, normal, without, flooded, flood_run)
 
     # --- a server the suite did not start (--target) ----------------------------------------
 
@@ -539,10 +608,17 @@ class Runner:
     def _dnsperf_options(self, named: DnsServer) -> dict:
         return {"clients": clients_for(self.profile, named.threads),
                 "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus,
-                "extra": dnsperf.DNSSEC_OK if self.setup.dnssec else ()}
+                "extra": (*(dnsperf.DNSSEC_OK if self.setup.dnssec else ()),
+                          *dnsperf.transport_args(self.setup.transport))}
+
+    def port(self, named: DnsServer) -> int:
+        """Where the run's transport reaches the server: its TLS port over DoT."""
+        if self.setup.transport == "dot" and named.tls_port is not None:
+            return named.tls_port
+        return named.port
 
     def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
-        return dnsperf.run_dnsperf(named.host, named.port, self.setup.query_file,
+        return dnsperf.run_dnsperf(named.host, self.port(named), self.setup.query_file,
                                    duration=seconds, **self._dnsperf_options(named),
                                    hosts=self.setup.load_hosts)
 
@@ -554,7 +630,12 @@ class Runner:
     def probe(self, named: DnsServer) -> prober.LatencyStats:
         return prober.probe(named.host, named.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus,
-                            dnssec=self.setup.dnssec, host=self.prober_host)
+                            dnssec=self.setup.dnssec, host=self.prober_host,
+                            transport=self.setup.transport)
+
+    def ask(self, named: DnsServer, query: Query) -> tuple[Answer, Answer | None]:
+        """One check query over the run's transport, with its DO bit."""
+        return ask(named, query, self.setup.dnssec, self.setup.transport)
 
     def wait_all_zones(self, named: DnsServer) -> None:
         """Every zone answers before anything is checked or timed.
@@ -569,16 +650,15 @@ class Runner:
         """Answers that differ from the reference server's beyond the server's known classes
         (a DLZ driver's: BIND's own DLZ-path classes)."""
         if server == self.setup.reference:
-            self.reference = {q: ask(named, q, self.setup.dnssec) for q in self.check}
+            self.reference = {q: self.ask(named, q) for q in self.check}
             return 0
         return self.wrong_answers(named, server.known_classes())
 
     def wrong_answers(self, named: DnsServer, answer_classes: Sequence[str]) -> int:
         """Check queries whose answers differ from the reference's beyond answer_classes."""
-        dnssec = self.setup.dnssec
         wrong = 0
         for query in self.check:
-            diff = compare_answers(query, self.reference[query], ask(named, query, dnssec))
+            diff = compare_answers(query, self.reference[query], self.ask(named, query))
             if diff is not None and classify(query, *diff, self.facts,
                                              answer_classes) == "driver":
                 wrong += 1
@@ -615,6 +695,28 @@ PHASES: tuple[Phase, ...] = (
     Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002, Runner.loaded_latency),
     Phase("update visibility", lambda p: 0.3 * p.update_repeats, Runner.update_visibility),
 )
+
+# The flood phase: the normal traffic's offered rate, as a share of the cell's closed-loop
+# maximum (half: a load the server carries with room to spare, so what changes under the flood
+# is the flood's doing), and how long the flood's dnsperf may run past the normal step (its
+# 1 s pause before the step, and its start).
+FLOOD_NORMAL_SHARE = 0.5
+FLOOD_MARGIN_S = 30.0
+FLOOD = Phase("random-subdomain flood", lambda p: 2 * (p.step_s + 2.5), Runner.flood)
+
+
+def flood_record(rate: float, normal: float, without: capacity.Step, flooded: capacity.Step,
+                 flood_run: dnsperf.DnsperfRun) -> dict:
+    """What results.json keeps of the flood phase: each traffic class on its own. The normal
+    traffic's loss and p99 without and with the flood; the flood's answered share over its
+    whole run (which starts about a second before the normal step and ends with it)."""
+    sent = flood_run.queries_sent
+    return {"flood_rate_qps": rate, "normal_target_qps": normal,
+            "without_flood": without.to_dict(), "with_flood": flooded.to_dict(),
+            "flood_run": {**flood_run.to_dict(), "stdout": ""},
+            "flood_offered_qps": sent / flood_run.run_time_s if flood_run.run_time_s else None,
+            "flood_answered_share": flood_run.queries_completed / sent if sent else None}
+
 
 CAPACITY_SWEEP = Phase("capacity sweep", lambda p: len(capacity.DEFAULT_STEPS)
                        * capacity.STEP_REPEATS * (p.step_s + 1.5)

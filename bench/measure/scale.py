@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,8 @@ class Plan:
     queries: int | None     # lines per query file; None: the profile's, and at least one a zone
     threads: int
     seed: int
+    # The query kinds' shares (queries.traffic_mix: --nxdomain-share, --unknown-zone-share).
+    kinds: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_QUERY_MIX))
 
 
 def query_count(plan: Plan, profile: Profile, dataset: DataSet) -> int:
@@ -118,7 +120,8 @@ def write_query_files(plan: Plan, profile: Profile, dataset: DataSet,
     count = query_count(plan, profile, dataset)
     plans: dict[Path, MixPlan] = {
         directory / f"queries-{mix}.txt": plan_mix(mix, dataset.zones, count,
-                                                   exponent=plan.exponent, seed=plan.seed)
+                                                   exponent=plan.exponent, seed=plan.seed,
+                                                   kinds=plan.kinds)
         for mix in plan.mixes}
     writer = MixWriter(plans, plan.seed)
     for _ in writer.watch(dataset.stream(plan.seed)()):
@@ -256,12 +259,15 @@ class ScaleRunner(Runner):
         self.measure_qps(m)
         after = m.loaded.server.cache_reading(m.loaded.target)
         self.cache = after.since(before) if after is not None else None
-        check_rcodes(m.cell, DEFAULT_QUERY_MIX["nxdomain"], self.results.loss_threshold)
+        check_rcodes(m.cell, self.plan.kinds, self.results.loss_threshold)
 
 
-def check_rcodes(cell: Cell, nxdomain_share: float, threshold: float) -> None:
-    """WRONG if the QPS runs' answers are not the query file's: other rcodes than NOERROR
-    and NXDOMAIN above threshold, or an NXDOMAIN share far from the file's."""
+def check_rcodes(cell: Cell, kinds: Mapping[str, float], threshold: float) -> None:
+    """WRONG if the QPS runs' answers are not the query file's: other rcodes than NOERROR,
+    NXDOMAIN and (for names under no zone) REFUSED above threshold, or an NXDOMAIN share far
+    from the file's."""
+    nxdomain_share = kinds.get("nxdomain", 0.0)
+    refused_share = kinds.get("unknown", 0.0)
     totals: dict[str, int] = {}
     for run in cell.qps_runs:
         for rcode, count in run.rcodes.items():
@@ -269,7 +275,8 @@ def check_rcodes(cell: Cell, nxdomain_share: float, threshold: float) -> None:
     answered = sum(totals.values())
     if not answered:
         return
-    other = answered - totals.get("NOERROR", 0) - totals.get("NXDOMAIN", 0)
+    refused = min(totals.get("REFUSED", 0), round(answered * (refused_share + threshold)))
+    other = answered - totals.get("NOERROR", 0) - totals.get("NXDOMAIN", 0) - refused
     nxdomain = totals.get("NXDOMAIN", 0) / answered
     if other / answered > threshold:
         shares = ", ".join(f"{r} {100 * n / answered:.1f}%" for r, n in sorted(totals.items()))
@@ -302,7 +309,7 @@ def merge_into(results: Results, plan: Plan, meta: dict) -> Results:
     Refused when the earlier cells were measured another way (seed, Zipf exponent, profile),
     since they would not be comparable."""
     earlier = results.meta.get("scale", {})
-    for key in ("seed", "zipf_exponent", "profile", "threads", "records"):
+    for key in ("seed", "zipf_exponent", "profile", "threads", "records", "query_kinds"):
         if key in earlier and earlier[key] != meta["scale"][key]:
             raise UserError(f"the results were measured with {key}={earlier[key]}, not "
                             f"{meta['scale'][key]}: their cells would not be comparable")

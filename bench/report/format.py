@@ -75,7 +75,7 @@ def status_text(cell: Cell, notes: Notes) -> str | None:
     """WRONG/FAILED with a footnote for a cell that has no valid figures, else None."""
     if cell.status == "ok":
         return None
-    label = "WRONG" if cell.status == "wrong" else "FAILED"
+    label = {"wrong": "WRONG", "n/a": "N/A"}.get(cell.status, "FAILED")
     reason = cell.error or "no reason recorded"
     if cell.status == "wrong":
         reason = f"{cell.mismatches} answers differ from native BIND's; {reason}"

@@ -345,10 +345,10 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
             or _figure(server_us_interval(c), server_us_per_query(c), 1)),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
             or _figure(capacity_interval(c), capacity_per_core(c), 0)),
-        row("Closed-loop loaded (us)", lambda c: _latency_text(c.latency_loaded, c, "loaded",
-                                                               threshold, notes)),
-        row("Unloaded (us)", lambda c: _latency_text(c.latency_unloaded, c, "unloaded",
-                                                     threshold, notes)),
+        row("Closed-loop loaded (us)", lambda c: unavailable.text(c, "latency_loaded")
+            or _latency_text(c.latency_loaded, c, "loaded", threshold, notes)),
+        row("Unloaded (us)", lambda c: unavailable.text(c, "latency_unloaded")
+            or _latency_text(c.latency_unloaded, c, "unloaded", threshold, notes)),
         row("Startup (ms)", lambda c: unavailable.text(c, "startup_ms")
             or _figure(startup_interval(c), c.startup_ms, of="starts")),
         row("Update visible (ms)", lambda c: unavailable.text(c, "update_visibility_ms")
@@ -386,11 +386,17 @@ def render_groups(cells: list[Cell]) -> str:
 
 # ---------------------------------------------------------------- detail tables
 
-def _percentiles(stats: LatencyStats | None) -> list[str]:
+def _percentiles(stats: LatencyStats | None, missing: str = NONE) -> list[str]:
+    """p50, p90, p99, max and lost; `missing` in each when not measured (n/a: could not be)."""
     if stats is None:
-        return [NONE] * 5
+        return [missing] * 5
     return [fmt_number(v) for v in (stats.p50_us, stats.p90_us, stats.p99_us, stats.max_us)] \
         + [str(stats.lost)]
+
+
+def _na(cell: Cell, key: str) -> str:
+    """n/a for a latency the cell could not measure (the thread table's notes say why)."""
+    return NOT_AVAILABLE if key in cell.unavailable else NONE
 
 
 def render_percentiles(results: Results) -> list[str]:
@@ -402,8 +408,9 @@ def render_percentiles(results: Results) -> list[str]:
             if c.status != "ok":
                 rows.append([column_label(c), str(threads)] + [c.status.upper()] * 10)
             else:
-                rows.append([column_label(c), str(threads)] + _percentiles(c.latency_unloaded)
-                            + _percentiles(c.latency_loaded))
+                rows.append([column_label(c), str(threads)]
+                            + _percentiles(c.latency_unloaded, _na(c, "latency_unloaded"))
+                            + _percentiles(c.latency_loaded, _na(c, "latency_loaded")))
     return ["## Latency percentiles (us)", ""] + markdown_table(header, rows) + [""]
 
 

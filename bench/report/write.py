@@ -9,6 +9,7 @@ from pathlib import Path
 from bench.measure.results import Results
 from bench.report.capacity import render_capacity, render_capacity_plots
 from bench.report.faults import render_faults, render_faults_plots
+from bench.report.flood import render_flood
 from bench.report.instructions import render_instructions
 from bench.report.run import (
     has_run_tables,
@@ -36,6 +37,7 @@ def render_markdown(results: Results) -> str:
             lines += render_thread_table(results, threads)
         lines += render_percentiles(results)
         lines += render_costs(results)
+    lines += render_flood(results)
     lines += render_capacity(results)
     lines += render_startup_scaling(results)
     lines += render_scale(results)

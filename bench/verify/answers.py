@@ -91,9 +91,14 @@ def _udp_limit(response: dns.message.Message) -> int:
     return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
 
 
-def ask(named: DnsServer, query: Query, dnssec: bool = False) -> Reply:
+def ask(named: DnsServer, query: Query, dnssec: bool = False, transport: str = "udp") -> Reply:
     """The UDP answer, with the TCP answer when the UDP one may not be complete; both with the
-    DO bit when dnssec."""
+    DO bit when dnssec. Over another transport (base/transports.py: tcp, tcp-new, dot) its one
+    answer, which no datagram limit truncates."""
+    if transport != "udp":
+        stream = named.query(query[0], query[1], tcp=transport != "dot", tls=transport == "dot",
+                             payload=UDP_PAYLOAD, dnssec=dnssec)
+        return reduce(stream, tcp=True), None
     udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD, dnssec=dnssec))
     if not (udp.tc or udp.size > udp.limit // 2):
         return udp, None

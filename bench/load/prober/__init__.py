@@ -24,6 +24,12 @@ PROBER_DIR = Path(__file__).resolve().parent
 PROBER_BIN = PROBER_DIR / "prober"
 TASKSET = "/usr/bin/taskset"
 
+# The transports prober.c speaks (-m), and why not DNS over TLS: it is libc only, and a TLS
+# handshake per probe is not what a DoT client pays per query (it keeps its session).
+PROBER_TRANSPORTS = ("udp", "tcp", "tcp-new")
+NO_TLS = ("the latency prober speaks UDP and TCP, not TLS: over DoT the latency is dnsperf's "
+          "mean only (results.json: qps_runs' latency_avg_s), no percentiles")
+
 # A one-line query file for the floor: the responder echoes any question.
 _FLOOR_QUERY = "floor.prober.invalid A\n"
 
@@ -84,15 +90,18 @@ def build_prober() -> Path:
 def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1.0,
           cpu_list: str | None = None, seconds: float | None = None,
           interval: float | None = None, dnssec: bool = False,
-          open_loop: bool = False, host: LoadHost | None = None) -> LatencyStats:
+          open_loop: bool = False, host: LoadHost | None = None,
+          transport: str = "udp") -> LatencyStats:
     """Send `count` queries from `query_file` (cycled), one at a time (with `seconds`, as many
     as fit in that time, at most `count`; with `interval`, at most one per interval seconds,
     and with `open_loop` too, one every interval on a fixed schedule whether or not the
-    earlier ones were answered; with `dnssec`, the DO bit set as dnsperf -D sets it); their
-    latencies. On a load host, the prober built here is copied there and run through ssh
-    (never pinned)."""
+    earlier ones were answered; with `dnssec`, the DO bit set as dnsperf -D sets it); over
+    `transport` (udp, tcp or tcp-new: prober.c); their latencies. On a load host, the prober
+    built here is copied there and run through ssh (never pinned)."""
     if open_loop and not interval:
         raise ValueError("an open-loop prober needs its interval")
+    if transport not in PROBER_TRANSPORTS:
+        raise UserError(f"the prober does not speak {transport}: {NO_TLS}")
     program = str(build_prober())
     if host is not None:
         program, query_file = host.put(PROBER_BIN, "prober"), Path(host.put(query_file))
@@ -101,7 +110,7 @@ def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1
             *(["-i", str(max(1, round(interval * 1e6)))] if interval else []),
             *(["-O"] if open_loop else []),
             *(["-D"] if dnssec else []),
-            addr, str(port), str(query_file)]
+            "-m", transport, addr, str(port), str(query_file)]
     if host is not None:
         argv = host.command(argv)
     elif cpu_list:

@@ -2,7 +2,7 @@
  * prober: measures DNS latency one query at a time.
  *
  *   prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] [-o FILE] [-D] [-R]
- *          ADDR PORT QUERYFILE
+ *          [-m udp|tcp|tcp-new] ADDR PORT QUERYFILE
  *       Sends COUNT queries (the query file's lines, cycled; with -l, as many as fit in SECONDS
  *       and at most COUNT; with -i, at most one every INTERVAL_US, so that sampling latency
  *       beside a load does not add a load of its own) to ADDR:PORT over UDP, each only
@@ -19,6 +19,13 @@
  *       RCODE the answer's (0 NOERROR, 2 SERVFAIL, 3 NXDOMAIN, ...), and "SENT_NS -1 -1" for a
  *       query lost (no answer within the time-out, or the send refused): what a run through a
  *       failure needs, second by second (bench/measure/faults.py).
+ *
+ *       With -m tcp, every query goes over a TCP connection of its own (RFC 7766 framing: a
+ *       two-octet length before the message), connected before its clock starts: the latency
+ *       of a query on an open connection. With -m tcp-new the clock starts before the
+ *       connection is made: the latency a client that connects for each query sees, the
+ *       handshake included. A connection refused, reset or closed before the answer is a
+ *       lost query.
  *
  *       Every query goes out from a socket of its own, opened before its clock starts: named
  *       listens with one SO_REUSEPORT socket per worker thread and the kernel picks the socket
@@ -59,6 +66,10 @@
 /* dnsperf's MAX_EDNS_PACKET: the payload its -D queries advertise. */
 #define EDNS_PAYLOAD 4096
 #define MAX_DATAGRAM 65535
+/* What a stream reply is read to: its length prefix, ID, flags and RCODE octets. */
+#define STREAM_HEAD 6
+
+enum transport { T_UDP, T_TCP, T_TCP_NEW };
 
 struct query {
     unsigned char wire[MAX_QUERY];
@@ -244,7 +255,9 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int connect_udp(const char *addr, const char *port)
+/* A socket of `type` connected to the server; -1 when a stream connection is refused or times
+   out (a lost query). */
+static int connect_to(const char *addr, const char *port, int type, int64_t timeout_ns)
 {
     struct sockaddr_in6 sa6;
     struct sockaddr_in sa4;
@@ -259,18 +272,35 @@ static int connect_udp(const char *addr, const char *port)
     if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
         sa4.sin_family = AF_INET;
         sa4.sin_port = htons((uint16_t)port_num);
-        fd = socket(AF_INET, SOCK_DGRAM, 0);
-        rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa4, sizeof(sa4));
+        fd = socket(AF_INET, type, 0);
     } else if (inet_pton(AF_INET6, addr, &sa6.sin6_addr) == 1) {
         sa6.sin6_family = AF_INET6;
         sa6.sin6_port = htons((uint16_t)port_num);
-        fd = socket(AF_INET6, SOCK_DGRAM, 0);
-        rc = fd < 0 ? -1 : connect(fd, (struct sockaddr *)&sa6, sizeof(sa6));
+        fd = socket(AF_INET6, type, 0);
     } else {
         die("bad address (give a numeric IPv4 or IPv6 address)");
     }
-    if (rc != 0)
-        die("cannot open a UDP socket to the server");
+    if (fd < 0)
+        die("cannot open a socket");
+    if (type == SOCK_STREAM) {
+        /* On Linux SO_SNDTIMEO bounds a blocking connect too. */
+        struct timeval tv = {.tv_sec = timeout_ns / 1000000000,
+                             .tv_usec = (timeout_ns % 1000000000) / 1000};
+        if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0)
+            die("setsockopt failed");
+    }
+    if (sa4.sin_family == AF_INET)
+        rc = connect(fd, (struct sockaddr *)&sa4, sizeof(sa4));
+    else
+        rc = connect(fd, (struct sockaddr *)&sa6, sizeof(sa6));
+    if (rc != 0) {
+        if (type == SOCK_STREAM && (errno == ECONNREFUSED || errno == EINPROGRESS ||
+                                    errno == ETIMEDOUT || errno == EAGAIN)) {
+            close(fd);
+            return -1;
+        }
+        die("cannot connect a socket to the server");
+    }
     return fd;
 }
 
@@ -297,33 +327,6 @@ static uint16_t source_port(int fd)
     return ntohs(((struct sockaddr_in *)&local)->sin_port);
 }
 
-/* Waits for the reply carrying `id`; its RCODE, or -1 at the deadline. Stale replies to earlier,
-   timed-out queries are skipped. */
-static int await_reply(int fd, uint16_t id, int64_t deadline_ns)
-{
-    unsigned char buf[MAX_DATAGRAM];
-    for (;;) {
-        int64_t left_ns = deadline_ns - now_ns();
-        if (left_ns <= 0)
-            return -1;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int ready = poll(&pfd, 1, (int)((left_ns + 999999) / 1000000));
-        if (ready < 0 && errno != EINTR)
-            die("poll failed");
-        if (ready <= 0)
-            continue;
-        ssize_t got = recv(fd, buf, sizeof(buf), 0);
-        if (got < 0) {
-            /* ICMP port unreachable shows up as ECONNREFUSED: the query is lost. */
-            if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN)
-                continue;
-            die("recv failed");
-        }
-        if (got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == id)
-            return buf[3] & 0x0f;
-    }
-}
-
 /* One prober run: its options, the queries, and what it counted. */
 struct run {
     const char *addr;
@@ -336,6 +339,7 @@ struct run {
     int64_t end_ns;
     FILE *out;
     int record; /* -R: a line per query sent, with its RCODE, lost ones too */
+    enum transport transport;
     long sent;
     long answered;
     long ports;
@@ -348,6 +352,8 @@ struct flight {
     int fd;
     uint16_t id;
     int64_t start;
+    unsigned char head[STREAM_HEAD]; /* over TCP: the reply's first octets so far */
+    size_t have;
 };
 
 static void answered(struct run *r, const struct flight *f, int rcode)
@@ -372,25 +378,104 @@ static void lost(struct run *r, int64_t start)
 static int send_query(struct run *r, long i, struct flight *f)
 {
     struct query *q = &r->queries[(size_t)i % r->nqueries];
-    int fd = connect_udp(r->addr, r->port);
+    int64_t before_connect = now_ns();
+    int fd = connect_to(r->addr, r->port, r->transport == T_UDP ? SOCK_DGRAM : SOCK_STREAM,
+                        r->timeout_ns);
+    r->sent++;
+    if (fd < 0) {
+        lost(r, before_connect);
+        return -1;
+    }
     uint16_t port = source_port(fd);
     r->ports += !r->port_seen[port];
     r->port_seen[port] = 1;
-    r->sent++;
     r->id++;
     q->wire[0] = (unsigned char)(r->id >> 8);
     q->wire[1] = (unsigned char)(r->id & 0xff);
     f->fd = fd;
     f->id = r->id;
-    f->start = now_ns();
-    if (send(fd, q->wire, q->len, 0) != (ssize_t)q->len) {
-        if (errno != ECONNREFUSED)
+    f->have = 0;
+    f->start = r->transport == T_TCP_NEW ? before_connect : now_ns();
+    unsigned char framed[2 + MAX_QUERY];
+    const unsigned char *out = q->wire;
+    size_t len = q->len;
+    if (r->transport != T_UDP) {
+        framed[0] = (unsigned char)(q->len >> 8);
+        framed[1] = (unsigned char)(q->len & 0xff);
+        memcpy(framed + 2, q->wire, q->len);
+        out = framed;
+        len = q->len + 2;
+    }
+    if (send(fd, out, len, MSG_NOSIGNAL) != (ssize_t)len) {
+        if (errno != ECONNREFUSED && errno != ECONNRESET && errno != EPIPE)
             die("send failed");
         close(fd);
         lost(r, f->start);
         return -1;
     }
     return 0;
+}
+
+/* Over TCP: the reply's RCODE once its first octets are in, -1 while they are not, -2 when the
+   connection closed or was reset first, or the reply is not f's (a lost query). */
+static int stream_reply_rcode(struct flight *f)
+{
+    ssize_t got = recv(f->fd, f->head + f->have, STREAM_HEAD - f->have, 0);
+    if (got < 0) {
+        if (errno == EINTR || errno == EAGAIN)
+            return -1;
+        if (errno == ECONNRESET)
+            return -2;
+        die("recv failed");
+    }
+    if (got == 0)
+        return -2;
+    f->have += (size_t)got;
+    if (f->have < STREAM_HEAD)
+        return -1;
+    if ((f->head[4] & 0x80) && ((f->head[2] << 8) | f->head[3]) == f->id)
+        return f->head[5] & 0x0f;
+    return -2;
+}
+
+/* The reply to f's RCODE, if what waits on its socket is one; else -1 (-2 over TCP: lost). */
+static int reply_rcode(const struct run *r, struct flight *f)
+{
+    if (r->transport != T_UDP)
+        return stream_reply_rcode(f);
+    unsigned char buf[MAX_DATAGRAM];
+    ssize_t got = recv(f->fd, buf, sizeof(buf), 0);
+    if (got < 0) {
+        /* ICMP port unreachable shows up as ECONNREFUSED: the query is lost at its timeout. */
+        if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN)
+            return -1;
+        die("recv failed");
+    }
+    if (got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == f->id)
+        return buf[3] & 0x0f;
+    return -1;
+}
+
+/* Waits for f's reply; its RCODE, or -1 at the deadline or when it is lost. Over UDP, stale
+   replies to earlier, timed-out queries are skipped. */
+static int await_reply(const struct run *r, struct flight *f, int64_t deadline_ns)
+{
+    for (;;) {
+        int64_t left_ns = deadline_ns - now_ns();
+        if (left_ns <= 0)
+            return -1;
+        struct pollfd pfd = {.fd = f->fd, .events = POLLIN};
+        int ready = poll(&pfd, 1, (int)((left_ns + 999999) / 1000000));
+        if (ready < 0 && errno != EINTR)
+            die("poll failed");
+        if (ready <= 0)
+            continue;
+        int rcode = reply_rcode(r, f);
+        if (rcode == -2)
+            return -1;
+        if (rcode >= 0)
+            return rcode;
+    }
 }
 
 /* Closed loop: each query only after the previous one was answered or timed out (unloaded
@@ -404,29 +489,13 @@ static void run_sequential(struct run *r)
         struct flight f;
         if (send_query(r, i, &f) != 0)
             continue;
-        int rcode = await_reply(f.fd, f.id, f.start + r->timeout_ns);
+        int rcode = await_reply(r, &f, f.start + r->timeout_ns);
         if (rcode >= 0)
             answered(r, &f, rcode);
         else
             lost(r, f.start);
         close(f.fd);
     }
-}
-
-/* The reply to f's RCODE, if the datagram waiting on its socket is one; else -1. */
-static int reply_rcode(const struct flight *f)
-{
-    unsigned char buf[MAX_DATAGRAM];
-    ssize_t got = recv(f->fd, buf, sizeof(buf), 0);
-    if (got < 0) {
-        /* ICMP port unreachable shows up as ECONNREFUSED: the query is lost at its timeout. */
-        if (errno == ECONNREFUSED || errno == EINTR || errno == EAGAIN)
-            return -1;
-        die("recv failed");
-    }
-    if (got >= HEADER_LEN && (buf[2] & 0x80) && ((buf[0] << 8) | buf[1]) == f->id)
-        return buf[3] & 0x0f;
-    return -1;
 }
 
 /* Room for `want` open sockets: the soft limit raised towards the hard one; how many fit. */
@@ -500,10 +569,13 @@ static void run_open_loop(struct run *r)
         for (size_t k = n; ready > 0 && k-- > 0;) {
             if (pfds[k].revents == 0)
                 continue;
-            int rcode = reply_rcode(&fl[k]);
-            if (rcode < 0)
+            int rcode = reply_rcode(r, &fl[k]);
+            if (rcode == -1)
                 continue;
-            answered(r, &fl[k], rcode);
+            if (rcode == -2)
+                lost(r, fl[k].start);
+            else
+                answered(r, &fl[k], rcode);
             close(fl[k].fd);
             fl[k] = fl[--n]; /* the one moved here was polled at n-1 and handled already */
         }
@@ -521,8 +593,9 @@ static int run_prober(int argc, char **argv)
     const char *out_path = NULL;
     int dnssec_ok = 0;
     int record = 0;
+    enum transport transport = T_UDP;
     int opt;
-    while ((opt = getopt(argc, argv, "n:l:i:Ot:o:DR")) != -1) {
+    while ((opt = getopt(argc, argv, "n:l:i:Ot:o:DRm:")) != -1) {
         switch (opt) {
         case 'n': count = strtol(optarg, NULL, 10); break;
         case 'l': limit_s = strtod(optarg, NULL); break;
@@ -532,13 +605,23 @@ static int run_prober(int argc, char **argv)
         case 'o': out_path = optarg; break;
         case 'D': dnssec_ok = 1; break;
         case 'R': record = 1; break;
+        case 'm':
+            if (strcmp(optarg, "udp") == 0)
+                transport = T_UDP;
+            else if (strcmp(optarg, "tcp") == 0)
+                transport = T_TCP;
+            else if (strcmp(optarg, "tcp-new") == 0)
+                transport = T_TCP_NEW;
+            else
+                die("-m: udp, tcp or tcp-new");
+            break;
         default: return 2;
         }
     }
     if (argc - optind != 3 || count <= 0 || timeout_ms <= 0 || limit_s < 0 || interval_us < 0 ||
         (open_loop && interval_us == 0))
         die("usage: prober [-n COUNT] [-l SECONDS] [-i INTERVAL_US [-O]] [-t TIMEOUT_MS] "
-            "[-o FILE] [-D] [-R] ADDR PORT QUERYFILE");
+            "[-o FILE] [-D] [-R] [-m udp|tcp|tcp-new] ADDR PORT QUERYFILE");
     static struct run r;
     r.addr = argv[optind];
     r.port = argv[optind + 1];
@@ -549,6 +632,7 @@ static int run_prober(int argc, char **argv)
     if (r.out == NULL)
         die("cannot open the output file");
     r.record = record;
+    r.transport = transport;
     r.count = count;
     r.timeout_ns = (int64_t)timeout_ms * 1000000;
     r.interval_ns = (int64_t)interval_us * 1000;
