@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from base.errors import UserError
+from bench.measure.datasets import add_zone_file_options
 from databases.store_urls import StoreUrls
 from loaders import get_database
 from servers import get_server, selected_servers
@@ -26,6 +27,19 @@ def add_pin_option(parser: argparse.ArgumentParser) -> None:
     """--pin/--no-pin: the server and the load generator on separate CPUs (the default)."""
     parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
                         help="server (named + database) and load generator on separate CPUs")
+
+
+def add_data_set_options(parser: argparse.ArgumentParser, generate_default: str) -> None:
+    """The data set of a command that loads one: zone files or a named.conf, or generated
+    zones (`--generate`, its default as `generate_default` says) or the coverage set; records per
+    generated zone and the generator's seed."""
+    src = parser.add_mutually_exclusive_group()
+    add_zone_file_options(parser, src)
+    src.add_argument("--generate", type=int, metavar="N",
+                     help=f"generated zones (default: {generate_default})")
+    src.add_argument("--coverage", action="store_true", help="the coverage data set")
+    parser.add_argument("--records", type=int, default=10, help="records per generated zone")
+    parser.add_argument("--seed", type=int, default=1)
 
 
 def add_out_option(parser: argparse.ArgumentParser, default: str) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_out_option
+from bench.commands import add_data_set_options, add_out_option
 from bench.measure import metadata
-from bench.measure.datasets import Stream, add_zone_file_options, describe, zone_source
+from bench.measure.datasets import Stream, describe, zone_source
 from bench.measure.faults import (
     KINDS,
     METHOD,
@@ -67,13 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"a query unanswered this long is lost (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
                    help=f"the query set's size, cycled (default {DEFAULT_QUERIES})")
-    src = p.add_mutually_exclusive_group()
-    add_zone_file_options(p, src)
-    src.add_argument("--generate", type=int, metavar="N",
-                     help=f"generated zones (default {DEFAULT_ZONES})")
-    src.add_argument("--coverage", action="store_true", help="the coverage data set")
-    p.add_argument("--records", type=int, default=10, help="records per generated zone")
-    p.add_argument("--seed", type=int, default=1)
+    add_data_set_options(p, str(DEFAULT_ZONES))
     add_out_option(p, "faults-<server>-<timestamp>")
     p.set_defaults(func=run)
 

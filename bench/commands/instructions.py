@@ -11,9 +11,14 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_out_option, add_store_url_options, store_urls
+from bench.commands import (
+    add_data_set_options,
+    add_out_option,
+    add_store_url_options,
+    store_urls,
+)
 from bench.measure import metadata
-from bench.measure.datasets import Stream, add_zone_file_options, describe, zone_source
+from bench.measure.datasets import Stream, describe, zone_source
 from bench.measure.instructions import (
     METHOD,
     Instructions,
@@ -49,13 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"repeats per server, each a fresh named (default {DEFAULT_REPEATS})")
     p.add_argument("--idle", type=float, default=DEFAULT_IDLE_S, metavar="SECONDS",
                    help=f"the idle window subtracted (default {DEFAULT_IDLE_S:g})")
-    src = p.add_mutually_exclusive_group()
-    add_zone_file_options(p, src)
-    src.add_argument("--generate", type=int, metavar="N",
-                     help=f"generated zones (default {DEFAULT_ZONES})")
-    src.add_argument("--coverage", action="store_true", help="the coverage data set")
-    p.add_argument("--records", type=int, default=10, help="records per generated zone")
-    p.add_argument("--seed", type=int, default=1)
+    add_data_set_options(p, str(DEFAULT_ZONES))
     add_out_option(p, "instructions-<timestamp>")
     add_store_url_options(p)
     p.set_defaults(func=run)

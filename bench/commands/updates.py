@@ -12,9 +12,9 @@ import time
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_out_option, positive_counts
+from bench.commands import add_data_set_options, add_out_option, positive_counts
 from bench.measure import metadata
-from bench.measure.datasets import add_zone_file_options, describe, zone_source
+from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, save_results
 from bench.measure.updates import METHOD, PROFILES, Profile, Updates, measure
 from bench.report.write import write_report
@@ -42,13 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, metavar="N",
                    help="repeats of every cell, interleaved (6 give a 95%% interval)")
     p.add_argument("--threads", type=int, metavar="N", help="the servers' threads")
-    src = p.add_mutually_exclusive_group()
-    add_zone_file_options(p, src)
-    src.add_argument("--generate", type=int, metavar="N",
-                     help="generated zones (default: the profile's)")
-    src.add_argument("--coverage", action="store_true", help="the coverage data set")
-    p.add_argument("--records", type=int, default=10, help="records per generated zone")
-    p.add_argument("--seed", type=int, default=1)
+    add_data_set_options(p, "the profile's")
     add_out_option(p, "updates-<timestamp>")
     p.set_defaults(func=run)
 

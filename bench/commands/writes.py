@@ -12,10 +12,10 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_out_option
+from bench.commands import add_data_set_options, add_out_option
 from bench.commands.faults import _query_file
 from bench.measure import metadata
-from bench.measure.datasets import add_zone_file_options, describe, zone_source
+from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, load_results, save_results
 from bench.measure.writes import CEILING, METHOD, PROFILES, Writes, measure_server, rate_text
 from bench.report.write import write_report
@@ -60,13 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"a read unanswered this long is lost (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
                    help=f"the read query set's size, cycled (default {DEFAULT_QUERIES})")
-    src = p.add_mutually_exclusive_group()
-    add_zone_file_options(p, src)
-    src.add_argument("--generate", type=int, metavar="N",
-                     help=f"generated zones (default {DEFAULT_ZONES})")
-    src.add_argument("--coverage", action="store_true", help="the coverage data set")
-    p.add_argument("--records", type=int, default=10, help="records per generated zone")
-    p.add_argument("--seed", type=int, default=1)
+    add_data_set_options(p, str(DEFAULT_ZONES))
     add_out_option(p, "writes-<timestamp>")
     p.set_defaults(func=run)
 
