@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from base.errors import UserError
@@ -21,6 +22,11 @@ def positive_counts(text: str, option: str) -> list[int]:
     if not values or min(values) < 1:
         raise UserError(f"{option} needs counts of at least 1")
     return values
+
+
+def progress(text: str) -> None:
+    """A command's progress line: on stderr, at once (stdout holds the report)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def add_pin_option(parser: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_data_set_options, add_out_option
+from bench.commands import add_data_set_options, add_out_option, progress
 from bench.measure import metadata
 from bench.measure.datasets import Stream, describe, zone_source
 from bench.measure.faults import (
@@ -111,14 +111,14 @@ def run(args: argparse.Namespace) -> int:
                             "timeout_s": args.timeout, "threads": args.threads,
                             "script": section.script, "dataset": section.dataset},
                       faults=section)
-    _progress(f"dlzbench faults: {server.name}, {qps:,.0f} QPS for {duration:g} s through "
+    progress(f"dlzbench faults: {server.name}, {qps:,.0f} QPS for {duration:g} s through "
               f"{', '.join(section.script) or 'no fault'}; results in {out}")
     try:
         with loaded_store(server.name, stream, run_dir / server.name) as loaded:
             section.servers.append(measure_server(
                 loaded, query_file, run_dir / server.name, qps=qps, duration_s=duration,
                 timeout_s=args.timeout, threads=args.threads, script=script,
-                progress=_progress))
+                progress=progress))
     except KeyboardInterrupt:
         print("interrupted: nothing measured to keep", file=sys.stderr)
         return 130
@@ -134,7 +134,3 @@ def _query_file(stream: Stream, path: Path, count: int, seed: int) -> Path:
     if not queries.read_query_file(path):
         raise UserError("the data set gives no queries to ask")
     return path
-
-
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

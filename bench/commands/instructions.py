@@ -15,6 +15,7 @@ from bench.commands import (
     add_data_set_options,
     add_out_option,
     add_store_url_options,
+    progress,
     store_urls,
 )
 from bench.measure import metadata
@@ -102,14 +103,14 @@ def run(args: argparse.Namespace) -> int:
                             "servers": servers, "dataset": section.dataset,
                             "repeats": args.repeat, "idle_s": args.idle},
                       instructions=section)
-    _progress(f"dlzbench instructions: {', '.join(servers)}; {len(query_set)} queries "
+    progress(f"dlzbench instructions: {', '.join(servers)}; {len(query_set)} queries "
               f"(sha256 {query_set.sha256[:12]}), {args.repeat} repeats; results in {out}")
     try:
         for name in servers:
             with loaded_store(name, stream, run_dir / name, store_urls=urls) as loaded:
                 section.servers.append(measure_server(
                     loaded, query_set, run_dir / name, repeats=args.repeat,
-                    idle_seconds=args.idle, progress=_progress))
+                    idle_seconds=args.idle, progress=progress))
             save_results(results, out)
     except KeyboardInterrupt:
         print("interrupted: keeping the results gathered so far", file=sys.stderr)
@@ -130,7 +131,3 @@ def _query_set(stream: Stream, path: Path, count: int, seed: int) -> QuerySet:
     if not found:
         raise UserError("the data set gives no queries to ask")
     return QuerySet(tuple(found))
-
-
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_out_option, positive_counts
+from bench.commands import add_out_option, positive_counts, progress
 from bench.measure import metadata
 from bench.measure.results import Results, StartupPoint, load_results, save_results
 from bench.measure.startup import measure_count
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for count in counts:
             measure_count(drivers, count, args.records, args.seed, run_dir, args.timeout,
-                          _progress, record)
+                          progress, record)
     except KeyboardInterrupt:
         print("interrupted: keeping the results gathered so far", file=sys.stderr)
         save_results(results, out)
@@ -84,7 +84,3 @@ def earlier_results(directory: Path, params: dict, drivers: list[str],
         {**added, "servers": drivers, "zone_counts": counts,
          "records_per_zone": params["records_per_zone"], "seed": params["seed"]})
     return results
-
-
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

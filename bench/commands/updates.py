@@ -12,7 +12,7 @@ import time
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_data_set_options, add_out_option, positive_counts
+from bench.commands import add_data_set_options, add_out_option, positive_counts, progress
 from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, save_results
@@ -98,12 +98,12 @@ def run(args: argparse.Namespace) -> int:
                             "update_rounds": profile.rounds, "threads": profile.threads,
                             "dataset": section.dataset},
                       updates=section)
-    _progress(f"dlzbench updates: {', '.join(s.name for s in servers)}; "
+    progress(f"dlzbench updates: {', '.join(s.name for s in servers)}; "
               f"{profile.rounds} round(s) of {len(servers) * len(profile.batch_sizes) * 2} "
               f"cells; results in {out}")
     try:
         measure(servers, stream, new_run_dir("updates"), profile, section,
-                lambda: save_results(results, out), _progress)
+                lambda: save_results(results, out), progress)
     except KeyboardInterrupt:
         kept = (f"the {section.rounds_done} round(s) done are in {out}" if section.rounds_done
                 else "nothing measured to keep")
@@ -112,7 +112,3 @@ def run(args: argparse.Namespace) -> int:
     save_results(results, out)
     print(write_report(results, out))
     return 0
-
-
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)

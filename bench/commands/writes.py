@@ -12,7 +12,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_data_set_options, add_out_option
+from bench.commands import add_data_set_options, add_out_option, progress
 from bench.commands.faults import _query_file
 from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                             "step_s": step_s, "repeats": repeats, "threads": args.threads,
                             "timeout_s": args.timeout, "dataset": section.dataset},
                       writes=section)
-    _progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; "
+    progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; "
               f"{', '.join(f'{n} {q:,.0f}' for n, q in reads.items())} reads/s "
               f"with {', '.join(rate_text(r) for r in rates)} writes, {step_s:g} s a step, "
               f"{repeats} repeat(s); results in {out}")
@@ -155,14 +155,10 @@ def run(args: argparse.Namespace) -> int:
             section.servers.append(measure_server(
                 server, stream, query_file, run_dir, rates=rates, step_s=step_s,
                 repeats=repeats, read_qps=reads[server.name], threads=args.threads,
-                timeout_s=args.timeout, progress=_progress))
+                timeout_s=args.timeout, progress=progress))
     except KeyboardInterrupt:
         print("interrupted: nothing measured to keep", file=sys.stderr)
         return 130
     save_results(results, out)
     print(write_report(results, out))
     return 0
-
-
-def _progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
