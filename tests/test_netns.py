@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,9 +91,23 @@ def test_namespace_is_removed_after_an_exception() -> None:
 def test_removal_stops_what_still_runs_inside() -> None:
     with DatabaseHost() as host:
         sleeper = subprocess.Popen(host.command(["sleep", "600"]))
-        assert host.pids() == [sleeper.pid]
+        assert _entered(host, sleeper.pid)
     sleeper.wait(timeout=10)
     assert gone(host)
+
+
+def _entered(host: DatabaseHost, pid: int) -> bool:
+    """Whether pid is inside the namespace within 10 s.
+
+    `ip netns exec` joins the namespace before it execs, so right after Popen the process can
+    still be outside (CI saw `ip netns pids` print nothing once).
+    """
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if host.pids() == [pid]:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 HOLDER = """
