@@ -149,7 +149,7 @@ def flood_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
     out = tmp_path_factory.mktemp("flood")
     done = run_bench(run_root / "flood", "run", "--profile", "tiny", "--servers", "memory",
                      "--nxdomain-share", "40", "--unknown-zone-share", "20", "--flood", "500",
-                     "--out", str(out), timeout=900)
+                     "--update-repeats", "0", "--out", str(out), timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return out
 
@@ -193,3 +193,19 @@ def test_scale_counts_refused_answers_to_unknown_names_as_right(refused: int,
                                                      "NXDOMAIN": 300, "REFUSED": refused}))
     check_rcodes(cell, kinds, threshold=0.01)
     assert cell.status == status, cell.error
+
+
+def test_update_repeats_0_leaves_update_visibility_out(flood_run: Path) -> None:
+    results = load_results(flood_run)
+    assert results.meta["parameters"]["update_repeats"] == 0
+    for cell in results.cells:
+        assert cell.update_visibility_ms is None and not cell.update_visibility_runs_ms
+        assert cell.unavailable["update_visibility_ms"] == "not measured (--update-repeats 0)"
+    assert "not measured (--update-repeats 0)" in (flood_run / "results.md").read_text()
+
+
+def test_negative_update_repeats_is_one_clear_error(run_root: Path) -> None:
+    done = run_bench(run_root / "repeats", "run", "--profile", "tiny", "--servers", "native",
+                     "--update-repeats", "-1", timeout=120)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == "error: --update-repeats -1: needs 0 or more"

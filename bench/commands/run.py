@@ -66,6 +66,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the rounds' time budget instead of the profile's (quick: 20 min): "
                         "after its least rounds, the run stops at it even if a ratio is "
                         "still wider than the target, and says so")
+    p.add_argument("--update-repeats", type=int, metavar="N",
+                   help="timed updates per cell instead of the profile's (quick: 7); 0 "
+                        "leaves update visibility out (a traffic-mix run has no use for it, "
+                        "and a cached PowerDNS row waits out its 20-s cache for each)")
     p.set_defaults(func=run)
 
 
@@ -347,10 +351,15 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds_budget is not None and args.rounds_budget <= 0:
         raise UserError(f"--rounds-budget {args.rounds_budget:g}: needs a positive number "
                         "of minutes")
+    if args.update_repeats is not None and args.update_repeats < 0:
+        raise UserError(f"--update-repeats {args.update_repeats}: needs 0 or more")
     profile, setup, results = prepare(args, "run")
     if args.rounds_budget is not None:
         profile = with_rounds_budget(profile, args.rounds_budget)
         results.meta["parameters"]["rounds"] = dataclasses.asdict(profile.rounds)
+    if args.update_repeats is not None:
+        profile = dataclasses.replace(profile, update_repeats=args.update_repeats)
+        results.meta["parameters"]["update_repeats"] = args.update_repeats
     return measure(RoundsRunner(profile, setup, results))
 
 

@@ -588,6 +588,9 @@ class Runner:
     def update_visibility(self, m: Measuring) -> None:
         """The profile's updates, each timed until named answers it; the median of those
         seen (an update not seen within the time-out is said in the cell's error)."""
+        if self.profile.update_repeats == 0:
+            m.cell.unavailable["update_visibility_ms"] = "not measured (--update-repeats 0)"
+            return
         timed: list[float | None] = []
         try:
             for _ in range(self.profile.update_repeats):
