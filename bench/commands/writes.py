@@ -13,7 +13,12 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench.commands import add_data_set_options, add_out_option, progress
-from bench.commands.faults import _query_file
+from bench.commands.faults import (
+    DEFAULT_QUERIES,
+    DEFAULT_THREADS,
+    DEFAULT_TIMEOUT_S,
+    _query_file,
+)
 from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, load_results, save_results
@@ -23,11 +28,10 @@ from servers import get_server
 from servers.kind import ServerKind
 
 DEFAULT_PROFILE = "default"
+# The reads are faults' open-loop load: DEFAULT_QUERIES, DEFAULT_TIMEOUT_S and DEFAULT_THREADS
+# are faults' own (bench/commands/faults.py says why each).
 DEFAULT_SERVERS = "pg,mysql,ldap,fs,bdbhpt-t,native,pdns-gpgsql"
 DEFAULT_ZONES = 1000
-DEFAULT_QUERIES = 10000
-DEFAULT_TIMEOUT_S = 2.0
-DEFAULT_THREADS = 2
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
