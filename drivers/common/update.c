@@ -653,24 +653,40 @@ settle_empty_owner(struct txn *t) {
 	return true;
 }
 
+/*
+ * The open transaction of `version`, with the owner `name` (its key in `owner`) read into it
+ * and marked as about to be written: what adding, subtracting and deleting each need first.
+ * NULL when there is no usable transaction or the owner cannot be read (the transaction is
+ * then failed, and rolls back at closeversion).
+ */
+static struct txn *
+txn_at_owner(struct updates *u, void *version, const char *name, char *owner) {
+	struct txn *t = txn_usable(u, version);
+
+	if (t == NULL) {
+		return NULL;
+	}
+	if (!owner_key(t, name, owner)) {
+		t->failed = true;
+		return NULL;
+	}
+	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
+		return NULL;
+	}
+	t->chain.current = false; /* written by the caller */
+	return t;
+}
+
 isc_result_t
 updates_add(struct updates *u, const char *name, const char *rdatastr, void *version) {
-	struct txn *t = txn_usable(u, version);
 	char owner[DLZ_KEY_MAX];
+	struct txn *t = txn_at_owner(u, version, name, owner);
 	char *text, *line, *pos;
 	bool ok;
 
 	if (t == NULL) {
 		return ISC_R_FAILURE;
 	}
-	if (!owner_key(t, name, owner)) {
-		t->failed = true;
-		return ISC_R_FAILURE;
-	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
-		return ISC_R_FAILURE;
-	}
-	t->chain.current = false; /* written below */
 	if (!make_owner_exist(t)) {
 		return ISC_R_FAILURE;
 	}
@@ -768,8 +784,8 @@ after_deletes(struct txn *t, unsigned left) {
 
 isc_result_t
 updates_sub(struct updates *u, const char *name, const char *rdatastr, void *version) {
-	struct txn *t = txn_usable(u, version);
 	char owner[DLZ_KEY_MAX];
+	struct txn *t = txn_at_owner(u, version, name, owner);
 	char *text, *line, *pos;
 	unsigned left = 0;
 	bool ok = true;
@@ -777,14 +793,6 @@ updates_sub(struct updates *u, const char *name, const char *rdatastr, void *ver
 	if (t == NULL) {
 		return ISC_R_FAILURE;
 	}
-	if (!owner_key(t, name, owner)) {
-		t->failed = true;
-		return ISC_R_FAILURE;
-	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
-		return ISC_R_FAILURE;
-	}
-	t->chain.current = false; /* written below */
 	left = count_rows(t, owner).data;
 	text = strdup(rdatastr);
 	if (text == NULL) {
@@ -813,21 +821,13 @@ updates_sub(struct updates *u, const char *name, const char *rdatastr, void *ver
 
 isc_result_t
 updates_del(struct updates *u, const char *name, const char *type, void *version) {
-	struct txn *t = txn_usable(u, version);
 	char owner[DLZ_KEY_MAX];
+	struct txn *t = txn_at_owner(u, version, name, owner);
 	unsigned left = 0;
 
 	if (t == NULL) {
 		return ISC_R_FAILURE;
 	}
-	if (!owner_key(t, name, owner)) {
-		t->failed = true;
-		return ISC_R_FAILURE;
-	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
-		return ISC_R_FAILURE;
-	}
-	t->chain.current = false; /* written below */
 	if (!delete_matching(t, type, NULL, &left) || !after_deletes(t, left)) {
 		return ISC_R_FAILURE;
 	}
