@@ -35,7 +35,7 @@ def test_shares_come_from_each_runs_own_ratios() -> None:
     runs = [(str(d), load_results(d)) for d in (NXDOMAIN_100, FLOOD)]
     lines = render_series(runs)
     heading = "## QPS as % of native's in the same run"
-    assert _row(lines, heading, "native") == ["100%", "100%"]
+    assert _row(lines, heading, "native") == ["100.0%", "100.0%"]
     flood_pg = next(c for c in runs[1][1].cells if c.server == "pg")
     assert _row(lines, heading, "pg")[1] == interval_text(flood_pg.ratios["native"], 100, 1, "%")
     # In the 100% NXDOMAIN run dnsperf limited native: the drivers' shares are upper bounds,

@@ -276,7 +276,7 @@ def _reference(results: Results, driver: str, threads: int) -> Cell | None:
     return ref if ref is not None and ref.status == "ok" else None
 
 
-def _ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
+def ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
                 target: float | None) -> str:
     """The cell's QPS over the reference's: the round-paired ratio with its interval, or
     (files before rounds) the ratio of the medians; bounded where the load generator limited
@@ -336,10 +336,10 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
 
     rows = [
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
-        row("% of native", lambda c: _ratio_text(c, native, notes, cpus, target)),
-        row("% of memory", lambda c: _ratio_text(c, memory, notes, cpus, target)),
+        row("% of native", lambda c: ratio_text(c, native, notes, cpus, target)),
+        row("% of memory", lambda c: ratio_text(c, memory, notes, cpus, target)),
         *([row(f"% of its row on {_run_bind(results)}",
-               lambda c: _ratio_text(c, _own_row(results, c), notes, cpus, target))]
+               lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),
         row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
             or _figure(server_us_interval(c), server_us_per_query(c), 1)),

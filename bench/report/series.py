@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from bench.measure.loadgen import core_use, server_cpus, server_us_interval
+from bench.measure.loadgen import server_cpus, server_us_interval
 from bench.measure.results import Cell, Results
-from bench.report.format import NONE, NOT_AVAILABLE, Notes, markdown_table, status_text
-from bench.report.run import interval_text
+from bench.report.format import NONE, Notes, markdown_table, status_text
+from bench.report.run import interval_text, ratio_text
 from servers import REFERENCE, report_order
 
 
@@ -40,25 +40,6 @@ def _cell(results: Results, server: str) -> Cell | None:
     """The server's cell at the run's first thread count (a mix run measures one)."""
     threads = min((c.threads for c in results.cells), default=1)
     return next((c for c in results.cells_for(threads) if c.server == server), None)
-
-
-def share_of_reference(cell: Cell, reference: Cell | None, cpus: int | None) -> str:
-    """The cell's QPS as % of the reference's in the same run, bounded where the load
-    generator limited either side (as the run's own table says)."""
-    if reference is None:
-        return NONE
-    if cell is reference:
-        return "100%"
-    ratio = cell.ratios.get(reference.server)
-    if ratio is None:
-        return NONE
-    text = interval_text(ratio, 100, 1, "%")
-    mine, theirs = (core_use(c, cpus).load_generator_bound for c in (cell, reference))
-    if mine and theirs:
-        return f"{NOT_AVAILABLE} (load generator on both)"
-    if mine or theirs:
-        text = f"{'>=' if mine else '<='} {text} (load generator)"
-    return text
 
 
 def server_cost(cell: Cell) -> str:
@@ -100,8 +81,8 @@ def render_series(runs: Sequence[tuple[str, Results]]) -> list[str]:
          for i, (directory, r) in enumerate(runs)])
     lines += ["", f"## QPS as % of {REFERENCE}'s in the same run", ""]
     lines += _table(results, servers, notes,
-                    lambda c, r: share_of_reference(c, _cell(r, REFERENCE),
-                                                    server_cpus(r.meta)))
+                    lambda c, r: ratio_text(c, _cell(r, REFERENCE), notes,
+                                            server_cpus(r.meta), None))
     lines += ["", "## Server CPU per answered query (us)", ""]
     lines += _table(results, servers, notes, lambda c, r: server_cost(c))
     if notes.lines:
