@@ -94,6 +94,55 @@ def address_family(host: str) -> socket.AddressFamily:
     return socket.AF_INET6 if ":" in host else socket.AF_INET
 
 
+def _remaining(deadline: float) -> float:
+    """Seconds left until deadline (time.monotonic()); dnspython's Timeout when none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise dns.exception.Timeout
+    return left
+
+
+def _is_reply_to(reply: bytes, query: bytes) -> bool:
+    """Whether a message carries the query's ID and the QR bit (the question is the parser's
+    to check)."""
+    return len(reply) >= 12 and reply[:2] == query[:2] and bool(reply[2] & 0x80)
+
+
+def _udp_exchange(host: str, port: int, query: bytes, deadline: float) -> bytes:
+    """A datagram from elsewhere, or one that is no reply to this query (a late one to an
+    earlier query that had this socket's port), is ignored: the wait goes on to the deadline."""
+    with socket.socket(address_family(host), socket.SOCK_DGRAM) as sock:
+        sock.sendto(query, (host, port))
+        while True:
+            sock.settimeout(_remaining(deadline))
+            reply, source = sock.recvfrom(65535)
+            if source[:2] == (host, port) and _is_reply_to(reply, query):
+                return reply
+
+
+def _read_exactly(sock: socket.socket, size: int, deadline: float) -> bytes:
+    data = b""
+    while len(data) < size:
+        sock.settimeout(_remaining(deadline))
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError("the server closed the connection before the whole reply")
+        data += chunk
+    return data
+
+
+def _tcp_exchange(host: str, port: int, query: bytes, deadline: float) -> bytes:
+    with socket.socket(address_family(host), socket.SOCK_STREAM) as sock:
+        sock.settimeout(_remaining(deadline))
+        sock.connect((host, port))
+        sock.sendall(len(query).to_bytes(2, "big") + query)
+        reply = _read_exactly(sock, int.from_bytes(_read_exactly(sock, 2, deadline), "big"),
+                              deadline)
+    if not _is_reply_to(reply, query):
+        raise dns.query.BadResponse
+    return reply
+
+
 def is_authoritative(response: dns.message.Message) -> bool:
     return bool(response.flags & dns.flags.AA) and response.rcode() in (
         dns.rcode.NOERROR, dns.rcode.NXDOMAIN)
@@ -331,6 +380,19 @@ class DnsServer(ABC):
                                  verify=False)
         send = dns.query.tcp if tcp else dns.query.udp
         return send(query, self.host, port=self.port, timeout=timeout)
+
+    def exchange(self, query: bytes, *, tcp: bool = False, timeout: float = 5.0) -> bytes:
+        """The reply to a query in wire form, over UDP (TCP when tcp), as it came off the wire:
+        for a caller that asks several servers the same query and parses each distinct reply
+        once (bench/verify/answers.py). Failures as `query`'s: dnspython's Timeout, EOFError,
+        BadResponse for a TCP message that is no reply to the query."""
+        deadline = time.monotonic() + timeout
+        try:
+            if tcp:
+                return _tcp_exchange(self.host, self.port, query, deadline)
+            return _udp_exchange(self.host, self.port, query, deadline)
+        except TimeoutError:
+            raise dns.exception.Timeout from None
 
     def pids(self) -> list[int]:
         """The server's processes (its workers and helpers too), for CPU and RSS accounting."""

@@ -34,6 +34,7 @@ from loaders.ldap import parse_record_value, record_value
 from servers import DLZ_CEILING, SERVERS, get_server, store_names
 from servers.dnsserver import DnsServer
 from servers.named import Named
+from tests.at_once import entered_at_once
 from zonedata.derive import derive_queries
 from zonedata.generator import CHILD_ORIGIN, COVERAGE_ORIGIN, coverage_zones, generate
 from zonedata.model import Zone, canonical_set, make_record
@@ -236,8 +237,8 @@ EXPECTED_CLASSES = {"unsigned-answer", "unsigned-wildcard", "nodata-no-proof",
 @pytest.fixture(scope="module")
 def fleet(run_dir: Path, held: HeldStores) -> Iterator[dict[str, Named]]:
     with ExitStack() as stack:
-        yield {d: stack.enter_context(held.named(d, run_dir / f"do-{d}", threads=2))
-               for d in [*REFERENCE_SERVERS, *DRIVERS]}
+        yield entered_at_once(stack, {d: held.named(d, run_dir / f"do-{d}", threads=2)
+                                      for d in [*REFERENCE_SERVERS, *DRIVERS]})
 
 
 def test_native_answers_with_signatures_when_do_is_set(fleet: dict[str, Named]) -> None:
@@ -308,8 +309,8 @@ def _answer_within_their_classes(names: list[str], signed: list[Zone], run_dir: 
     """Each server against native BIND (the fleet's) over the signed set: no unexplained
     difference, only its own classes, and every class it has for signed data seen."""
     with ExitStack() as stack:
-        servers = {"native": native,
-                   **{d: stack.enter_context(held.named(d, run_dir / d)) for d in names}}
+        servers = {"native": native, **entered_at_once(
+            stack, {d: held.named(d, run_dir / d) for d in names})}
         results = compare_servers(servers, derive_queries(signed), signed, dnssec=dnssec)
     for name, comparison in results.items():
         assert comparison.driver_differences == 0, (

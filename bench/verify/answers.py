@@ -4,6 +4,7 @@ compared (`complete`; the package docstring explains truncation)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
@@ -16,7 +17,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
-from servers.dnsserver import DnsServer
+from servers.dnsserver import DnsServer, non_recursive_query
 from zonedata.derive import Query
 
 Rr = tuple[str, int, str, str]  # owner (lower case), TTL, type, rdata
@@ -91,6 +92,41 @@ def _udp_limit(response: dns.message.Message) -> int:
     return PLAIN_UDP_LIMIT if response.edns < 0 else min(UDP_PAYLOAD, response.payload)
 
 
+class SharedQuery:
+    """One query as several servers are asked it over UDP (and TCP): its message rendered
+    once, and each distinct reply parsed and reduced once.
+
+    Parsing is what a comparison spends its CPU on (dnspython: about 1 ms for a signed
+    answer), and the DLZ drivers' replies are mostly byte for byte the memory driver's, the
+    same BIND DLZ path rendering the same rows: every server is sent the same message (the
+    same ID, each over a socket of its own), so a reply equal to one already reduced is that
+    Answer. Safe from several threads (compare.py asks every server at once)."""
+
+    def __init__(self, query: Query, dnssec: bool = False) -> None:
+        self.message = non_recursive_query(query[0], query[1], UDP_PAYLOAD, dnssec)
+        self.wire = self.message.to_wire()
+        self._answers: dict[tuple[bytes, bool], Answer] = {}
+        self._lock = threading.Lock()
+
+    def ask(self, named: DnsServer) -> Reply:
+        """The UDP answer, with the TCP answer when the UDP one may not be complete."""
+        udp = self._answer(named.exchange(self.wire), tcp=False)
+        if not (udp.tc or udp.size > udp.limit // 2):
+            return udp, None
+        return udp, self._answer(named.exchange(self.wire, tcp=True), tcp=True)
+
+    def _answer(self, reply: bytes, tcp: bool) -> Answer:
+        """The reply reduced, parsed only if no server gave the same reply before."""
+        with self._lock:  # one parse of a reply however many servers sent it at once
+            answer = self._answers.get((reply, tcp))
+            if answer is None:
+                response = dns.message.from_wire(reply)
+                if not self.message.is_response(response):
+                    raise dns.query.BadResponse
+                answer = self._answers[reply, tcp] = reduce(response, tcp)
+        return answer
+
+
 def ask(named: DnsServer, query: Query, dnssec: bool = False, transport: str = "udp") -> Reply:
     """The UDP answer, with the TCP answer when the UDP one may not be complete; both with the
     DO bit when dnssec. Over another transport (base/transports.py: tcp, tcp-new, dot) its one
@@ -99,11 +135,7 @@ def ask(named: DnsServer, query: Query, dnssec: bool = False, transport: str = "
         stream = named.query(query[0], query[1], tcp=transport != "dot", tls=transport == "dot",
                              payload=UDP_PAYLOAD, dnssec=dnssec)
         return reduce(stream, tcp=True), None
-    udp = reduce(named.query(query[0], query[1], payload=UDP_PAYLOAD, dnssec=dnssec))
-    if not (udp.tc or udp.size > udp.limit // 2):
-        return udp, None
-    return udp, reduce(named.query(query[0], query[1], tcp=True, payload=UDP_PAYLOAD,
-                                   dnssec=dnssec), tcp=True)
+    return SharedQuery(query, dnssec).ask(named)
 
 
 def complete(reply: Reply) -> Answer:
