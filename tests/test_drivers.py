@@ -42,6 +42,7 @@ from loaders.loader import DEFAULT_XFR_CLIENTS
 from servers import SERVERS, get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
+from tests.at_once import entered_at_once
 from zonedata.derive import Query, derive_queries
 from zonedata.generator import coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
@@ -95,10 +96,10 @@ class Fleet:
 def fleet(run_dir: Path) -> Iterator[Fleet]:
     zones = data_set()
     with ExitStack() as stack:
-        stores = {d: stack.enter_context(loaded_store(d, lambda: iter(zones), run_dir / d))
-                  for d in [*REFERENCE_SERVERS, *DRIVERS]}
-        named = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
-                 for d, s in stores.items()}
+        stores = entered_at_once(stack, {d: loaded_store(d, lambda: iter(zones), run_dir / d)
+                                         for d in [*REFERENCE_SERVERS, *DRIVERS]})
+        named = entered_at_once(stack, {d: s.named(run_dir / d, threads=THREADS)
+                                        for d, s in stores.items()})
         yield Fleet(run_dir, zones, stores, named)
 
 
@@ -471,14 +472,26 @@ def test_filesystem_broken_zone_files_are_store_errors(fleet: Fleet, asan_built:
 # --- memory safety -----------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module", autouse=True)
+def asan_compiling() -> Iterator[subprocess.Popen[str]]:
+    """`make asan`, started with the module and waited for at its end: `make build` does not
+    make the ASan builds, so a fresh clone compiles all of them here (one compiler per core,
+    each driver one gcc of its sources and the core), while the fleet's stores load and
+    `verify` parses answers on one core."""
+    make = subprocess.Popen(["make", "-s", f"-j{os.cpu_count() or 1}", "-C",
+                             str(REPO_ROOT / "drivers"), "asan"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield make
+    finally:
+        if make.returncode is None:  # asan_built did not wait for it
+            make.communicate()
+
+
 @pytest.fixture(scope="module")
-def asan_built() -> None:
-    # One compiler per core: each driver is one gcc of its sources and the core, and `make
-    # build` does not make the ASan builds, so a fresh clone compiles all of them here.
-    done = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 1}", "-C",
-                           str(REPO_ROOT / "drivers"), "asan"],
-                          capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+def asan_built(asan_compiling: subprocess.Popen[str]) -> None:
+    output, _ = asan_compiling.communicate()
+    assert asan_compiling.returncode == 0, output
 
 
 def _driver_so(loaded: LoadedStore, threads: int) -> tuple[str, Path]:
