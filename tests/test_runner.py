@@ -2,11 +2,15 @@
 servers, real dnsperf, every figure present.
 
 No test here asserts a speed: only that each figure exists, is consistent with the raw runs it
-came from, and that an interrupted run stops every process and keeps what it gathered.
+came from, and that an interrupted run (made at the same time, with servers of its own) stops
+every process and keeps what it gathered.
 """
 
 from __future__ import annotations
 
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,14 +25,51 @@ from tests.benchcli import interrupt_when, processes_under, start_bench
 DRIVERS = ["native", "memory", "pg", "ldap", "fs", "bdbhpt-c", "native@9.20"]
 
 
+@dataclass
+class Interrupted:
+    """The Ctrl-C'ed run: its results directory, the processes left under its run root once
+    it had exited, and what went wrong interrupting it (None: it ended with status 130)."""
+
+    out: Path
+    left: list[str]
+    failure: BaseException | None
+
+
+def _interrupted_run(run_root: Path, out: Path) -> Interrupted:
+    """A tiny run of native and pg, Ctrl-C'ed once the first round is saved, with PostgreSQL
+    running for the second."""
+    proc = start_bench(run_root, "run", "--profile", "tiny", "--servers", "native,pg", "--out",
+                       str(out))
+    try:
+        interrupt_when(proc, lambda: _rounds_saved(out) >= 1
+                       and any("postgres -D" in c for c in processes_under(run_root)))
+    except Exception as failure:  # an assertion of interrupt_when's, or its time-out
+        return Interrupted(out, processes_under(run_root), failure)
+    return Interrupted(out, processes_under(run_root), None)
+
+
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Path:
+def runs(tmp_path_factory: pytest.TempPathFactory,
+         run_root: Path) -> tuple[subprocess.Popen[bytes], bytes, Path, Interrupted]:
+    """The tiny run of DRIVERS and, made at the same time with servers of its own, the run the
+    Ctrl-C test interrupts: both are mostly fixed-length dnsperf runs and servers' starts, so
+    they overlap (one after the other: 53 s of the suite on 2 vCPUs)."""
     missing = [d for d in DRIVERS if not get_server(d).is_built()]
     assert not missing, f"drivers not built: {missing} (run `make build`)"
     out = tmp_path_factory.mktemp("tiny")
     proc = start_bench(run_root / "tiny", "run", "--profile", "tiny", "--servers",
                        ",".join(DRIVERS), "--out", str(out))
-    output, _ = proc.communicate(timeout=900)
+    with ThreadPoolExecutor(1) as pool:
+        interrupted = pool.submit(_interrupted_run, run_root / "ctrl-c",
+                                  tmp_path_factory.mktemp("ctrl-c") / "out")
+        output, _ = proc.communicate(timeout=900)
+        ctrl_c = interrupted.result()
+    return proc, output, out, ctrl_c
+
+
+@pytest.fixture(scope="module")
+def tiny_run(runs: tuple[subprocess.Popen[bytes], bytes, Path, Interrupted]) -> Path:
+    proc, output, out, _ = runs
     assert proc.returncode == 0, output.decode(errors="replace")[-3000:]
     return out
 
@@ -146,15 +187,13 @@ def test_run_keeps_logs_and_deletes_loaded_data(tiny_run: Path, run_root: Path) 
     assert all((run_dir / f"named-{d}-1" / "named.log").exists() for d in DRIVERS)
 
 
-def test_ctrl_c_stops_everything_and_keeps_results(tmp_path: Path, run_root: Path) -> None:
-    run_root = run_root / "ctrl-c"
-    out = tmp_path / "out"
-    proc = start_bench(run_root, "run", "--profile", "tiny", "--servers", "native,pg", "--out",
-                  str(out))
-    # Interrupt once the first round is saved, with PostgreSQL running for the second.
-    interrupt_when(proc, lambda: _rounds_saved(out) >= 1
-                   and any("postgres -D" in c for c in processes_under(run_root)))
-    assert processes_under(run_root) == []
+def test_ctrl_c_stops_everything_and_keeps_results(
+        runs: tuple[subprocess.Popen[bytes], bytes, Path, Interrupted]) -> None:
+    interrupted = runs[3]
+    if interrupted.failure is not None:
+        raise interrupted.failure
+    assert interrupted.left == []
+    out = interrupted.out
     cells = load_results(out).cells
     assert [(c.server, c.status) for c in cells][:1] == [("native", "ok")]
     assert cells[0].qps_rounds and cells[0].qps_rounds[0].round == 0, \
