@@ -23,7 +23,7 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
+.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
 	distclean bind-root bind-drivers
 
 help:
@@ -116,14 +116,19 @@ build drivers: apt-packages bind-drivers
 	$(MAKE) -j$(shell nproc) -C drivers
 	$(MAKE) -C bench/load/prober
 
-test: deps build
+# deps and build at once: for BIND 9.18 the drivers' compile needs only the Debian packages, so
+# it goes on beside the Debian 13 root's download (for 9.20 it waits for the root, as declared).
+setup: apt-packages apparmor
+	@$(MAKE) --no-print-directory -j4 --output-sync=target venv toxiproxy bind-root build
+
+test: setup
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 	DLZBENCH_BIND=$(BIND) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 
-bench: deps build
+bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)
 
 # --- Debian 13 in a root of its own: BIND 9.20, and dnsperf 2.1x for every BIND --------------
@@ -186,7 +191,7 @@ bind-drivers: bind-root venv
 		ASAN_DIR=$(CURDIR)/build/bind-9.20/asan LIBS_bdb="$(BIND_LIBS_DB)" \
 		LIBS_bdbhpt="$(BIND_LIBS_DB)" all asan
 else
-bind-drivers: bind-root
+bind-drivers:
 endif
 
 clean:

@@ -64,10 +64,10 @@ def main(argv: list[str]) -> int:
 
 
 def share_client(first: SshLoadHost, other: SshLoadHost) -> None:
-    """first's ssh configuration reaches other too: its key authorized there, other's host key
-    known."""
-    (other.directory / "authorized_keys").write_text(
-        (first.directory / "client_key.pub").read_text())
+    """first's ssh configuration reaches other too: its key authorized there beside other's
+    own (other's configuration still reaches it), other's host key known."""
+    authorized = other.directory / "authorized_keys"
+    authorized.write_text(authorized.read_text() + (first.directory / "client_key.pub").read_text())
     known = first.directory / "known_hosts"
     known.write_text(known.read_text() + (other.directory / "known_hosts").read_text())
 

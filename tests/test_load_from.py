@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from tests.sshhost import SshLoadHost
 def load_hosts() -> Iterator[tuple[SshLoadHost, SshLoadHost]]:
     with SshLoadHost() as first, SshLoadHost() as second:
         second.reach(first.server_address)
+        share_client(first, second)
         yield first, second
 
 
@@ -50,7 +52,6 @@ def remote_leftovers(*hosts: SshLoadHost) -> list[Path]:
 def two_host_run(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Path,
                  tmp_path_factory: pytest.TempPathFactory) -> Path:
     first, second = load_hosts
-    share_client(first, second)
     out = tmp_path_factory.mktemp("load-from")
     done = run_bench(run_root / "two", "run", "--profile", "tiny", "--servers", "native,memory",
                      *options(first, second), "--out", str(out), timeout=900)
@@ -85,36 +86,58 @@ def test_run_leaves_nothing_on_the_load_hosts(two_host_run: Path,
     assert [c for host in load_hosts for c in processes_under(host.remote_tmp)] == []
 
 
-def test_capacity_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Path,
-                                   tmp_path: Path) -> None:
-    first = load_hosts[0]
-    done = run_bench(run_root / "capacity", "capacity", "--profile", "tiny", "--servers",
-                     "native", "--steps", "50,100", "--common-rate", "0", *options(first),
-                     "--out", str(tmp_path), timeout=900)
+def _capacity_from(host: SshLoadHost, root: Path, out: Path) -> None:
+    done = run_bench(root, "capacity", "--profile", "tiny", "--servers", "native", "--steps",
+                     "50,100", "--common-rate", "0", *options(host), "--out", str(out),
+                     timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    (curve,) = load_results(tmp_path).capacity
+
+
+def _scale_from(host: SshLoadHost, root: Path, out: Path) -> None:
+    done = run_bench(root, "scale", "--profile", "tiny", "--servers", "memory",
+                     "--zones-counts", "100", "--mixes", "uniform", *options(host),
+                     "--out", str(out), timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def capacity_and_scale(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Path,
+                       tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny `capacity` from the first load host and a tiny `scale` from the second, made at
+    once (each with servers of its own, listening on its own host's pair): much of each is
+    ssh sessions and the steps' pauses. Each one's results directory, by command."""
+    first, second = load_hosts
+    outs = {command: tmp_path_factory.mktemp(f"load-from-{command}")
+            for command in ("capacity", "scale")}
+    with ThreadPoolExecutor(2) as pool:
+        started = [pool.submit(_capacity_from, first, run_root / "capacity", outs["capacity"]),
+                   pool.submit(_scale_from, second, run_root / "scale", outs["scale"])]
+        for future in started:
+            future.result()
+    return outs
+
+
+def test_capacity_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost],
+                                   capacity_and_scale: dict[str, Path]) -> None:
+    (curve,) = load_results(capacity_and_scale["capacity"]).capacity
     assert len(curve.steps) == 4
     assert all(step.answered_qps > 0 and step.probes for step in curve.steps)
     assert curve.resperf is not None and curve.resperf.max_qps
-    assert remote_leftovers(first) == []
+    assert remote_leftovers(load_hosts[0]) == []
 
 
-def test_scale_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Path,
-                                tmp_path: Path) -> None:
-    first = load_hosts[0]
-    done = run_bench(run_root / "scale", "scale", "--profile", "tiny", "--servers", "memory",
-                     "--zones-counts", "100", "--mixes", "uniform", *options(first),
-                     "--out", str(tmp_path), timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = load_results(tmp_path)
+def test_scale_from_a_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost],
+                                capacity_and_scale: dict[str, Path]) -> None:
+    second = load_hosts[1]
+    results = load_results(capacity_and_scale["scale"])
     (point,) = results.scale
     assert point.key == ("memory", 100, 10, "uniform") and point.cell.status == "ok"
     assert point.cell.qps is not None and point.cell.qps.median > 0
     assert point.cell.qps_runs and all(run.cpu_s for run in point.cell.qps_runs)
-    assert all(first.url.split("@")[1].split(":")[0] in " ".join(run.argv)
+    assert all(second.url.split("@")[1].split(":")[0] in " ".join(run.argv)
                for run in point.cell.qps_runs)
-    assert results.meta["load_from"][0]["url"] == first.url
-    assert remote_leftovers(first) == []
+    assert results.meta["load_from"][0]["url"] == second.url
+    assert remote_leftovers(second) == []
 
 
 def test_ctrl_c_leaves_nothing_on_the_load_host(load_hosts: tuple[SshLoadHost, SshLoadHost],
