@@ -29,6 +29,7 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
 	@echo "make test     set up everything, then run the test suite"
+	@echo "make setup    make deps and make build at once (what bench and test start with)"
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
