@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from bench.measure.instructions import (
 )
 from bench.measure.results import Results, load_results, save_results
 from bench.report.write import render_markdown
+from tests.at_once import results_at_once
 from tests.benchcli import processes_under, run_bench
 
 # Two repeats are two fresh named processes counting the same queries: what differs between
@@ -59,10 +60,8 @@ def _count(root: Path, servers: tuple[str, ...]) -> Results:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], Results]:
     """Each of RUNS' results, the runs made at once."""
     root = tmp_path_factory.mktemp("instructions")
-    with ThreadPoolExecutor(len(RUNS)) as pool:
-        started = {servers: pool.submit(_count, root / "-".join(servers), servers)
-                   for servers in RUNS}
-        return {servers: future.result() for servers, future in started.items()}
+    return results_at_once({servers: partial(_count, root / "-".join(servers), servers)
+                            for servers in RUNS})
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -27,6 +27,7 @@ from base.process import descendants
 from loaders import get_loader
 from loaders.loader import Loader
 from servers import store_names
+from tests.at_once import results_at_once
 from zonedata.generator import generate, generate_zone
 from zonedata.model import Zone
 
@@ -138,9 +139,8 @@ def outcomes(run_dir: Path) -> dict[tuple[str, bool], BaseException | None]:
     on the loader's process and on the Ctrl-C (one after the other: 79 s of the suite on 2
     vCPUs). What went wrong in each (None: nothing)."""
     cases = [(name, first_load) for first_load in (False, True) for name in store_names()]
-    with ThreadPoolExecutor(2) as pool:
-        started = {case: pool.submit(_outcome, *case, run_dir) for case in cases}
-        return {case: future.result() for case, future in started.items()}
+    return results_at_once({case: partial(_outcome, *case, run_dir) for case in cases},
+                           workers=2)
 
 
 @pytest.mark.parametrize("first_load", [True, False], ids=["first-load", "reload"])

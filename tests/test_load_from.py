@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from bench.commands.cli import main as bench_main
 from bench.load.dnsperf import DnsperfRun, merge_runs
 from bench.load.hosts import LoadHost, SshUrl, job_cpu_seconds, parse_load_from
 from bench.measure.results import load_results
+from tests.at_once import results_at_once
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
 from tests.loadlab import share_client
 from tests.sshhost import SshLoadHost
@@ -109,11 +110,9 @@ def capacity_and_scale(load_hosts: tuple[SshLoadHost, SshLoadHost], run_root: Pa
     first, second = load_hosts
     outs = {command: tmp_path_factory.mktemp(f"load-from-{command}")
             for command in ("capacity", "scale")}
-    with ThreadPoolExecutor(2) as pool:
-        started = [pool.submit(_capacity_from, first, run_root / "capacity", outs["capacity"]),
-                   pool.submit(_scale_from, second, run_root / "scale", outs["scale"])]
-        for future in started:
-            future.result()
+    results_at_once({"capacity": partial(_capacity_from, first, run_root / "capacity",
+                                         outs["capacity"]),
+                     "scale": partial(_scale_from, second, run_root / "scale", outs["scale"])})
     return outs
 
 

@@ -20,8 +20,8 @@ import collections
 import re
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import dns.name
@@ -30,6 +30,7 @@ import pytest
 from bench.measure.results import SizeCell, load_results
 from databases.database import Database, DirectoryDatabase
 from servers import SERVERS, get_server
+from tests.at_once import results_at_once
 from tests.benchcli import processes_under, run_bench
 from zonedata.generator import generate, generate_zone
 from zonedata.mixes import MixWriter, expected_share, plan_mix
@@ -219,12 +220,11 @@ def scale_all(tmp_path_factory: pytest.TempPathFactory, run_root: Path) -> Scale
     vCPUs; the two runs 55 s and the --add-to run after them 24 s)."""
     extended, other = _halves(_one_per_store())
     outs = {servers: tmp_path_factory.mktemp("scale") for servers in (extended, other)}
-    with ThreadPoolExecutor(2) as pool:
-        first = pool.submit(_scale_and_add_to, outs[extended], run_root, list(extended),
-                            tmp_path_factory.mktemp("scale-as-run") / "results")
-        second = pool.submit(_scale, outs[other], run_root, list(other))
-        copy, added = first.result()
-        second.result()
+    runs = results_at_once({
+        "extended": partial(_scale_and_add_to, outs[extended], run_root, list(extended),
+                            tmp_path_factory.mktemp("scale-as-run") / "results"),
+        "other": partial(_scale, outs[other], run_root, list(other))})
+    copy, added = runs["extended"]
     return ScaleRuns({extended: copy, other: outs[other]}, copy, outs[extended], added)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ import pytest
 from base.paths import REPO_ROOT
 from bench.measure.results import load_results
 from servers import SERVERS, get_server
+from tests.at_once import results_at_once
 from tests.benchcli import bench_env
 
 TINY, SMALL, LARGE = 100, 200, 2000
@@ -60,12 +61,9 @@ def startup_runs(tmp_path_factory: pytest.TempPathFactory,
     by its servers."""
     halves = _halves_by_store(_built_drivers())
     outs = {half: tmp_path_factory.mktemp("startup") for half in halves}
-    with ThreadPoolExecutor(len(halves)) as pool:
-        started = [pool.submit(_startup, run_root, "--zones-counts", f"{SMALL},{LARGE}",
-                               "--servers", ",".join(half), "--out", str(out))
-                   for half, out in outs.items()]
-        for future in started:
-            future.result()
+    results_at_once({half: partial(_startup, run_root, "--zones-counts", f"{SMALL},{LARGE}",
+                                   "--servers", ",".join(half), "--out", str(out))
+                     for half, out in outs.items()})
     return outs
 
 

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import dns.flags
@@ -35,6 +35,7 @@ from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
 from databases.url import redact
 from loaders.ldap import INDEXES, SCHEMA_FILE, ZONE_CLASS
+from tests.at_once import results_at_once
 from tests.benchcli import bench_env, processes_under, run_bench
 
 PASSWORD = "Pw-7f3kq9Zx"
@@ -300,10 +301,8 @@ def tiny_runs(lent_mysql: tuple[Lent, MysqlServer], lent_ldap: tuple[Lent, LdapS
     root and lent server): a run is mostly fixed-length dnsperf runs and servers' starts, so
     the two overlap (one after the other: 30 s of the suite on 2 vCPUs)."""
     lents = {"mysql": lent_mysql[0], "ldap": lent_ldap[0]}
-    with ThreadPoolExecutor(len(lents)) as pool:
-        started = {store: pool.submit(_run_tiny, run_root / f"{store}-run", store, lent)
-                   for store, lent in lents.items()}
-        return {store: future.result() for store, future in started.items()}
+    return results_at_once({store: partial(_run_tiny, run_root / f"{store}-run", store, lent)
+                            for store, lent in lents.items()})
 
 
 @pytest.mark.parametrize("store,server", [("mysql", "MariaDB 10.11."), ("ldap", "OpenLDAP 2.5.")])

@@ -12,7 +12,7 @@ import ipaddress
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from bench.measure.results import Results, load_results
 from bench.measure.tune import grid_pairs, recommend
 from loaders.memory import LOADER as MEMORY_LOADER
 from servers import get_server
+from tests.at_once import results_at_once
 from tests.benchcli import bench_env, processes_under
 
 
@@ -56,10 +57,8 @@ def tune_runs(run_root: Path) -> dict[str, Results]:
     to the database, so memory's run goes on beside it."""
     if not get_server("pg").is_built():
         pytest.fail("the pg driver is not built (run `make build`)")
-    with ThreadPoolExecutor(len(RUNS)) as pool:
-        started = {server: pool.submit(tune, run_root, run_root / f"out-{server}", *options)
-                   for server, options in RUNS.items()}
-        return {server: future.result() for server, future in started.items()}
+    return results_at_once({server: partial(tune, run_root, run_root / f"out-{server}", *options)
+                            for server, options in RUNS.items()})
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ and Ctrl-C in the middle of a step leaves nothing running.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from loaders.ldap import ENT_VALUE, bound, filter_value
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change
 from servers import get_server
+from tests.at_once import results_at_once
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
 from zonedata.model import Zone, canonical_set, empty_nonterminals, make_record, name_key
 
@@ -247,12 +248,10 @@ def bench_writes(run_root: Path) -> list[Results]:
     a second), so the two overlap (one run of all five: 62 s of the suite on 2 vCPUs)."""
     servers = [s for s in SERVERS if get_server(s).is_built()]
     halves = [servers[0::2], servers[1::2]]
-    with ThreadPoolExecutor(len(halves)) as pool:
-        started = [pool.submit(_bench_writes, run_root, half, run_root / f"writes-out-{i}")
-                   for i, half in enumerate(halves)]
-        runs = [future.result() for future in started]
+    runs = results_at_once({i: partial(_bench_writes, run_root, half, run_root / f"writes-out-{i}")
+                            for i, half in enumerate(halves)})
     assert processes_under(run_root) == []
-    return runs
+    return list(runs.values())
 
 
 def test_bench_writes_reports_every_column(bench_writes: list[Results]) -> None:
