@@ -14,11 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dns.name
+
 from base.process import run_checked, write_private
 from base.transports import TlsFiles
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
+
+# The pattern of zones added while serving (nsd-control addzone needs one).
+ADDED_PATTERN = "added"
 
 
 def _quoted(path: Path) -> str:
@@ -42,6 +47,10 @@ class Nsd(DnsServer):
         # same buffer.
         self.receive_buffer = ReceiveBuffer.sized_to_rmem_max("receive-buffer-size")
         self.conf_path = self.run_dir / "nsd.conf"
+        self.control_path = self.run_dir / "nsd.ctl"
+        # Zones added while serving (`bench writes`): a link per zone, named as the pattern's
+        # %s expands it, to the store's file.
+        self.added_dir = self.run_dir / "added"
         self.zone_dir = zone_dir
         self.tls: TlsFiles | None = None
         self._write_conf()
@@ -95,7 +104,13 @@ server:
   # open-loop prober keeps in flight over tcp-new (docs/method/transports.md).
   tcp-count: 1000
 {self._tls_options()}{self._receive_buffer_option()}remote-control:
-  control-enable: no
+  # A local socket in the run directory: nsd.conf(5) uses no keys or certificates on one
+  # (the directory's permissions are its access control). nsd-control tells NSD of writes.
+  control-enable: yes
+  control-interface: {_quoted(self.control_path)}
+pattern:
+  name: "{ADDED_PATTERN}"
+  zonefile: {_quoted(self.added_dir / "%s")}
 """
 
     def _receive_buffer_option(self) -> str:
@@ -128,6 +143,32 @@ server:
     def reload(self) -> None:
         """SIGHUP: NSD reads changed zone files again (no control channel needed)."""
         os.kill(self.main_pid(), signal.SIGHUP)
+
+    def nsd_control(self, *args: str) -> str:
+        """One nsd-control command over this instance's control socket; its output."""
+        self._running_proc()
+        return run_checked(["nsd-control", "-c", str(self.conf_path), *args],
+                           f"nsd-control {' '.join(args)}", cwd=self.run_dir, timeout=60)
+
+    def reload_zone(self, origin: dns.name.Name) -> None:
+        """`nsd-control reload ZONE`: the zone read again from its file if it changed."""
+        self.nsd_control("reload", strict_zone_name(origin))
+
+    def add_zone(self, origin: dns.name.Name, file: Path) -> None:
+        """`nsd-control addzone ZONE added`: the zone served from file (through a link the
+        pattern's zonefile names), kept in the run directory's zone list."""
+        name = strict_zone_name(origin)
+        self.added_dir.mkdir(exist_ok=True)
+        link = self.added_dir / name
+        link.unlink(missing_ok=True)
+        link.symlink_to(file)
+        self.nsd_control("addzone", name, ADDED_PATTERN)
+
+    def remove_zone(self, origin: dns.name.Name) -> None:
+        """`nsd-control delzone ZONE`: the zone no longer served."""
+        name = strict_zone_name(origin)
+        self.nsd_control("delzone", name)
+        (self.added_dir / name).unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import dns.name
+
 from base.process import run_checked, write_private
 from base.updates import UpdateAccess
 from servers.dnsserver import DnsServer, ReceiveBuffer
@@ -109,11 +111,20 @@ class Pdns(DnsServer):
     def argv(self) -> list[str]:
         return ["/usr/sbin/pdns_server", f"--config-dir={self.run_dir}"]
 
+    def pdns_control(self, *args: str) -> str:
+        """One pdns_control command over this instance's control socket; its output."""
+        self._running_proc()
+        return run_checked(["pdns_control", f"--config-dir={self.run_dir}", "--socket-dir=.",
+                            *args], f"pdns_control {' '.join(args)}", cwd=self.run_dir,
+                           timeout=60)
+
     def reload(self) -> None:
         """`pdns_control reload`: the bind backend reads changed zone files again."""
-        self._running_proc()
-        run_checked(["pdns_control", f"--config-dir={self.run_dir}", "--socket-dir=.",
-                     "reload"], "pdns_control reload", cwd=self.run_dir, timeout=60)
+        self.pdns_control("reload")
+
+    def reload_zone(self, origin: dns.name.Name) -> None:
+        """`pdns_control bind-reload-now ZONE`: the bind backend reads the zone's file now."""
+        self.pdns_control("bind-reload-now", strict_zone_name(origin))
 
 
 @dataclass(frozen=True)

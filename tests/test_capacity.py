@@ -40,6 +40,7 @@ from bench.measure.capacity import (
     udp_socket_drops,
 )
 from bench.measure.results import load_results
+from bench.report.capacity import breaking_note
 from servers.dnsserver import kernel_rmem_max
 from servers.knot import Knot
 from servers.named import Named
@@ -278,6 +279,18 @@ def test_a_step_the_load_generator_fell_short_on_is_not_offered_not_lost() -> No
              _step(150, 0.5, offered=0.80), _step(150, 0.6, offered=0.82, repeat=1)]
     point = breaking_point(levels_of(steps))
     assert point == BreakingPoint(1000.0, 100, "not offered") and point.lower_bound
+
+
+def test_a_first_step_not_offered_says_no_breaking_point_was_measured() -> None:
+    """Knot in capacity-rest-2026-11-26: dnsperf offered 8,107 of its first step's 9,233."""
+    curve = Curve("knot", 1, 1, 1000.0, steps=[_step(10, 0.99, offered=0.88),
+                                               _step(10, 0.99, offered=0.87, repeat=1)])
+    point = curve.breaking()
+    assert point == BreakingPoint(None, None, "not offered")
+    assert "no breaking point was measured" in (breaking_note(curve, point, None) or "")
+    held = Curve("pg", 1, 1, 1000.0, steps=_table([(50, 1.0, 1.0)]) + [
+        _step(100, 0.5, offered=0.8), _step(100, 0.5, offered=0.8, repeat=1)])
+    assert "at least this" in (breaking_note(held, held.breaking(), 50.0) or "")
 
 
 def test_sweep_runs_up_then_down() -> None:

@@ -13,12 +13,15 @@ and Ctrl-C in the middle of a step leaves nothing running.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import dns.exception
 import dns.name
+import dns.query
 import ldap as ldapmod
 import pytest
 
@@ -28,12 +31,18 @@ from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, load_results
+from bench.measure.serving import serving
 from bench.measure.writes import (
     CEILING,
+    ServerFollow,
+    StepRun,
     WriteCycle,
     changed_questions,
     checked_changes,
     final_zones,
+    probe,
+    shows,
+    summarize,
 )
 from bench.report.writes import COLUMNS
 from loaders import bdbhpt, fs, get_loader
@@ -42,6 +51,7 @@ from loaders.ldap import ENT_VALUE, bound, filter_value
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change
 from servers import get_server
+from servers.dnsserver import DnsServer, non_recursive_query
 from tests.at_once import results_at_once
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
 from zonedata.model import Zone, canonical_set, empty_nonterminals, make_record, name_key
@@ -224,6 +234,87 @@ def test_the_cycle_leaves_its_last_record_and_zone() -> None:
     assert set(kinds) == {ADD, CHANGE, DELETE, ADD_ZONE, DELETE_ZONE}
     questions = changed_questions(cycle.changes)
     assert (_n("wr"), "A") in questions and (_n("w0.wr"), "A") in questions
+
+
+def _write(cycle: WriteCycle, count: int) -> list[Change]:
+    made = []
+    for _ in range(count):
+        change = cycle.next()
+        cycle.done(change, 0)
+        made.append(change)
+    return made
+
+
+def test_a_followed_record_or_zone_is_not_deleted_until_seen() -> None:
+    """An answer after a record's delete looks like one before its add: the record the
+    sampler follows is kept, and the next oldest goes in its turn."""
+    cycle = WriteCycle([ORIGIN, OTHER])
+    _write(cycle, 3)  # w0 added and changed, zone wz0 added
+    cycle.pin(1)  # the change of w0
+    cycle.pin(2)  # zone wz0
+    _write(cycle, 2)  # the first cycle has no earlier one to delete from
+    cycle1 = _write(cycle, 5)  # w1 and wz1 made; w0 and wz0 pinned: TXT records instead
+    assert [(c.kind, c.record.rdtype) for c in cycle1[3:] if c.record] == \
+        [(ADD, "TXT"), (ADD, "TXT")]
+    cycle2 = _write(cycle, 5)
+    assert (cycle2[3].kind, cycle2[3].record.owner) == (DELETE, _n("w1.wr", OTHER))
+    assert (cycle2[4].kind, cycle2[4].zone) == (DELETE_ZONE, cycle1[2].zone)
+    cycle.unpin(1)
+    cycle.unpin(2)
+    cycle3 = _write(cycle, 5)
+    assert (cycle3[3].kind, cycle3[3].record.owner) == (DELETE, _n("w0.wr"))
+    assert (cycle3[4].kind, cycle3[4].zone) == (DELETE_ZONE, cycle.changes[2].zone)
+
+
+def test_cpu_per_read_counts_only_the_steps_window() -> None:
+    """CPU metered to the end of the step, not to the sampler's last poll, over the reads
+    answered; a run from before the window was recorded gives none."""
+    run = StepRun(rate=100, repeat=0, seconds=3.0, answered=6000, server_cpu_s=0.6,
+                  db_cpu_s=0.3, cpu_window_s=3.0)
+    assert run.cpu_us_per_read == pytest.approx(150.0)
+    old = StepRun(rate=100, repeat=0, seconds=3.0, answered=6000, server_cpu_s=4.2)
+    assert old.cpu_us_per_read is None
+    step = summarize(100, [run, StepRun(rate=100, repeat=1, seconds=3.0, answered=3000,
+                                        server_cpu_s=0.3, cpu_window_s=3.1)])
+    assert step.cpu_us_per_read is not None and step.cpu_us_per_read.estimate == \
+        pytest.approx(125.0)
+    assert step.server_cpu_share is not None and step.server_cpu_share.estimate == \
+        pytest.approx((0.2 + 0.3 / 3.1) / 2)
+
+
+def _shown(server: DnsServer, change: Change, attempts: int = 200) -> bool:
+    """Does the server show the change within `attempts` asks 50 ms apart (a hang guard,
+    not a measured figure)?"""
+    qname, rdtype = probe(change)
+    query = non_recursive_query(qname, rdtype, None, False)
+    for _ in range(attempts):
+        try:
+            if shows(change, dns.query.udp(query, server.host, port=server.port, timeout=1.0)):
+                return True
+        except dns.exception.Timeout:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("name", ["nsd", "pdns-bind"])
+def test_a_zone_file_server_is_told_of_each_write(name: str, tmp_path: Path) -> None:
+    """NSD (nsd-control over its local socket) and PowerDNS's bind backend (pdns_control)
+    show every kind of write made to the native store's files."""
+    server = get_server(name)
+    if not server.is_built():
+        pytest.skip(f"{name} is not installed")
+    zones = [_zone(ORIGIN), _zone(OTHER)]
+    with serving(server, lambda: iter(zones), tmp_path) as served, \
+            served.loaded.loader.writer(served.loaded.target) as store:
+        follow = ServerFollow(server, served.named, served.loaded.target)
+        # NSD deletes only a zone added by nsd-control (one in nsd.conf: "remove it from
+        # nsd.conf yourself"), as the writes cycle does.
+        changes = [c for c in _changes() if c.kind != DELETE_ZONE]
+        for change in [*changes, Change(DELETE_ZONE, NEW_ZONE)]:
+            store.apply(change)
+            follow(change)
+            assert _shown(served.named, change), change.text()
 
 
 # --- bench writes ------------------------------------------------------------------------

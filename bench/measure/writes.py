@@ -9,15 +9,16 @@ step:
 - the open-loop prober (bench/load/prober, -O -R) offers the read rate and records every
   query (RCODE, latency, or lost);
 - a writer thread with its own connection (Loader.writer: loaders/writes.py) applies changes
-  paced to the step's rate, one transaction each, cycling through the five kinds; for native
-  BIND each change is followed by what tells named (rndc reload of the zone; for a zone added
-  or removed, zones.conf written again and rndc reconfig);
+  paced to the step's rate, one transaction each, cycling through the five kinds; for a
+  server of zone files each change is followed by what tells it (ServerFollow: rndc, knotc,
+  nsd-control, pdns_control);
 - a sampler thread takes every k-th write as it commits (k: about SAMPLES_PER_STEP a step;
   at the ceiling every write, whenever the sampler is free) and asks the server (dnspython,
   UDP) every POLL_S until an answer shows it: commit to that answer is the write's
   visibility delay; a write offered while the sampler still follows an earlier one is
   skipped (counted), one not shown within VISIBLE_TIMEOUT_S is recorded as not seen;
-- the database server's processes and the DNS server's are CPU-metered.
+- the database server's processes and the DNS server's are CPU-metered over the step (not
+  the sampler's following of its last write after it).
 
 A writer is anything with `apply(change)` (loaders/writes.py: StoreWriter) that says what it
 changed through the Change it was given: a second writer (RFC 2136 updates sent to the
@@ -60,6 +61,8 @@ from servers.kind import ServerKind
 from servers.knot import Knot, KnotServer
 from servers.named import Named
 from servers.native import NativeNamed
+from servers.nsd import Nsd, NsdServer
+from servers.pdns import Pdns, PdnsBindServer
 from zonedata.model import Record, Zone, make_record, name_key
 from zonedata.zonefiles import zone_file_path
 
@@ -78,7 +81,8 @@ VISIBLE_TIMEOUT_S = 30.0
 SAMPLES_PER_STEP = 50
 # Changes whose names are asked of the server and of native BIND after the run.
 CHECKED_CHANGES = 1000
-# How many later writes may change a sampled write's name again (two cycles of five).
+# How many later writes may add or change a sampled write's name again (its add and change
+# are adjacent; two cycles of five leave room).
 SUPERSEDE_REACH = 10
 # The zone every added zone sits under (none of the data set's).
 ADDED_ZONES = dns.name.from_text("writes.dlzbench.test.")
@@ -108,10 +112,17 @@ def rate_text(rate: int) -> str:
 
 class WriteCycle:
     """The changes a writer makes, in a cycle of five kinds over the data set's zones:
-    add w<i>.wr.<zone> A, change it, add zone wz<i>.<ADDED_ZONES>, delete the previous
-    cycle's record, delete the previous cycle's zone. Each cycle's first write makes the
-    empty non-terminal wr.<zone> where it is new. What is left at the end is the last cycle's
-    record and zone."""
+    add w<i>.wr.<zone> A, change it, add zone wz<i>.<ADDED_ZONES>, delete the oldest record
+    and zone of earlier cycles still there. Each cycle's first write makes the empty
+    non-terminal wr.<zone> where it is new. What is left at the end is the last cycle's
+    record and zone, and any the sampler was still following.
+
+    A record or zone the sampler follows is pinned: it is not deleted until it is seen
+    (the next oldest goes instead), since an answer after its delete looks like one before
+    its add. Without the pin a record lived about 8 writes (80 ms at 100 writes/s), and
+    every write slower than that to show was counted "not seen" instead of measured
+    (writes-at-max-pg-fs-2026-11-26: one a step). With nothing old enough to delete, a
+    TXT record is added instead (w<i>-first.wr, w<i>-second.wr)."""
 
     def __init__(self, zones: Sequence[dns.name.Name]) -> None:
         if not zones:
@@ -120,6 +131,10 @@ class WriteCycle:
         self.count = 0
         self.changes: list[Change] = []  # every change applied, in order
         self.committed_ns: list[int] = []  # when each was committed (monotonic clock)
+        # Changed records and added zones still in the store, oldest first.
+        self._records: list[tuple[int, dns.name.Name, Record]] = []
+        self._added_zones: list[tuple[int, dns.name.Name]] = []
+        self._pinned: set[tuple[dns.name.Name, str]] = set()
 
     def _record(self, i: int, changed: bool = False) -> Record:
         zone = self.zones[i % len(self.zones)]
@@ -136,6 +151,11 @@ class WriteCycle:
             make_record(dns.name.from_text("ns", origin=origin), 300, "A", "192.0.2.53"),
             make_record(origin, 300, "A", f"192.0.2.{i % 250 + 1}"))
 
+    def _stand_in(self, i: int, label: str) -> Change:
+        zone = self.zones[i % len(self.zones)]
+        return Change(ADD, zone, make_record(dns.name.from_text(f"w{i}-{label}.wr", origin=zone),
+                                             300, "TXT", f'"{label}"'))
+
     def next(self) -> Change:
         """The cycle's next change (not yet applied)."""
         i, step = divmod(self.count, 5)
@@ -148,26 +168,41 @@ class WriteCycle:
             origin, records = self._zone(i)
             return Change(ADD_ZONE, origin, zone_records=records)
         if step == 3:
-            if i == 0:
-                return Change(ADD, zone, make_record(
-                    dns.name.from_text("w-first.wr", origin=zone), 300, "TXT", '"first"'))
-            previous = self.zones[(i - 1) % len(self.zones)]
-            return Change(DELETE, previous, self._record(i - 1, changed=True))
-        if i == 0:
-            return Change(ADD, zone, make_record(
-                dns.name.from_text("w-second.wr", origin=zone), 300, "TXT", '"second"'))
-        return Change(DELETE_ZONE, self._zone(i - 1)[0])
+            held = next(((z, r) for j, z, r in self._records
+                         if j < i and (r.owner, r.rdtype) not in self._pinned), None)
+            return self._stand_in(i, "first") if held is None else Change(DELETE, *held)
+        origin = next((z for j, z in self._added_zones
+                       if j < i and (z, "SOA") not in self._pinned), None)
+        return self._stand_in(i, "second") if origin is None else Change(DELETE_ZONE, origin)
 
     def done(self, change: Change, committed_ns: int) -> None:
+        i = self.count // 5
         self.count += 1
+        if change.kind == CHANGE:
+            self._records.append((i, change.zone, change.record))
+        elif change.kind == DELETE:
+            self._records = [e for e in self._records if e[1:] != (change.zone, change.record)]
+        elif change.kind == ADD_ZONE:
+            self._added_zones.append((i, change.zone))
+        elif change.kind == DELETE_ZONE:
+            self._added_zones = [e for e in self._added_zones if e[1] != change.zone]
         self.committed_ns.append(committed_ns)
         self.changes.append(change)  # last: a reader of both lists never sees it half-added
 
+    def pin(self, index: int) -> None:
+        """Keep the question of the change at index from being deleted (the sampler
+        follows it); called on the writer's thread, between two writes."""
+        self._pinned.add(probe(self.changes[index]))
+
+    def unpin(self, index: int) -> None:
+        self._pinned.discard(probe(self.changes[index]))
+
     def superseding(self, index: int) -> list[Change]:
         """The change at index and the later adds and changes committed on the same question
-        within the cycle's reach (every change of one name falls within two cycles): an
+        within the cycle's reach (a record's add and change are two writes apart): an
         answer showing one of those shows that the sampled one was made. (A later delete
-        does not count: the state before the sampled add looks the same.)"""
+        does not count: the state before the sampled add looks the same, which is why a
+        followed question is pinned.)"""
         question = probe(self.changes[index])
         later = self.changes[index + 1:index + 1 + SUPERSEDE_REACH]
         return [self.changes[index], *(c for c in later
@@ -211,7 +246,7 @@ def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdat
 
 class ServerFollow:
     """What a server must be told after a store write: nothing for a database or a store its
-    driver reads live; native named and Knot load zone files on command."""
+    driver reads live; native named, NSD and Knot load zone files on command."""
 
     def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
         self.kind = kind
@@ -221,8 +256,10 @@ class ServerFollow:
     def __call__(self, change: Change) -> None:
         if isinstance(self.kind, NativeNamed) and isinstance(self.server, Named):
             self._named(change)
-        elif isinstance(self.server, Knot):
-            self._knot(change)
+        elif isinstance(self.server, Knot | Nsd):
+            self._by_control(change)
+        elif isinstance(self.kind, PdnsBindServer) and isinstance(self.server, Pdns):
+            self._pdns_bind(change)
 
     def _named(self, change: Change) -> None:
         assert isinstance(self.kind, NativeNamed) and isinstance(self.server, Named)
@@ -233,8 +270,19 @@ class ServerFollow:
         else:
             self.server.rndc("reload", change.zone.to_text())
 
-    def _knot(self, change: Change) -> None:
-        assert isinstance(self.server, Knot)
+    def _pdns_bind(self, change: Change) -> None:
+        """The bind backend: its zone list written again and rediscovered for a zone added
+        or removed (as named's reconfig), the zone's file read now for a record."""
+        assert isinstance(self.kind, PdnsBindServer) and isinstance(self.server, Pdns)
+        if change.kind in (ADD_ZONE, DELETE_ZONE):
+            self.kind.backend(self.target, self.server.run_dir)
+            self.server.pdns_control("rediscover")
+        else:
+            self.server.reload_zone(change.zone)
+
+    def _by_control(self, change: Change) -> None:
+        """knotc or nsd-control: a zone added or removed, or read again from its file."""
+        assert isinstance(self.server, Knot | Nsd)
         if change.kind == ADD_ZONE:
             self.server.add_zone(change.zone, zone_file_path(Path(self.target).resolve(),
                                                              name_key(change.zone)))
@@ -246,10 +294,10 @@ class ServerFollow:
 
 def not_writable(server: ServerKind) -> str | None:
     """Why the server cannot be measured under writes (one line); None: it can."""
-    told = isinstance(server, NativeNamed | KnotServer)
+    told = isinstance(server, NativeNamed | KnotServer | NsdServer | PdnsBindServer)
     if server.store == "native" and not told:
-        return (f"{server.name}: only native BIND and Knot are told of zone file writes "
-                "here (NSD's way would be nsd-control with its remote control set up)")
+        return (f"{server.name}: only native BIND, NSD, Knot and PowerDNS's bind backend are "
+                "told of zone file writes here")
     if server.needs_reload and not told:
         return (f"{server.name} reads its store once (at start or reload): a write is "
                 "seen only after a reload, which is a restart of its data, not a write")
@@ -281,6 +329,9 @@ class StepRun:
     writer_cpu_s: float = 0.0
     db_cpu_s: float | None = None
     server_cpu_s: float | None = None
+    # The wall time the two CPU figures cover (None in runs before it was recorded, whose
+    # meters ran on past the step while the sampler finished).
+    cpu_window_s: float | None = None
     visibility_ms: list[float] = field(default_factory=list)  # the samples shown
     not_seen: int = 0
     skipped: int = 0
@@ -288,6 +339,18 @@ class StepRun:
     @property
     def qps(self) -> float:
         return self.answered / self.seconds
+
+    @property
+    def metered_s(self) -> float:
+        return self.cpu_window_s or self.seconds
+
+    @property
+    def cpu_us_per_read(self) -> float | None:
+        """named's and the database's CPU per read answered, in us (None: a run before the
+        CPU window was the step's, or no read answered)."""
+        if self.cpu_window_s is None or self.server_cpu_s is None or not self.answered:
+            return None
+        return (self.server_cpu_s + (self.db_cpu_s or 0.0)) * 1e6 / self.answered
 
     @property
     def write_rate(self) -> float:
@@ -308,6 +371,9 @@ class Step:
     write_rate: Interval | None
     db_cpu_share: Interval | None  # of one core
     server_cpu_share: Interval | None  # the DNS server's, of one core
+    # The DNS server's and the database's CPU per read answered: what reads cost the server
+    # side, writes included, whether or not the prober kept up with its schedule.
+    cpu_us_per_read: Interval | None
     writer_cpu_share: Interval | None  # the writer thread's, of one core
     writes: int
     write_errors: int
@@ -382,9 +448,10 @@ def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
         loss=over(lambda r: r.lost / r.sent if r.sent else None),
         p50_us=over(lambda r: r.p50_us), p99_us=over(lambda r: r.p99_us),
         p999_us=over(lambda r: r.p999_us), write_rate=over(lambda r: r.write_rate),
-        db_cpu_share=over(lambda r: None if r.db_cpu_s is None else r.db_cpu_s / r.seconds),
+        db_cpu_share=over(lambda r: None if r.db_cpu_s is None else r.db_cpu_s / r.metered_s),
         server_cpu_share=over(lambda r: None if r.server_cpu_s is None
-                              else r.server_cpu_s / r.seconds),
+                              else r.server_cpu_s / r.metered_s),
+        cpu_us_per_read=over(lambda r: r.cpu_us_per_read),
         writer_cpu_share=over(lambda r: r.writer_cpu_s / r.seconds if r.rate != 0 else None),
         writes=sum(r.writes for r in runs), write_errors=sum(r.write_errors for r in runs),
         visible_p50_ms=_rank(pooled, 50), visible_p99_ms=_rank(pooled, 99),
@@ -423,6 +490,7 @@ class Sampler(threading.Thread):
         following an earlier one (then it is counted as skipped)."""
         if self.idle.is_set():
             self.idle.clear()
+            self.cycle.pin(index)
             self.pending.put(index)
         else:
             self.skipped += 1
@@ -439,6 +507,7 @@ class Sampler(threading.Thread):
                 self.not_seen += 1
             else:
                 self.delays_ms.append((seen_ns - committed_ns) / 1e6)
+            self.cycle.unpin(index)
             self.idle.set()
 
     def _first_showing(self, index: int, committed_ns: int) -> int | None:
@@ -523,10 +592,11 @@ def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: W
     recorder = Recorder(named.host, named.port, query_file,
                         run_dir / f"recording-{rate_text(rate).replace('/', '')}-{repeat}.txt",
                         qps=read_qps, seconds=step_s, timeout=timeout_s)
-    for meter in (db_meter, server_meter):
-        if meter is not None:
-            meter.start()
+    meters = [m for m in (db_meter, server_meter) if m is not None]
     with recorder:
+        started = time.monotonic()
+        for meter in meters:
+            meter.start()
         sampler.start()
         if rate != 0:
             writer.start()
@@ -534,6 +604,13 @@ def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: W
             time.sleep(step_s)
         finally:
             stop.set()
+            # The CPU window ends with the step: the sampler may follow its last write for
+            # up to VISIBLE_TIMEOUT_S more, polling every POLL_S, and that is not the step's
+            # load (metered to the joins, a 3-s step of pg at 100 writes/s showed named at
+            # 138% of a core: writes-at-max-pg-fs-2026-11-26).
+            for meter in meters:
+                meter.stop()
+            cpu_window_s = time.monotonic() - started
             if rate != 0:
                 writer.join()
             sampler.join()
@@ -541,10 +618,9 @@ def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: W
     run = StepRun(rate, repeat, step_s, writes=writer.writes, write_errors=writer.errors,
                   first_error=writer.first_error, writer_cpu_s=writer.cpu_s,
                   visibility_ms=sampler.delays_ms, not_seen=sampler.not_seen,
-                  skipped=sampler.skipped)
-    if db_meter is not None:
-        run.db_cpu_s = db_meter.stop()
-    run.server_cpu_s = server_meter.stop()
+                  skipped=sampler.skipped, cpu_window_s=cpu_window_s,
+                  server_cpu_s=server_meter.seconds,
+                  db_cpu_s=None if db_meter is None else db_meter.seconds)
     _read_figures(run, recording)
     return run
 

@@ -106,21 +106,32 @@ def render_capacity(results: Results) -> list[str]:
                NONE if ramp is None else fmt_number(ramp.max_qps, 0), str(bursts),
                _receive_buffer(curve)]
         lines.append("| " + " | ".join(row) + " |")
-        if point.ended_by == "not offered":
-            notes.append(f"- {curve.server} ({curve.threads} thread(s)): the step after its "
-                         "breaking point was not offered (the load generator fell short): "
-                         "the server's own breaking point is at least this.")
-        elif share is not None and not 90 <= share <= 110:
-            notes.append(f"- {curve.server} ({curve.threads} thread(s)): its breaking point "
-                         f"is {share:.0f}% of its closed-loop maximum: "
-                         + ("it answers fewer queries when they arrive on their own schedule "
-                            "than when each waits for an answer (a curve that collapses "
-                            "before its closed-loop maximum)." if share < 90 else
-                            "it carried more offered load than the closed loop put on it."))
+        note = breaking_note(curve, point, share)
+        if note is not None:
+            notes.append(note)
         if curve.error:
             notes.append(f"- {curve.server} ({curve.threads} thread(s)): {curve.error}")
     lines += ["", *notes, ""] if notes else [""]
     return (lines + render_loaded_latency(results, common) + render_seed_001_tables(results))
+
+
+def breaking_note(curve: Curve, point: BreakingPoint, share: float | None) -> str | None:
+    """What a reader must know of a breaking point: a lower bound, none at all, or one far
+    from the closed-loop maximum."""
+    who = f"- {curve.server} ({curve.threads} thread(s)): "
+    if point.ended_by == "not offered":
+        if point.qps is None:
+            return who + ("its first step was not offered (the load generator fell short): "
+                          "no breaking point was measured.")
+        return who + ("the step after its breaking point was not offered (the load generator "
+                      "fell short): the server's own breaking point is at least this.")
+    if share is None or 90 <= share <= 110:
+        return None
+    return who + (f"its breaking point is {share:.0f}% of its closed-loop maximum: "
+                  + ("it answers fewer queries when they arrive on their own schedule than "
+                     "when each waits for an answer (a curve that collapses before its "
+                     "closed-loop maximum)." if share < 90 else
+                     "it carried more offered load than the closed loop put on it."))
 
 
 def render_loaded_latency(results: Results, common: float | None) -> list[str]:

@@ -1,7 +1,7 @@
 """results.md's "Reads while the store is written" section (`writes`): per server, a table of
 its write-rate steps (reads answered per second, loss, read p50/p99/p99.9, writes per second
 achieved, the visibility delay of sampled writes, the CPU of the database, the DNS server
-and the writer thread), each figure a median
+and the writer thread, and the server side's CPU per read), each figure a median
 over the repeats with its 95% interval; writes-reads.png (read p99 and reads answered against
 the write rate, every server) and writes-visibility.png (the visibility delays' distribution
 per server)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.measure.results import Results
 from bench.measure.stats import Interval
-from bench.measure.writes import ServerWrites, Step, Writes, rate_text
+from bench.measure.writes import VISIBLE_TIMEOUT_S, ServerWrites, Step, Writes, rate_text
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
 from bench.report.style import driver_style
@@ -21,7 +21,7 @@ from servers import report_order
 COLUMNS = ["writes offered", "writes/s achieved", "reads answered/s", "read loss",
            "read p50 (ms)", "read p99 (ms)", "read p99.9 (ms)", "visible p50 (ms)",
            "visible p99 (ms)", "visible max (ms)", "sampled", "database CPU (% of a core)",
-           "server CPU (%)", "writer CPU (%)"]
+           "server CPU (%)", "writer CPU (%)", "server + database CPU per read (us)"]
 
 
 def render_writes(results: Results) -> list[str]:
@@ -80,7 +80,7 @@ def _row(step: Step, notes: Notes) -> list[str]:
         offered += f" [{notes.add(f'{offered}: {step.write_errors} writes failed')}]"
     if step.not_seen:
         notes.add(f"{rate_text(step.rate)}: {step.not_seen} sampled writes not seen within "
-                  "the sampler's time-out")
+                  f"{VISIBLE_TIMEOUT_S:g} s")
     return [offered, _interval(step.write_rate, decimals=1), _interval(step.qps),
             _interval(step.loss, scale=100, decimals=2, unit="%"),
             _interval(step.p50_us, scale=1e-3, decimals=2),
@@ -91,7 +91,8 @@ def _row(step: Step, notes: Notes) -> list[str]:
             f"{step.sampled}" + (f" (+{step.skipped} skipped)" if step.skipped else ""),
             _interval(step.db_cpu_share, scale=100, decimals=0),
             _interval(step.server_cpu_share, scale=100, decimals=0),
-            _interval(step.writer_cpu_share, scale=100, decimals=0)]
+            _interval(step.writer_cpu_share, scale=100, decimals=0),
+            _interval(step.cpu_us_per_read, decimals=0)]
 
 
 def _interval(value: Interval | None, scale: float = 1.0, decimals: int = 0,
