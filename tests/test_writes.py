@@ -22,6 +22,7 @@ from typing import Any
 import dns.exception
 import dns.name
 import dns.query
+import dns.rdataclass
 import ldap as ldapmod
 import pytest
 
@@ -29,6 +30,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
+from bench.load.updates import Signer, change_message
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, load_results
 from bench.measure.serving import serving
@@ -236,6 +238,24 @@ def test_the_cycle_leaves_its_last_record_and_zone() -> None:
     assert (_n("wr"), "A") in questions and (_n("w0.wr"), "A") in questions
 
 
+def test_an_update_message_makes_one_record_change() -> None:
+    www = make_record(_n("www"), 300, "A", "192.0.2.1")
+    new = make_record(_n("www"), 300, "A", "192.0.2.3")
+    change = change_message(Change(CHANGE, ORIGIN, new, old=www), Signer())
+    assert change.zone[0].name == ORIGIN
+    assert [(rrset.name, rrset.deleting, [rd.to_text() for rd in rrset])
+            for rrset in change.update] == [(_n("www"), dns.rdataclass.NONE, ["192.0.2.1"]),
+                                            (_n("www"), None, ["192.0.2.3"])]
+    with pytest.raises(UserError, match="records, not zones"):
+        change_message(Change(DELETE_ZONE, OTHER), Signer())
+
+
+def test_a_cycle_of_updates_changes_records_only() -> None:
+    cycle = WriteCycle([ORIGIN, OTHER], zone_kinds=False)
+    kinds = [c.kind for c in _write(cycle, 9)]
+    assert kinds == [ADD, CHANGE, ADD, ADD, CHANGE, DELETE, ADD, CHANGE, DELETE]
+
+
 def _write(cycle: WriteCycle, count: int) -> list[Change]:
     made = []
     for _ in range(count):
@@ -322,27 +342,59 @@ def test_a_zone_file_server_is_told_of_each_write(name: str, tmp_path: Path) -> 
 SERVERS = ["memory", "pg", "fs", "bdbhpt-t", "native"]
 
 
-def _bench_writes(run_root: Path, servers: list[str], out: Path) -> Results:
+def _bench_writes(run_root: Path, servers: list[str], out: Path, *extra: str) -> Results:
     done = run_bench(run_root, "writes", "--servers", ",".join(servers), "--profile", "tiny",
                      "--generate", "10", "--records", "5", "--queries", "100",
-                     "--out", str(out))
+                     "--out", str(out), *extra)
     assert done.returncode == 0, done.stderr[-3000:]
     results = load_results(out / "results.json")
     results.meta["markdown"] = (out / "results.md").read_text()
     return results
 
 
+# Through RFC 2136 updates: two DLZ drivers that take them, and one that does not (n/a).
+UPDATED = ["memory", "pg", "fs"]
+
+
 @pytest.fixture(scope="module")
-def bench_writes(run_root: Path) -> list[Results]:
+def writes_runs(run_root: Path) -> dict[str, Results]:
     """The servers in two `bench writes` runs made at once, half of them each (each with
-    servers of its own): a server's steps are fixed lengths of a light read load (100 reads
-    a second), so the two overlap (one run of all five: 62 s of the suite on 2 vCPUs)."""
+    servers of its own), and beside them a `--via update` run: a server's steps are fixed
+    lengths of a light read load (100 reads a second), so the three overlap (one run of all
+    five: 62 s of the suite on 2 vCPUs)."""
     servers = [s for s in SERVERS if get_server(s).is_built()]
     halves = [servers[0::2], servers[1::2]]
-    runs = results_at_once({i: partial(_bench_writes, run_root, half, run_root / f"writes-out-{i}")
-                            for i, half in enumerate(halves)})
+    made = {f"half-{i}": partial(_bench_writes, run_root, half, run_root / f"writes-out-{i}")
+            for i, half in enumerate(halves)}
+    made["update"] = partial(_bench_writes, run_root, UPDATED, run_root / "writes-out-update",
+                             "--via", "update")
+    runs = results_at_once(made)
     assert processes_under(run_root) == []
-    return list(runs.values())
+    return runs
+
+
+@pytest.fixture(scope="module")
+def bench_writes(writes_runs: dict[str, Results]) -> list[Results]:
+    return [results for key, results in writes_runs.items() if key.startswith("half-")]
+
+
+def test_reads_while_rfc_2136_updates_run(writes_runs: dict[str, Results]) -> None:
+    """Each record change an UPDATE message the driver writes itself: counted, visible,
+    answered as native BIND given the same changes (SOA serials aside); a store the suite
+    gives no update path is n/a."""
+    results = writes_runs["update"]
+    assert results.writes is not None and results.writes.via == "update"
+    assert "## Reads while RFC 2136 updates run" in results.meta["markdown"]
+    entries = {entry.server: entry for entry in results.writes.servers}
+    assert entries["fs"].status == "n/a" and "no RFC 2136 updates" in (entries["fs"].error or "")
+    for name in ("memory", "pg"):
+        entry = entries[name]
+        assert entry.status == "ok", entry.error
+        for run in entry.runs:
+            assert (run.writes > 0) == (run.rate != 0) and run.write_errors == 0, \
+                run.first_error
+        assert any(run.visibility_ms for run in entry.runs if run.rate == CEILING), name
+        assert entry.checked > 0 and entry.differing == [], entry.differing
 
 
 def test_bench_writes_reports_every_column(bench_writes: list[Results]) -> None:

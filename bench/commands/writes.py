@@ -22,7 +22,17 @@ from bench.commands.faults import (
 from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, load_results, save_results
-from bench.measure.writes import CEILING, METHOD, PROFILES, Writes, measure_server, rate_text
+from bench.measure.writes import (
+    CEILING,
+    METHOD,
+    PROFILES,
+    VIA_STORE,
+    VIA_UPDATE,
+    VIAS,
+    Writes,
+    measure_server,
+    rate_text,
+)
 from bench.report.write import write_report
 from servers import get_server
 from servers.kind import ServerKind
@@ -56,6 +66,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "--read-qps")
     p.add_argument("--capacity", type=Path, metavar="DIR",
                    help="a `capacity` results directory, for --read-share")
+    p.add_argument("--via", choices=VIAS, default=VIA_STORE,
+                   help="store (default): writes straight into the store through its own "
+                        "client; update: each record change an RFC 2136 UPDATE message to "
+                        "the server, which writes its store itself (add, change and delete "
+                        "of records only; servers that take no updates are n/a)")
     p.add_argument("--step", type=float, metavar="SECONDS", help="a step's length")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats of every step")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
@@ -142,24 +157,27 @@ def run(args: argparse.Namespace) -> int:
     run_dir = new_run_dir("writes")
     query_file = _query_file(stream, run_dir / "queries.txt", args.queries, args.seed)
     section = Writes(method=METHOD, profile=args.profile, dataset=describe(args),
-                     step_s=step_s, repeats=repeats, rates=list(rates))
+                     step_s=step_s, repeats=repeats, rates=list(rates), via=args.via)
     results = Results(meta={**metadata.collect(), "command": "writes",
                             "servers": [s.name for s in servers], "profile": args.profile,
                             "rates": [rate_text(r) for r in rates], "read_qps": reads,
                             "read_share": args.read_share,
                             "step_s": step_s, "repeats": repeats, "threads": args.threads,
+                            "via": args.via,
                             "timeout_s": args.timeout, "dataset": section.dataset},
                       writes=section)
     progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; "
               f"{', '.join(f'{n} {q:,.0f}' for n, q in reads.items())} reads/s "
-              f"with {', '.join(rate_text(r) for r in rates)} writes, {step_s:g} s a step, "
+              f"with {', '.join(rate_text(r) for r in rates)} writes "
+              f"({'RFC 2136 updates' if args.via == VIA_UPDATE else 'into the store'}), "
+              f"{step_s:g} s a step, "
               f"{repeats} repeat(s); results in {out}")
     try:
         for server in servers:
             section.servers.append(measure_server(
                 server, stream, query_file, run_dir, rates=rates, step_s=step_s,
                 repeats=repeats, read_qps=reads[server.name], threads=args.threads,
-                timeout_s=args.timeout, progress=progress))
+                timeout_s=args.timeout, via=args.via, progress=progress))
     except KeyboardInterrupt:
         print("interrupted: nothing measured to keep", file=sys.stderr)
         return 130

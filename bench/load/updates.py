@@ -8,6 +8,9 @@ sending itself cost is kept (`client_cpu_s`) so that a phase the sender limits c
 Each message holds N records: adds of new names (one A record each) in one zone, or the
 deletes of exactly those records, so that a phase of adds and one of deletes leave the zone
 as it was.
+
+`writes --via update` sends its record changes through UpdateWriter: one message a change,
+the way a provisioning system speaking DNS would.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import dns.rcode
 import dns.tsig
 import dns.update
 
+from base.errors import UserError
 from base.updates import TsigKey
+from loaders.writes import ZONE_KINDS, Change, StoreWriter
 
 # The TTL of every added record.
 TTL = 300
@@ -204,3 +209,44 @@ def ask_once(host: str, port: int, message: dns.message.Message, records: int,
     rendered = render(message, records, signer.keyring())
     with _connect(host, port, timeout) as sock:
         return ask(sock, rendered, timeout)
+
+
+def change_message(change: Change, signer: Signer) -> dns.message.Message:
+    """One UPDATE message making a record change: the old rdata deleted (delete, change),
+    the new one added (add, change); zones are not RFC 2136's to add or delete."""
+    if change.kind in ZONE_KINDS:
+        raise UserError(f"{change.text()}: RFC 2136 updates records, not zones")
+    message = _update(change.zone, signer)
+    if change.removed is not None:
+        message.delete(change.removed.owner, change.removed.rdtype, change.removed.rdata)
+    if change.added is not None:
+        added = change.added
+        message.add(added.owner, added.ttl, added.rdtype, added.rdata)
+    return message
+
+
+class UpdateWriter(StoreWriter):
+    """Record changes as RFC 2136 UPDATE messages over one TCP connection to the server,
+    which writes its store itself; an answer other than NOERROR is a UserError."""
+
+    def __init__(self, host: str, port: int, signer: Signer | None = None,
+                 timeout: float = 10.0) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self.signer = signer or Signer()
+        self.sock = _connect(host, port, timeout)
+
+    def apply(self, change: Change) -> None:
+        rendered = render(change_message(change, self.signer), 1, self.signer.keyring())
+        outcome = ask(self.sock, rendered, self.timeout)
+        if outcome == NO_ANSWER:
+            # The server closed an idle connection (named's tcp-idle-timeout): once more on
+            # a new one. Sending a change twice is safe: RFC 2136 adds and deletes of one
+            # rdata are idempotent.
+            self.sock.close()
+            self.sock = _connect(self.host, self.port, self.timeout)
+            outcome = ask(self.sock, rendered, self.timeout)
+        if outcome != NOERROR:
+            raise UserError(f"{change.text()}: the server answered {outcome}")
+
+    def close(self) -> None:
+        self.sock.close()

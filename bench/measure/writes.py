@@ -47,13 +47,16 @@ import dns.rdataclass
 import dns.rdatatype
 
 from base.errors import UserError
+from base.updates import TsigKey, UpdateAccess
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
+from bench.load.updates import UpdateWriter
 from bench.measure.accounting import CpuMeter
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import DRIVER, classify
+from bench.verify.updates import serial_masked
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
 from servers.dnsserver import DnsServer, non_recursive_query
@@ -71,6 +74,10 @@ METHOD = ("open-loop prober at a fixed read rate, every query recorded; a writer
           "change; every k-th write polled by a sampler until an answer shows it")
 
 CEILING = -1  # a step's rate: as fast as the writer goes
+# How the writes reach the server: straight into its store (a provisioning system's way), or
+# as RFC 2136 UPDATE messages it writes into the store itself (records only).
+VIA_STORE, VIA_UPDATE = "store", "update"
+VIAS = (VIA_STORE, VIA_UPDATE)
 NOERROR, NXDOMAIN = 0, 3
 # How often the sampler asks while a write is not yet visible: 1 ms puts about 1,000
 # queries a second on top of the read load while it waits, small next to it.
@@ -124,10 +131,14 @@ class WriteCycle:
     (writes-at-max-pg-fs-2026-11-26: one a step). With nothing old enough to delete, a
     TXT record is added instead (w<i>-first.wr, w<i>-second.wr)."""
 
-    def __init__(self, zones: Sequence[dns.name.Name]) -> None:
+    def __init__(self, zones: Sequence[dns.name.Name], *, zone_kinds: bool = True) -> None:
         if not zones:
             raise UserError("the data set has no zone to write into")
         self.zones = list(zones)
+        # Without zone kinds (RFC 2136 updates, which change records only): add, change,
+        # delete.
+        self.kinds = (ADD, CHANGE, ADD_ZONE, DELETE, DELETE_ZONE) if zone_kinds else \
+            (ADD, CHANGE, DELETE)
         self.count = 0
         self.changes: list[Change] = []  # every change applied, in order
         self.committed_ns: list[int] = []  # when each was committed (monotonic clock)
@@ -158,16 +169,17 @@ class WriteCycle:
 
     def next(self) -> Change:
         """The cycle's next change (not yet applied)."""
-        i, step = divmod(self.count, 5)
+        i, step = divmod(self.count, len(self.kinds))
+        kind = self.kinds[step]
         zone = self.zones[i % len(self.zones)]
-        if step == 0:
+        if kind == ADD:
             return Change(ADD, zone, self._record(i))
-        if step == 1:
+        if kind == CHANGE:
             return Change(CHANGE, zone, self._record(i, changed=True), old=self._record(i))
-        if step == 2:
+        if kind == ADD_ZONE:
             origin, records = self._zone(i)
             return Change(ADD_ZONE, origin, zone_records=records)
-        if step == 3:
+        if kind == DELETE:
             held = next(((z, r) for j, z, r in self._records
                          if j < i and (r.owner, r.rdtype) not in self._pinned), None)
             return self._stand_in(i, "first") if held is None else Change(DELETE, *held)
@@ -176,7 +188,7 @@ class WriteCycle:
         return self._stand_in(i, "second") if origin is None else Change(DELETE_ZONE, origin)
 
     def done(self, change: Change, committed_ns: int) -> None:
-        i = self.count // 5
+        i = self.count // len(self.kinds)
         self.count += 1
         if change.kind == CHANGE:
             self._records.append((i, change.zone, change.record))
@@ -423,17 +435,19 @@ class Writes:
     repeats: int
     rates: list[int] = field(default_factory=list)
     servers: list[ServerWrites] = field(default_factory=list)
+    via: str = VIA_STORE
 
     def to_dict(self) -> dict:
         return {"method": self.method, "profile": self.profile, "dataset": self.dataset,
                 "step_s": self.step_s, "repeats": self.repeats, "rates": list(self.rates),
-                "servers": [s.to_dict() for s in self.servers]}
+                "via": self.via, "servers": [s.to_dict() for s in self.servers]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Writes:
         return cls(method=data["method"], profile=data.get("profile", ""),
                    dataset=data.get("dataset", ""), step_s=data["step_s"],
                    repeats=data["repeats"], rates=list(data.get("rates", [])),
+                   via=data.get("via", VIA_STORE),
                    servers=[ServerWrites.from_dict(s) for s in data.get("servers", [])])
 
 
@@ -576,17 +590,17 @@ class Writer(threading.Thread):
         return self.errors > 100 and self.errors > self.writes
 
 
-def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter, cycle: WriteCycle,
-             rate: int, repeat: int, *, read_qps: float, step_s: float, query_file: Path,
-             run_dir: Path, timeout_s: float) -> StepRun:
+def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter,
+             follow: Callable[[Change], None], cycle: WriteCycle, rate: int, repeat: int, *,
+             read_qps: float, step_s: float, query_file: Path, run_dir: Path,
+             timeout_s: float) -> StepRun:
     """One step: the read load, the writer and the sampler for step_s."""
     # At the ceiling the rate is not known beforehand: every write is offered, and the
     # sampler takes the next one each time it is free.
     every = 1 if rate in (0, CEILING) else max(1, round(rate * step_s / SAMPLES_PER_STEP))
     stop = threading.Event()
     sampler = Sampler(named, cycle, stop)
-    writer = Writer(store, ServerFollow(loaded.server, named, loaded.target), cycle, rate,
-                    every, sampler, stop)
+    writer = Writer(store, follow, cycle, rate, every, sampler, stop)
     db_meter = CpuMeter(loaded.server_pids()) if loaded.accounts_server else None
     server_meter = CpuMeter(named.pids())
     recorder = Recorder(named.host, named.port, query_file,
@@ -642,25 +656,27 @@ def _read_figures(run: StepRun, recording: Recording) -> None:
 
 def measure_server(server: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
                    run_dir: Path, *, rates: Sequence[int], step_s: float, repeats: int,
-                   read_qps: float, threads: int, timeout_s: float,
+                   read_qps: float, threads: int, timeout_s: float, via: str = VIA_STORE,
                    progress: Callable[[str], None] = print) -> ServerWrites:
     """The server through every step and repeat, then its answers for every changed name
     against native BIND's that got the same changes; a failure is recorded, not raised."""
     result = ServerWrites(server.name, read_qps=read_qps)
-    reason = not_writable(server)
+    reason = not_writable(server) if via == VIA_STORE else not_updatable(server)
     if reason is not None:
         result.status, result.error = "n/a", reason
         progress(f"{server.name}: n/a: {reason}")
         return result
     zones = _zone_names(stream)
-    cycle = WriteCycle(zones)
+    cycle = WriteCycle(zones, zone_kinds=via == VIA_STORE)
     try:
         with loaded_store(server, stream, run_dir / server.name) as loaded, \
-                loaded.named(run_dir / server.name, threads=threads) as named, \
-                loaded.loader.writer(loaded.target) as store:
+                _server(loaded, zones, via, run_dir / server.name, threads) as named, \
+                _writer(loaded, named, via) as store:
+            follow = ServerFollow(loaded.server, named, loaded.target) if via == VIA_STORE \
+                else _told_already
             for repeat in range(repeats):
                 for rate in round_order(list(rates), repeat):
-                    run = run_step(loaded, named, store, cycle, rate, repeat,
+                    run = run_step(loaded, named, store, follow, cycle, rate, repeat,
                                    read_qps=read_qps, step_s=step_s, query_file=query_file,
                                    run_dir=run_dir / server.name, timeout_s=timeout_s)
                     result.runs.append(run)
@@ -670,11 +686,41 @@ def measure_server(server: ServerKind, stream: Callable[[], Iterator[Zone]], que
                              + (f", {run.write_errors} failed ({run.first_error})"
                                 if run.write_errors else ""))
             _check_against_native(result, named, server, stream, cycle.changes,
-                                  run_dir / server.name / "native-reference", threads)
+                                  run_dir / server.name / "native-reference", threads,
+                                  serials_masked=via == VIA_UPDATE)
     except UserError as exc:
         result.status, result.error = "failed", str(exc)
         progress(f"{server.name} failed: {exc}")
     return result
+
+
+def _server(loaded: LoadedStore, zones: Sequence[dns.name.Name], via: str, run_dir: Path,
+            threads: int) -> DnsServer:
+    """The server (not started): over its store, and for updates taking them unsigned from
+    loopback in the zones written (over TCP: a DLZ driver takes unsigned updates only
+    there)."""
+    if via == VIA_STORE:
+        return loaded.named(run_dir, threads=threads)
+    access = UpdateAccess(tuple(zones), (), TsigKey.generate())
+    return loaded.server.build_updatable(loaded.target, run_dir / f"updated-{threads}", access,
+                                         threads=threads, connections=threads)
+
+
+def _writer(loaded: LoadedStore, named: DnsServer, via: str) -> StoreWriter:
+    if via == VIA_STORE:
+        return loaded.loader.writer(loaded.target)
+    return UpdateWriter(named.host, named.port)
+
+
+def _told_already(change: Change) -> None:
+    """An update's server wrote the change itself: nothing to tell it."""
+
+
+def not_updatable(server: ServerKind) -> str | None:
+    """Why the server cannot be measured under RFC 2136 updates (one line); None: it can."""
+    if server.takes_updates():
+        return None
+    return f"{server.name} takes no RFC 2136 updates in this suite (docs/method/updates.md)"
 
 
 def _zone_names(stream: Callable[[], Iterator[Zone]], most: int = 100) -> list[dns.name.Name]:
@@ -736,10 +782,11 @@ def final_zones(stream: Callable[[], Iterator[Zone]],
 
 def _check_against_native(result: ServerWrites, named: DnsServer, server: ServerKind,
                           stream: Callable[[], Iterator[Zone]], changes: Sequence[Change],
-                          run_dir: Path, threads: int) -> None:
+                          run_dir: Path, threads: int, *, serials_masked: bool) -> None:
     """Native BIND over the data set as the same changes leave it, started afresh: the
     changed names' answers must be the same (up to the server's known classes,
-    bench/verify)."""
+    bench/verify; with serials_masked, every SOA serial aside: a server that took the
+    changes as updates raised its serials, the reference loaded from files did not)."""
     final = final_zones(stream, changes)
     with loaded_store("native", final, run_dir) as reference:
         with reference.named(run_dir, threads=threads) as native:
@@ -747,6 +794,9 @@ def _check_against_native(result: ServerWrites, named: DnsServer, server: Server
             for qname, rdtype in changed_questions(checked_changes(changes)):
                 query = (qname, rdtype)
                 pair = compare_answers(query, ask(native, query), ask(named, query))
+                if pair is not None and serials_masked and \
+                        serial_masked(pair[0]) == serial_masked(pair[1]):
+                    pair = None
                 result.checked += 1
                 if pair is None:
                     continue

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from bench.measure.results import Results
 from bench.measure.stats import Interval
-from bench.measure.writes import VISIBLE_TIMEOUT_S, ServerWrites, Step, Writes, rate_text
+from bench.measure.writes import (
+    VIA_UPDATE,
+    VISIBLE_TIMEOUT_S,
+    ServerWrites,
+    Step,
+    Writes,
+    rate_text,
+)
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
 from bench.report.style import driver_style
@@ -29,13 +36,20 @@ def render_writes(results: Results) -> list[str]:
     section = results.writes
     if section is None:
         return []
-    lines = ["## Reads while the store is written", ""]
+    title = ("Reads while RFC 2136 updates run" if section.via == VIA_UPDATE else
+             "Reads while the store is written")
+    lines = [f"## {title}", ""]
+    how = ("sends RFC 2136 UPDATE messages (one a change, over TCP) to the server, which "
+           "writes its store itself," if section.via == VIA_UPDATE else
+           "with its own connection writes into the store")
+    kinds = ("cycling through add, change and delete of a record" if section.via == VIA_UPDATE
+             else "one transaction a change, cycling through add, change and delete of a "
+                  "record and add and delete of a zone")
     lines.append(
         f"Reads offered open-loop at a fixed rate from {section.dataset} (profile "
-        f"{section.profile}) while a writer with its own connection writes into the store at "
-        f"each step's rate (ceiling: as fast as it goes), {section.step_s:g} s a step, "
-        f"{section.repeats} repeat(s), steps in alternating order; one transaction a change, "
-        "cycling through add, change and delete of a record and add and delete of a zone. "
+        f"{section.profile}) while a writer {how} at each step's rate (ceiling: as fast as it "
+        f"goes), {section.step_s:g} s a step, {section.repeats} repeat(s), steps in "
+        f"alternating order; {kinds}. "
         "Each figure is the median over the repeats with its 95% interval (none under 6 "
         "repeats); a write's visibility is from its commit to the first answer that shows "
         "it, every k-th write sampled, pooled over the repeats (docs/method/writes.md).")
