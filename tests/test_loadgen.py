@@ -128,3 +128,10 @@ def test_a_throttled_load_generator_is_flagged(throttled: Path, run_dir: Path) -
     # dnsperf got no more than its quota, so its own rule cannot fire: the idle server does.
     assert use.dnsperf is not None and use.dnsperf < GENERATOR_LIMIT
     assert use.server is not None and use.load_generator_bound
+
+
+def test_pinning_a_process_gone_since_it_was_listed_is_no_error() -> None:
+    """A database backend may exit between server_pids() and its pinning."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    pin_processes([child.pid], "0")

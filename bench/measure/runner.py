@@ -197,11 +197,21 @@ def pin_processes(pids: list[int], cpu_list: str | None) -> None:
         return
     cpus = {int(c) for c in cpu_list.split(",")}
     for pid in pids:
-        for task in Path(f"/proc/{pid}/task").glob("*"):
+        for tid in _threads(pid):
             try:
-                os.sched_setaffinity(int(task.name), cpus)
+                os.sched_setaffinity(tid, cpus)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def _threads(pid: int) -> list[int]:
+    """The process's thread ids; none for a process gone since it was listed (a database
+    backend whose connection closed meanwhile: a fresh-clone `make test` met one in
+    test_tune)."""
+    try:
+        return [int(name) for name in os.listdir(f"/proc/{pid}/task")]
+    except FileNotFoundError:
+        return []
 
 
 @dataclass
