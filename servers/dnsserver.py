@@ -14,7 +14,7 @@ import re
 import socket
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, NoReturn, Self
@@ -27,7 +27,7 @@ import dns.query
 import dns.rcode
 
 from base.errors import UserError
-from base.process import ManagedProcess, free_port
+from base.process import ManagedProcess, free_port, run_checked
 from base.transports import TlsFiles
 
 _ENTER_TIMEOUT = 120.0
@@ -254,6 +254,14 @@ class DnsServer(ABC):
         if self._proc is None:
             raise UserError(f"{self.program} is not started")
         return self._proc
+
+    def control(self, tool: str, argv: Sequence[str], *args: str) -> str:
+        """One command of the server's own control program (`argv`: the program and how it
+        reaches this instance's channel: rndc, knotc, nsd-control, pdns_control) to the
+        running instance; its output, or a UserError named `tool ARGS`."""
+        self._running_proc()
+        return run_checked([*argv, *args], f"{tool} {' '.join(args)}", cwd=self.run_dir,
+                           timeout=60)
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.running()

@@ -104,9 +104,7 @@ log:
 
     def knotc(self, *args: str) -> str:
         """One knotc command over this instance's control socket; its output."""
-        self._running_proc()
-        return run_checked(["knotc", "-c", str(self.conf_path), *args],
-                           f"knotc {' '.join(args)}", cwd=self.run_dir, timeout=60)
+        return self.control("knotc", ["knotc", "-c", str(self.conf_path)], *args)
 
     def reload_zone(self, origin: dns.name.Name) -> None:
         """`knotc zone-reload ZONE`: the zone read again from its file (not waited for)."""
@@ -136,10 +134,8 @@ log:
         self.knotc("conf-commit")
 
     def reload(self) -> None:
-        """`knotc zone-reload`: every zone read again from its file."""
-        self._running_proc()
-        run_checked(["knotc", "-c", str(self.conf_path), "-b", "zone-reload"],
-                    "knotc zone-reload", cwd=self.run_dir, timeout=60)
+        """`knotc -b zone-reload`: every zone read again from its file (waited for)."""
+        self.knotc("-b", "zone-reload")
 
 
 # The acl ids of an updated zone: loopback without a key, or with the run's key.

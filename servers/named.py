@@ -189,15 +189,11 @@ options {{
 
     def reload(self) -> None:
         """`rndc reload` over this instance's own control channel and key."""
-        self._running_proc()
-        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "reload"], "rndc reload",
-                    cwd=self.run_dir, timeout=60)
+        self.rndc("reload")
 
     def rndc(self, *args: str) -> None:
         """One rndc command over this instance's own control channel and key."""
-        self._running_proc()
-        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), *args],
-                    f"rndc {' '.join(args)}", cwd=self.run_dir, timeout=60)
+        self.control("rndc", [*self.bind.rndc, "-c", str(self.rndc_conf_path)], *args)
 
     def requests_received(self) -> int:
         """IPv4 requests this process has received so far, from its own statistics (`rndc
@@ -205,8 +201,7 @@ options {{
         self._running_proc()
         stats = self.run_dir / "named.stats"
         stats.unlink(missing_ok=True)  # rndc stats appends; one dump is read
-        run_checked([*self.bind.rndc, "-c", str(self.rndc_conf_path), "stats"], "rndc stats",
-                    cwd=self.run_dir, timeout=60)
+        self.rndc("stats")
         found = _REQUESTS_RECEIVED.search(stats.read_text())
         return int(found.group(1)) if found else 0  # a counter at 0 is not listed
 

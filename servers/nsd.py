@@ -146,9 +146,7 @@ pattern:
 
     def nsd_control(self, *args: str) -> str:
         """One nsd-control command over this instance's control socket; its output."""
-        self._running_proc()
-        return run_checked(["nsd-control", "-c", str(self.conf_path), *args],
-                           f"nsd-control {' '.join(args)}", cwd=self.run_dir, timeout=60)
+        return self.control("nsd-control", ["nsd-control", "-c", str(self.conf_path)], *args)
 
     def reload_zone(self, origin: dns.name.Name) -> None:
         """`nsd-control reload ZONE`: the zone read again from its file if it changed."""

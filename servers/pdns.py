@@ -19,7 +19,7 @@ from typing import Any
 
 import dns.name
 
-from base.process import run_checked, write_private
+from base.process import write_private
 from base.updates import UpdateAccess
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
@@ -113,10 +113,8 @@ class Pdns(DnsServer):
 
     def pdns_control(self, *args: str) -> str:
         """One pdns_control command over this instance's control socket; its output."""
-        self._running_proc()
-        return run_checked(["pdns_control", f"--config-dir={self.run_dir}", "--socket-dir=.",
-                            *args], f"pdns_control {' '.join(args)}", cwd=self.run_dir,
-                           timeout=60)
+        return self.control("pdns_control", ["pdns_control", f"--config-dir={self.run_dir}",
+                                             "--socket-dir=."], *args)
 
     def reload(self) -> None:
         """`pdns_control reload`: the bind backend reads changed zone files again."""

@@ -50,7 +50,7 @@ from base.errors import UserError
 from base.updates import TsigKey, UpdateAccess
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
 from bench.load.updates import UpdateWriter
-from bench.measure.accounting import CpuMeter
+from bench.measure.accounting import CpuMeter, us_per_query
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
@@ -360,9 +360,9 @@ class StepRun:
     def cpu_us_per_read(self) -> float | None:
         """named's and the database's CPU per read answered, in us (None: a run before the
         CPU window was the step's, or no read answered)."""
-        if self.cpu_window_s is None or self.server_cpu_s is None or not self.answered:
+        if self.cpu_window_s is None or self.server_cpu_s is None:
             return None
-        return (self.server_cpu_s + (self.db_cpu_s or 0.0)) * 1e6 / self.answered
+        return us_per_query(self.server_cpu_s + (self.db_cpu_s or 0.0), self.answered)
 
     @property
     def write_rate(self) -> float:
