@@ -23,7 +23,7 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
+.PHONY: help setup deps apt-packages apparmor service-user venv toxiproxy build drivers test lint bench clean \
 	distclean bind-root bind-drivers
 
 help:
@@ -39,7 +39,7 @@ help:
 # The venv, toxiproxy and the Debian 13 root download and build independently: made at once
 # (the root's mmdebstrap, about 2 minutes on a fresh machine, hides the other two, about 1 minute
 # together), each target's output kept together.
-deps: apt-packages apparmor
+deps: apt-packages apparmor service-user
 	@$(MAKE) --no-print-directory -j3 --output-sync=target venv toxiproxy bind-root
 
 # Installs what is missing, never starting the distribution's services: the suite runs
@@ -72,6 +72,16 @@ apparmor:
 			fi; \
 		done; \
 	fi
+
+# The unprivileged system user every process the suite starts runs as when the suite runs as
+# root (base/process.py: SERVICE_USER): no home, no login shell, no password, a group of its own.
+SERVICE_USER := dlzbench
+
+service-user:
+	@getent passwd $(SERVICE_USER) >/dev/null || { \
+		useradd --system --user-group --no-create-home --home-dir /nonexistent \
+			--shell /usr/sbin/nologin $(SERVICE_USER) && \
+		echo "created the system user $(SERVICE_USER) (the servers run as it)"; }
 
 venv: $(VENV)/.installed
 
@@ -119,7 +129,7 @@ build drivers: apt-packages bind-drivers
 
 # deps and build at once: for BIND 9.18 the drivers' compile needs only the Debian packages, so
 # it goes on beside the Debian 13 root's download (for 9.20 it waits for the root, as declared).
-setup: apt-packages apparmor
+setup: apt-packages apparmor service-user
 	@$(MAKE) --no-print-directory -j4 --output-sync=target venv toxiproxy bind-root build
 
 test: setup

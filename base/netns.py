@@ -31,10 +31,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from base.errors import UserError
-from base.process import _install_signal_handlers
+from base.process import _install_signal_handlers, dropping_to_service_user
 
 IP = "/usr/sbin/ip"
-SETPRIV = "/usr/bin/setpriv"
 BENCHMARK_NET = ipaddress.ip_network("198.18.0.0/15")
 NAME_PREFIX = "dlzb-"
 _LOCK_PATH = Path("/run/dlzbench-netns.lock")
@@ -64,15 +63,15 @@ class DatabaseHost:
         """The argv prefix that runs a command inside the namespace."""
         return [IP, "netns", "exec", self.name]
 
-    def command(self, argv: Sequence[str], user: str | None = None) -> list[str]:
-        """argv run inside the namespace, as `user` if given.
+    def command(self, argv: Sequence[str], *, as_service_user: bool = False) -> list[str]:
+        """argv run inside the namespace; as the service user if as_service_user.
 
-        Entering a namespace needs root, so a server that must not run as root (PostgreSQL)
-        drops to its user inside it, with that user's groups, instead of being started as it.
+        Entering a namespace needs root, so a server (every one runs as the service user:
+        base.process) drops to that user inside it instead of being started as it; the
+        process is then started with ManagedProcess(as_root=True).
         """
-        drop = [SETPRIV, f"--reuid={user}", f"--regid={user}", "--init-groups", "--"] if user \
-            else []
-        return [*self.prefix(), *drop, *argv]
+        drop = dropping_to_service_user if as_service_user else list
+        return [*self.prefix(), *drop(argv)]
 
     def pids(self) -> list[int]:
         """Processes running inside the namespace."""

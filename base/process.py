@@ -9,17 +9,19 @@ running if this process dies without stopping them (SIGKILL).
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import pwd
 import random
 import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from base.errors import UserError
@@ -27,15 +29,114 @@ from base.paths import REPO_ROOT
 
 _LIVE: dict[int, ManagedProcess] = {}
 
-# Ports below this are left alone: the standard ports of every server we run are under it.
+# Ports below this are left alone: the standard ports of every server we run are under it
+# (and, being above 1024, no server needs root to bind one).
 _PORT_FLOOR = 20000
+
+# The unprivileged system user every process the suite starts runs as when the suite itself
+# runs as root (`make deps` creates it): a memory bug in a server, or in a driver inside named
+# (which parses names and rows, and may listen on a network with `run --listen`), is then
+# that user's, not root's. One user for every server and database server: they all work in
+# the run directories the suite hands to it (give_to_service_user). Run as another user, the
+# suite's processes run as that user.
+SERVICE_USER = "dlzbench"
+SETPRIV = "/usr/bin/setpriv"
+
+# What a started process keeps of the suite's environment: where programs are, and the
+# locale. Nothing else: the suite's environment may hold a password (PGPASSWORD, MYSQL_PWD,
+# LDAP_PASSWORD for a lent server), and a process's environment is there for its whole life
+# (/proc/PID/environ, a core dump).
+_KEPT_ENVIRONMENT = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ")
+
+
+def service_user() -> str | None:
+    """Whom the suite's processes run as: SERVICE_USER when the suite runs as root, else None
+    (the invoking user, who is not root)."""
+    return SERVICE_USER if os.geteuid() == 0 else None
+
+
+@functools.cache
+def _user_ids(user: str) -> tuple[int, int, tuple[int, ...]]:
+    """(uid, gid, every group) of user; a UserError if it does not exist."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise UserError(f"the system user {user!r} does not exist (`make deps`, as root, "
+                        f"creates {SERVICE_USER}, whom the suite's servers run as)") from None
+    return entry.pw_uid, entry.pw_gid, tuple(os.getgrouplist(user, entry.pw_gid))
+
+
+def give_to_service_user(path: Path, *, tree: bool = False) -> None:
+    """path, and with tree everything under it (a symlink itself, never what it points to),
+    owned by the service user and its group: a server may then write there, or read a file
+    only its owner may. Nothing when the suite does not run as root."""
+    user = service_user()
+    if user is None:
+        return
+    uid, gid, _ = _user_ids(user)
+    os.chown(path, uid, gid, follow_symlinks=False)
+    if not tree:
+        return
+    for top, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            os.chown(os.path.join(top, name), uid, gid, follow_symlinks=False)
+
+
+def dropping_to_service_user(argv: Sequence[str]) -> list[str]:
+    """argv, for a process that starts as root (to enter a namespace only root may: a network
+    namespace, BIND 9.20's mount namespace) and then runs as the service user: setpriv first.
+    Numeric ids, which mean the same inside a root whose /etc/passwd is another system's
+    (servers/bindversion.py). Unchanged when the suite does not run as root."""
+    user = service_user()
+    if user is None:
+        return list(argv)
+    uid, gid, groups = _user_ids(user)
+    return [SETPRIV, f"--reuid={uid}", f"--regid={gid}",
+            f"--groups={','.join(str(g) for g in groups)}", "--", *argv]
+
+
+def service_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a process the suite starts: PATH and the locale of the suite's
+    own, and `extra` (which must hold no secret: a password reaches a server in a file)."""
+    return {**{key: os.environ[key] for key in _KEPT_ENVIRONMENT if key in os.environ},
+            **(extra or {})}
+
+
+@functools.cache
+def _service_user_may(test: str, path: str) -> bool:
+    """Whether `test TEST PATH` (-r: read it, -x: search it) holds for the service user."""
+    user = service_user()
+    if user is None:
+        return True
+    done = subprocess.run(["/usr/bin/test", test, path], env=service_environment(),
+                          check=False, **as_user(user))
+    return done.returncode == 0
+
+
+def require_service_user_reaches(path: Path, what: str) -> None:
+    """Refuse (UserError) a file the service user cannot read, or a directory it cannot
+    search, naming the directory above it that shuts it out: the servers reading and writing
+    there run as that user."""
+    user = service_user()
+    if user is None or _service_user_may("-x" if path.is_dir() else "-r", str(path)):
+        return
+    closed = next((p for p in reversed(path.parents) if not _service_user_may("-x", str(p))),
+                  path)
+    raise UserError(
+        f"{what} {path}: the suite's servers run as the system user {user}, which cannot reach "
+        f"it ({closed} is closed to it, mode {stat.S_IMODE(closed.stat().st_mode):o}); work "
+        f"under a directory every user may search, or let {user} through with "
+        f"`setfacl -m u:{user}:x {closed}`")
 
 
 def new_run_dir(kind: str, base: Path | None = None) -> Path:
-    """A fresh, uniquely named directory for one instance (two runs at once never share one)."""
+    """A fresh, uniquely named directory for one instance (two runs at once never share one),
+    the service user's: the servers started under it write there."""
     root = Path(base or os.environ.get("DLZBENCH_RUN_DIR") or REPO_ROOT / "run")
     path = root / f"{kind}-{os.getpid()}-{secrets.token_hex(3)}"
     path.mkdir(parents=True)
+    give_to_service_user(path)
+    require_service_user_reaches(root.resolve(), "the run directory")
     return path
 
 
@@ -57,10 +158,12 @@ def keep_only_logs(directory: Path) -> None:
 
 def write_private(path: Path, text: str) -> None:
     """Write text to path readable and writable by its owner only (0600) from its first byte:
-    the file holds a key or a password (named.conf, rndc.conf, pdns.conf, ...)."""
+    the file holds a key or a password (named.conf, rndc.conf, pdns.conf, ...). Its owner is
+    the service user, whose servers read it (root, the suite, reads any file)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         os.fchmod(fd, 0o600)  # a file already there keeps its mode through O_CREAT
+        give_to_service_user(path)
         out.write(text)
 
 
@@ -113,16 +216,19 @@ class ManagedProcess:
     """One server process with its log file; a context manager that always stops it."""
 
     def __init__(self, name: str, argv: Sequence[str], log_path: Path, *,
-                 cwd: Path | None = None, env: dict[str, str] | None = None,
-                 user: str | None = None, pass_fds: Sequence[int] = ()) -> None:
-        """pass_fds: descriptors the process inherits (e.g. a directory it reaches as
-        /proc/self/fd/N)."""
+                 cwd: Path | None = None, env: Mapping[str, str] | None = None,
+                 as_root: bool = False, pass_fds: Sequence[int] = ()) -> None:
+        """The process runs as the service user. as_root: it starts as the suite's own user
+        instead, because argv enters a namespace only root may
+        (and then drops to the service user itself: dropping_to_service_user), or stands for
+        another machine (a test's sshd). pass_fds: descriptors the process inherits (e.g. a
+        directory it reaches as /proc/self/fd/N)."""
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         self.cwd = cwd
         self.env = env
-        self.user = user
+        self.user = None if as_root else service_user()
         self.pass_fds = tuple(pass_fds)
         self.proc: subprocess.Popen[bytes] | None = None
         self.exec_time = 0.0  # time.monotonic() just before exec, for startup timing
@@ -136,6 +242,9 @@ class ManagedProcess:
     def start(self) -> None:
         _install_signal_handlers()
         with open(self.log_path, "ab") as log:
+            # The service user's, as the process is, also when it opens its log by name
+            # (named's logging channel, NSD's logfile).
+            give_to_service_user(self.log_path)
             self.exec_time = time.monotonic()
             try:
                 self.proc = subprocess.Popen(
@@ -228,24 +337,22 @@ def as_user(user: str | None) -> dict[str, object]:
     """
     if user is None:
         return {}
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError as exc:
-        raise UserError(f"system user {user!r} does not exist") from exc
-    return {"user": entry.pw_uid, "group": entry.pw_gid,
-            "extra_groups": os.getgrouplist(user, entry.pw_gid)}
+    uid, gid, groups = _user_ids(user)
+    return {"user": uid, "group": gid, "extra_groups": list(groups)}
 
 
 def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
                 cwd: Path | None = None, input_bytes: bytes | None = None,
                 timeout: float | None = 600, pass_fds: Sequence[int] = ()) -> str:
     """Run a set-up command (initdb, slapadd, …); a failure is a UserError with its output.
+    As `user` (then in service_environment()), else as the suite.
 
     On any exception, Ctrl-C included, subprocess.run kills the command before re-raising.
     """
     try:
         done = subprocess.run(list(argv), input=input_bytes, capture_output=True, cwd=cwd,
                               timeout=timeout, check=False, pass_fds=tuple(pass_fds),
+                              env=None if user is None else service_environment(),
                               **as_user(user))
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise UserError(f"{what} failed: {exc}") from exc
@@ -256,13 +363,16 @@ def run_checked(argv: Sequence[str], what: str, *, user: str | None = None,
     return out
 
 
-def run_logged(argv: Sequence[str], what: str, log: Path, *, cwd: Path | None = None) -> None:
+def run_logged(argv: Sequence[str], what: str, log: Path, *, cwd: Path | None = None,
+               user: str | None = None) -> None:
     """Run a set-up command whose output grows with the data (a line per zone): into log, not
-    memory; a failure is a UserError with the log's last lines. No time limit but Ctrl-C."""
+    memory; a failure is a UserError with the log's last lines. No time limit but Ctrl-C. As
+    `user` (then in service_environment()), else as the suite."""
     try:
         with open(log, "ab") as out:
             done = subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
-                                  check=False)
+                                  check=False, env=None if user is None else
+                                  service_environment(), **as_user(user))
     except OSError as exc:
         raise UserError(f"{what} failed: {exc}") from exc
     if done.returncode != 0:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from base.process import run_checked
+from base.process import give_to_service_user, run_checked
 
 TRANSPORTS = ("udp", "tcp", "tcp-new", "dot")
 OPENSSL = "/usr/bin/openssl"
@@ -38,4 +38,5 @@ def self_signed(directory: Path) -> TlsFiles:
                  "-subj", "/CN=dlzbench.invalid", "-keyout", str(files.key),
                  "-out", str(files.cert)], what="openssl req (the DoT certificate)")
     files.key.chmod(0o600)
+    give_to_service_user(files.key)  # the servers read it, as that user
     return files

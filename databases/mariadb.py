@@ -28,7 +28,14 @@ import MySQLdb.cursors
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import ManagedProcess, free_port, run_checked, write_private
+from base.process import (
+    ManagedProcess,
+    free_port,
+    give_to_service_user,
+    run_checked,
+    service_user,
+    write_private,
+)
 from databases.database import CacheReading, PrivateServer, SqlDatabase
 from databases.url import StoreUrl
 
@@ -101,7 +108,9 @@ class MysqlServer(PrivateServer):
             MARIADBD, "--no-defaults",
             f"--datadir={self.data_dir}", f"--socket={self.socket}", f"--port={self.port}",
             f"--pid-file={self.run_dir / 'mariadb.pid'}", f"--tmpdir={self.run_dir / 'tmp'}",
-            "--bind-address=127.0.0.1", "--user=root", "--skip-name-resolve",
+            # No --user: mariadbd is started as the service user (base.process) rather than
+            # as root dropping to it, so no part of it ever runs as root.
+            "--bind-address=127.0.0.1", "--skip-name-resolve",
             # No client of the suite sends a file (loaders/mysql.py loads with INSERTs).
             "--local-infile=0",
             # named opens one connection per worker thread and per zone-transfer client.
@@ -126,12 +135,17 @@ class MysqlServer(PrivateServer):
                       + ";\n")
         argv = [arg for arg in argv if not arg.startswith("--bind-address=")]
         return self.db_host.command([*argv, f"--bind-address={self.db_host.address}",
-                                     f"--init-file={init_file}"])
+                                     f"--init-file={init_file}"], as_service_user=True)
 
     def _install_db(self) -> None:
-        run_checked([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}", "--user=root",
-                     "--skip-test-db", "--auth-root-authentication-method=socket"],
-                    "mariadb-install-db", cwd=self.run_dir)
+        # As the server's user, whose data directory it makes. root@localhost authenticates
+        # by unix user (the suite's own process, root); the second such account install-db
+        # makes (--auth-root-socket-user, by default the invoking user) is root too, so the
+        # service user, whom named runs as, gets no account without a password.
+        run_checked([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}",
+                     "--skip-test-db", "--auth-root-authentication-method=socket",
+                     "--auth-root-socket-user=root"],
+                    "mariadb-install-db", cwd=self.run_dir, user=service_user())
 
     def _create_user(self) -> None:
         """Database dlz and its two accounts (idempotent, so it simply runs at every start)."""
@@ -198,14 +212,17 @@ class MysqlServer(PrivateServer):
     def start(self) -> None:
         if self._proc is not None:
             return
+        # The run directory (data, pid file, socket, tmp) is the server's to write in.
         (self.run_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        give_to_service_user(self.run_dir, tree=True)
         if not (self.data_dir / "mysql").is_dir():
             self._install_db()
         # No --log-error: mariadbd then logs to stderr, which goes to our log file.
         argv = [*self.wrapper, *self._server_argv(), *(_WRAPPED_OPTIONS if self.wrapper else ())]
         if self.db_host:
             argv = self._db_host_argv(argv)
-        proc = ManagedProcess("mariadbd", argv, self.log_path, cwd=self.run_dir)
+        proc = ManagedProcess("mariadbd", argv, self.log_path, cwd=self.run_dir,
+                              as_root=self.db_host is not None)
         self._proc = proc
         try:
             proc.start()

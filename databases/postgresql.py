@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -29,16 +28,20 @@ from psycopg import sql
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import ManagedProcess, free_port, run_checked, write_private
+from base.process import (
+    ManagedProcess,
+    free_port,
+    give_to_service_user,
+    run_checked,
+    service_user,
+    write_private,
+)
 from databases.database import CacheReading, LentSchema, PrivateServer, Schema, SqlDatabase
 from databases.url import StoreUrl
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
 # cluster from /etc/postgresql, and a fresh machine has no symlinks in /usr/local/bin.
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-# PostgreSQL refuses to run as root; Debian's package creates this system user.
-PG_SYSTEM_USER = "postgres"
 
 # The role the DLZ driver (and PowerDNS's gpgsql) reads as on the suite's own server: LOGIN,
 # a random password per instance, SELECT on the loader's tables only (PgSchema.grant_read).
@@ -86,12 +89,12 @@ _HBA_DB_HOST = _HBA + "host  all all samenet scram-sha-256\n"
 class PgServer(PrivateServer):
     """One private postmaster; `with PgServer(dir) as pg:` starts it and always stops it.
 
-    Run as root, the server runs as the postgres user, which may have no search permission
-    on the run directory's ancestors (a repository under /root, 0700; a mkdtemp directory in
-    /tmp). Rather than change any ancestor's mode, the suite opens the data and socket
-    directories itself (owned by postgres, mode 0700 and 0750) and hands the server these
-    descriptors: it reaches them as /proc/self/fd/N, which needs no path to be searchable.
-    The server chdirs into its data directory at start and works relative to it from then on.
+    Run as root, the server runs as the service user (base.process), which may have no search
+    permission on the run directory's ancestors (a mkdtemp directory in /tmp). Rather than
+    change any ancestor's mode, the suite opens the data and socket directories itself (the
+    service user's, mode 0700) and hands the server these descriptors: it reaches them as
+    /proc/self/fd/N, which needs no path to be searchable. The server chdirs into its data
+    directory at start and works relative to it from then on.
     """
 
     dbname = "dlz"
@@ -130,47 +133,37 @@ class PgServer(PrivateServer):
 
     # --- set-up -------------------------------------------------------------------------------
 
-    def _run_as(self) -> str | None:
-        return PG_SYSTEM_USER if os.geteuid() == 0 else None
-
     def _own_dirs(self) -> list[Path]:
         """The directories the server itself writes: data, and socket unless on a host of its
         own."""
         return [self.data_dir] if self.db_host else [self.data_dir, self.socket_dir]
 
     def _prepare_dirs(self) -> None:
+        """The data and socket directories (mode 0700), and all else in the run directory,
+        the service user's: the server's, and its clients' (named, PowerDNS), who run as the
+        same user (a data directory kept from a run by another user becomes its too)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        user = self._run_as()
         for path in self._own_dirs():
             path.mkdir(mode=0o700, exist_ok=True)
-            if user is not None:
-                shutil.chown(path, user, user)
-        if user is not None and not self.db_host:
-            # The clients reach the socket through its directory's group, this process's:
-            # named drops its capabilities (CAP_DAC_OVERRIDE among them) even as root, so
-            # it is neither the directory's owner nor above its mode. Others: nothing.
-            shutil.chown(self.socket_dir, user, os.getgid())
-            self.socket_dir.chmod(0o750)
+        give_to_service_user(self.run_dir, tree=True)
 
     def _initdb(self) -> None:
         # The bootstrap superuser is dlz itself, with this instance's password; the reader
         # role is made at each start. C locale: byte-order comparison, which is what exact
         # key lookups want, and no dependency on the locales installed on the machine.
         write_private(self.password_file, self.password + "\n")
-        # initdb reads the password from a file of the server's user (it reaches it, like the
-        # data directory, through a descriptor), removed once initdb is done.
+        # initdb reads the password from a file of the server's user (write_private's; it
+        # reaches it, like the data directory, through a descriptor), removed once initdb is
+        # done.
         pwfile = self.run_dir / "initdb.password"
         write_private(pwfile, self.password + "\n")
-        user = self._run_as()
-        if user is not None:
-            shutil.chown(pwfile, user, user)
         try:
             with _descriptors([self.data_dir, pwfile]) as (data_fd, pw_fd):
                 run_checked([str(PG_BIN / "initdb"), "-D", _fd_path(data_fd), "-U", self.user,
                              f"--pwfile={_fd_path(pw_fd)}", "--auth-local=scram-sha-256",
                              "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C",
                              "--no-instructions"],
-                            "initdb (PostgreSQL)", user=user, cwd=self.run_dir,
+                            "initdb (PostgreSQL)", user=service_user(), cwd=self.run_dir,
                             pass_fds=(data_fd, pw_fd))
         finally:
             pwfile.unlink(missing_ok=True)
@@ -233,17 +226,15 @@ class PgServer(PrivateServer):
         # The port is given here too, not only in postgresql.conf: an instance directory made
         # by an earlier PgServer object (`bench load`, then `bench startup`) gets this one's.
         argv = [str(PG_BIN / "postgres"), "-D", _fd_path(fds[0]), "-p", str(self.port)]
-        user = self._run_as()
         if self.db_host:
             # Only the namespace's address; -k '' opens no unix socket, which any process on
             # this machine could reach through the file system, namespace or not.
             argv += ["-h", self.db_host.address, "-k", ""]
             (self.data_dir / "pg_hba.conf").write_text(_HBA_DB_HOST)
-            argv, user = self.db_host.command(argv, user), None
-        else:
-            argv += ["-k", _fd_path(fds[1])]
-        return ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir, user=user,
-                              pass_fds=fds)
+            return ManagedProcess("postgres", self.db_host.command(argv, as_service_user=True),
+                                  self.log_path, cwd=self.run_dir, as_root=True, pass_fds=fds)
+        argv += ["-k", _fd_path(fds[1])]
+        return ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir, pass_fds=fds)
 
     def _answers(self) -> bool:
         try:

@@ -39,7 +39,14 @@ from ldap.ldapobject import LDAPObject
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.paths import REPO_ROOT
-from base.process import ManagedProcess, free_port, run_checked, write_private
+from base.process import (
+    ManagedProcess,
+    free_port,
+    give_to_service_user,
+    run_checked,
+    service_user,
+    write_private,
+)
 from databases.database import CacheReading, LentSchema, PrivateServer, ServerDatabase
 from databases.url import StoreUrl, listed
 
@@ -113,8 +120,12 @@ class LdapServer(PrivateServer):
         write_private(path, self._config_text(directory))  # it holds rootpw
 
     def _new_database_dir(self) -> Path:
+        """A new mdb directory, the service user's: slapd and slapadd run as it (and write
+        their pid, args, socket and slapcat's output in the run directory)."""
         directory = self.run_dir / f"mdb-{secrets.token_hex(6)}"
         directory.mkdir(parents=True)
+        give_to_service_user(self.run_dir)
+        give_to_service_user(directory)
         return directory
 
     def _switch_database(self, directory: Path) -> None:
@@ -159,12 +170,14 @@ class LdapServer(PrivateServer):
     def start(self) -> None:
         if self._process is not None and self._process.running():
             return
+        give_to_service_user(self.run_dir, tree=True)  # its data, pid, args and socket
         listeners = " ".join(u for u in (f"{self.uri}/", self.ldapi_uri) if u)
         argv = [*self.wrapper, SLAPD, "-f", str(self.config_path), "-h", listeners, "-d",
                 self.log_level]
         if self.db_host:
-            argv = self.db_host.command(argv)
-        self._process = ManagedProcess("slapd", argv, self.log_path, cwd=self.run_dir)
+            argv = self.db_host.command(argv, as_service_user=True)
+        self._process = ManagedProcess("slapd", argv, self.log_path, cwd=self.run_dir,
+                                       as_root=self.db_host is not None)
         self._process.start()
         self._process.wait_ready(self._answers_bind, START_TIMEOUT)
 
@@ -223,11 +236,13 @@ class LdapServer(PrivateServer):
         current = self.run_dir / f"{staging.name}-current.ldif"
         try:
             run_checked([SLAPCAT, "-f", str(self.config_path), "-b", self.suffix,
-                         "-l", str(current)], f"slapcat of {self.data_dir}", timeout=None)
+                         "-l", str(current)], f"slapcat of {self.data_dir}", timeout=None,
+                        user=service_user())
             self._write_config_file(staging_config, staging)
             for source in (current, ldif_path):
                 run_checked([SLAPADD, "-q", "-f", str(staging_config), "-b", self.suffix,
-                             "-l", str(source)], f"slapadd of {source}", timeout=None)
+                             "-l", str(source)], f"slapadd of {source}", timeout=None,
+                            user=service_user())
             self._switch_database(staging)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)

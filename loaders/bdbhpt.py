@@ -42,6 +42,7 @@ import dns.name
 from berkeleydb import db
 
 from base.errors import UserError
+from base.process import give_to_service_user
 from databases.berkeley import db_stat_reading
 from databases.database import CacheReading, DirectoryDatabase
 from loaders.berkeley import (
@@ -95,7 +96,8 @@ DB_CONFIG = {
     "private": [_CACHE],
 }
 
-# Region and database files: named runs as the loading user (servers/named.py, no -u).
+# Region and database files: the suite's, until a driver is pointed at a home (dlz_args),
+# which then becomes the service user's, whom named runs as (base.process).
 FILE_MODE = 0o644
 
 RETIRE_GRACE_SECONDS = 10.0
@@ -471,9 +473,13 @@ class BdbhptLoader(Loader[Path]):
         return BdbhptWriter(target)
 
     def dlz_args(self, target: Path, options: Mapping[str, str]) -> dict[str, str]:
-        """The home of the driver's `mode` (transactional, concurrent or private)."""
+        """The home of the driver's `mode` (transactional, concurrent or private), handed to
+        the service user: named writes its region files (locks, cache) and, with updates, its
+        log and data file."""
         mode = options["mode"]
-        return {"mode": mode, "env": str((Path(target) / mode).resolve())}
+        home = (Path(target) / mode).resolve()
+        give_to_service_user(home, tree=True)
+        return {"mode": mode, "env": str(home)}
 
     def dlz_write_access(self, target: Path, options: Mapping[str, str]
                          ) -> tuple[dict[str, str], dict[str, str]]:

@@ -21,7 +21,7 @@ import dns.rdata
 import dns.rdataclass
 
 from base.errors import UserError
-from base.process import run_checked, run_logged
+from base.process import give_to_service_user, run_checked, run_logged, service_user
 from databases.database import DirectoryDatabase
 from loaders.loader import Loader
 from loaders.pdns_rows import pdns_name
@@ -58,17 +58,20 @@ class PdnsLmdbLoader(Loader[Path]):
         awkward: list[Zone] = []
         with tempfile.TemporaryDirectory(dir=target) as scratch:
             bind_dir = Path(scratch)
+            give_to_service_user(bind_dir)  # pdnsutil reads it
             self._write_bind_backend(zones, bind_dir, awkward)
             # A line per zone: to a file (a million zones' worth in memory is the loader's
             # peak RSS growing with the data, 32 -> 75 MiB from 10,000 to 100,000 zones).
             with self._settings(target, self._loading_settings(target, bind_dir)):
                 run_logged(self._argv(target, "b2b-migrate", "bind", "lmdb"),
-                           f"pdnsutil b2b-migrate ({target})", bind_dir / "b2b.log", cwd=target)
+                           f"pdnsutil b2b-migrate ({target})", bind_dir / "b2b.log", cwd=target,
+                           user=service_user())
         # Without a rectify an empty non-terminal does not exist (NXDOMAIN) and glue counts as
         # authoritative: the rows the SQL stores write themselves (pdns_rows).
         with self._settings(target, self._loading_settings(target, None)):
             run_checked(self._argv(target, "rectify-all-zones", "quiet"),
-                        f"pdnsutil rectify-all-zones ({target})", cwd=target, timeout=None)
+                        f"pdnsutil rectify-all-zones ({target})", cwd=target, timeout=None,
+                        user=service_user())
         for zone in awkward:
             self.update(zone, target)
 
@@ -76,6 +79,7 @@ class PdnsLmdbLoader(Loader[Path]):
         """One zone replaced in one LMDB transaction, a server reading beside it."""
         self._write_conf(target)
         with tempfile.TemporaryDirectory(dir=target) as scratch:
+            give_to_service_user(Path(scratch))  # pdnsutil reads it
             zone_file = Path(scratch) / "zone"
             zone_file.write_text(zone_file_text(zone), encoding="ascii")
             name = pdns_name(zone.origin)
@@ -136,14 +140,17 @@ class PdnsLmdbLoader(Loader[Path]):
         return Zone(zone.origin, [_as_held(r, zone.origin) for r in zone.records])
 
     def _write_conf(self, target: Path, settings: dict[str, str] | None = None) -> None:
+        """pdns.conf of the settings (default: the server's) in target, which is the service
+        user's: pdnsutil runs as it, as the server does, and makes the LMDB files there."""
         target.mkdir(parents=True, exist_ok=True)
+        give_to_service_user(target)
         settings = self.pdns_settings(target) if settings is None else settings
         (target / _CONF).write_text("".join(f"{key}={value}\n" for key, value
                                             in settings.items()))
 
     def _pdnsutil(self, target: Path, *args: str) -> str:
         return run_checked(self._argv(target, *args), f"pdnsutil {args[0]} ({target})",
-                           cwd=target)
+                           cwd=target, user=service_user())
 
     def _argv(self, target: Path, *args: str) -> list[str]:
         return ["pdnsutil", f"--config-dir={target}", *args]

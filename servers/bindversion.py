@@ -32,6 +32,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR, REPO_ROOT
+from base.process import dropping_to_service_user
 
 ENV = "DLZBENCH_BIND"
 DEFAULT = "9.18"
@@ -70,13 +71,22 @@ class Bind:
     asan: Path  # their AddressSanitizer builds
     lock_file: bool  # named.conf has the lock-file option (9.20 removed it)
 
-    def command(self, argv: Sequence[str], *, with_drivers: bool = True) -> list[str]:
-        """argv as run with this BIND's programs and libraries (and its driver builds)."""
+    def command(self, argv: Sequence[str], *, with_drivers: bool = True,
+                as_service_user: bool = False) -> list[str]:
+        """argv as run with this BIND's programs and libraries (and its driver builds).
+
+        From a root, the mount namespace needs root to make, so a process that is to run as
+        the service user (named) drops to it once inside (setpriv, the root's own) rather
+        than by named's own -u, which would leave named root until it had read its
+        configuration and loaded the drivers; it is then started with
+        ManagedProcess(as_root=True). On the host's BIND, argv is the process itself,
+        started as the service user."""
         if self.root is None:
             return list(argv)
+        inside = dropping_to_service_user(argv) if as_service_user else argv
         return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-ec",
                 _ENTER, "enter-bind-root", str(self.root), "1" if with_drivers else "0",
-                str(self.drivers), str(_DRIVERS), str(self.asan), str(_ASAN), *argv]
+                str(self.drivers), str(_DRIVERS), str(self.asan), str(_ASAN), *inside]
 
     @property
     def rndc(self) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
+from base.process import require_service_user_reaches
 from databases.database import CacheReading
 from servers import bindversion
 from servers.kind import ServerKind
@@ -113,6 +114,8 @@ class DlzNamed(ServerKind):
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
+        # named loads the driver as the service user (base.process).
+        require_service_user_reaches(DRIVERS_DIR, "the drivers' directory")
         env = self.client_env(target)
         return Named(run_dir, self.body(target, connections), threads=threads, port=port,
                      env=env or None, bind=self.named_bind())

@@ -27,7 +27,7 @@ import dns.query
 import dns.rcode
 
 from base.errors import UserError
-from base.process import ManagedProcess, free_port, run_checked
+from base.process import ManagedProcess, free_port, give_to_service_user, run_checked
 from base.transports import TlsFiles
 
 _ENTER_TIMEOUT = 120.0
@@ -240,10 +240,20 @@ class DnsServer(ABC):
         self.check_config()
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._scanned_to = self._log_start
+        # The server runs as the service user (base.process) and writes in its run directory
+        # (pid file, journals, its storage, sockets).
+        give_to_service_user(self.run_dir, tree=True)
         env = None if self.env is None else {**os.environ, **self.env}
         self._proc = ManagedProcess(self.program, self.argv(), self.log_path,
-                                    cwd=self.run_dir, env=env)
+                                    cwd=self.run_dir, env=env,
+                                    as_root=self.starts_as_root())
         self._proc.start()
+
+    def starts_as_root(self) -> bool:
+        """Whether argv() starts as root, to enter a namespace only root may, and drops to the
+        service user itself (base.process.dropping_to_service_user); default: no, it is
+        started as that user."""
+        return False
 
     @property
     def exec_time(self) -> float:

@@ -29,7 +29,8 @@ def _quoted(path: Path) -> str:
 
 
 class Knot(DnsServer):
-    """One private knotd in the foreground, running as the invoking user."""
+    """One private knotd in the foreground, started as the service user (base.process), so
+    knot.conf names no `user` to change to."""
 
     program = "knotd"
     ready_line = _ZONE_DONE  # one per zone: zones_ready counts them

@@ -1,9 +1,10 @@
 """A private BIND `named` (9.18, or 9.20: servers/bindversion.py): generated config, loopback
 port, control channel and log in one run directory.
 
-named runs as the invoking user (no -u) with every file it writes (pid, lock, session key,
-managed keys, dumps, log) inside the run directory, so it never touches /etc/bind (except
-reading the stock bind.keys trust anchors), /var/cache/bind or /run/named.
+named is started as the service user (base.process; no -u, so no part of it runs as root)
+with every file it writes (pid, lock, session key, managed keys, dumps, log) inside the run
+directory, so it never touches /etc/bind (except reading the stock bind.keys trust anchors),
+/var/cache/bind or /run/named.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from base.process import run_checked, write_private
+from base.process import give_to_service_user, run_checked, write_private
 from base.transports import TlsFiles
 from servers import bindversion
 from servers.dnsserver import DnsServer, ReceiveBuffer
@@ -184,8 +185,13 @@ options {{
     def argv(self) -> list[str]:
         # -L sends what named logs before it has read the logging statement (a config error,
         # for one) to our log file instead of syslog.
-        return [*self.bind.command([*self.wrapper, "/usr/sbin/named"]), "-f",
-                "-n", str(self.threads), "-c", str(self.conf_path), "-L", str(self.log_path)]
+        return self.bind.command([*self.wrapper, "/usr/sbin/named", "-f", "-n",
+                                  str(self.threads), "-c", str(self.conf_path), "-L",
+                                  str(self.log_path)], as_service_user=True)
+
+    def starts_as_root(self) -> bool:
+        """BIND 9.20 from its root: its mount namespace is made as root (bindversion)."""
+        return self.bind.root is not None
 
     def reload(self) -> None:
         """`rndc reload` over this instance's own control channel and key."""
@@ -215,7 +221,11 @@ options {{
 
 
 def valgrind_wrapper(log_file: Path, suppressions: Sequence[Path] = ()) -> list[str]:
-    """The Valgrind memcheck prefix for Named(wrapper=...); the report goes to log_file."""
+    """The Valgrind memcheck prefix for Named(wrapper=...); the report goes to log_file, made
+    here the service user's, whom named (and so Valgrind) runs as."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log_file.touch()
+    give_to_service_user(log_file)
     return ["valgrind", "--tool=memcheck", "--num-callers=40", "--keep-debuginfo=yes",
             "--leak-check=full", "--show-leak-kinds=definite", f"--log-file={log_file}",
             *(f"--suppressions={path}" for path in suppressions)]

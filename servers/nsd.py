@@ -31,7 +31,9 @@ def _quoted(path: Path) -> str:
 
 
 class Nsd(DnsServer):
-    """One private nsd in the foreground (-d), running as the invoking user, unchrooted."""
+    """One private nsd in the foreground (-d), unchrooted, started as the service user
+    (base.process): `username: ""` then means it changes to no other user, having no root to
+    give up."""
 
     program = "nsd"
     # Logged by the server once it has read every zone file (a file it cannot read is

@@ -56,7 +56,8 @@ PDNS_SIGNED_CLASSES = ("pdns-nsec-at-delegation", "pdns-rrsig-refused", "pdns-ax
 
 
 class Pdns(DnsServer):
-    """One private pdns_server in the foreground (no guardian), logging to stderr."""
+    """One private pdns_server in the foreground (no guardian), logging to stderr, started as
+    the service user (base.process), so pdns.conf sets no setuid/setgid."""
 
     program = "pdns_server"
     # The last line before it serves: with one backend thread per receiver (distributor-

@@ -98,8 +98,10 @@ class SshLoadHost:
             "  StrictHostKeyChecking yes\n")
         PRIVSEP_DIR.mkdir(mode=0o755, exist_ok=True)
         log = d / "sshd.log"
+        # As root: it stands for another machine, which the suite's ssh logs into as root.
         self._sshd = ManagedProcess("sshd", self.namespace.command(
-            [SSHD, "-D", "-E", str(log), "-f", str(d / "sshd_config")]), d / "sshd.out")
+            [SSHD, "-D", "-E", str(log), "-f", str(d / "sshd_config")]), d / "sshd.out",
+            as_root=True)
         self._sshd.start()
         self._sshd.wait_ready(lambda: "Server listening" in _text(log), timeout=20)
 

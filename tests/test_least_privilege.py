@@ -9,6 +9,7 @@ killed with SIGKILL leaves no server of its run behind (base/watchdog.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pwd
 import shutil
@@ -18,26 +19,36 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ldap
 import pytest
 
+from base.errors import UserError
+from base.latency_proxy import LatencyProxy
+from base.netns import DatabaseHost
 from base.paths import REPO_ROOT
-from base.process import as_user
+from base.process import SERVICE_USER, as_user
+from bench.load.dnsperf import start_background
+from bench.load.prober import Recorder
+from bench.measure.serving import LoadedStore, loaded_store
 from databases.mariadb import WRITER_PASSWORD_ENV, MysqlServer
 from databases.postgresql import PG_BIN, PgServer
 from databases.slapd import LdapServer
 from loaders import ldap as ldap_store
 from loaders import mysql, pg
+from servers import bindversion, get_server
 from servers.knot import Knot
-from servers.named import Named
+from servers.named import Named, valgrind_wrapper
 from servers.nsd import Nsd
 from servers.pdns import Pdns
 from tests.benchcli import processes_under, start_bench
 from zonedata.generator import coverage_zones
+from zonedata.model import Zone
 
 MARIADB_CLIENT = "/usr/bin/mariadb"
 
@@ -133,11 +144,11 @@ def test_postgres_files_and_directories_are_private(pg_store: PgServer) -> None:
     assert mode(pg_store.password_file) == 0o600
     assert not list(pg_store.run_dir.glob("initdb*"))
     assert mode(pg_store.data_dir) == 0o700
-    if os.geteuid() == 0:  # the socket's directory: the server's, and this process's group
-        assert mode(pg_store.socket_dir) == 0o750
-        assert pg_store.socket_dir.stat().st_gid == os.getgid()
+    # The socket's directory: the server's user's only, whom its clients (named) run as too.
+    assert mode(pg_store.socket_dir) == 0o700
+    if os.geteuid() == 0:
         for directory in (pg_store.data_dir, pg_store.socket_dir):
-            assert directory.stat().st_uid == pwd.getpwnam("postgres").pw_uid
+            assert directory.stat().st_uid == pwd.getpwnam(SERVICE_USER).pw_uid
 
 
 def test_postgres_runs_below_a_directory_it_cannot_search() -> None:
@@ -350,3 +361,98 @@ def test_a_sigkilled_bench_leaves_no_server(run_root: Path, server: str,
     while (left := processes_under(root)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert left == []
+
+
+# --- nothing the suite starts runs as root ------------------------------------------------
+
+# Every kind of DNS server over a small store, named over each database server (PostgreSQL,
+# MariaDB, slapd) through its DLZ driver, and PowerDNS over one of them.
+SERVED = ("native", "pg", "mysql", "ldap", "pdns-gpgsql", "nsd", "knot")
+
+
+@dataclass
+class Started:
+    """Every kind of process the suite starts, running: what -> its processes now."""
+
+    pids: dict[str, Callable[[], list[int]]]
+    zones: list[Zone]
+
+
+@pytest.fixture(scope="module")
+def started(run_dir: Path) -> Iterator[Started]:
+    zones = coverage_zones()[:3]
+    queries = run_dir / "started.queries"
+    queries.write_text(f"{zones[0].origin} SOA\n")
+    with ExitStack() as stack:
+        pids: dict[str, Callable[[], list[int]]] = {}
+        stores: dict[str, LoadedStore] = {}
+        for name in SERVED:
+            kind = get_server(name)
+            if kind.store not in stores:
+                stores[kind.store] = stack.enter_context(
+                    loaded_store(kind, lambda: iter(zones), run_dir / "started"))
+                if stores[kind.store].accounts_server:
+                    pids[f"{kind.store}'s database server"] = stores[kind.store].server_pids
+            loaded = dataclasses.replace(stores[kind.store], server=kind)
+            pids[name] = stack.enter_context(loaded.named(run_dir / "started", threads=2)).pids
+        named = stack.enter_context(
+            Named(run_dir / "started" / "valgrind", "",
+                  wrapper=valgrind_wrapper(run_dir / "started" / "valgrind.log")))
+        pids["named under valgrind"] = named.pids
+        database = stores["pg"].target
+        proxy = stack.enter_context(LatencyProxy(run_dir / "started" / "toxiproxy", "127.0.0.1",
+                                                 database.port, 1))
+        pids["toxiproxy"] = proxy.pids
+        host = stack.enter_context(DatabaseHost())
+        pids["PostgreSQL on a database host"] = stack.enter_context(
+            PgServer(run_dir / "started" / "pg-db-host", db_host=host)).pids
+        load = stack.enter_context(start_background(named.host, named.port, queries,
+                                                    duration=600, rate=20))
+        pids["dnsperf"] = lambda: [load.pid]
+        recorder = stack.enter_context(Recorder(named.host, named.port, queries,
+                                                run_dir / "started" / "recording.txt",
+                                                qps=20, seconds=600, timeout=1))
+        pids["prober"] = recorder.process.pids
+        yield Started(pids, zones)
+
+
+def process_users(pids: list[int]) -> dict[int, str]:
+    """pid -> the user it runs as, as ps says."""
+    done = subprocess.run(["ps", "-o", "pid=,user=", "-p", ",".join(map(str, pids))],
+                          capture_output=True, text=True, check=False)
+    return {int(pid): user for pid, user in (line.split() for line in done.stdout.splitlines())}
+
+
+def test_no_process_the_suite_starts_runs_as_root(started: Started) -> None:
+    users = {what: process_users(pids()) for what, pids in started.pids.items()}
+    assert all(users.values()), users  # each is running
+    as_root = {what: found for what, found in users.items() if "root" in found.values()}
+    assert as_root == {}
+    if os.geteuid() == 0:
+        assert {user for found in users.values() for user in found.values()} == {SERVICE_USER}
+
+
+def test_bind_9_20_runs_as_the_service_user(run_dir: Path, started: Started) -> None:
+    """named 9.20 from its Debian 13 root: its mount namespace made as root, then setpriv."""
+    try:
+        bindversion.select("9.20", need_drivers=False)
+    except UserError as exc:
+        pytest.skip(str(exc))
+    kind = get_server("native@9.20")
+    with loaded_store(kind, lambda: iter(started.zones), run_dir / "started-9.20") as loaded, \
+            loaded.named(run_dir / "started-9.20", threads=1) as named:
+        assert named.answers(str(started.zones[0].origin))
+        users = process_users(named.pids())
+    assert users and set(users.values()) == {SERVICE_USER if os.geteuid() == 0 else
+                                             pwd.getpwuid(os.geteuid()).pw_name}
+
+
+def test_mariadb_gives_the_service_user_no_account(mysql_store: MysqlServer) -> None:
+    """install-db's second unix-socket account is root's, not the servers' user's (named)."""
+    if os.geteuid() != 0:
+        pytest.skip("the servers run as another user only when the suite runs as root")
+    done = subprocess.run([MARIADB_CLIENT, "--no-defaults", f"--socket={mysql_store.socket}",
+                           "-u", SERVICE_USER, "-N", "-e", "SELECT 1"],
+                          env={"PATH": "/usr/bin:/bin"}, cwd="/", capture_output=True,
+                          text=True, timeout=60, check=False, **as_user(SERVICE_USER))
+    assert done.returncode != 0 and "Access denied" in done.stderr, done

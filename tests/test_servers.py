@@ -26,7 +26,7 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from base.process import free_port
+from base.process import SERVICE_USER, free_port
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from servers.named import Named
@@ -80,8 +80,9 @@ def test_postgres_answers_as_dlz(pg: PgServer):
     assert pg.version().startswith("PostgreSQL 15.")
 
 
-def test_postgres_runs_as_postgres_user_on_loopback(pg: PgServer):
-    assert owner(pg.pids()[0]) == "postgres"
+def test_postgres_runs_as_the_service_user_on_loopback(pg: PgServer):
+    assert owner(pg.pids()[0]) == (SERVICE_USER if os.geteuid() == 0
+                                   else pwd.getpwuid(os.geteuid()).pw_name)
     assert Path(pg.host).is_relative_to(pg.run_dir)
     with pg.connect() as conn:
         assert conn.execute("SHOW listen_addresses").fetchone() == ("127.0.0.1",)

@@ -46,12 +46,12 @@ _ROOT_STAMP = ".dlzbench-root"
 
 def in_root(argv: Sequence[str]) -> list[str]:
     """argv (taskset, stdbuf, dnsperf or resperf, by their /usr paths) as run in the Debian 13
-    root. unshare and sh exec, so the process's pid is dnsperf's own (its CPU time, its
-    sockets)."""
+    root, as the service user once inside (the namespace is made as root). unshare, sh and
+    setpriv exec, so the process's pid is dnsperf's own (its CPU time, its sockets)."""
     if ROOT.root is None or not (ROOT.root / _ROOT_STAMP).is_file():
         raise UserError(f"dnsperf 2.14 runs in the Debian 13 root {ROOT.root}, which is not "
                         "made: run `make deps`")
-    return ROOT.command(argv, with_drivers=False)
+    return ROOT.command(argv, with_drivers=False, as_service_user=True)
 
 
 def version() -> str | None:
@@ -333,7 +333,9 @@ class DnsperfLoad:
         self.host = host
         self._dir = new_run_dir("dnsperf")
         self._out = self._dir / "dnsperf.out"
-        self._process = ManagedProcess("dnsperf", self.argv, self._out)
+        # Started as root for in_root's namespace (on a load host: ssh, as the load host's
+        # user); dnsperf itself runs as the service user.
+        self._process = ManagedProcess("dnsperf", self.argv, self._out, as_root=True)
         self._process.start()
 
     @property

@@ -35,6 +35,7 @@ import dns.exception
 import dns.query
 
 from base.errors import UserError
+from base.process import as_user, give_to_service_user, service_environment, service_user
 from bench.measure.serving import LoadedStore
 from servers.dlz import DlzNamed
 from servers.dnsserver import non_recursive_query
@@ -234,9 +235,19 @@ def valgrind_version() -> str:
 
 def callgrind_wrapper(out_dir: Path) -> list[str]:
     """The prefix that runs a process under callgrind, its dumps in out_dir (one file per
-    process and dump: callgrind.out.<pid>.<n>). Counters only: no cache simulation, so the
-    figure is Ir and the slowdown the least callgrind has."""
-    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
+    process and dump: callgrind.out.<pid>.<n>; the directory made the service user's, whom
+    the servers run as). Counters only: no cache simulation, so the figure is Ir and the
+    slowdown the least callgrind has."""
+    give_to_service_user(out_dir)
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p",
+            f"--vgdb-prefix={_vgdb_prefix(out_dir)}"]
+
+
+def _vgdb_prefix(out_dir: Path) -> str:
+    """Where Valgrind's gdbserver keeps its FIFOs for callgrind_control: out_dir, not /tmp,
+    where a FIFO left by a killed process of another user under a pid now reused could stand
+    in the way."""
+    return f"{out_dir}/vgdb"
 
 
 class Callgrind:
@@ -258,8 +269,13 @@ class Callgrind:
         for pid in self.pids():
             before = set(self.out_dir.glob(f"callgrind.out.{pid}.*"))
             try:
-                done = subprocess.run(["callgrind_control", f"--dump={label}", str(pid)],
-                                      capture_output=True, text=True, timeout=_DUMP_TIMEOUT_S)
+                # As the servers' user, whom the process runs as: vgdb run as root reaches
+                # it (ptrace) but then waits for its answer for ever (Valgrind 3.19).
+                done = subprocess.run(["callgrind_control",
+                                       f"--vgdb-prefix={_vgdb_prefix(self.out_dir)}",
+                                       f"--dump={label}", str(pid)],
+                                      capture_output=True, text=True, timeout=_DUMP_TIMEOUT_S,
+                                      env=service_environment(), **as_user(service_user()))
             except subprocess.TimeoutExpired:
                 raise UserError(f"callgrind_control did not dump process {pid} within "
                                 f"{_DUMP_TIMEOUT_S:g} s") from None

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Self
 
 from base.errors import UserError
-from base.process import ManagedProcess, new_run_dir, run_checked
+from base.process import (
+    ManagedProcess,
+    as_user,
+    give_to_service_user,
+    new_run_dir,
+    run_checked,
+    service_environment,
+    service_user,
+)
 from bench.load.hosts import LoadHost
 
 PROBER_DIR = Path(__file__).resolve().parent
@@ -115,9 +123,13 @@ def probe(addr: str, port: int, query_file: Path, count: int, timeout: float = 1
         argv = host.command(argv)
     elif cpu_list:
         argv = [TASKSET, "-c", cpu_list, *argv]
-    # Worst case every query times out; the margin covers start-up on a busy machine.
+    # Worst case every query times out; the margin covers start-up on a busy machine. Here
+    # as the service user, as every process the suite starts (ssh to a load host: as the
+    # suite, whose keys it uses).
+    runs_as = {} if host is not None else {"env": service_environment(),
+                                            **as_user(service_user())}
     done = subprocess.run(argv, capture_output=True, text=True, check=False,
-                          timeout=(seconds or count * timeout) + timeout + 60)
+                          timeout=(seconds or count * timeout) + timeout + 60, **runs_as)
     if done.returncode != 0:
         raise UserError(f"prober failed (exit {done.returncode}): {done.stderr.strip()}")
     samples = [int(line) for line in done.stdout.split()]
@@ -178,6 +190,10 @@ class Recorder:
         self.process = ManagedProcess("prober", argv, out.with_suffix(".log"))
 
     def start(self) -> None:
+        # The prober runs as the service user: the recording is made its own first, in
+        # whichever directory the caller chose.
+        self.out.touch()
+        give_to_service_user(self.out)
         self.process.start()
 
     def wait(self) -> Recording:
