@@ -218,8 +218,8 @@ class ManagedProcess:
     def __init__(self, name: str, argv: Sequence[str], log_path: Path, *,
                  cwd: Path | None = None, env: Mapping[str, str] | None = None,
                  as_root: bool = False, pass_fds: Sequence[int] = ()) -> None:
-        """The process runs as the service user. as_root: it starts as the suite's own user
-        instead, because argv enters a namespace only root may
+        """The process runs as the service user, in service_environment(env). as_root: it
+        starts as the suite's own user instead, because argv enters a namespace only root may
         (and then drops to the service user itself: dropping_to_service_user), or stands for
         another machine (a test's sshd). pass_fds: descriptors the process inherits (e.g. a
         directory it reaches as /proc/self/fd/N)."""
@@ -227,7 +227,7 @@ class ManagedProcess:
         self.argv = list(argv)
         self.log_path = log_path
         self.cwd = cwd
-        self.env = env
+        self.env = service_environment(env)
         self.user = None if as_root else service_user()
         self.pass_fds = tuple(pass_fds)
         self.proc: subprocess.Popen[bytes] | None = None
@@ -422,7 +422,8 @@ class _Watchdog:
             # reaches the suite, not the watchdog, which must outlive it.
             self._proc = subprocess.Popen(
                 [sys.executable, str(Path(__file__).with_name("watchdog.py"))],
-                stdin=read_end, stdout=subprocess.DEVNULL, start_new_session=True)
+                stdin=read_end, stdout=subprocess.DEVNULL, start_new_session=True,
+                env=service_environment())
         finally:
             os.close(read_end)
         self._fd = write_end

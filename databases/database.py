@@ -10,6 +10,7 @@ nothing of the tables or entries a loader keeps there, except what a loader hand
 
 from __future__ import annotations
 
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -19,7 +20,7 @@ from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import drop_page_cache
+from base.process import drop_page_cache, new_run_dir
 from databases.url import StoreUrl
 
 # How a database is reached: a server object (PgServer, ...) or a directory: the target.
@@ -149,8 +150,8 @@ class Database(ABC, Generic[T]):
         return self.has_server
 
     def client_env(self, target: T) -> dict[str, str]:
-        """Environment a DNS server reading this store needs besides its configuration: a
-        password kept out of files (named.conf is written to disk)."""
+        """Environment a DNS server reading this store needs besides its configuration
+        (PostgreSQL's PGPASSFILE); never a password, which stays in a file of its own."""
         return {}
 
     def round_trips(self, target: T) -> AbstractContextManager[Callable[[], object]]:
@@ -189,10 +190,13 @@ class Database(ABC, Generic[T]):
 
 
 class ServerTarget(Protocol):
-    """What a database with a server reads from its target, private or lent alike."""
+    """What a database with a server reads from its target, private or lent alike: `env`,
+    the DNS server's environment (no password in it), and `driver_password`, the password a
+    DNS server that keeps it in its own 0600 configuration (PowerDNS) connects with."""
 
     started_here: bool
     env: dict[str, str]
+    driver_password: str | None
 
     def restart(self, *, cold: bool = False) -> None: ...
 
@@ -233,6 +237,18 @@ class ServerDatabase(Database[S], Generic[S, C]):
 
     def server_pids(self, target: S) -> list[int]:
         return target.pids()
+
+
+@contextmanager
+def lent_password_directory(store: str) -> Iterator[Path]:
+    """A directory of the servers' user (base.process), removed at the end, for the file that
+    hands a lent server's password to the DLZ driver inside named: not named.conf, not named's
+    environment (readable for its whole life: /proc/PID/environ, a core dump)."""
+    directory = new_run_dir(f"{store}-lent")
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 class Connection(Protocol):

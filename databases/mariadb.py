@@ -7,10 +7,11 @@ benchmark database whose data is reloaded from the zone model whenever needed.
 Its accounts: root over the unix socket only (the suite's own process, unix_socket
 authentication), `dlz` for the loaders (every privilege on database dlz) and `dlz_reader` for
 the DLZ driver and PowerDNS (SELECT on database dlz only), each with a random password per
-MysqlServer; the reader's reaches named in its environment (MYSQL_PWD), never a file. When a
+MysqlServer; the reader's reaches the driver inside named in a 0600 file of the servers' user
+that named.conf names (password_file=), never in named.conf or named's environment. When a
 DLZ driver is to take RFC 2136 updates, a fourth, `dlz_writer`, is made (writer_account): it
 may read the zones and read, add and delete records, and nothing else; its password reaches
-named as DLZ_MYSQL_WRITER_PWD.
+the driver the same way (writer_password_file=).
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ from base.process import (
     service_user,
     write_private,
 )
-from databases.database import CacheReading, PrivateServer, SqlDatabase
+from databases.database import (
+    CacheReading,
+    PrivateServer,
+    SqlDatabase,
+    lent_password_directory,
+)
 from databases.url import StoreUrl
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -49,9 +55,8 @@ _CLIENT_GROUPS = ("client", "client-mariadb")
 # The account the DLZ driver (and PowerDNS's gmysql) reads as on the suite's own server.
 READER_USER = "dlz_reader"
 # The account the DLZ driver writes RFC 2136 updates as, made only for a driver that takes
-# them; named finds its password in this variable (drivers/mysql: writer_user).
+# them (drivers/mysql: writer_user, writer_password_file).
 WRITER_USER = "dlz_writer"
-WRITER_PASSWORD_ENV = "DLZ_MYSQL_WRITER_PWD"
 # What an update does (drivers/mysql/dlz_mysql.c, "writing"): read a zone's id (LOCK IN SHARE
 # MODE), insert and delete record rows, and read them within its transaction.
 _WRITER_GRANTS = (("SELECT", "zones"), ("SELECT, INSERT, DELETE", "records"))
@@ -84,6 +89,9 @@ class MysqlServer(PrivateServer):
         self.password = secrets.token_hex(16)
         self.reader_password = secrets.token_hex(16)
         self.writer_password = secrets.token_hex(16)
+        # Where the driver reads the reader's and the writer's (0600, the servers' user's).
+        self.password_file = self.run_dir / "reader.password"
+        self.writer_password_file = self.run_dir / "writer.password"
         self._writer_made = False
         self.socket = str(self.run_dir / "mariadb.sock")
         # TCP address clients use when the server is on its own host (None: the unix socket).
@@ -171,10 +179,10 @@ class MysqlServer(PrivateServer):
                 ]
         return statements
 
-    def writer_account(self) -> tuple[str, dict[str, str]]:
+    def writer_account(self) -> tuple[str, Path]:
         """The account a DLZ driver writes updates as, made now if it is not there yet (the
-        schema's tables must exist: its privileges are on them), and the environment that
-        hands named its password."""
+        schema's tables must exist: its privileges are on them), and the file that hands the
+        driver its password."""
         if self.db_host:
             # There the accounts come from the init file at start, and user dlz may not
             # create another.
@@ -196,7 +204,7 @@ class MysqlServer(PrivateServer):
             finally:
                 conn.close()
             self._writer_made = True
-        return WRITER_USER, {WRITER_PASSWORD_ENV: self.writer_password}
+        return WRITER_USER, self.writer_password_file
 
     def admin_connection(self) -> MySQLdb.Connection:
         """A connection that sees and may end every client's: root over the socket (on a host
@@ -215,6 +223,8 @@ class MysqlServer(PrivateServer):
         # The run directory (data, pid file, socket, tmp) is the server's to write in.
         (self.run_dir / "tmp").mkdir(parents=True, exist_ok=True)
         give_to_service_user(self.run_dir, tree=True)
+        write_private(self.password_file, self.reader_password + "\n")
+        write_private(self.writer_password_file, self.writer_password + "\n")
         if not (self.data_dir / "mysql").is_dir():
             self._install_db()
         # No --log-error: mariadbd then logs to stderr, which goes to our log file.
@@ -259,11 +269,13 @@ class MysqlServer(PrivateServer):
         args.update(kw)
         return MySQLdb.connect(**args)
 
+    # The DNS server's environment besides its arguments: nothing (the driver's passwords
+    # are in files named.conf names, PowerDNS's in pdns.conf).
+    env: dict[str, str] = {}
+
     @property
-    def env(self) -> dict[str, str]:
-        """The DNS server's environment besides its arguments: the reader's password, which
-        the client library takes from MYSQL_PWD when the driver is given none."""
-        return {"MYSQL_PWD": self.reader_password}
+    def driver_password(self) -> str:
+        return self.reader_password
 
     def pids(self) -> list[int]:
         return self._proc.pids() if self._proc is not None else []
@@ -299,16 +311,27 @@ class ExternalMysql:
         self.host: str | None = url.host
         self.port = url.port or self._DEFAULT_PORT
         self.database = url.database
-        # The URL's, else MYSQL_PWD, else the option files' [client] (~/.my.cnf): found here
-        # once, then handed to named as MYSQL_PWD, which its client library reads when the
-        # driver gives no password (the driver reads no option file: one could undo the
+        # The URL's (or --store-password-file's), else MYSQL_PWD, else the option files'
+        # [client] (~/.my.cnf): found here once, then handed to the driver in a file
+        # (hand_password_to_servers; the driver reads no option file: one could undo the
         # settings it makes, such as LOAD DATA LOCAL off).
         options = client_option_files() if url.password is None else {}
         self.user = url.user or options.get("user")
         self.driver_user = self.user
-        self._password = (url.password if url.password is not None
-                          else os.environ.get("MYSQL_PWD", options.get("password")))
-        self.env = {"MYSQL_PWD": self._password} if self._password is not None else {}
+        self.driver_password = (url.password if url.password is not None
+                                else os.environ.get("MYSQL_PWD", options.get("password")))
+        self.env: dict[str, str] = {}
+        # The file hand_password_to_servers writes (None: none yet, or no password).
+        self.password_file: Path | None = None
+
+    def hand_password_to_servers(self, directory: Path) -> None:
+        """The password, if any, into a 0600 file in directory (the servers' user's) for the
+        driver inside named (password_file=): the servers run as another user, who can read
+        neither this process's environment nor its user's option files."""
+        if self.driver_password is None:
+            return
+        self.password_file = directory / "driver.password"
+        write_private(self.password_file, self.driver_password + "\n")
 
     def connect(self, **kw: Any) -> MySQLdb.Connection:
         """A new connection to the URL's database; UserError naming the URL (without its
@@ -316,7 +339,7 @@ class ExternalMysql:
         # local_infile off: a server (this one is not ours) that answers a statement with a
         # request for a local file gets none.
         args: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
-                                "password": self._password, "database": self.database,
+                                "password": self.driver_password, "database": self.database,
                                 "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S,
                                 "local_infile": 0}
         args.update(kw)
@@ -325,11 +348,10 @@ class ExternalMysql:
         except MySQLdb.Error as exc:
             raise self.url.error(f"cannot connect: {_message(exc)}") from None
 
-    def writer_account(self) -> tuple[str | None, dict[str, str]]:
+    def writer_account(self) -> tuple[str | None, Path | None]:
         """The URL's account writes updates too (the suite makes no account on a server it
-        was lent)."""
-        env = {WRITER_PASSWORD_ENV: self._password} if self._password is not None else {}
-        return self.user, env
+        was lent), with the same password file."""
+        return self.user, self.password_file
 
     def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
@@ -389,7 +411,9 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
             raise url.error(f"cannot create the suite's tables: {exc.args[-1]}") from None
         finally:
             conn.close()
-        yield target
+        with lent_password_directory(self.store) as directory:
+            target.hand_password_to_servers(directory)
+            yield target
 
     @contextmanager
     def round_trips(self, target: MysqlTarget) -> Iterator[Callable[[], object]]:

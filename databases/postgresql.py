@@ -7,10 +7,11 @@ clusters (/etc/postgresql, /var/lib/postgresql) or the standard port.
 Every account needs a password (SCRAM), random per instance: the bootstrap superuser `dlz` is
 the loaders', and the DLZ driver (or PowerDNS) reads as `dlz_reader`, a role that may only
 SELECT from the loader's tables (PostgresDatabase asks the loader's schema to grant it), its
-password handed to named in its environment (PGPASSWORD), never written to named.conf. A
-driver that takes RFC 2136 updates (update_zones) connects as `dlz_writer` instead, made only
-then (PostgresDatabase.writer_env): the reader's rights, and INSERT and DELETE where the update
-path writes (PgSchema.grant_write), its password made and handed over the same way.
+password handed to named in a password file of the servers' user (mode 0600), which named's
+environment names (PGPASSFILE): never in named.conf or an environment. A driver that takes
+RFC 2136 updates (update_zones) connects as `dlz_writer` instead, made only then
+(PostgresDatabase.writer_password): the reader's rights, and INSERT and DELETE where the update
+path writes (PgSchema.grant_write), its password in the same file.
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ from base.process import (
     service_user,
     write_private,
 )
-from databases.database import CacheReading, LentSchema, PrivateServer, Schema, SqlDatabase
+from databases.database import (
+    CacheReading,
+    LentSchema,
+    PrivateServer,
+    Schema,
+    SqlDatabase,
+    lent_password_directory,
+)
 from databases.url import StoreUrl
 
 # The versioned directory, not /usr/bin or /usr/local/bin: Debian's wrappers there pick a
@@ -120,6 +128,8 @@ class PgServer(PrivateServer):
         self.reader_password = secrets.token_hex(16)
         # The writer's, set whenever a driver that takes updates asks for the role.
         self.writer_password = secrets.token_hex(16)
+        # Both, as libpq reads them from a password file (PGPASSFILE) in named or PowerDNS.
+        self.passfile = self.run_dir / "drivers.pgpass"
         # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to
         # use instead of reaching the server directly; loaders always go direct.
         self.via: tuple[str, int] | None = None
@@ -195,13 +205,13 @@ class PgServer(PrivateServer):
         conn.execute(sql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
             sql.Identifier(self.dbname), sql.Identifier(role)))
 
-    def writer(self, grant: Callable[[psycopg.Connection, str], None]) -> dict[str, str]:
+    def writer(self, grant: Callable[[psycopg.Connection, str], None]) -> str:
         """The writer role made (or renewed) with this PgServer's writer password and given
-        its rights by grant(conn, role): the driver's environment (PGPASSWORD)."""
+        its rights by grant(conn, role); its password (in the password file already)."""
         with psycopg.connect(self._conninfo(self.dbname), autocommit=True) as conn:
             self._login_role(conn, WRITER_ROLE, self.writer_password)
             grant(conn, WRITER_ROLE)
-        return {"PGPASSWORD": self.writer_password}
+        return self.writer_password
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -211,6 +221,8 @@ class PgServer(PrivateServer):
         self._prepare_dirs()
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
+        write_pgpass(self.passfile, {READER_ROLE: self.reader_password,
+                                     WRITER_ROLE: self.writer_password})
         try:
             with _descriptors(self._own_dirs()) as fds:
                 self._proc = self._process(fds)
@@ -255,9 +267,13 @@ class PgServer(PrivateServer):
 
     @property
     def env(self) -> dict[str, str]:
-        """The DNS server's environment besides its arguments: the reader's password, which
-        libpq takes from PGPASSWORD (it never goes into a file)."""
-        return {"PGPASSWORD": self.reader_password}
+        """The DNS server's environment besides its arguments: where libpq finds the driver
+        roles' passwords (a 0600 file of the servers' user), never a password itself."""
+        return {"PGPASSFILE": str(self.passfile)}
+
+    @property
+    def driver_password(self) -> str:
+        return self.reader_password
 
     def _conninfo(self, dbname: str) -> str:
         return (f"host={self.host} port={self.port} dbname={dbname} user={self.user} "
@@ -297,21 +313,35 @@ class ExternalPg:
         self.dbname = url.database
         self.user = url.user
         self.driver_user = url.user
-        # Without a password in the URL, libpq finds one the standard way (PGPASSWORD,
-        # PGPASSFILE, ~/.pgpass) in this process and in named alike; one from the URL reaches
-        # named through its environment, never through a file.
-        self.env = {"PGPASSWORD": url.password} if url.password is not None else {}
+        # The URL's (or --store-password-file's), else the one libpq finds in this process the
+        # standard way (PGPASSWORD, PGPASSFILE, ~/.pgpass), learnt at the first connection;
+        # None: the server asks for none.
+        self.driver_password = url.password
+        # named's environment: the password file hand_password_to_servers writes, if any.
+        self.env: dict[str, str] = {}
 
     def connect(self) -> psycopg.Connection:
         """A new connection to the URL's database, autocommit off; UserError naming the URL
         (without its password) when the server cannot be reached or refuses."""
         args = {"host": self.host, "port": self.port, "dbname": self.dbname, "user": self.user,
-                "password": self.url.password, "connect_timeout": _CONNECT_TIMEOUT_S}
+                "password": self.driver_password, "connect_timeout": _CONNECT_TIMEOUT_S}
         try:
-            return psycopg.connect(**{k: v for k, v in args.items() if v is not None},
+            conn = psycopg.connect(**{k: v for k, v in args.items() if v is not None},
                                    autocommit=False)
         except psycopg.Error as exc:
             raise self.url.error(f"cannot connect: {exc}") from None
+        self.driver_password = self.driver_password or conn.info.password or None
+        return conn
+
+    def hand_password_to_servers(self, directory: Path) -> None:
+        """The password, if the server asks for one, into a password file in directory (the
+        servers' user's) that named's environment names: the servers run as another user,
+        who can read neither this process's environment nor its user's ~/.pgpass."""
+        if self.driver_password is None:
+            return
+        passfile = directory / "driver.pgpass"
+        write_pgpass(passfile, {self.user or "*": self.driver_password})
+        self.env = {"PGPASSFILE": str(passfile)}
 
     def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
@@ -367,9 +397,10 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
             self.schema.grant_read(conn, pg.driver_user)
             yield pg
 
-    def writer_env(self, target: PgTarget) -> dict[str, str]:
-        """The writer role ready on the suite's own server (WRITER_ROLE): the environment
-        that carries its password to the driver. A lent server's roles are its owner's."""
+    def writer_password(self, target: PgTarget) -> str:
+        """The writer role ready on the suite's own server (WRITER_ROLE); its password, which
+        a driver finds in the target's password file (env). A lent server's roles are its
+        owner's."""
         if not isinstance(target, PgServer):
             raise UserError(f"the {self.store} store takes updates through its DLZ driver on "
                             "the suite's own PostgreSQL only (not with --store-url)")
@@ -401,11 +432,13 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
                 lent.hold_empty(conn, url)
             except psycopg.Error as exc:  # e.g. no CREATE privilege: one transaction, undone
                 raise url.error(f"cannot create the suite's tables: {exc}") from None
-        yield target
+        with lent_password_directory(self.store) as directory:
+            target.hand_password_to_servers(directory)
+            yield target
 
     @contextmanager
     def round_trips(self, target: PgTarget) -> Iterator[Callable[[], object]]:
-        password = target.env.get("PGPASSWORD")  # what libpq finds in named's environment
+        password = target.driver_password  # what the driver finds in its password file
         with psycopg.connect(**client_keywords(target), autocommit=True,
                              **({"password": password} if password is not None else {})
                              ) as conn:
@@ -451,11 +484,20 @@ def driver_endpoint(target: PgTarget) -> tuple[str, int]:
 
 def client_keywords(target: PgTarget) -> dict[str, str]:
     """The libpq connection keywords a client (the DLZ driver: drivers/pg's pg_keys) reaches
-    the database with; its password is in the target's env (PGPASSWORD), not here."""
+    the database with; its password is in the file the target's env names, not here."""
     host, port = driver_endpoint(target)
     args = {"host": host, "port": str(port), "dbname": target.dbname,
             "user": target.driver_user}
     return {key: value for key, value in args.items() if value is not None}
+
+
+def write_pgpass(path: Path, passwords: Mapping[str, str]) -> None:
+    """A libpq password file (0600, the servers' user's) giving each role (`*`: any) its
+    password on any host, port and database; `:` and `\\` escaped as libpq reads them."""
+    def field(text: str) -> str:
+        return text.replace("\\", "\\\\").replace(":", "\\:")
+    write_private(path, "".join(f"*:*:*:{field(role)}:{field(password)}\n"
+                                for role, password in passwords.items()))
 
 
 def _version(conn: psycopg.Connection) -> str:

@@ -11,8 +11,9 @@ background), writes its log to stderr (our log file) and still prints configurat
 level 0; `-d stats` logs every operation, used to check that searches are indexed.
 
 The loaders bind as the rootdn; the DLZ driver binds as a reader entry under the suffix
-(`cn=dlz-reader`), with a random password per LdapServer handed to named in its environment
-(LDAP_PASSWORD), which the access rules let read entries and nothing more.
+(`cn=dlz-reader`), which the access rules let read entries and nothing more, with a random
+password per LdapServer handed to the driver in a 0600 file of the servers' user that
+named.conf names (password_file=), never in named.conf or named's environment.
 """
 
 from __future__ import annotations
@@ -47,7 +48,13 @@ from base.process import (
     service_user,
     write_private,
 )
-from databases.database import CacheReading, LentSchema, PrivateServer, ServerDatabase
+from databases.database import (
+    CacheReading,
+    LentSchema,
+    PrivateServer,
+    ServerDatabase,
+    lent_password_directory,
+)
 from databases.url import StoreUrl, listed
 
 SLAPD = "/usr/sbin/slapd"
@@ -96,6 +103,7 @@ class LdapServer(PrivateServer):
         # The DLZ driver's account (ensure_reader_entry makes its entry).
         self.driver_dn = f"cn={READER_CN},{suffix}"
         self.driver_password = secrets.token_hex(16)
+        self.password_file = self.run_dir / "reader.password"  # the driver reads it there
         self.config_path = self.run_dir / "slapd.conf"
         # A symlink to the live mdb directory, so that a bulk load can build a new one and
         # switch to it with one rename (see bulk_load).
@@ -171,6 +179,7 @@ class LdapServer(PrivateServer):
         if self._process is not None and self._process.running():
             return
         give_to_service_user(self.run_dir, tree=True)  # its data, pid, args and socket
+        write_private(self.password_file, self.driver_password + "\n")
         listeners = " ".join(u for u in (f"{self.uri}/", self.ldapi_uri) if u)
         argv = [*self.wrapper, SLAPD, "-f", str(self.config_path), "-h", listeners, "-d",
                 self.log_level]
@@ -214,11 +223,9 @@ class LdapServer(PrivateServer):
         conn.simple_bind_s(self.bind_dn, self.password)
         return conn
 
-    @property
-    def env(self) -> dict[str, str]:
-        """The DNS server's environment besides its arguments: the reader's password (the
-        DLZ driver reads LDAP_PASSWORD when named.conf gives none)."""
-        return {PASSWORD_ENV: self.driver_password}
+    # The DNS server's environment besides its arguments: nothing (the reader's password is
+    # in the file named.conf names).
+    env: dict[str, str] = {}
 
     def bulk_load(self, ldif_path: Path) -> None:
         """Add an LDIF file offline with `slapadd -q`, all or nothing; slapd is stopped for it.
@@ -300,13 +307,25 @@ class ExternalLdap:
         self.port = url.port or _DEFAULT_PORT
         self.uri = server_uri(url)
         # OpenLDAP reads no password from the environment (its tools take -w, -W or -y), so
-        # the suite has one variable of its own: the URL's password, else LDAP_PASSWORD. It
-        # reaches the DLZ driver inside named as LDAP_PASSWORD too, never through named.conf.
+        # the suite has one variable of its own: the URL's password (or
+        # --store-password-file's), else LDAP_PASSWORD. It reaches the DLZ driver inside
+        # named in a file (hand_password_to_servers), never through named.conf or named's
+        # environment.
         self.password = (url.password if url.password is not None
                          else os.environ.get(PASSWORD_ENV, "") if self.bind_dn else "")
-        self.env = {PASSWORD_ENV: self.password} if self.password else {}
+        self.env: dict[str, str] = {}
         # The DLZ driver binds as the URL's user too.
         self.driver_dn, self.driver_password = self.bind_dn, self.password
+        self.password_file: Path | None = None
+
+    def hand_password_to_servers(self, directory: Path) -> None:
+        """The bind password, if any, into a 0600 file in directory (the servers' user's)
+        for the driver inside named (password_file=): the servers run as another user, who
+        cannot read this process's environment."""
+        if not self.driver_password:
+            return
+        self.password_file = directory / "driver.password"
+        write_private(self.password_file, self.driver_password + "\n")
 
     def connect(self) -> ldap.ldapobject.LDAPObject:
         """A python-ldap connection to the URL's server, bound as its bind DN (anonymous
@@ -336,7 +355,7 @@ class ExternalLdap:
 
 
 # The environment variable holding the bind password of a lent LDAP server (no standard one
-# exists); drivers/ldap/dlz_ldap.c reads the same name.
+# exists), read by the suite itself (the driver gets a file).
 PASSWORD_ENV = "LDAP_PASSWORD"
 _CONNECT_TIMEOUT_S = 10.0
 _DEFAULT_PORT = 389
@@ -416,7 +435,9 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
                 lent.check_lent(conn, url, overwrite=overwrite)
             _create_suffix_entry(conn, url)
             lent.hold_empty(conn, url)
-        yield target
+        with lent_password_directory(self.store) as directory:
+            target.hand_password_to_servers(directory)
+            yield target
 
     @contextmanager
     def round_trips(self, target: LdapTarget) -> Iterator[Callable[[], object]]:

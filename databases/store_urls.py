@@ -8,8 +8,9 @@ databases never import the loaders that write into them.
 
 from __future__ import annotations
 
+import dataclasses
 import urllib.parse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,23 @@ from databases.url import StoreUrl, from_parts, redact
 # Store name -> its database; UserError for a name that is no store.
 DatabaseOf = Callable[[str], Database[Any]]
 T = TypeVar("T")
+
+
+def read_password_file(text: str) -> tuple[str, str]:
+    """'STORE=FILE' -> (store, the first line of FILE): a lent server's password kept off
+    the command line, which any local user may read (/proc/PID/cmdline)."""
+    store, sep, name = text.partition("=")
+    if not sep or not store or not name:
+        raise UserError(f"--store-password-file {text}: expected STORE=FILE, e.g. "
+                        "pg=/root/pg.password")
+    try:
+        with open(name, encoding="utf-8") as file:
+            password = file.readline().rstrip("\r\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"--store-password-file {text}: cannot read it: {exc}") from None
+    if not password:
+        raise UserError(f"--store-password-file {text}: holds no password on its first line")
+    return store, password
 
 
 def parse_store_url(text: str, database_of: DatabaseOf) -> StoreUrl:
@@ -60,8 +78,10 @@ class StoreUrls:
     servers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, texts: list[str], database_of: DatabaseOf, *,
-              overwrite: bool = False) -> StoreUrls:
+    def parse(cls, texts: list[str], database_of: DatabaseOf, *, overwrite: bool = False,
+              password_files: Sequence[str] = ()) -> StoreUrls:
+        """texts: the --store-url values; password_files: the --store-password-file values
+        (STORE=FILE), each giving the password of that store's URL."""
         urls: dict[str, StoreUrl] = {}
         for text in texts:
             url = parse_store_url(text, database_of)
@@ -69,6 +89,16 @@ class StoreUrls:
                 raise UserError(f"--store-url {url}: the {url.store} store has a URL already "
                                 f"({urls[url.store]})")
             urls[url.store] = url
+        for text in password_files:
+            store, password = read_password_file(text)
+            url = urls.get(store)
+            if url is None:
+                raise UserError(f"--store-password-file {text}: no --store-url for the {store} "
+                                "store")
+            if url.password is not None:
+                raise url.error("has a password in the URL and in --store-password-file: "
+                                "give it once (the file keeps it out of the process list)")
+            urls[store] = dataclasses.replace(url, password=password)
         return cls(urls, overwrite)
 
     def checked(self, database_of: DatabaseOf) -> StoreUrls:

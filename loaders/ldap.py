@@ -222,9 +222,10 @@ class LdapLoader(Loader[LdapTarget]):
     def dlz_args(self, target: LdapTarget, options: Mapping[str, str]) -> dict[str, str]:
         args = {"uri": driver_uri(target), "base": target.suffix}
         if target.driver_dn:
-            # Its password never goes into named.conf: it reaches the driver as
-            # LDAP_PASSWORD in named's environment (client_env).
+            # Its password never goes into named.conf: the driver reads it from a file.
             args["binddn"] = target.driver_dn
+            if target.password_file is not None:
+                args["password_file"] = str(target.password_file)
         return args
 
 

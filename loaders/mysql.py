@@ -95,20 +95,22 @@ class MysqlLoader(Loader[MysqlTarget]):
                              lambda session, zone: _replace_zones(session.conn, [zone]))
 
     def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
-        # The password reaches the driver as MYSQL_PWD in named's environment (client_env).
+        # The password reaches the driver in a file of its own (password_file), not here.
         args = {**driver_endpoint(target), "user": target.driver_user,
-                "database": target.database}
+                "database": target.database, "password_file": target.password_file}
         return {key: str(value) for key, value in args.items() if value is not None}
 
     def dlz_write_access(self, target: MysqlTarget, options: Mapping[str, str]
                          ) -> tuple[dict[str, str], dict[str, str]]:
         """The driver reads as before and writes as the writer account (made now on the
-        suite's own server), whose password travels beside the reader's."""
-        user, writer_env = target.writer_account()
+        suite's own server), whose password comes from a file beside the reader's."""
+        user, password_file = target.writer_account()
         args = self.dlz_args(target, options)
         if user is not None:
             args["writer_user"] = user
-        return args, {**self.database.client_env(target), **writer_env}
+        if password_file is not None:
+            args["writer_password_file"] = str(password_file)
+        return args, self.database.client_env(target)
 
 
 class MysqlSession(sql.SqlSession):

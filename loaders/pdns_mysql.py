@@ -76,7 +76,7 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
         return {"launch": "gmysql", **where, "gmysql-dbname": target.database,
                 "gmysql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
-                "gmysql-password": target.env.get("MYSQL_PWD", "")}
+                "gmysql-password": target.driver_password or ""}
 
     takes_pdns_updates = True
 

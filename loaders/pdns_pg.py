@@ -87,7 +87,7 @@ class PdnsPgLoader(Loader[PgTarget]):
         return {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
                 "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
-                "gpgsql-password": target.env.get("PGPASSWORD", "")}
+                "gpgsql-password": target.driver_password or ""}
 
     takes_pdns_updates = True
 
@@ -97,9 +97,8 @@ class PdnsPgLoader(Loader[PgTarget]):
                 conn.execute(statement, params)
         # An update is a write: gpgsql connects as the writer role (the reader's rights, and
         # changing records: PdnsTables.grant_write), since the reader may only SELECT.
-        env = self.database.writer_env(target)
         return {**self.pdns_settings(target), "gpgsql-user": WRITER_ROLE,
-                "gpgsql-password": env["PGPASSWORD"]}
+                "gpgsql-password": self.database.writer_password(target)}
 
 
 def _update_statements(access: UpdateAccess) -> list[pdns_rows.Statement]:

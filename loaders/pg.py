@@ -96,8 +96,9 @@ class PgLoader(Loader[PgTarget]):
 
     def dlz_write_access(self, target: PgTarget, options: Mapping[str, str]
                          ) -> tuple[dict[str, str], dict[str, str]]:
-        env = self.database.writer_env(target)
-        return {**client_keywords(target), "user": WRITER_ROLE}, env
+        # The writer's password is in the same password file as the reader's.
+        self.database.writer_password(target)
+        return {**client_keywords(target), "user": WRITER_ROLE}, target.env
 
 
 class PgSession(sql.SqlSession):

@@ -101,8 +101,8 @@ class DlzNamed(ServerKind):
         return keys + dlz_clause(self.name, library or self.library_file, args)
 
     def client_env(self, target: Any) -> dict[str, str]:
-        """The driver's environment besides named.conf: a password the store keeps out of it
-        (the writer's when the driver takes updates)."""
+        """The driver's environment besides named.conf (the writer's when the driver takes
+        updates): where a password file is (PGPASSFILE), never a password."""
         if self.updates:
             return self.loader().dlz_write_access(target, self.options)[1]
         return self.loader().database.client_env(target)

@@ -9,7 +9,6 @@ the same for every server and live here.
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import time
@@ -243,9 +242,8 @@ class DnsServer(ABC):
         # The server runs as the service user (base.process) and writes in its run directory
         # (pid file, journals, its storage, sockets).
         give_to_service_user(self.run_dir, tree=True)
-        env = None if self.env is None else {**os.environ, **self.env}
         self._proc = ManagedProcess(self.program, self.argv(), self.log_path,
-                                    cwd=self.run_dir, env=env,
+                                    cwd=self.run_dir, env=self.env,
                                     as_root=self.starts_as_root())
         self._proc.start()
 

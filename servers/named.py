@@ -38,9 +38,10 @@ class Named(DnsServer):
     has loaded, and always stops it.
 
     `wrapper` is a command prefix named runs under (e.g. `valgrind --tool=memcheck ...`): it
-    gets longer start and stop time-outs. `env` is added to the inherited environment (e.g.
-    LD_PRELOAD and ASAN_OPTIONS for a driver built with AddressSanitizer). `bind` is the BIND
-    to run (default: the one DLZBENCH_BIND selects, 9.18 when unset).
+    gets longer start and stop time-outs. `env` is named's environment besides PATH and the
+    locale (base.process.service_environment; e.g. LD_PRELOAD and ASAN_OPTIONS for a driver
+    built with AddressSanitizer), never a password. `bind` is the BIND to run (default: the
+    one DLZBENCH_BIND selects, 9.18 when unset).
     """
 
     program = "named"

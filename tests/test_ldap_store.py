@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import stat
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -291,10 +292,12 @@ def test_dlz_clause_names_the_driver_and_server(store_target: LdapServer) -> Non
     clause = server.body(store_target, connections=4)
     assert clause.startswith('dlz "ldap" {\n\tdatabase "dlopen /')
     assert "drivers/ldap/dlz_ldap.so connections=4 " in clause
-    assert (f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.driver_dn}\";"
-            in clause)
-    # The reader's password reaches the driver in named's environment, never named.conf.
-    assert "password" not in clause and store_target.driver_password not in clause
-    assert LOADER.database.client_env(store_target) == {
-        "LDAP_PASSWORD": store_target.driver_password}
+    assert (f"uri={store_target.ldapi_uri} base={SUFFIX} binddn={store_target.driver_dn} "
+            f"password_file={store_target.password_file}\";" in clause)
+    # The reader's password reaches the driver in a 0600 file, never in named.conf or
+    # named's environment.
+    assert store_target.driver_password not in clause
+    assert store_target.password_file.read_text() == store_target.driver_password + "\n"
+    assert stat.S_IMODE(store_target.password_file.stat().st_mode) == 0o600
+    assert LOADER.database.client_env(store_target) == {}
     assert LOADER.database.server_pids(store_target) == store_target.pids()

@@ -36,7 +36,7 @@ from base.process import SERVICE_USER, as_user
 from bench.load.dnsperf import start_background
 from bench.load.prober import Recorder
 from bench.measure.serving import LoadedStore, loaded_store
-from databases.mariadb import WRITER_PASSWORD_ENV, MysqlServer
+from databases.mariadb import MysqlServer
 from databases.postgresql import PG_BIN, PgServer
 from databases.slapd import LdapServer
 from loaders import ldap as ldap_store
@@ -46,6 +46,7 @@ from servers.knot import Knot
 from servers.named import Named, valgrind_wrapper
 from servers.nsd import Nsd
 from servers.pdns import Pdns
+from servers.updates import UpdatePolicy
 from tests.benchcli import processes_under, start_bench
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone
@@ -117,7 +118,7 @@ def test_postgres_writer_role_only_when_asked(pg_store: PgServer) -> None:
 @pytest.fixture(scope="module")
 def pg_writer(pg_store: PgServer) -> str:
     """The writer role made as for a driver taking updates; its password."""
-    return pg.LOADER.database.writer_env(pg_store)["PGPASSWORD"]
+    return pg.LOADER.database.writer_password(pg_store)
 
 
 @pytest.mark.parametrize("sql", [
@@ -221,8 +222,8 @@ def test_mariadb_writer_account_only_when_asked(mysql_store: MysqlServer) -> Non
 @pytest.fixture(scope="module")
 def mysql_writer(mysql_store: MysqlServer) -> str:
     """The writer account made as for a driver taking updates; its password."""
-    env = mysql.LOADER.dlz_write_access(mysql_store, {})[1]
-    return env[WRITER_PASSWORD_ENV]
+    mysql.LOADER.dlz_write_access(mysql_store, {})
+    return mysql_store.writer_password
 
 
 @pytest.mark.parametrize("sql", [
@@ -368,14 +369,19 @@ def test_a_sigkilled_bench_leaves_no_server(run_root: Path, server: str,
 # Every kind of DNS server over a small store, named over each database server (PostgreSQL,
 # MariaDB, slapd) through its DLZ driver, and PowerDNS over one of them.
 SERVED = ("native", "pg", "mysql", "ldap", "pdns-gpgsql", "nsd", "knot")
+# Drivers started as they take RFC 2136 updates: their store's writer account's password too.
+UPDATED = ("pg", "mysql")
 
 
 @dataclass
 class Started:
-    """Every kind of process the suite starts, running: what -> its processes now."""
+    """Every kind of process the suite starts, running: what -> its processes now; every
+    password of their stores' accounts, and the files that hold the drivers' passwords."""
 
     pids: dict[str, Callable[[], list[int]]]
     zones: list[Zone]
+    passwords: list[str]
+    password_files: list[Path]
 
 
 @pytest.fixture(scope="module")
@@ -388,6 +394,9 @@ def started(run_dir: Path) -> Iterator[Started]:
         stores: dict[str, LoadedStore] = {}
         for name in SERVED:
             kind = get_server(name)
+            if name in UPDATED:
+                kind = dataclasses.replace(kind, updates=UpdatePolicy(
+                    (zones[0].origin,), None, unsigned=True))
             if kind.store not in stores:
                 stores[kind.store] = stack.enter_context(
                     loaded_store(kind, lambda: iter(zones), run_dir / "started"))
@@ -404,8 +413,8 @@ def started(run_dir: Path) -> Iterator[Started]:
                                                  database.port, 1))
         pids["toxiproxy"] = proxy.pids
         host = stack.enter_context(DatabaseHost())
-        pids["PostgreSQL on a database host"] = stack.enter_context(
-            PgServer(run_dir / "started" / "pg-db-host", db_host=host)).pids
+        on_host = stack.enter_context(PgServer(run_dir / "started" / "pg-db-host", db_host=host))
+        pids["PostgreSQL on a database host"] = on_host.pids
         load = stack.enter_context(start_background(named.host, named.port, queries,
                                                     duration=600, rate=20))
         pids["dnsperf"] = lambda: [load.pid]
@@ -413,7 +422,16 @@ def started(run_dir: Path) -> Iterator[Started]:
                                                 run_dir / "started" / "recording.txt",
                                                 qps=20, seconds=600, timeout=1))
         pids["prober"] = recorder.process.pids
-        yield Started(pids, zones)
+        pg_server, mysql_server = stores["pg"].target, stores["mysql"].target
+        ldap_server = stores["ldap"].target
+        passwords = [*(password for server in (pg_server, on_host) for password in (
+                         server.password, server.reader_password, server.writer_password)),
+                     mysql_server.password, mysql_server.reader_password,
+                     mysql_server.writer_password, ldap_server.password,
+                     ldap_server.driver_password]
+        files = [pg_server.passfile, mysql_server.password_file,
+                 mysql_server.writer_password_file, ldap_server.password_file]
+        yield Started(pids, zones, passwords, files)
 
 
 def process_users(pids: list[int]) -> dict[int, str]:
@@ -430,6 +448,27 @@ def test_no_process_the_suite_starts_runs_as_root(started: Started) -> None:
     assert as_root == {}
     if os.geteuid() == 0:
         assert {user for found in users.values() for user in found.values()} == {SERVICE_USER}
+
+
+def test_no_password_in_any_started_process_environment_or_command_line(
+        started: Started) -> None:
+    """/proc/PID/environ (readable for a process's whole life, and in a core dump) and
+    /proc/PID/cmdline (readable by every local user) hold no password of any store's account:
+    the drivers read theirs from 0600 files of the servers' user, which do hold them."""
+    secrets_ = [password.encode() for password in started.passwords]
+    assert len(set(secrets_)) == len(secrets_) and all(secrets_)
+    for path in started.password_files:
+        assert mode(path) == 0o600 and any(s in path.read_bytes() for s in secrets_), path
+    found = {}
+    for what, pids in started.pids.items():
+        for pid in pids():
+            for part in ("environ", "cmdline"):
+                text = Path(f"/proc/{pid}/{part}").read_bytes()
+                found[(what, pid, part)] = [s for s in secrets_ if s in text]
+    assert found and {where: hit for where, hit in found.items() if hit} == {}
+    # What named over PostgreSQL does find in its environment: the password file's name.
+    environ = Path(f"/proc/{started.pids['pg']()[0]}/environ").read_bytes().split(b"\0")
+    assert f"PGPASSFILE={started.password_files[0]}".encode() in environ
 
 
 def test_bind_9_20_runs_as_the_service_user(run_dir: Path, started: Started) -> None:

@@ -7,6 +7,7 @@ parameters, as the C drivers will run them.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -427,17 +428,22 @@ def test_dlz_clause_names_the_server(loaded: tuple[Loader, Any, Any]) -> None:
     clause = server.body(target, connections=8)
     assert clause.startswith(f'dlz "{store.name}" {{')
     assert "connections=8" in clause
+    # The driver's password reaches it in a 0600 file, never in named.conf or named's
+    # environment: libpq's password file (PGPASSFILE), the MariaDB driver's password_file=.
     if store.name == "pg":
         assert "drivers/pg/dlz_pg.so" in clause
         assert f"host={target.host} port={target.port} dbname=dlz user=dlz_reader" in clause
-        secret = {"PGPASSWORD": target.reader_password}
+        assert store.database.client_env(target) == {"PGPASSFILE": str(target.passfile)}
+        secret_file = target.passfile
     else:
         assert "drivers/mysql/dlz_mysql.so" in clause
-        assert f"socket={target.socket} user=dlz_reader database=dlz" in clause
-        secret = {"MYSQL_PWD": target.reader_password}
-    # The driver's password reaches it in named's environment, never named.conf.
-    assert "password" not in clause and target.reader_password not in clause
-    assert store.database.client_env(target) == secret
+        assert (f"socket={target.socket} user=dlz_reader database=dlz "
+                f"password_file={target.password_file}") in clause
+        assert store.database.client_env(target) == {}
+        secret_file = target.password_file
+    assert target.reader_password not in clause
+    assert target.reader_password in secret_file.read_text()
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
 
 
 def test_failed_batch_keeps_every_zone_of_it(loaded: tuple[Loader, Any, Any]) -> None:

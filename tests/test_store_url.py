@@ -29,7 +29,7 @@ import psycopg
 import pytest
 
 from base.paths import REPO_ROOT
-from base.process import free_port
+from base.process import descendants, free_port
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
@@ -203,11 +203,14 @@ def _verify_4_zones_through(root: Path, store: str, url: str) -> None:
     _password_nowhere(root, done.stdout, done.stderr)
 
 
-def _serve_answers_and_stops(root: Path, store: str, url: str, env: dict[str, str]) -> str:
-    """`serve` of 3 zones from the store at url: its first zone's SOA answered with AA, then
-    SIGTERM stops it (exit 130); what it printed."""
+def _serve_answers_and_stops(root: Path, store: str, url: str, env: dict[str, str],
+                             *options: str) -> str:
+    """`serve` of 3 zones from the store at url (and options): its first zone's SOA answered
+    with AA, the password in no environment or command line of the processes it started
+    (/proc/PID/environ, /proc/PID/cmdline) nor in its own command line; then SIGTERM stops it
+    (exit 130); what it printed."""
     proc = subprocess.Popen([sys.executable, "-m", "bench", "serve", "--server", store,
-                             "--generate", "3", "--store-url", f"{store}={url}"],
+                             "--generate", "3", "--store-url", f"{store}={url}", *options],
                             cwd=REPO_ROOT, env={**bench_env(root), **env},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
@@ -219,6 +222,12 @@ def _serve_answers_and_stops(root: Path, store: str, url: str, env: dict[str, st
     response = dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1",
                              port=int(match[1]), timeout=5)
     assert response.flags & dns.flags.AA and response.answer
+    assert PASSWORD.encode() not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    started = descendants(proc.pid)
+    assert any(b"named" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in started)
+    for pid in started:
+        for part in ("environ", "cmdline"):
+            assert PASSWORD.encode() not in Path(f"/proc/{pid}/{part}").read_bytes(), (pid, part)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 130
     return first + second + proc.stdout.read()
@@ -287,6 +296,42 @@ def test_pg_serve_with_the_password_from_a_pgpass_file(lent_pg: tuple[Lent, PgSe
     assert processes_under(root) == []
     # The lent server was not stopped: it still answers.
     assert _pg_rows(pg, "own", "SELECT count(*) FROM zones") == 3
+
+
+def test_pg_serve_with_the_password_from_a_password_file(lent_pg: tuple[Lent, PgServer],
+                                                         run_root: Path) -> None:
+    """--store-password-file: the password neither in the URL on the command line nor in the
+    environment."""
+    lent, _ = lent_pg
+    root = run_root / "pg-serve-password-file"
+    root.mkdir()
+    secret = root / "pg.password"
+    secret.write_text(f"{PASSWORD}\n")
+    secret.chmod(0o600)
+    output = _serve_answers_and_stops(root, "pg", lent.url("own", password=False), {},
+                                      "--store-password-file", f"pg={secret}")
+    secret.unlink()
+    _password_nowhere(root, output)
+    assert processes_under(root) == []
+
+
+def test_a_password_file_needs_its_url_and_no_other_password(lent_pg: tuple[Lent, PgServer],
+                                                             run_root: Path) -> None:
+    lent, _ = lent_pg
+    root = run_root / "pg-password-file-refused"
+    root.mkdir()
+    secret = root / "pg.password"
+    secret.write_text(f"{PASSWORD}\n")
+    for options, said in ((["--store-url", f"pg={lent.url('own')}"], "give it once"),
+                          ([], "no --store-url for the pg store")):
+        line = _one_error_line(run_bench(root, "load", "--stores", "pg", "--generate", "2",
+                                         *options, "--store-password-file", f"pg={secret}"))
+        assert said in line, line
+    secret.write_text("\n")
+    line = _one_error_line(run_bench(root, "load", "--stores", "pg", "--generate", "2",
+                                     "--store-url", f"pg={lent.url('own', password=False)}",
+                                     "--store-password-file", f"pg={secret}"))
+    assert "holds no password" in line, line
 
 
 def _run_tiny(root: Path, store: str, lent: Lent) -> subprocess.CompletedProcess[str]:

@@ -55,15 +55,22 @@ def add_out_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def add_store_url_options(parser: argparse.ArgumentParser) -> None:
-    """--store-url and --store-url-overwrite, for the commands that load and serve stores."""
+    """--store-url, --store-password-file and --store-url-overwrite, for the commands that
+    load and serve stores."""
     parser.add_argument("--store-url", action="append", default=[], metavar="STORE=URL",
                         help="load into and serve from a database server the suite did not "
                              "start, one per store: pg=postgresql://USER@HOST:PORT/DB, "
                              "mysql=mysql://USER@HOST:PORT/DB, "
                              "ldap=ldap://BINDDN@HOST:PORT/SUFFIX (the database, or the "
                              "subtree under SUFFIX, is the suite's: its data there is emptied "
-                             "and loaded; password from the URL, PGPASSWORD, ~/.pgpass, "
-                             "MYSQL_PWD or LDAP_PASSWORD, never printed)")
+                             "and loaded; password from --store-password-file, PGPASSWORD, "
+                             "~/.pgpass, MYSQL_PWD, ~/.my.cnf, LDAP_PASSWORD or the URL, "
+                             "never printed)")
+    parser.add_argument("--store-password-file", action="append", default=[],
+                        metavar="STORE=FILE",
+                        help="the password of that store's --store-url: the first line of "
+                             "FILE (kept off the command line, which every local user can "
+                             "read)")
     parser.add_argument("--store-url-overwrite", action="store_true",
                         help="let --store-url put the suite's tables into a database (its "
                              "entries under an LDAP suffix) that also holds objects it did not "
@@ -75,8 +82,8 @@ def store_urls(args: argparse.Namespace) -> StoreUrls:
     anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")
-    return StoreUrls.parse(args.store_url, get_database,
-                           overwrite=args.store_url_overwrite).checked(get_database)
+    return StoreUrls.parse(args.store_url, get_database, overwrite=args.store_url_overwrite,
+                           password_files=args.store_password_file).checked(get_database)
 
 
 def signable_servers(text: str, command: str) -> list[str]:

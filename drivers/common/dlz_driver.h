@@ -66,6 +66,12 @@ bool dlz_arg_long(const struct dlz_args *args, const char *key, long def, long m
 		  long *out);
 /* yes/no/true/false/1/0 into *out (def when absent); false (logged) if bad. */
 bool dlz_arg_bool(const struct dlz_args *args, const char *key, bool def, bool *out);
+/* The first line of the file that key names (a password kept out of named.conf and named's
+ * environment), into *out (NULL when key is absent); false (logged) if it cannot be read or
+ * is empty. common/secret.c. */
+bool dlz_arg_secret_file(const struct dlz_args *args, const char *key, char **out);
+/* Zero and free what dlz_arg_secret_file read (NULL: nothing). */
+void dlz_secret_free(char *secret);
 
 /* ---- one fetch: everything one DNS query needs, in one round trip -------------------------- */
 

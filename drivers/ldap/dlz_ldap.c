@@ -47,12 +47,6 @@
  * ms of slapd's time; 500 ms answers SERVFAIL before a resolver's first retry (about 800 ms in
  * BIND) would, against a frozen server. */
 #define DEFAULT_QUERY_TIMEOUT_MS 500
-/*
- * Where the bind password is found when named.conf gives none (password=): libldap reads no
- * password from the environment, so the suite names one variable (databases/slapd.py) and
- * a password never has to be written into a file.
- */
-#define PASSWORD_ENV "LDAP_PASSWORD"
 /* Longest dlzXfrClient value compared as an address; longer ones are compared as text. */
 #define ADDR_TEXT_MAX 64
 
@@ -405,10 +399,7 @@ ld_state_free(struct ld_state *st) {
 	free(st->uri);
 	free(st->base);
 	free(st->binddn);
-	if (st->password != NULL) {
-		explicit_bzero(st->password, strlen(st->password));
-	}
-	free(st->password);
+	dlz_secret_free(st->password);
 	free(st);
 }
 
@@ -423,6 +414,7 @@ ld_init(const struct dlz_args *args, void **state) {
 	const char *base = dlz_arg_str(args, "base", NULL);
 	const char *binddn = dlz_arg_str(args, "binddn", "");
 	const char *password = dlz_arg_str(args, "password", NULL);
+	char *password_read;
 	struct ld_state *st;
 	long connect_timeout_ms, query_timeout_ms;
 
@@ -436,22 +428,24 @@ ld_init(const struct dlz_args *args, void **state) {
 			  &query_timeout_ms)) {
 		return DLZ_ERROR;
 	}
-	st = calloc(1, sizeof(*st));
-	if (st == NULL) {
+	/*
+	 * No binddn: an anonymous simple bind (empty name and password). The password comes
+	 * from password= or, kept out of named.conf and named's environment, from the file
+	 * password_file= names (read once, here: named has not started its workers yet).
+	 */
+	if (!dlz_arg_secret_file(args, "password_file", &password_read)) {
 		return DLZ_ERROR;
 	}
-	/*
-	 * No binddn: an anonymous simple bind (empty name and password). A binddn without a
-	 * password argument: the password from the environment (read once, here: named has not
-	 * started its workers yet), else none.
-	 */
-	if (password == NULL && binddn[0] != '\0') {
-		password = getenv(PASSWORD_ENV);
+	st = calloc(1, sizeof(*st));
+	if (st == NULL) {
+		dlz_secret_free(password_read);
+		return DLZ_ERROR;
 	}
 	st->uri = strdup(uri);
 	st->base = strdup(base);
 	st->binddn = strdup(binddn);
-	st->password = strdup(password != NULL ? password : "");
+	st->password = password_read != NULL ? password_read
+					     : strdup(password != NULL ? password : "");
 	st->connect_timeout = ld_timeval_of(connect_timeout_ms);
 	st->timeout = ld_timeval_of(query_timeout_ms);
 	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
@@ -957,7 +951,7 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	return verdict;
 }
 
-static const char *const ld_keys[] = { "uri", "base", "binddn", "password",
+static const char *const ld_keys[] = { "uri", "base", "binddn", "password", "password_file",
 					 "connect_timeout_ms", "query_timeout_ms", NULL };
 
 const struct dlz_backend dlz_backend = {

@@ -49,9 +49,6 @@
  * takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
  * (about 800 ms in BIND).
  */
-/* Where the writer account's password comes from (see "writing"). */
-#define WRITER_PASSWORD_ENV "DLZ_MYSQL_WRITER_PWD"
-
 #define DEFAULT_CONNECT_TIMEOUT_MS 1000
 #define DEFAULT_QUERY_TIMEOUT_MS 500
 /* The coarse clock's resolution (a few ms) and scheduling, when a read time-out is told from
@@ -117,6 +114,10 @@ struct my_settings {
 	/* The account updates write as (see "writing"); NULL: the store takes no updates. */
 	const char *writer_user;
 	const char *writer_password;
+	/* What password_file= and writer_password_file= name, read at init (the two above
+	 * point here then): passwords kept out of named.conf and named's environment. */
+	char *password_read;
+	char *writer_password_read;
 	const char *database;
 	unsigned port;
 	unsigned connect_timeout_s;
@@ -314,7 +315,14 @@ my_init(const struct dlz_args *args, void **state) {
 	s->password = dlz_arg_str(args, "password", NULL);
 	s->database = dlz_arg_str(args, "database", NULL);
 	s->writer_user = dlz_arg_str(args, "writer_user", NULL);
-	s->writer_password = getenv(WRITER_PASSWORD_ENV);
+	if (!dlz_arg_secret_file(args, "password_file", &s->password_read) ||
+	    !dlz_arg_secret_file(args, "writer_password_file", &s->writer_password_read)) {
+		return DLZ_ERROR;
+	}
+	if (s->password_read != NULL) {
+		s->password = s->password_read;
+	}
+	s->writer_password = s->writer_password_read;
 	s->port = (unsigned)port;
 	s->connect_timeout_s = my_seconds_of(connect_timeout_ms);
 	s->io_timeout_s = my_seconds_of(query_timeout_ms);
@@ -342,6 +350,8 @@ my_fini(void *state) {
 	for (unsigned i = 0; i < NCLASSES; i++) {
 		free(s->fetch_sql[i]);
 	}
+	dlz_secret_free(s->password_read);
+	dlz_secret_free(s->writer_password_read);
 	free(s);
 	my_library_release();
 }
@@ -441,8 +451,8 @@ my_set_options(MYSQL *db, const struct my_settings *s) {
 	       mysql_options(db, MYSQL_INIT_COMMAND, s->session_settings) == 0;
 }
 
-/* A connection as user (NULL: the client library's default) with password (NULL: MYSQL_PWD
- * from named's environment). */
+/* A connection as user (NULL: the client library's default) with password (NULL: none; the
+ * client library would take MYSQL_PWD from named's environment, which the suite never sets). */
 static struct my_conn *
 my_connect_as(const struct my_settings *s, const char *user, const char *password) {
 	struct my_conn *c;
@@ -817,14 +827,15 @@ my_allowxfr(void *conn, const char *zone, const char *client) {
  *
  * One update message is one InnoDB transaction (REPEATABLE READ, the server's default) on a
  * connection of its own: the driver reads as an account that may only read (dlz_reader), so
- * updates write as another, writer_user=<name>, whose password reaches named in its
- * environment (DLZ_MYSQL_WRITER_PWD, as the reader's comes in MYSQL_PWD), never in
- * named.conf. The reader connection the core holds for updates opens it at its first update
- * and keeps it; between begin and commit every fetch on that connection reads through the
- * writer, so the update's own lookups (named's prerequisite checks, the SOA serial) see its
- * uncommitted rows. The zone's row is read LOCK IN SHARE MODE: a loader replacing the zone
- * (DELETE, cascading to its records) waits for the update to end. A row's `seq` is one more
- * than the highest of its owner in the zone (schemas/mysql.sql: it only makes the key unique).
+ * updates write as another, writer_user=<name>, whose password comes from the file
+ * writer_password_file=<path> names (as the reader's from password_file=<path>), never from
+ * named.conf or named's environment. The reader connection the core holds for updates opens
+ * it at its first update and keeps it; between begin and commit every fetch on that
+ * connection reads through the writer, so the update's own lookups (named's prerequisite
+ * checks, the SOA serial) see its uncommitted rows. The zone's row is read LOCK IN SHARE
+ * MODE: a loader replacing the zone (DELETE, cascading to its records) waits for the update
+ * to end. A row's `seq` is one more than the highest of its owner in the zone
+ * (schemas/mysql.sql: it only makes the key unique).
  */
 static const char ZONE_ID_SQL[] = "SELECT id FROM zones WHERE name = ? LOCK IN SHARE MODE";
 static const char INSERT_SQL[] =
@@ -1035,8 +1046,8 @@ my_rollback(void *conn) {
 /* ---- the backend ------------------------------------------------------------------------- */
 
 static const char *const my_keys[] = {
-	"host", "port", "socket", "user", "password", "database", "connect_timeout_ms",
-	"query_timeout_ms", "writer_user", NULL,
+	"host", "port", "socket", "user", "password", "password_file", "database",
+	"connect_timeout_ms", "query_timeout_ms", "writer_user", "writer_password_file", NULL,
 };
 
 const struct dlz_backend dlz_backend = {
