@@ -123,10 +123,18 @@ class Database(ABC, Generic[T]):
 
     def check_url(self, url: StoreUrl) -> None:
         """Refuse (UserError naming the URL) a parsed --store-url this store cannot use, before
-        any network: by default its path must name one database."""
+        any network: by default its path must name one database, and its ?options are
+        check_options'."""
         if not url.database or "/" in url.database:
             raise url.error("names no database (…/DATABASE at the end): the suite's tables "
                             "need a database of their own")
+        self.check_options(url)
+
+    def check_options(self, url: StoreUrl) -> None:
+        """Refuse the URL's ?key=value settings this store does not pass on (default: any)."""
+        if url.options:
+            raise url.error(f"the {self.store} store takes no ?options "
+                            f"(?{url.options[0][0]}=...)")
 
     def external(self, url: StoreUrl, *, overwrite: bool) -> AbstractContextManager[T]:
         """The store in the database at url, on a server the suite did not start; yield its

@@ -33,6 +33,7 @@ from base.process import (
     ManagedProcess,
     free_port,
     give_to_service_user,
+    require_service_user_reaches,
     run_checked,
     service_user,
     write_private,
@@ -56,6 +57,16 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 READER_ROLE = "dlz_reader"
 # The role of a DLZ driver that takes updates: the reader's rights plus PgSchema.grant_write.
 WRITER_ROLE = "dlz_writer"
+
+# libpq's settings a --store-url may pass on (?sslmode=verify-full&sslrootcert=FILE), and the
+# environment variable that gives each to libpq inside named (not a secret: the driver's
+# conninfo keys are its own, drivers/pg's pg_keys). The suite's own connections and PowerDNS
+# (gpgsql-extra-connection-parameters) take them too, so every client verifies the server.
+TLS_OPTIONS = {"sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT", "sslcrl": "PGSSLCRL",
+               "channel_binding": "PGCHANNELBINDING"}
+# Those naming a file, which named reads as the servers' user.
+_TLS_FILES = ("sslrootcert", "sslcrl")
+_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
@@ -109,6 +120,8 @@ class PgServer(PrivateServer):
     user = "dlz"  # the bootstrap superuser: the loaders'
     driver_user = READER_ROLE
     started_here = True
+    # libpq TLS settings of every client (TLS_OPTIONS): none on loopback or a veth pair.
+    tls: dict[str, str] = {}
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
         """db_host: run inside that network namespace, reached over TCP at its address only."""
@@ -317,14 +330,18 @@ class ExternalPg:
         # standard way (PGPASSWORD, PGPASSFILE, ~/.pgpass), learnt at the first connection;
         # None: the server asks for none.
         self.driver_password = url.password
-        # named's environment: the password file hand_password_to_servers writes, if any.
-        self.env: dict[str, str] = {}
+        # Every client's TLS settings (TLS_OPTIONS), from the URL.
+        self.tls = dict(url.options)
+        # named's environment: the TLS settings, and the password file
+        # hand_password_to_servers writes, if any.
+        self.env = {TLS_OPTIONS[key]: value for key, value in self.tls.items()}
 
     def connect(self) -> psycopg.Connection:
         """A new connection to the URL's database, autocommit off; UserError naming the URL
         (without its password) when the server cannot be reached or refuses."""
         args = {"host": self.host, "port": self.port, "dbname": self.dbname, "user": self.user,
-                "password": self.driver_password, "connect_timeout": _CONNECT_TIMEOUT_S}
+                "password": self.driver_password, "connect_timeout": _CONNECT_TIMEOUT_S,
+                **self.tls}
         try:
             conn = psycopg.connect(**{k: v for k, v in args.items() if v is not None},
                                    autocommit=False)
@@ -341,7 +358,7 @@ class ExternalPg:
             return
         passfile = directory / "driver.pgpass"
         write_pgpass(passfile, {self.user or "*": self.driver_password})
-        self.env = {"PGPASSFILE": str(passfile)}
+        self.env = {**self.env, "PGPASSFILE": str(passfile)}
 
     def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
@@ -397,6 +414,24 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
             self.schema.grant_read(conn, pg.driver_user)
             yield pg
 
+    def check_options(self, url: StoreUrl) -> None:
+        """libpq's TLS settings only (TLS_OPTIONS), a file they name readable by the servers'
+        user (named verifies the server too)."""
+        for key, value in url.options:
+            if key == "require_auth":
+                raise url.error("?require_auth= needs libpq 16; Debian 12's is 15: "
+                                "?channel_binding=require (SCRAM, bound to the server's TLS "
+                                "certificate) with ?sslmode=verify-full is its way")
+            if key not in TLS_OPTIONS:
+                raise url.error(f"?{key}= is not passed on: the pg store takes "
+                                f"{', '.join(f'?{k}=' for k in TLS_OPTIONS)}")
+            if key == "sslmode" and value not in _SSLMODES:
+                raise url.error(f"?sslmode={value}: libpq takes {', '.join(_SSLMODES)}")
+            if key in _TLS_FILES:
+                if not value.startswith("/"):
+                    raise url.error(f"?{key}={value}: an absolute path (named reads it)")
+                require_service_user_reaches(Path(value), f"--store-url {url} ?{key}=")
+
     def writer_password(self, target: PgTarget) -> str:
         """The writer role ready on the suite's own server (WRITER_ROLE); its password, which
         a driver finds in the target's password file (env). A lent server's roles are its
@@ -439,7 +474,7 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
     @contextmanager
     def round_trips(self, target: PgTarget) -> Iterator[Callable[[], object]]:
         password = target.driver_password  # what the driver finds in its password file
-        with psycopg.connect(**client_keywords(target), autocommit=True,
+        with psycopg.connect(**client_keywords(target), **target.tls, autocommit=True,
                              **({"password": password} if password is not None else {})
                              ) as conn:
             yield lambda: conn.execute("SELECT 1").fetchone()

@@ -416,6 +416,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
         if url.scheme == "ldapi" and (url.port is not None or not url.host.startswith("/")):
             raise url.error("an ldapi:// URL names the server's socket by its absolute path, "
                             "percent-encoded: ldapi://%2Frun%2Fslapd%2Fldapi/SUFFIX")
+        self.check_options(url)
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         lent = self.claim(url)

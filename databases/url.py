@@ -3,10 +3,12 @@
 `pg=postgresql://user@host:port/db` or `mysql=mysql://user@host:port/db`: the store's tables
 go into that database, which the suite treats as lent to it;
 `ldap=ldap://binddn@host:port/suffix`: the store's entries go under that suffix DN, the
-subtree lent to it. It starts and stops no server there, deletes nothing it did not create,
-and refuses a database (a subtree) holding objects it did not create unless told to share it
-(`--store-url-overwrite`). A password may be in the URL; it is never printed:
-every text naming a URL (errors, logs, results) uses `redacted()`.
+subtree lent to it. `?key=value&...` after the path are settings of the connection (TLS:
+`?sslmode=verify-full&sslrootcert=FILE`), each checked by the store's database (check_url).
+It starts and stops no server there, deletes nothing it did not create, and refuses a
+database (a subtree) holding objects it did not create unless told to share it
+(`--store-url-overwrite`). A password may be in the URL; it is never printed: every text
+naming a URL (errors, logs, results) uses `redacted()`.
 
 Which store takes which scheme is its database's (Database.url_schemes, checked by
 databases/store_urls.py); how it reaches such a server, its database's (Database.external).
@@ -43,6 +45,8 @@ class StoreUrl:
     database: str           # LDAP: the suffix DN of the subtree lent to the suite
     user: str | None = None  # LDAP: the bind DN
     password: str | None = field(default=None, repr=False)
+    # ?key=value settings of the connection, in the order given (no secret: shown as given).
+    options: tuple[tuple[str, str], ...] = ()
 
     def redacted(self) -> str:
         """The URL as given, its password (if any) shown as ***."""
@@ -53,7 +57,9 @@ class StoreUrl:
         if ":" in host:  # an IPv6 address
             host = f"[{host}]"
         port = f":{self.port}" if self.port is not None else ""
-        return f"{self.scheme}://{user + '@' if user else ''}{host}{port}/{_quoted(self.database)}"
+        query = "?" + urllib.parse.urlencode(self.options, safe="/") if self.options else ""
+        return (f"{self.scheme}://{user + '@' if user else ''}{host}{port}/"
+                f"{_quoted(self.database)}{query}")
 
     def __str__(self) -> str:
         return f"{self.store}={self.redacted()}"
@@ -85,14 +91,30 @@ def from_parts(store: str, parts: urllib.parse.SplitResult, shown: str) -> Store
     database = urllib.parse.unquote(parts.path.removeprefix("/"))
     if not host:
         raise UserError(f"--store-url {shown}: names no host")
-    if parts.query or parts.fragment:
-        raise UserError(f"--store-url {shown}: takes no ?options or #fragment")
+    if parts.fragment:
+        raise UserError(f"--store-url {shown}: takes no #fragment")
     if port == 0:
         raise UserError(f"--store-url {shown}: the port is not a number from 1 to 65535")
     unquote = urllib.parse.unquote
     return StoreUrl(store, parts.scheme, host, port, database,
                     unquote(parts.username) if parts.username else None,
-                    unquote(parts.password) if parts.password is not None else None)
+                    unquote(parts.password) if parts.password is not None else None,
+                    _options(parts.query, shown))
+
+
+def _options(query: str, shown: str) -> tuple[tuple[str, str], ...]:
+    """?key=value&... as (key, value) pairs; a key given twice or a malformed pair is an
+    error (which keys a store takes is its database's to say)."""
+    try:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True, strict_parsing=True) \
+            if query else []
+    except ValueError:
+        raise UserError(f"--store-url {shown}: ?{query} is not KEY=VALUE&...") from None
+    keys = [key for key, _ in pairs]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise UserError(f"--store-url {shown}: ?{key}= given twice")
+    return tuple(pairs)
 
 
 def _host(hostport: str, port: int | None) -> str:

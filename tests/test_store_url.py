@@ -30,6 +30,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import descendants, free_port
+from base.transports import self_signed
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
@@ -57,6 +58,8 @@ class Lent:
     port: int
     user: str = USER
     under: str = ""
+    # The certificate its TLS listener presents (self-signed: its own CA), if it has one.
+    ca: Path | None = None
 
     def where(self, database: str) -> str:
         """The database's name, or the suffix DN of the LDAP subtree of that name."""
@@ -74,17 +77,22 @@ def lent_pg(run_dir: Path) -> Iterator[tuple[Lent, PgServer]]:
     with PgServer(run_dir / "lent-pg") as pg:
         with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
             conn.execute(f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'")
-            for database in ("own", "shared", "clash"):
+            for database in ("own", "shared", "clash", "tls"):
                 conn.execute(f"CREATE DATABASE {database} OWNER {USER}")
         _foreign_table(pg, "shared", "customers")
         _foreign_table(pg, "clash", "zones")
-        # Passwords on TCP from now on; this test's own superuser keeps the socket.
+        # TLS too, which database tls demands; passwords on TCP from now on; this test's own
+        # superuser keeps the socket.
+        tls = self_signed(run_dir / "lent-pg-tls")
+        with open(pg.data_dir / "postgresql.conf", "a") as conf:
+            conf.write(f"ssl = on\nssl_cert_file = '{tls.cert}'\nssl_key_file = '{tls.key}'\n")
         (pg.data_dir / "pg_hba.conf").write_text(
-            "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n")
+            "local all all trust\nhostnossl tls all 127.0.0.1/32 reject\n"
+            "host all all 127.0.0.1/32 scram-sha-256\n")
         with psycopg.connect(pg.conninfo(), autocommit=True) as conn:
             conn.execute("SELECT pg_reload_conf()")
         _wait_until_pg_wants_the_password(pg.port)
-        yield Lent("postgresql", pg.port), pg
+        yield Lent("postgresql", pg.port, ca=tls.cert), pg
 
 
 def _foreign_table(pg: PgServer, database: str, table: str) -> None:
@@ -334,6 +342,28 @@ def test_a_password_file_needs_its_url_and_no_other_password(lent_pg: tuple[Lent
     assert "holds no password" in line, line
 
 
+def test_pg_serve_verifies_a_lent_server_over_tls(lent_pg: tuple[Lent, PgServer],
+                                                  run_root: Path) -> None:
+    """?sslmode=verify-ca&sslrootcert=: the suite's connections and named's driver (a
+    database that refuses any connection without TLS) verify the server's certificate; one
+    signed by another CA is refused before anything starts."""
+    lent, pg = lent_pg
+    root = run_root / "pg-serve-tls"
+    url = f"{lent.url('tls', password=False)}?sslmode=verify-ca&sslrootcert={lent.ca}"
+    output = _serve_answers_and_stops(root, "pg", url, {"PGPASSWORD": PASSWORD})
+    _password_nowhere(root, output)
+    assert _pg_rows(pg, "tls", "SELECT count(*) FROM zones") == 3
+    other = self_signed(run_root / "other-ca")
+    line = _one_error_line(run_bench(root, "load", "--stores", "pg", "--generate", "2",
+                                     "--store-url", f"pg={lent.url('tls')}?sslmode=verify-ca"
+                                                    f"&sslrootcert={other.cert}"))
+    assert "certificate verify failed" in line, line
+    # Without TLS the database refuses: what the driver met, had the URL's TLS not reached it.
+    line = _one_error_line(run_bench(root, "load", "--stores", "pg", "--generate", "2",
+                                     "--store-url", f"pg={lent.url('tls')}?sslmode=disable"))
+    assert "no encryption" in line, line
+
+
 def _run_tiny(root: Path, store: str, lent: Lent) -> subprocess.CompletedProcess[str]:
     return run_bench(root, "run", "--profile", "tiny", "--servers", store,
                      "--out", str(root / "results"), "--store-url", f"{store}={lent.url('own')}")
@@ -532,6 +562,12 @@ def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
     ("ldap=ldap://cn=admin:{pw}@127.0.0.1:389", "names no suffix"),
     ("ldap=ldapi://cn=admin:{pw}@slapd/o=dlz", "names the server's socket by its absolute"),
     ("fs=file:///tmp/dlz", "cannot use a server the suite did not start"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:1/own?require_auth=scram-sha-256", "needs libpq 16"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslcert=/etc/c.pem", "?sslcert= is not passed on"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslmode=maybe", "libpq takes disable"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslrootcert=ca.pem", "an absolute path"),
+    ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslmode=require&sslmode=disable", "given twice"),
+    ("mysql=mysql://u:{pw}@127.0.0.1:1/own?ssl=1", "takes no ?options"),
     ("bogus=postgresql://u:{pw}@127.0.0.1:1/own", "unknown store"),
 ])
 def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> None:
