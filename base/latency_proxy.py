@@ -10,6 +10,13 @@ whole milliseconds are accepted, rather than rounding the request into something
 
 What the proxy actually adds is measured from the client's side, ping-style, by
 bench/measure/latency.py.
+
+Its control API has no authentication, and toxiproxy 2.12 listens for it on a TCP port only
+(-host, -port: no unix socket, which file permissions could close): on 127.0.0.1 at a random
+port, any local user can reach it while the proxy runs, and could repoint the proxy's upstream
+(named's database connection) or add toxics. Nothing here restricts it: no packet filter is
+installed to match the connecting user, and a network namespace of its own would keep the
+proxy from the database on this namespace's loopback. docs/method/tune.md says so.
 """
 
 from __future__ import annotations
