@@ -60,8 +60,8 @@ WRITER_ROLE = "dlz_writer"
 
 # libpq's settings a --store-url may pass on (?sslmode=verify-full&sslrootcert=FILE), and the
 # environment variable that gives each to libpq inside named (not a secret: the driver's
-# conninfo keys are its own, drivers/pg's pg_keys). The suite's own connections and PowerDNS
-# (gpgsql-extra-connection-parameters) take them too, so every client verifies the server.
+# conninfo keys are its own, drivers/pg's pg_keys). The suite's own connections take them too,
+# so every client verifies the server (PowerDNS's stores use no lent server).
 TLS_OPTIONS = {"sslmode": "PGSSLMODE", "sslrootcert": "PGSSLROOTCERT", "sslcrl": "PGSSLCRL",
                "channel_binding": "PGCHANNELBINDING"}
 # Those naming a file, which named reads as the servers' user.

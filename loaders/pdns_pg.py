@@ -84,14 +84,10 @@ class PdnsPgLoader(Loader[PgTarget]):
 
     def pdns_settings(self, target: PgTarget) -> dict[str, str]:
         host, port = driver_endpoint(target)
-        settings = {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
-                    "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
-                    # PowerDNS reads its password from pdns.conf, which is written 0600.
-                    "gpgsql-password": target.driver_password or ""}
-        if target.tls:  # a lent server's TLS settings (--store-url ?sslmode=...)
-            settings["gpgsql-extra-connection-parameters"] = " ".join(
-                f"{key}={_conninfo_value(value)}" for key, value in target.tls.items())
-        return settings
+        return {"launch": "gpgsql", "gpgsql-host": host, "gpgsql-port": str(port),
+                "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
+                # PowerDNS reads its password from pdns.conf, which is written 0600.
+                "gpgsql-password": target.driver_password or ""}
 
     takes_pdns_updates = True
 
@@ -103,11 +99,6 @@ class PdnsPgLoader(Loader[PgTarget]):
         # changing records: PdnsTables.grant_write), since the reader may only SELECT.
         return {**self.pdns_settings(target), "gpgsql-user": WRITER_ROLE,
                 "gpgsql-password": self.database.writer_password(target)}
-
-
-def _conninfo_value(value: str) -> str:
-    """A libpq conninfo value, quoted: a path may hold a space."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _update_statements(access: UpdateAccess) -> list[pdns_rows.Statement]:
