@@ -33,6 +33,7 @@ from base.process import (
     ManagedProcess,
     free_port,
     give_to_service_user,
+    require_service_user_reaches,
     run_checked,
     service_user,
     write_private,
@@ -61,6 +62,10 @@ WRITER_USER = "dlz_writer"
 # MODE), insert and delete record rows, and read them within its transaction.
 _WRITER_GRANTS = (("SELECT", "zones"), ("SELECT, INSERT, DELETE", "records"))
 
+# The one ?setting a lent server's URL may give: the CA file that verifies its certificate
+# (TLS then demanded; drivers/mysql: tls_ca=).
+TLS_CA = "tls_ca"
+
 # sun_path in struct sockaddr_un holds 108 bytes including the final NUL.
 _MAX_SOCKET_PATH = 107
 
@@ -78,6 +83,8 @@ class MysqlServer(PrivateServer):
     user = "dlz"  # the loaders'
     driver_user = READER_USER
     started_here = True
+    # The CA file every client verifies the server with (a lent server's ?tls_ca=): none here.
+    tls_ca: str | None = None
 
     def __init__(self, run_dir: Path, *, db_host: DatabaseHost | None = None) -> None:
         """db_host: run inside that network namespace, reached over TCP at its address only."""
@@ -308,6 +315,9 @@ class ExternalMysql:
 
     def __init__(self, url: StoreUrl) -> None:
         self.url = url
+        # ?tls_ca=FILE: every connection, the suite's and the driver's (tls_ca=), demands TLS
+        # and verifies the server's certificate, host name included, against that CA.
+        self.tls_ca = dict(url.options).get(TLS_CA)
         self.host: str | None = url.host
         self.port = url.port or self._DEFAULT_PORT
         self.database = url.database
@@ -342,6 +352,8 @@ class ExternalMysql:
                                 "password": self.driver_password, "database": self.database,
                                 "charset": "utf8mb4", "connect_timeout": _CONNECT_TIMEOUT_S,
                                 "local_infile": 0}
+        if self.tls_ca is not None:
+            args.update(ssl={"ca": self.tls_ca}, ssl_mode="VERIFY_IDENTITY")
         args.update(kw)
         try:
             return MySQLdb.connect(**{k: v for k, v in args.items() if v is not None})
@@ -375,6 +387,18 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
 
     lent_schemes = ("mysql", "mariadb")
     kills_clients = True
+
+    def check_options(self, url: StoreUrl) -> None:
+        """?tls_ca=FILE only: absolute, and readable by the servers' user (the driver inside
+        named reads it)."""
+        for key, value in url.options:
+            if key != TLS_CA:
+                raise url.error(f"?{key}= is not passed on: the {self.store} store takes "
+                                f"?{TLS_CA}=FILE (TLS demanded, the server's certificate "
+                                "verified against that CA)")
+            if not value.startswith("/"):
+                raise url.error(f"?{key}={value}: an absolute path (named reads it)")
+            require_service_user_reaches(Path(value), f"--store-url {url} ?{key}=")
 
     @contextmanager
     def server(self, run_dir: Path, *,

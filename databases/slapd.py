@@ -44,6 +44,7 @@ from base.process import (
     ManagedProcess,
     free_port,
     give_to_service_user,
+    require_service_user_reaches,
     run_checked,
     service_user,
     write_private,
@@ -77,6 +78,9 @@ class LdapServer(PrivateServer):
     """One slapd instance: loopback TCP and an ldapi socket, one mdb database under `suffix`."""
 
     started_here = True
+    # StartTLS before every bind, and the CA file (TLS_OPTIONS): never on loopback.
+    starttls = False
+    tls_cacert: str | None = None
 
     def __init__(self, run_dir: Path, *, suffix: str, schema_files: Sequence[Path],
                  indexes: Sequence[str], log_level: str = "0",
@@ -302,6 +306,12 @@ class ExternalLdap:
 
     def __init__(self, url: StoreUrl) -> None:
         self.url = url
+        options = dict(url.options)
+        # ?starttls=yes: every connection, the suite's and the driver's, runs StartTLS
+        # before its bind and verifies the server's certificate (against ?tls_cacert=FILE,
+        # else libldap's default CAs).
+        self.starttls = options.get("starttls") == "yes"
+        self.tls_cacert = options.get("tls_cacert")
         self.suffix = url.database
         self.bind_dn = url.user or ""
         self.port = url.port or _DEFAULT_PORT
@@ -339,6 +349,7 @@ class ExternalLdap:
             conn.set_option(ldap.OPT_PROTOCOL_VERSION, ldap.VERSION3)
             conn.set_option(ldap.OPT_NETWORK_TIMEOUT, _CONNECT_TIMEOUT_S)
             conn.set_option(ldap.OPT_REFERRALS, 0)  # never follow a referral elsewhere
+            self._start_tls(conn)
             conn.simple_bind_s(self.bind_dn, self.password)
         except (ldap.SERVER_DOWN, ldap.CONNECT_ERROR, ldap.TIMEOUT) as exc:
             raise self.url.error(f"cannot connect: {ldap_message(exc)}") from None
@@ -346,6 +357,17 @@ class ExternalLdap:
             raise self.url.error(f"cannot bind as {self.bind_dn or 'anonymous'}: "
                                  f"{ldap_message(exc)}") from None
         return conn
+
+    def _start_tls(self, conn: LDAPObject) -> None:
+        """start_tls, a failure said as such (libldap's own text for a certificate that does
+        not verify is "(unknown error code)")."""
+        try:
+            start_tls(conn, self)
+        except ldap.LDAPError as exc:
+            raise self.url.error(
+                f"StartTLS failed: {ldap_message(exc)} (does the server offer StartTLS, and "
+                f"is its certificate, for this host name, signed by "
+                f"{self.tls_cacert or 'a CA libldap trusts'}?)") from None
 
     def restart(self, *, cold: bool = False) -> None:
         """Nothing: the suite restarts no server it did not start (its caches stay warm)."""
@@ -357,11 +379,26 @@ class ExternalLdap:
 # The environment variable holding the bind password of a lent LDAP server (no standard one
 # exists), read by the suite itself (the driver gets a file).
 PASSWORD_ENV = "LDAP_PASSWORD"
+# The ?settings a lent server's URL may give: StartTLS (yes), and the CA certificate file
+# that verifies the server's (drivers/ldap: starttls=, tls_cacert=).
+TLS_OPTIONS = ("starttls", "tls_cacert")
 _CONNECT_TIMEOUT_S = 10.0
 _DEFAULT_PORT = 389
 
 # What the store reads and writes: the suite's own server or one it was lent.
 LdapTarget = LdapServer | ExternalLdap
+
+
+def start_tls(conn: LDAPObject, target: LdapServer | ExternalLdap) -> None:
+    """StartTLS on conn, the server's certificate demanded and verified (its host name too),
+    when the target asks for it (a lent server's ?starttls=yes)."""
+    if not target.starttls:
+        return
+    conn.set_option(ldap.OPT_X_TLS_REQUIRE_CERT, ldap.OPT_X_TLS_DEMAND)
+    if target.tls_cacert is not None:
+        conn.set_option(ldap.OPT_X_TLS_CACERTFILE, target.tls_cacert)
+    conn.set_option(ldap.OPT_X_TLS_NEWCTX, 0)
+    conn.start_tls_s()
 
 
 def server_uri(url: StoreUrl) -> str:
@@ -418,6 +455,29 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
                             "percent-encoded: ldapi://%2Frun%2Fslapd%2Fldapi/SUFFIX")
         self.check_options(url)
 
+    def check_options(self, url: StoreUrl) -> None:
+        """?starttls=yes, and ?tls_cacert=FILE with it (absolute, readable by the servers'
+        user: the driver in named reads it); over TCP only."""
+        options = dict(url.options)
+        for key in options:
+            if key not in TLS_OPTIONS:
+                raise url.error(f"?{key}= is not passed on: the {self.store} store takes "
+                                "?starttls=yes and ?tls_cacert=FILE")
+        if "starttls" not in options:
+            if options:
+                raise url.error("?tls_cacert= needs ?starttls=yes")
+            return
+        if options["starttls"] != "yes":
+            raise url.error(f"?starttls={options['starttls']}: yes, or leave it out")
+        if url.scheme == "ldapi":
+            raise url.error("?starttls=yes over ldapi://: a unix socket carries nothing over a "
+                            "network")
+        cacert = options.get("tls_cacert")
+        if cacert is not None:
+            if not cacert.startswith("/"):
+                raise url.error(f"?tls_cacert={cacert}: an absolute path (named reads it)")
+            require_service_user_reaches(Path(cacert), f"--store-url {url} ?tls_cacert=")
+
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         lent = self.claim(url)
         with bound(ExternalLdap(url)) as conn:
@@ -443,6 +503,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
     @contextmanager
     def round_trips(self, target: LdapTarget) -> Iterator[Callable[[], object]]:
         conn = ldap.initialize(driver_uri(target))
+        start_tls(conn, target)
         conn.simple_bind_s(target.driver_dn, target.driver_password)
         try:
             yield conn.whoami_s

@@ -221,6 +221,10 @@ class LdapLoader(Loader[LdapTarget]):
 
     def dlz_args(self, target: LdapTarget, options: Mapping[str, str]) -> dict[str, str]:
         args = {"uri": driver_uri(target), "base": target.suffix}
+        if target.starttls:  # a lent server's ?starttls=yes (and ?tls_cacert=)
+            args["starttls"] = "yes"
+            if target.tls_cacert is not None:
+                args["tls_cacert"] = target.tls_cacert
         if target.driver_dn:
             # Its password never goes into named.conf: the driver reads it from a file.
             args["binddn"] = target.driver_dn

@@ -97,7 +97,8 @@ class MysqlLoader(Loader[MysqlTarget]):
     def dlz_args(self, target: MysqlTarget, options: Mapping[str, str]) -> dict[str, str]:
         # The password reaches the driver in a file of its own (password_file), not here.
         args = {**driver_endpoint(target), "user": target.driver_user,
-                "database": target.database, "password_file": target.password_file}
+                "database": target.database, "password_file": target.password_file,
+                "tls_ca": target.tls_ca}
         return {key: str(value) for key, value in args.items() if value is not None}
 
     def dlz_write_access(self, target: MysqlTarget, options: Mapping[str, str]

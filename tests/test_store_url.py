@@ -29,8 +29,8 @@ import psycopg
 import pytest
 
 from base.paths import REPO_ROOT
-from base.process import descendants, free_port
-from base.transports import self_signed
+from base.process import descendants, free_port, give_to_service_user
+from base.transports import OPENSSL, TlsFiles, self_signed
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
@@ -162,6 +162,67 @@ def _with_monitor(slapd: LdapServer) -> LdapServer:
     slapd.config_path.write_text("".join(line for line in lines if not line.startswith("access "))
                                  + "database monitor\n")
     return slapd
+
+
+def loopback_certificate(directory: Path) -> TlsFiles:
+    """A self-signed key and certificate for 127.0.0.1 (its subjectAltName), the key the
+    servers' user's: a client that checks the host name, as libldap does, accepts it."""
+    directory.mkdir(parents=True)
+    files = TlsFiles(directory / "server.key", directory / "server.crt")
+    subprocess.run([OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(files.key), "-out", str(files.cert)],
+                   check=True, capture_output=True)
+    give_to_service_user(files.key)
+    return files
+
+
+@pytest.fixture(scope="module")
+def tls_ldap(run_dir: Path) -> Iterator[tuple[Lent, LdapServer]]:
+    """A slapd that offers StartTLS, logging every operation (which connection ran StartTLS
+    before its bind)."""
+    tls = loopback_certificate(run_dir / "lent-ldap-tls")
+    slapd = LdapServer(run_dir / "tls-ldap", suffix=LDAP_BASE, schema_files=[SCHEMA_FILE],
+                       indexes=INDEXES, password=PASSWORD, log_level="stats")
+    config = slapd.config_path.read_text()
+    slapd.config_path.write_text(config.replace(
+        "database mdb", f'TLSCertificateFile "{tls.cert}"\n'
+                        f'TLSCertificateKeyFile "{tls.key}"\ndatabase mdb', 1))
+    with slapd:
+        _add_entries(slapd, [(LDAP_BASE, {"objectClass": [b"dcObject", b"organization"],
+                                          "dc": [b"example"], "o": [b"example"]})])
+        yield Lent("ldap", slapd.port, LDAP_ADMIN, LDAP_BASE, ca=tls.cert), slapd
+
+
+class TlsMysqlServer(MysqlServer):
+    """A MariaDB that offers TLS with the given key and certificate."""
+
+    def __init__(self, run_dir: Path, tls: TlsFiles) -> None:
+        super().__init__(run_dir)
+        self.tls = tls
+
+    def _server_argv(self) -> list[str]:
+        return [*super()._server_argv(), f"--ssl-cert={self.tls.cert}",
+                f"--ssl-key={self.tls.key}"]
+
+
+@pytest.fixture(scope="module")
+def tls_mysql(run_dir: Path) -> Iterator[Lent]:
+    """A MariaDB whose account for the suite must connect over TLS (REQUIRE SSL)."""
+    tls = loopback_certificate(run_dir / "lent-mysql-tls")
+    with TlsMysqlServer(run_dir / "tls-mysql", tls) as db:
+        conn = MySQLdb.connect(unix_socket=db.socket, user="root")
+        try:
+            cursor = conn.cursor()
+            cursor.execute(f"CREATE USER '{USER}'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}' "
+                           "REQUIRE SSL")
+            cursor.execute("CREATE DATABASE own")
+            cursor.execute(f"GRANT ALL ON own.* TO '{USER}'@'127.0.0.1'")
+            conn.commit()
+        finally:
+            conn.close()
+        yield Lent("mysql", db.port, ca=tls.cert)
 
 
 @pytest.fixture(scope="module")
@@ -426,6 +487,48 @@ def test_ldap_serve_through_its_socket_with_the_password_from_the_environment(
     assert _ldap_count(slapd, lent.where("own"), f"(objectClass={ZONE_CLASS.decode()})") == 3
 
 
+def test_ldap_serve_binds_only_after_starttls(tls_ldap: tuple[Lent, LdapServer],
+                                             run_root: Path) -> None:
+    """?starttls=yes&tls_cacert=: every connection to the lent server, the suite's and the
+    driver's inside named, runs StartTLS, the server's certificate verified, before it binds;
+    a certificate of another CA is one error line."""
+    lent, slapd = tls_ldap
+    root = run_root / "ldap-serve-tls"
+    seen = slapd.log_path.stat().st_size
+    url = f"{lent.url('own', password=False)}?starttls=yes&tls_cacert={lent.ca}"
+    output = _serve_answers_and_stops(root, "ldap", url, {PASSWORD_ENV: PASSWORD})
+    _password_nowhere(root, output)
+    with open(slapd.log_path, "rb") as log:
+        log.seek(seen)
+        text = log.read().decode(errors="replace")
+    binds = set(re.findall(r"conn=(\d+) op=\d+ BIND dn=", text))
+    tls = set(re.findall(r"conn=(\d+) op=0 STARTTLS", text))
+    assert len(binds) >= 3 and binds <= tls, text[-3000:]  # the checks, the loader, named
+    other = loopback_certificate(run_root / "other-ldap-ca")
+    line = _one_error_line(run_bench(root, "load", "--stores", "ldap", "--generate", "2",
+                                     "--store-url", f"ldap={lent.url('own')}?starttls=yes"
+                                                    f"&tls_cacert={other.cert}"))
+    assert "StartTLS failed" in line and str(other.cert) in line, line
+
+
+def test_mysql_serve_verifies_a_lent_server_over_tls(tls_mysql: Lent, run_root: Path) -> None:
+    """?tls_ca=: the suite's connections and the driver's inside named demand TLS (the
+    account is REQUIRE SSL) and verify the server's certificate and host name; a certificate
+    of another CA, or no ?tls_ca= against that account, is one error line."""
+    root = run_root / "mysql-serve-tls"
+    url = f"{tls_mysql.url('own', password=False)}?tls_ca={tls_mysql.ca}"
+    output = _serve_answers_and_stops(root, "mysql", url, {"MYSQL_PWD": PASSWORD})
+    _password_nowhere(root, output)
+    other = loopback_certificate(run_root / "other-mysql-ca")
+    line = _one_error_line(run_bench(root, "load", "--stores", "mysql", "--generate", "2",
+                                     "--store-url", f"mysql={tls_mysql.url('own')}"
+                                                    f"?tls_ca={other.cert}"))
+    assert "cannot connect" in line and "certificate" in line.lower(), line
+    line = _one_error_line(run_bench(root, "load", "--stores", "mysql", "--generate", "2",
+                                     "--store-url", f"mysql={tls_mysql.url('own')}"))
+    assert "Access denied" in line, line
+
+
 # --- refusals ----------------------------------------------------------------------------------
 
 @pytest.fixture(params=["pg", "mysql", "ldap"])
@@ -567,7 +670,12 @@ def test_a_server_without_the_suites_schema_is_one_error_line(bare_ldap: Lent,
     ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslmode=maybe", "libpq takes disable"),
     ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslrootcert=ca.pem", "an absolute path"),
     ("pg=postgresql://u:{pw}@127.0.0.1:1/own?sslmode=require&sslmode=disable", "given twice"),
-    ("mysql=mysql://u:{pw}@127.0.0.1:1/own?ssl=1", "takes no ?options"),
+    ("mysql=mysql://u:{pw}@127.0.0.1:1/own?ssl=1", "takes ?tls_ca=FILE"),
+    ("mysql=mysql://u:{pw}@127.0.0.1:1/own?tls_ca=ca.pem", "an absolute path"),
+    ("ldap=ldap://cn=admin:{pw}@127.0.0.1:389/o=dlz?tls_cacert=/etc/ca.pem",
+     "needs ?starttls=yes"),
+    ("ldap=ldap://cn=admin:{pw}@127.0.0.1:389/o=dlz?starttls=no", "yes, or leave it out"),
+    ("ldap=ldapi://%2Frun%2Fslapd/o=dlz?starttls=yes", "a unix socket carries nothing"),
     ("bogus=postgresql://u:{pw}@127.0.0.1:1/own", "unknown store"),
 ])
 def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> None:

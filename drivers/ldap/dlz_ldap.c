@@ -55,6 +55,11 @@ struct ld_state {
 	char *base;
 	char *binddn;
 	char *password;
+	/* starttls=yes: every connection runs StartTLS before its bind, the server's
+	 * certificate verified (against tls_cacert=<file>, else libldap's default CAs), and a
+	 * connection where either fails is not used: the password never travels in clear. */
+	bool starttls;
+	char *tls_cacert;
 	struct timeval connect_timeout;
 	struct timeval timeout; /* of every operation */
 };
@@ -400,6 +405,7 @@ ld_state_free(struct ld_state *st) {
 	free(st->base);
 	free(st->binddn);
 	dlz_secret_free(st->password);
+	free(st->tls_cacert);
 	free(st);
 }
 
@@ -414,9 +420,11 @@ ld_init(const struct dlz_args *args, void **state) {
 	const char *base = dlz_arg_str(args, "base", NULL);
 	const char *binddn = dlz_arg_str(args, "binddn", "");
 	const char *password = dlz_arg_str(args, "password", NULL);
+	const char *tls_cacert = dlz_arg_str(args, "tls_cacert", NULL);
 	char *password_read;
 	struct ld_state *st;
 	long connect_timeout_ms, query_timeout_ms;
+	bool starttls;
 
 	if (uri == NULL || base == NULL) {
 		dlz_log(ISC_LOG_ERROR, "arguments uri=<ldap://host:port> and base=<DN> are required");
@@ -425,7 +433,12 @@ ld_init(const struct dlz_args *args, void **state) {
 	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
 			  &connect_timeout_ms) ||
 	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &query_timeout_ms)) {
+			  &query_timeout_ms) ||
+	    !dlz_arg_bool(args, "starttls", false, &starttls)) {
+		return DLZ_ERROR;
+	}
+	if (tls_cacert != NULL && !starttls) {
+		dlz_log(ISC_LOG_ERROR, "argument tls_cacert needs starttls=yes");
 		return DLZ_ERROR;
 	}
 	/*
@@ -446,9 +459,12 @@ ld_init(const struct dlz_args *args, void **state) {
 	st->binddn = strdup(binddn);
 	st->password = password_read != NULL ? password_read
 					     : strdup(password != NULL ? password : "");
+	st->starttls = starttls;
+	st->tls_cacert = tls_cacert != NULL ? strdup(tls_cacert) : NULL;
 	st->connect_timeout = ld_timeval_of(connect_timeout_ms);
 	st->timeout = ld_timeval_of(query_timeout_ms);
-	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL) {
+	if (st->uri == NULL || st->base == NULL || st->binddn == NULL || st->password == NULL ||
+	    (tls_cacert != NULL && st->tls_cacert == NULL)) {
 		ld_state_free(st);
 		return DLZ_ERROR;
 	}
@@ -477,6 +493,19 @@ ld_conn_free(struct ld_conn *c) {
 	free(c);
 }
 
+/* The handle's own TLS context: the certificate demanded and verified (tls_cacert, if given,
+ * the only CA trusted); NEWCTX makes a context of these settings for this handle alone. */
+static bool
+ld_set_tls_options(LDAP *ld, const struct ld_state *st) {
+	int demand = LDAP_OPT_X_TLS_DEMAND, server = 0;
+
+	return ldap_set_option(ld, LDAP_OPT_X_TLS_REQUIRE_CERT, &demand) == LDAP_OPT_SUCCESS &&
+	       (st->tls_cacert == NULL ||
+		ldap_set_option(ld, LDAP_OPT_X_TLS_CACERTFILE, st->tls_cacert) ==
+			LDAP_OPT_SUCCESS) &&
+	       ldap_set_option(ld, LDAP_OPT_X_TLS_NEWCTX, &server) == LDAP_OPT_SUCCESS;
+}
+
 static bool
 ld_set_options(LDAP *ld, const struct ld_state *st) {
 	int version = LDAP_VERSION3;
@@ -487,7 +516,8 @@ ld_set_options(LDAP *ld, const struct ld_state *st) {
 	       ldap_set_option(ld, LDAP_OPT_RESTART, LDAP_OPT_ON) == LDAP_OPT_SUCCESS &&
 	       ldap_set_option(ld, LDAP_OPT_NETWORK_TIMEOUT, &st->connect_timeout) ==
 		       LDAP_OPT_SUCCESS &&
-	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS;
+	       ldap_set_option(ld, LDAP_OPT_TIMEOUT, &st->timeout) == LDAP_OPT_SUCCESS &&
+	       (!st->starttls || ld_set_tls_options(ld, st));
 }
 
 static int
@@ -510,6 +540,12 @@ ld_connect(void *state, void **connp) {
 	}
 	if (!ld_set_options(c->ld, st)) {
 		dlz_log_error_limited("cannot set the LDAP options of a connection to %s", st->uri);
+		ld_conn_free(c);
+		return DLZ_ERROR;
+	}
+	if (st->starttls && (rc = ldap_start_tls_s(c->ld, NULL, NULL)) != LDAP_SUCCESS) {
+		dlz_log_error_limited("StartTLS with %s failed: %s (%d)", st->uri,
+				      ldap_err2string(rc), rc);
 		ld_conn_free(c);
 		return DLZ_ERROR;
 	}
@@ -952,7 +988,8 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 }
 
 static const char *const ld_keys[] = { "uri", "base", "binddn", "password", "password_file",
-					 "connect_timeout_ms", "query_timeout_ms", NULL };
+					 "starttls", "tls_cacert", "connect_timeout_ms",
+					 "query_timeout_ms", NULL };
 
 const struct dlz_backend dlz_backend = {
 	.name = "ldap",

@@ -118,6 +118,10 @@ struct my_settings {
 	 * point here then): passwords kept out of named.conf and named's environment. */
 	char *password_read;
 	char *writer_password_read;
+	/* tls_ca=<file>: every connection demands TLS and verifies the server's certificate,
+	 * host name included, against this CA (a lent server's); NULL: the client library's
+	 * default (no TLS unless the server demands it, nothing verified). */
+	const char *tls_ca;
 	const char *database;
 	unsigned port;
 	unsigned connect_timeout_s;
@@ -315,6 +319,7 @@ my_init(const struct dlz_args *args, void **state) {
 	s->password = dlz_arg_str(args, "password", NULL);
 	s->database = dlz_arg_str(args, "database", NULL);
 	s->writer_user = dlz_arg_str(args, "writer_user", NULL);
+	s->tls_ca = dlz_arg_str(args, "tls_ca", NULL);
 	if (!dlz_arg_secret_file(args, "password_file", &s->password_read) ||
 	    !dlz_arg_secret_file(args, "writer_password_file", &s->writer_password_read)) {
 		return DLZ_ERROR;
@@ -433,6 +438,16 @@ my_conn_buffers(struct my_conn *c) {
 	return true;
 }
 
+/* TLS demanded, the server's certificate and host name verified against tls_ca. */
+static bool
+my_set_tls_options(MYSQL *db, const struct my_settings *s) {
+	my_bool on = 1;
+
+	return mysql_options(db, MYSQL_OPT_SSL_ENFORCE, &on) == 0 &&
+	       mysql_options(db, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &on) == 0 &&
+	       mysql_options(db, MYSQL_OPT_SSL_CA, s->tls_ca) == 0;
+}
+
 static bool
 my_set_options(MYSQL *db, const struct my_settings *s) {
 	unsigned connect_timeout = s->connect_timeout_s, io_timeout = s->io_timeout_s;
@@ -448,7 +463,8 @@ my_set_options(MYSQL *db, const struct my_settings *s) {
 	       /* The server never gets to read a file of named's. */
 	       mysql_options(db, MYSQL_OPT_LOCAL_INFILE, &no_infile) == 0 &&
 	       mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4") == 0 &&
-	       mysql_options(db, MYSQL_INIT_COMMAND, s->session_settings) == 0;
+	       mysql_options(db, MYSQL_INIT_COMMAND, s->session_settings) == 0 &&
+	       (s->tls_ca == NULL || my_set_tls_options(db, s));
 }
 
 /* A connection as user (NULL: the client library's default) with password (NULL: none; the
@@ -1047,7 +1063,8 @@ my_rollback(void *conn) {
 
 static const char *const my_keys[] = {
 	"host", "port", "socket", "user", "password", "password_file", "database",
-	"connect_timeout_ms", "query_timeout_ms", "writer_user", "writer_password_file", NULL,
+	"connect_timeout_ms", "query_timeout_ms", "writer_user", "writer_password_file", "tls_ca",
+	NULL,
 };
 
 const struct dlz_backend dlz_backend = {
