@@ -17,7 +17,7 @@ from bench.measure.rounds import (
     widest_text,
 )
 from bench.measure.runner import PHASES, PROFILES, Rounds
-from bench.measure.stats import Interval
+from bench.measure.stats import Interval, WatchedRatio
 from servers import SERVERS, group_of
 from tests.benchcli import run_bench
 
@@ -178,14 +178,21 @@ def test_rounds_runner_plans_from_the_phases_it_runs() -> None:
 
 def test_progress_names_the_widest_ratio_and_those_without_an_interval() -> None:
     """Early rounds have ratios without an interval (fewer than 6 values): the line says how
-    many, and the widest of the others; with none yet it says so (it used to compare Nones)."""
-    early = Interval(1.0, None, None, 2)
+    many, and the widest of the others; with none yet it says so (it used to compare Nones);
+    the ratios the stop rule does not wait for are counted, not dropped."""
+    early = WatchedRatio("a", Interval(1.0, None, None, 2))
     assert widest_text([early, early], 0.05) == \
         "no interval yet, 2 of 2 without one yet (target +-5%)"
-    later = [Interval(0.5, 0.49, 0.52, 6), Interval(1.0, 0.9, 1.05, 6), early, None]
+    later = [WatchedRatio("b", Interval(0.5, 0.49, 0.52, 6)),
+             WatchedRatio("c", Interval(1.0, 0.9, 1.05, 6)), early, WatchedRatio("d", None)]
     assert widest_text(later, 0.05) == \
         "widest ratio interval +-10.0%, 2 of 4 without one yet (target +-5%)"
     assert widest_text([], 0.05) == "no ratio to wait for"
+    limited = WatchedRatio("e", Interval(1.0, 0.5, 1.5, 6), "the load generator limits nsd")
+    assert widest_text([*later[:2], limited], 0.05) == \
+        "widest ratio interval +-10.0% (target +-5%), 1 of 3 not waited for (load generator)"
+    assert widest_text([limited], 0.05) == \
+        "no ratio to wait for, 1 of 1 not waited for (load generator)"
 
 
 def test_a_rounds_budget_bounds_the_planned_rounds() -> None:

@@ -26,7 +26,7 @@ from base.errors import UserError
 from bench.load import prober
 from bench.load.dnsperf import DnsperfRun
 from bench.measure import accounting, stats
-from bench.measure.loadgen import core_use
+from bench.measure.loadgen import generator_limit
 from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, FreshStart, QpsSummary, Results, RoundRun, save_results
 from bench.measure.runner import (
@@ -262,18 +262,19 @@ class RoundsRunner(Runner):
         planned = len(self.plan.rounds)
         began = time.monotonic()
         done, reason = 0, "no cell to measure"
+        checks: list[list[stats.WatchedRatio]] = []
         while running:
             self.progress.step(f"round {done + 1} (at most {done + planned}): "
                                f"{len(running)} cells")
             planned -= 1
             self.run_round(running, done)
             done += 1
-            ratios = self.update_figures(running)
+            checks.append(self.update_figures(running))
             save_results(self.results, self.setup.out_dir)
             elapsed = time.monotonic() - began
-            print(f"round {done}: {widest_text(ratios, rounds.target)}", file=sys.stderr,
+            print(f"round {done}: {widest_text(checks[-1], rounds.target)}", file=sys.stderr,
                   flush=True)
-            stop = rule.reason_to_stop(done, ratios, elapsed)
+            stop = rule.reason_to_stop(done, checks, elapsed)
             if stop is not None:
                 reason = stop
                 break
@@ -287,7 +288,11 @@ class RoundsRunner(Runner):
             "min_rounds": rounds.min_rounds, "max_rounds": rounds.max_rounds,
             "budget_s": rounds.budget_s, "target": rounds.target,
             "restart_every": rounds.restart_every, "run_s": rounds.run_s,
-            "steady_s": rounds.steady_s, "steady_within": STEADY}
+            "steady_s": rounds.steady_s, "steady_within": STEADY,
+            "checks_in_a_row": stats.CHECKS_IN_A_ROW,
+            "not_waited_for": [f"{r.name}: {r.not_waited_because}"
+                               for r in (checks[-1] if checks else [])
+                               if r.not_waited_because is not None]}
         self.results.meta["calibration"] = calibration(self.results.cells)
 
     def run_round(self, running: list[Measuring], index: int) -> None:
@@ -347,9 +352,9 @@ class RoundsRunner(Runner):
         m.named.stop()
         running[:] = [r for r in running if r is not m]
 
-    def update_figures(self, running: list[Measuring]) -> list[stats.Interval | None]:
-        """Every cell's QPS interval, CPU per query and ratios from the rounds so far; the
-        ratios the stop rule waits for."""
+    def update_figures(self, running: list[Measuring]) -> list[stats.WatchedRatio]:
+        """Every cell's QPS interval, CPU per query and ratios from the rounds so far: the
+        ratios the stop rule watches."""
         for m in running:
             set_qps_figures(m.cell)
         return update_ratios([m.cell for m in running], self.profile.rounds.target,
@@ -378,13 +383,13 @@ def set_qps_figures(cell: Cell) -> None:
 
 
 def update_ratios(cells: list[Cell], target: float,
-                  cpus: int | None) -> list[stats.Interval | None]:
+                  cpus: int | None) -> list[stats.WatchedRatio]:
     """Each cell's ratio to native BIND's and to the memory driver's QPS at its thread count,
     and a row on another BIND's (NAME@VERSION) to its own row on the run's BIND, from the
-    rounds both ran in, with whether it met `target`; the ratios the stop rule waits for: those
-    between cells the load generator did not limit (`cpus`: the server's pinned CPUs), whose
-    figures cannot be ranked anyway."""
-    waited: list[stats.Interval | None] = []
+    rounds both ran in, with whether it met `target`; every ratio for the stop rule, those
+    between cells the load generator limited (`cpus`: the server's pinned CPUs) marked not
+    waited for, with why: their figures cannot be ranked anyway."""
+    watched: list[stats.WatchedRatio] = []
     for cell in cells:
         for reference in dict.fromkeys((REFERENCE, DLZ_CEILING, base_name(cell.server))):
             ref = next((c for c in cells if c.server == reference
@@ -396,10 +401,12 @@ def update_ratios(cells: list[Cell], target: float,
                 continue
             cell.ratios[reference] = ratio
             cell.ratio_target_met[reference] = ratio.meets(target)
-            if not (core_use(cell, cpus).load_generator_bound
-                    or core_use(ref, cpus).load_generator_bound):
-                waited.append(ratio)
-    return waited
+            limited = [c.server for c in (cell, ref) if generator_limit(c, cpus).bound]
+            watched.append(stats.WatchedRatio(
+                f"{cell.server}/{reference} at {cell.threads} thread(s)", ratio,
+                f"the load generator limits {' and '.join(limited)} at {cell.threads} "
+                "thread(s)" if limited else None))
+    return watched
 
 
 def calibration(cells: list[Cell]) -> dict | None:
@@ -415,17 +422,24 @@ def calibration(cells: list[Cell]) -> dict | None:
             "drift": last / first - 1 if first else None}
 
 
-def widest_text(ratios: Sequence[stats.Interval | None], target: float) -> str:
-    """The progress line's word on the ratios: the widest interval's half-width against the
-    target, and how many ratios have no interval yet (too few rounds)."""
-    widths = [width for r in ratios if r is not None and (width := r.half_width) is not None]
-    missing = len(ratios) - len(widths)
-    if not ratios:
-        return "no ratio to wait for"
-    text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
-    if missing:
-        text += f", {missing} of {len(ratios)} without one yet"
-    return f"{text} (target +-{100 * target:g}%)"
+def widest_text(ratios: Sequence[stats.WatchedRatio], target: float) -> str:
+    """The progress line's word on the ratios the stop rule waits for: the widest interval's
+    half-width against the target, how many have no interval yet (too few rounds), and how
+    many it does not wait for."""
+    waited = [r.interval for r in ratios if r.not_waited_because is None]
+    widths = [width for r in waited if r is not None and (width := r.half_width) is not None]
+    missing = len(waited) - len(widths)
+    skipped = len(ratios) - len(waited)
+    if not waited:
+        text = "no ratio to wait for"
+    else:
+        text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
+        if missing:
+            text += f", {missing} of {len(waited)} without one yet"
+        text += f" (target +-{100 * target:g}%)"
+    if skipped:
+        text += f", {skipped} of {len(ratios)} not waited for (load generator)"
+    return text
 
 
 def split_at_qps(phases: Sequence[Phase]) -> tuple[list[Phase], list[Phase]]:

@@ -19,9 +19,14 @@ from typing import Any
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
 from bench.measure.loadgen import (
+    GENERATOR_OFF,
+    GENERATOR_ON,
+    SERVER_BUSY_OFF,
+    SERVER_IDLE_ON,
     capacity_interval,
     capacity_per_core,
     core_use,
+    generator_limit,
     server_cpus,
     server_us_interval,
     server_us_per_query,
@@ -189,9 +194,12 @@ def _qps_method(meta: dict) -> str:
             "interval in brackets (distribution-free, from the runs' order statistics; none with "
             "fewer than 6 runs); % of native and % of memory are the median of the per-round "
             "ratios with their interval, and a ratio whose interval is wider than "
-            f"+-{100 * rounds['target']:g}% says so. '>= N (load generator)': dnsperf used 0.8 "
-            "of its core or more, or the pinned server less than 0.9 of its own, so N is the "
-            "client's limit, not the server's: not ranked; its cost per query still holds.")
+            f"+-{100 * rounds['target']:g}% says so. '>= N (load generator)': in most of the "
+            f"cell's runs dnsperf used {GENERATOR_ON:g} of its core or more, or the pinned "
+            f"server less than {SERVER_IDLE_ON:g} of its own (a run in between keeps the "
+            f"previous run's mark: it clears only under {GENERATOR_OFF:g} and at "
+            f"{SERVER_BUSY_OFF:g} or more), so N is the client's limit, not the server's: not "
+            "ranked; its cost per query still holds.")
 
 
 def render_method(results: Results) -> list[str]:
@@ -247,8 +255,8 @@ def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> s
         text = fmt_number(q.median, 0)
         if q.min is not None and q.max is not None and len(cell.qps_runs) > 1:
             text += f" ({fmt_number(q.min, 0)}–{fmt_number(q.max, 0)})"
-    if q.median is not None and core_use(cell, cpus).load_generator_bound:
-        text = f">= {text} (load generator)"
+    if q.median is not None and generator_limit(cell, cpus).bound:
+        text = f">= {text} ({generator_text(cell, cpus)})"
     lossy = lossy_runs(cell, threshold)
     if lossy:
         detail = ", ".join(f"run {i} lost {100 * run.loss_fraction:.1f}%" for i, run in lossy)
@@ -256,6 +264,15 @@ def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> s
                            f"queries (threshold {100 * threshold:g}%)")
         text += f" {WARN}[{number}]"
     return text
+
+
+def generator_text(cell: Cell, cpus: int | None) -> str:
+    """'load generator', or 'load generator in 4 of 6 runs' when not all of the cell's runs
+    were its."""
+    limit = generator_limit(cell, cpus)
+    if limit.limited == limit.runs:
+        return "load generator"
+    return f"load generator in {limit.limited} of {limit.runs} runs"
 
 
 def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: float,
@@ -290,11 +307,11 @@ def ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
             else fmt_percent(cell.qps.median, ref.qps.median))
     if text == NONE:
         return text
-    mine, theirs = (core_use(c, cpus).load_generator_bound for c in (cell, ref))
+    mine, theirs = (generator_limit(c, cpus).bound for c in (cell, ref))
     if mine and theirs:
         return f"{NOT_AVAILABLE} (load generator on both)"
     if mine or theirs:
-        text = f"{'>=' if mine else '<='} {text} (load generator)"
+        text = f"{'>=' if mine else '<='} {text} ({generator_text(cell if mine else ref, cpus)})"
     if cell.ratio_target_met.get(ref.server) is False and target is not None:
         number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): its ratio to "
                            f"{ref.server}'s interval is wider than the +-{100 * target:g}% "
@@ -448,9 +465,11 @@ def render_costs(results: Results) -> list[str]:
               "server core: 1,000,000 / (named + db us/query), what one core of the server "
               "would answer at that cost, which a slow load generator does not limit. dnsperf "
               "cores: of its one core, over the QPS runs (with several load hosts, each "
-              "dnsperf's, averaged; >= 0.8: the load generator's limit); "
-              "server cores: named's and the database's, per pinned server core (< 0.9: the "
-              "server was not saturated). Peak RSS is "
+              f"dnsperf's, averaged; >= {GENERATOR_ON:g}: the load generator's limit); "
+              "server cores: named's and the database's, per pinned server core "
+              f"(< {SERVER_IDLE_ON:g}: the server was not saturated); a cell is the load "
+              "generator's when most of its runs are, each run judged on its own with "
+              "hysteresis (bench/measure/loadgen.py). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
               "that server (the note says why).", ""]
              + markdown_table(header, rows))
