@@ -5,8 +5,10 @@ and agrees with dnsperf's own report, drops are attributed per socket, the recei
 set and recorded, the open-loop latency points have their probes, resperf's output is parsed,
 the report and plots are written), bad step lists, and that Ctrl-C keeps the steps measured
 before it. Deterministic: the breaking point from synthetic step tables (a failing step below
-a passing one, 95% and 99%, "not offered"), per-socket drop attribution from synthetic
-/proc/net/udp text and fd links, the receive-buffer option in each server's configuration.
+a passing one, 95% and 99%, "not offered", a step not offered whose server dropped queries),
+its bracket from the committed 2026-11-26 sweeps, rates over a step's nominal length,
+per-socket drop attribution from synthetic /proc/net/udp text and fd links, the
+receive-buffer option in each server's configuration.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from bench.load.dnsperf import DnsperfRun
+from bench.load.dnsperf import DnsperfRun, duration_of
+from bench.load.prober import LatencyStats
 from bench.measure.capacity import (
     STEP_REPEATS,
     STRICT,
@@ -36,11 +39,12 @@ from bench.measure.capacity import (
     parse_steps,
     socket_inodes,
     socket_receive_buffers,
+    step_from_run,
     sweep_order,
     udp_socket_drops,
 )
 from bench.measure.results import load_results
-from bench.report.capacity import breaking_note
+from bench.report.capacity import bracket_text, breaking_note
 from servers.dnsserver import kernel_rmem_max
 from servers.knot import Knot
 from servers.named import Named
@@ -138,6 +142,10 @@ def test_loss_is_counted_from_what_was_sent(sweep: Path) -> None:
         for step in curve.steps:
             run = step.run
             assert run.queries_sent > 0 and "-Q" in run.argv
+            # Rates over the step's length, which dnsperf was given.
+            assert step.duration_s == duration_of(run.argv) == 1.0
+            assert step.offered_qps == pytest.approx(
+                (run.queries_sent + step.probes) / step.duration_s)
             assert run.queries_lost == run.queries_sent - run.queries_completed - \
                 run.queries_interrupted
             assert step.lost == run.queries_lost
@@ -216,14 +224,18 @@ def _steps_saved(path: Path) -> bool:
 
 # --- deterministic: breaking points, "not offered", drops per socket, receive buffers --------
 
-def _step(percent: float, answered: float, *, offered: float = 1.0, repeat: int = 0) -> Step:
+def _step(percent: float, answered: float, *, offered: float = 1.0, repeat: int = 0,
+          server_drops: int | None = None) -> Step:
     """A synthetic step at `percent` of a 1,000-QPS closed loop: `answered` of what was sent
-    answered, `offered` of the target sent."""
+    answered, `offered` of the target sent, `server_drops` datagrams dropped at the server's
+    sockets (None: not read, as in files before 2026-11-25)."""
     target = 10.0 * percent
+    drops = None if server_drops is None else SocketDrops(server_drops, 0, 0)
     return Step(percent=percent, target_qps=target, offered_qps=offered * target,
                 answered_qps=answered * offered * target, answered_fraction=answered, lost=0,
                 latency_us={}, slowest_us={}, probes=0, probes_lost=0, udp_rcvbuf_errors=0,
-                reply_mbit_s=0.0, burst=False, run=DnsperfRun(argv=[]), repeat=repeat)
+                reply_mbit_s=0.0, burst=False, run=DnsperfRun(argv=[]), repeat=repeat,
+                socket_drops=drops)
 
 
 def _table(rows: list[tuple[float, float, float]]) -> list[Step]:
@@ -240,9 +252,10 @@ BDBHPT_T = [(10, 1.0, 1.0), (25, 1.0, 1.0), (50, 1.0, 0.999), (75, 0.995, 0.993)
 
 def test_breaking_point_is_the_step_before_the_first_failure() -> None:
     levels = levels_of(_table(BDBHPT_T))
-    assert breaking_point(levels, UP_TO_THE_TASK) == BreakingPoint(1000.0, 100, "lost")
+    assert breaking_point(levels, UP_TO_THE_TASK) == BreakingPoint(1000.0, 100, "lost",
+                                                                    1100.0, 110)
     # 99%: the 90% step's median (98.75%) is the first under it.
-    assert breaking_point(levels, STRICT) == BreakingPoint(750.0, 75, "lost")
+    assert breaking_point(levels, STRICT) == BreakingPoint(750.0, 75, "lost", 900.0, 90)
 
 
 def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() -> None:
@@ -254,7 +267,9 @@ def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() ->
 
 def test_a_failing_lowest_step_leaves_no_breaking_point() -> None:
     levels = levels_of(_table([(10, 0.9, 0.9), (25, 1.0, 1.0)]))
-    assert breaking_point(levels) == BreakingPoint(None, None, "lost")
+    point = breaking_point(levels)
+    assert point == BreakingPoint(None, None, "lost", 100.0, 10)
+    assert bracket_text(point) == "< 100"
 
 
 def test_every_step_held_is_a_lower_bound() -> None:
@@ -279,6 +294,68 @@ def test_a_step_the_load_generator_fell_short_on_is_not_offered_not_lost() -> No
              _step(150, 0.5, offered=0.80), _step(150, 0.6, offered=0.82, repeat=1)]
     point = breaking_point(levels_of(steps))
     assert point == BreakingPoint(1000.0, 100, "not offered") and point.lower_bound
+    assert bracket_text(point) == ">= 1,000"
+
+
+def test_a_step_not_offered_whose_server_dropped_queries_is_judged() -> None:
+    """The server lost queries at its own sockets: what it answered of what was offered
+    counts, and the walk goes on (it used to end at the first step not offered)."""
+    short = _step(150, 0.5, offered=0.81, server_drops=4411)
+    assert short.server_dropped and short.outcome() == "lost"
+    assert _step(150, 0.5, offered=0.81, server_drops=0).outcome() == "not offered"
+    steps = [*_table([(50, 1.0, 1.0)]),
+             _step(100, 0.99, offered=0.85, server_drops=1260),
+             _step(100, 0.98, offered=0.87, repeat=1),
+             _step(150, 0.5, offered=0.80, server_drops=9720),
+             _step(150, 0.6, offered=0.82, repeat=1, server_drops=11182)]
+    point = breaking_point(levels_of(steps))
+    # 100%: offered 860 of its 1,000 target, held; 150%: offered 1,215 of 1,500, lost.
+    assert point == BreakingPoint(pytest.approx(860.0), 100, "lost", pytest.approx(1215.0), 150)
+    assert not point.lower_bound and bracket_text(point) == "860–1,215"
+
+
+def test_rates_are_over_the_steps_length_not_dnsperfs_run_time() -> None:
+    """mysql's 110% step in capacity-mysql-ldap-bdbhpt-t-2026-11-26: dnsperf sent all of
+    -Q 4,576 x -l 5 = 22,880 queries but reported a run time of 5.71 s (its wait for the last
+    answers), so sent over run time was 4,007 QPS plus the probes, under 95% of 4,817."""
+    run = DnsperfRun(argv=["dnsperf", "-l", "5", "-Q", "4576"], queries_sent=22_880,
+                     queries_completed=22_880, run_time_s=5.71, response_bytes=100.0)
+    probes = LatencyStats(count=1200, lost=0)
+    step = step_from_run(110.0, 4817.0, run, probes, 1.0, 0, duration_s=5.0)
+    assert step.offered_qps == pytest.approx((22_880 + 1200) / 5)  # 4,816
+    assert step.answered_qps == pytest.approx(4816.0) and step.offered
+    assert step.reply_mbit_s == pytest.approx(100 * 8 * 22_880 / 5 / 1e6)
+    assert step.duration_s == 5.0
+
+
+def test_a_step_of_an_older_file_is_recomputed_from_its_counts() -> None:
+    """Files before the steps' length was recorded stored rates over dnsperf's run time; the
+    counts and dnsperf's -l give them again over the step's length."""
+    run = DnsperfRun(argv=["dnsperf", "-l", "5"], queries_sent=22_880,
+                     queries_completed=22_880, run_time_s=5.71)
+    data = {**_step(110, 1.0, offered=0.87).to_dict(), "probes": 1200, "run": run.to_dict()}
+    del data["duration_s"]
+    step = Step.from_dict(data)
+    assert step.duration_s == 5.0 and step.offered_qps == pytest.approx(4816.0)
+
+
+# The committed 2026-11-26 sweeps, recomputed: (directory, server) -> the bracket (last held,
+# first failed) at 5% loss; every one of these used to read ">= the step below it", ended by
+# a step that only looked not offered over dnsperf's run time.
+COMMITTED_BRACKETS = {
+    ("capacity-mysql-ldap-bdbhpt-t-2026-11-26", "mysql"): (4816.6, 5467.9),   # was >= 3,236
+    ("capacity-mysql-ldap-bdbhpt-t-2026-11-26", "ldap"): (3700.9, 4204.5),    # was >= 3,322
+    ("capacity-2026-11-26", "pg"): (7163.2, 8127.8),                          # was >= 6,828
+}
+
+
+@pytest.mark.parametrize(("directory", "server"), sorted(COMMITTED_BRACKETS))
+def test_committed_sweeps_give_brackets(directory: str, server: str) -> None:
+    curves = load_results(REPO_ROOT / "docs" / "results" / directory).capacity
+    point = next(c for c in curves if c.server == server).breaking()
+    assert point.ended_by == "lost"
+    assert (point.qps, point.failed_qps) == pytest.approx(COMMITTED_BRACKETS[directory, server],
+                                                          abs=0.1)
 
 
 def test_a_first_step_not_offered_says_no_breaking_point_was_measured() -> None:

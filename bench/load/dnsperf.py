@@ -145,6 +145,18 @@ class DnsperfRun:
         return cls(**data)
 
 
+def duration_of(argv: Sequence[str]) -> float | None:
+    """The run length dnsperf was given (`-l`, seconds) in its command line; None without
+    one. (Merged runs' command lines are joined: the hosts were given the same.)"""
+    for option, value in zip(argv, argv[1:], strict=False):
+        if option == "-l":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
 def parse_output(stdout: str, argv: Sequence[str]) -> DnsperfRun:
     """Parse dnsperf's report; a report without its statistics block is a UserError."""
     if "Statistics:" not in stdout:

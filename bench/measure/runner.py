@@ -540,7 +540,7 @@ class Runner:
         per_socket = capacity.attribute_drops(sockets_before, sockets_after, server_sockets,
                                               watch.inodes, drops)
         return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
-                                      drops, per_socket, repeat)
+                                      drops, per_socket, repeat, duration_s=seconds)
 
     def flood(self, m: Measuring) -> None:
         """The normal traffic held at FLOOD_NORMAL_SHARE of the cell's closed-loop maximum
