@@ -336,6 +336,7 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
 
     lent_schemes = ("mysql", "mariadb")
     kills_clients = True
+    profiled_program = "mariadbd"
 
     @contextmanager
     def server(self, run_dir: Path, *,

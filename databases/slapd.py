@@ -353,6 +353,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
     must know those schemas and that the loader claims with `lent`."""
 
     lent_schemes = ("ldap", "ldapi")
+    profiled_program = "slapd"
 
     def __init__(self, store: str, *, suffix: str, schema_files: Sequence[Path],
                  indexes: Sequence[str], lent: LentSchema[LDAPObject] | None = None) -> None:

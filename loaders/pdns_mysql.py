@@ -78,8 +78,6 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gmysql-password": target.env.get("MYSQL_PWD", "")}
 
-    takes_pdns_updates = True
-
     def pdns_update_settings(self, target: MysqlTarget,
                              access: UpdateAccess) -> dict[str, str]:
         if not isinstance(target, MysqlServer) or target.db_host is not None:

@@ -89,8 +89,6 @@ class PdnsPgLoader(Loader[PgTarget]):
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gpgsql-password": target.env.get("PGPASSWORD", "")}
 
-    takes_pdns_updates = True
-
     def pdns_update_settings(self, target: PgTarget, access: UpdateAccess) -> dict[str, str]:
         with self.database.connect(target) as conn, conn.transaction():
             for statement, params in _update_statements(access):

@@ -11,11 +11,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
-from databases.database import CacheReading
 from servers import bindversion
 from servers.kind import ServerKind
 from servers.named import Named
@@ -55,6 +54,27 @@ DLZ_SIGNED_PATH_CLASSES = ("nsec3-owner", "rrsig-ttl", "rrsig-at-delegation",
                            "referral-no-ds", "referral-no-proof")
 
 
+@runtime_checkable
+class DlzStore(Protocol):
+    """A store a DLZ driver reads: its loader (loaders/<store>.py) defines this method."""
+
+    def dlz_args(self, target: Any, options: Mapping[str, str]) -> dict[str, str]:
+        """The key=value arguments a DLZ driver needs to reach this store's data; `options`
+        are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
+        ...
+
+
+@runtime_checkable
+class DlzWritableStore(DlzStore, Protocol):
+    """A store a DLZ driver also writes RFC 2136 updates into (drivers/common/update.c)."""
+
+    def dlz_write_access(self, target: Any, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The DLZ driver's arguments and environment when it takes RFC 2136 updates: the
+        store reached as an account that may also write where the update path writes."""
+        ...
+
+
 @dataclass(frozen=True)
 class DlzNamed(ServerKind):
     """named answering through a DLZ driver that reads the store's data on every query."""
@@ -64,18 +84,32 @@ class DlzNamed(ServerKind):
     group = "BIND DLZ drivers"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
     runs_bind = True
+    runs_under_wrapper = True
+    version_key = "bind"
 
     # drivers/<library>/; by default the store's own name (one name per backend).
     library: str = ""
-    # The driver's own arguments, turned into the store's words by Loader.dlz_args
-    # (e.g. which Berkeley DB access method, which bdbhpt mode).
+    # The driver's own arguments, turned into the store's words by its loader's dlz_args
+    # (DlzStore; e.g. which Berkeley DB access method, which bdbhpt mode).
     options: Mapping[str, str] = field(default_factory=dict)
     # Declared to named from dlz_version() (DNS_SDLZFLAG_THREADSAFE): named then calls the
     # driver from every worker at once instead of serializing it.
     thread_safe: bool = True
     # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
-    # driver then reaches the store as its writer (Loader.dlz_write_access).
+    # driver then reaches the store as its writer (DlzWritableStore).
     updates: UpdatePolicy | None = None
+
+    @classmethod
+    def software_version(cls) -> str:
+        return bindversion.version_text()
+
+    def store_options(self) -> Mapping[str, str]:
+        return self.options
+
+    def takes_updates(self) -> bool:
+        """The driver writes updates into its store when the store's loader says how it may
+        (DlzWritableStore)."""
+        return isinstance(self.loader(), DlzWritableStore)
 
     @property
     def library_file(self) -> Path:
@@ -103,22 +137,31 @@ class DlzNamed(ServerKind):
         """The driver's environment besides named.conf: a password the store keeps out of it
         (the writer's when the driver takes updates)."""
         if self.updates:
-            return self.loader().dlz_write_access(target, self.options)[1]
+            return self._writable_store().dlz_write_access(target, self.options)[1]
         return self.loader().database.client_env(target)
 
     def _store_args(self, target: Any) -> dict[str, str]:
         if self.updates:
-            return self.loader().dlz_write_access(target, self.options)[0]
-        return self.loader().dlz_args(target, self.options)
+            return self._writable_store().dlz_write_access(target, self.options)[0]
+        return self._store().dlz_args(target, self.options)
+
+    def _store(self) -> DlzStore:
+        loader = self.loader()
+        if not isinstance(loader, DlzStore):
+            raise UserError(f"the {self.store} store is not read through a DLZ driver")
+        return loader
+
+    def _writable_store(self) -> DlzWritableStore:
+        loader = self.loader()
+        if not isinstance(loader, DlzWritableStore):
+            raise UserError(f"the {self.store} store takes no updates through its DLZ driver")
+        return loader
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
         env = self.client_env(target)
         return Named(run_dir, self.body(target, connections), threads=threads, port=port,
                      env=env or None, bind=self.named_bind())
-
-    def cache_reading(self, target: Any) -> CacheReading | None:
-        return self.loader().database.cache_reading(target, self.options)
 
 
 def stack_frames_of(library: Path) -> re.Pattern[str]:

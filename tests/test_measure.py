@@ -20,6 +20,7 @@ import dns.name
 import dns.rdatatype
 import pytest
 
+from base import versions
 from base.errors import UserError
 from base.process import free_port
 from bench.load.dnsperf import run_dnsperf, start_background
@@ -266,6 +267,5 @@ def test_metadata_has_every_key():
 
 
 def test_metadata_missing_tool_is_not_installed():
-    assert metadata.command_output(["/nonexistent/tool", "--version"]) == \
-        metadata.NOT_INSTALLED
-    assert metadata.package_version("no-such-package-dlzbench") == metadata.NOT_INSTALLED
+    assert versions.command_output(["/nonexistent/tool", "--version"]) == versions.NOT_INSTALLED
+    assert versions.package_version("no-such-package-dlzbench") == versions.NOT_INSTALLED

@@ -36,7 +36,7 @@ from databases.mariadb import ExternalMysql, MysqlServer
 from databases.store_urls import parse_store_url
 from loaders import get_database
 from loaders import mysql as mysql_store
-from servers import get_server
+from servers import get_server, store_names
 from servers.dlz import DlzNamed
 from servers.named import Named
 from tests.benchcli import run_bench
@@ -78,7 +78,7 @@ def _url(port: int) -> str:
 
 
 def _external(port: int) -> ExternalMysql:
-    return ExternalMysql(parse_store_url(f"mysql={_url(port)}", get_database))
+    return ExternalMysql(parse_store_url(f"mysql={_url(port)}", get_database, store_names()))
 
 
 def test_lent_server_loads_without_local_files_and_answers_as_native(lent: MysqlServer,

@@ -10,7 +10,7 @@ from base.errors import UserError
 from bench.measure.datasets import add_zone_file_options
 from databases.store_urls import StoreUrls
 from loaders import get_database
-from servers import get_server, selected_servers
+from servers import get_server, selected_servers, store_names
 
 
 def positive_counts(text: str, option: str) -> list[int]:
@@ -75,7 +75,7 @@ def store_urls(args: argparse.Namespace) -> StoreUrls:
     anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")
-    return StoreUrls.parse(args.store_url, get_database,
+    return StoreUrls.parse(args.store_url, get_database, store_names(),
                            overwrite=args.store_url_overwrite).checked(get_database)
 
 

@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from base.errors import UserError
-from servers import bindversion
+from servers import choose_bind
 
 # Subcommand name -> module in bench/commands.
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup",
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        bindversion.choose(args.bind)
+        choose_bind(args.bind)
         return args.func(args)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)

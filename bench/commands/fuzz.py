@@ -18,8 +18,7 @@ from bench.load.fuzz import KINDS, Crash, FuzzOutcome, Packet, fuzz_packets, sen
 from bench.measure import metadata
 from bench.measure.serving import serving
 from bench.verify.compare import Comparison, compare_servers, references_for
-from servers import selected_servers
-from servers.dnsserver import DnsServer
+from servers import DnsServer, selected_servers
 from zonedata.derive import derive_queries
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
 

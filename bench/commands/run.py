@@ -43,9 +43,16 @@ from bench.measure.rounds import RoundsRunner
 from bench.measure.runner import FLOOD_NORMAL_SHARE, PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
 from bench.report.write import write_report
-from servers import REFERENCE, get_server, group_of, selected_servers, server_names
-from servers.dnsserver import set_listen_address
-from servers.external import Target, parse_target
+from servers import (
+    REFERENCE,
+    Target,
+    get_server,
+    group_of,
+    parse_target,
+    selected_servers,
+    server_names,
+    set_listen_address,
+)
 from zonedata import queries
 from zonedata.model import Zone
 from zonedata.signing import ALGORITHM

@@ -34,8 +34,7 @@ from bench.measure.writes import (
     rate_text,
 )
 from bench.report.write import write_report
-from servers import get_server
-from servers.kind import ServerKind
+from servers import ServerKind, get_server
 
 DEFAULT_PROFILE = "default"
 # The reads are faults' open-loop load: DEFAULT_QUERIES, DEFAULT_TIMEOUT_S and DEFAULT_THREADS

@@ -33,14 +33,14 @@ from pathlib import Path
 from base.errors import UserError
 from base.process import ManagedProcess, new_run_dir
 from bench.load.hosts import LoadHost, job_cpu_seconds, job_pid
-from servers import bindversion
+from servers import BINDS
 
 DNSPERF = "/usr/bin/dnsperf"
 TASKSET = "/usr/bin/taskset"
 # dnsperf's stdout is a file here, so stdio would hold "Sending queries" back until exit.
 STDBUF = ("/usr/bin/stdbuf", "-oL")
 # The root holding Debian 13's dnsperf (and named 9.20): the Makefile's bind-root target.
-ROOT = bindversion.BINDS["9.20"]
+ROOT = BINDS["9.20"]
 _ROOT_STAMP = ".dlzbench-root"
 
 

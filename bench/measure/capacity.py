@@ -48,7 +48,7 @@ from pathlib import Path
 from base.errors import UserError
 from bench.load import dnsperf, resperf
 from bench.load.prober import LatencyStats
-from servers.dnsserver import kernel_rmem_max
+from servers import kernel_rmem_max
 
 # The offered rates, in % of the closed-loop maximum (the issue's and seed 001's range).
 DEFAULT_STEPS = (10.0, 25.0, 50.0, 75.0, 90.0, 100.0, 110.0, 125.0, 150.0)

@@ -43,7 +43,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,9 +54,7 @@ from base.paths import REPO_ROOT
 from base.process import drop_page_cache
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
 from bench.measure.serving import LoadedStore
-from loaders import get_loader
-from servers.dnsserver import DnsServer
-from servers.kind import ServerKind
+from servers import DnsServer, ServerKind
 
 METHOD = ("open-loop prober (one query every 1/QPS s on a fixed schedule, each from its own "
           "socket), every query recorded with its send time, RCODE and latency; queries "
@@ -94,11 +91,6 @@ KINDS: dict[str, str] = {
 # The kinds that take a length (`seconds`): how long the fault lasts.
 TIMED = (SIGSTOP, CRASH, WRITER_STALL, WRITER_KILL)
 WRITER_KINDS = (WRITER_STALL, WRITER_KILL)
-# The stores whose data the server reads only as it starts (named's memory, zone files): a
-# dropped page cache costs them nothing while they serve.
-_READ_AT_START = ("memory", "native")
-# The Berkeley DB mode whose writers hold locks readers wait for (loaders/bdbhpt.py).
-TRANSACTIONAL = "transactional"
 
 
 @dataclass(frozen=True)
@@ -182,7 +174,7 @@ def script_for(server: ServerKind, profile: Profile) -> tuple[Fault, ...]:
     """The profile's script for the server's store: the writer faults for the transactional
     Berkeley DB store, the server faults for a store on a database server, less those its
     store cannot have (slapd has no connection to kill); refused if none is left."""
-    script = profile.writer_script if _is_transactional_bdb(server) else profile.server_script
+    script = profile.writer_script if server.writers_hold_locks() else profile.server_script
     possible = tuple(f for f in script if not_applicable(server, f.kind) is None)
     if script and not possible:
         raise UserError(f"{server.name} cannot have the profile's faults: "
@@ -203,25 +195,21 @@ def check_script(server: ServerKind, script: Sequence[Fault], duration_s: float)
 
 def not_applicable(server: ServerKind, kind: str) -> str | None:
     """Why the server's store cannot have this kind of fault; None: it can."""
-    database = get_loader(server.store).database
+    loader = server.loader()
+    database = loader.database
     if kind == SERVER_RESTART:
         return None
     if kind == DB_COLD:
-        return f"{server.name} reads its data only as it starts" \
-            if server.store in _READ_AT_START else None
+        return f"{server.name} reads its data only as it starts" if loader.read_at_start \
+            else None
     if kind in WRITER_KINDS:
-        return None if _is_transactional_bdb(server) else \
+        return None if server.writers_hold_locks() else \
             "only the transactional Berkeley DB store (bdbhpt-t) has writers holding locks"
     if not database.has_server:
         return f"the {server.store} store has no database server"
     if kind == KILL_BACKENDS and not database.kills_clients:
         return f"the {server.store} store's server has no client connections to end"
     return None
-
-
-def _is_transactional_bdb(server: ServerKind) -> bool:
-    return server.store == "bdbhpt" and \
-        getattr(server, "options", {}).get("mode") == TRANSACTIONAL
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -534,18 +522,13 @@ def _kill_backends(loaded: LoadedStore, seconds: float, moments: Moments) -> str
     return f"{count} connection{'s' if count != 1 else ''} ended"
 
 
-# How a writer holding a lock is run: loaders/bdbhpt.py's hold_zone_lock in a process of its
-# own (its death must not be ours).
-_HOLDER = ("import sys; from loaders.bdbhpt import hold_zone_lock; "
-           "hold_zone_lock(sys.argv[1], sys.argv[2])")
-
-
 @contextmanager
 def _lock_holder(loaded: LoadedStore, zone: str) -> Iterator[subprocess.Popen[str]]:
-    """A writer process holding zone's write lock in the transactional home, until the block
-    ends (killed then if it is still there)."""
-    home = loaded.loader.dlz_args(loaded.target, {"mode": TRANSACTIONAL})["env"]
-    writer = subprocess.Popen([sys.executable, "-c", _HOLDER, home, zone], cwd=REPO_ROOT,
+    """A writer process holding zone's write lock where the server reads (the store's own,
+    ServerKind.zone_lock_holder; a process of its own: its death must not be ours), until the
+    block ends (killed then if it is still there)."""
+    argv = loaded.server.zone_lock_holder(loaded.target, zone)
+    writer = subprocess.Popen(argv, cwd=REPO_ROOT,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout is not None

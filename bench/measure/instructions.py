@@ -36,11 +36,7 @@ import dns.query
 
 from base.errors import UserError
 from bench.measure.serving import LoadedStore
-from servers.dlz import DlzNamed
-from servers.dnsserver import non_recursive_query
-from servers.kind import ServerKind
-from servers.named import Named
-from servers.native import NativeNamed
+from servers import DnsServer, ServerKind, non_recursive_query
 
 METHOD = ("callgrind (Ir), counters dumped and zeroed by callgrind_control at each bracket; "
           "idle window subtracted in proportion to the query window's length; one query at a "
@@ -54,18 +50,8 @@ QUERY_TIMEOUT_S = 10.0
 _DUMP_TIMEOUT_S = 60.0
 _TOTALS = re.compile(r"^totals:\s+(\d+)", re.M)
 
-# The database servers that run under callgrind, and why the others do not (measured
-# on this VM; docs/method/instructions.md).
-DATABASE_UNDER_VALGRIND: dict[str, str] = {
-    "ldap": "slapd",
-    "mysql": "mariadbd",
-}
-DATABASE_NOT_UNDER_VALGRIND: dict[str, str] = {
-    # PostgreSQL forks a backend per connection: under callgrind the postmaster starts (5 s
-    # here) and its forked processes run under it too, but callgrind_control could not dump
-    # a forked process (it did not answer within 120 s), so no window can be bracketed.
-    "pg": "not counted: PostgreSQL's forked backends do not answer callgrind_control",
-}
+# Which database servers run under callgrind, and why the others do not, is each database's
+# (Database.profiled_program, not_profiled).
 NO_DATABASE_SERVER = "none: the driver reads its files inside named, counted in named's figure"
 
 
@@ -278,7 +264,7 @@ def _totals(path: Path) -> int:
     return int(found.group(1))
 
 
-def ask_each(named: Named, query_set: QuerySet) -> int:
+def ask_each(named: DnsServer, query_set: QuerySet) -> int:
     """Every query once, one at a time, each waiting for its answer; the answers received."""
     answered = 0
     for qname, rdtype in query_set.queries:
@@ -291,13 +277,13 @@ def ask_each(named: Named, query_set: QuerySet) -> int:
     return answered
 
 
-def _named_pids(named: Named) -> Callable[[], list[int]]:
+def _named_pids(named: DnsServer) -> Callable[[], list[int]]:
     # The valgrind process is named itself (valgrind execs the tool in place); the server's
     # own pid is the one to signal.
     return lambda: [named.main_pid()]
 
 
-def one_repeat(named: Named, database: Callgrind | None, query_set: QuerySet,
+def one_repeat(named: DnsServer, database: Callgrind | None, query_set: QuerySet,
                idle_seconds: float) -> Repeat:
     """Warm-up, idle window, query window on a named already started under callgrind."""
     counters = Callgrind(named.run_dir / "callgrind", _named_pids(named))
@@ -321,13 +307,13 @@ def _dump_both(named: Callgrind, database: Callgrind | None) -> tuple[int, int |
     return named.dump(), None if database is None else database.dump()
 
 
-def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Named:
+def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> DnsServer:
     """A named (not started) over the loaded store, running under callgrind, one thread (a
     second worker would only add its idle wake-ups: queries come one at a time)."""
-    named = loaded.named(run_dir, threads=1)
-    if not isinstance(named, Named):
+    if not counts_named(loaded.server):
         raise UserError(f"instructions counts named's instructions: {loaded.server.name} is "
                         f"not named")
+    named = loaded.named(run_dir, threads=1)
     out_dir = named.run_dir / "callgrind"
     out_dir.mkdir(parents=True, exist_ok=True)
     named.run_under(callgrind_wrapper(out_dir))
@@ -335,20 +321,21 @@ def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Named:
 
 
 def counts_named(server: ServerKind) -> bool:
-    """Whether the server is named (native or a DLZ driver): the only one counted here."""
-    return isinstance(server, NativeNamed | DlzNamed)
+    """Whether the server's process runs under callgrind (ServerKind.runs_under_wrapper:
+    named's, native or through a DLZ driver): the only one counted here."""
+    return server.runs_under_wrapper
 
 
 def database_description(loaded: LoadedStore) -> tuple[str, bool]:
     """What the database figure is, and whether it is counted."""
-    store = loaded.loader.name
-    if not loaded.loader.database.has_server:
+    database = loaded.loader.database
+    if not database.has_server:
         return NO_DATABASE_SERVER, False
     if not loaded.accounts_server:
         return "not counted: a lent server (--store-url), not the suite's own", False
-    if store in DATABASE_UNDER_VALGRIND:
-        return DATABASE_UNDER_VALGRIND[store], True
-    return DATABASE_NOT_UNDER_VALGRIND.get(store, "not counted: not tried under Valgrind"), False
+    if database.profiled_program is not None:
+        return database.profiled_program, True
+    return database.not_profiled, False
 
 
 def database_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Callgrind:

@@ -39,8 +39,7 @@ from bench.measure.runner import (
     pin_processes,
 )
 from bench.measure.serving import LoadedStore, loaded_store
-from servers import DLZ_CEILING, REFERENCE, base_name
-from servers.kind import ServerKind
+from servers import DLZ_CEILING, REFERENCE, ServerKind, base_name
 
 # Two warm-up runs in a row within 10% of each other: the warm-up is over. In the committed
 # quick runs (3 runs of 4 s each per cell) the median spread between runs of one cell was 3-11%

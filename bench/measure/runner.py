@@ -37,11 +37,15 @@ from bench.verify.answers import Answer, ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import classify
 from databases.store_urls import PRIVATE, StoreUrls
-from servers.dlz import DlzNamed
-from servers.dnsserver import DnsServer
-from servers.external import ExternalServer, Target
-from servers.kind import ServerKind
-from servers.native import NativeNamed
+from servers import (
+    DLZ_CEILING,
+    REFERENCE,
+    DnsServer,
+    ExternalServer,
+    ServerKind,
+    Target,
+    group_of,
+)
 from zonedata.derive import Query
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
@@ -113,7 +117,8 @@ PROFILES = {
                                   restart_every=1, steady_s=0.3, steady_max_runs=3)),
     "quick": Profile("quick", zones=1000, records=10, queries=20000, warmup_s=2.0,
                      duration_s=4.0, runs=3, probes=1000, check_queries=200, threads=(1,),
-                     rounds=QUICK_ROUNDS, server_groups=(NativeNamed.group, DlzNamed.group)),
+                     rounds=QUICK_ROUNDS,
+                     server_groups=(group_of(REFERENCE), group_of(DLZ_CEILING))),
     # Every built server at 1, 2 and 4 threads: PowerDNS, NSD and Knot beside BIND.
     "quick-all": Profile("quick-all", zones=1000, records=10, queries=20000, warmup_s=2.0,
                          duration_s=4.0, runs=3, probes=1000, check_queries=200,

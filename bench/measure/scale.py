@@ -38,7 +38,7 @@ from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setu
 from bench.measure.serving import LoadedStore
 from bench.measure.startup import by_store, disk_usage, load_in_child
 from loaders.loader import Loader
-from servers.kind import ServerKind
+from servers import ServerKind
 from zonedata.generator import generate, zone_name
 from zonedata.mixes import MixPlan, MixWriter, plan_mix
 from zonedata.model import Zone, name_key

@@ -18,9 +18,7 @@ from base.process import keep_only_logs
 from bench.measure.loading import LoadStats, timed_load
 from databases.store_urls import PRIVATE, StoreUrls
 from loaders.loader import Loader
-from servers import get_server
-from servers.dnsserver import DnsServer
-from servers.kind import ServerKind
+from servers import DnsServer, ServerKind, get_server
 from zonedata.model import Zone
 
 

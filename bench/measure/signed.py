@@ -33,7 +33,7 @@ from bench.measure.results import Cell, Results, SignedCell, save_results
 from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setup
 from bench.measure.serving import LoadedStore
 from bench.measure.startup import disk_usage
-from servers.kind import ServerKind
+from servers import ServerKind
 
 UNSIGNED, SIGNED = "unsigned", "signed"
 # The EDNS0 payload dnsperf -D advertises (its MAX_EDNS_PACKET): the reply check asks the same.

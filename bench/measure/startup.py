@@ -24,8 +24,7 @@ from base.paths import REPO_ROOT
 from bench.measure.accounting import peak_rss_kb
 from bench.measure.results import StartupPoint
 from loaders.loader import Loader
-from servers import get_server
-from servers.kind import ServerKind
+from servers import ServerKind, get_server
 from zonedata.generator import zone_name
 from zonedata.model import name_key
 

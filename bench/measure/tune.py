@@ -32,7 +32,7 @@ from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
 from bench.measure.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
 from bench.measure.serving import LoadedStore, loaded_store
-from servers.dnsserver import DnsServer
+from servers import DnsServer
 
 # A setting is as good as the best when its QPS is within this fraction of the best's.
 TOLERANCE = 0.05

@@ -44,9 +44,7 @@ from bench.measure import accounting, stats
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.compare import Comparison
 from bench.verify.updates import compare_with_native, soa_serial, still_present, zone_state
-from servers import REFERENCE
-from servers.dnsserver import DnsServer
-from servers.kind import ServerKind
+from servers import REFERENCE, DnsServer, ServerKind
 from zonedata.model import Zone
 
 METHOD = ("RFC 2136 update messages over TCP from concurrent senders (dnspython), each a "

@@ -59,15 +59,8 @@ from bench.verify.compare import DRIVER, classify
 from bench.verify.updates import serial_masked
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
-from servers.dnsserver import DnsServer, non_recursive_query
-from servers.kind import ServerKind
-from servers.knot import Knot, KnotServer
-from servers.named import Named
-from servers.native import NativeNamed
-from servers.nsd import Nsd, NsdServer
-from servers.pdns import Pdns, PdnsBindServer
-from zonedata.model import Record, Zone, make_record, name_key
-from zonedata.zonefiles import zone_file_path
+from servers import REFERENCE, DnsServer, ServerKind, non_recursive_query
+from zonedata.model import Record, Zone, make_record
 
 METHOD = ("open-loop prober at a fixed read rate, every query recorded; a writer thread "
           "with its own connection paced to the step's write rate, one transaction a "
@@ -257,8 +250,9 @@ def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdat
 
 
 class ServerFollow:
-    """What a server must be told after a store write: nothing for a database or a store its
-    driver reads live; native named, NSD and Knot load zone files on command."""
+    """What a server must be told after a store write, as its kind says
+    (ServerKind.tell_of_write): nothing for a database or a store its driver reads live;
+    native named, NSD, Knot and PowerDNS's bind backend load zone files on command."""
 
     def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
         self.kind = kind
@@ -266,51 +260,12 @@ class ServerFollow:
         self.target = target
 
     def __call__(self, change: Change) -> None:
-        if isinstance(self.kind, NativeNamed) and isinstance(self.server, Named):
-            self._named(change)
-        elif isinstance(self.server, Knot | Nsd):
-            self._by_control(change)
-        elif isinstance(self.kind, PdnsBindServer) and isinstance(self.server, Pdns):
-            self._pdns_bind(change)
-
-    def _named(self, change: Change) -> None:
-        assert isinstance(self.kind, NativeNamed) and isinstance(self.server, Named)
-        if change.kind in (ADD_ZONE, DELETE_ZONE):
-            # zones.conf names every zone file of the store: written again, then reconfig.
-            self.kind.body(self.target, self.server.run_dir)
-            self.server.rndc("reconfig")
-        else:
-            self.server.rndc("reload", change.zone.to_text())
-
-    def _pdns_bind(self, change: Change) -> None:
-        """The bind backend: its zone list written again and rediscovered for a zone added
-        or removed (as named's reconfig), the zone's file read now for a record."""
-        assert isinstance(self.kind, PdnsBindServer) and isinstance(self.server, Pdns)
-        if change.kind in (ADD_ZONE, DELETE_ZONE):
-            self.kind.backend(self.target, self.server.run_dir)
-            self.server.pdns_control("rediscover")
-        else:
-            self.server.reload_zone(change.zone)
-
-    def _by_control(self, change: Change) -> None:
-        """knotc or nsd-control: a zone added or removed, or read again from its file."""
-        assert isinstance(self.server, Knot | Nsd)
-        if change.kind == ADD_ZONE:
-            self.server.add_zone(change.zone, zone_file_path(Path(self.target).resolve(),
-                                                             name_key(change.zone)))
-        elif change.kind == DELETE_ZONE:
-            self.server.remove_zone(change.zone)
-        else:
-            self.server.reload_zone(change.zone)
+        self.kind.tell_of_write(self.server, self.target, change)
 
 
 def not_writable(server: ServerKind) -> str | None:
     """Why the server cannot be measured under writes (one line); None: it can."""
-    told = isinstance(server, NativeNamed | KnotServer | NsdServer | PdnsBindServer)
-    if server.store == "native" and not told:
-        return (f"{server.name}: only native BIND, NSD, Knot and PowerDNS's bind backend are "
-                "told of zone file writes here")
-    if server.needs_reload and not told:
+    if server.needs_reload and not server.told_of_writes:
         return (f"{server.name} reads its store once (at start or reload): a write is "
                 "seen only after a reload, which is a restart of its data, not a write")
     loader = server.loader()
@@ -788,7 +743,7 @@ def _check_against_native(result: ServerWrites, named: DnsServer, server: Server
     bench/verify; with serials_masked, every SOA serial aside: a server that took the
     changes as updates raised its serials, the reference loaded from files did not)."""
     final = final_zones(stream, changes)
-    with loaded_store("native", final, run_dir) as reference:
+    with loaded_store(REFERENCE, final, run_dir) as reference:
         with reference.named(run_dir, threads=threads) as native:
             facts = ZoneFacts.of(final())
             for qname, rdtype in changed_questions(checked_changes(changes)):

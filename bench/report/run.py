@@ -49,12 +49,21 @@ from bench.report.format import (
     status_text,
 )
 from bench.report.style import driver_style
-from servers import BIND_MARK, base_name, group_of, report_order
+from servers import (
+    BIND_MARK,
+    DLZ_CEILING,
+    REFERENCE,
+    base_name,
+    group_of,
+    report_order,
+    software_keys,
+)
 
-# Each version string names its program, except Python's.
+# Each version string names its program, except Python's. These are in every results file's
+# header, as the first ones recorded them ("KEY: unknown" when one is missing); the other
+# servers' software (servers.software_keys) is shown when the file has it, since results from
+# before those servers were rows have none.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
-# Recorded since the other servers became rows; results from before have none of them.
-_OTHER_SERVER_KEYS = ("powerdns", "nsd", "knot")
 
 
 # ---------------------------------------------------------------- status and flags
@@ -110,7 +119,8 @@ def render_header(results: Results) -> list[str]:
                  f"usable), {memory_text}; {meta.get('os', 'unknown OS')}, kernel "
                  f"{meta.get('kernel', '?')} ({meta.get('machine', '?')}).")
     lines.append("")
-    keys = [*_VERSION_KEYS, *(key for key in _OTHER_SERVER_KEYS if key in meta)]
+    keys = [*_VERSION_KEYS,
+            *(key for key in software_keys() if key not in _VERSION_KEYS and key in meta)]
     versions = [f"{key}: {meta[key]}" if meta.get(key) in (NOT_INSTALLED, UNKNOWN)
                 else str(meta.get(key, f"{key}: unknown")) for key in keys]
     versions.append(f"Python {meta.get('python', 'unknown')}")
@@ -343,8 +353,8 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     notes = Notes()
     statuses = {id(c): status_text(c, notes) for c in cells}
     unavailable = Unavailable(notes)
-    native = _reference(results, "native", threads)
-    memory = _reference(results, "memory", threads)
+    reference = _reference(results, REFERENCE, threads)
+    ceiling = _reference(results, DLZ_CEILING, threads)
     cpus = server_cpus(results.meta)
     target = (results.meta.get("rounds") or {}).get("target")
 
@@ -353,8 +363,8 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
 
     rows = [
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
-        row("% of native", lambda c: ratio_text(c, native, notes, cpus, target)),
-        row("% of memory", lambda c: ratio_text(c, memory, notes, cpus, target)),
+        row(f"% of {REFERENCE}", lambda c: ratio_text(c, reference, notes, cpus, target)),
+        row(f"% of {DLZ_CEILING}", lambda c: ratio_text(c, ceiling, notes, cpus, target)),
         *([row(f"% of its row on {_run_bind(results)}",
                lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),

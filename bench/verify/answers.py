@@ -17,7 +17,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
-from servers.dnsserver import DnsServer, non_recursive_query
+from servers import DnsServer, non_recursive_query
 from zonedata.derive import Query
 
 Rr = tuple[str, int, str, str]  # owner (lower case), TTL, type, rdata

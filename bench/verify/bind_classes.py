@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import dns.name
 
 from bench.verify.answers import Answer, Rr, rr_owner
-from servers.dlz import DLZ_PATH_CLASSES
+from servers import DLZ_PATH_CLASSES
 from zonedata.model import Zone, empty_nonterminals
 
 

@@ -20,9 +20,14 @@ from bench.verify.bind_classes import (
     without_dnssec_material,
 )
 from bench.verify.other_classes import OTHER_CLASSES, ServerBehaviour
-from servers import DLZ_CEILING, REFERENCE, get_server
-from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES
-from servers.dnsserver import DnsServer
+from servers import (
+    DLZ_CEILING,
+    DLZ_PATH_CLASSES,
+    DLZ_SIGNED_PATH_CLASSES,
+    REFERENCE,
+    DnsServer,
+    get_server,
+)
 from zonedata.derive import Query
 from zonedata.model import Zone
 

@@ -21,8 +21,7 @@ import dns.rcode
 from bench.verify.answers import Answer, Rr, ask, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import Comparison, classify, detail
-from servers import REFERENCE, get_server
-from servers.dnsserver import DnsServer
+from servers import REFERENCE, DnsServer, get_server
 from zonedata.derive import Query
 from zonedata.model import Zone
 
