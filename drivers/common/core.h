@@ -159,9 +159,13 @@ bool emit_named(dns_sdlz_putnamedrr_t *putnamedrr, dns_sdlzallnodes_t *allnodes,
 
 /* ---- rdtext.c --------------------------------------------------------------------------- */
 
-/* named's rdata text of one record of type in the form the loaders write (malloc'd; NULL when
- * out of memory). Idempotent: text in that form already comes back unchanged. */
+/* Record text of type (named's, a loader's or any other spelling of it) in the form the
+ * loaders write (malloc'd; NULL when out of memory). Idempotent. Text that does not parse as
+ * its type comes back as it is, but for blanks. */
 char *rdata_store_form(const char *type, const char *text);
+/* The store form with every name absolute (a relative one taken in zone, a key) and in lower
+ * case: two texts of one record have the same match form (malloc'd; NULL: out of memory). */
+char *rdata_match_form(const char *zone, const char *type, const char *text);
 
 /* ---- update.c --------------------------------------------------------------------------- */
 
