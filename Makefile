@@ -23,8 +23,8 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
-	distclean bind-root bind-drivers
+.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench \
+	docs-args clean distclean bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
@@ -33,6 +33,7 @@ help:
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
+	@echo "make docs-args  build the drivers, write docs/driver-arguments.md from their tables"
 	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
 	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
@@ -128,6 +129,11 @@ test: setup
 
 lint: venv
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
+
+# The drivers' argument reference, generated from the tables they declare.
+docs-args: venv
+	$(MAKE) -C drivers
+	$(PY) -m servers.driver_arguments docs/driver-arguments.md
 
 bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)
