@@ -23,12 +23,13 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench \
+.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test check lint bench \
 	docs-args clean distclean bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
 	@echo "make test     set up everything, then run the test suite"
+	@echo "make check    ruff and the tests that start no process (pytest -m check): seconds"
 	@echo "make setup    make deps and make build at once (what bench and test start with)"
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
@@ -126,6 +127,12 @@ setup: apt-packages apparmor
 test: setup
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 	DLZBENCH_BIND=$(BIND) $(PY) -m pytest $(PYTEST_ARGS)
+
+# What needs no set-up beyond the venv: the tests marked `check` (tests/conftest.py refuses any
+# process they would start), for a quick answer while editing; `make test` stays the whole suite.
+check: venv
+	$(PY) -m ruff check base zonedata databases loaders servers bench tests
+	$(PY) -m pytest -m check $(PYTEST_ARGS)
 
 lint: venv
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests

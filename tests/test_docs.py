@@ -12,6 +12,9 @@ from base.paths import REPO_ROOT
 from servers import driver_arguments
 from servers.dlz import library_path
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 README_MAX_LINES = 250
 # [text](target) in Markdown, the target up to a space or the closing parenthesis.
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")

@@ -18,7 +18,9 @@ from zonedata.generator import coverage_zones
 MEMORY = library_path("memory")
 ISC_R_SUCCESS, ISC_R_FAILURE = 0, 25  # drivers/common/dlz_abi.h
 
-pytestmark = pytest.mark.skipif(not MEMORY.exists(), reason=f"{MEMORY} is not built")
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = [pytest.mark.check,
+              pytest.mark.skipif(not MEMORY.exists(), reason=f"{MEMORY} is not built")]
 
 # putrr and putnamedrr, which dlz_create only checks named passed; never called here.
 _PUT = ctypes.CFUNCTYPE(ctypes.c_int)

@@ -33,12 +33,14 @@ def _cell(dnsperf_cpu_s: float | None, named_us: float, db_us: float | None = No
                 cpu_us_per_query={"named": named_us, "db": db_us, "dnsperf": 1.0})
 
 
+@pytest.mark.check
 def test_dnsperf_at_its_limit_marks_the_cell() -> None:
     assert core_use(_cell(0.8, 95.0), 1) == CoreUse(0.8, pytest.approx(0.95))
     assert core_use(_cell(0.8, 95.0), 1).load_generator_bound
     assert not core_use(_cell(0.79, 95.0), 1).load_generator_bound
 
 
+@pytest.mark.check
 def test_an_idle_pinned_server_marks_the_cell() -> None:
     # 10,000 QPS at 60 + 29 us: 0.89 of the one server core.
     assert core_use(_cell(0.3, 60.0, 29.0), 1).load_generator_bound
@@ -48,6 +50,7 @@ def test_an_idle_pinned_server_marks_the_cell() -> None:
     assert not core_use(_cell(0.3, 60.0, 29.0), None).load_generator_bound
 
 
+@pytest.mark.check
 def test_unaccounted_figures_mark_nothing() -> None:
     cell = _cell(None, 95.0)
     cell.cpu_us_per_query["named"] = None
@@ -56,6 +59,7 @@ def test_unaccounted_figures_mark_nothing() -> None:
     assert capacity_per_core(_cell(0.3, 60.0, 40.0)) == pytest.approx(10_000.0)
 
 
+@pytest.mark.check
 def test_server_cpus_of_files_before_they_were_recorded() -> None:
     assert server_cpus({"server_cpus": 3}) == 3
     assert server_cpus({"pin": True, "cpu_usable": 2}) == 1
