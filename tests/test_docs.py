@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 
 from base.paths import REPO_ROOT
+from servers import driver_arguments
+from servers.dlz import library_path
+
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
 
 README_MAX_LINES = 250
 # [text](target) in Markdown, the target up to a space or the closing parenthesis.
@@ -93,3 +98,25 @@ def test_a_stale_module_name_is_found() -> None:
         "bench/verify.py", "loaders/store.py"}
     assert not _exists("loaders/store.py")
     assert _exists("loaders/get_loader.py")  # a function loaders/__init__.py defines
+
+
+def test_driver_arguments_reference_is_what_the_drivers_declare() -> None:
+    """docs/driver-arguments.md is generated from the drivers' argument tables (make docs-args):
+    an argument added, removed or changed in C and not regenerated is caught here."""
+    unbuilt = [library for library in driver_arguments.libraries()
+               if not library_path(library).exists()]
+    if unbuilt:
+        pytest.skip(f"drivers not built ({', '.join(unbuilt)}): make -C drivers")
+    committed = (REPO_ROOT / driver_arguments.DOC_PATH).read_text()
+    assert committed == driver_arguments.reference(), "run `make docs-args` and commit the file"
+
+
+def test_driver_arguments_reference_reads_every_driver() -> None:
+    """The reference has a section per driver folder, and the core's the arguments core.c
+    reads: checked also where the drivers are not built and the comparison above is skipped."""
+    text = (REPO_ROOT / driver_arguments.DOC_PATH).read_text()
+    sections = re.findall(r"^## (\w+) \(drivers/", text, re.MULTILINE)
+    assert sections == driver_arguments.libraries() and len(sections) >= 7
+    core = text.split("## Every driver", 1)[1].split("\n## ", 1)[0]
+    assert {"connections", "memo_ms", "hint_zones", "down_interval_ms", "trace",
+            "update_zones"} <= set(re.findall(r"^\| `(\w+)`", core, re.MULTILINE))

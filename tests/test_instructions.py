@@ -166,10 +166,12 @@ def _synthetic() -> Results:
     return Results(meta={"command": "instructions"}, instructions=section)
 
 
+@pytest.mark.check
 def test_idle_instructions_are_subtracted_in_proportion() -> None:
     assert _repeat(40_000, idle_ir=123_456).named_per_query == pytest.approx(40_000)
 
 
+@pytest.mark.check
 def test_the_section_renders_from_a_synthetic_file(tmp_path: Path) -> None:
     save_results(_synthetic(), tmp_path)
     text = render_markdown(load_results(tmp_path))
@@ -185,6 +187,7 @@ def test_the_section_renders_from_a_synthetic_file(tmp_path: Path) -> None:
     assert render_markdown(load_results(tmp_path)) == text
 
 
+@pytest.mark.check
 def test_a_file_without_the_section_has_none() -> None:
     older = sorted((REPO_ROOT / "docs" / "results").glob("*/results.json"))[0]
     assert "instructions" not in json.loads(older.read_text())

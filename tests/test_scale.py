@@ -125,6 +125,7 @@ def test_a_larger_exponent_is_a_hotter_set(tmp_path: Path) -> None:
     assert tops == sorted(tops) and tops[0] < tops[-1], tops
 
 
+@pytest.mark.check
 def test_popularity_order_is_seeded_and_not_the_load_order() -> None:
     first = plan_mix("popular", LARGE, 10, seed=1).order
     assert first == plan_mix("popular", LARGE, 10, seed=1).order

@@ -14,6 +14,9 @@ from bench.measure.results import load_results
 from bench.report.run import interval_text
 from bench.report.series import render_series, run_label
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 NXDOMAIN_100 = RESULTS / "nxdomain-100-2026-11-26"
 FLOOD = RESULTS / "flood-2000-2026-11-26"

@@ -137,6 +137,7 @@ def test_a_server_that_cannot_serve_signed_zones_is_one_error_line(run_root: Pat
                            "stored RRSIGs only for zones marked PRESIGNED"), line
 
 
+@pytest.mark.check
 def test_all_is_every_server_that_can_serve_a_signed_zone(
         capsys: pytest.CaptureFixture[str]) -> None:
     chosen = signable_servers("all", "run --signed")
@@ -165,6 +166,7 @@ def _point(variant: str, response_bytes: float) -> SignedCell:
                       reply_bytes=response_bytes)
 
 
+@pytest.mark.check
 def test_reply_figures_are_dnsperfs_own(tmp_path: Path) -> None:
     point = _point("signed", 250.0)
     assert reply_bytes(point) == 250.0

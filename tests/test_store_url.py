@@ -497,6 +497,7 @@ def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> N
     assert says in line, line
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("given, shown", [
     ("pg=postgresql://u:pw@h:5432/db", "pg=postgresql://u:***@h:5432/db"),
     ("pg=postgresql://u:p/w@h/db", "pg=postgresql://u:***@h/db"),

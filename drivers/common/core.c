@@ -77,9 +77,43 @@
  */
 #define DEFAULT_DOWN_INTERVAL_MS 1000
 
-static const char *const core_keys[] = { "connections",  "memo_ms",	     "trace",
-					 "hint_zones",	 "down_interval_ms", "update_zones",
-					 "update_key",	 "update_unsigned",  NULL };
+/* The arguments every driver takes (update.c reads the three update_ ones). */
+static const struct dlz_arg_spec core_args[] = {
+	DLZ_INT("connections", 1, 1, 4096,
+		"connections to the store, each serving one query at a time (servers/dlz.py "
+		"gives named's worker thread count)"),
+	DLZ_INT("memo_ms", 100, 0, 60000,
+		"ms for which one fetch's rows answer the further lookups of the DNS query it "
+		"was made for"),
+	DLZ_INT("hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
+		"zones per thread whose additional-section names are fetched with the query "
+		"name (0: no hints)"),
+	DLZ_INT("down_interval_ms", DEFAULT_DOWN_INTERVAL_MS, 0, DLZ_MS_MAX,
+		"ms for which a store that timed out or refused a connection is taken for down: "
+		"SERVFAIL at once, one try per interval"),
+	DLZ_YESNO("trace", false,
+		  "log every call from named (findzonedb, lookup, transfers, updates) and every "
+		  "fetch, at level info"),
+	DLZ_TEXT("update_zones",
+		 "Z1,Z2,...: the zones (without the final dot) that take RFC 2136 updates; an "
+		 "error with a store that cannot write"),
+	DLZ_TEXT("update_key",
+		 "the TSIG key (a key statement of named.conf) granted every name in "
+		 "update_zones; any other signer is refused"),
+	DLZ_YESNO("update_unsigned", false,
+		  "unsigned updates are granted too (named lets them through over TCP only)"),
+	DLZ_ARGS_END,
+};
+
+const struct dlz_arg_spec *
+dlzbench_core_args(void) {
+	return core_args;
+}
+
+const struct dlz_arg_spec *
+dlzbench_driver_args(void) {
+	return dlz_backend.args;
+}
 
 /*
  * A name a memo answers for, with its ancestors down to the memo's zone: the query name Q
@@ -806,17 +840,13 @@ take_helpers(va_list ap, log_t **log_fn, struct instance *inst) {
 
 static bool
 instance_configure(struct instance *inst) {
-	long connections;
+	long connections = dlz_arg_int(inst->args, "connections");
 
-	if (!dlz_arg_long(inst->args, "down_interval_ms",
-			  dlz_backend.no_io ? 0 : DEFAULT_DOWN_INTERVAL_MS, 0, 600000,
-			  &inst->down_interval_ms) ||
-	    !dlz_arg_long(inst->args, "connections", 1, 1, 4096, &connections) ||
-	    !dlz_arg_long(inst->args, "memo_ms", 100, 0, 60000, &inst->memo_ms) ||
-	    !dlz_arg_long(inst->args, "hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
-			  &inst->hint_zones) ||
-	    !dlz_arg_bool(inst->args, "trace", false, &inst->trace) ||
-	    !updates_create(inst->args, &dlz_backend, &inst->updates)) {
+	inst->down_interval_ms = dlz_arg_int(inst->args, "down_interval_ms");
+	inst->memo_ms = dlz_arg_int(inst->args, "memo_ms");
+	inst->hint_zones = dlz_arg_int(inst->args, "hint_zones");
+	inst->trace = dlz_arg_yes(inst->args, "trace");
+	if (!updates_create(inst->args, &dlz_backend, &inst->updates)) {
 		return false;
 	}
 	if (dlz_backend.init != NULL && dlz_backend.init(inst->args, &inst->state) != DLZ_OK) {
@@ -872,8 +902,8 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		instance_free(inst);
 		return ISC_R_FAILURE;
 	}
-	inst->args = args_parse(argc > 0 ? argc - 1 : 0, argc > 0 ? argv + 1 : argv, core_keys,
-				dlz_backend.arg_keys);
+	inst->args = args_parse(argc > 0 ? argc - 1 : 0, argc > 0 ? argv + 1 : argv, core_args,
+				dlz_backend.args);
 	if (inst->args == NULL || !instance_configure(inst) || !instance_first_connection(inst)) {
 		dlz_log(ISC_LOG_ERROR, "dlz \"%s\" not started", dlzname);
 		instance_free(inst);
