@@ -23,7 +23,7 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
+.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint docs bench clean \
 	distclean bind-root bind-drivers
 
 help:
@@ -33,6 +33,7 @@ help:
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
+	@echo "make docs     write the tables of README.md and docs/ again from the committed results"
 	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
 	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
@@ -128,6 +129,11 @@ test: setup
 
 lint: venv
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
+
+# Every table of measured figures in README.md and docs/ is a cog block written from the results
+# catalogue (bench/report/doctables.py); tests/test_docs.py fails on a block this would change.
+docs: venv
+	$(PY) -m bench.report.doctables
 
 bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)
