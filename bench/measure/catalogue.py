@@ -463,12 +463,15 @@ def _level_figures(level: Level, at: dict) -> Iterator[_Draft]:
     yield _value("step.answered", 100 * level.answered_fraction, **here)
     yield _value("step.outcome", level.outcome(), **here)
     for step in level.steps:
-        drops = step.socket_drops
-        if drops is None:
-            continue
         again = {**here, "repeat": step.repeat}
-        yield _value("step.server_drops", drops.server, **again)
-        yield _value("step.generator_drops", drops.load_generator, **again)
+        yield _value("step.lost", step.lost, **again)
+        yield _value("step.rcvbuf_errors", step.udp_rcvbuf_errors, **again)
+        for key in ("p50", "p99"):
+            yield _value(f"step.{key}_us", step.latency_us.get(key), **again)
+        drops = step.socket_drops
+        if drops is not None:
+            yield _value("step.server_drops", drops.server, **again)
+            yield _value("step.generator_drops", drops.load_generator, **again)
 
 
 def _latency_points(curve: Curve, at: dict) -> Iterator[_Draft]:
@@ -500,6 +503,7 @@ def _startup_figures(results: Results) -> Iterator[_Draft]:
 
 
 def _scale_figures(results: Results) -> Iterator[_Draft]:
+    cpus = loadgen.server_cpus(results.meta)
     for size in results.scale:
         at = {"server": size.server, "threads": size.cell.threads, "zones": size.zones,
               "records": size.records_per_zone, "mix": size.mix, "shape": size.shape}
@@ -507,7 +511,7 @@ def _scale_figures(results: Results) -> Iterator[_Draft]:
             yield _value("status", size.not_measured or size.cell.status, **at)
             continue
         cell = size.cell
-        yield _value("qps", cell.qps.median, **at, flags={BEFORE_ROUNDS})
+        yield _value("qps", cell.qps.median, **at, flags=_cell_flags(cell, cpus))
         yield _value("named_us", cell.cpu_us_per_query.get("named"), **at)
         yield _value("db_us", cell.cpu_us_per_query.get("db"), **at)
         if cell.latency_loaded is not None:
@@ -528,13 +532,14 @@ def _mib(kb: float | None) -> float | None:
 
 
 def _signed_figures(results: Results) -> Iterator[_Draft]:
+    cpus = loadgen.server_cpus(results.meta)
     for signed in results.signed:
         cell = signed.cell
         at = {"server": signed.server, "threads": cell.threads, "variant": signed.variant}
         if cell.status != "ok":
             yield _value("status", cell.status, **at)
             continue
-        yield _value("qps", cell.qps.median, **at, flags={BEFORE_ROUNDS})
+        yield _value("qps", cell.qps.median, **at, flags=_cell_flags(cell, cpus))
         yield _value("named_us", cell.cpu_us_per_query.get("named"), **at)
         yield _value("db_us", cell.cpu_us_per_query.get("db"), **at)
         yield _value("server_us", loadgen.server_us_per_query(cell), **at)

@@ -227,7 +227,7 @@ def _mismatch(ref: Reference, printed: Printed, numbers: list[float],
         low, high = min(numbers), max(numbers)
         if _agrees(low, printed.first) and _agrees(high, printed.last):
             return None
-        return f"{says}, the figures range {low:,.4g}-{high:,.4g}"
+        return f"{says}, the figures range {low:,.6g}-{high:,.6g}"
     number = _aggregate(ref, numbers)
     if number is None:
         return f"{says}: {len(numbers)} figures for one number (agg=min, max, sum or count)"
@@ -238,7 +238,7 @@ def _mismatch(ref: Reference, printed: Printed, numbers: list[float],
             return f"{says}: an interval printed for a figure without one"
         figure = figures[0]
         if not (_agrees(figure.low, printed.low) and _agrees(figure.high, printed.high)):
-            return f"{says}, the catalogue's interval is {figure.low:,.4g}-{figure.high:,.4g}"
+            return f"{says}, the catalogue's interval is {figure.low:,.6g}-{figure.high:,.6g}"
     return None
 
 
@@ -251,10 +251,14 @@ def _aggregate(ref: Reference, numbers: list[float]) -> float | None:
 def check(catalogue: Catalogue, text: str) -> list[str]:
     """Every problem of every reference in text, each with its line number."""
     problems = []
-    for ref in references(text):
-        found = problem(catalogue, text, ref)
+    for match in REFERENCE.finditer(text):
+        try:
+            ref = Reference.parse(match.group("body"), match.start(), match.end())
+            found = problem(catalogue, text, ref)
+        except UserError as exc:
+            found = str(exc)
         if found is not None:
-            problems.append(f"line {text.count(chr(10), 0, ref.start) + 1}: {found}")
+            problems.append(f"line {text.count(chr(10), 0, match.start()) + 1}: {found}")
     return problems
 
 

@@ -256,14 +256,12 @@ def capacity_old(run: str) -> list[str]:
         rows.append([s, num(closed, 0), bracket(run, s),
                      num(None if held is None or not closed else 100 * held / closed, 1),
                      bracket(run, s, "breaking_strict"),
-                     f"{num(value(run, 'latency.p99_us', server=s, share='50'), 0)} / "
-                     f"{num(value(run, 'latency.p99_us', server=s, share='90'), 0)}",
                      f"{num(value(run, 'latency.p50_us', server=s, share='common'), 0)} / "
                      f"{num(value(run, 'latency.p99_us', server=s, share='common'), 0)}",
                      num(value(run, "resperf_max_qps", server=s), 0)])
     return markdown_table(["driver", "closed loop (QPS)", "breaking point, 5% loss (QPS)",
                            "held, % of closed loop", "breaking point, 1% loss",
-                           "p99 at 50% / 90% of it (us)", "p50 / p99 at 1,000 QPS (us)",
+                           "p50 / p99 at 1,000 QPS (us)",
                            "resperf max (QPS)"], rows)
 
 
@@ -384,18 +382,25 @@ def signed_table(run: str) -> list[str]:
     rows = []
     for s in _servers(run):
         before, after = ({"server": s, "variant": v} for v in ("unsigned", "signed"))
-        q0, q1 = value(run, "qps", **before), value(run, "qps", **after)
+        f0, f1 = fig(run, "qps", **before), fig(run, "qps", **after)
+        q0, q1 = (None if f is None else f.number for f in (f0, f1))
         change = NONE if not q0 or q1 is None else f"{100 * (q1 - q0) / q0:+.0f}%"
-        rows.append([s, f"{num(q0, 0)} → {num(q1, 0)} ({change})",
+        if any(f is not None and LOAD_GENERATOR in f.flags for f in (f0, f1)):
+            change = "load generator"
+        rows.append([s, f"{bound(f0, 0)} → {bound(f1, 0)} ({change})",
                      f"{_cost(value(run, 'named_us', **before), value(run, 'db_us', **before))}"
                      f" → {_cost(value(run, 'named_us', **after), value(run, 'db_us', **after))}",
                      f"{num(value(run, 'reply_bytes', **before), 0)} → "
                      f"{num(value(run, 'reply_bytes', **after), 0)}",
-                     f"{num(value(run, 'reply_mbit_s', **before), 1)} → "
-                     f"{num(value(run, 'reply_mbit_s', **after), 1)}"])
+                     f"{_mbit(value(run, 'reply_mbit_s', **before))} → "
+                     f"{_mbit(value(run, 'reply_mbit_s', **after))}"])
     return _plain_table(["server", "QPS unsigned → signed",
                          "CPU us/query (server + db) unsigned → signed", "reply bytes",
                          "reply Mbit/s"], rows)
+
+
+def _mbit(x: float | None) -> str:
+    return num(x, None if x is None or x >= 100 else 1)
 
 
 # ---------------------------------------------------------------- startup.md
