@@ -139,8 +139,29 @@ class Catalogue:
         self._figures.pop(run, None)
         return run
 
+    def add_results(self, run: str, results: Results, path: Path | None = None) -> str:
+        """Results already in memory (compare's two runs, a test's), under the name `run`."""
+        self.paths[run] = path or Path(run)
+        self._set(run, results)
+        return run
+
     def runs(self) -> list[str]:
         return sorted(self.paths)
+
+    def agreement(self, first: str, second: str) -> list[tuple[Figure, Figure, bool]]:
+        """Every ratio (to native, to memory) that both runs give with a 95% interval at the
+        same server, threads and connections, with whether the two intervals overlap: how far
+        a rerun reproduces a run."""
+        ratios = ("ratio.native", "ratio.memory")
+        theirs = {(f.metric, f.server, f.threads, f.where): f for f in self.figures(second)
+                  if f.metric in ratios}
+        pairs = []
+        for mine in (f for f in self.figures(first) if f.metric in ratios):
+            other = theirs.get((mine.metric, mine.server, mine.threads, mine.where))
+            if other is None or None in (mine.low, mine.high, other.low, other.high):
+                continue
+            pairs.append((mine, other, _overlap(mine, other)))
+        return pairs
 
     def provenance(self, run: str) -> Provenance:
         self._load(run)
@@ -171,7 +192,9 @@ class Catalogue:
             return
         if run not in self.paths:
             raise UserError(f"no results run {run!r} in the catalogue")
-        results = load_results(self.paths[run])
+        self._set(run, load_results(self.paths[run]))
+
+    def _set(self, run: str, results: Results) -> None:
         provenance = Provenance.of(run, self.paths[run], results.meta)
         self._provenance[run] = provenance
         flags = frozenset({SUPERSEDED}) if provenance.superseded_by else frozenset()
@@ -179,6 +202,12 @@ class Catalogue:
                                      high=f.high, server=f.server, threads=f.threads,
                                      where=f.where, flags=f.flags | flags)
                               for f in figures_of(results)]
+
+
+def _overlap(a: Figure, b: Figure) -> bool:
+    """Two figures' 95% intervals overlap (both have one)."""
+    return bool(a.low is not None and a.high is not None and b.low is not None
+                and b.high is not None and a.low <= b.high and b.low <= a.high)
 
 
 def _near_misses(figures: list[Figure], metric: str, found: list[Figure]) -> str:
