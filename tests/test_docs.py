@@ -106,12 +106,16 @@ def test_a_stale_module_name_is_found() -> None:
 CHECKED_SECTIONS = [
     ("README.md", "How to read one table"),
     ("README.md", "What the latest runs say"),
+    ("docs/method/instructions.md", "Measured"),
+    ("docs/method/faults.md", "Results on this machine"),
+    ("docs/method/capacity.md", "Measured: every server at 1 thread (the definitions above)"),
+    ("docs/method/writes.md", "Measured"),
 ]
 # Phrases whose numbers are what a run was asked to do, the suite's rules, the machine, or a
 # count of a table the catalogue does not hold (compare's and series' overlaps): no
 # measurement, so no reference.
 PARAMETERS = [
-    r"\d[\d,]*(?: interleaved)?\s+(?:QPS|q/s|reads/s|queries|rounds?|repeats?|runs?|senders|"
+    r"\d[\d,]*(?: interleaved| generated)?\s+(?:QPS|q/s|reads/s|queries|rounds?|repeats?|runs?|senders|"
     r"threads?|servers?|zones|names|kinds|seconds?|DLZ drivers)\b",
     r"\b\d+ (?:records? (?:a|per) message|writes/s|updates/s|s a step)",
     r"\d[\d,]* mutated queries of \d+ kinds",
@@ -121,6 +125,18 @@ PARAMETERS = [
     r"\bwithin \d+ ms at p99", r"\b\d+% of a second", r"\bon \d+ cores", r"\b\d+% NXDOMAIN",
     r"\bfrom 0 to", r"\(\d+%\)", r"not seen within \d+ s", r"packet cache's \d+ s",
     r"\b\d+ of (?:their )?\d+ (?:ratios|rows)\b", r"\b9\.(?:18|20)\b",
+    # the machine and the tools: the VM's 2 vCPUs, dnsperf's version, a man page's section
+    r"\b2-vCPU\b", r"\bthe 2 cores\b", r"dnsperf \d+\.\d+", r"\.conf\(5\)",
+    # a run's own settings and length: faults' profile, capacity's steps and buffers
+    r"\d+ minutes\)", r"\b\d+ s, `named -n \d+`", r"\bfor \d+ s:", r"\bafter \d+ s:",
+    r"`query_timeout_ms` \(\d+(?:\.\d+)? s", r"\(\d+% lost\)", r"\b\d+% of its target",
+    r"\b\d+% step", r"\b\d+ outstanding", r"\(\d+ MiB\)", r"\bgiven \d+ MiB",
+    r"[\d,]+ bytes here", r"\bthe 1% the method",
+    # writes' steps, goals and the old sampler's record life
+    r"\bat 0, 10, 100 and 1,000\b", r"\bat 0 and (?:at )?100\b", r"\b\d+(?:/s|-writes/s)",
+    r"\bover that at \d+", r"\bthe \d+% goal", r"\bthe \d+-ms goal", r"\b\d+-ms life",
+    r"\b\d+ writes/s", r"\bof 1,000 answered", r"within \d+ s\s+are", r"cache \(\d+ s\)",
+    r"about 8 ms", r"\bthe \d+/s\s+and ceiling", r"\b\d+-writes/s",
 ]
 
 

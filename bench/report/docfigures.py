@@ -304,5 +304,6 @@ def _spans_to_skip(text: str, parameters: list[str]) -> Iterator[tuple[int, int]
     for match in _SKIPPED.finditer(text):
         yield match.span()
     for pattern in [*_NOT_MEASURED, *parameters]:
-        for match in re.finditer(pattern, text):
+        # a phrase may break across lines: its spaces match any whitespace
+        for match in re.finditer(pattern.replace(" ", r"\s+"), text):
             yield match.span()
