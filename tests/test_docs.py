@@ -115,8 +115,8 @@ CHECKED_SECTIONS = [
 # count of a table the catalogue does not hold (compare's and series' overlaps): no
 # measurement, so no reference.
 PARAMETERS = [
-    r"\d[\d,]*(?: interleaved| generated)?\s+(?:QPS|q/s|reads/s|queries|rounds?|repeats?|runs?|senders|"
-    r"threads?|servers?|zones|names|kinds|seconds?|DLZ drivers)\b",
+    r"\d[\d,]*(?: interleaved| generated)?\s+(?:QPS|q/s|reads/s|queries|rounds?|repeats?|"
+    r"runs?|senders|threads?|servers?|zones|names|kinds|seconds?|DLZ drivers)\b",
     r"\b\d+ (?:records? (?:a|per) message|writes/s|updates/s|s a step)",
     r"\d[\d,]* mutated queries of \d+ kinds",
     r"\d+-(?:s|thread)\b", r"\b0\.\d+ of its core", r"\+-\d+% target", r"\b\d+% interval",
