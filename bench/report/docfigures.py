@@ -37,6 +37,7 @@ from base.errors import UserError
 from bench.measure.catalogue import Catalogue, Figure
 
 REFERENCE = re.compile(r"<!--\s*fig\s+(?P<body>.*?)\s*-->")
+_CODE = re.compile(r"`[^`\n]*`")
 _NUMBER = r"\d[\d,]*(?:\.\d+)?"
 _UNITS = r"%|x| ?(?:ms|us|s|MiB|GiB|MB|GB|QPS|q/s|min)"
 # The printed figure, ending right where the reference starts.
@@ -99,8 +100,16 @@ class Printed:
     high: str | None
 
 
-def references(text: str) -> Iterator[Reference]:
+def _reference_matches(text: str) -> Iterator[re.Match[str]]:
+    """Every `<!--fig ...-->` in text but the form shown in a code span."""
+    code = [m.span() for m in _CODE.finditer(text)]
     for match in REFERENCE.finditer(text):
+        if not any(start <= match.start() < end for start, end in code):
+            yield match
+
+
+def references(text: str) -> Iterator[Reference]:
+    for match in _reference_matches(text):
         yield Reference.parse(match.group("body"), match.start(), match.end())
 
 
@@ -251,7 +260,7 @@ def _aggregate(ref: Reference, numbers: list[float]) -> float | None:
 def check(catalogue: Catalogue, text: str) -> list[str]:
     """Every problem of every reference in text, each with its line number."""
     problems = []
-    for match in REFERENCE.finditer(text):
+    for match in _reference_matches(text):
         try:
             ref = Reference.parse(match.group("body"), match.start(), match.end())
             found = problem(catalogue, text, ref)
