@@ -23,8 +23,8 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test check lint bench \
-	docs-args clean distclean bind-root bind-drivers
+.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test check lint \
+	docs docs-args bench clean distclean bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
@@ -34,7 +34,8 @@ help:
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
-	@echo "make docs-args  build the drivers, write docs/driver-arguments.md from their tables"
+	@echo "make docs     write docs/driver-arguments.md from the drivers' tables and the tables of"
+	@echo "              README.md and docs/ from the committed results"
 	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
 	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
@@ -141,6 +142,11 @@ lint: venv
 docs-args: venv
 	$(MAKE) -C drivers
 	$(PY) -m servers.driver_arguments docs/driver-arguments.md
+
+# Every table of measured figures in README.md and docs/ is a cog block written from the results
+# catalogue (bench/report/doctables.py); tests/test_docs.py fails on a block this would change.
+docs: venv docs-args
+	$(PY) -m bench.report.doctables
 
 bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from bench.load.prober import LatencyStats
 from bench.measure.capacity import STRICT, UP_TO_THE_TASK, Curve
+from bench.measure.catalogue import Catalogue
+from bench.measure.catalogue import Figure as CatalogueFigure
 from bench.measure.metadata import METADATA_KEYS
 from bench.measure.results import Cell, Results, StartupPoint, load_results
 from bench.measure.stats import Interval, intervals_overlap
@@ -244,20 +246,14 @@ def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str
 def ratio_agreement(a: Results, b: Results) -> list[str]:
     """Every ratio (to native, to memory) that both runs give with a 95% interval, and whether
     the two intervals overlap: how far a rerun reproduces a run (two runs on one boot should
-    agree in 95% of cells). Empty when no ratio has an interval on both sides."""
-    cells_b = {c.key: c for c in b.cells}
-    rows: list[list[str]] = []
-    for cell in a.cells:
-        other = cells_b.get(cell.key)
-        for reference in (REFERENCE, DLZ_CEILING):
-            if other is None or cell.server == reference:
-                continue
-            ra, rb = cell.ratios.get(reference), other.ratios.get(reference)
-            if ra is None or rb is None or ra.half_width is None or rb.half_width is None:
-                continue
-            rows.append([cell.server, _where(cell), f"% of {reference}",
-                         interval_text(ra, 100, 1, "%"), interval_text(rb, 100, 1, "%"),
-                         "yes" if intervals_overlap(ra, rb) else "no"])
+    agree in 95% of cells), read through the results catalogue. Empty when no ratio has an
+    interval on both sides."""
+    catalogue = Catalogue({})
+    catalogue.add_results("A", a)
+    catalogue.add_results("B", b)
+    rows = [[mine.server or "", _threads(mine), mine.metric.replace("ratio.", "% of "),
+             _ratio_text(mine), _ratio_text(other), "yes" if overlap else "no"]
+            for mine, other, overlap in catalogue.agreement("A", "B")]
     if not rows:
         return []
     agree = sum(1 for row in rows if row[-1] == "yes")
@@ -266,3 +262,15 @@ def ratio_agreement(a: Results, b: Results) -> list[str]:
             "intervals overlap.", "",
             *markdown_table(["server", "threads", "ratio", "A", "B", "agree"], rows)]
 
+
+def _threads(figure: CatalogueFigure) -> str:
+    """The thread count, and the connection count when it differs (as _where)."""
+    connections = figure.coordinate("connections")
+    if connections in (None, "0", str(figure.threads)):
+        return str(figure.threads)
+    return f"{figure.threads} ({connections} conn.)"
+
+
+def _ratio_text(figure: CatalogueFigure) -> str:
+    return interval_text(Interval(figure.number or 0.0, figure.low, figure.high, 0), 1.0, 1,
+                         "%")
