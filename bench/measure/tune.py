@@ -30,7 +30,18 @@ from bench.load import dnsperf, prober
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
 from bench.measure.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
-from bench.measure.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
+from bench.measure.runner import (
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    STARTUP,
+    WARM_UP,
+    Profile,
+    Runner,
+    Setup,
+    clients_for,
+    pin_processes,
+)
 from bench.measure.serving import LoadedStore, loaded_store
 from servers.dnsserver import DnsServer
 
@@ -40,9 +51,7 @@ DB_HOSTS = ("local", "netns")
 
 # The runner's phases a grid cell runs: update visibility and unloaded latency say nothing
 # about the thread and connection counts.
-GRID_PHASES = tuple(p for p in PHASES if p.run in (
-    Runner.start_server, Runner.check_answers, Runner.warm_up, Runner.measure_qps,
-    Runner.loaded_latency))
+GRID_PHASES = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS, LOADED_LATENCY)
 
 
 @dataclass(frozen=True, kw_only=True)
