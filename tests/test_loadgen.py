@@ -13,6 +13,7 @@ import pytest
 
 from bench.load.dnsperf import DnsperfRun, build_argv, parse_output
 from bench.measure import accounting
+from bench.measure.cells import Cell
 from bench.measure.loadgen import (
     GENERATOR_LIMIT,
     CoreUse,
@@ -20,7 +21,6 @@ from bench.measure.loadgen import (
     core_use,
     server_cpus,
 )
-from bench.measure.results import Cell
 from bench.measure.runner import pin_processes
 from tests.test_measure import tiny_named, write_query_file
 

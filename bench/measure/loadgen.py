@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.measure.results import Cell
+from bench.measure.cells import Cell
 from bench.measure.stats import Interval, median_interval
 
 GENERATOR_LIMIT = 0.8     # of dnsperf's one core

@@ -30,8 +30,10 @@ from base.transports import TlsFiles, self_signed
 from bench.load import dnsperf, prober, resperf
 from bench.load.hosts import LoadHost
 from bench.measure import accounting, capacity, stats
+from bench.measure.cells import Cell, QpsSummary
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, QpsSummary, Results, save_results
+from bench.measure.results import Results, save_results
+from bench.measure.serial import to_json
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
@@ -730,8 +732,8 @@ def flood_record(rate: float, normal: float, without: capacity.Step, flooded: ca
     whole run (which starts about a second before the normal step and ends with it)."""
     sent = flood_run.queries_sent
     return {"flood_rate_qps": rate, "normal_target_qps": normal,
-            "without_flood": without.to_dict(), "with_flood": flooded.to_dict(),
-            "flood_run": {**flood_run.to_dict(), "stdout": ""},
+            "without_flood": to_json(without), "with_flood": to_json(flooded),
+            "flood_run": {**to_json(flood_run), "stdout": ""},
             "flood_offered_qps": sent / flood_run.run_time_s if flood_run.run_time_s else None,
             "flood_answered_share": flood_run.queries_completed / sent if sent else None}
 

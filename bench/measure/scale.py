@@ -31,9 +31,10 @@ from typing import Any
 from base.errors import UserError
 from bench.load import prober
 from bench.measure import metadata
+from bench.measure.cells import Cell
 from bench.measure.loading import LoadStats
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Results, SizeCell, save_results
+from bench.measure.results import Results, save_results
 from bench.measure.runner import (
     LOADED_LATENCY,
     MEASURE_QPS,
@@ -46,6 +47,7 @@ from bench.measure.runner import (
     Setup,
     pin_processes,
 )
+from bench.measure.scale_cells import SizeCell
 from bench.measure.serving import LoadedStore
 from bench.measure.startup import by_store, disk_usage, load_in_child
 from loaders.loader import Loader

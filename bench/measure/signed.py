@@ -26,9 +26,10 @@ import dns.flags
 import dns.message
 import dns.query
 
+from bench.measure.cells import Cell
 from bench.measure.datasets import Stream
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Results, SignedCell, save_results
+from bench.measure.results import Results, save_results
 from bench.measure.runner import (
     CHECK_ANSWERS,
     LOADED_LATENCY,
@@ -43,6 +44,7 @@ from bench.measure.runner import (
     Setup,
 )
 from bench.measure.serving import LoadedStore
+from bench.measure.signed_cells import SignedCell
 from bench.measure.startup import disk_usage
 from servers.kind import ServerKind
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TypeVar
 
 LEVEL = 0.95
@@ -54,13 +54,6 @@ class Interval:
     def meets(self, target: float) -> bool:
         width = self.half_width
         return width is not None and width <= target
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Interval:
-        return cls(**data)
 
 
 def order_statistic_ranks(n: int, level: float = LEVEL) -> tuple[int, int] | None:

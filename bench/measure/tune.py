@@ -27,9 +27,10 @@ from base.latency_proxy import LatencyProxy
 from base.netns import DatabaseHost
 from base.process import free_port
 from bench.load import dnsperf, prober
+from bench.measure.cells import Cell
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
+from bench.measure.results import Results, save_results
 from bench.measure.runner import (
     CHECK_ANSWERS,
     LOADED_LATENCY,
@@ -43,6 +44,7 @@ from bench.measure.runner import (
     pin_processes,
 )
 from bench.measure.serving import LoadedStore, loaded_store
+from bench.measure.tuning import Recommendation, ScalePoint, Tuning
 from servers.dnsserver import DnsServer
 
 # A setting is as good as the best when its QPS is within this fraction of the best's.
