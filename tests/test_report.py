@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import lzma
 import re
 from pathlib import Path
 
 import pytest
 
+from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.commands.cli import main
 from bench.commands.compare import compare
@@ -29,6 +32,7 @@ from bench.measure.results import (
     Results,
     load_results,
     read_results_file,
+    results_path,
     save_results,
 )
 from bench.measure.rounds import update_ratios
@@ -76,8 +80,27 @@ def measured(run_dir: Path) -> Results:
 
 def test_measured_results_round_trip(measured, tmp_path):
     path = save_results(measured, tmp_path)
-    assert path.name == "results.json"
+    assert path.name == "results.json.xz"
     assert load_results(tmp_path).to_dict() == measured.to_dict()
+
+
+def test_results_are_written_compressed_and_older_plain_files_still_read(tmp_path):
+    """New files are results.json.xz; a directory of an earlier version (results.json) still
+    loads, and saving into it replaces the plain file; a broken file is one clear error."""
+    results = handwritten()
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "results.json").write_text(json.dumps(results.to_dict(), indent=1) + "\n")
+    assert results_path(older).name == "results.json"
+    assert load_results(older).to_dict() == results.to_dict()
+    assert load_results(older / "results.json").to_dict() == results.to_dict()
+    assert save_results(load_results(older), older).name == "results.json.xz"
+    assert sorted(p.name for p in older.iterdir()) == ["results.json.xz"]
+    with lzma.open(older / "results.json.xz", "rt") as stream:
+        assert json.load(stream) == results.to_dict()
+    (older / "results.json.xz").write_bytes(b"not xz")
+    with pytest.raises(UserError, match="cannot read .*results.json.xz"):
+        load_results(older)
 
 
 def test_measured_results_render(measured, tmp_path):
