@@ -78,7 +78,7 @@ SCHEMA = 1
 # of its pack), so gzip would shrink only the checkout, xz the repository too. Reading a file
 # takes under 0.06 s; a save, after each cell, at most about 2 s for the largest run.
 RESULTS_FILE = "results.json.xz"
-PLAIN_FILE = "results.json"  # written before 2026-11-28, or by hand: read as well
+PLAIN_FILE = "results.json"  # earlier versions' files (up to 2026-11-27), or by hand: read too
 XZ_PRESET = 6
 # A QPS run that lost more than this fraction of its queries is flagged in the report.
 DEFAULT_LOSS_THRESHOLD = 0.01
