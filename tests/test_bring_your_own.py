@@ -9,7 +9,6 @@ a query log at them, and one measures a `serve` it started as a server the suite
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import socket
@@ -30,6 +29,7 @@ from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.commands.cli import main as bench_main
 from bench.measure.datasets import named_conf_zones
+from bench.measure.results import read_results_file
 from loaders import get_loader
 from servers import bindversion
 from tests.benchcli import bench_env, processes_under, run_bench
@@ -478,7 +478,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         target = f"127.0.0.1:{match[1]}"
         ran = _bench_ok(run_root, "run", "--profile", "tiny", "--target", target,
                         "--server-label", "mine", "--out", str(tmp_path / "run"))
-        results = json.loads((tmp_path / "run" / "results.json").read_text())
+        results = read_results_file(tmp_path / "run")
         _check_target_results(results, target)
         report = (tmp_path / "run" / "results.md").read_text()
         assert f"--target: mine at {target}" in report
@@ -494,7 +494,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         _bench_ok(run_root, "capacity", "--profile", "tiny", "--target", target, "--server-label",
                   "mine", "--steps", "50,100", "--common-rate", "0", "--out",
                   str(tmp_path / "capacity"))
-        results = json.loads((tmp_path / "capacity" / "results.json").read_text())
+        results = read_results_file(tmp_path / "capacity")
         (curve,) = results["capacity"]
         assert curve["server"] == "mine"
         # each step twice, up then down
@@ -506,7 +506,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         # Same zone names, other records: the answers tell the data sets apart.
         _bench_ok(run_root, "run", "--profile", "tiny", "--seed", "2", "--target", target,
                   "--server-label", "mine", "--out", str(tmp_path / "other-data"))
-        results = json.loads((tmp_path / "other-data" / "results.json").read_text())
+        results = read_results_file(tmp_path / "other-data")
         (cell,) = results["cells"]
         assert cell["status"] == "wrong" and cell["mismatches"] > 0, cell
         assert "answers differ from native's over the data set" in cell["error"]

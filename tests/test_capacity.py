@@ -13,7 +13,6 @@ receive-buffer option in each server's configuration.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +42,7 @@ from bench.measure.capacity import (
     sweep_order,
     udp_socket_drops,
 )
-from bench.measure.results import load_results
+from bench.measure.results import load_results, read_results_file
 from bench.report.capacity import bracket_text, breaking_note
 from servers.dnsserver import kernel_rmem_max
 from servers.knot import Knot
@@ -209,17 +208,17 @@ def test_ctrl_c_keeps_finished_steps(tmp_path: Path, run_root: Path) -> None:
     out = tmp_path / "out"
     proc = _capacity(root, "--servers", "memory", "--steps", "10,20,30,40,50,60,70,80",
                      "--out", str(out))
-    interrupt_when(proc, lambda: _steps_saved(out / "results.json"))
+    interrupt_when(proc, lambda: _steps_saved(out))
     assert processes_under(root) == []
     curves = load_results(out).capacity
     assert curves and curves[0].steps, "the steps measured before Ctrl-C are kept"
     assert (out / "results.md").exists()
 
 
-def _steps_saved(path: Path) -> bool:
+def _steps_saved(out: Path) -> bool:
     try:
-        curves = json.loads(path.read_text()).get("capacity", [])
-    except (OSError, ValueError):
+        curves = read_results_file(out).get("capacity", [])
+    except UserError:  # not written yet
         return False
     return bool(curves) and bool(curves[0]["steps"])
 

@@ -7,7 +7,6 @@ need no database server, which must report nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.load.fuzz import KINDS, Packet, fuzz_packets, send_packets
+from bench.measure.results import read_results_file
 from bench.measure.serving import loaded_store
 from servers import get_server
 from servers.dlz import DlzNamed
@@ -130,7 +130,7 @@ def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> Non
         assert re.search(rf"^after: {server}: \d+/\d+ identical", out, re.MULTILINE), out
     assert "fuzz: 0 crashes, 0 servers with driver differences afterwards" in out
     # --out keeps what was printed, with the metadata that says where it comes from.
-    written = json.loads((run_root / "fuzz-out" / "results.json").read_text())
+    written = read_results_file(run_root / "fuzz-out")
     assert written["meta"]["boot_id"] and written["meta"]["packets"] == 330
     for server in FUZZED:
         outcome = written["servers"][server]

@@ -25,6 +25,7 @@ from bench.commands.cli import main as bench_main
 from bench.load.dnsperf import DnsperfRun, merge_runs
 from bench.load.hosts import LoadHost, SshUrl, job_cpu_seconds, parse_load_from
 from bench.measure.results import load_results
+from bench.measure.serial import to_json
 from tests.at_once import results_at_once
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
 from tests.loadlab import share_client
@@ -271,7 +272,7 @@ def test_merged_reports_add_counts_and_weigh_latency() -> None:
     assert merged.interval_qps == [1200.0]
     assert merged.cpu_s is None, "a host whose CPU is unknown leaves the sum unknown"
     assert merged.generators == 2
-    assert json.loads(json.dumps(merged.to_dict()))["argv"] == ["a", ";", "b"]
+    assert json.loads(json.dumps(to_json(merged)))["argv"] == ["a", ";", "b"]
 
 
 def test_sshd_of_the_test_is_its_own(load_hosts: tuple[SshLoadHost, SshLoadHost]) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from bench.load.dnsperf import DnsperfRun, build_argv, parse_output
 from bench.measure import accounting
+from bench.measure.cells import Cell, RoundRun
 from bench.measure.loadgen import (
     GENERATOR_ON,
     CoreUse,
@@ -25,7 +26,7 @@ from bench.measure.loadgen import (
     run_core_uses,
     server_cpus,
 )
-from bench.measure.results import Cell, Results, RoundRun
+from bench.measure.results import Results
 from bench.measure.rounds import set_qps_figures, update_ratios
 from bench.measure.runner import pin_processes
 from bench.report.write import render_markdown

@@ -13,7 +13,8 @@ import pytest
 
 from base.errors import UserError
 from bench.load.dnsperf import DnsperfRun
-from bench.measure.results import Cell, load_results
+from bench.measure.cells import Cell
+from bench.measure.results import load_results
 from bench.measure.scale import check_rcodes
 from tests.benchcli import run_bench
 from zonedata.generator import generate

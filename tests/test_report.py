@@ -11,26 +11,33 @@ Two kinds of input, kept apart:
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
+import lzma
 import re
 from pathlib import Path
 
 import pytest
 
+from base.errors import UserError
+from base.paths import REPO_ROOT
 from bench.commands.cli import main
 from bench.commands.compare import compare
 from bench.load.dnsperf import DnsperfRun, run_dnsperf, start_background
 from bench.load.prober import LatencyStats, measure_floor, probe
 from bench.measure import accounting, metadata
+from bench.measure.cells import Cell, QpsSummary, RoundRun
 from bench.measure.results import (
-    Cell,
-    QpsSummary,
+    SECTIONS,
     Results,
-    RoundRun,
-    StartupPoint,
     load_results,
+    read_results_file,
+    results_path,
     save_results,
 )
 from bench.measure.rounds import update_ratios
+from bench.measure.startup import StartupPoint
+from bench.report.sections import REPORTS
 from bench.report.write import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
@@ -73,8 +80,27 @@ def measured(run_dir: Path) -> Results:
 
 def test_measured_results_round_trip(measured, tmp_path):
     path = save_results(measured, tmp_path)
-    assert path.name == "results.json"
+    assert path.name == "results.json.xz"
     assert load_results(tmp_path).to_dict() == measured.to_dict()
+
+
+def test_results_are_written_compressed_and_older_plain_files_still_read(tmp_path):
+    """New files are results.json.xz; a directory of an earlier version (results.json) still
+    loads, and saving into it replaces the plain file; a broken file is one clear error."""
+    results = handwritten()
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "results.json").write_text(json.dumps(results.to_dict(), indent=1) + "\n")
+    assert results_path(older).name == "results.json"
+    assert load_results(older).to_dict() == results.to_dict()
+    assert load_results(older / "results.json").to_dict() == results.to_dict()
+    assert save_results(load_results(older), older).name == "results.json.xz"
+    assert sorted(p.name for p in older.iterdir()) == ["results.json.xz"]
+    with lzma.open(older / "results.json.xz", "rt") as stream:
+        assert json.load(stream) == results.to_dict()
+    (older / "results.json.xz").write_bytes(b"not xz")
+    with pytest.raises(UserError, match="cannot read .*results.json.xz"):
+        load_results(older)
 
 
 def test_measured_results_render(measured, tmp_path):
@@ -449,3 +475,62 @@ def test_an_added_run_says_what_differs_from_the_first():
     markdown = render_markdown(results)
     assert "zones of 10 records (seed 1); same versions and machine" in markdown
     assert "(seed 1); differs: bind BIND 9.20.30" in markdown
+
+
+# ---------------------------------------------------------------- the sections, committed runs
+
+def test_every_section_is_a_field_and_has_a_report() -> None:
+    """SECTIONS (results.json), the fields of Results and the report's list name the same
+    sections: a new one left out of any of them fails here."""
+    fields = {f.name for f in dataclasses.fields(Results)}
+    assert fields == {"meta", "prober_floor", "schema", *SECTIONS}
+    assert sorted(r.key for r in REPORTS) == sorted(SECTIONS)
+    assert len(REPORTS) == len(SECTIONS)
+
+
+COMMITTED = REPO_ROOT / "docs" / "results"
+# Committed runs whose results.md an older report wrote (before later changes to the report:
+# intervals on the cost rows, "server" for "driver", faults' "settled after" column, ...):
+# `python3 -m bench report DIR` would write them anew. Every other committed run's results.md
+# is what its results file renders to today.
+RENDERED_BY_AN_OLDER_REPORT = frozenset({
+    "capacity-2026-11-26", "capacity-mysql-ldap-bdbhpt-t-2026-11-26",
+    "capacity-native-drops-2026-11-24", "capacity-quick-2026-11-24",
+    "faults-bdbhpt-t-2026-11-26", "faults-ldap-2026-11-26", "faults-mysql-2026-11-26",
+    "faults-pdns-gmysql-2026-11-26", "faults-pdns-gmysql-500qps-2026-11-26",
+    "faults-pdns-gpgsql-2026-11-26", "faults-pg-2026-11-26", "flood-2000-2026-11-26",
+    "flood-2000-all-2026-11-26", "ldap-ldapi-2026-11-21", "mix-nx0-2026-11-26",
+    "mix-nx100-2026-11-26", "mix-nx50-2026-11-26", "mix-unknown50-2026-11-26",
+    "nxdomain-100-2026-11-26", "quick-2026-11-21", "quick-2026-11-24", "quick-2026-11-26",
+    "quick-2026-11-26-rerun", "quick-all-2026-11-25", "quick-bind-pair-2026-11-26",
+    "quick-bind9.18-2026-11-24", "quick-bind9.18-2026-11-25",
+    "quick-bind9.18-threads-2026-11-25", "quick-bind9.20-2026-11-24",
+    "quick-bind9.20-2026-11-25", "quick-bind9.20-threads-2026-11-25", "quick-fs-2026-11-21",
+    "quick-memory-check-2026-11-25", "scale-2026-11-25", "startup-2026-11-21",
+    "startup-bind9.18-2026-11-25", "startup-bind9.20-2026-11-24", "startup-others-2026-11-25",
+    "transport-dot-2026-11-26", "transport-tcp-2026-11-26", "transport-tcp-new-2026-11-26",
+    "tune-2026-11-24/ldap-rtt0", "tune-2026-11-24/ldap-rtt1", "tune-2026-11-24/mysql-rtt0",
+    "tune-2026-11-24/mysql-rtt0-points", "tune-2026-11-24/mysql-rtt1",
+    "tune-2026-11-24/mysql-rtt1-points", "tune-2026-11-24/pg-rtt0",
+    "tune-2026-11-24/pg-rtt0-points", "tune-2026-11-24/pg-rtt1",
+    "tune-2026-11-24/pg-rtt1-points", "writes-2026-11-26",
+    "writes-at-max-mysql-ldap-bdbhpt-t-2026-11-26", "writes-at-max-pg-fs-2026-11-26"})
+
+
+def committed_runs() -> list[Path]:
+    """Every committed results directory in the results schema (`fuzz` writes a file of its
+    own, with no schema)."""
+    return sorted({path.parent for path in COMMITTED.rglob("results.json*")
+                   if "schema" in read_results_file(path)})
+
+
+def test_committed_runs_load_and_render_as_committed() -> None:
+    """Every committed run loads, and renders to its committed results.md unless an older
+    report wrote that (and then it still differs: the list above is not stale)."""
+    runs = committed_runs()
+    assert len(runs) >= 86
+    for run in runs:
+        name = run.relative_to(COMMITTED).as_posix()
+        same = render_markdown(load_results(run)) == (run / "results.md").read_text()
+        assert same != (name in RENDERED_BY_AN_OLDER_REPORT), name
+    assert RENDERED_BY_AN_OLDER_REPORT <= {r.relative_to(COMMITTED).as_posix() for r in runs}

@@ -16,7 +16,20 @@ from bench.measure.rounds import (
     split_at_qps,
     widest_text,
 )
-from bench.measure.runner import PHASES, PROFILES, Rounds
+from bench.measure.runner import (
+    CAPACITY_PHASES,
+    CAPACITY_SWEEP,
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    PHASES,
+    PROFILES,
+    STARTUP,
+    WARM_UP,
+    Rounds,
+    for_target,
+    phases_of,
+)
 from bench.measure.stats import Interval, WatchedRatio
 from servers import SERVERS, group_of
 from tests.benchcli import run_bench
@@ -228,3 +241,17 @@ def test_a_rounds_budget_must_be_positive(tmp_path) -> None:
     assert done.returncode == 1 and done.stderr == \
         "error: --rounds-budget 0: needs a positive number of minutes\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_commands_pick_their_phases_by_name() -> None:
+    """A profile with capacity sweeps keeps every phase of `run` and puts the sweep right
+    after the loaded latency; `capacity` and a --target run name the phases they take."""
+    full = next(p for p in PROFILES.values() if p.capacity)
+    with_sweep = phases_of(full)
+    assert with_sweep[with_sweep.index(LOADED_LATENCY) + 1] is CAPACITY_SWEEP
+    assert [p for p in with_sweep if p is not CAPACITY_SWEEP] == list(PHASES)
+    assert phases_of(QUICK) == PHASES
+    assert CAPACITY_PHASES == (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS, CAPACITY_SWEEP)
+    assert [p.label for p in for_target(PHASES)] == [
+        "checking the target serves every zone", "checking answers against the reference's",
+        "warm-up", "unloaded latency", "QPS", "loaded latency"]

@@ -27,7 +27,8 @@ from pathlib import Path
 import dns.name
 import pytest
 
-from bench.measure.results import SizeCell, load_results
+from bench.measure.results import load_results
+from bench.measure.scale_cells import SizeCell
 from databases.database import Database, DirectoryDatabase
 from servers import SERVERS, get_server
 from tests.at_once import results_at_once

@@ -60,7 +60,7 @@ def test_cli_writes_the_table(tmp_path: Path) -> None:
 def test_what_is_not_run_results_is_one_error_line(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["series", str(tmp_path)]) == 1
-    assert capsys.readouterr().err == (f"error: {tmp_path}: no results.json (a `run` results "
+    assert capsys.readouterr().err == (f"error: {tmp_path}: no results file (a `run` results "
                                        "directory?)\n")
     cold = RESULTS / "cold-start-pg-2026-11-26"
     assert main(["series", str(NXDOMAIN_100), str(cold)]) == 1

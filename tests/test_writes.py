@@ -32,7 +32,7 @@ from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
 from bench.load.updates import Signer, change_message
 from bench.measure.loading import timed_load
-from bench.measure.results import Results, load_results
+from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving
 from bench.measure.writes import (
     CEILING,
@@ -353,7 +353,7 @@ def _bench_writes(run_root: Path, servers: list[str], out: Path, *extra: str) ->
                      "--generate", "10", "--records", "5", "--queries", "100",
                      "--out", str(out), *extra)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = load_results(out / "results.json")
+    results = load_results(out)
     results.meta["markdown"] = (out / "results.md").read_text()
     return results
 
@@ -446,7 +446,7 @@ def test_ctrl_c_during_a_step_leaves_nothing_running(run_root: Path) -> None:
                        "--out", str(root / "out"))
     interrupt_when(proc, lambda: any(root.rglob("recording-*")))
     assert processes_under(root) == []
-    assert not (root / "out" / "results.json").exists()
+    assert not has_results(root / "out")
 
 
 @pytest.mark.check
@@ -454,7 +454,7 @@ def test_read_share_of_a_committed_breaking_point() -> None:
     capacity = REPO_ROOT / "docs" / "results" / "capacity-2026-11-26"
     args = build_parser().parse_args(["writes", "--read-share", "0.5", "--capacity",
                                       str(capacity), "--threads", "1"])
-    curve = next(c for c in load_results(capacity / "results.json").capacity
+    curve = next(c for c in load_results(capacity).capacity
                  if c.server == "pg" and c.threads == 1)
     point = curve.breaking_point()
     assert point is not None
