@@ -43,6 +43,7 @@ from bench.measure.capacity import (
     udp_socket_drops,
 )
 from bench.measure.results import load_results, read_results_file
+from bench.measure.serial import from_json, to_json
 from bench.report.capacity import bracket_text, breaking_note
 from servers.dnsserver import kernel_rmem_max
 from servers.knot import Knot
@@ -340,9 +341,9 @@ def test_a_step_of_an_older_file_is_recomputed_from_its_counts() -> None:
     counts and dnsperf's -l give them again over the step's length."""
     run = DnsperfRun(argv=["dnsperf", "-l", "5"], queries_sent=22_880,
                      queries_completed=22_880, run_time_s=5.71)
-    data = {**_step(110, 1.0, offered=0.87).to_dict(), "probes": 1200, "run": run.to_dict()}
+    data = {**to_json(_step(110, 1.0, offered=0.87)), "probes": 1200, "run": to_json(run)}
     del data["duration_s"]
-    step = Step.from_dict(data)
+    step = from_json(Step, data)
     assert step.duration_s == 5.0 and step.offered_qps == pytest.approx(4816.0)
 
 

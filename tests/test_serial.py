@@ -95,7 +95,7 @@ def test_results_classes_keep_their_json() -> None:
     read = from_json(Step, step)
     assert read.udp_rcvbuf_errors is None and read.run.queries_sent == 10
     written = to_json(read)
-    assert list(written)[-3:] == ["repeat", "socket_drops", "run"]
+    assert list(written)[-4:] == ["repeat", "socket_drops", "duration_s", "run"]
     assert written["run"]["queries_sent"] == 10
     repeat = Repeat(sent=10, answered=10, idle_seconds=1.0, query_seconds=1.0,
                     named=Counted(idle_ir=100, query_ir=1100))
