@@ -245,6 +245,9 @@ def test_settings_at_the_round_trip_and_the_measurements_it_lacks(results: Path)
     assert at_two.figures["threads"].basis.measured == (1.0,)
     tune = next(m for m in at_two.missing if m.kind == adv.TUNE_RTT)
     assert tune.command.text() == "python3 -m bench tune --server pg --db-host netns --db-rtt 2"
+    local = server(advice_for(results, ["pg"]), "pg")  # the sweep's own setting stands
+    assert local.figures["threads"].runs == ("cap",) and "connections" not in local.figures
+    assert adv.TUNE_RTT not in {m.kind for m in local.missing}
     half = server(advice_for(results, ["pg"], db_rtt_ms=0.5), "pg")
     tune = next(m for m in half.missing if m.kind == adv.TUNE_RTT)
     assert (tune.command, tune.no_command) == (None, adv.TUNE_WHOLE_MS)

@@ -631,7 +631,8 @@ class ServerReview:
     def settings(self, sweep: Sweep | None) -> None:
         """Threads and connections: `tune`'s at the requirement's round trip; else the
         sweep's own, when it ran at that round trip (or the server has no database server);
-        else tune's at the nearest round trip, tune's measurement at this one missing."""
+        else tune's at the nearest round trip. At a round trip with no `tune` there, that
+        measurement is missing."""
         tuned = self.tuned()
         on_point = tuned is not None and tuned[0].basis is not None and tuned[0].basis.inside
         sweep_here = sweep is not None and (not self.has_database
@@ -646,7 +647,7 @@ class ServerReview:
             self.result.figures["threads"] = Estimate(
                 sweep.threads, runs=(sweep.run,),
                 conditions=self.conditions(sweep.zones, sweep.rtt_ms))
-        if self.has_database and not on_point and not sweep_here:
+        if self.has_database and self.req.db_rtt_ms > 0 and not on_point:
             self.note(TUNE_RTT, *self.tune_command())
         self.cache()
 
@@ -680,8 +681,6 @@ class ServerReview:
 
     def tune_command(self) -> tuple[Command | None, str]:
         rtt = float(self.req.db_rtt_ms)
-        if rtt == 0:
-            return Command("tune", (self.server,), (("--db-host", "netns"),)), ""
         if rtt.is_integer() and 1 <= rtt <= 5:
             return Command("tune", (self.server,), (("--db-host", "netns"),
                                                     ("--db-rtt", f"{rtt:g}"))), ""
