@@ -687,26 +687,18 @@ class ServerReview:
         return None, TUNE_WHOLE_MS
 
     def cache(self) -> None:
-        """The store's cache as `scale` configured it, and its hit ratio at the data size
-        nearest the requirement (uniform mix: every zone asked for)."""
-        sizes = [f for f in self.evidence.find("cache_mib", self.server)
-                 if f.number is not None and f.coordinate("mix") == "uniform"]
-        if not sizes:
+        """The store's cache as `scale` configured it, and its hit ratio at the zone count
+        (uniform mix: every zone asked for)."""
+        sizes = self.zone_series("cache_mib", mix="uniform", shape="no")
+        if sizes is None:
             return
-        nearest = min(sizes, key=lambda f: abs(math.log(int(f.coordinate("zones") or 1)
-                                                        / self.req.zones)))
-        zones = int(nearest.coordinate("zones") or 0)
-        self.result.figures["cache_mib"] = Estimate(
-            nearest.number, runs=(nearest.run,), conditions=self.conditions(zones),
-            flags=self.evidence.flags(nearest))
-        hit = self.evidence.one(nearest.run, "cache_hit", server=self.server,
-                                zones=str(zones), mix="uniform",
-                                records=nearest.coordinate("records") or "",
-                                threads=str(nearest.threads))
-        if hit is not None and hit.number is not None:
-            self.result.figures["cache_hit"] = Estimate(
-                hit.number, runs=(hit.run,), conditions=self.conditions(zones),
-                basis=Basis("zones", self.req.zones, (zones,)), flags=self.evidence.flags(hit))
+        run, points = sizes
+        self.result.figures["cache_mib"] = Estimate(points[0].value, runs=(run,),
+                                                    flags=self.evidence.flags(*points[0].figures))
+        hits = self.zone_series("cache_hit", run, mix="uniform", shape="no")
+        if hits is not None:
+            self.result.figures["cache_hit"] = self.series_estimate(hits[1], self.req.zones,
+                                                                    "zones")
 
     # --- startup, memory and the closed loop at the zone count
 
