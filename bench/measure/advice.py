@@ -76,17 +76,10 @@ class Requirement:
         for option, value in numbers.items():
             if not math.isfinite(value):
                 raise UserError(f"{option} {value}: not a number")
-        positive = {k: v for k, v in numbers.items() if k in ("--zones", "--peak-qps",
-                                                              "--p99-ms")}
-        for option, value in positive.items():
-            if value <= 0:
+            if option in ("--zones", "--peak-qps", "--p99-ms") and value <= 0:
                 raise UserError(f"{option} {value:g}: must be more than 0")
-        for option in ("--db-rtt", "--writes"):
-            if numbers[option] < 0:
-                raise UserError(f"{option} {numbers[option]:g}: cannot be negative")
-        if self.p99_ms * self.peak_qps > 1e9:
-            raise UserError(f"--p99-ms {self.p99_ms:g}: a p99 of more than a few seconds is "
-                            "a timeout, not a latency")
+            if value < 0:
+                raise UserError(f"{option} {value:g}: cannot be negative")
 
 
 @dataclass(frozen=True)
