@@ -145,8 +145,8 @@ struct pool_slot *pool_checkout_update(struct pool *pool, bool wait);
 /* Unlock an update slot; a broken connection is closed (the pool stays up). */
 void pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken);
 /* Unlock; a broken connection is closed and reopened on the next checkout. A broken
- * connection that timed out or had just been opened takes the pool down; a probe that was
- * not broken brings it up. */
+ * connection that timed out, or that had just been opened and failed as a connection
+ * (dlz_connection_failed), takes the pool down; a probe that was not broken brings it up. */
 void pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken);
 
 /* ---- emit.c ----------------------------------------------------------------------------- */

@@ -55,6 +55,13 @@ long dlz_now_ms(void);
  * statement, lock): called before returning DLZ_ERROR, it makes the core take the store for
  * down (down_interval_ms) rather than try a new connection at once. */
 void dlz_timed_out(void);
+/* The connection itself failed (lost, closed by the server, a server that is shutting down or
+ * refuses work), not one statement on it: called before returning DLZ_ERROR. On a connection
+ * opened for the call it makes the core take the store for down, as a time-out does. A
+ * statement the server answered with an error (a size or time limit, a missing privilege, a
+ * constraint) says nothing about the store: the core answers SERVFAIL and reconnects, and
+ * takes nothing down. */
+void dlz_connection_failed(void);
 
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 

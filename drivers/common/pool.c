@@ -5,25 +5,33 @@
  *
  * A store that stops answering must not take named's workers with it: every connect and
  * every statement is bounded by the backend's time-outs, and after a failed connect, a
- * time-out (the backend calls dlz_timed_out) or a failure on a connection opened for the call,
- * the pool is *down* for down_ms. While down, a checkout fails at once (the query is answered
- * SERVFAIL) without touching a slot's lock or the network; once down_ms has passed, one thread
- * at a time (the probe) takes a free slot, never waiting for one, and tries the store: its
- * success brings the pool up for every thread, its failure starts another down_ms. So a
- * frozen or unreachable store costs one bounded wait per down_ms per named, not one per query
- * on every worker, and recovery needs no restart.
+ * time-out (the backend calls dlz_timed_out) or a connection that failed as soon as it was
+ * opened (dlz_connection_failed), the pool is *down* for down_ms. A statement the server
+ * answered with an error is no outage, even on a new connection: one zone transfer over a
+ * size limit must not take every other zone down with it. While down, a checkout fails at
+ * once (the query is answered SERVFAIL) without touching a slot's lock or the network; once
+ * down_ms has passed, one thread at a time (the probe) takes a free slot, never waiting for
+ * one, and tries the store: its success brings the pool up for every thread, its failure
+ * starts another down_ms. So a frozen or unreachable store costs one bounded wait per down_ms
+ * per named, not one per query on every worker, and recovery needs no restart.
  */
 #include <stdlib.h>
 
 #include "core.h"
 
 /* Set by the backend during the current checkout of this thread: the store did not answer in
- * time (not a refusal or an error it answered with). */
+ * time (not a refusal or an error it answered with); the connection failed, not a statement. */
 static __thread bool pool_timed_out;
+static __thread bool pool_conn_failed;
 
 void
 dlz_timed_out(void) {
 	pool_timed_out = true;
+}
+
+void
+dlz_connection_failed(void) {
+	pool_conn_failed = true;
 }
 
 bool
@@ -170,6 +178,7 @@ pool_take_slot(struct pool *pool, unsigned home) {
 static struct pool_slot *
 pool_connect_slot(struct pool *pool, struct pool_slot *slot) {
 	pool_timed_out = false;
+	pool_conn_failed = false;
 	slot->fresh = false;
 	if (slot->conn == NULL) {
 		if (pool->backend->connect(pool->state, &slot->conn) != DLZ_OK) {
@@ -225,8 +234,9 @@ void
 pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken) {
 	/* A connection just opened that fails at once, like a time-out, says the store is not
 	 * fit to answer; an old one may only have been cut (a server restart): the core tries a
-	 * new one before anything is concluded. */
-	bool down = broken && (pool_timed_out || slot->fresh);
+	 * new one before anything is concluded. A statement the server refused (a size limit, a
+	 * privilege) is neither: the store answered. */
+	bool down = broken && (pool_timed_out || (slot->fresh && pool_conn_failed));
 
 	if (broken && slot->conn != NULL) {
 		pool->backend->disconnect(pool->state, slot->conn);

@@ -41,13 +41,13 @@
  * rounded up to one; a connection to the suite's servers takes a few ms.
  *
  * query_timeout_ms (default 500): the server ends a statement that runs longer
- * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later) with
- * ER_STATEMENT_TIMEOUT; the client waits for the server at most query_timeout_ms rounded up
- * to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT count whole seconds; MariaDB
- * Connector/C waits once, it does not retry a read as Oracle's client does), so a frozen
- * server costs a second, and a slow statement ends with the server's error first. A fetch
- * takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
- * (about 800 ms in BIND).
+ * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later; a zone transfer
+ * excepted, see XFR_SQL) with ER_STATEMENT_TIMEOUT; the client waits for the server at most
+ * query_timeout_ms rounded up to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT
+ * count whole seconds; MariaDB Connector/C waits once, it does not retry a read as Oracle's
+ * client does), so a frozen server costs a second, and a slow statement ends with the
+ * server's error first. A fetch takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL
+ * before a resolver's first retry (about 800 ms in BIND).
  */
 /* Where the writer account's password comes from (see "writing"). */
 #define WRITER_PASSWORD_ENV "DLZ_MYSQL_WRITER_PWD"
@@ -94,9 +94,16 @@ typedef __typeof__(*((MYSQL_BIND *)NULL)->is_null) my_bind_flag;
 
 /* Every record of a zone by owner (schemas/mysql.sql, statement 2): ref on records_zone,
  * whose entries are in (zone_id, name) order, so no sort. No row: no such zone (a zone in the
- * store has its SOA at least). */
+ * store has its SOA at least).
+ *
+ * Without the session's max_statement_time: a transfer is one statement, read unbuffered as
+ * named takes the records, so it lasts as long as the zone takes named to consume, seconds for
+ * a large one, and a limit meant for one query's rows would end every transfer of a zone past
+ * some size. Each read still has to bring the next rows within the read time-out
+ * (MYSQL_OPT_READ_TIMEOUT), so a server that stops sending is still given up on. */
 static const char XFR_SQL[] =
-	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
+	"SET STATEMENT max_statement_time = 0 FOR"
+	" SELECT r.name, r.type, r.ttl, r.data FROM records r"
 	" WHERE r.zone_id = (SELECT id FROM zones WHERE name = ?) AND r.type <> 'ENT'"
 	" ORDER BY r.name";
 
@@ -509,17 +516,34 @@ my_timed_out(const struct my_conn *c, unsigned err) {
 		waited >= 1000L * c->settings->io_timeout_s - TIMEOUT_SLACK_MS);
 }
 
+/*
+ * Did the connection fail, rather than the server answer this statement with an error? The
+ * client library's own errors (CR_*: the server gone or lost, no connection, a packet out of
+ * order) and a server that is shutting down or killed the session.
+ */
+static bool
+my_connection_failed(unsigned err) {
+	return (err >= CR_MIN_ERROR && err <= CR_MAX_ERROR) || err == ER_SERVER_SHUTDOWN ||
+	       err == ER_CONNECTION_KILLED;
+}
+
 static int
 my_stmt_failed(const struct my_conn *c, const struct my_stmt *st, const char *what) {
-	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : mysql_errno(c->db);
+	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : 0;
+	const char *text = err != 0 ? mysql_stmt_error(st->handle) : NULL;
 
+	/* An error packet that ends an unbuffered result is the connection's, not the
+	 * statement's (Connector/C sets it on the MYSQL handle only). */
+	if (err == 0) {
+		err = mysql_errno(c->db);
+		text = mysql_error(c->db);
+	}
 	if (my_timed_out(c, err)) {
 		dlz_timed_out();
+	} else if (my_connection_failed(err)) {
+		dlz_connection_failed();
 	}
-	dlz_log_error_limited("%s failed: %s (%u)", what,
-			      st->handle != NULL ? mysql_stmt_error(st->handle)
-						 : mysql_error(c->db),
-			      err);
+	dlz_log_error_limited("%s failed: %s (%u)", what, text, err);
 	return DLZ_ERROR;
 }
 

@@ -214,6 +214,10 @@ pg_log_error(const char *what, const PGconn *pg, const PGresult *res) {
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) {
 		len--;
 	}
+	/* The connection is gone, not one statement refused by the server. */
+	if (PQstatus(pg) == CONNECTION_BAD) {
+		dlz_connection_failed();
+	}
 	dlz_log_error_limited("%s: %.*s", what, (int)len, len > 0 ? msg : "unknown error");
 }
 
