@@ -15,9 +15,22 @@
  * starts another down_ms. So a frozen or unreachable store costs one bounded wait per down_ms
  * per named, not one per query on every worker, and recovery needs no restart.
  */
+#define _GNU_SOURCE /* pthread_mutex_clocklock */
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core.h"
+
+/*
+ * The longest an update waits for the update slot another update holds. named 9.18 runs an
+ * update on one of its workers, the same threads that answer queries, so a wait here is a
+ * worker answering nothing; updates of different zones run at once, and one that writes
+ * thousands of records holds the slot for seconds. Past this wait the update is answered
+ * SERVFAIL (its client retries): as long as a query may wait for the store (the drivers'
+ * default query_timeout_ms).
+ */
+#define UPDATE_WAIT_MS 500
 
 /* Set by the backend during the current checkout of this thread: the store did not answer in
  * time (not a refusal or an error it answered with); the connection failed, not a statement. */
@@ -201,12 +214,37 @@ pool_checkout(struct pool *pool, unsigned home) {
 	return slot != NULL ? pool_connect_slot(pool, slot) : NULL;
 }
 
+/* Lock slot, waiting at most UPDATE_WAIT_MS; false (logged) when another update held it
+ * that long. */
+static bool
+pool_lock_update_slot(struct pool_slot *slot) {
+	struct timespec until;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += UPDATE_WAIT_MS / 1000;
+	until.tv_nsec += (UPDATE_WAIT_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while ((rc = pthread_mutex_clocklock(&slot->lock, CLOCK_MONOTONIC, &until)) == EINTR) {
+	}
+	if (rc != 0) {
+		dlz_log_error_limited("another update held the update connection for %d ms: "
+				      "SERVFAIL", UPDATE_WAIT_MS);
+		return false;
+	}
+	return true;
+}
+
 /*
- * An update slot: one that is free, else (wait) the first one once it is. The read slots are
- * never taken, so an update and the queries never wait for each other. Without wait (a
- * backend named calls under its own lock) a busy update slot fails at once: waiting there
- * while another update needs that lock for its next step would never end. While the pool is
- * down an update fails at once too; it is no probe (queries bring the pool up).
+ * An update slot: one that is free, else (wait) the first one once it is, for at most
+ * UPDATE_WAIT_MS. The read slots are never taken, so an update and the queries never wait for
+ * each other. Without wait (a backend named calls under its own lock) a busy update slot
+ * fails at once: waiting there while another update needs that lock for its next step would
+ * never end. While the pool is down an update fails at once too; it is no probe (queries
+ * bring the pool up).
  */
 struct pool_slot *
 pool_checkout_update(struct pool *pool, bool wait) {
@@ -221,11 +259,10 @@ pool_checkout_update(struct pool *pool, bool wait) {
 		}
 	}
 	if (slot == NULL) {
-		if (!wait) {
+		if (!wait || !pool_lock_update_slot(&pool->slots[pool->count])) {
 			return NULL;
 		}
 		slot = &pool->slots[pool->count];
-		pthread_mutex_lock(&slot->lock);
 	}
 	return pool_connect_slot(pool, slot);
 }
