@@ -44,7 +44,7 @@ enum {
 /* ---- logging: "dlz_<backend name>: " is prefixed ------------------------------------------ */
 
 void dlz_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Like dlz_log at ERROR, but at most one message per second per process (outages). */
+/* Like dlz_log at ERROR, but at most one message per second per format string (outages). */
 void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- time --------------------------------------------------------------------------------- */
