@@ -31,6 +31,8 @@ from zonedata.model import ENT_TYPE, Record, Zone, name_key
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
 TABLES = ("zones", "records", "xfr_clients")
+# The column of records the schema added last (rname, for the driver's update statements).
+NEWEST_COLUMN = "rname"
 
 # executemany sends this as multi-row INSERTs of up to 64 KiB each (MySQLdb's default
 # statement size; about 1,000 rows of the quick profile). The values are bytes, so they go in
@@ -154,12 +156,16 @@ def _insert_record(session: sql.SqlSession, zone_id: int, record: Record) -> Non
 
 
 def ensure_schema(conn: MySQLdb.Connection) -> None:
-    """Apply schemas/mysql.sql unless its tables are all there already."""
+    """Apply schemas/mysql.sql unless its tables are all there already, with records' newest
+    column (a store loaded before it was added gets it and its index)."""
     cursor = conn.cursor()
     cursor.execute("SELECT COUNT(*) FROM information_schema.tables "
                    "WHERE table_schema = DATABASE() AND table_name IN (%s, %s, %s)", TABLES)
     (present,) = cursor.fetchone()
-    if present != len(TABLES):
+    cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = "
+                   "DATABASE() AND table_name = 'records' AND column_name = %s", (NEWEST_COLUMN,))
+    (newest,) = cursor.fetchone()
+    if present != len(TABLES) or not newest:
         apply_schema(conn)
 
 
