@@ -23,7 +23,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import free_port
-from bench.load.fuzz import KINDS, Packet, fuzz_packets, send_packets
+from bench.load.fuzz import KINDS, Packet, fuzz_packets, fuzz_updates, send_packets, update_queries
 from bench.measure.serving import loaded_store
 from servers import get_server
 from servers.dlz import DlzNamed
@@ -86,6 +86,29 @@ def test_the_deepest_legal_name_is_sent() -> None:
     assert 128 in depths  # 127 labels and the root
 
 
+UPDATES = fuzz_updates(coverage_zones()[0], 300, seed=5)
+
+
+def test_the_updates_change_the_zone_in_every_way_and_repeat() -> None:
+    """The same seed gives the same messages; they add every type of the table at old and new
+    names (deep, binary, wildcard), delete records, RRsets and names, and test prerequisites,
+    all inside the zone."""
+    again = fuzz_updates(coverage_zones()[0], 300, seed=5)
+    assert [m.to_wire() for m in again] == [m.to_wire() for m in UPDATES]
+    origin = coverage_zones()[0].origin
+    rrsets = [rrset for m in UPDATES for rrset in m.update]
+    assert all(rrset.name.is_subdomain(origin) for rrset in rrsets)
+    added = {dns.rdatatype.to_text(r.rdtype) for r in rrsets if r.deleting is None}
+    assert {"A", "TXT", "NS", "CNAME", "DS", "LOC", "TYPE65280", "SOA"} <= added
+    deleted = {(r.deleting, r.rdtype) for r in rrsets if r.deleting is not None}
+    assert (dns.rdataclass.ANY, dns.rdatatype.ANY) in deleted  # a whole name
+    assert any(cls == dns.rdataclass.ANY and t != dns.rdatatype.ANY for cls, t in deleted)
+    assert any(cls == dns.rdataclass.NONE for cls, _ in deleted)  # one record
+    assert any(m.prerequisite for m in UPDATES)
+    assert any(b"*" in r.name.labels[1:] for r in rrsets)  # a name below a wildcard
+    assert len(update_queries(UPDATES)) > 100
+
+
 def test_truncated_packets_never_parse() -> None:
     assert all(_parsed(p) is None for p in _of("truncated"))
 
@@ -113,7 +136,7 @@ FUZZED = ["memory", "pg", "fs"]
                     reason="the drivers are not built")
 def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> None:
     done = run_bench(run_root, "fuzz", "--servers", ",".join(FUZZED), "--packets", "330",
-                     "--seed", "3", "--out", str(run_root / "fuzz-out"))
+                     "--updates", "120", "--seed", "3", "--out", str(run_root / "fuzz-out"))
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     for server in FUZZED:
@@ -121,6 +144,15 @@ def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> Non
                          re.MULTILINE)
         assert line and int(line.group(1)) > 0, out
         assert re.search(rf"^after: {server}: \d+/\d+ identical", out, re.MULTILINE), out
+    # The signed updates: through native BIND and the two that take them, answered alike
+    # (fs takes none, and is compared outside the updated zone).
+    assert "then 120 signed updates of cov.test. through those that take them: native, " \
+           "memory, pg" in out
+    updates = {server: re.search(rf"^{server}: 120 signed updates in [0-9.]+ s \((.*)\), "
+                                 "0 crashes", out, re.MULTILINE)
+               for server in ("native", "memory", "pg")}
+    assert all(updates.values()) and "NOERROR" in updates["native"].group(1), out
+    assert len({m.group(1) for m in updates.values() if m}) == 1, out
     assert "fuzz: 0 crashes, 0 servers with driver differences afterwards" in out
     # --out keeps what was printed, with the metadata that says where it comes from.
     written = json.loads((run_root / "fuzz-out" / "results.json").read_text())
@@ -129,6 +161,9 @@ def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> Non
         outcome = written["servers"][server]
         assert outcome["sent"] == 330 and outcome["crash"] is None
         assert outcome["after"]["driver_differences"] == 0 and outcome["after"]["total"] > 0
+    assert written["servers"]["fs"]["updates"] is None
+    assert written["servers"]["pg"]["updates"]["sent"] == 120
+    assert written["references_updated"]["native"]["answers"]["NOERROR"] > 60
     assert out.splitlines()[-1] in (run_root / "fuzz-out" / "results.md").read_text()
 
 
