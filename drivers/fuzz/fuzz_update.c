@@ -280,7 +280,6 @@ end(struct run *r, bool commit) {
 static bool
 step(struct run *r, char *line) {
 	char op = line[0], *name, *rest;
-	unsigned records;
 
 	if (op == 'c' || op == 'r') {
 		end(r, op == 'c');
@@ -319,7 +318,7 @@ step(struct run *r, char *line) {
 	case '?': {
 		struct dns_sdlzlookup found = { 0 };
 		isc_result_t result = dlz_lookup(ZONE, name, r->db, &found, NULL, NULL);
-		(void)records;
+
 		return result == ISC_R_SUCCESS || result == ISC_R_NOTFOUND;
 	}
 	default:
