@@ -111,10 +111,10 @@ names_free(struct names *n) {
  * dlz_lookup of key (inside the zone) as named asks in a DNS query for key: findzonedb of key,
  * then the lookup relative to the zone. A findzonedb of a name in no zone comes first, so
  * that findzonedb(key) starts a query of its own and is not taken for the next step of the
- * last query's walk up its name (key is often the parent of the name checked before).
- * Without findzonedb, as named asks in a zone that takes updates, a lookup of a wildcard
- * owner "*.w" after one of a name below it ("x.*.w") is taken for sdlz's wildcard probe of
- * that name and answered "not found" (core.c find_memo; reported, see docs/method/fuzz.md).
+ * last query's walk up its name (key is often the parent of the name checked before). Within
+ * one query's memos, a lookup of a wildcard owner "*.w" after one of a name below it
+ * ("x.*.w") is taken for sdlz's wildcard probe of "w" (core.c chain_match; see
+ * docs/method/fuzz.md): named begins every query with findzonedb, so the checks do too.
  */
 static isc_result_t
 lookup(void *db, const char *key, unsigned *records) {
