@@ -38,6 +38,7 @@ help:
 	@echo "make lint     ruff over the Python code"
 	@echo "make docs     write docs/driver-arguments.md from the drivers' tables and the tables of"
 	@echo "              README.md and docs/ from the committed results"
+	@echo "make fuzz-harness  the drivers' libFuzzer harnesses, FUZZ_SECONDS (60) each"
 	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
 	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
@@ -153,6 +154,13 @@ docs: venv docs-args
 bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)
 
+# The drivers' libFuzzer harnesses, each for FUZZ_SECONDS: long fuzzing, kept out of `make test`
+# (which runs each for a second).
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz-harness
+fuzz-harness: setup
+	$(PY) -m bench fuzz-harness --seconds $(FUZZ_SECONDS)
+
 # --- Debian 13 in a root of its own: BIND 9.20, and dnsperf 2.1x for every BIND --------------
 # Made for every BIND, not only BIND=9.20: the load generator is its dnsperf (2.12 or newer),
 # because Debian 12's dnsperf 2.10 bursts to catch up after a stall under -Q (a fixed offered
@@ -172,6 +180,9 @@ BIND_ROOT_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev \
 	dnsperf
 BIND_ROOT_STAMP := $(BIND_ROOT_SUITE): $(sort $(BIND_ROOT_PACKAGES))
 DEB_PACKAGES += mmdebstrap
+# clang with its sanitizer runtimes and libFuzzer: the drivers' fuzzing harnesses and their
+# UndefinedBehaviorSanitizer and ThreadSanitizer tests (drivers/fuzz, docs/method/fuzz.md).
+DEB_PACKAGES += clang libclang-rt-14-dev
 
 bind-root: apt-packages
 ifneq ($(filter 9.18 9.20,$(BIND)),)

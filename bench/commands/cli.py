@@ -9,10 +9,10 @@ import sys
 from base.errors import UserError
 from servers import choose_bind
 
-# Subcommand name -> module in bench/commands.
+# Subcommand names; each is a module in bench/commands ("-" written "_").
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup",
-                       "capacity", "tune", "scale", "instructions", "fuzz", "faults",
-                       "writes", "updates", "series", "advise"]
+                       "capacity", "tune", "scale", "instructions", "fuzz", "fuzz-harness",
+                       "faults", "writes", "updates", "series", "advise"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="dlzbench: BIND DLZ driver benchmarks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"bench.commands.{name}").add_parser(sub)
+        importlib.import_module(f"bench.commands.{name.replace('-', '_')}").add_parser(sub)
     # Every command runs the BIND this selects, through servers/bindversion.py.
     for command in sub.choices.values():
         command.add_argument("--bind", metavar="9.18|9.20",

@@ -15,6 +15,7 @@ from typing import Any
 
 from base.netns import DatabaseHost
 from base.process import keep_only_logs
+from base.updates import UpdateAccess
 from bench.measure.loading import LoadStats, timed_load
 from databases.store_urls import PRIVATE, StoreUrls
 from loaders.loader import Loader
@@ -36,10 +37,15 @@ class LoadedStore:
         return self.load.last_zone
 
     def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
-              port: int | None = None) -> DnsServer:
-        """A server (not started) answering from this store's data."""
-        return self.server.build(self.target, run_dir / f"named-{self.server.name}-{threads}",
-                                 threads=threads, connections=connections or threads, port=port)
+              port: int | None = None, access: UpdateAccess | None = None) -> DnsServer:
+        """A server (not started) answering from this store's data; taking RFC 2136 updates
+        as `access` says, when given."""
+        directory = run_dir / f"named-{self.server.name}-{threads}"
+        if access is not None:
+            return self.server.build_updatable(self.target, directory, access, threads=threads,
+                                               connections=connections or threads, port=port)
+        return self.server.build(self.target, directory, threads=threads,
+                                 connections=connections or threads, port=port)
 
     def server_pids(self) -> list[int]:
         return self.loader.database.server_pids(self.target)
@@ -83,9 +89,11 @@ def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
 @contextmanager
 def serving(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
             threads: int = 1, connections: int | None = None, port: int | None = None,
-            store_urls: StoreUrls = PRIVATE) -> Iterator[Served]:
-    """Load the data into the driver's store and run its server until the block ends."""
+            store_urls: StoreUrls = PRIVATE, access: UpdateAccess | None = None
+            ) -> Iterator[Served]:
+    """Load the data into the driver's store and run its server until the block ends (taking
+    updates as `access` says, when given)."""
     with loaded_store(driver, stream, run_dir, store_urls=store_urls) as loaded:
-        with loaded.named(run_dir, threads=threads, connections=connections,
-                          port=port) as named:
+        with loaded.named(run_dir, threads=threads, connections=connections, port=port,
+                          access=access) as named:
             yield Served(loaded, named)

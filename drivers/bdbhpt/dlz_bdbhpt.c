@@ -908,24 +908,19 @@ bdbhpt_line_len(const char *pos, const char *end) {
 	return lf != NULL ? (size_t)(lf - pos) : (size_t)(end - pos);
 }
 
-/* owner put into (present) or taken out of the generation's sorted owner list. */
-static int
-bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
-	size_t len, owner_len = strlen(owner), out_len = 0;
+/*
+ * The owner list (len bytes, one owner per line, sorted bytewise) with owner put into it
+ * (present) or taken out, into out (room for len + strlen(owner) + 2 bytes): every line ends in
+ * LF, the last one too. The new list's length. Kept apart from the database calls so that
+ * drivers/fuzz/fuzz_ownerlist.c can hold it to a model of a sorted set.
+ */
+static size_t
+bdbhpt_list_edit(const char *list, size_t len, const char *owner, bool present, char *out) {
+	size_t owner_len = strlen(owner), out_len = 0;
 	const char *pos, *end;
 	bool placed = false;
-	char *out;
-	int rc;
 
-	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
-	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
-		return bdbhpt_upd_failed(c, "reading the owner list", rc);
-	}
-	out = malloc(len + owner_len + 2);
-	if (out == NULL) {
-		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
-	}
-	for (pos = c->bdb.list.data, end = pos + len; pos < end;) {
+	for (pos = list, end = pos + len; pos < end;) {
 		size_t line_len = bdbhpt_line_len(pos, end);
 		int cmp = strncmp(pos, owner, line_len);
 
@@ -948,6 +943,25 @@ bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
 		out_len += owner_len;
 		out[out_len++] = '\n';
 	}
+	return out_len;
+}
+
+/* owner put into (present) or taken out of the generation's sorted owner list. */
+static int
+bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
+	size_t len, out_len;
+	char *out;
+	int rc;
+
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
+	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
+		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	out = malloc(len + strlen(owner) + 2);
+	if (out == NULL) {
+		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
+	}
+	out_len = bdbhpt_list_edit(c->bdb.list.data, len, owner, present, out);
 	rc = bdbhpt_upd_put(c, c->xfr_w, out, out_len);
 	free(out);
 	return rc == 0 ? DLZ_OK : bdbhpt_upd_failed(c, "writing the owner list", rc);
