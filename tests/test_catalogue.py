@@ -17,7 +17,6 @@ from bench.measure.catalogue import (
     Catalogue,
     results_directories,
 )
-from bench.measure.results import load_results
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +32,8 @@ def test_every_committed_results_file_gives_figures(catalogue: Catalogue) -> Non
             assert catalogue.figures(run), run
         except UserError as exc:
             unreadable.append((run, str(exc)))
-    assert [run for run, _ in unreadable] == ["fuzz-2026-11-26"]  # its own format, no schema
+    # the fuzzers' own formats, no schema
+    assert [run for run, _ in unreadable] == ["fuzz-2026-11-26", "fuzz-harness-2026-11-27"]
 
 
 def test_a_ratio_with_its_interval_and_provenance(catalogue: Catalogue) -> None:
@@ -80,19 +80,6 @@ def test_a_users_own_directory_beside_the_committed_ones(tmp_path: Path,
         catalogue.one("instructions-2026-11-26", "instructions.total", server="memory").number
 
 
-def test_two_runs_agree_where_their_intervals_overlap(catalogue: Catalogue) -> None:
-    """19 of the 20 ratios of the two make bench runs on one boot overlap (pg's share of
-    native does not), the same pairs `compare` lists from results in memory."""
-    pairs = catalogue.agreement("quick-2026-11-26", "quick-2026-11-26-rerun")
-    assert (len(pairs), sum(overlap for *_, overlap in pairs)) == (20, 19)
-    [(mine, _, _)] = [p for p in pairs if not p[2]]
-    assert (mine.server, mine.metric) == ("pg", "ratio.native")
-    loaded = Catalogue({})
-    loaded.add_results("A", load_results(catalogue.paths["quick-2026-11-26"]))
-    loaded.add_results("B", load_results(catalogue.paths["quick-2026-11-26-rerun"]))
-    assert [p[2] for p in loaded.agreement("A", "B")] == [p[2] for p in pairs]
-
-
 def test_what_advise_reads_of_a_run(catalogue: Catalogue) -> None:
     """A run's data set, round trip and start against the rule; the writes' route; the
     store's cache size."""
@@ -108,3 +95,23 @@ def test_what_advise_reads_of_a_run(catalogue: Catalogue) -> None:
     cache = catalogue.one("scale-2026-11-25", "cache_mib", server="pg", zones="1000000",
                           mix="uniform")
     assert cache.number == 256
+
+
+def test_cost_per_query_its_ratio_and_the_rate_per_core(catalogue: Catalogue) -> None:
+    """A run in rounds gives the table's cost per query (interval over fresh starts), its
+    ratio to the reference measured next to it (the memory driver's for a DLZ driver) and the
+    QPS one server core would answer at that cost; a file before rounds, the one cost."""
+    cost = catalogue.one("quick-2026-11-26", "cost_us", server="pg")
+    assert cost.low is not None and cost.high is not None
+    assert cost.low < cost.number < cost.high
+    ratio = catalogue.one("quick-2026-11-26", "cost.memory", server="pg")
+    assert ratio.number == pytest.approx(388.2, abs=0.05) and ratio.low is not None
+    assert catalogue.find("quick-2026-11-26", "cost.native", server="pg") == []
+    native = catalogue.one("quick-2026-11-26", "cost.native", server="native")
+    assert (native.number, native.low) == (100.0, None)
+    per_core = catalogue.one("quick-2026-11-26", "qps_per_core", server="pg")
+    assert per_core.number == pytest.approx(1e6 / cost.number)
+    assert per_core.low == pytest.approx(1e6 / cost.high)
+    before = catalogue.one("quick-2026-11-24", "cost_us", server="pg", threads="1")
+    assert before.low is None and BEFORE_ROUNDS in before.flags
+    assert catalogue.find("quick-2026-11-24", "cost.memory", server="pg") == []

@@ -3,8 +3,9 @@ example of a section compared with a copy of itself changed in one known figure,
 left out, and the same or another boot. No server runs: the figures are the committed runs'
 (docs/results), read only.
 
-The cells' own rules (the ratios to native and memory, intervals from rounds) have their
-tests in tests/test_report.py.
+The cells' verdicts ("changed", "the same", "undecided" on the cost per query, its ratio, QPS
+and the QPS ratios) are tested here on the two committed `make bench` runs of one boot and on
+hand-made cells; the table's own rules (intervals from rounds) in tests/test_report.py.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.commands.compare import compare
+from bench.load.dnsperf import DnsperfRun
+from bench.measure.cells import Cell, QpsSummary, RoundRun
 from bench.measure.results import SECTIONS, Results, load_results
 from bench.measure.stats import Interval
-from bench.report.comparing import DIFFERENT_BOOT, NOT_DISTINGUISHABLE
+from bench.report.comparing import DIFFERENT_BOOT, UNDECIDED_OVERLAP
 from bench.report.sections import REPORTS
 
 RESULTS = REPO_ROOT / "docs" / "results"
@@ -208,9 +211,9 @@ def test_writes_steps_match_by_rate_when_written_the_same_way(examples) -> None:
     text = compare(a, b)
     rows = _table(text)
     # Six repeats a step: medians with intervals, which overlap with themselves.
-    assert rows["pg", "writes 100/s", "reads answered/s"][2] == NOT_DISTINGUISHABLE
+    assert rows["pg", "writes 100/s", "reads answered/s"][2] == UNDECIDED_OVERLAP
     assert rows["pg", "writes 100/s", "visible p50 (ms)"][3] == "+0.0%"
-    assert rows["pg", "writes ceiling", "writes/s achieved"][2] == NOT_DISTINGUISHABLE
+    assert rows["pg", "writes ceiling", "writes/s achieved"][2] == UNDECIDED_OVERLAP
     assert f"- writes of {a.writes.servers[-1].server}: only in A" in text
 
     def via_update(b: Results) -> None:
@@ -233,7 +236,7 @@ def test_updates_cells_and_checks(examples) -> None:
     rows = _table(compare(a, b))
     row = rows["pg", "1 record(s)/message, no TSIG", "records/s"]
     assert row[3] == "+300.0%"  # intervals apart: the change is shown
-    assert rows["pg", "1 record(s)/message, no TSIG", "messages/s"][2] == NOT_DISTINGUISHABLE
+    assert rows["pg", "1 record(s)/message, no TSIG", "messages/s"][2] == UNDECIDED_OVERLAP
     check = a.updates.checks[0]
     assert rows[check.server, "after the updates", "answers as native's"][2] == "-1.00"
     a, b = _pair(examples["updates"], edit, boot="boot-b")
@@ -255,3 +258,85 @@ def test_compare_reads_committed_directories(tmp_path: Path, capsys) -> None:
     assert main(["compare", str(RESULTS / EXAMPLES["faults"]),
                  str(RESULTS / EXAMPLES["faults"])]) == 0
     assert "| pg | sigstop 5 s at 20 s | recovered after (s) |" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- the cells' verdicts
+
+QUICK, RERUN = "quick-2026-11-26", "quick-2026-11-26-rerun"
+
+
+@pytest.mark.check
+def test_two_make_bench_runs_of_one_boot_judged_from_their_fresh_starts() -> None:
+    """The committed pair, 23 minutes apart on one boot: ldap's cost per query the same within
+    +-5%, no server's changed, the other ten undecided (six fresh starts a side); of the QPS
+    ratios, pg's, fs's and bdb-btree's share of native changed. No line counts overlapping
+    intervals as agreement, and the committed compare.md is what compare prints today."""
+    a, b = load_results(RESULTS / QUICK), load_results(RESULTS / RERUN)
+    text = compare(a, b, f"docs/results/{QUICK}", f"docs/results/{RERUN}")
+    assert "\ncost per query: 1 of 11 servers the same within +-5%, 0 changed, 10 undecided\n" \
+        in text
+    rows = _table(text)
+    cost = {server: row for (server, _, figure), row in rows.items()
+            if figure == "cost us/query (server + db)"}
+    assert {server for server, row in cost.items() if row[2] == "the same"} == {"ldap"}
+    assert cost["ldap"][:2] == ("280.7", "277.4")
+    assert cost["ldap"][3].startswith("shift -1.7% [")
+    changed = {server for (server, _, figure), row in rows.items()
+               if figure == "QPS % of native" and row[2] == "changed"}
+    assert changed == {"pg", "fs", "bdb-btree"}
+    assert rows["pg", "1", "cost % of memory"][:2] == ("388.2", "415.7")
+    assert "agree" not in text and "not distinguishable" not in text
+    assert text == (RESULTS / RERUN / "compare.md").read_text()
+
+
+def _handmade(costs: dict[str, list[float]], runs_per_start: int = 2) -> Results:
+    """Invented cells in rounds (no machine measured them): each server's cost per query in
+    its runs (us: 1,000 answers a run, named's CPU to match), a fresh start every
+    `runs_per_start` runs, the QPS 1e6 / cost."""
+    cells = []
+    for server, values in costs.items():
+        runs = [DnsperfRun(argv=["handmade"], queries_sent=1000, queries_completed=1000,
+                           run_time_s=1.0, qps=1e6 / v) for v in values]
+        cell = Cell(server, 1, 1, qps_runs=runs,
+                    qps_rounds=[RoundRun(i, i // runs_per_start, named_cpu_s=v / 1000)
+                                for i, v in enumerate(values)],
+                    cpu_us_per_query={"named": sum(values) / len(values), "db": None})
+        cell.qps = QpsSummary.from_runs(runs)
+        cells.append(cell)
+    return Results(meta={"boot_id": "boot-a", "cpu_model": "a CPU"}, cells=cells)
+
+
+def _twice(values: list[float]) -> list[float]:
+    """Two runs a start, both at the start's value."""
+    return [v for v in values for _ in range(2)]
+
+
+@pytest.mark.check
+def test_cost_per_query_changed_the_same_or_undecided() -> None:
+    steady = [20.0, 20.4, 19.6, 20.2, 19.8, 20.0]  # six starts within +-2%
+    noisy = [30.0, 45.0, 38.0, 52.0, 33.0, 41.0]
+    a = _handmade({"native": _twice(steady), "memory": _twice(noisy),
+                   "pg": _twice([5 * v for v in steady])})
+    b = _handmade({"native": _twice([1.01 * v for v in steady]),
+                   "memory": _twice([40.0, 31.0, 50.0, 36.0, 44.0, 35.0]),
+                   "pg": _twice([10 * v for v in steady])})
+    text = compare(a, b)
+    assert "cost per query: 1 of 3 servers the same within +-5%, 1 changed, 1 undecided" in text
+    rows = _table(text)
+    native = rows["native", "1", "cost us/query (server + db)"]
+    assert native[2:] == ("the same", "shift +1.0% [-1.0%, +3.0%]")
+    pg = rows["pg", "1", "cost us/query (server + db)"]
+    assert pg[2] == "changed" and pg[3].startswith("shift +100.0% [")
+    assert rows["memory", "1", "cost us/query (server + db)"][2] == "undecided"
+    # The QPS follows the cost here (1e6 / cost): halved for pg, on the same boot.
+    assert rows["pg", "1", "QPS median"][2:] == ("changed", "shift -50.0% [-51.0%, -49.0%]")
+    b.meta["boot_id"] = "boot-b"
+    assert _table(compare(a, b))["pg", "1", "QPS median"][2] == DIFFERENT_BOOT
+
+
+@pytest.mark.check
+def test_runs_before_rounds_get_the_plain_change_and_no_verdict() -> None:
+    before = load_results(RESULTS / "quick-2026-11-24")
+    text = compare(before, copy.deepcopy(before))
+    assert "cost per query: no server has a cost per run in both runs" in text
+    assert _table(text)["pg", "1", "cost us/query (server + db)"][2:] == ("+0.00", "+0.0%")

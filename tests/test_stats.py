@@ -106,7 +106,7 @@ def test_round_order_gives_every_cell_the_same_mean_position() -> None:
     assert set(positions.values()) == {6}
 
 
-def test_overlapping_intervals_are_not_distinguishable() -> None:
+def test_overlapping_intervals() -> None:
     a = Interval(100.0, 90.0, 110.0, 6)
     assert intervals_overlap(a, Interval(115.0, 108.0, 120.0, 6))
     assert not intervals_overlap(a, Interval(125.0, 111.0, 130.0, 6))
@@ -245,6 +245,15 @@ def test_two_values_a_side_bound_no_shift() -> None:
     # 2 against 2: the smallest two-sided p-value is 2/6, so no shift can be rejected at 5%.
     shift = shift_interval([1.0, 1.1], [1.05, 0.97])
     assert shift.low is None and shift.high is None and not shift.excludes_no_change
+
+
+def test_samples_of_one_tied_value_each_keep_only_their_shift() -> None:
+    # Every pairwise difference is the same: the tie-corrected test rejects every other shift,
+    # so the interval is the shift itself (it was once returned with its ends crossed).
+    shift = shift_interval([0.5] * 3, [0.6] * 3)
+    assert (shift.low, shift.ratio, shift.high) == pytest.approx((1.2, 1.2, 1.2))
+    assert shift.excludes_no_change
+    assert verdict([0.5] * 6, [0.6] * 6).outcome == CHANGED
 
 
 def test_equivalence_needs_both_bounds_rejected() -> None:

@@ -4,13 +4,17 @@ First what differs between the two runs (BIND version, CPU, database versions, b
 then the prober's floor and every section both runs have (bench/report/sections.py: cells,
 tune's scaling, capacity, startup, scale, signed, instructions, faults, writes, updates), its
 entries matched by what identifies them (a cell by server, threads and connections, a fault
-by its place in the script, ...), each figure with its change. Entries only one run has are
-listed after the table; a section's own tables (cells' ratio agreement) follow.
+by its place in the script, ...), each figure with its change. A section's line on the whole
+of it comes before the table (the cells': how many servers' cost per query is the same,
+changed or undecided); entries only one run has are listed after the table, then a section's
+own tables.
 
-Same-boot rule: a throughput of A is never divided by one of B measured on another boot (or
-one not recorded): its change says "different boot: not divided". Where both sides have 95%
-intervals (runs in rounds, repeats) that overlap, the change says "not distinguishable"
-instead of a figure (bench/report/comparing.py).
+The cells' cost per query, cost ratio, QPS and QPS ratios are judged from their runs
+("changed", "the same" within +-5%, "undecided", with the shift and its interval:
+bench/report/cost.py); runs on different CPUs are not judged. Same-boot rule: a throughput of
+A is never divided by one of B measured on another boot (or one not recorded): its change
+says "different boot: not divided". Where a section keeps only 95% intervals and they overlap,
+the change says "undecided: intervals overlap" (bench/report/comparing.py).
 """
 
 from __future__ import annotations
@@ -57,7 +61,8 @@ def prober_floor_rows(a: Results, b: Results) -> list[str]:
 def compare(a: Results, b: Results, a_name: str = "A", b_name: str = "B") -> str:
     """A markdown report of every figure's change from `a` to `b`, section by section."""
     parts = [report.compare(a, b) for report in REPORTS]
-    lines = [f"# Changes from A = {a_name} to B = {b_name}", "", *what_differs(a, b), *HEADER,
+    lines = [f"# Changes from A = {a_name} to B = {b_name}", "", *what_differs(a, b),
+             *(line for part in parts for line in part.summary), *HEADER,
              *prober_floor_rows(a, b), *(line for part in parts for line in part.rows)]
     only = [line for part in parts for line in part.only]
     if only:

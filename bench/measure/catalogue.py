@@ -29,7 +29,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.load.prober import LatencyStats
-from bench.measure import loadgen
+from bench.measure import cost, loadgen
 from bench.measure.capacity import STRICT, UP_TO_THE_TASK, BreakingPoint, Curve, Level
 from bench.measure.faults import ServerFaults
 from bench.measure.results import Cell, Results, load_results
@@ -170,21 +170,6 @@ class Catalogue:
     def runs(self) -> list[str]:
         return sorted(self.paths)
 
-    def agreement(self, first: str, second: str) -> list[tuple[Figure, Figure, bool]]:
-        """Every ratio (to native, to memory) that both runs give with a 95% interval at the
-        same server, threads and connections, with whether the two intervals overlap: how far
-        a rerun reproduces a run."""
-        ratios = ("ratio.native", "ratio.memory")
-        theirs = {(f.metric, f.server, f.threads, f.where): f for f in self.figures(second)
-                  if f.metric in ratios}
-        pairs = []
-        for mine in (f for f in self.figures(first) if f.metric in ratios):
-            other = theirs.get((mine.metric, mine.server, mine.threads, mine.where))
-            if other is None or None in (mine.low, mine.high, other.low, other.high):
-                continue
-            pairs.append((mine, other, _overlap(mine, other)))
-        return pairs
-
     def provenance(self, run: str) -> Provenance:
         self._load(run)
         return self._provenance[run]
@@ -224,12 +209,6 @@ class Catalogue:
                                      high=f.high, server=f.server, threads=f.threads,
                                      where=f.where, flags=f.flags | flags)
                               for f in figures_of(results)]
-
-
-def _overlap(a: Figure, b: Figure) -> bool:
-    """Two figures' 95% intervals overlap (both have one)."""
-    return bool(a.low is not None and a.high is not None and b.low is not None
-                and b.high is not None and a.low <= b.high and b.low <= a.high)
 
 
 def _near_misses(figures: list[Figure], metric: str, found: list[Figure]) -> str:
@@ -331,19 +310,21 @@ def _cell_figures(results: Results) -> Iterator[_Draft]:
     """Every cell's figures; a `tune` run's cells also say the round trip added."""
     cpus = loadgen.server_cpus(results.meta)
     added: Where = () if results.tuning is None else (("rtt", str(results.tuning.db_rtt_ms)),)
+    adjacent = cost.AdjacentCost(results.cells)
     for cell in results.cells:
-        for draft in _one_cell(results, cell, cpus):
+        for draft in _one_cell(results, cell, cpus, adjacent):
             draft.where += added
             yield draft
 
 
-def _one_cell(results: Results, cell: Cell, cpus: int | None) -> Iterator[_Draft]:
+def _one_cell(results: Results, cell: Cell, cpus: int | None,
+              adjacent: cost.AdjacentCost) -> Iterator[_Draft]:
     if cell.status != "ok":
         yield _value("status", cell.status, server=cell.server, threads=cell.threads,
                      connections=cell.connections)
         return
     yield from _cell_qps(results, cell, cpus)
-    yield from _cell_costs(cell, cpus)
+    yield from _cell_costs(cell, cpus, adjacent)
     yield from _cell_latency(cell)
     yield from _flood_figures(cell)
 
@@ -405,18 +386,25 @@ def _in_rounds(cell: Cell) -> bool:
     return bool(cell.qps_rounds) and len(cell.qps_rounds) == len(cell.qps_runs)
 
 
-def _cell_costs(cell: Cell, cpus: int | None) -> Iterator[_Draft]:
+def _cell_costs(cell: Cell, cpus: int | None, adjacent: cost.AdjacentCost) -> Iterator[_Draft]:
+    """server_us: the median of the runs' cost with an order-statistic interval (the figure
+    the table showed before the cost per query led it, which the docs cite); cost_us: the
+    table's cost per query now, the geometric mean with the start-clustered interval, its
+    ratio to the reference measured next to it (cost.native, cost.memory, in %) and the QPS
+    per server core it implies."""
     at = _cell_at(cell, _cell_flags(cell, cpus) - {LOAD_GENERATOR})
     per_run = loadgen.server_us_interval(cell)
     if per_run is not None:
         yield from _interval("server_us", per_run, **at)
     else:
         yield _value("server_us", loadgen.server_us_per_query(cell), **at)
-    per_core = loadgen.capacity_interval(cell)
-    if per_core is not None:
-        yield from _interval("qps_per_core", per_core, **at)
-    else:
-        yield _value("qps_per_core", loadgen.capacity_per_core(cell), **at)
+    figure = cost.cost_per_query(cell)
+    if figure is not None:
+        yield from _interval("cost_us", figure.interval, **at)
+        yield from _interval("qps_per_core", cost.per_core(figure.interval), **at)
+    ratio = adjacent.ratio(cell)
+    if ratio is not None:
+        yield from _interval(f"cost.{ratio[0]}", ratio[1], 100.0, **at)
     for who in ("named", "db", "dnsperf"):
         yield _value(f"{who}_us", cell.cpu_us_per_query.get(who), **at)
     for who in ("named", "db"):

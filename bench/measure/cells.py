@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
+from bench.measure.accounting import CpuTimes
 from bench.measure.serial import RENAMED_SERVER, Section
 from bench.measure.stats import Interval, median_interval
 
@@ -41,12 +42,25 @@ class QpsSummary:
 class RoundRun:
     """Where a QPS run of a cell measured in rounds stood: its round, the fresh start of the
     server it ran after (0: the first), and the CPU the server used during it (db: None
-    without a database server of the suite's)."""
+    without a database server of the suite's).
+
+    Recorded since the cost per query became the run's first figure (files before have the
+    defaults): when the run began and ended (time.monotonic(), seconds: which runs of other
+    cells were next to it), the server's and the database's CPU split into user and system
+    time, and every CPU's time over the run (accounting.MachineMeter: whether the machine,
+    not the server, moved)."""
 
     round: int
     start: int
     named_cpu_s: float | None = None
     db_cpu_s: float | None = None
+    began_s: float | None = None
+    ended_s: float | None = None
+    server_user_s: float | None = None
+    server_system_s: float | None = None
+    db_user_s: float | None = None
+    db_system_s: float | None = None
+    cpus: list[CpuTimes] = field(default_factory=list)
 
 
 @dataclass

@@ -128,16 +128,6 @@ def server_us_interval(cell: Cell) -> Interval | None:
     return median_interval(values)
 
 
-def capacity_interval(cell: Cell) -> Interval | None:
-    """The QPS one server core would answer, from server_us_interval (its bounds swapped)."""
-    us = server_us_interval(cell)
-    if us is None or not us.estimate:
-        return None
-    low = 1e6 / us.high if us.high else None
-    high = 1e6 / us.low if us.low else None
-    return Interval(1e6 / us.estimate, low, high, us.n)
-
-
 def startup_interval(cell: Cell) -> Interval | None:
     """named's startup over the cell's fresh starts (rounds), median and interval; None
     without them (the cell's one startup_ms is then the figure)."""

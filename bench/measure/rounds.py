@@ -58,6 +58,9 @@ RUN_OVERHEAD_S = 0.5       # dnsperf's start and exit, the CPU meters, around ea
 RESTART_S = 2.0            # named stopped and started again, every zone answering
 DATABASE_RESTART_S = 3.0   # a database server stopped and started again
 STEADY_RUNS_EXPECTED = 3   # warm-up runs after a fresh start (2 at least)
+# dnsperf prints the responses of every second of a round's run (DnsperfRun.interval_qps): a
+# dip inside a run shows there, where the run's one QPS hides it.
+PER_SECOND = ("-S", "1")
 
 
 def steady_warmup_s(rounds: Rounds) -> float:
@@ -332,15 +335,21 @@ class RoundsRunner(Runner):
             m.cell.starts.append(self.warm_start(m, index, startup_ms))
 
     def round_run(self, m: Measuring, index: int) -> None:
-        """One QPS run of the cell, with the CPU its server used during it."""
+        """One QPS run of the cell, with the CPU its server used during it (user and system
+        apart), its span and every CPU's time over it, and dnsperf's responses per second."""
         has_db = m.loaded.accounts_server
         named_cpu = accounting.CpuMeter(m.named.pids())
         db_cpu = accounting.CpuMeter(m.loaded.server_pids())
-        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
-            run = self.dnsperf(m.named, self.profile.rounds.run_s)
+        machine = accounting.MachineMeter()
+        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, machine, named_cpu, \
+                db_cpu:
+            run = self.dnsperf(m.named, self.profile.rounds.run_s, extra=PER_SECOND)
         m.cell.qps_runs.append(run)
-        m.cell.qps_rounds.append(RoundRun(index, len(m.cell.starts) - 1, named_cpu.seconds,
-                                          db_cpu.seconds if has_db else None))
+        m.cell.qps_rounds.append(RoundRun(
+            index, len(m.cell.starts) - 1, named_cpu.seconds, db_cpu.seconds if has_db else None,
+            began_s=machine.began_s, ended_s=machine.ended_s, server_user_s=named_cpu.user,
+            server_system_s=named_cpu.system, db_user_s=db_cpu.user if has_db else None,
+            db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
         m.cell.peak_rss_kb = {
             "named": max(accounting.peak_rss_kb(m.named.pids()),
                          m.cell.peak_rss_kb.get("named") or 0),

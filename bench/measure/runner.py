@@ -637,10 +637,13 @@ class Runner:
             return named.tls_port
         return named.port
 
-    def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
+    def dnsperf(self, named: DnsServer, seconds: float,
+                extra: Sequence[str] = ()) -> dnsperf.DnsperfRun:
+        """One dnsperf run at the server's maximum (`extra`: options added to the run's)."""
+        options = self._dnsperf_options(named)
+        options["extra"] = (*options["extra"], *extra)
         return dnsperf.run_dnsperf(named.host, self.port(named), self.setup.query_file,
-                                   duration=seconds, **self._dnsperf_options(named),
-                                   hosts=self.setup.load_hosts)
+                                   duration=seconds, **options, hosts=self.setup.load_hosts)
 
     @property
     def prober_host(self) -> LoadHost | None:

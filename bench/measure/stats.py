@@ -115,8 +115,9 @@ def round_order(cells: Sequence[T], round_index: int) -> list[T]:
 
 
 def intervals_overlap(a: Interval, b: Interval) -> bool:
-    """Do the two intervals share a value? Then the two figures are not distinguishable.
-    Without an interval on either side, only equal estimates overlap."""
+    """Do the two intervals share a value? Then these intervals cannot tell the two figures
+    apart, which is no evidence that they agree (`verdict` tests that). Without an interval on
+    either side, only equal estimates overlap."""
     a_low, a_high = _bounds(a)
     b_low, b_high = _bounds(b)
     return a_low <= b_high and b_low <= a_high
@@ -204,9 +205,13 @@ def shift_interval(a: Sequence[float], b: Sequence[float], level: float = LEVEL)
     def kept(i: int) -> bool:
         """Does the test keep the shift between[i] (not reject it at `level`)?"""
         shifted = [v - between[i] for v in y]
-        return bool(scipy_stats.mannwhitneyu(shifted, x).pvalue >= 1 - level)
+        return bool(scipy_stats.mannwhitneyu(shifted, x).pvalue >= significance(level))
 
     centre = min(range(len(between)), key=lambda i: abs(between[i] - estimate))
+    if not kept(centre):
+        # Every gap is rejected, the estimate's own sides too: the estimate is a difference
+        # so many pairs share (samples of tied values) that only it is kept.
+        return Shift(math.exp(estimate), math.exp(estimate), math.exp(estimate), len(x), len(y))
     first = bisect_left(range(centre + 1), True, key=kept)
     last = centre - 1 + bisect_left(range(centre, len(between)), True,
                                     key=lambda i: not kept(i))
@@ -251,13 +256,19 @@ def verdict(a: Sequence[float], b: Sequence[float], margin: float = DEFAULT_MARG
     equivalence test's p-value."""
     shift = shift_interval(a, b, level)
     p_same = equivalence_p(a, b, margin)
-    if p_same < 1 - level:
+    if p_same < significance(level):
         outcome = SAME
     elif shift.excludes_no_change:
         outcome = CHANGED
     else:
         outcome = UNDECIDED
     return Verdict(outcome, shift, p_same, margin)
+
+
+def significance(level: float) -> float:
+    """1 - level, rounded: 1 - 0.95 is 0.050000000000000044 in floating point, which an exact
+    p-value of 0.05 (the least 3 values a side can give) would pass as under it."""
+    return round(1 - level, 12)
 
 
 def _logs(values: Sequence[float]) -> list[float]:

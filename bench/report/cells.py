@@ -3,9 +3,10 @@ percentiles, the cost per query and the flood phase's table, with qps.png, laten
 cpu.png (bench/report/run.py and flood.py draw them); and how two runs' cells compare.
 
 Cells are matched by (server, threads, connections). A cell that is not "ok" on either side
-shows its status instead of a change. Each server's QPS as a percentage of native BIND and of
-the memory driver in its own run are the figures that carry over between machines and
-between BIND 9.18 and 9.20.
+shows its status instead of a change. Cost per query, its ratio, QPS and the QPS ratios are
+judged "changed", "the same" or "undecided" (bench/report/cost.py), with a line on the cost
+per query of every server first; the other figures show their change. Every one of them
+belongs to the machine that measured it; instructions per query carry between machines.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from bench.measure.cells import Cell
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.report.comparing import (
-    NOT_DISTINGUISHABLE,
     Comparison,
     Figure,
     figure_rows,
@@ -26,13 +26,18 @@ from bench.report.comparing import (
     same_boot,
     scaled,
     status_row,
-    verdict,
+)
+from bench.report.cost import (
+    compare_cell,
+    cost_summary,
+    judge,
+    judged_row,
+    other_cpu,
+    qps_ratios,
 )
 from bench.report.flood import render_flood
-from bench.report.format import markdown_table
 from bench.report.run import (
     has_run_tables,
-    interval_text,
     render_costs,
     render_percentiles,
     render_run_plots,
@@ -67,7 +72,6 @@ def _latency(kind: str, attr: str) -> Callable[[Cell], float | None]:
 
 
 QPS_FIGURES: list[Figure[Cell]] = [
-    Figure("QPS median", lambda c: c.qps_interval, rate=True),
     Figure("QPS min", lambda c: c.qps.min, rate=True),
     Figure("QPS max", lambda c: c.qps.max, rate=True),
 ]
@@ -105,14 +109,6 @@ def percent_of(results: Results, cell: Cell, reference: str) -> float | Interval
     return 100 * cell.qps.median / ref.qps.median
 
 
-def ratio_figures(server: str) -> list[Figure[tuple[Results, Cell]]]:
-    """A cell's QPS as a % of each reference's in its own run (none of the reference itself):
-    within one run, so never under the same-boot rule."""
-    return [Figure(f"QPS % of {reference}",
-                   lambda pair, ref=reference: percent_of(pair[0], pair[1], ref))
-            for reference in (REFERENCE, DLZ_CEILING) if server != reference]
-
-
 def compare_cells(a: Results, b: Results) -> Comparison:
     matched, only = pairs(a.cells, b.cells, lambda c: c.key, _describe)
     boot = same_boot(a, b)
@@ -121,39 +117,40 @@ def compare_cells(a: Results, b: Results) -> Comparison:
         if old.status != "ok" or new.status != "ok":
             rows.append(status_row(old.server, where(old), old.status, new.status))
             continue
+        rows += compare_cell(a, b, old, new, where(old), boot)
+        rows += qps_ratio_rows(a, b, old, new)
         rows += figure_rows(old.server, where(old), QPS_FIGURES + CELL_FIGURES, old, new, boot)
-        rows += figure_rows(old.server, where(old), ratio_figures(old.server),
-                            (a, old), (b, new), boot)
-    return Comparison(rows, only, ratio_agreement(a, b))
+    return Comparison(rows, only, summary=cost_summary(a, b))
+
+
+def qps_ratio_rows(a: Results, b: Results, old: Cell, new: Cell) -> list[str]:
+    """The cell's QPS as a % of each reference's in its own run (none of the reference
+    itself), judged on the round-paired ratios: each run's own, so compared across boots."""
+    rows = []
+    for reference in (REFERENCE, DLZ_CEILING):
+        if old.server == reference:
+            continue
+        mine, theirs = percent_of(a, old, reference), percent_of(b, new, reference)
+        if mine is None and theirs is None:
+            continue
+        a_values, a_starts = qps_ratios(old, _ok(a, reference, old.threads))
+        b_values, b_starts = qps_ratios(new, _ok(b, reference, new.threads))
+        rows.append(judged_row(old.server, where(old), f"QPS % of {reference}",
+                               _estimate(mine), _estimate(theirs),
+                               judge(a_values, a_starts, b_values, b_starts), 1, other_cpu(a, b)))
+    return rows
+
+
+def _ok(results: Results, server: str, threads: int) -> Cell | None:
+    cell = results.cell(server, threads)
+    return cell if cell is not None and cell.status == "ok" else None
+
+
+def _estimate(value: float | Interval | None) -> float | None:
+    return value.estimate if isinstance(value, Interval) else value
 
 
 def _describe(key: tuple[str, int, int]) -> str:
     server, threads, connections = key
     conn = "" if connections in (0, threads) else f", {connections} connection(s)"
     return f"{server} at {threads} thread(s){conn}"
-
-
-def ratio_agreement(a: Results, b: Results) -> list[str]:
-    """Every ratio (to native, to memory) that both runs give with a 95% interval, and whether
-    the two intervals overlap: how far a rerun reproduces a run (two runs on one boot should
-    agree in 95% of cells). Empty when no ratio has an interval on both sides."""
-    cells_b = {c.key: c for c in b.cells}
-    rows: list[list[str]] = []
-    for cell in a.cells:
-        other = cells_b.get(cell.key)
-        for reference in (REFERENCE, DLZ_CEILING):
-            if other is None or cell.server == reference:
-                continue
-            ra, rb = cell.ratios.get(reference), other.ratios.get(reference)
-            if ra is None or rb is None or ra.half_width is None or rb.half_width is None:
-                continue
-            rows.append([cell.server, where(cell), f"% of {reference}",
-                         interval_text(ra, 100, 1, "%"), interval_text(rb, 100, 1, "%"),
-                         "yes" if verdict(ra, rb) == NOT_DISTINGUISHABLE else "no"])
-    if not rows:
-        return []
-    agree = sum(1 for row in rows if row[-1] == "yes")
-    return ["", "## Ratios in both runs", "",
-            f"{agree} of {len(rows)} ratios ({100 * agree / len(rows):.0f}%) agree: their 95% "
-            "intervals overlap.", "",
-            *markdown_table(["server", "threads", "ratio", "A", "B", "agree"], rows)]

@@ -1,5 +1,5 @@
 """What every section's comparison (`compare A B`) shares: its rows in one table, the entries
-only one run has, the same-boot rule and the verdict on two intervals.
+only one run has, the same-boot rule and what two intervals can say.
 
 Each section compares its own entries in its report module, beside its rendering
 (bench/report/sections.py lists them): the comparison reads the figures the section shows
@@ -9,8 +9,11 @@ modules for functions of a dozen lines.
 
 Same-boot rule: a throughput of A (a QPS, records per second: Figure.rate) is never divided by
 one of B measured on another boot (or one not recorded): its change says "different boot: not
-divided". Where both sides have 95% intervals, verdict() may say they cannot be told apart in
-place of a change.
+divided". Where both sides have 95% intervals that overlap, verdict() says the comparison
+is undecided in place of a change: overlapping intervals are no evidence that two figures
+agree (two 95% intervals may overlap while a test of the difference rejects it), and no test
+of equivalence can be made from two intervals alone. Where the per-run values are kept, a
+section judges them with stats.verdict instead (cells: bench/report/cost.py).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from bench.measure.stats import Interval, intervals_overlap
 from bench.report.format import NONE, fmt_change, fmt_number
 
 DIFFERENT_BOOT = "different boot: not divided"
-NOT_DISTINGUISHABLE = "not distinguishable"
+UNDECIDED_OVERLAP = "undecided: intervals overlap"
 HEADER = ["| server | where | figure | A | B | change | change % |",
           "|---|---:|---|---:|---:|---:|---:|"]
 
@@ -37,11 +40,13 @@ Value = float | Interval | None
 @dataclass
 class Comparison:
     """A section's part of the comparison: its rows of the table, a line per entry only one
-    run has, and any table of its own printed after the figures."""
+    run has, any table of its own printed after the figures, and any line on the whole
+    section printed before them."""
 
     rows: list[str] = field(default_factory=list)
     only: list[str] = field(default_factory=list)
     after: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)  # lines printed before the table
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,12 @@ class Figure(Generic[T]):
 
 
 def verdict(a: Interval | None, b: Interval | None) -> str | None:
-    """What replaces the change of two figures that both have a 95% interval: "not
-    distinguishable" when the intervals overlap; None (the change is shown) otherwise, or
-    when either side has no interval. The one place a better test of agreement goes."""
+    """What replaces the change of two figures that both have a 95% interval: undecided when
+    the intervals overlap (module docstring); None (the change is shown: intervals apart)
+    otherwise, or when either side has no interval."""
     if a is None or b is None or None in (a.low, a.high, b.low, b.high):
         return None
-    return NOT_DISTINGUISHABLE if intervals_overlap(a, b) else None
+    return UNDECIDED_OVERLAP if intervals_overlap(a, b) else None
 
 
 def same_boot(a: Results, b: Results) -> bool:

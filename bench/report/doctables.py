@@ -84,15 +84,23 @@ def results_link(run: str, label: str, up: str = "../results") -> str:
 
 def readme_sample(run: str, servers: Sequence[str], threads: int = 1) -> list[str]:
     """The README's sample of `make bench`'s table: the first rows, a few columns."""
-    rows = [("QPS", lambda s: _bounded(run, "qps", s, threads, 0)),
-            ("% of native", lambda s: _percent(run, "ratio.native", s, threads)),
-            ("% of memory", lambda s: _percent(run, "ratio.memory", s, threads)),
-            ("Server us/query", lambda s: with_interval(fig(run, "server_us", server=s,
-                                                            threads=threads), 1)),
-            ("QPS per server core", lambda s: with_interval(
-                fig(run, "qps_per_core", server=s, threads=threads), 0))]
+    rows = [("Cost us/query (server + db)",
+             lambda s: with_interval(fig(run, "cost_us", server=s, threads=threads), 1)),
+            ("Cost % of native", lambda s: _cost_percent(run, "native", s, threads)),
+            ("Cost % of memory", lambda s: _cost_percent(run, "memory", s, threads)),
+            ("QPS", lambda s: _bounded(run, "qps", s, threads, 0)),
+            ("QPS % of native", lambda s: _percent(run, "ratio.native", s, threads)),
+            ("QPS % of memory", lambda s: _percent(run, "ratio.memory", s, threads))]
     return markdown_table([f"threads {threads}", *servers],
                           [[label, *(figure(s) for s in servers)] for label, figure in rows])
+
+
+def _cost_percent(run: str, reference: str, server: str, threads: int) -> str:
+    """The cost as a % of the reference's, as the table shows it: 100.0% in the reference's
+    own column, "–" where the server's cost is divided by the other reference."""
+    if server == reference:
+        return "100.0%"
+    return _percent(run, f"cost.{reference}", server, threads)
 
 
 def _bounded(run: str, metric: str, server: str, threads: int, decimals: int) -> str:
@@ -131,6 +139,27 @@ def run_ratios(first: str, second: str, servers: Sequence[str] | None = None) ->
         ["server", "% of native, run 1", "run 2", "% of memory, run 1", "run 2"],
         [[s, ratio(first, "ratio.native", s), ratio(second, "ratio.native", s),
           ratio(first, "ratio.memory", s), ratio(second, "ratio.memory", s)] for s in names])
+
+
+def run_costs(first: str, second: str, servers: Sequence[str] | None = None) -> list[str]:
+    """The cost per query and its ratio to the reference measured next to it, in two runs
+    side by side, each with its interval."""
+    names = servers or _servers(first)
+
+    def ratio(run: str, server: str) -> str:
+        for reference in ("memory", "native"):
+            f = fig(run, f"cost.{reference}", server=server, threads=1)
+            if f is not None:
+                return _percent(run, f"cost.{reference}", server, 1) + f" of {reference}"
+        return NONE
+
+    def cost(run: str, server: str) -> str:
+        return with_interval(fig(run, "cost_us", server=server, threads=1), 1)
+
+    return markdown_table(
+        ["server", "cost us/query, run 1", "run 2", "cost % of reference, run 1", "run 2"],
+        [[s, cost(first, s), cost(second, s), ratio(first, s), ratio(second, s)]
+         for s in names])
 
 
 def _servers(run: str) -> list[str]:

@@ -19,24 +19,30 @@ from typing import Any
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
 from bench.measure.cells import Cell
+from bench.measure.cost import AdjacentCost, split_per_query
 from bench.measure.loadgen import (
     GENERATOR_OFF,
     GENERATOR_ON,
     SERVER_BUSY_OFF,
     SERVER_IDLE_ON,
-    capacity_interval,
     capacity_per_core,
     core_use,
     generator_limit,
     server_cpus,
-    server_us_interval,
-    server_us_per_query,
     startup_interval,
 )
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.measure.results import SECTIONS, Results
 from bench.measure.startup import StartupPoint
 from bench.measure.stats import Interval, median_interval
+from bench.report.cost import (
+    COST_LABEL,
+    cost_method,
+    cost_notes,
+    cost_ratio_text,
+    cost_text,
+    per_core_of,
+)
 from bench.report.format import (
     NONE,
     NOT_AVAILABLE,
@@ -45,6 +51,7 @@ from bench.report.format import (
     column_label,
     fmt_number,
     fmt_percent,
+    interval_text,
     legend_or_note,
     markdown_table,
     save_figure,
@@ -203,9 +210,10 @@ def _qps_method(meta: dict) -> str:
             f"every server started afresh before every {rounds['restart_every']}th round and "
             f"warmed up until two {rounds['steady_s']:g}-s runs in a row were within "
             f"{100 * rounds['steady_within']:g}%. QPS is the median of a cell's runs with its 95% "
-            "interval in brackets (distribution-free, from the runs' order statistics; none with "
-            "fewer than 6 runs); % of native and % of memory are the median of the per-round "
-            "ratios with their interval, and a ratio whose interval is wider than "
+            "interval in brackets (distribution-free, from the runs' order statistics, taking "
+            "the runs as independent; none with fewer than 6 runs); QPS % of native and QPS % "
+            "of memory are the median of the per-round ratios with their interval, and a ratio "
+            "whose interval is wider than "
             f"+-{100 * rounds['target']:g}% says so. '>= N (load generator)': in most of the "
             f"cell's runs dnsperf used {GENERATOR_ON:g} of its core or more, or the pinned "
             f"server less than {SERVER_IDLE_ON:g} of its own (a run in between keeps the "
@@ -216,7 +224,7 @@ def _qps_method(meta: dict) -> str:
 
 def render_method(results: Results) -> list[str]:
     meta = results.meta
-    lines = [_qps_method(meta) + " Latency is the "
+    lines = [cost_method(meta), "", _qps_method(meta) + " Latency is the "
              "mean of single queries sent one at a time by the prober, with the server idle "
              "(Unloaded) or held at its maximum by dnsperf (Closed-loop loaded, a secondary row: "
              "with dnsperf keeping its queries outstanding it is about their number over the "
@@ -239,16 +247,6 @@ def render_method(results: Results) -> list[str]:
 
 
 # ---------------------------------------------------------------- main table
-
-def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
-                  unit: str = "", of: str = "runs") -> str:
-    """"median [low–high]", or "median (n runs: no 95% interval)" (`of`: what was counted)."""
-    text = fmt_number(scale * interval.estimate, decimals) + unit
-    if interval.low is None or interval.high is None:
-        return f"{text} ({interval.n} {of}: no 95% interval)"
-    return (f"{text} [{fmt_number(scale * interval.low, decimals)}–"
-            f"{fmt_number(scale * interval.high, decimals)}{unit}]")
-
 
 def _figure(interval: Interval | None, single: float | None, decimals: int | None = None,
             of: str = "runs") -> str:
@@ -363,17 +361,20 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     def row(label: str, figure: Callable[[Cell], str]) -> list[str]:
         return [label] + [statuses[id(c)] or figure(c) for c in cells]
 
+    adjacent = AdjacentCost(results.cells)
     rows = [
+        row(COST_LABEL, lambda c: unavailable.text(c, "cpu_us_per_query.named") or cost_text(c)),
+        *(row(f"Cost % of {name}", lambda c, name=name: unavailable.text(
+            c, "cpu_us_per_query.named") or cost_ratio_text(adjacent, c, name))
+          for name in (REFERENCE, DLZ_CEILING)),
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
-        row(f"% of {REFERENCE}", lambda c: ratio_text(c, reference, notes, cpus, target)),
-        row(f"% of {DLZ_CEILING}", lambda c: ratio_text(c, ceiling, notes, cpus, target)),
-        *([row(f"% of its row on {_run_bind(results)}",
+        row(f"QPS % of {REFERENCE}", lambda c: ratio_text(c, reference, notes, cpus, target)),
+        row(f"QPS % of {DLZ_CEILING}", lambda c: ratio_text(c, ceiling, notes, cpus, target)),
+        *([row(f"QPS % of its row on {_run_bind(results)}",
                lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),
-        row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or _figure(server_us_interval(c), server_us_per_query(c), 1)),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or _figure(capacity_interval(c), capacity_per_core(c), 0)),
+            or _figure(per_core_of(c), capacity_per_core(c), 0, of="starts")),
         row("Closed-loop loaded (us)", lambda c: unavailable.text(c, "latency_loaded")
             or _latency_text(c.latency_loaded, c, "loaded", threshold, notes)),
         row("Unloaded (us)", lambda c: unavailable.text(c, "latency_unloaded")
@@ -387,6 +388,7 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     for c in cells:  # answers are checked before anything is timed: no row of their own
         if "mismatches" in c.unavailable and statuses[id(c)] is None:
             unavailable.number(c, f"answers {c.unavailable['mismatches']}")
+    cost_notes(cells, notes)
     # 0: a server whose connections to its data are not the suite's (a --target server).
     connections = sorted({c.connections for c in cells} - {0})
     title = f"## {threads} thread{'s' if threads != 1 else ''}"
@@ -471,6 +473,7 @@ def render_costs(results: Results) -> list[str]:
                          or fmt_number(capacity_per_core(c), 0),
                          fmt_number(use.dnsperf), fmt_number(use.server),
                          figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
+    header, rows = with_split(results, header, rows)
     lines = (["## Cost per query", "",
               "CPU time (user + system) per answered query over the QPS runs; db is the "
               "database server's whole process tree ('–': no database server). QPS per "
@@ -483,11 +486,30 @@ def render_costs(results: Results) -> list[str]:
               "generator's when most of its runs are, each run judged on its own with "
               "hysteresis (bench/measure/loadgen.py). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
-              "that server (the note says why).", ""]
+              "that server (the note says why)." + (SPLIT_TEXT if SPLIT[0] in header else ""), ""]
              + markdown_table(header, rows))
     if notes.lines:
         lines += [""] + notes.render()
     return lines + [""]
+
+
+SPLIT = ("server user", "server system", "db user", "db system")
+SPLIT_TEXT = (" Server user, system, db user, system: the same CPU per query split into user "
+              "and system time (the runs record it since the cost per query leads the table).")
+
+
+def with_split(results: Results, header: list[str],
+               rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The cost table with the user/system split of the CPU per query appended, where any
+    cell's runs recorded it (files before the split keep their columns)."""
+    cells = [c for t in results.thread_counts() for c in results.cells_for(t)]
+    splits = [split_per_query(c) for c in cells]
+    if not any(value is not None for split in splits for value in split.values()):
+        return header, rows
+    extended = [row + ([c.status.upper()] * len(SPLIT) if c.status != "ok"
+                       else [fmt_number(split[key]) for key in SPLIT])
+                for row, c, split in zip(rows, cells, splits, strict=True)]
+    return [*header, *SPLIT], extended
 
 
 def _startup_cell(p: StartupPoint) -> str:

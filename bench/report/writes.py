@@ -210,7 +210,7 @@ STEP: list[Figure[Step]] = [
 def compare_writes(a: Results, b: Results) -> Comparison:
     """Servers matched by name, their steps by write rate offered, when both runs wrote the
     same way (into the store, or by RFC 2136 updates) at the same read rate: each figure the
-    median over the repeats, "not distinguishable" where both 95% intervals say so."""
+    median over the repeats, undecided where both 95% intervals overlap."""
     if a.writes is None or b.writes is None:
         return Comparison(only=one_sided("the writes section", a.writes, b.writes))
     if a.writes.via != b.writes.via:
