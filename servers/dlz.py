@@ -18,7 +18,7 @@ from base.paths import DRIVERS_DIR
 from servers import bindversion
 from servers.kind import ServerKind
 from servers.named import Named
-from servers.updates import UpdatePolicy
+from servers.update_policy import UpdatePolicy
 
 # named splits the dlopen string at white space, ends it at a double quote, and takes a
 # backslash as an escape: a word holding any of these cannot reach the driver intact. Braces

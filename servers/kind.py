@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from base.errors import UserError
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.database import CacheReading
 from loaders import get_loader
 from loaders.loader import Loader
 from loaders.writes import Change
 from servers import bindversion
 from servers.dnsserver import DnsServer
-from servers.updates import UpdatePolicy
+from servers.update_policy import UpdatePolicy
 
 
 @dataclass(frozen=True)

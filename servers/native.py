@@ -26,7 +26,7 @@ from servers import bindversion
 from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
 from servers.named import Named
-from servers.updates import UpdatePolicy
+from servers.update_policy import UpdatePolicy
 from zonedata.model import name_key
 from zonedata.zonefiles import zone_file_path, zone_files
 

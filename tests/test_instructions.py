@@ -20,7 +20,7 @@ from bench.measure.instructions import (
     ServerInstructions,
 )
 from bench.measure.results import Results, load_results, read_results_file, save_results
-from bench.report.write import render_markdown
+from bench.report.render import render_markdown
 from tests.at_once import results_at_once
 from tests.benchcli import processes_under, run_bench
 

@@ -29,7 +29,7 @@ from bench.measure.loadgen import (
 from bench.measure.results import Results
 from bench.measure.rounds import set_qps_figures, update_ratios
 from bench.measure.runner import pin_processes
-from bench.report.write import render_markdown
+from bench.report.render import render_markdown
 from tests.test_measure import tiny_named, write_query_file
 
 

@@ -32,7 +32,7 @@ import dns.update
 import pytest
 
 from base.paths import REPO_ROOT
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from bench.verify.answers import (
     UDP_PAYLOAD,
     Reply,
@@ -50,7 +50,7 @@ from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.native import NativeNamed
-from servers.updates import UpdatePolicy
+from servers.update_policy import UpdatePolicy
 from tests.benchcli import bench_env
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones, longest_name

@@ -37,8 +37,8 @@ from bench.measure.results import (
 )
 from bench.measure.rounds import update_ratios
 from bench.measure.startup import StartupPoint
+from bench.report.render import render_markdown, render_plots, write_report
 from bench.report.sections import REPORTS
-from bench.report.write import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
 

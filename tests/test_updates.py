@@ -1,7 +1,7 @@
 """RFC 2136 dynamic updates through the DLZ update path, against native BIND.
 
 Native BIND and every writable DLZ driver load the coverage zones and take updates to cov.test
-under one UpdatePolicy (servers/updates.py: the key granted every name of the zone, a second
+under one UpdatePolicy (servers/update_policy.py: the key granted every name of the zone, a second
 key named knows but grants nothing). Every update message goes to all of them, and then:
   - the names it changed answer as native BIND's do (bench.verify's comparison: a difference
     is allowed only in one of BIND's own DLZ-path classes), the SOA serial included;
@@ -49,7 +49,7 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
@@ -59,7 +59,7 @@ from servers import get_server
 from servers.bindversion import selected
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from servers.updates import UpdatePolicy
+from servers.update_policy import UpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key

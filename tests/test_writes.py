@@ -30,7 +30,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
-from bench.load.updates import Signer, change_message
+from bench.load.update_sender import Signer, change_message
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving

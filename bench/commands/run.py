@@ -42,7 +42,7 @@ from bench.measure.results import Results, save_results
 from bench.measure.rounds import RoundsRunner
 from bench.measure.runner import FLOOD_NORMAL_SHARE, PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import (
     REFERENCE,
     Target,

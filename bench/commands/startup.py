@@ -14,7 +14,7 @@ from bench.commands import add_out_option, positive_counts, progress
 from bench.measure import metadata
 from bench.measure.results import Results, load_results, save_results
 from bench.measure.startup import StartupPoint, measure_count
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import selected_servers
 
 

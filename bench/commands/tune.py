@@ -22,7 +22,7 @@ from bench.measure.datasets import zone_source
 from bench.measure.results import Results, save_results
 from bench.measure.runner import PROFILES, Setup, cpu_split
 from bench.measure.tune import DB_HOSTS, TOLERANCE, Plan, Tuner, default_processes, grid_pairs
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import REFERENCE, get_server, selected_servers
 
 DEFAULT_THREADS = "1,2,4,8,16,32,64"

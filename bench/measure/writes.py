@@ -47,9 +47,9 @@ import dns.rdataclass
 import dns.rdatatype
 
 from base.errors import UserError
-from base.updates import TsigKey, UpdateAccess
+from base.update_access import TsigKey, UpdateAccess
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
-from bench.load.updates import UpdateWriter
+from bench.load.update_sender import UpdateWriter
 from bench.measure.accounting import CpuMeter, us_per_query
 from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore, loaded_store
@@ -57,7 +57,7 @@ from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
 from bench.verify.compare import DRIVER, classify
-from bench.verify.updates import serial_masked
+from bench.verify.updated_answers import serial_masked
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
 from servers import REFERENCE, DnsServer, ServerKind, non_recursive_query

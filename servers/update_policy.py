@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import dns.name
 
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from zonedata.model import name_key
 
 
