@@ -26,7 +26,7 @@ from loaders.loader import Loader
 from loaders.writes import Change
 from servers import bindversion
 from servers.dnsserver import DnsServer
-from servers.update_policy import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 
 
 @dataclass(frozen=True)
@@ -165,15 +165,15 @@ class ServerKind(ABC):
         update policy), this row with the update policy that grants what `access` does."""
         if not self.takes_updates():
             raise UserError(f"{self.name} takes no dynamic updates in this suite")
-        row = dataclasses.replace(self, updates=update_policy(access))  # type: ignore[call-arg]
+        row = dataclasses.replace(self, updates=named_update_policy(access))  # type: ignore[call-arg]
         return row.build(target, run_dir, threads=threads, connections=connections, port=port)
 
 
-def update_policy(access: UpdateAccess) -> UpdatePolicy:
+def named_update_policy(access: UpdateAccess) -> NamedUpdatePolicy:
     """named's update policy for `access`: one policy covers all of a named's update zones,
     so `access` names either open zones or keyed ones."""
     if access.open_zones and access.keyed_zones:
         raise UserError("one named takes updates under one policy: open zones or keyed ones")
     if access.keyed_zones:
-        return UpdatePolicy(access.keyed_zones, access.key)
-    return UpdatePolicy(access.open_zones, None, unsigned=True)
+        return NamedUpdatePolicy(access.keyed_zones, access.key)
+    return NamedUpdatePolicy(access.open_zones, None, unsigned=True)

@@ -1,8 +1,8 @@
 """RFC 2136 dynamic updates through the DLZ update path, against native BIND.
 
 Native BIND and every writable DLZ driver load the coverage zones and take updates to cov.test
-under one UpdatePolicy (servers/update_policy.py: the key granted every name of the zone, a second
-key named knows but grants nothing). Every update message goes to all of them, and then:
+under one NamedUpdatePolicy (servers/update_policy.py: the key granted every name of the zone,
+a second key named knows but grants nothing). Every update message goes to all of them, and then:
   - the names it changed answer as native BIND's do (bench.verify's comparison: a difference
     is allowed only in one of BIND's own DLZ-path classes), the SOA serial included;
   - a failed prerequisite (YXDOMAIN, YXRRSET, NXRRSET, NXDOMAIN) and a refused update (no key,
@@ -59,7 +59,7 @@ from servers import get_server
 from servers.bindversion import selected
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from servers.update_policy import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
@@ -68,7 +68,7 @@ ZONE = COVERAGE_ORIGIN
 KEY = TsigKey.generate("dlzbench-update")
 OTHER_KEY = TsigKey.generate("dlzbench-other")  # known to named, granted nothing
 UNKNOWN_KEY = TsigKey.generate("dlzbench-unknown")  # not known to named
-POLICY = UpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
+POLICY = NamedUpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
 # DLZ drivers whose store takes updates.
 WRITABLE = ["pg", "memory", "mysql", "bdbhpt-t", "bdbhpt-c"]
 THREADS = 2
@@ -831,7 +831,7 @@ def test_bdbhpt_private_mode_refuses_updates(servers: Servers, run_dir: Path) ->
 
 # --- unsigned updates (the benchmark's rows without TSIG) --------------------------------------
 
-UNSIGNED_POLICY = UpdatePolicy((ZONE,), KEY, unsigned=True)
+UNSIGNED_POLICY = NamedUpdatePolicy((ZONE,), KEY, unsigned=True)
 
 
 def _unsigned_add() -> dns.message.Message:
