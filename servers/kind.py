@@ -1,4 +1,4 @@
-"""What a measurement measures: a DNS server fed by a store, one `--driver` name each.
+"""What a measurement measures: a DNS server fed by a store, one `--server` name each.
 
 A `ServerKind` says which store feeds the server and how to configure and build a server
 instance over that store's data, and what the server can do that a measurement asks about:
@@ -31,7 +31,7 @@ from servers.update_policy import NamedUpdatePolicy
 
 @dataclass(frozen=True)
 class ServerKind(ABC):
-    name: str        # the `--driver` value
+    name: str        # the `--server` value
     store: str       # the store (loaders/<store>.py) holding the data it answers from
     # The server answers a store update only after `rndc reload` (it reads its data at
     # load time, or keeps a file the loader replaces by rename).
@@ -111,7 +111,7 @@ class ServerKind(ABC):
         return {}
 
     def cache_reading(self, target: Any) -> CacheReading | None:
-        """The store's own cache figures as this server's driver uses the store."""
+        """The store's own cache figures as this server uses the store."""
         return self.loader().database.cache_reading(target, self.store_options())
 
     def writers_hold_locks(self) -> bool:

@@ -78,7 +78,7 @@ def test_a_registered_row_is_gone_after_its_block() -> None:
     other = DlzNamed("memory-once", store="memory", library="memory", needs_reload=True)
     with registered(other):
         assert get_server("memory-once") is other
-    with pytest.raises(UserError, match="unknown driver 'memory-once'"):
+    with pytest.raises(UserError, match="unknown server 'memory-once'"):
         get_server("memory-once")
 
 
@@ -120,7 +120,7 @@ def test_verify_holds_the_row_to_the_memory_drivers_answers(
                for line in lines), lines
     [summary] = [line for line in lines if line.startswith(f"{NAME}: ")]
     assert int(summary.split()[1].split("/")[1]) > 0, summary
-    assert "DRIVER DIFFERENCES" not in summary, summary
+    assert "UNEXPLAINED DIFFERENCES" not in summary, summary
 
 
 def _writes(run_root: Path, out: str, *extra: str) -> Results:

@@ -135,7 +135,7 @@ def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> Non
     for server in FUZZED:
         outcome = written["servers"][server]
         assert outcome["sent"] == 330 and outcome["crash"] is None
-        assert outcome["after"]["driver_differences"] == 0 and outcome["after"]["total"] > 0
+        assert outcome["after"]["unexplained"] == 0 and outcome["after"]["total"] > 0
     assert out.splitlines()[-1] in (run_root / "fuzz-out" / "results.md").read_text()
 
 

@@ -126,7 +126,7 @@ def test_each_report_has_the_section(runs: dict[tuple[str, ...], Results]) -> No
 
 
 @pytest.mark.parametrize("servers, says", [
-    ("nosuch", "unknown driver 'nosuch'"),
+    ("nosuch", "unknown server 'nosuch'"),
     ("native,nsd", "nsd is not named"),
 ])
 def test_a_server_it_cannot_count_is_one_line(tmp_path: Path, servers: str, says: str) -> None:

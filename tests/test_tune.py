@@ -193,7 +193,7 @@ def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> Non
     (["--server", "memory", "--db-host", "netns"], "has no server"),
     (["--server", "native"], "native BIND has no threads/connections"),
     (["--server", "pg,mysql"], "one server at a time"),
-    (["--server", "nosuch"], "unknown driver 'nosuch'"),
+    (["--server", "nosuch"], "unknown server 'nosuch'"),
 ])
 def test_bad_values_are_one_clear_line(argv: list[str], message: str,
                                        capsys: pytest.CaptureFixture[str]) -> None:

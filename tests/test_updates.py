@@ -53,7 +53,7 @@ from base.update_access import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import DRIVER, classify, classify_transfer, detail
+from bench.verify.compare import UNEXPLAINED, classify, classify_transfer, detail
 from loaders.bdbhpt import read_mode
 from servers import get_server
 from servers.bindversion import selected
@@ -194,7 +194,7 @@ def answers_differ(servers: Servers, driver: str, queries: list[Query]) -> list[
     for query in queries:
         diff = compare_answers(query, ask(servers.named["native"], query),
                                ask(servers.named[driver], query))
-        if diff is not None and classify(query, *diff, facts, classes) == DRIVER:
+        if diff is not None and classify(query, *diff, facts, classes) == UNEXPLAINED:
             wrong.append(detail(query, diff))
     return wrong
 
@@ -279,7 +279,7 @@ def transfer_differs(servers: Servers, driver: str) -> str | None:
         return None
     classes = get_server(driver).known_classes()
     diff = (native, other)
-    return None if classify_transfer(ZONE, *diff, classes) != DRIVER else \
+    return None if classify_transfer(ZONE, *diff, classes) != UNEXPLAINED else \
         detail((ZONE, "AXFR"), diff)
 
 

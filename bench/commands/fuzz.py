@@ -97,7 +97,7 @@ def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
     servers = {name: {**dataclasses.asdict(outcome),
                       "after": None if name not in results else {
                           "identical": results[name].identical, "total": results[name].total,
-                          "driver_differences": results[name].driver_differences,
+                          "unexplained": results[name].unexplained,
                           "classes": dict(results[name].classes)}}
                for name, outcome in outcomes.items()}
     write_results_file({"meta": meta, "servers": servers}, out)
@@ -151,8 +151,8 @@ def _outcome_line(name: str, outcome: FuzzOutcome) -> str:
 
 def report(outcomes: dict[str, FuzzOutcome], results: dict[str, Comparison],
            said: Transcript) -> int:
-    """The answers after the packets, per fuzzed server that still runs; 1 on a crash or a
-    driver difference."""
+    """The answers after the packets, per fuzzed server that still runs; 1 on a crash or an
+    unexplained difference."""
     for name in outcomes:
         if name in results:
             said.say(f"after: {results[name].summary()}")
@@ -160,7 +160,7 @@ def report(outcomes: dict[str, FuzzOutcome], results: dict[str, Comparison],
                 said.say(f"  {text}")
     crashes = sum(o.crash is not None for o in outcomes.values())
     differing = sum(1 for name in outcomes
-                    if name in results and results[name].driver_differences)
-    said.say(f"fuzz: {crashes} crashes, {differing} servers with driver differences "
+                    if name in results and results[name].unexplained)
+    said.say(f"fuzz: {crashes} crashes, {differing} servers with unexplained differences "
              "afterwards")
     return 1 if crashes or differing else 0

@@ -1,4 +1,4 @@
-"""`python3 -m bench serve`: one driver (or native BIND) serving a data set until Ctrl-C."""
+"""`python3 -m bench serve`: one server serving a data set until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="server worker threads (named -n; PowerDNS receiver-threads, NSD "
                         "server-count, Knot udp-workers)")
     p.add_argument("--connections", type=int, default=None,
-                   help="driver connections (default: one per thread)")
+                   help="connections to the store's database server (default: one per "
+                        "thread)")
     add_store_url_options(p)
     p.set_defaults(func=run)
 

@@ -65,7 +65,7 @@ class FreshStart:
 
 @dataclass
 class Cell:
-    """Every figure of one driver at one thread (and connection) count."""
+    """Every figure of one server at one thread (and connection) count."""
 
     server: str
     threads: int

@@ -63,13 +63,13 @@ class Served:
 
 
 @contextmanager
-def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
+def loaded_store(server: str | ServerKind, stream: Callable[[], Iterator[Zone]],
                  run_dir: Path, *, db_host: DatabaseHost | None = None,
                  store_urls: StoreUrls = PRIVATE) -> Iterator[LoadedStore]:
-    """The driver's store running under run_dir (inside db_host's namespace when given), or
+    """The server's store running under run_dir (inside db_host's namespace when given), or
     on the server store_urls names for it, with the data set loaded; once its private server
     has stopped, its data is deleted and its logs are kept."""
-    server = get_server(driver) if isinstance(driver, str) else driver
+    server = get_server(server) if isinstance(server, str) else server
     loader = server.loader()
     directory = run_dir / loader.name
     try:
@@ -81,11 +81,11 @@ def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
 
 
 @contextmanager
-def serving(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
+def serving(server: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
             threads: int = 1, connections: int | None = None, port: int | None = None,
             store_urls: StoreUrls = PRIVATE) -> Iterator[Served]:
-    """Load the data into the driver's store and run its server until the block ends."""
-    with loaded_store(driver, stream, run_dir, store_urls=store_urls) as loaded:
+    """Load the data into the server's store and run the server until the block ends."""
+    with loaded_store(server, stream, run_dir, store_urls=store_urls) as loaded:
         with loaded.named(run_dir, threads=threads, connections=connections,
                           port=port) as named:
             yield Served(loaded, named)

@@ -1,9 +1,9 @@
-"""Startup time and memory against zone count: native BIND and every driver.
+"""Startup time and memory against zone count: native BIND and every other server.
 
 For each zone count the data set is generated (streamed, deterministic) and loaded into each
 store by `python3 -m bench load` in a child process, whose peak RSS shows whether loading stays
-flat as the count grows. Then, for each driver of that store, named is started over the loaded
-store and timed from its exec until it answers for the last zone. A named that does not answer
+flat as the count grows. Then, for each server of that store, the server is started over the
+loaded store and timed from its exec until it answers for the last zone. One that does not answer
 within the timeout, or dies (e.g. out of memory), is a result too: recorded with how far it got.
 """
 
@@ -36,7 +36,7 @@ POLL_SECONDS = 0.002
 
 @dataclass
 class StartupPoint:
-    """Startup of named with one driver over a store holding `zones` zones."""
+    """Startup of one server over a store holding `zones` zones."""
 
     server: str
     zones: int
@@ -125,11 +125,11 @@ def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
     return point
 
 
-def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_dir: Path,
+def measure_count(names: list[str], zones: int, records: int, seed: int, run_dir: Path,
                   timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
-    """Every driver at one zone count, each point handed to record as soon as it is measured
+    """Every server at one zone count, each point handed to record as soon as it is measured
     (an interrupted run keeps them); each store is loaded once for all the servers it feeds."""
-    for store, servers in by_store(drivers):
+    for store, servers in by_store(names):
         data = run_dir / f"{zones}"
         data.mkdir(parents=True, exist_ok=True)
         report(f"{zones:,} zones: loading {store.name}")
@@ -153,10 +153,10 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
 
 
-def by_store(drivers: list[str]) -> list[tuple[Loader[Any], list[ServerKind]]]:
-    """The drivers grouped by the store that feeds them, each store once, in first-use order."""
+def by_store(names: list[str]) -> list[tuple[Loader[Any], list[ServerKind]]]:
+    """The servers grouped by the store that feeds them, each store once, in first-use order."""
     groups: dict[str, tuple[Loader[Any], list[ServerKind]]] = {}
-    for driver in drivers:
-        server = get_server(driver)
+    for name in names:
+        server = get_server(name)
         groups.setdefault(server.store, (server.loader(), []))[1].append(server)
     return list(groups.values())

@@ -109,12 +109,12 @@ def _cpu_text(cpus: Sequence[int]) -> str:
 
 
 class Tuner(Runner):
-    """The runner, measuring one driver over a grid of thread and connection counts."""
+    """The runner, measuring one server over a grid of thread and connection counts."""
 
     def __init__(self, profile: Profile, setup: Setup, results: Results, plan: Plan) -> None:
         super().__init__(profile, setup, results, phases=GRID_PHASES)
         if len(setup.servers) != 1:
-            raise UserError("tune measures one driver at a time")
+            raise UserError("tune measures one server at a time")
         self.server = setup.servers[0]
         self.plan = plan
         self.tuning = results.tuning = Tuning(db_host=plan.db_host, db_rtt_ms=plan.db_rtt_ms)

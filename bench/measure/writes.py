@@ -56,7 +56,7 @@ from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import DRIVER, classify
+from bench.verify.compare import UNEXPLAINED, classify
 from bench.verify.updated_answers import serial_masked
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
@@ -252,7 +252,7 @@ def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdat
 
 class ServerFollow:
     """What a server must be told after a store write, as its kind says
-    (ServerKind.tell_of_write): nothing for a database or a store its driver reads live;
+    (ServerKind.tell_of_write): nothing for a database or a store it reads live;
     native named, NSD, Knot and PowerDNS's bind backend load zone files on command."""
 
     def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
@@ -737,6 +737,6 @@ def _check_against_native(result: ServerWrites, named: DnsServer, server: Server
                 result.checked += 1
                 if pair is None:
                     continue
-                if classify(query, pair[0], pair[1], facts, server.known_classes()) == DRIVER:
+                if classify(query, pair[0], pair[1], facts, server.known_classes()) == UNEXPLAINED:
                     result.differing.append(f"{qname} {rdtype}: native {pair[0].describe()} "
                                             f"| {server.name} {pair[1].describe()}")

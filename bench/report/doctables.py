@@ -157,7 +157,7 @@ def run_before_rounds(run: str, targets: str = "") -> list[str]:
                      f"{num(value(run, 'qps.min', server=s, threads=1), 0)}–"
                      f"{num(value(run, 'qps.max', server=s, threads=1), 0)} QPS",
                      _cost(named, db), goal.get(s, NONE)])
-    return markdown_table(["driver", "% of native, 1 / 2 / 4 threads",
+    return markdown_table(["server", "% of native, 1 / 2 / 4 threads",
                            "% of memory, 1 / 2 / 4 threads", "spread of the 3 runs (1 thread)",
                            "CPU us/query named + db (1 thread)", "target"], rows)
 
@@ -259,7 +259,7 @@ def capacity_old(run: str) -> list[str]:
                      f"{num(value(run, 'latency.p50_us', server=s, share='common'), 0)} / "
                      f"{num(value(run, 'latency.p99_us', server=s, share='common'), 0)}",
                      num(value(run, "resperf_max_qps", server=s), 0)])
-    return markdown_table(["driver", "closed loop (QPS)", "breaking point, 5% loss (QPS)",
+    return markdown_table(["server", "closed loop (QPS)", "breaking point, 5% loss (QPS)",
                            "held, % of closed loop", "breaking point, 1% loss",
                            "p50 / p99 at 1,000 QPS (us)",
                            "resperf max (QPS)"], rows)
@@ -452,7 +452,7 @@ def startup_detail(run: str, zones: int) -> list[str]:
                      num(value(run, "rss_mib", **at), 0), num(value(run, "store_mb", **at), 0),
                      num(value(run, "load_s", **at), 0), num(value(run, "records_per_s", **at), 0),
                      num(value(run, "loader_rss_mib", **at), 0)])
-    return markdown_table(["driver", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+    return markdown_table(["server", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
                            "load (s)", "records/s", "loader RSS (MiB)"], rows)
 
 
@@ -477,7 +477,7 @@ def tune_table(runs: Sequence[str]) -> list[str]:
                      f"{num(value(run, 'qps.max', **at), 0)})",
                      NONE if p99 is None else f"{p99 / 1000:.0f} ms",
                      _cost(value(run, "named_us", **at), value(run, "db_us", **at))])
-    return markdown_table(["driver", "added round trip (measured)",
+    return markdown_table(["server", "added round trip (measured)",
                            "1 thread, 1 connection: QPS", "recommended threads / connections",
                            "its QPS (3 runs)", "p99 under load", "CPU us/query named + db there"],
                           rows)

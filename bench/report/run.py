@@ -2,11 +2,11 @@
 BIND-DLZ "Performance Tests" page, ../shared/seeds/003_b0923ef81a1e32b7.txt).
 
 Main table, one per thread count, as in 003_b0923ef81a1e32b7.txt: rows QPS, Loaded latency,
-Unloaded latency, Startup; one column per driver, native BIND and the in-memory reference
+Unloaded latency, Startup; one column per server, native BIND and the in-memory reference
 first. QPS is the median of the measured runs with their min–max spread; "% of native" and
 "% of memory" compare medians of the same results file (same machine, same session).
 
-A cell whose driver gave wrong answers or failed shows WRONG or FAILED in every row, never a
+A cell whose server gave wrong answers or failed shows WRONG or FAILED in every row, never a
 number, with the reason listed under the table.
 """
 
@@ -50,7 +50,7 @@ from bench.report.format import (
     save_figure,
     status_text,
 )
-from bench.report.style import driver_style
+from bench.report.style import server_style
 from servers import (
     BIND_MARK,
     DLZ_CEILING,
@@ -300,8 +300,8 @@ def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: 
     return text
 
 
-def _reference(results: Results, driver: str, threads: int) -> Cell | None:
-    ref = results.cell(driver, threads)
+def _reference(results: Results, server: str, threads: int) -> Cell | None:
+    ref = results.cell(server, threads)
     return ref if ref is not None and ref.status == "ok" else None
 
 
@@ -499,12 +499,12 @@ def _startup_cell(p: StartupPoint) -> str:
 
 
 def render_startup_summary(results: Results) -> list[str]:
-    """Driver x zone count: named's startup time and memory (the operator's question)."""
+    """Server x zone count: its startup time and memory (the operator's question)."""
     points = {(p.server, p.zones): p for p in results.startup_scaling}
     counts = sorted({n for _, n in points})
-    drivers = sorted({d for d, _ in points}, key=report_order)
-    rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
-            for d in drivers]
+    servers = sorted({s for s, _ in points}, key=report_order)
+    rows = [[s, *(_startup_cell(points[s, n]) if (s, n) in points else NONE for n in counts)]
+            for s in servers]
     return ["## Startup time and named memory", "",
             "Time from named's exec until it answers for the last zone, and named's resident "
             "memory then. Details, failures and loader figures in the next table.", ""] + \
@@ -581,17 +581,17 @@ def _plain_log_labels(axis: object) -> None:
 def _plot_qps(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    drivers = results.servers()
+    servers = results.servers()
     thread_counts = results.thread_counts()
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(drivers) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(servers) + 2), 4.5))
     width = 0.8 / max(1, len(thread_counts))
     for i, threads in enumerate(thread_counts):
         xs, heights, low, high = [], [], [], []
-        for x, driver in enumerate(drivers):
-            c = results.cell(driver, threads)
+        for x, server in enumerate(servers):
+            c = results.cell(server, threads)
             offset = (i - (len(thread_counts) - 1) / 2) * width
             if c is not None and c.status != "ok":
-                # No bar for a driver without valid figures, but say why it is missing.
+                # No bar for a server without valid figures, but say why it is missing.
                 ax.text(x + offset, 0.02, c.status.upper(), rotation=90, ha="center",
                         va="bottom", fontsize=8, color="firebrick",
                         transform=ax.get_xaxis_transform())
@@ -607,10 +607,10 @@ def _plot_qps(results: Results, path: Path) -> Path:
         if heights:  # an empty bar set would still get a legend entry
             ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
                    label=f"{threads} thread{'s' if threads != 1 else ''}")
-    ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
+    ax.set_xticks(range(len(servers)), servers, rotation=30, ha="right")
     ax.set_ylabel("queries per second (median, 95% interval or min–max)")
     _log_scale_if_data(ax)
-    ax.set_title("Throughput per driver")
+    ax.set_title("Throughput per server")
     ax.grid(axis="y", which="both", alpha=0.3)
     legend_or_note(ax)
     return save_figure(fig, path)
@@ -643,7 +643,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
             ax.set_xticks(range(1, len(labels) + 1), labels, rotation=40, ha="right")
         else:
             ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(f"{kind.capitalize()} latency (driver/threads)")
+        ax.set_title(f"{kind.capitalize()} latency (server/threads)")
         _log_scale_if_data(ax)
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.set_ylabel("microseconds")
@@ -665,7 +665,7 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     ax.bar(xs, db, bottom=named, label="database server")
     ax.set_xticks(xs, labels, rotation=40, ha="right")
     ax.set_ylabel("CPU microseconds per answered query")
-    ax.set_title("Server CPU per query (driver/threads)")
+    ax.set_title("Server CPU per query (server/threads)")
     ax.grid(axis="y", alpha=0.3)
     if cells:
         ax.legend()
@@ -680,14 +680,14 @@ def _plot_startup(results: Results, path: Path) -> Path:
 
     fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
     points = [p for p in results.startup_scaling if p.status == "ok"]
-    for driver in sorted({p.server for p in points}, key=report_order):
-        mine = sorted((p for p in points if p.server == driver), key=lambda p: p.zones)
+    for server in sorted({p.server for p in points}, key=report_order):
+        mine = sorted((p for p in points if p.server == server), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
         sized = [p for p in mine if p.named_rss_kb is not None]
         ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],
-                     **driver_style(driver))
+                     **server_style(server))
         ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized],
-                    **driver_style(driver))
+                    **server_style(server))
     for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "named peak RSS (MiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -1,6 +1,6 @@
-"""The `scale` part of results.md and its plot: per query mix, a table of driver x zone count
+"""The `scale` part of results.md and its plot: per query mix, a table of server x zone count
 (QPS, p99 under load), the zone-shape table, every cell's figures with the database's cache,
-and scale.png: QPS and p99 against zone count (log x), one line per driver."""
+and scale.png: QPS and p99 against zone count (log x), one line per server."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from bench.measure.results import Results
 from bench.measure.scale_cells import SizeCell
 from bench.report.comparing import Comparison, Figure, figure_rows, pairs, same_boot, status_row
 from bench.report.format import NONE, fmt_number, markdown_table
-from bench.report.style import driver_style
+from bench.report.style import server_style
 from servers import report_order
 
 
@@ -48,14 +48,14 @@ def _mixes(points: list[SizeCell]) -> list[str]:
 
 
 def _grid(points: list[SizeCell], mix: str, column: str) -> list[str]:
-    """Driver x data set (zone count, or shape) for one mix: QPS / p99 under load."""
+    """Server x data set (zone count, or shape) for one mix: QPS / p99 under load."""
     mine: dict[tuple[str, int | str], SizeCell] = {
         (p.server, p.zones if column == "zones" else _shape(p)): p
         for p in points if p.mix == mix}
     columns = sorted({c for _, c in mine}, key=_column_order)
-    drivers = sorted({d for d, _ in mine}, key=report_order)
-    rows = [[d, *(_summary(mine[d, c]) if (d, c) in mine else NONE for c in columns)]
-            for d in drivers]
+    servers = sorted({s for s, _ in mine}, key=report_order)
+    rows = [[s, *(_summary(mine[s, c]) if (s, c) in mine else NONE for c in columns)]
+            for s in servers]
     labels = [f"{c:,} zones" if isinstance(c, int) else c for c in columns]
     return markdown_table(["server", *labels], rows)
 
@@ -142,7 +142,7 @@ def render_scale(results: Results) -> list[str]:
                      key=lambda item: report_order(item[0]))
     if sources:
         lines += ["Cache figures read from:", ""]
-        lines += [f"- {driver}: {source}" for driver, source in sources] + [""]
+        lines += [f"- {server}: {source}" for server, source in sources] + [""]
     return lines
 
 
@@ -157,13 +157,13 @@ def render_scale_plot(results: Results, out_dir: Path) -> list[Path]:
     fig, axes = plt.subplots(len(mixes), 2, figsize=(11, 4.2 * len(mixes)), squeeze=False)
     for row, mix in zip(axes, mixes, strict=True):
         mine = [p for p in curve if p.mix == mix]
-        for driver in sorted({p.server for p in mine}, key=report_order):
-            points = sorted((p for p in mine if p.server == driver), key=lambda p: p.zones)
+        for server in sorted({p.server for p in mine}, key=report_order):
+            points = sorted((p for p in mine if p.server == server), key=lambda p: p.zones)
             qps = [p for p in points if p.cell.qps.median is not None]
             p99 = [p for p in points if _p99(p) is not None]
             row[0].plot([p.zones for p in qps], [p.cell.qps.median for p in qps],
-                        **driver_style(driver))
-            row[1].plot([p.zones for p in p99], [_p99(p) for p in p99], **driver_style(driver))
+                        **server_style(server))
+            row[1].plot([p.zones for p in p99], [_p99(p) for p in p99], **server_style(server))
         for ax, what in zip(row, ("queries per second", "p99 under load (us)"), strict=True):
             ax.set_xscale("log")
             ax.set_yscale("log")

@@ -1,6 +1,6 @@
-"""The `run --signed` part of results.md and its plot: per driver (and thread count) one table
+"""The `run --signed` part of results.md and its plot: per server (and thread count) one table
 "signed vs unsigned" (throughput, CPU per query, reply size and traffic, latency, what the store
-holds and what holding it cost), and signed.png: those figures side by side for every driver.
+holds and what holding it cost), and signed.png: those figures side by side for every server.
 
 Reply size and traffic are dnsperf's own figures (its "Average packet size" of the responses
 it received, times the responses it received per second), not estimates.
@@ -127,10 +127,10 @@ def render_signed(results: Results) -> list[str]:
              "replies among the check queries asked the same way. Store on disk: the store's "
              "files right after its load (the zone files for native BIND).", ""]
     reasons = []
-    for (driver, threads), pair in _pairs(results).items():
-        lines += [f"### {driver}, {threads} thread{'s' if threads != 1 else ''}", ""]
+    for (server, threads), pair in _pairs(results).items():
+        lines += [f"### {server}, {threads} thread{'s' if threads != 1 else ''}", ""]
         lines += _table(pair) + [""]
-        reasons += [f"- {driver} ({v}, {threads} thread(s)): {p.cell.status.upper()}: "
+        reasons += [f"- {server} ({v}, {threads} thread(s)): {p.cell.status.upper()}: "
                     f"{(p.cell.error or 'no reason recorded').splitlines()[0]}"
                     for v, p in pair.items() if not _ok(p)]
     if reasons:
@@ -150,14 +150,14 @@ PLOTTED: tuple[tuple[str, Callable[[SignedCell], float | None]], ...] = (
 
 
 def render_signed_plot(results: Results, out_dir: Path) -> list[Path]:
-    """signed.png: per figure, unsigned and signed bars side by side for every driver."""
+    """signed.png: per figure, unsigned and signed bars side by side for every server."""
     pairs = {key: pair for key, pair in _pairs(results).items()
              if any(_ok(p) for p in pair.values())}
     if not pairs:
         return []
     import matplotlib.pyplot as plt
 
-    labels = [driver if threads == 1 else f"{driver}/{threads}" for driver, threads in pairs]
+    labels = [server if threads == 1 else f"{server}/{threads}" for server, threads in pairs]
     fig, axes = plt.subplots(2, 2, figsize=(max(9, 1.2 * len(labels) + 4), 8))
     width = 0.4
     for ax, (title, figure) in zip(axes.flat, PLOTTED, strict=True):
