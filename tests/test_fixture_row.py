@@ -83,7 +83,7 @@ def test_a_registered_row_is_gone_after_its_block() -> None:
 
 
 def test_run_measures_the_row(ran: Path) -> None:
-    results = load_results(ran / "results.json")
+    results = load_results(ran)
     cell = results.cell(NAME, 1)
     assert cell is not None and cell.status == "ok", cell
     assert cell.qps.median and cell.startup_ms is not None
@@ -126,7 +126,7 @@ def test_verify_holds_the_row_to_the_memory_drivers_answers(
 def _writes(run_root: Path, out: str, *extra: str) -> Results:
     _bench("writes", "--servers", NAME, "--profile", "tiny", "--generate", "10", "--records",
            "5", "--queries", "100", "--out", str(run_root / out), *extra)
-    return load_results(run_root / out / "results.json")
+    return load_results(run_root / out)
 
 
 def test_writes_into_its_store_are_not_applicable(run_root: Path) -> None:
@@ -153,7 +153,7 @@ def test_faults_restart_the_row(run_root: Path) -> None:
     out = run_root / "faults"
     _bench("faults", "--server", NAME, "--profile", "tiny", "--script", "1:server-restart",
            "--duration", "3", *DATA, "--queries", "200", "--out", str(out))
-    results = load_results(out / "results.json")
+    results = load_results(out)
     assert results.faults is not None
     entry = results.faults.server(NAME)
     assert entry is not None and entry.status == "ok", entry
