@@ -211,7 +211,7 @@ def test_a_throttled_load_generator_is_flagged(throttled: Path, run_dir: Path) -
 
 
 def test_pinning_a_process_gone_since_it_was_listed_is_no_error() -> None:
-    """A database backend may exit between server_pids() and its pinning."""
+    """A database backend may exit between database_pids() and its pinning."""
     child = subprocess.Popen(["true"])
     child.wait()
     pin_processes([child.pid], "0")

@@ -208,7 +208,7 @@ class HeldStores:
     def named(self, server: str, run_dir: Path, *, threads: int = 1) -> DnsServer:
         """The server (not started) over its store."""
         kind = get_server(server)
-        return replace(self.store(kind.store), server=kind).named(run_dir, threads=threads)
+        return replace(self.store(kind.store), server=kind).dns_server(run_dir, threads=threads)
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +289,7 @@ def test_verify_with_do_on_nsec3_zones(run_dir: Path, tmp_path: Path) -> None:
                         nsec3=True)
     with ExitStack() as stack:
         named = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / f"n3-{d}"))
-                 .named for d in REFERENCE_SERVERS}
+                 .server for d in REFERENCE_SERVERS}
         results = compare_servers(named, derive_queries(zones), zones, dnssec=True)
     memory = results["memory"]
     assert memory.unexplained == 0, "\n".join(memory.differences[:5])

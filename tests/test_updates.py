@@ -95,8 +95,8 @@ def servers(run_dir: Path) -> Iterator[Servers]:
                                        **_server_options(name, run_dir))
             stores[name] = stack.enter_context(
                 loaded_store(kind, lambda: iter(zones), run_dir / name))
-            named[name] = stack.enter_context(stores[name].named(run_dir / name,
-                                                                 threads=THREADS))
+            named[name] = stack.enter_context(stores[name].dns_server(run_dir / name,
+                                                                      threads=THREADS))
         yield Servers(zones, stores, named)
 
 
@@ -853,8 +853,8 @@ def test_unsigned_updates_over_tcp_when_granted(run_dir: Path, driver: str) -> N
             kind = dataclasses.replace(get_server(name), updates=UNSIGNED_POLICY)
             loaded = stack.enter_context(loaded_store(kind, lambda: iter(zones),
                                                       run_dir / f"unsigned-{name}"))
-            named[name] = stack.enter_context(loaded.named(run_dir / f"unsigned-{name}",
-                                                           threads=1))
+            named[name] = stack.enter_context(loaded.dns_server(run_dir / f"unsigned-{name}",
+                                                                threads=1))
         pair = Servers(zones, {}, named)
         same_rcodes(send_all(pair, _unsigned_add), "NOERROR")
         wrong = answers_differ(pair, driver, [(_name("unsigned"), "TXT"), (_name("www"), "A"),

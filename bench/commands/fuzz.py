@@ -71,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
              f"over the coverage data set: {', '.join(fuzzed)}")
     with ExitStack() as stack:
         served = {name: stack.enter_context(serving(name, lambda: iter(zones), run_dir / name,
-                                                    threads=args.threads)).named
+                                                    threads=args.threads)).server
                   for name in dict.fromkeys([*references_for(fuzzed), *fuzzed])}
         outcomes = {name: _fuzz_one(name, served[name], packets, run_dir, said)
                     for name in fuzzed}
-        standing = {name: named for name, named in served.items()
+        standing = {name: server for name, server in served.items()
                     if name not in outcomes or outcomes[name].crash is None}
         fallen = [name for name in references_for(fuzzed) if name not in standing]
         if fallen:
@@ -110,12 +110,12 @@ def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
     (out / "results.md").write_text("\n".join([*head, *said.lines, "```", ""]))
 
 
-def _fuzz_one(name: str, named: DnsServer, packets: list[Packet], run_dir: Path,
+def _fuzz_one(name: str, server: DnsServer, packets: list[Packet], run_dir: Path,
               said: Transcript) -> FuzzOutcome:
     """The packets through one server, then one well-formed query it must answer; a dead or
     silent server's suspect packets are written to run_dir for a rerun."""
-    outcome = send_packets(packets, named.host, named.port, named.running)
-    if outcome.crash is None and not _answers(named):
+    outcome = send_packets(packets, server.host, server.port, server.running)
+    if outcome.crash is None and not _answers(server):
         last = range(max(0, len(packets) - 64), len(packets))
         outcome.crash = Crash(last[0], last[-1], [packets[i].kind for i in last],
                               how="stopped answering")
@@ -129,10 +129,10 @@ def _fuzz_one(name: str, named: DnsServer, packets: list[Packet], run_dir: Path,
     return outcome
 
 
-def _answers(named: DnsServer) -> bool:
+def _answers(server: DnsServer) -> bool:
     deadline = time.monotonic() + _ANSWER_WITHIN_S
-    while not named.answers(COVERAGE_ORIGIN.to_text()):
-        if not named.running() or time.monotonic() > deadline:
+    while not server.answers(COVERAGE_ORIGIN.to_text()):
+        if not server.running() or time.monotonic() > deadline:
             return False
     return True
 

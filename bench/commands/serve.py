@@ -41,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
     run_dir = new_run_dir(f"serve-{args.server}")
     with serving(args.server, stream, run_dir, threads=args.threads,
                  connections=args.connections, port=args.port, store_urls=urls) as served:
-        load, named = served.loaded.load, served.named
-        print(f"{args.server}: {load.zones} zones, {load.records} records; {named.program} "
-              f"with {args.threads} thread(s) (pid {named.pids()[0]}) on 127.0.0.1 port "
-              f"{named.port}; "
+        load, server = served.loaded.load, served.server
+        print(f"{args.server}: {load.zones} zones, {load.records} records; {server.program} "
+              f"with {args.threads} thread(s) (pid {server.pids()[0]}) on 127.0.0.1 port "
+              f"{server.port}; "
               f"run directory {run_dir}", flush=True)
-        print(f"try: dig @127.0.0.1 -p {named.port} {served.loaded.last_zone}. SOA", flush=True)
+        print(f"try: dig @127.0.0.1 -p {server.port} {served.loaded.last_zone}. SOA", flush=True)
         print("Ctrl-C stops everything.", flush=True)
         signal.pause()
     return 0

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                   for d in dict.fromkeys([*references_for(judged), *judged])}
         print(f"verifying {len(queries)} queries over {len(zones)} zones"
               f"{' with the DO bit' if args.dnssec else ''}: {', '.join(served)}", flush=True)
-        results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
+        results = compare_servers({d: s.server for d, s in served.items()}, queries, zones,
                                   transfers=not args.no_axfr, dnssec=args.dnssec)
     return report(results)
 

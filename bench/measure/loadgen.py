@@ -107,10 +107,10 @@ def run_core_uses(cell: Cell, cpus: int | None) -> list[CoreUse]:
 
 def server_us_per_query(cell: Cell) -> float | None:
     """The server's CPU per answered query: named's and its database's (None: unaccounted)."""
-    named = cell.cpu_us_per_query.get("named")
-    if named is None:
+    server = cell.cpu_us_per_query.get("named")
+    if server is None:
         return None
-    return named + (cell.cpu_us_per_query.get("db") or 0.0)
+    return server + (cell.cpu_us_per_query.get("db") or 0.0)
 
 
 def server_us_interval(cell: Cell) -> Interval | None:

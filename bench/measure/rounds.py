@@ -192,7 +192,7 @@ class RoundsRunner(Runner):
                         self.progress.skip(len(self.closing))
             finally:
                 for m in opened:
-                    m.named.stop()
+                    m.server.stop()
                 save_results(self.results, self.setup.out_dir)
         return self.results
 
@@ -218,25 +218,25 @@ class RoundsRunner(Runner):
         keep running for the rounds. Every cell is recorded here, its figures filled in
         later."""
         running = []
-        for server in self.servers:
-            store = stores[server.loader().name]
+        for kind in self.servers:
+            store = stores[kind.loader().name]
             for threads in self.setup.threads:
-                cell = Cell(server.name, threads, self._connections(threads))
+                cell = Cell(kind.name, threads, self._connections(threads))
                 self._record(cell)
                 if isinstance(store, str):
                     cell.status, cell.error = "failed", store
                     self.progress.skip(len(self.opening))
                     continue
-                if self.not_applicable(server, cell):
+                if self.not_applicable(kind, cell):
                     self.progress.skip(len(self.opening))
                     continue
-                loaded = dataclasses.replace(store, server=server)
-                named = self.build(loaded, threads, cell.connections)
-                m = Measuring(loaded, named, cell)
+                loaded = dataclasses.replace(store, server=kind)
+                server = self.build(loaded, threads, cell.connections)
+                m = Measuring(loaded, server, cell)
                 if self.run_phases(m, self.opening, _label(m)):
                     running.append(m)
                 else:
-                    named.stop()
+                    server.stop()
         save_results(self.results, self.setup.out_dir)
         return running
 
@@ -249,7 +249,7 @@ class RoundsRunner(Runner):
         rounds = self.profile.rounds
         runs: list[DnsperfRun] = []
         while len(runs) < rounds.steady_max_runs and not is_steady([r.qps for r in runs]):
-            runs.append(self.dnsperf(m.named, rounds.steady_s))
+            runs.append(self.dnsperf(m.server, rounds.steady_s))
         return FreshStart(round_index, startup_ms, runs, is_steady([r.qps for r in runs]))
 
     # --- the rounds ---------------------------------------------------------------------------
@@ -320,36 +320,36 @@ class RoundsRunner(Runner):
     def fresh_start(self, group: list[Measuring], index: int) -> None:
         """The store's server and every server over it started afresh, each warmed up."""
         for m in group:
-            m.named.stop()
-        group[0].loaded.restart_server()
-        pin_processes(group[0].loaded.server_pids(), self.server_cpus)
+            m.server.stop()
+        group[0].loaded.restart_database()
+        pin_processes(group[0].loaded.database_pids(), self.server_cpus)
         for m in group:
-            m.named.start()
-            startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
-                                              timeout=self.profile.startup_timeout_s) * 1000
-            pin_processes(m.named.pids(), self.server_cpus)
-            self.wait_all_zones(m.named)
+            m.server.start()
+            startup_ms = m.server.wait_answers(m.loaded.last_zone, "SOA",
+                                               timeout=self.profile.startup_timeout_s) * 1000
+            pin_processes(m.server.pids(), self.server_cpus)
+            self.wait_all_zones(m.server)
             m.cell.starts.append(self.warm_start(m, index, startup_ms))
 
     def round_run(self, m: Measuring, index: int) -> None:
         """One QPS run of the cell, with the CPU its server used during it."""
-        has_db = m.loaded.accounts_server
-        named_cpu = accounting.CpuMeter(m.named.pids())
-        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
-        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
-            run = self.dnsperf(m.named, self.profile.rounds.run_s)
+        has_db = m.loaded.accounts_database
+        server_cpu = accounting.CpuMeter(m.server.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.database_pids())
+        with accounting.MemorySampler(m.loaded.database_pids()) as db_mem, server_cpu, db_cpu:
+            run = self.dnsperf(m.server, self.profile.rounds.run_s)
         m.cell.qps_runs.append(run)
-        m.cell.qps_rounds.append(RoundRun(index, len(m.cell.starts) - 1, named_cpu.seconds,
+        m.cell.qps_rounds.append(RoundRun(index, len(m.cell.starts) - 1, server_cpu.seconds,
                                           db_cpu.seconds if has_db else None))
         m.cell.peak_rss_kb = {
-            "named": max(accounting.peak_rss_kb(m.named.pids()),
+            "named": max(accounting.peak_rss_kb(m.server.pids()),
                          m.cell.peak_rss_kb.get("named") or 0),
             "db": max(db_mem.peak_pss_kb, m.cell.peak_rss_kb.get("db") or 0) if has_db else None}
 
     def drop(self, running: list[Measuring], m: Measuring, exc: UserError) -> None:
         """A cell that failed in a round: stopped, kept with the runs it has, out of the rest."""
         m.cell.status, m.cell.error = "failed", str(exc)
-        m.named.stop()
+        m.server.stop()
         running[:] = [r for r in running if r is not m]
 
     def update_figures(self, running: list[Measuring]) -> list[stats.WatchedRatio]:
@@ -366,7 +366,7 @@ class RoundsRunner(Runner):
         try:
             self.run_phases(m, self.closing, _label(m))
         finally:
-            m.named.stop()
+            m.server.stop()
             save_results(self.results, self.setup.out_dir)
 
 

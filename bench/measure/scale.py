@@ -258,13 +258,13 @@ class ScaleRunner(Runner):
     def start_cold(self, m: Measuring) -> None:
         """The store's server restarted (a cold cache), named timed to the last zone, then
         until it has loaded every zone (native BIND loads zones in parallel)."""
-        m.loaded.restart_server()
-        pin_processes(m.loaded.server_pids(), self.server_cpus)
-        m.named.start()
-        m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
-                                                 timeout=self.profile.startup_timeout_s) * 1000
-        m.named.wait_running(self.profile.startup_timeout_s)
-        pin_processes(m.named.pids(), self.server_cpus)
+        m.loaded.restart_database()
+        pin_processes(m.loaded.database_pids(), self.server_cpus)
+        m.server.start()
+        m.cell.startup_ms = m.server.wait_answers(m.loaded.last_zone, "SOA",
+                                                  timeout=self.profile.startup_timeout_s) * 1000
+        m.server.wait_running(self.profile.startup_timeout_s)
+        pin_processes(m.server.pids(), self.server_cpus)
 
     def measure_qps_and_cache(self, m: Measuring) -> None:
         """`run`'s QPS phase with the database's cache read before and after it."""

@@ -1,5 +1,5 @@
-"""One server under test fed by one data set: the store's server, the data loaded (timed here),
-and the DNS server on top.
+"""One server under test fed by one data set: the store's database server, the data loaded
+(timed here), and the DNS server on top.
 
 `serve`, `verify`, `startup` and the runner all start a server through these functions, so
 none of them knows which database is behind it.
@@ -35,31 +35,33 @@ class LoadedStore:
         """Key of the last zone loaded: startup is timed until it answers."""
         return self.load.last_zone
 
-    def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
-              port: int | None = None) -> DnsServer:
-        """A server (not started) answering from this store's data."""
+    def dns_server(self, run_dir: Path, *, threads: int, connections: int | None = None,
+                   port: int | None = None) -> DnsServer:
+        """The server (not started) answering from this store's data."""
         return self.server.build(self.target, run_dir / f"named-{self.server.name}-{threads}",
                                  threads=threads, connections=connections or threads, port=port)
 
-    def server_pids(self) -> list[int]:
+    def database_pids(self) -> list[int]:
+        """The processes of the store's database server (none without one)."""
         return self.loader.database.server_pids(self.target)
 
-    def restart_server(self, *, cold: bool = False) -> None:
-        """The store's server restarted with its data (its own caches cold; cold: the page
-        cache dropped too); nothing without one."""
+    def restart_database(self, *, cold: bool = False) -> None:
+        """The store's database server restarted with its data (its own caches cold; cold:
+        the page cache dropped too); nothing without one."""
         self.loader.database.restart_server(self.target, cold=cold)
 
     @property
-    def accounts_server(self) -> bool:
-        """Whether the store's server is the suite's own, its CPU and memory accounted (one
-        given by --store-url runs others' work too, under processes that are not ours)."""
+    def accounts_database(self) -> bool:
+        """Whether the store's database server is the suite's own, its CPU and memory
+        accounted (one given by --store-url runs others' work too, under processes that are
+        not ours)."""
         return self.loader.database.server_is_ours(self.target)
 
 
 @dataclass
 class Served:
     loaded: LoadedStore
-    named: DnsServer
+    server: DnsServer
 
 
 @contextmanager
@@ -67,8 +69,8 @@ def loaded_store(server: str | ServerKind, stream: Callable[[], Iterator[Zone]],
                  run_dir: Path, *, db_host: DatabaseHost | None = None,
                  store_urls: StoreUrls = PRIVATE) -> Iterator[LoadedStore]:
     """The server's store running under run_dir (inside db_host's namespace when given), or
-    on the server store_urls names for it, with the data set loaded; once its private server
-    has stopped, its data is deleted and its logs are kept."""
+    on the database server store_urls names for it, with the data set loaded; once its
+    private database server has stopped, its data is deleted and its logs are kept."""
     server = get_server(server) if isinstance(server, str) else server
     loader = server.loader()
     directory = run_dir / loader.name
@@ -86,6 +88,6 @@ def serving(server: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_
             store_urls: StoreUrls = PRIVATE) -> Iterator[Served]:
     """Load the data into the server's store and run the server until the block ends."""
     with loaded_store(server, stream, run_dir, store_urls=store_urls) as loaded:
-        with loaded.named(run_dir, threads=threads, connections=connections,
-                          port=port) as named:
-            yield Served(loaded, named)
+        with loaded.dns_server(run_dir, threads=threads, connections=connections,
+                               port=port) as server:
+            yield Served(loaded, server)

@@ -91,7 +91,7 @@ class VariantRunner(Runner):
             query = dns.message.make_query(qname, rdtype, use_edns=0, want_dnssec=True,
                                            payload=DNSPERF_EDNS_PAYLOAD)
             try:
-                reply = dns.query.udp(query, "127.0.0.1", port=m.named.port, timeout=2)
+                reply = dns.query.udp(query, "127.0.0.1", port=m.server.port, timeout=2)
             except dns.exception.Timeout:
                 continue
             sizes.append(len(reply.to_wire()))

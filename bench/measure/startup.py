@@ -91,20 +91,20 @@ def load_in_child(store: Loader[Any], zones: int, records: int, seed: int, data:
     return json.loads(figures.read_text())[0]
 
 
-def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
+def time_startup(kind: ServerKind, target: object, zones: int, run_dir: Path,
                  timeout: float) -> StartupPoint:
-    """named from exec until it answers for the last zone; a named still loading at the
+    """The server from exec until it answers for the last zone; one still loading at the
     timeout is measured as it is then (RSS, zones loaded) before it is stopped."""
-    point = StartupPoint(server.name, zones)
-    named = server.build(target, run_dir / f"named-{server.name}-{zones}", threads=1,
-                         connections=1)
+    point = StartupPoint(kind.name, zones)
+    server = kind.build(target, run_dir / f"named-{kind.name}-{zones}", threads=1,
+                        connections=1)
     last = name_key(zone_name(zones - 1))
     try:
-        named.start()
-        deadline = named.exec_time + timeout
-        while not named.answers(last):
-            if not named.pids():
-                point.status, point.error = "failed", f"{named.program} exited during start-up"
+        server.start()
+        deadline = server.exec_time + timeout
+        while not server.answers(last):
+            if not server.pids():
+                point.status, point.error = "failed", f"{server.program} exited during start-up"
                 break
             if time.monotonic() > deadline:
                 point.status = "timeout"
@@ -112,14 +112,14 @@ def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
                 break
             time.sleep(POLL_SECONDS)
         else:
-            point.startup_ms = (time.monotonic() - named.exec_time) * 1000
-        point.named_rss_kb = peak_rss_kb(named.pids()) if named.pids() else None
+            point.startup_ms = (time.monotonic() - server.exec_time) * 1000
+        point.named_rss_kb = peak_rss_kb(server.pids()) if server.pids() else None
     except UserError as exc:  # the server refused its configuration
         point.status, point.error = "failed", str(exc).splitlines()[0]
     finally:
-        named.stop()
+        server.stop()
     if point.status != "ok":
-        loaded = named.zones_loaded()
+        loaded = server.zones_loaded()
         if loaded:
             point.error += f" ({loaded:,} of {zones:,} zones loaded)"
     return point

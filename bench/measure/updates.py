@@ -265,9 +265,9 @@ class Running:
     signer: Signer
 
     def db_pids(self) -> list[int] | None:
-        if not (self.loaded.loader.database.has_server and self.loaded.accounts_server):
+        if not (self.loaded.loader.database.has_server and self.loaded.accounts_database):
             return None
-        return self.loaded.server_pids()
+        return self.loaded.database_pids()
 
 
 # (server, TSIG or not) -> its instance.

@@ -151,12 +151,12 @@ def run_before_rounds(run: str, targets: str = "") -> list[str]:
     goal = dict(item.split("=", 1) for item in targets.split(",") if item)
     rows = []
     for s in _servers(run):
-        named, db = value(run, "named_us", server=s, threads=1), value(run, "db_us", server=s,
+        server, db = value(run, "named_us", server=s, threads=1), value(run, "db_us", server=s,
                                                                          threads=1)
         rows.append([s, _per_threads(run, "ratio.native", s), _per_threads(run, "ratio.memory", s),
                      f"{num(value(run, 'qps.min', server=s, threads=1), 0)}–"
                      f"{num(value(run, 'qps.max', server=s, threads=1), 0)} QPS",
-                     _cost(named, db), goal.get(s, NONE)])
+                     _cost(server, db), goal.get(s, NONE)])
     return markdown_table(["server", "% of native, 1 / 2 / 4 threads",
                            "% of memory, 1 / 2 / 4 threads", "spread of the 3 runs (1 thread)",
                            "CPU us/query named + db (1 thread)", "target"], rows)
@@ -166,11 +166,11 @@ def _per_threads(run: str, metric: str, server: str) -> str:
     return " / ".join(num(value(run, metric, server=server, threads=t), 1) for t in (1, 2, 4))
 
 
-def _cost(named: float | None, db: float | None) -> str:
+def _cost(server: float | None, db: float | None) -> str:
     """named's CPU per query, "+ the database's" where there is one."""
     if db is None:
-        return num(named)
-    return f"{num(named)} + {num(db)}"
+        return num(server)
+    return f"{num(server)} + {num(db)}"
 
 
 def run_every_row(run: str, rows: Sequence[str]) -> list[str]:
@@ -358,9 +358,9 @@ def _scale_servers(run: str) -> list[str]:
 
 
 def _scale_cost(run: str, zones: int, at: dict) -> str:
-    named = value(run, "named_us", zones=zones, **at)
+    server = value(run, "named_us", zones=zones, **at)
     db = value(run, "db_us", zones=zones, **at)
-    return num(named, 0) if db is None else f"{num(named, 0)}+{num(db, 0)}"
+    return num(server, 0) if db is None else f"{num(server, 0)}+{num(db, 0)}"
 
 
 def _cache(run: str, zones: int, at: dict) -> str:

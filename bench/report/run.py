@@ -657,12 +657,12 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     # A server whose CPU the suite cannot account has no bar (not a zero one).
     cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
     labels = [f"{c.server}/{c.threads}" for c in cells]
-    named = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
+    server = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
     db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(cells) + 2), 4.5))
     xs = range(len(cells))
-    ax.bar(xs, named, label="named")
-    ax.bar(xs, db, bottom=named, label="database server")
+    ax.bar(xs, server, label="named")
+    ax.bar(xs, db, bottom=server, label="database server")
     ax.set_xticks(xs, labels, rotation=40, ha="right")
     ax.set_ylabel("CPU microseconds per answered query")
     ax.set_title("Server CPU per query (server/threads)")

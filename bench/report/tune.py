@@ -67,8 +67,8 @@ def _p99(cell: Cell) -> str:
 
 
 def _cpu(cell: Cell) -> str:
-    named, db = cell.cpu_us_per_query.get("named"), cell.cpu_us_per_query.get("db")
-    return f"{fmt_number(named, 1)} / {fmt_number(db, 1)}"
+    server, db = cell.cpu_us_per_query.get("named"), cell.cpu_us_per_query.get("db")
+    return f"{fmt_number(server, 1)} / {fmt_number(db, 1)}"
 
 
 def render_database(tuning: Tuning) -> list[str]:

@@ -183,7 +183,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                 results[name].add(*verdicts[name])
             for name, leader in followers.items():
                 _judge_follower(results[name], leader, query, verdicts[leader],
-                              compare_answers(query, replies[leader], replies[name]))
+                                compare_answers(query, replies[leader], replies[name]))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
@@ -197,7 +197,7 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                 results[name].add(*verdicts[name])
             for name, leader in followers.items():
                 _judge_follower(results[name], leader, query, verdicts[leader],
-                              _differs(leader_rrs[leader], transfer(servers[name], zone.origin)))
+                                _differs(leader_rrs[leader], transfer(servers[name], zone.origin)))
     return results
 
 
@@ -215,8 +215,8 @@ def _ask_all(pool: ThreadPoolExecutor, servers: Mapping[str, DnsServer], query: 
 
 
 def _judge_follower(result: Comparison, leader: str, query: Query,
-                  leader_judged: tuple[str | None, str],
-                  diff_from_leader: tuple[Answer, Answer] | None) -> None:
+                    leader_judged: tuple[str | None, str],
+                    diff_from_leader: tuple[Answer, Answer] | None) -> None:
     """A server that answered as its leader (a DLZ driver's: the memory driver) did is judged
     as the leader was."""
     if diff_from_leader is None:
