@@ -93,12 +93,12 @@ def test_cells_match_by_server_threads_and_connections(examples) -> None:
 def test_startup_points_match_by_server_and_zones(examples) -> None:
     def edit(b: Results) -> None:
         point = b.startup_scaling[0]
-        point.named_rss_kb = 2 * point.named_rss_kb
+        point.server_rss_kb = 2 * point.server_rss_kb
         point.records_per_second = 3.0
     a, b = _pair(examples["startup_scaling"], edit, boot="boot-b")
     point = a.startup_scaling[0]
     rows = _table(compare(a, b))
-    assert rows[point.server, f"{point.zones} zones", "named RSS (kB)"][3] == "+100.0%"
+    assert rows[point.server, f"{point.zones} zones", "server RSS (kB)"][3] == "+100.0%"
     # The load's records per second is a throughput: not divided across boots.
     assert rows[point.server, f"{point.zones} zones", "load (records/s)"][2] == DIFFERENT_BOOT
 

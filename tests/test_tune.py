@@ -80,7 +80,7 @@ def assert_every_pair_measured(results: Results, driver: str,
         assert (cell.status, cell.error, cell.mismatches) == ("ok", None, 0), pair
         assert cell.qps.median and cell.qps.median > 0, pair
         assert cell.latency_loaded is not None and cell.latency_loaded.count > 0, pair
-        assert cell.cpu_us_per_query["named"], pair
+        assert cell.cpu_us_per_query["server"], pair
 
 
 def test_pg_grid_has_connections_below_and_above_threads_all_correct(pg_remote: Results) -> None:

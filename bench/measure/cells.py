@@ -45,8 +45,11 @@ class RoundRun:
 
     round: int
     start: int
-    named_cpu_s: float | None = None
+    server_cpu_s: float | None = None
     db_cpu_s: float | None = None
+
+    # Files up to 2026-11-27 name the server's own CPU after named, for every server.
+    json_renamed: ClassVar[dict[str, str]] = {"named_cpu_s": "server_cpu_s"}
 
 
 @dataclass
@@ -97,7 +100,7 @@ class Cell:
     peak_rss_kb: dict[str, int | None] = field(default_factory=dict)
     # A server the suite did not start (`run --target`): where it answered, and the figures
     # that cannot be measured there with why, keyed like the fields ("startup_ms",
-    # "cpu_us_per_query.named", ...): their values are None because they are unavailable,
+    # "cpu_us_per_query.server", ...): their values are None because they are unavailable,
     # not because nothing was recorded.
     target: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -106,6 +109,12 @@ class Cell:
     flood: dict | None = None
 
     json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+    # cpu_us_per_query and peak_rss_kb key the server's own process "server" (beside "db" and
+    # "dnsperf"); files up to 2026-11-27 keyed it "named", for every server.
+    json_renamed_keys: ClassVar[dict[str, dict[str, str]]] = {
+        "cpu_us_per_query": {"named": "server"}, "peak_rss_kb": {"named": "server"},
+        "unavailable": {"cpu_us_per_query.named": "cpu_us_per_query.server",
+                        "peak_rss_kb.named": "peak_rss_kb.server"}}
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -342,8 +342,8 @@ class RoundsRunner(Runner):
         m.cell.qps_rounds.append(RoundRun(index, len(m.cell.starts) - 1, server_cpu.seconds,
                                           db_cpu.seconds if has_db else None))
         m.cell.peak_rss_kb = {
-            "named": max(accounting.peak_rss_kb(m.server.pids()),
-                         m.cell.peak_rss_kb.get("named") or 0),
+            "server": max(accounting.peak_rss_kb(m.server.pids()),
+                          m.cell.peak_rss_kb.get("server") or 0),
             "db": max(db_mem.peak_pss_kb, m.cell.peak_rss_kb.get("db") or 0) if has_db else None}
 
     def drop(self, running: list[Measuring], m: Measuring, exc: UserError) -> None:
@@ -376,7 +376,7 @@ def set_qps_figures(cell: Cell) -> None:
     answered = sum(r.queries_completed for r in cell.qps_runs)
     db = [r.db_cpu_s for r in cell.qps_rounds]
     cell.cpu_us_per_query = {
-        "named": accounting.us_per_query(sum(r.named_cpu_s or 0.0 for r in cell.qps_rounds),
+        "server": accounting.us_per_query(sum(r.server_cpu_s or 0.0 for r in cell.qps_rounds),
                                          answered),
         "db": None if None in db else accounting.us_per_query(sum(db), answered),
         "dnsperf": Runner.dnsperf_cpu(cell)}

@@ -428,11 +428,11 @@ class Runner:
         # None, not 0: a server the suite did not start is unaccounted, not free.
         has_db = m.loaded.accounts_database
         cell.cpu_us_per_query = {
-            "named": accounting.us_per_query(server_cpu.seconds, answered),
+            "server": accounting.us_per_query(server_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,
             "dnsperf": self.dnsperf_cpu(cell),
         }
-        cell.peak_rss_kb = {"named": accounting.peak_rss_kb(m.server.pids()),
+        cell.peak_rss_kb = {"server": accounting.peak_rss_kb(m.server.pids()),
                             "db": db_mem.peak_pss_kb if has_db else None}
 
     def qps_runs(self, m: Measuring) -> None:
@@ -598,9 +598,9 @@ class Runner:
         """measure_qps without the server's and its database's CPU and memory: their
         processes are not the suite's (only the load generator's own CPU is)."""
         self.qps_runs(m)
-        m.cell.cpu_us_per_query = {"named": None, "db": None,
+        m.cell.cpu_us_per_query = {"server": None, "db": None,
                                    "dnsperf": self.dnsperf_cpu(m.cell)}
-        m.cell.peak_rss_kb = {"named": None, "db": None}
+        m.cell.peak_rss_kb = {"server": None, "db": None}
 
     def update_visibility(self, m: Measuring) -> None:
         """The profile's updates, each timed until named answers it; the median of those
@@ -757,10 +757,10 @@ CAPACITY_PHASES: tuple[Phase, ...] = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_Q
 NOT_STARTED_HERE: dict[str, str] = {
     "startup_ms": "the suite did not start the server (--target)",
     "update_visibility_ms": "the suite loaded no store the server reads (--target)",
-    "cpu_us_per_query.named": "the server's processes are not the suite's to account "
+    "cpu_us_per_query.server": "the server's processes are not the suite's to account "
                               "(--target)",
     "cpu_us_per_query.db": "its database, if any, is not the suite's to account (--target)",
-    "peak_rss_kb.named": "the server's processes are not the suite's to account (--target)",
+    "peak_rss_kb.server": "the server's processes are not the suite's to account (--target)",
     "peak_rss_kb.db": "its database, if any, is not the suite's to account (--target)",
 }
 

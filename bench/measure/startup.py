@@ -41,7 +41,7 @@ class StartupPoint:
     server: str
     zones: int
     startup_ms: float | None = None
-    named_rss_kb: int | None = None
+    server_rss_kb: int | None = None
     store_bytes: int | None = None
     status: str = "ok"
     error: str | None = None
@@ -50,7 +50,8 @@ class StartupPoint:
     records_per_second: float | None = None
     loader_rss_kb: int | None = None
 
-    json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+    # Files up to 2026-11-27 name the server's memory after named, for every server.
+    json_renamed: ClassVar[dict[str, str]] = {**RENAMED_SERVER, "named_rss_kb": "server_rss_kb"}
 
 
 # results.json's "startup_scaling": one point per (server, zone count).
@@ -113,7 +114,7 @@ def time_startup(kind: ServerKind, target: object, zones: int, run_dir: Path,
             time.sleep(POLL_SECONDS)
         else:
             point.startup_ms = (time.monotonic() - server.exec_time) * 1000
-        point.named_rss_kb = peak_rss_kb(server.pids()) if server.pids() else None
+        point.server_rss_kb = peak_rss_kb(server.pids()) if server.pids() else None
     except UserError as exc:  # the server refused its configuration
         point.status, point.error = "failed", str(exc).splitlines()[0]
     finally:

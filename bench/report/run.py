@@ -370,9 +370,9 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
         *([row(f"% of its row on {_run_bind(results)}",
                lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),
-        row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
+        row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.server")
             or _figure(server_us_interval(c), server_us_per_query(c), 1)),
-        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
+        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.server")
             or _figure(capacity_interval(c), capacity_per_core(c), 0)),
         row("Closed-loop loaded (us)", lambda c: unavailable.text(c, "latency_loaded")
             or _latency_text(c.latency_loaded, c, "loaded", threshold, notes)),
@@ -444,9 +444,9 @@ def render_percentiles(results: Results) -> list[str]:
 
 
 def render_costs(results: Results) -> list[str]:
-    header = ["server", "threads", "CPU us/query named", "db", "dnsperf",
+    header = ["server", "threads", "CPU us/query server", "db", "dnsperf",
               "QPS per server core", "dnsperf cores", "server cores",
-              "peak RSS named (kB)", "db (kB)"]
+              "peak RSS server (kB)", "db (kB)"]
     cpus = server_cpus(results.meta)
     rows = []
     notes = Notes()
@@ -465,20 +465,20 @@ def render_costs(results: Results) -> list[str]:
                         or fmt_number(values.get(key), decimals))
 
             rows.append([column_label(c), str(threads),
-                         figure("cpu_us_per_query", "named"), figure("cpu_us_per_query", "db"),
+                         figure("cpu_us_per_query", "server"), figure("cpu_us_per_query", "db"),
                          figure("cpu_us_per_query", "dnsperf"),
-                         unavailable.text(c, "cpu_us_per_query.named")
+                         unavailable.text(c, "cpu_us_per_query.server")
                          or fmt_number(capacity_per_core(c), 0),
                          fmt_number(use.dnsperf), fmt_number(use.server),
-                         figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
+                         figure("peak_rss_kb", "server", 0), figure("peak_rss_kb", "db", 0)])
     lines = (["## Cost per query", "",
               "CPU time (user + system) per answered query over the QPS runs; db is the "
               "database server's whole process tree ('–': no database server). QPS per "
-              "server core: 1,000,000 / (named + db us/query), what one core of the server "
+              "server core: 1,000,000 / (server + db us/query), what one core of the server "
               "would answer at that cost, which a slow load generator does not limit. dnsperf "
               "cores: of its one core, over the QPS runs (with several load hosts, each "
               f"dnsperf's, averaged; >= {GENERATOR_ON:g}: the load generator's limit); "
-              "server cores: named's and the database's, per pinned server core "
+              "server cores: the server's and the database's, per pinned server core "
               f"(< {SERVER_IDLE_ON:g}: the server was not saturated); a cell is the load "
               "generator's when most of its runs are, each run judged on its own with "
               "hysteresis (bench/measure/loadgen.py). Peak RSS is "
@@ -494,7 +494,7 @@ def _startup_cell(p: StartupPoint) -> str:
     if p.status != "ok":
         return p.status.upper()
     seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
-    rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+    rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
     return f"{fmt_number(seconds)} s, {fmt_number(rss, 0)} MiB"
 
 
@@ -505,8 +505,8 @@ def render_startup_summary(results: Results) -> list[str]:
     servers = sorted({s for s, _ in points}, key=report_order)
     rows = [[s, *(_startup_cell(points[s, n]) if (s, n) in points else NONE for n in counts)]
             for s in servers]
-    return ["## Startup time and named memory", "",
-            "Time from named's exec until it answers for the last zone, and named's resident "
+    return ["## Startup time and server memory", "",
+            "Time from the server's exec until it answers for the last zone, and its resident "
             "memory then. Details, failures and loader figures in the next table.", ""] + \
         markdown_table(["server", *(f"{n:,} zones" for n in counts)], rows) + [""]
 
@@ -514,7 +514,7 @@ def render_startup_summary(results: Results) -> list[str]:
 def render_startup_scaling(results: Results) -> list[str]:
     if not results.startup_scaling:
         return []
-    header = ["server", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+    header = ["server", "zones", "startup (s)", "server RSS (MiB)", "store size (MB)",
               "load (s)", "records/s", "loader RSS (MiB)"]
     rows = []
     for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.server), p.zones)):
@@ -527,12 +527,12 @@ def render_startup_scaling(results: Results) -> list[str]:
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
         seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
-        rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+        rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
         rows.append([p.server, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
                      fmt_number(size), *load])
     return render_startup_summary(results) + ["## Startup against zone count", "",
-            "Startup: from named's exec until it answers authoritatively for the last zone "
-            "loaded. named RSS: its peak resident memory at that moment. Store size: the "
+            "Startup: from the server's exec until it answers authoritatively for the last "
+            "zone loaded. Server RSS: its peak resident memory at that moment. Store size: the "
             "store's files on disk. Load: the store's loader in its own process (its peak RSS "
             "shows whether loading memory stays flat as the zone count grows).", ""] + \
         markdown_table(header, rows) + [""]
@@ -655,13 +655,13 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     # A server whose CPU the suite cannot account has no bar (not a zero one).
-    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
+    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.server" not in c.unavailable]
     labels = [f"{c.server}/{c.threads}" for c in cells]
-    server = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
+    server = [c.cpu_us_per_query.get("server") or 0.0 for c in cells]
     db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(cells) + 2), 4.5))
     xs = range(len(cells))
-    ax.bar(xs, server, label="named")
+    ax.bar(xs, server, label="server")
     ax.bar(xs, db, bottom=server, label="database server")
     ax.set_xticks(xs, labels, rotation=40, ha="right")
     ax.set_ylabel("CPU microseconds per answered query")
@@ -683,12 +683,12 @@ def _plot_startup(results: Results, path: Path) -> Path:
     for server in sorted({p.server for p in points}, key=report_order):
         mine = sorted((p for p in points if p.server == server), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
-        sized = [p for p in mine if p.named_rss_kb is not None]
+        sized = [p for p in mine if p.server_rss_kb is not None]
         ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],
                      **server_style(server))
-        ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized],
+        ax_rss.plot([p.zones for p in sized], [p.server_rss_kb / 1024 for p in sized],
                     **server_style(server))
-    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "named peak RSS (MiB)")):
+    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "server peak RSS (MiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log_labels(ax.yaxis)
@@ -697,5 +697,5 @@ def _plot_startup(results: Results, path: Path) -> Path:
         ax.grid(which="both", alpha=0.3)
         legend_or_note(ax)
     ax_time.set_title("Startup time against zone count")
-    ax_rss.set_title("named memory against zone count")
+    ax_rss.set_title("server memory against zone count")
     return save_figure(fig, path)

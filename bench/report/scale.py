@@ -98,8 +98,8 @@ def _detail_row(p: SizeCell) -> list[str]:
     return [*where, fmt_number(c.qps.median, 0),
             fmt_number(unloaded.p50_us if unloaded else None, 0),
             fmt_number(unloaded.p99_us if unloaded else None, 0), fmt_number(_p99(p), 0),
-            fmt_number(cpu.get("named"), 1), fmt_number(cpu.get("db"), 1),
-            _mib((rss.get("named") or 0) * 1024 or None),
+            fmt_number(cpu.get("server"), 1), fmt_number(cpu.get("db"), 1),
+            _mib((rss.get("server") or 0) * 1024 or None),
             _mib((rss.get("db") or 0) * 1024 or None),
             _mib(p.store_bytes), _cache_text(p.cache), _mib(cache.get("configured_bytes"))]
 
@@ -109,7 +109,8 @@ def render_scale(results: Results) -> list[str]:
         return []
     meta = results.meta.get("scale", {})
     lines = ["## QPS and latency against data size (scale)", "",
-             "Each cell: the store's server restarted (its cache cold), named started, a "
+             "Each cell: the store's database server restarted (its cache cold), the server "
+             "started, a "
              "warm-up, then QPS (closed loop, median of the runs) and the p99 of single "
              "probes under that load, in microseconds. Query mixes over the whole data set: "
              "uniform (every zone equally often) and popular (Zipf-like, rank r asked for with "
@@ -127,16 +128,16 @@ def render_scale(results: Results) -> list[str]:
                   ""]
         lines += _grid(shapes, mix, "shape") + [""]
     header = ["server", "zones", "records/zone", "mix", "QPS", "unloaded p50", "p99",
-              "loaded p99", "CPU us/q named", "db", "RSS named (MiB)", "db (MiB)",
+              "loaded p99", "CPU us/q server", "db", "RSS server (MiB)", "db (MiB)",
               "store (MiB)", "db cache", "cache size (MiB)"]
     ordered = sorted(results.scale, key=lambda p: (report_order(p.server), p.zones,
                                                    p.records_per_zone, p.mix))
     lines += ["### Every cell", "",
-              "CPU per answered query over the QPS runs; RSS: peak of named and of the "
+              "CPU per answered query over the QPS runs; RSS: peak of the server and of the "
               "database's processes; store: its files on disk; db cache: the database's own "
               "cache over the QPS runs (hit ratio of its requests, or for slapd the share of "
               "its data file resident in its mapping), and its configured size ('not "
-              "readable': a cache inside named).", ""]
+              "readable': a cache inside the server).", ""]
     lines += markdown_table(header, [_detail_row(p) for p in ordered]) + [""]
     sources = sorted({(p.server, p.cache["source"]) for p in results.scale if p.cache},
                      key=lambda item: report_order(item[0]))
@@ -193,9 +194,9 @@ FIGURES: list[Figure[SizeCell]] = [
     Figure("unloaded p50 (us)", lambda p: _stat(p, "unloaded", "p50_us")),
     Figure("unloaded p99 (us)", lambda p: _stat(p, "unloaded", "p99_us")),
     Figure("loaded p99 (us)", _p99),
-    Figure("CPU us/query named", lambda p: p.cell.cpu_us_per_query.get("named")),
+    Figure("CPU us/query server", lambda p: p.cell.cpu_us_per_query.get("server")),
     Figure("CPU us/query db", lambda p: p.cell.cpu_us_per_query.get("db")),
-    Figure("peak RSS named (kB)", lambda p: p.cell.peak_rss_kb.get("named")),
+    Figure("peak RSS server (kB)", lambda p: p.cell.peak_rss_kb.get("server")),
     Figure("peak RSS db (kB)", lambda p: p.cell.peak_rss_kb.get("db")),
     Figure("store size (bytes)", lambda p: p.store_bytes),
     Figure("db cache (% hits or resident)", _cache_share),

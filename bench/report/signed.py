@@ -70,7 +70,7 @@ def _truncated(point: SignedCell) -> str:
 # Every figure is one a reader compares between the variants, and between two runs.
 ROWS: tuple[Figure[SignedCell], ...] = (
     Figure("QPS (median)", lambda p: p.cell.qps.median, rate=True, decimals=0),
-    Figure("CPU us/query named", lambda p: p.cell.cpu_us_per_query.get("named"), decimals=1),
+    Figure("CPU us/query server", lambda p: p.cell.cpu_us_per_query.get("server"), decimals=1),
     Figure("CPU us/query database", lambda p: p.cell.cpu_us_per_query.get("db"), decimals=1),
     Figure("reply size (bytes, dnsperf)", reply_bytes, decimals=0),
     Figure("replies (Mbit/s, dnsperf)", reply_mbits, rate=True, decimals=2),
@@ -141,9 +141,9 @@ def render_signed(results: Results) -> list[str]:
 # Panels of signed.png: (title, figure).
 PLOTTED: tuple[tuple[str, Callable[[SignedCell], float | None]], ...] = (
     ("queries per second", lambda p: p.cell.qps.median),
-    ("server CPU us/query (named + database)",
-     lambda p: None if p.cell.cpu_us_per_query.get("named") is None
-     else p.cell.cpu_us_per_query["named"] + (p.cell.cpu_us_per_query.get("db") or 0.0)),
+    ("server CPU us/query (server + database)",
+     lambda p: None if p.cell.cpu_us_per_query.get("server") is None
+     else p.cell.cpu_us_per_query["server"] + (p.cell.cpu_us_per_query.get("db") or 0.0)),
     ("reply size (bytes)", reply_bytes),
     ("replies (Mbit/s)", reply_mbits),
 )

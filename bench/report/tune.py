@@ -67,7 +67,7 @@ def _p99(cell: Cell) -> str:
 
 
 def _cpu(cell: Cell) -> str:
-    server, db = cell.cpu_us_per_query.get("named"), cell.cpu_us_per_query.get("db")
+    server, db = cell.cpu_us_per_query.get("server"), cell.cpu_us_per_query.get("db")
     return f"{fmt_number(server, 1)} / {fmt_number(db, 1)}"
 
 
