@@ -29,14 +29,15 @@ DEFAULT_THREADS = "1,2,4,8,16,32,64"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tune", help="find the named thread and driver connection counts that "
-                                    "serve most queries, with the database local or remote")
+    p = sub.add_parser("tune", help="find the named thread and DLZ driver connection counts "
+                                    "that serve most queries, with the database local or "
+                                    "remote")
     p.add_argument("--server", "--driver", dest="server", required=True,
                    help="the DLZ server to tune (one)")
     p.add_argument("--threads", default=None,
                    help=f"comma list of named thread counts (default {DEFAULT_THREADS})")
     p.add_argument("--connections", default=None,
-                   help="comma list of driver connection counts, each measured with every "
+                   help="comma list of DLZ driver connection counts, each measured with every "
                         "thread count (default: the thread counts); needs --threads")
     p.add_argument("--db-host", choices=DB_HOSTS, default="local",
                    help="local: the database beside named; netns: in a network namespace of "

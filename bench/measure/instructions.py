@@ -53,7 +53,8 @@ _TOTALS = re.compile(r"^totals:\s+(\d+)", re.M)
 
 # Which database servers run under callgrind, and why the others do not, is each database's
 # (Database.profiled_program, not_profiled).
-NO_DATABASE_SERVER = "none: the driver reads its files inside named, counted in named's figure"
+NO_DATABASE_SERVER = ("none: named reads its files itself (natively or through the DLZ "
+                      "driver), counted in named's figure")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The `tune` part of results.md and its plots: the threads x connections grid (QPS, p99 under
 load, CPU per query), the recommendation, processes against threads, and QPS against CPUs.
 
-The grid reads rows as named thread counts and columns as driver connection counts; a cell
+The grid reads rows as named thread counts and columns as DLZ driver connection counts; a cell
 that answered wrongly or failed shows WRONG or FAILED, never a number.
 """
 
@@ -194,7 +194,7 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
                         color="black" if bright else "white")
         ax.set_xticks(range(len(connections)), [str(c) for c in connections])
         ax.set_yticks(range(len(threads)), [str(t) for t in threads])
-        ax.set_xlabel("driver connections")
+        ax.set_xlabel("DLZ driver connections")
         ax.set_ylabel("named threads")
         ax.set_title(f"{server}: QPS")
         fig.colorbar(image, ax=ax, label="queries per second (median)")
