@@ -92,7 +92,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="'all' (every built server) or a comma list (default: the profile's: "
                         "native BIND and the DLZ drivers for quick, every built server "
                         "otherwise); native BIND is always measured first, as the reference")
-    p.add_argument("--threads", default=None, help="comma list of named thread counts "
+    p.add_argument("--threads", default=None, help="comma list of server thread counts "
                    "(default from the profile: 1,2,4); with --target, the one worker thread "
                    "count the target runs with (default 1), which sets dnsperf's sockets")
     p.add_argument("--target", metavar="HOST:PORT",

@@ -59,12 +59,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--queries", type=int, default=None, metavar="N",
                    help="lines per query file (default: the profile's, and at least one per "
                         "zone)")
-    p.add_argument("--threads", type=int, default=1, help="named worker threads (default 1)")
+    p.add_argument("--threads", type=int, default=1, help="server worker threads (default 1)")
     add_traffic_mix_options(p)
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="run lengths: quick (default), full, tiny (tests)")
     p.add_argument("--timeout", type=float, default=3600.0,
-                   help="seconds to wait for named to answer for the last zone (default 3600: "
+                   help="seconds to wait for a server to answer for the last zone (default 3600: "
                         "native BIND takes minutes at a million zones)")
     add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)

@@ -1,4 +1,5 @@
-"""`python3 -m bench startup`: named's startup time and memory against the number of zones."""
+"""`python3 -m bench startup`: each server's startup time and memory against the number of
+zones."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from servers import selected_servers
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("startup", help="time named's startup against zone count, every server")
+    p = sub.add_parser("startup", help="time each server's startup against zone count")
     p.add_argument("--zones-counts", default="1000,10000,100000,1000000",
                    help="comma list of zone counts (default 1000,10000,100000,1000000)")
     p.add_argument("--servers", "--drivers", dest="servers", default="all",
@@ -27,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", type=int, default=10, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--timeout", type=float, default=3600.0,
-                   help="seconds to wait for named to answer for the last zone")
+                   help="seconds to wait for a server to answer for the last zone")
     add_out_option(p, "startup-<timestamp>")
     p.add_argument("--add-to", type=Path, default=None, metavar="DIR",
                    help="add the points to the results in DIR, of `startup` or of `run` (a "

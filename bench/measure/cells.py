@@ -55,7 +55,7 @@ class RoundRun:
 @dataclass
 class FreshStart:
     """One fresh start of a cell's server in a run measured in rounds: the round before which
-    it happened (0: before the first), named's startup, and the warm-up runs that followed it
+    it happened (0: before the first), the server's startup, and the warm-up runs that followed it
     until two in a row agreed (steady: whether they did before the profile's most)."""
 
     round: int

@@ -49,13 +49,13 @@ STEADY = 0.10
 
 # The plan's figures (seconds) for what the profile does not time itself; the progress line
 # scales them by how long the finished steps really took. Measured orders of magnitude:
-# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), named answers for
+# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), a server answers for
 # every zone 0.04-0.2 s after exec; a private PostgreSQL, MariaDB or slapd is initialised and
 # started in seconds.
 STORE_SETUP_S = 3.0        # a store's files written and loaded
 DATABASE_START_S = 10.0    # a private database server initialised and started, besides
 RUN_OVERHEAD_S = 0.5       # dnsperf's start and exit, the CPU meters, around each run
-RESTART_S = 2.0            # named stopped and started again, every zone answering
+RESTART_S = 2.0            # the server stopped and started again, every zone answering
 DATABASE_RESTART_S = 3.0   # a database server stopped and started again
 STEADY_RUNS_EXPECTED = 3   # warm-up runs after a fresh start (2 at least)
 

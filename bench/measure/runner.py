@@ -97,7 +97,7 @@ class Profile:
     threads: tuple[int, ...] = (1, 2, 4)
     clients: int = 4      # dnsperf's sockets at least; more with more named threads
     queue_depth: int = 100
-    startup_timeout_s: float = 120.0  # until named answers for the last zone
+    startup_timeout_s: float = 120.0  # until the server answers for the last zone
     step_s: float = 5.0           # each offered-load step of `capacity`
     resperf_ramp_s: float = 10.0  # resperf's ramp in `capacity`
     capacity: bool = False        # `run` sweeps offered load too (the capacity phase)
@@ -177,7 +177,7 @@ class Setup:
 # CLIENTS_PER_THREAD x N sockets leave one of N workers idle is N x (1 - 1/N)^(8N), 0.04%
 # at N = 4.
 CLIENTS_PER_THREAD = 8
-# An update named has not answered after this long is not seen: far above every server's
+# An update the server has not answered after this long is not seen: far above every server's
 # measured delay (the memory driver's reload of 1,000 zones, the slowest, is under a second).
 UPDATE_TIMEOUT_S = 30.0
 
@@ -385,7 +385,8 @@ class Runner:
     # --- the phases, in PHASES order --------------------------------------------------------
 
     def start_server(self, m: Measuring) -> None:
-        """A fresh start: the store's server restarted, then named, timed to the last zone."""
+        """A fresh start: the store's database server restarted, then the server, timed to the
+        last zone."""
         m.loaded.restart_database()
         pin_processes(m.loaded.database_pids(), self.server_cpus)
         m.server.start()
@@ -603,7 +604,7 @@ class Runner:
         m.cell.peak_rss_kb = {"server": None, "db": None}
 
     def update_visibility(self, m: Measuring) -> None:
-        """The profile's updates, each timed until named answers it; the median of those
+        """The profile's updates, each timed until the server answers it; the median of those
         seen (an update not seen within the time-out is said in the cell's error)."""
         if self.profile.update_repeats == 0:
             m.cell.unavailable["update_visibility_ms"] = "not measured (--update-repeats 0)"
@@ -612,7 +613,7 @@ class Runner:
         try:
             for _ in range(self.profile.update_repeats):
                 timed.append(self.time_update(m.loaded, m.server))
-        except UserError as exc:  # a store mode that cannot take writes while named reads
+        except UserError as exc:  # a store mode that cannot take writes while the server reads
             m.cell.error = f"update visibility: {exc}"
             return
         m.cell.update_visibility_runs_ms = [t for t in timed if t is not None]
@@ -685,7 +686,7 @@ class Runner:
         return wrong
 
     def time_update(self, loaded: LoadedStore, server: DnsServer) -> float | None:
-        """ms from the store's update until named answers the new record."""
+        """ms from the store's update until the server answers the new record."""
         zone = next(iter(self.setup.stream()))
         marker = dns.name.Name((b"dlzbench-update",) + zone.origin.labels)
         value = f'"{time.time_ns()}"'
@@ -794,7 +795,7 @@ def phases_of(profile: Profile) -> tuple[Phase, ...]:
 
 
 def wait_for_txt(server: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
-    """Whether `named` answers `name` TXT with `value` before `timeout` seconds pass (a store
+    """Whether `server` answers `name` TXT with `value` before `timeout` seconds pass (a store
     update reaching the server: the runner's update visibility, and the tests')."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

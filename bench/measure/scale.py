@@ -5,17 +5,18 @@ zones against many small ones with the same records), the query file of every mi
 one pass over the generated zones (zonedata/mixes.py), then each store is loaded once, in a
 child process as `startup` loads it (bench/measure/startup.py: flat memory, its peak RSS
 recorded), and serves every server of that store. Each (server, mix) is a runner cell with the
-phases below: the store's server restarted (its cache cold), named started and timed to the last
-zone, a warm-up, unloaded latency, the QPS runs with the CPU and RSS of named and the database
-and the database's own cache figures around them (Database.cache_reading), and latency under load.
+phases below: the store's database server restarted (its cache cold), the server started and
+timed to the last zone, a warm-up, unloaded latency, the QPS runs with the CPU and RSS of the
+server and the database and the database's own cache figures around them
+(Database.cache_reading), and latency under load.
 
 Answers are not compared with native BIND's here (at a million zones native may not fit, and
 `run`/`verify` check every server's answers): instead the rcodes of the QPS runs must be what
 the query file asks for (NOERROR or NXDOMAIN, the NXDOMAIN share near the file's), so a server
 that answers fast with SERVFAIL or NXDOMAIN is WRONG, not fast.
 
-A server that holds the whole data set in named's memory (ServerKind.kib_per_record: native
-BIND, the memory driver) is not started on a data set it would not fit in this machine's
+A server that holds the whole data set in its own memory (ServerKind.kib_per_record: native
+BIND, the memory driver, ...) is not started on a data set it would not fit in this machine's
 available memory: its cells are recorded as not measured, with the reason.
 """
 
@@ -61,7 +62,7 @@ DEFAULT_ZONE_COUNTS = (1000, 10000, 100000, 1000000)
 # Answers other than NOERROR and NXDOMAIN above this share of a cell's, or an NXDOMAIN share
 # this far from the query file's, make the cell WRONG.
 NXDOMAIN_TOLERANCE = 0.05
-# Of the memory the kernel reports available, the share a data-bound named may be expected
+# Of the memory the kernel reports available, the share a data-bound server may be expected
 # to take (the database servers, dnsperf and the page cache need the rest).
 MEMORY_HEADROOM = 0.8
 
@@ -156,7 +157,7 @@ def too_big(server: ServerKind, dataset: DataSet, available_kib: int) -> str | N
     needed = server.memory_needed_kib(dataset.zones * dataset.records)
     if needed is None or needed <= available_kib * MEMORY_HEADROOM:
         return None
-    return (f"named would need about {needed / 1048576:.1f} GiB for "
+    return (f"the server would need about {needed / 1048576:.1f} GiB for "
             f"{dataset.zones:,} zones x {dataset.records} records, more than "
             f"{MEMORY_HEADROOM:.0%} of the {available_kib / 1048576:.1f} GiB available")
 
@@ -256,8 +257,8 @@ class ScaleRunner(Runner):
     # --- the phases that differ from `run`'s --------------------------------------------------
 
     def start_cold(self, m: Measuring) -> None:
-        """The store's server restarted (a cold cache), named timed to the last zone, then
-        until it has loaded every zone (native BIND loads zones in parallel)."""
+        """The store's database server restarted (a cold cache), the server timed to the last
+        zone, then until it has loaded every zone (native BIND loads zones in parallel)."""
         m.loaded.restart_database()
         pin_processes(m.loaded.database_pids(), self.server_cpus)
         m.server.start()

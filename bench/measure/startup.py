@@ -30,7 +30,7 @@ from zonedata.generator import zone_name
 from zonedata.model import name_key
 
 Report = Callable[[str], None]
-# How often named is asked for the last zone while it starts (a query costs it microseconds).
+# How often the server is asked for the last zone while it starts (a query costs it microseconds).
 POLL_SECONDS = 0.002
 
 

@@ -314,7 +314,7 @@ class StepRun:
 
     @property
     def cpu_us_per_read(self) -> float | None:
-        """named's and the database's CPU per read answered, in us (None: a run before the
+        """The server's and the database's CPU per read answered, in us (None: a run before the
         CPU window was the step's, or no read answered)."""
         if self.cpu_window_s is None or self.server_cpu_s is None:
             return None
