@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import MySQLdb
 
 from base.errors import UserError
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.mariadb import (
     MariadbDatabase,
     MysqlServer,

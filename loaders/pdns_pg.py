@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 import psycopg
 from psycopg import sql as pg_sql
 
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.postgresql import WRITER_ROLE, PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader

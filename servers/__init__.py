@@ -2,9 +2,9 @@
 the servers package's public face, the only names bench/ imports from it (__all__,
 tests/test_layers.py).
 
-Each line names a server (the `--driver` value), the store that feeds it (loaders/<store>.py)
+Each line names a server (the `--server` value), the store that feeds it (loaders/<store>.py)
 and, for a DLZ driver, what distinguishes it (drivers/<store>/ by default). Everything that
-lists drivers or stores (the CLI, the runner, the report's column order, the tests) reads
+lists servers or stores (the CLI, the runner, the report's column order, the tests) reads
 this table; nothing else names a backend. What a server can do is asked of its kind
 (servers/kind.py's ServerKind), never read from its name or type.
 
@@ -148,7 +148,7 @@ def get_server(name: str) -> ServerKind:
     base, mark, version = name.partition(BIND_MARK)
     server = _BY_NAME.get(base)
     if server is None:
-        raise UserError(f"unknown driver {name!r} (known: {', '.join(_BY_NAME)}; a BIND row "
+        raise UserError(f"unknown server {name!r} (known: {', '.join(_BY_NAME)}; a BIND row "
                         f"on another BIND: NAME{BIND_MARK}VERSION)")
     if not mark:
         return server
@@ -177,16 +177,16 @@ def parse_store_list(text: str) -> list[str]:
 
 
 def selected_servers(text: str) -> list[str]:
-    """The servers a --drivers value names: 'all' is every built one, in registry order; a
+    """The servers a --servers value names: 'all' is every built one, in registry order; a
     named one that is not built is an error."""
     if text == "all":
         return [s.name for s in _BY_NAME.values() if s.is_built()]
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise UserError(f"no driver named in {text!r}")
+        raise UserError(f"no server named in {text!r}")
     for name in names:
         if not get_server(name).is_built():
-            raise UserError(f"driver {name} is not built (run `make build`)")
+            raise UserError(f"server {name} is not built (run `make build`)")
     return names
 
 

@@ -18,7 +18,7 @@ from base.paths import DRIVERS_DIR
 from servers import bindversion
 from servers.kind import ServerKind
 from servers.named import Named
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 
 # named splits the dlopen string at white space, ends it at a double quote, and takes a
 # backslash as an escape: a word holding any of these cannot reach the driver intact. Braces
@@ -98,7 +98,7 @@ class DlzNamed(ServerKind):
     thread_safe: bool = True
     # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
     # driver then reaches the store as its writer (DlzWritableStore).
-    updates: UpdatePolicy | None = None
+    updates: NamedUpdatePolicy | None = None
 
     @classmethod
     def software_version(cls) -> str:

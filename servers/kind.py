@@ -1,4 +1,4 @@
-"""What a measurement measures: a DNS server fed by a store, one `--driver` name each.
+"""What a measurement measures: a DNS server fed by a store, one `--server` name each.
 
 A `ServerKind` says which store feeds the server and how to configure and build a server
 instance over that store's data, and what the server can do that a measurement asks about:
@@ -19,19 +19,19 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from base.errors import UserError
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.database import CacheReading
 from loaders import get_loader
 from loaders.loader import Loader
 from loaders.writes import Change
 from servers import bindversion
 from servers.dnsserver import DnsServer
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 
 
 @dataclass(frozen=True)
 class ServerKind(ABC):
-    name: str        # the `--driver` value
+    name: str        # the `--server` value
     store: str       # the store (loaders/<store>.py) holding the data it answers from
     # The server answers a store update only after `rndc reload` (it reads its data at
     # load time, or keeps a file the loader replaces by rename).
@@ -115,7 +115,7 @@ class ServerKind(ABC):
         return {}
 
     def cache_reading(self, target: Any) -> CacheReading | None:
-        """The store's own cache figures as this server's driver uses the store."""
+        """The store's own cache figures as this server uses the store."""
         return self.loader().database.cache_reading(target, self.store_options())
 
     def writers_hold_locks(self) -> bool:
@@ -169,15 +169,15 @@ class ServerKind(ABC):
         update policy), this row with the update policy that grants what `access` does."""
         if not self.takes_updates():
             raise UserError(f"{self.name} takes no dynamic updates in this suite")
-        row = dataclasses.replace(self, updates=update_policy(access))  # type: ignore[call-arg]
+        row = dataclasses.replace(self, updates=named_update_policy(access))  # type: ignore[call-arg]
         return row.build(target, run_dir, threads=threads, connections=connections, port=port)
 
 
-def update_policy(access: UpdateAccess) -> UpdatePolicy:
+def named_update_policy(access: UpdateAccess) -> NamedUpdatePolicy:
     """named's update policy for `access`: one policy covers all of a named's update zones,
     so `access` names either open zones or keyed ones."""
     if access.open_zones and access.keyed_zones:
         raise UserError("one named takes updates under one policy: open zones or keyed ones")
     if access.keyed_zones:
-        return UpdatePolicy(access.keyed_zones, access.key)
-    return UpdatePolicy(access.open_zones, None, unsigned=True)
+        return NamedUpdatePolicy(access.keyed_zones, access.key)
+    return NamedUpdatePolicy(access.open_zones, None, unsigned=True)

@@ -16,7 +16,7 @@ from typing import Any
 import dns.name
 
 from base.process import run_checked, write_private
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from base.versions import command_output
 from loaders.writes import Change
 from servers.dnsserver import DnsServer, ReceiveBuffer

@@ -5,7 +5,7 @@ named.conf includes a zones.conf written zone by zone (one primary zone per file
 by nothing: the data set is awkward), so a million zones (about 200 MB of config) are never
 one string in memory.
 
-With an UpdatePolicy, the zones it names take RFC 2136 updates under it: each is served from a
+With a NamedUpdatePolicy, the zones it names take RFC 2136 updates under it: each is served from a
 copy of its file in the run directory, its journal beside it, so the store's files stay as the
 loader wrote them for every other server.
 """
@@ -26,7 +26,7 @@ from servers import bindversion
 from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
 from servers.named import Named
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from zonedata.model import name_key
 from zonedata.zonefiles import zone_file_path, zone_files
 
@@ -43,7 +43,7 @@ class NativeNamed(ServerKind):
     told_of_writes = True
     version_key = "bind"
     # Zones that take RFC 2136 updates, and from whom (None: none does).
-    updates: UpdatePolicy | None = None
+    updates: NamedUpdatePolicy | None = None
 
     @classmethod
     def software_version(cls) -> str:

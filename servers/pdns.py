@@ -21,7 +21,7 @@ import dns.name
 
 from base.errors import UserError
 from base.process import write_private
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from base.versions import package_version
 from loaders.writes import ADD_ZONE, DELETE_ZONE, Change
 from servers.dnsserver import DnsServer, ReceiveBuffer

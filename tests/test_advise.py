@@ -82,8 +82,8 @@ def capacity_run(root: Path, name: str = "cap", bind: str = BIND) -> Path:
 def startup_run(root: Path) -> Path:
     """pg starts in 0.1 s at 1,000 zones and 1.0 s at 100,000 (10 and 100 MiB); before the
     rule."""
-    points = [StartupPoint("pg", 1000, startup_ms=100, named_rss_kb=10 * 1024),
-              StartupPoint("pg", 100000, startup_ms=1000, named_rss_kb=100 * 1024)]
+    points = [StartupPoint("pg", 1000, startup_ms=100, server_rss_kb=10 * 1024),
+              StartupPoint("pg", 100000, startup_ms=1000, server_rss_kb=100 * 1024)]
     meta = {"bind": BIND, **MACHINE, "date": BEFORE_THE_RULE, "command": "startup"}
     return _save(root, "boot", Results(meta=meta, startup_scaling=points))
 

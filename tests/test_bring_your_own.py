@@ -483,8 +483,8 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         report = (tmp_path / "run" / "results.md").read_text()
         assert f"--target: mine at {target}" in report
         assert re.search(r"^\| Startup \(ms\) \| n/a \[\d\] \|$", report, re.M), report
-        # cost: named, db, dnsperf us/query, QPS per server core, dnsperf cores, server cores,
-        # RSS named, db: only the load generator's side is the suite's to account
+        # cost: server, db, dnsperf us/query, QPS per server core, dnsperf cores, server cores,
+        # RSS server, db: only the load generator's side is the suite's to account
         assert re.search(r"^\| mine \| 1 \| n/a \[\d\] \| n/a \[\d\] \| [\d.,]+ \| "
                          r"n/a \[\d\] \| [\d.,]+ \| – \| n/a \[\d\] \| n/a \[\d\] \|$",
                          report, re.M), report
@@ -547,6 +547,6 @@ def _check_target_results(results: dict, target: str) -> None:
     for figure in ("startup_ms", "update_visibility_ms"):
         assert cell[figure] is None and figure in unavailable, figure
     for field in ("cpu_us_per_query", "peak_rss_kb"):
-        for who in ("named", "db"):
+        for who in ("server", "db"):
             assert cell[field][who] is None and f"{field}.{who}" in unavailable, (field, who)
     assert cell["mismatches"] == 0 and "mismatches" not in unavailable

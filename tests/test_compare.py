@@ -96,12 +96,12 @@ def test_cells_match_by_server_threads_and_connections(examples) -> None:
 def test_startup_points_match_by_server_and_zones(examples) -> None:
     def edit(b: Results) -> None:
         point = b.startup_scaling[0]
-        point.named_rss_kb = 2 * point.named_rss_kb
+        point.server_rss_kb = 2 * point.server_rss_kb
         point.records_per_second = 3.0
     a, b = _pair(examples["startup_scaling"], edit, boot="boot-b")
     point = a.startup_scaling[0]
     rows = _table(compare(a, b))
-    assert rows[point.server, f"{point.zones} zones", "named RSS (kB)"][3] == "+100.0%"
+    assert rows[point.server, f"{point.zones} zones", "server RSS (kB)"][3] == "+100.0%"
     # The load's records per second is a throughput: not divided across boots.
     assert rows[point.server, f"{point.zones} zones", "load (records/s)"][2] == DIFFERENT_BOOT
 
@@ -298,9 +298,9 @@ def _handmade(costs: dict[str, list[float]], runs_per_start: int = 2) -> Results
         runs = [DnsperfRun(argv=["handmade"], queries_sent=1000, queries_completed=1000,
                            run_time_s=1.0, qps=1e6 / v) for v in values]
         cell = Cell(server, 1, 1, qps_runs=runs,
-                    qps_rounds=[RoundRun(i, i // runs_per_start, named_cpu_s=v / 1000)
+                    qps_rounds=[RoundRun(i, i // runs_per_start, server_cpu_s=v / 1000)
                                 for i, v in enumerate(values)],
-                    cpu_us_per_query={"named": sum(values) / len(values), "db": None})
+                    cpu_us_per_query={"server": sum(values) / len(values), "db": None})
         cell.qps = QpsSummary.from_runs(runs)
         cells.append(cell)
     return Results(meta={"boot_id": "boot-a", "cpu_model": "a CPU"}, cells=cells)

@@ -35,10 +35,10 @@ def _cell(server: str, costs: list[float], starts: list[int] | None = None,
     began = began or [None] * len(costs)  # type: ignore[list-item]
     runs = [DnsperfRun(argv=["handmade"], queries_sent=1000, queries_completed=1000,
                        run_time_s=1.0, qps=1000.0) for _ in costs]
-    rounds = [RoundRun(i, start, named_cpu_s=cost / 1000, began_s=at)
+    rounds = [RoundRun(i, start, server_cpu_s=cost / 1000, began_s=at)
               for i, (cost, start, at) in enumerate(zip(costs, starts, began, strict=True))]
     return Cell(server, 1, 1, qps_runs=runs, qps_rounds=rounds,
-                cpu_us_per_query={"named": statistics.fmean(costs), "db": None})
+                cpu_us_per_query={"server": statistics.fmean(costs), "db": None})
 
 
 def test_each_run_costs_its_cpu_over_its_answers() -> None:
@@ -46,7 +46,7 @@ def test_each_run_costs_its_cpu_over_its_answers() -> None:
     assert run_costs(cell) == pytest.approx([100.0, 120.0])
     cell.qps_rounds[1].db_cpu_s = 0.03  # 30 ms of the database's CPU over 1,000 answers
     assert run_costs(cell) == pytest.approx([100.0, 150.0])
-    cell.qps_rounds[0].named_cpu_s = None  # a run without its CPU: no cost per run at all
+    cell.qps_rounds[0].server_cpu_s = None  # a run without its CPU: no cost per run at all
     assert run_costs(cell) is None
 
 
@@ -69,7 +69,7 @@ def test_cost_is_the_geometric_mean_with_an_interval_over_fresh_starts() -> None
 def test_a_file_without_cost_per_run_has_one_figure_over_all_runs() -> None:
     cell = _cell("pg", [100.0, 120.0])
     cell.qps_rounds = []  # runs in one block (before rounds): the cell's totals only
-    cell.cpu_us_per_query = {"named": 80.0, "db": 30.0}
+    cell.cpu_us_per_query = {"server": 80.0, "db": 30.0}
     cost = cost_per_query(cell)
     assert cost is not None and not cost.per_run
     assert (cost.interval.estimate, cost.interval.low) == (110.0, None)

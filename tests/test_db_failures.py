@@ -150,7 +150,7 @@ def test_frozen_database_is_servfail_at_once_and_recovers(
                     extra=BOUNDS) as named:
         pid = named.main_pid()
         assert _rcode(named, WWW) == "NOERROR"
-        pids = loaded.server_pids()
+        pids = loaded.database_pids()
         assert pids, "the database has no processes to freeze"
         with stopped(pids):
             # The first query meets the frozen server: answered within the bound.
@@ -312,7 +312,7 @@ TXT_DRIVERS = _built(["pg", "mysql", "ldap", "fs", "bdb-btree", "bdb-hash", "bdb
 @pytest.fixture(scope="module")
 def native_txt(run_dir: Path) -> Iterator[dict[str, tuple[str, frozenset[Any]]]]:
     with loaded_store("native", lambda: iter([fail_zone()]), run_dir / "native") as loaded, \
-            loaded.named(run_dir, threads=1) as named:
+            loaded.dns_server(run_dir, threads=1) as named:
         yield {name: _txt_answer(named, name) for name in TXT_STRINGS}
 
 

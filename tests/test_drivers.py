@@ -101,7 +101,7 @@ def fleet(run_dir: Path) -> Iterator[Fleet]:
     with ExitStack() as stack:
         stores = entered_at_once(stack, {d: loaded_store(d, lambda: iter(zones), run_dir / d)
                                          for d in [*REFERENCE_SERVERS, *DRIVERS]})
-        named = entered_at_once(stack, {d: s.named(run_dir / d, threads=THREADS)
+        named = entered_at_once(stack, {d: s.dns_server(run_dir / d, threads=THREADS)
                                         for d, s in stores.items()})
         yield Fleet(run_dir, zones, stores, named)
 

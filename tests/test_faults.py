@@ -35,7 +35,7 @@ from bench.measure.faults import (
     parse_script,
 )
 from bench.measure.results import Results, load_results
-from bench.report.write import render_markdown
+from bench.report.render import render_markdown
 from servers import get_server
 from tests.benchcli import bench_env, processes_under, run_bench
 

@@ -20,7 +20,7 @@ from bench.measure.instructions import (
     ServerInstructions,
 )
 from bench.measure.results import Results, load_results, read_results_file, save_results
-from bench.report.write import render_markdown
+from bench.report.render import render_markdown
 from tests.at_once import results_at_once
 from tests.benchcli import processes_under, run_bench
 
@@ -126,7 +126,7 @@ def test_each_report_has_the_section(runs: dict[tuple[str, ...], Results]) -> No
 
 
 @pytest.mark.parametrize("servers, says", [
-    ("nosuch", "unknown driver 'nosuch'"),
+    ("nosuch", "unknown server 'nosuch'"),
     ("native,nsd", "nsd is not named"),
 ])
 def test_a_server_it_cannot_count_is_one_line(tmp_path: Path, servers: str, says: str) -> None:

@@ -97,7 +97,7 @@ def test_postgres_driver_role_cannot_write(pg_store: PgServer, sql: str) -> None
 
 
 def test_postgres_writer_role_only_when_asked(pg_store: PgServer) -> None:
-    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    """No dlz_writer until a driver that takes updates asks for it (servers/update_policy.py)."""
     done = psql(pg_store, "dlz_reader", "SELECT count(*) FROM pg_roles "
                 "WHERE rolname = 'dlz_writer'", password=pg_store.reader_password)
     assert done.returncode == 0 and done.stdout.strip() == "0", done
@@ -202,7 +202,7 @@ def test_mariadb_driver_account_cannot_write(mysql_store: MysqlServer, sql: str)
 
 
 def test_mariadb_writer_account_only_when_asked(mysql_store: MysqlServer) -> None:
-    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    """No dlz_writer until a driver that takes updates asks for it (servers/update_policy.py)."""
     done = mariadb(mysql_store, "dlz_writer", "SELECT 1", password=mysql_store.writer_password)
     assert done.returncode != 0 and "Access denied" in done.stderr, done
 

@@ -29,7 +29,7 @@ from bench.measure.loadgen import (
 from bench.measure.results import Results
 from bench.measure.rounds import set_qps_figures, update_ratios
 from bench.measure.runner import pin_processes
-from bench.report.write import render_markdown
+from bench.report.render import render_markdown
 from tests.test_measure import tiny_named, write_query_file
 
 
@@ -38,7 +38,7 @@ def _cell(dnsperf_cpu_s: float | None, named_us: float, db_us: float | None = No
     run = DnsperfRun(argv=["handwritten"], queries_sent=int(qps), queries_completed=int(qps),
                      run_time_s=1.0, qps=qps, cpu_s=dnsperf_cpu_s)
     return Cell("x", 1, 1, qps_runs=[run, run],
-                cpu_us_per_query={"named": named_us, "db": db_us, "dnsperf": 1.0})
+                cpu_us_per_query={"server": named_us, "db": db_us, "dnsperf": 1.0})
 
 
 @pytest.mark.check
@@ -85,7 +85,7 @@ def test_each_run_is_judged_on_its_own_cpu() -> None:
 @pytest.mark.check
 def test_unaccounted_figures_mark_nothing() -> None:
     cell = _cell(None, 95.0)
-    cell.cpu_us_per_query["named"] = None
+    cell.cpu_us_per_query["server"] = None
     assert core_use(cell, 1) == CoreUse(None, None) and not generator_limit(cell, 1).bound
     assert capacity_per_core(cell) is None
     assert capacity_per_core(_cell(0.3, 60.0, 40.0)) == pytest.approx(10_000.0)
@@ -202,7 +202,7 @@ def test_a_throttled_load_generator_is_flagged(throttled: Path, run_dir: Path) -
             run = _dnsperf_in(throttled, named.port, query_file, run_dir / "dnsperf.out")
     assert run.queries_completed > 0
     cell = Cell("native", 1, 1, qps_runs=[run], cpu_us_per_query={
-        "named": accounting.us_per_query(named_cpu.seconds, run.queries_completed),
+        "server": accounting.us_per_query(named_cpu.seconds, run.queries_completed),
         "db": None, "dnsperf": accounting.us_per_query(run.cpu_s, run.queries_completed)})
     use = core_use(cell, 1)
     # dnsperf got no more than its quota, so its own rule cannot fire: the idle server does.
@@ -211,7 +211,7 @@ def test_a_throttled_load_generator_is_flagged(throttled: Path, run_dir: Path) -
 
 
 def test_pinning_a_process_gone_since_it_was_listed_is_no_error() -> None:
-    """A database backend may exit between server_pids() and its pinning."""
+    """A database backend may exit between database_pids() and its pinning."""
     child = subprocess.Popen(["true"])
     child.wait()
     pin_processes([child.pid], "0")

@@ -217,7 +217,7 @@ def test_pg_server_processes_are_inside_the_namespace(remote_pg: PgServer,
 def memory_named(run_dir: Path) -> Iterator[Named]:
     zones = coverage_zones()
     with loaded_store("memory", lambda: iter(zones), run_dir / "memory") as loaded, \
-            loaded.named(run_dir / "memory", threads=2) as named:
+            loaded.dns_server(run_dir / "memory", threads=2) as named:
         yield named
 
 

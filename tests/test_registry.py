@@ -80,7 +80,7 @@ def test_a_named_row_runs_another_bind_by_name() -> None:
 
 @pytest.mark.parametrize("name, says", [
     ("nsd@9.20", "nsd is not named"), ("pdns-gpgsql@9.18", "is not named"),
-    ("pg@9.99", "BIND '9.99'"), ("oracle@9.20", "unknown driver")])
+    ("pg@9.99", "BIND '9.99'"), ("oracle@9.20", "unknown server")])
 def test_another_bind_only_for_named_rows_it_knows(name: str, says: str) -> None:
     with pytest.raises(UserError, match=says) as info:
         get_server(name)

@@ -39,8 +39,8 @@ from bench.measure.results import (
 )
 from bench.measure.rounds import update_ratios
 from bench.measure.startup import StartupPoint
+from bench.report.render import render_markdown, render_plots, write_report
 from bench.report.sections import REPORTS
-from bench.report.write import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
 
@@ -70,11 +70,11 @@ def measured(run_dir: Path) -> Results:
                 warmup_run=warmup, qps_runs=[run], qps=QpsSummary.from_runs([run]),
                 latency_unloaded=unloaded, latency_loaded=loaded, loaded_run=loaded_run,
                 cpu_us_per_query={
-                    "named": accounting.us_per_query(named_cpu.seconds,
+                    "server": accounting.us_per_query(named_cpu.seconds,
                                                      run.queries_completed),
                     "db": None,
                     "dnsperf": accounting.us_per_query(run.cpu_s, run.queries_completed)},
-                peak_rss_kb={"named": rss, "db": None})
+                peak_rss_kb={"server": rss, "db": None})
     meta = metadata.collect() | {"profile": "test", "threads": [1], "runs": 1,
                                  "duration": 1, "queue_depth": 10, "clients": 1}
     return Results(meta=meta, prober_floor=floor, cells=[cell])
@@ -146,9 +146,9 @@ def handwritten() -> Results:
                 qps_runs=runs, qps=QpsSummary.from_runs(runs),
                 latency_unloaded=_latency(50), latency_loaded=_latency(900),
                 update_visibility_ms=None if driver == "native" else 2.5,
-                cpu_us_per_query={"named": 20.0, "db": None if driver == "native" else 30.0,
+                cpu_us_per_query={"server": 20.0, "db": None if driver == "native" else 30.0,
                                   "dnsperf": 5.0},
-                peak_rss_kb={"named": 20000, "db": None if driver == "native" else 50000}))
+                peak_rss_kb={"server": 20000, "db": None if driver == "native" else 50000}))
     _by(cells, "ldap", 2).status, _by(cells, "ldap", 2).error = "failed", "slapd exited"
     wrong = _by(cells, "fs", 2)
     wrong.status, wrong.mismatches, wrong.error = "wrong", 3, "www.example.test/A differs"
@@ -156,7 +156,7 @@ def handwritten() -> Results:
     lossy.qps_runs[1] = _run(600, sent=10000, lost=500)
     return Results(meta={"profile": "handwritten", "runs": 3, "duration": 1, "boot_id": "boot-a"},
                    prober_floor=_latency(10), cells=cells,
-                   startup_scaling=[StartupPoint(d, z, startup_ms=z / 10, named_rss_kb=z + 9000,
+                   startup_scaling=[StartupPoint(d, z, startup_ms=z / 10, server_rss_kb=z + 9000,
                                                  store_bytes=z * 300)
                                     for d in ("native", "pg") for z in (10, 100, 1000)])
 
@@ -257,7 +257,7 @@ def test_lossy_run_is_flagged():
 def test_detail_tables_are_present():
     markdown = render_markdown(handwritten())
     costs = _table_after(markdown, "## Cost per query")
-    assert costs[0][:3] == ["server", "threads", "CPU us/query named"]
+    assert costs[0][:3] == ["server", "threads", "CPU us/query server"]
     assert len(costs) == 1 + 2 * len(server_names())  # every driver at 1 and 2 threads
     startup = _table_after(markdown, "## Startup against zone count")
     assert len(startup) == 1 + 6
@@ -369,7 +369,7 @@ def in_rounds(qps: dict[str, list[float]], dnsperf_cpu_s: float = 0.1,
         cell = Cell(server=server, threads=1, connections=1, qps_runs=runs,
                     qps_rounds=[RoundRun(i, i // runs_per_start, 0.95, None)
                                 for i in range(len(values))],
-                    cpu_us_per_query={"named": us, "db": None, "dnsperf": 1.0})
+                    cpu_us_per_query={"server": us, "db": None, "dnsperf": 1.0})
         cell.qps = QpsSummary.from_runs(runs)
         cells.append(cell)
     results = Results(meta={"boot_id": "boot-a", "pin": True, "server_cpus": 1,

@@ -95,8 +95,8 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
         assert len(cell.update_visibility_runs_ms) == 2, cell.update_visibility_runs_ms
         assert cell.update_visibility_ms == pytest.approx(
             sum(cell.update_visibility_runs_ms) / 2)
-        assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
-        assert cell.peak_rss_kb["named"]
+        assert cell.cpu_us_per_query["server"] and cell.cpu_us_per_query["dnsperf"]
+        assert cell.peak_rss_kb["server"]
         has_db = get_server(cell.server).loader().database.has_server
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
@@ -119,8 +119,8 @@ def test_figures_agree_with_raw_runs(tiny_run: Path) -> None:
         # 2 runs are too few for a 95% interval; the report says so instead of inventing one.
         assert cell.qps.low is None and cell.qps.high is None
         answered = sum(r.queries_completed for r in cell.qps_runs)
-        named_s = sum(r.named_cpu_s for r in cell.qps_rounds)
-        assert cell.cpu_us_per_query["named"] == pytest.approx(named_s * 1e6 / answered)
+        named_s = sum(r.server_cpu_s for r in cell.qps_rounds)
+        assert cell.cpu_us_per_query["server"] == pytest.approx(named_s * 1e6 / answered)
         for stats in (cell.latency_unloaded, cell.latency_loaded):
             assert stats.p50_us <= stats.p90_us <= stats.p99_us <= stats.max_us
             assert stats.count + stats.lost == 100
@@ -141,7 +141,7 @@ def test_every_run_records_its_span_its_cpu_split_and_the_machine(tiny_run: Path
             spans.append((where.began_s, where.ended_s, where.round))
             assert where.server_user_s is not None and where.server_system_s is not None
             assert where.server_user_s + where.server_system_s == pytest.approx(
-                where.named_cpu_s)
+                where.server_cpu_s)
             assert (where.db_user_s is not None) == (where.db_system_s is not None) == has_db
             if has_db:
                 assert where.db_user_s + where.db_system_s == pytest.approx(where.db_cpu_s)

@@ -245,8 +245,8 @@ def _assert_measured(point: SizeCell) -> None:
     assert point.not_measured is None, point.key  # a few thousand zones fit anywhere
     assert point.cell.status == "ok", (point.key, point.cell.error)
     assert point.cell.qps.median and point.cell.latency_loaded, point.key
-    assert point.cell.latency_unloaded and point.cell.cpu_us_per_query["named"], point.key
-    assert point.cell.peak_rss_kb["named"] and point.store_bytes, point.key
+    assert point.cell.latency_unloaded and point.cell.cpu_us_per_query["server"], point.key
+    assert point.cell.peak_rss_kb["server"] and point.store_bytes, point.key
 
 
 def test_every_store_is_measured(scale_runs: dict[tuple[str, ...], Path]) -> None:

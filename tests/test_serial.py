@@ -11,10 +11,13 @@ from typing import Any, ClassVar
 import pytest
 
 from bench.measure.capacity import Step
-from bench.measure.cells import Cell, QpsSummary
+from bench.measure.cells import Cell, QpsSummary, RoundRun
 from bench.measure.instructions import Counted, Repeat
 from bench.measure.serial import RENAMED_SERVER, Derived, Section, from_json, to_json
+from bench.measure.startup import StartupPoint
 from bench.measure.stats import Interval
+from bench.measure.updates import ServerCheck
+from bench.verify.compare import UNEXPLAINED
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class Tree:
     since: str = "now"
 
     json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+    json_renamed_keys: ClassVar[dict[str, dict[str, str]]] = {"by_name": {"old": "x"}}
     json_absent: ClassVar[dict[str, Any]] = {"since": "before"}
     json_derived: ClassVar[Derived] = {"leaf_count": lambda t: len(t.leaves)}
 
@@ -61,9 +65,10 @@ def test_a_tree_of_dataclasses_survives_json() -> None:
 
 
 def test_older_files_keys_and_absent_fields() -> None:
-    data = {"driver": "mysql", "leaves": [{"value": 1}]}
+    data = {"driver": "mysql", "leaves": [{"value": 1}], "by_name": {"old": {"value": 2}}}
     tree = from_json(Tree, data)
     assert tree.server == "mysql" and tree.since == "before" and tree.maybe is None
+    assert tree.by_name == {"x": Leaf(2)}
     assert from_json(Tree | None, None) is None
 
 
@@ -106,3 +111,24 @@ def test_results_classes_keep_their_json() -> None:
                                 Interval(0.5, 0.4, 0.6, 9))}})
     assert cell.server == "fs" and cell.qps == QpsSummary(median=5.0)
     assert cell.ratios["native"] == Interval(0.5, 0.4, 0.6, 9)
+
+
+def test_files_that_named_the_server_after_named_read_as_server() -> None:
+    """Files up to 2026-11-27 key the server's own process "named", for NSD and Knot too;
+    they read as "server", and are written so."""
+    cell = from_json(Cell, {
+        "server": "nsd", "threads": 1, "connections": 1,
+        "cpu_us_per_query": {"named": 20.0, "db": None, "dnsperf": 1.0},
+        "peak_rss_kb": {"named": 9000, "db": None},
+        "qps_rounds": [{"round": 0, "start": 0, "named_cpu_s": 0.5, "db_cpu_s": None}],
+        "unavailable": {"cpu_us_per_query.named": "not ours", "startup_ms": "not started"}})
+    assert cell.cpu_us_per_query == {"server": 20.0, "db": None, "dnsperf": 1.0}
+    assert cell.peak_rss_kb == {"server": 9000, "db": None}
+    assert cell.qps_rounds == [RoundRun(0, 0, server_cpu_s=0.5)]
+    assert cell.unavailable == {"cpu_us_per_query.server": "not ours",
+                                "startup_ms": "not started"}
+    assert to_json(cell)["cpu_us_per_query"] == {"server": 20.0, "db": None, "dnsperf": 1.0}
+    point = from_json(StartupPoint, {"driver": "knot", "zones": 10, "named_rss_kb": 5000})
+    assert point.server == "knot" and point.server_rss_kb == 5000
+    check = from_json(ServerCheck, {"server": "knot", "classes": {"driver": 2, "x": 1}})
+    assert check.unexplained == 2 and check.classes == {UNEXPLAINED: 2, "x": 1}

@@ -63,7 +63,7 @@ def test_every_server_is_measured_over_both_variants(signed_run: Path,
         assert cell.qps.median and cell.qps.median > 0
         assert cell.latency_unloaded is not None and cell.latency_unloaded.count > 0
         assert cell.latency_loaded is not None and cell.latency_loaded.count > 0
-        assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["named"] > 0
+        assert cell.cpu_us_per_query["server"] and cell.cpu_us_per_query["server"] > 0
         assert point.zones == 5 and point.load_seconds is not None
         assert point.store_bytes and point.store_bytes > 0
         assert point.replies > 0 and point.reply_bytes and point.reply_bytes > 0

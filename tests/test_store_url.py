@@ -322,7 +322,7 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(
     assert cell["status"] == "ok", cell
     assert cell["cpu_us_per_query"]["db"] is None
     assert cell["peak_rss_kb"]["db"] is None
-    assert cell["cpu_us_per_query"]["named"] is not None
+    assert cell["cpu_us_per_query"]["server"] is not None
     assert processes_under(root) == []
 
 

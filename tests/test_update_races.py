@@ -34,14 +34,14 @@ import dns.rcode
 import dns.update
 import pytest
 
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from databases.mariadb import WRITER_USER
 from servers import get_server
 from servers.dlz import DlzNamed
 from servers.dnsserver import DnsServer
 from servers.named import Named
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from zonedata.model import Record, Zone, make_record, name_key
 
 SQL_DRIVERS = [d for d in ("pg", "mysql") if get_server(d).is_built()]
@@ -87,7 +87,7 @@ def _rcode(named: DnsServer, qname: dns.name.Name, rdtype: str = "A") -> str:
 def _updating(driver: str, zones: tuple[dns.name.Name, ...]) -> DlzNamed:
     server = get_server(driver)
     assert isinstance(server, DlzNamed), driver
-    return dataclasses.replace(server, updates=UpdatePolicy(zones, KEY))
+    return dataclasses.replace(server, updates=NamedUpdatePolicy(zones, KEY))
 
 
 def _quiet_queries(named: DnsServer, count: int) -> dict[str, int]:
@@ -270,7 +270,7 @@ def test_a_large_delete_in_a_large_zone_hangs_no_worker(run_dir: Path) -> None:
     data = [_zone(zone, 50_000), _zone(QUIET, 3)]
     kind = _updating("mysql", (zone,))
     with loaded_store(kind, lambda: iter(data), run_dir / "large") as loaded, \
-            loaded.named(run_dir / "large", threads=2) as named:
+            loaded.dns_server(run_dir / "large", threads=2) as named:
         with _queries_beside(named) as outcomes:
             rcode = _send(named, _delete_hosts(zone, deleted))
         wrong = _deleted_wholly_or_not(named, {zone: rcode}, deleted)
@@ -307,7 +307,7 @@ def test_two_nameds_on_one_store_keep_empty_non_terminals(run_dir: Path, driver:
     with ExitStack() as stack:
         loaded: LoadedStore = stack.enter_context(
             loaded_store(kind, lambda: iter(data), run_dir / f"race-{driver}"))
-        nameds = [stack.enter_context(loaded.named(run_dir / f"race-{driver}-{i}", threads=1))
+        nameds = [stack.enter_context(loaded.dns_server(run_dir / f"race-{driver}-{i}", threads=1))
                   for i in range(2)]
         lost = []
         for i in range(ROUNDS):

@@ -1,4 +1,4 @@
-"""`updates`: RFC 2136 updates per second (bench/measure/updates.py, bench/load/updates.py).
+"""`updates`: RFC 2136 updates per second (bench/measure/updates.py, bench/load/update_sender.py).
 
 The tiny command runs for real against native BIND, Knot and PowerDNS gpgsql: every cell
 counts the records its messages committed, every answer NOERROR; afterwards each server's
@@ -20,11 +20,11 @@ import psycopg
 import pytest
 
 from base.errors import UserError
-from base.updates import TsigKey, UpdateAccess
+from base.update_access import TsigKey, UpdateAccess
 from bench.commands.cli import build_parser
 from bench.commands.updates import chosen_profile, chosen_servers
-from bench.load import updates as sender
-from bench.load.updates import PhaseResult, Signer
+from bench.load import update_sender as sender
+from bench.load.update_sender import PhaseResult, Signer
 from bench.measure.results import load_results
 from bench.measure.serving import loaded_store
 from bench.measure.updates import (
@@ -37,7 +37,7 @@ from bench.measure.updates import (
     set_figures,
 )
 from bench.verify.answers import Answer
-from bench.verify.updates import serial_masked
+from bench.verify.updated_answers import serial_masked
 from loaders.pdns_rows import update_statements
 from servers import get_server
 from tests.benchcli import run_bench

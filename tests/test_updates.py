@@ -1,8 +1,8 @@
 """RFC 2136 dynamic updates through the DLZ update path, against native BIND.
 
 Native BIND and every writable DLZ driver load the coverage zones and take updates to cov.test
-under one UpdatePolicy (servers/updates.py: the key granted every name of the zone, a second
-key named knows but grants nothing). Every update message goes to all of them, and then:
+under one NamedUpdatePolicy (servers/update_policy.py: the key granted every name of the zone,
+a second key named knows but grants nothing). Every update message goes to all of them, and then:
   - the names it changed answer as native BIND's do (bench.verify's comparison: a difference
     is allowed only in one of BIND's own DLZ-path classes), the SOA serial included;
   - a failed prerequisite (YXDOMAIN, YXRRSET, NXRRSET, NXDOMAIN) and a refused update (no key,
@@ -49,17 +49,17 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import DRIVER, classify, classify_transfer, detail
+from bench.verify.compare import UNEXPLAINED, classify, classify_transfer, detail
 from loaders.bdbhpt import read_mode
 from servers import get_server
 from servers.bindversion import selected
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
@@ -68,7 +68,7 @@ ZONE = COVERAGE_ORIGIN
 KEY = TsigKey.generate("dlzbench-update")
 OTHER_KEY = TsigKey.generate("dlzbench-other")  # known to named, granted nothing
 UNKNOWN_KEY = TsigKey.generate("dlzbench-unknown")  # not known to named
-POLICY = UpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
+POLICY = NamedUpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
 # DLZ drivers whose store takes updates.
 WRITABLE = ["pg", "memory", "mysql", "bdbhpt-t", "bdbhpt-c"]
 THREADS = 2
@@ -95,8 +95,8 @@ def servers(run_dir: Path) -> Iterator[Servers]:
                                        **_server_options(name, run_dir))
             stores[name] = stack.enter_context(
                 loaded_store(kind, lambda: iter(zones), run_dir / name))
-            named[name] = stack.enter_context(stores[name].named(run_dir / name,
-                                                                 threads=THREADS))
+            named[name] = stack.enter_context(stores[name].dns_server(run_dir / name,
+                                                                      threads=THREADS))
         yield Servers(zones, stores, named)
 
 
@@ -194,7 +194,7 @@ def answers_differ(servers: Servers, driver: str, queries: list[Query]) -> list[
     for query in queries:
         diff = compare_answers(query, ask(servers.named["native"], query),
                                ask(servers.named[driver], query))
-        if diff is not None and classify(query, *diff, facts, classes) == DRIVER:
+        if diff is not None and classify(query, *diff, facts, classes) == UNEXPLAINED:
             wrong.append(detail(query, diff))
     return wrong
 
@@ -279,7 +279,7 @@ def transfer_differs(servers: Servers, driver: str) -> str | None:
         return None
     classes = get_server(driver).known_classes()
     diff = (native, other)
-    return None if classify_transfer(ZONE, *diff, classes) != DRIVER else \
+    return None if classify_transfer(ZONE, *diff, classes) != UNEXPLAINED else \
         detail((ZONE, "AXFR"), diff)
 
 
@@ -846,7 +846,7 @@ def test_bdbhpt_private_mode_refuses_updates(servers: Servers, run_dir: Path) ->
 
 # --- unsigned updates (the benchmark's rows without TSIG) --------------------------------------
 
-UNSIGNED_POLICY = UpdatePolicy((ZONE,), KEY, unsigned=True)
+UNSIGNED_POLICY = NamedUpdatePolicy((ZONE,), KEY, unsigned=True)
 
 
 def _unsigned_add() -> dns.message.Message:
@@ -868,8 +868,8 @@ def test_unsigned_updates_over_tcp_when_granted(run_dir: Path, driver: str) -> N
             kind = dataclasses.replace(get_server(name), updates=UNSIGNED_POLICY)
             loaded = stack.enter_context(loaded_store(kind, lambda: iter(zones),
                                                       run_dir / f"unsigned-{name}"))
-            named[name] = stack.enter_context(loaded.named(run_dir / f"unsigned-{name}",
-                                                           threads=1))
+            named[name] = stack.enter_context(loaded.dns_server(run_dir / f"unsigned-{name}",
+                                                                threads=1))
         pair = Servers(zones, {}, named)
         same_rcodes(send_all(pair, _unsigned_add), "NOERROR")
         wrong = answers_differ(pair, driver, [(_name("unsigned"), "TXT"), (_name("www"), "A"),

@@ -30,7 +30,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
-from bench.load.updates import Signer, change_message
+from bench.load.update_sender import Signer, change_message
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving
@@ -333,14 +333,14 @@ def test_a_zone_file_server_is_told_of_each_write(name: str, tmp_path: Path) -> 
     zones = [_zone(ORIGIN), _zone(OTHER)]
     with serving(server, lambda: iter(zones), tmp_path) as served, \
             served.loaded.loader.writer(served.loaded.target) as store:
-        follow = ServerFollow(server, served.named, served.loaded.target)
+        follow = ServerFollow(server, served.server, served.loaded.target)
         # NSD deletes only a zone added by nsd-control (one in nsd.conf: "remove it from
         # nsd.conf yourself"), as the writes cycle does.
         changes = [c for c in _changes() if c.kind != DELETE_ZONE]
         for change in [*changes, Change(DELETE_ZONE, NEW_ZONE)]:
             store.apply(change)
             follow(change)
-            assert _shown(served.named, change), change.text()
+            assert _shown(served.server, change), change.text()
 
 
 # --- bench writes ------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def progress(text: str) -> None:
 def add_pin_option(parser: argparse.ArgumentParser) -> None:
     """--pin/--no-pin: the server and the load generator on separate CPUs (the default)."""
     parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
-                        help="server (named + database) and load generator on separate CPUs")
+                        help="server (and its database) and load generator on separate CPUs")
 
 
 def add_data_set_options(parser: argparse.ArgumentParser, generate_default: str) -> None:

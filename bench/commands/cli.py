@@ -9,6 +9,11 @@ import sys
 from base.errors import UserError
 from servers import choose_bind
 
+# The options' spellings from before the measured thing was called a server (to 2026-11-25):
+# they still parse, so that the command lines quoted with committed results run, but neither
+# the help nor an error message shows them.
+OLD_SPELLINGS = frozenset({"--driver", "--drivers", "--driver-label"})
+
 # Subcommand names; each is a module in bench/commands ("-" written "_").
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup",
                        "capacity", "tune", "scale", "instructions", "fuzz", "fuzz-harness",
@@ -17,7 +22,8 @@ COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python3 -m bench",
-                                     description="dlzbench: BIND DLZ driver benchmarks")
+                                     description="dlzbench: BIND's DLZ drivers against native BIND "
+                                                 "and other DNS servers")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"bench.commands.{name.replace('-', '_')}").add_parser(sub)
@@ -26,7 +32,15 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--bind", metavar="9.18|9.20",
                              help="the BIND to run: 9.18 (Debian 12's, the default) or 9.20 "
                                   "(Debian 13's, from `make deps BIND=9.20`)")
+        hide_old_spellings(command)
     return parser
+
+
+def hide_old_spellings(parser: argparse.ArgumentParser) -> None:
+    """Leave OLD_SPELLINGS out of what help and errors print. The parser finds an option by
+    the strings it was added with, so an old spelling still parses."""
+    for action in parser._actions:
+        action.option_strings = [s for s in action.option_strings if s not in OLD_SPELLINGS]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import dns.update
 
 from base.errors import UserError
 from base.process import new_run_dir
-from base.updates import TsigKey, UpdateAccess
+from base.update_access import TsigKey, UpdateAccess
 from bench.load.fuzz import (
     KINDS,
     Crash,
@@ -108,14 +108,14 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         served = {name: stack.enter_context(serving(
             name, lambda: iter(zones), run_dir / name, threads=args.threads,
-            access=access if name in updatable else None)).named for name in everyone}
+            access=access if name in updatable else None)).server for name in everyone}
         outcomes = {name: _fuzz_one(name, served[name], packets, run_dir, said)
                     for name in fuzzed}
         fell = {name for name, outcome in outcomes.items() if outcome.crash is not None}
         updated = {name: _update_one(name, served[name], messages, key, said)
                    for name in updatable if name not in fell}
         fell |= {name for name, outcome in updated.items() if outcome.crash is not None}
-        standing = {name: named for name, named in served.items() if name not in fell}
+        standing = {name: server for name, server in served.items() if name not in fell}
         fallen = [name for name in references_for(fuzzed) if name in fell]
         if fallen:
             said.say(f"answers not compared: {', '.join(fallen)}, the reference, fell")
@@ -174,7 +174,7 @@ def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
                                   else None),
                       "after": None if name not in results else {
                           "identical": results[name].identical, "total": results[name].total,
-                          "driver_differences": results[name].driver_differences,
+                          "unexplained": results[name].unexplained,
                           "classes": dict(results[name].classes)}}
                for name, outcome in outcomes.items()}
     references = {name: dataclasses.asdict(outcome) for name, outcome in updated.items()
@@ -190,12 +190,12 @@ def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
     (out / "results.md").write_text("\n".join([*head, *said.lines, "```", ""]))
 
 
-def _fuzz_one(name: str, named: DnsServer, packets: list[Packet], run_dir: Path,
+def _fuzz_one(name: str, server: DnsServer, packets: list[Packet], run_dir: Path,
               said: Transcript) -> FuzzOutcome:
     """The packets through one server, then one well-formed query it must answer; a dead or
     silent server's suspect packets are written to run_dir for a rerun."""
-    outcome = send_packets(packets, named.host, named.port, named.running)
-    if outcome.crash is None and not _answers(named):
+    outcome = send_packets(packets, server.host, server.port, server.running)
+    if outcome.crash is None and not _answers(server):
         last = range(max(0, len(packets) - 64), len(packets))
         outcome.crash = Crash(last[0], last[-1], [packets[i].kind for i in last],
                               how="stopped answering")
@@ -209,11 +209,11 @@ def _fuzz_one(name: str, named: DnsServer, packets: list[Packet], run_dir: Path,
     return outcome
 
 
-def _update_one(name: str, named: DnsServer, messages: list[dns.update.UpdateMessage],
+def _update_one(name: str, server: DnsServer, messages: list[dns.update.UpdateMessage],
                 key: TsigKey, said: Transcript) -> UpdatesOutcome:
     """The signed updates through one server, then one well-formed query it must answer."""
-    outcome = send_updates(messages, key, named.host, named.port, named.running)
-    if outcome.crash is None and not _answers(named):
+    outcome = send_updates(messages, key, server.host, server.port, server.running)
+    if outcome.crash is None and not _answers(server):
         outcome.crash = Crash(max(0, len(messages) - 16), len(messages) - 1,
                               ["update"] * min(16, len(messages)), how="stopped answering")
     answers = ", ".join(f"{n} {rcode}" for rcode, n in
@@ -227,10 +227,10 @@ def _update_one(name: str, named: DnsServer, messages: list[dns.update.UpdateMes
     return outcome
 
 
-def _answers(named: DnsServer) -> bool:
+def _answers(server: DnsServer) -> bool:
     deadline = time.monotonic() + _ANSWER_WITHIN_S
-    while not named.answers(COVERAGE_ORIGIN.to_text()):
-        if not named.running() or time.monotonic() > deadline:
+    while not server.answers(COVERAGE_ORIGIN.to_text()):
+        if not server.running() or time.monotonic() > deadline:
             return False
     return True
 
@@ -250,7 +250,7 @@ def _outcome_line(name: str, outcome: FuzzOutcome) -> str:
 def report(outcomes: dict[str, FuzzOutcome], updated: dict[str, UpdatesOutcome],
            results: dict[str, Comparison], said: Transcript) -> int:
     """The answers after the packets and updates, per fuzzed server that still runs; 1 on a
-    crash or a driver difference."""
+    crash or an unexplained difference."""
     for name in outcomes:
         if name in results:
             said.say(f"after: {results[name].summary()}")
@@ -259,7 +259,7 @@ def report(outcomes: dict[str, FuzzOutcome], updated: dict[str, UpdatesOutcome],
     crashes = (sum(o.crash is not None for o in outcomes.values()) +
                sum(o.crash is not None for o in updated.values()))
     differing = sum(1 for name in outcomes
-                    if name in results and results[name].driver_differences)
-    said.say(f"fuzz: {crashes} crashes, {differing} servers with driver differences "
+                    if name in results and results[name].unexplained)
+    said.say(f"fuzz: {crashes} crashes, {differing} servers with unexplained differences "
              "afterwards")
     return 1 if crashes or differing else 0

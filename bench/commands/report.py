@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from bench.measure.results import load_results, results_path
-from bench.report.write import write_report
+from bench.report.render import write_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -17,7 +17,7 @@ from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, save_results
 from bench.measure.updates import METHOD, PROFILES, Profile, Updates, measure
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import REFERENCE, ServerKind, get_server, registered_servers
 
 DEFAULT_PROFILE = "default"

@@ -33,7 +33,7 @@ from bench.measure.writes import (
     measure_server,
     rate_text,
 )
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import ServerKind, get_server
 
 DEFAULT_PROFILE = "default"

@@ -60,7 +60,7 @@ import dns.rdatatype
 import dns.tsig
 import dns.update
 
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from zonedata.derive import Query
 from zonedata.model import Zone
 

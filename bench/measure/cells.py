@@ -52,7 +52,7 @@ class RoundRun:
 
     round: int
     start: int
-    named_cpu_s: float | None = None
+    server_cpu_s: float | None = None
     db_cpu_s: float | None = None
     began_s: float | None = None
     ended_s: float | None = None
@@ -62,11 +62,14 @@ class RoundRun:
     db_system_s: float | None = None
     cpus: list[CpuTimes] = field(default_factory=list)
 
+    # Files up to 2026-11-27 name the server's own CPU after named, for every server.
+    json_renamed: ClassVar[dict[str, str]] = {"named_cpu_s": "server_cpu_s"}
+
 
 @dataclass
 class FreshStart:
     """One fresh start of a cell's server in a run measured in rounds: the round before which
-    it happened (0: before the first), named's startup, and the warm-up runs that followed it
+    it happened (0: before the first), the server's startup, and the warm-up runs that followed it
     until two in a row agreed (steady: whether they did before the profile's most)."""
 
     round: int
@@ -79,7 +82,7 @@ class FreshStart:
 
 @dataclass
 class Cell:
-    """Every figure of one driver at one thread (and connection) count."""
+    """Every figure of one server at one thread (and connection) count."""
 
     server: str
     threads: int
@@ -111,7 +114,7 @@ class Cell:
     peak_rss_kb: dict[str, int | None] = field(default_factory=dict)
     # A server the suite did not start (`run --target`): where it answered, and the figures
     # that cannot be measured there with why, keyed like the fields ("startup_ms",
-    # "cpu_us_per_query.named", ...): their values are None because they are unavailable,
+    # "cpu_us_per_query.server", ...): their values are None because they are unavailable,
     # not because nothing was recorded.
     target: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
@@ -120,6 +123,12 @@ class Cell:
     flood: dict | None = None
 
     json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+    # cpu_us_per_query and peak_rss_kb key the server's own process "server" (beside "db" and
+    # "dnsperf"); files up to 2026-11-27 keyed it "named", for every server.
+    json_renamed_keys: ClassVar[dict[str, dict[str, str]]] = {
+        "cpu_us_per_query": {"named": "server"}, "peak_rss_kb": {"named": "server"},
+        "unavailable": {"cpu_us_per_query.named": "cpu_us_per_query.server",
+                        "peak_rss_kb.named": "peak_rss_kb.server"}}
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

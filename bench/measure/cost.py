@@ -54,9 +54,9 @@ def run_costs(cell: Cell) -> list[float] | None:
         return None
     costs = []
     for where, run in zip(cell.qps_rounds, cell.qps_runs, strict=True):
-        if where.named_cpu_s is None or run.queries_completed <= 0:
+        if where.server_cpu_s is None or run.queries_completed <= 0:
             return None
-        cpu_s = where.named_cpu_s + (where.db_cpu_s or 0.0)
+        cpu_s = where.server_cpu_s + (where.db_cpu_s or 0.0)
         if cpu_s <= 0:
             return None
         costs.append(cpu_s * 1e6 / run.queries_completed)

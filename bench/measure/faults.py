@@ -462,34 +462,34 @@ def _processes(count: int) -> str:
     return f"{count} process{'es' if count != 1 else ''}"
 
 
-def _server_pids(loaded: LoadedStore) -> list[int]:
-    pids = loaded.server_pids()
+def _database_pids(loaded: LoadedStore) -> list[int]:
+    pids = loaded.database_pids()
     if not pids:
-        raise UserError(f"the {loaded.loader.name} store's server has no processes")
+        raise UserError(f"the {loaded.loader.name} store's database server has no processes")
     return pids
 
 
 def _sigstop(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-    pids = _server_pids(loaded)
+    pids = _database_pids(loaded)
     with stopped(pids):
         time.sleep(seconds)
     return f"{_processes(len(pids))} stopped"
 
 
 def _restart(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-    loaded.restart_server()
+    loaded.restart_database()
     return ""
 
 
 def _crash(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-    pids = _server_pids(loaded)
+    pids = _database_pids(loaded)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     time.sleep(seconds)
-    loaded.restart_server()  # stops what is left (nothing), starts it: crash recovery
+    loaded.restart_database()  # stops what is left (nothing), starts it: crash recovery
     return f"{_processes(len(pids))} killed"
 
 
@@ -540,35 +540,35 @@ def _db_cold(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
     if not loaded.loader.database.has_server:
         drop_page_cache()
         return "page cache dropped (the store has no server to restart)"
-    if not loaded.accounts_server:
+    if not loaded.accounts_database:
         raise UserError("the suite restarts no database server it did not start (--store-url)")
-    loaded.restart_server(cold=True)
+    loaded.restart_database(cold=True)
     return "page cache dropped while the database server was down"
 
 
-def _server_restart(named: DnsServer) -> Action:
+def _server_restart(server: DnsServer) -> Action:
     """The DNS server under test stopped and started again on its port, until it says it
     runs with every zone loaded."""
     def act(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-        named.stop()
-        named.start()
-        named.wait_running()
-        return f"ready {time.monotonic() - named.exec_time:.2f} s after its exec"
+        server.stop()
+        server.start()
+        server.wait_running()
+        return f"ready {time.monotonic() - server.exec_time:.2f} s after its exec"
     return act
 
 
-def action_for(kind: str, locked_zone: str, named: DnsServer) -> Action:
-    """What doing a fault of this kind is; locked_zone: the zone a writer locks; named: the
+def action_for(kind: str, locked_zone: str, server: DnsServer) -> Action:
+    """What doing a fault of this kind is; locked_zone: the zone a writer locks; server: the
     DNS server under test."""
     actions: dict[str, Action] = {
         KILL_BACKENDS: _kill_backends, SIGSTOP: _sigstop, RESTART: _restart, CRASH: _crash,
         WRITER_STALL: _writer_fault(locked_zone, kill=False),
         WRITER_KILL: _writer_fault(locked_zone, kill=True),
-        SERVER_RESTART: _server_restart(named), DB_COLD: _db_cold}
+        SERVER_RESTART: _server_restart(server), DB_COLD: _db_cold}
     return actions[kind]
 
 
-def run_script(loaded: LoadedStore, named: DnsServer, script: Sequence[Fault], origin_ns: int,
+def run_script(loaded: LoadedStore, server: DnsServer, script: Sequence[Fault], origin_ns: int,
                locked_zone: str, progress: Callable[[str], None]) -> list[FaultResult]:
     """Each fault at its time from origin_ns (the load's start), one after the other; a
     fault whose action fails is recorded with its error and the script goes on."""
@@ -579,8 +579,8 @@ def run_script(loaded: LoadedStore, named: DnsServer, script: Sequence[Fault], o
         moments = Moments()
         moments.begin()
         try:
-            result.note = action_for(fault.kind, locked_zone, named)(loaded, fault.seconds,
-                                                                     moments)
+            result.note = action_for(fault.kind, locked_zone, server)(loaded, fault.seconds,
+                                                                      moments)
         except UserError as exc:
             result.error = str(exc)
         except Exception as exc:  # a database client's error, a writer that would not end
@@ -610,13 +610,13 @@ def measure_server(loaded: LoadedStore, query_file: Path, run_dir: Path, *, qps:
     name = loaded.server.name
     result = ServerFaults(name, threads=threads)
     try:
-        with loaded.named(run_dir, threads=threads) as named:
-            recorder = Recorder(named.host, named.port, query_file,
+        with loaded.dns_server(run_dir, threads=threads) as server:
+            recorder = Recorder(server.host, server.port, query_file,
                                 run_dir / f"recording-{name}.txt", qps=qps,
                                 seconds=duration_s, timeout=timeout_s)
             origin_ns = time.monotonic_ns()
             with recorder:
-                result.faults = run_script(loaded, named, script, origin_ns,
+                result.faults = run_script(loaded, server, script, origin_ns,
                                            loaded.last_zone, progress)
                 recording = recorder.wait()
     except UserError as exc:

@@ -53,7 +53,8 @@ _TOTALS = re.compile(r"^totals:\s+(\d+)", re.M)
 
 # Which database servers run under callgrind, and why the others do not, is each database's
 # (Database.profiled_program, not_profiled).
-NO_DATABASE_SERVER = "none: the driver reads its files inside named, counted in named's figure"
+NO_DATABASE_SERVER = ("none: named reads its files itself (natively or through the DLZ "
+                      "driver), counted in named's figure")
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> DnsServer:
     if not counts_named(loaded.server):
         raise UserError(f"instructions counts named's instructions: {loaded.server.name} is "
                         f"not named")
-    named = loaded.named(run_dir, threads=1)
+    named = loaded.dns_server(run_dir, threads=1)
     out_dir = named.run_dir / "callgrind"
     out_dir.mkdir(parents=True, exist_ok=True)
     named.run_under(callgrind_wrapper(out_dir))
@@ -309,7 +310,7 @@ def database_description(loaded: LoadedStore) -> tuple[str, bool]:
     database = loaded.loader.database
     if not database.has_server:
         return NO_DATABASE_SERVER, False
-    if not loaded.accounts_server:
+    if not loaded.accounts_database:
         return "not counted: a lent server (--store-url), not the suite's own", False
     if database.profiled_program is not None:
         return database.profiled_program, True
@@ -322,8 +323,8 @@ def database_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Callgrind:
     out_dir.mkdir(parents=True, exist_ok=True)
     target: Any = loaded.target  # the store's own PrivateServer (database_description)
     target.run_under(callgrind_wrapper(out_dir))
-    loaded.restart_server()
-    return Callgrind(out_dir, loaded.server_pids)
+    loaded.restart_database()
+    return Callgrind(out_dir, loaded.database_pids)
 
 
 def measure_server(loaded: LoadedStore, query_set: QuerySet, run_dir: Path, *,

@@ -34,7 +34,7 @@ SERVER_IDLE_ON, SERVER_BUSY_OFF = 0.85, 0.95   # of the pinned server's cores
 @dataclass(frozen=True)
 class CoreUse:
     """Cores used over QPS runs (a cell's, or one run's): dnsperf's (of its one), and the
-    server's (named and its database, per server core; None when not pinned or not
+    server's (its own and its database's, per server core; None when not pinned or not
     accounted)."""
 
     dnsperf: float | None
@@ -98,38 +98,38 @@ def run_core_uses(cell: Cell, cpus: int | None) -> list[CoreUse]:
         server = overall
         if per_run:
             where = cell.qps_rounds[i]
-            server = (None if where.named_cpu_s is None or not cpus or run.run_time_s <= 0
-                      else (where.named_cpu_s + (where.db_cpu_s or 0.0)) / run.run_time_s
+            server = (None if where.server_cpu_s is None or not cpus or run.run_time_s <= 0
+                      else (where.server_cpu_s + (where.db_cpu_s or 0.0)) / run.run_time_s
                       / cpus)
         uses.append(CoreUse(dnsperf, server))
     return uses
 
 
 def server_us_per_query(cell: Cell) -> float | None:
-    """The server's CPU per answered query: named's and its database's (None: unaccounted)."""
-    named = cell.cpu_us_per_query.get("named")
-    if named is None:
+    """The server's CPU per answered query: its own and its database's (None: unaccounted)."""
+    server = cell.cpu_us_per_query.get("server")
+    if server is None:
         return None
-    return named + (cell.cpu_us_per_query.get("db") or 0.0)
+    return server + (cell.cpu_us_per_query.get("db") or 0.0)
 
 
 def server_us_interval(cell: Cell) -> Interval | None:
-    """The server's CPU per answered query in each QPS run measured in rounds (named's and its
+    """The server's CPU per answered query in each QPS run measured in rounds (its own and its
     database's CPU over that run, over its answered queries): their median and its interval.
     None for a cell not measured in rounds, or whose server's CPU was not accounted."""
     if not cell.qps_rounds or len(cell.qps_rounds) != len(cell.qps_runs):
         return None
     values = []
     for where, run in zip(cell.qps_rounds, cell.qps_runs, strict=True):
-        if where.named_cpu_s is None or run.queries_completed <= 0:
+        if where.server_cpu_s is None or run.queries_completed <= 0:
             return None
-        values.append((where.named_cpu_s + (where.db_cpu_s or 0.0)) * 1e6
+        values.append((where.server_cpu_s + (where.db_cpu_s or 0.0)) * 1e6
                       / run.queries_completed)
     return median_interval(values)
 
 
 def startup_interval(cell: Cell) -> Interval | None:
-    """named's startup over the cell's fresh starts (rounds), median and interval; None
+    """The server's startup over the cell's fresh starts (rounds), median and interval; None
     without them (the cell's one startup_ms is then the figure)."""
     return median_interval([s.startup_ms for s in cell.starts if s.startup_ms is not None])
 

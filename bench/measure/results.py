@@ -117,7 +117,7 @@ class Results:
         return sorted({c.threads for c in self.cells})
 
     def servers(self) -> list[str]:
-        """Drivers present, in the registry's order (unknown names last, alphabetically)."""
+        """Servers present, in the registry's order (unknown names last, alphabetically)."""
         return sorted({c.server for c in self.cells}, key=report_order)
 
     def cells_for(self, threads: int) -> list[Cell]:
@@ -125,10 +125,10 @@ class Results:
         return sorted((c for c in self.cells if c.threads == threads),
                       key=lambda c: (order[c.server], c.connections))
 
-    def cell(self, driver: str, threads: int) -> Cell | None:
-        """The cell of (driver, threads); with several connection counts, the first."""
+    def cell(self, server: str, threads: int) -> Cell | None:
+        """The cell of (server, threads); with several connection counts, the first."""
         for c in self.cells_for(threads):
-            if c.server == driver:
+            if c.server == server:
                 return c
         return None
 

@@ -49,13 +49,13 @@ STEADY = 0.10
 
 # The plan's figures (seconds) for what the profile does not time itself; the progress line
 # scales them by how long the finished steps really took. Measured orders of magnitude:
-# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), named answers for
+# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), a server answers for
 # every zone 0.04-0.2 s after exec; a private PostgreSQL, MariaDB or slapd is initialised and
 # started in seconds.
 STORE_SETUP_S = 3.0        # a store's files written and loaded
 DATABASE_START_S = 10.0    # a private database server initialised and started, besides
 RUN_OVERHEAD_S = 0.5       # dnsperf's start and exit, the CPU meters, around each run
-RESTART_S = 2.0            # named stopped and started again, every zone answering
+RESTART_S = 2.0            # the server stopped and started again, every zone answering
 DATABASE_RESTART_S = 3.0   # a database server stopped and started again
 STEADY_RUNS_EXPECTED = 3   # warm-up runs after a fresh start (2 at least)
 # dnsperf prints the responses of every second of a round's run (DnsperfRun.interval_qps): a
@@ -195,7 +195,7 @@ class RoundsRunner(Runner):
                         self.progress.skip(len(self.closing))
             finally:
                 for m in opened:
-                    m.named.stop()
+                    m.server.stop()
                 save_results(self.results, self.setup.out_dir)
         return self.results
 
@@ -221,25 +221,25 @@ class RoundsRunner(Runner):
         keep running for the rounds. Every cell is recorded here, its figures filled in
         later."""
         running = []
-        for server in self.servers:
-            store = stores[server.loader().name]
+        for kind in self.servers:
+            store = stores[kind.loader().name]
             for threads in self.setup.threads:
-                cell = Cell(server.name, threads, self._connections(threads))
+                cell = Cell(kind.name, threads, self._connections(threads))
                 self._record(cell)
                 if isinstance(store, str):
                     cell.status, cell.error = "failed", store
                     self.progress.skip(len(self.opening))
                     continue
-                if self.not_applicable(server, cell):
+                if self.not_applicable(kind, cell):
                     self.progress.skip(len(self.opening))
                     continue
-                loaded = dataclasses.replace(store, server=server)
-                named = self.build(loaded, threads, cell.connections)
-                m = Measuring(loaded, named, cell)
+                loaded = dataclasses.replace(store, server=kind)
+                server = self.build(loaded, threads, cell.connections)
+                m = Measuring(loaded, server, cell)
                 if self.run_phases(m, self.opening, _label(m)):
                     running.append(m)
                 else:
-                    named.stop()
+                    server.stop()
         save_results(self.results, self.setup.out_dir)
         return running
 
@@ -252,7 +252,7 @@ class RoundsRunner(Runner):
         rounds = self.profile.rounds
         runs: list[DnsperfRun] = []
         while len(runs) < rounds.steady_max_runs and not is_steady([r.qps for r in runs]):
-            runs.append(self.dnsperf(m.named, rounds.steady_s))
+            runs.append(self.dnsperf(m.server, rounds.steady_s))
         return FreshStart(round_index, startup_ms, runs, is_steady([r.qps for r in runs]))
 
     # --- the rounds ---------------------------------------------------------------------------
@@ -323,42 +323,42 @@ class RoundsRunner(Runner):
     def fresh_start(self, group: list[Measuring], index: int) -> None:
         """The store's server and every server over it started afresh, each warmed up."""
         for m in group:
-            m.named.stop()
-        group[0].loaded.restart_server()
-        pin_processes(group[0].loaded.server_pids(), self.server_cpus)
+            m.server.stop()
+        group[0].loaded.restart_database()
+        pin_processes(group[0].loaded.database_pids(), self.server_cpus)
         for m in group:
-            m.named.start()
-            startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
-                                              timeout=self.profile.startup_timeout_s) * 1000
-            pin_processes(m.named.pids(), self.server_cpus)
-            self.wait_all_zones(m.named)
+            m.server.start()
+            startup_ms = m.server.wait_answers(m.loaded.last_zone, "SOA",
+                                               timeout=self.profile.startup_timeout_s) * 1000
+            pin_processes(m.server.pids(), self.server_cpus)
+            self.wait_all_zones(m.server)
             m.cell.starts.append(self.warm_start(m, index, startup_ms))
 
     def round_run(self, m: Measuring, index: int) -> None:
         """One QPS run of the cell, with the CPU its server used during it (user and system
         apart), its span and every CPU's time over it, and dnsperf's responses per second."""
-        has_db = m.loaded.accounts_server
-        named_cpu = accounting.CpuMeter(m.named.pids())
-        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
+        has_db = m.loaded.accounts_database
+        server_cpu = accounting.CpuMeter(m.server.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.database_pids())
         machine = accounting.MachineMeter()
-        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, machine, named_cpu, \
+        with accounting.MemorySampler(m.loaded.database_pids()) as db_mem, machine, server_cpu, \
                 db_cpu:
-            run = self.dnsperf(m.named, self.profile.rounds.run_s, extra=PER_SECOND)
+            run = self.dnsperf(m.server, self.profile.rounds.run_s, extra=PER_SECOND)
         m.cell.qps_runs.append(run)
         m.cell.qps_rounds.append(RoundRun(
-            index, len(m.cell.starts) - 1, named_cpu.seconds, db_cpu.seconds if has_db else None,
-            began_s=machine.began_s, ended_s=machine.ended_s, server_user_s=named_cpu.user,
-            server_system_s=named_cpu.system, db_user_s=db_cpu.user if has_db else None,
+            index, len(m.cell.starts) - 1, server_cpu.seconds, db_cpu.seconds if has_db else None,
+            began_s=machine.began_s, ended_s=machine.ended_s, server_user_s=server_cpu.user,
+            server_system_s=server_cpu.system, db_user_s=db_cpu.user if has_db else None,
             db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
         m.cell.peak_rss_kb = {
-            "named": max(accounting.peak_rss_kb(m.named.pids()),
-                         m.cell.peak_rss_kb.get("named") or 0),
+            "server": max(accounting.peak_rss_kb(m.server.pids()),
+                          m.cell.peak_rss_kb.get("server") or 0),
             "db": max(db_mem.peak_pss_kb, m.cell.peak_rss_kb.get("db") or 0) if has_db else None}
 
     def drop(self, running: list[Measuring], m: Measuring, exc: UserError) -> None:
         """A cell that failed in a round: stopped, kept with the runs it has, out of the rest."""
         m.cell.status, m.cell.error = "failed", str(exc)
-        m.named.stop()
+        m.server.stop()
         running[:] = [r for r in running if r is not m]
 
     def update_figures(self, running: list[Measuring]) -> list[stats.WatchedRatio]:
@@ -375,7 +375,7 @@ class RoundsRunner(Runner):
         try:
             self.run_phases(m, self.closing, _label(m))
         finally:
-            m.named.stop()
+            m.server.stop()
             save_results(self.results, self.setup.out_dir)
 
 
@@ -385,7 +385,7 @@ def set_qps_figures(cell: Cell) -> None:
     answered = sum(r.queries_completed for r in cell.qps_runs)
     db = [r.db_cpu_s for r in cell.qps_rounds]
     cell.cpu_us_per_query = {
-        "named": accounting.us_per_query(sum(r.named_cpu_s or 0.0 for r in cell.qps_rounds),
+        "server": accounting.us_per_query(sum(r.server_cpu_s or 0.0 for r in cell.qps_rounds),
                                          answered),
         "db": None if None in db else accounting.us_per_query(sum(db), answered),
         "dnsperf": Runner.dnsperf_cpu(cell)}

@@ -11,8 +11,8 @@ from bench.measure.serial import Section
 
 @dataclass
 class SizeCell:
-    """`scale`: one driver over one data set (zones x records per zone) under one query mix:
-    the runner's figures (QPS, latency, CPU and RSS of named and the database) with the store's
+    """`scale`: one server over one data set (zones x records per zone) under one query mix:
+    the runner's figures (QPS, latency, CPU and RSS of the server and the database) with the store's
     size on disk, its load and its cache figures (CacheReading.since over the QPS runs)."""
 
     zones: int

@@ -11,6 +11,9 @@ A dataclass may declare, as class attributes, what its older files need and what
 shows beside its fields:
 - json_renamed: {key in older files: field} (files before 2026-11-25 name the server
   "driver");
+- json_renamed_keys: {field: {key in older files: key}} for a dict field whose keys were
+  renamed (files up to 2026-11-27 key the server's own process "named", for NSD and Knot
+  too);
 - json_absent: {field: value} for a field without a default that older files lack;
 - json_derived: {key: function of the object}: figures computed from the fields, written
   after them for readers of the file, skipped when it is read back.
@@ -113,6 +116,9 @@ def _from_dict(cls: type, data: dict) -> Any:
         raise TypeError(f"{cls.__name__}: an object was expected, not {data!r:.60}")
     renamed: dict[str, str] = getattr(cls, "json_renamed", {})
     values = {renamed.get(key, key): value for key, value in data.items()}
+    for name, keys in getattr(cls, "json_renamed_keys", {}).items():
+        if isinstance(values.get(name), dict):
+            values[name] = {keys.get(key, key): value for key, value in values[name].items()}
     hints = _hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = values.keys() - known - getattr(cls, "json_derived", {}).keys()

@@ -65,7 +65,8 @@ class VariantRunner(Runner):
         self.pending: SignedCell | None = None
 
     def run_cell(self, loaded: LoadedStore, threads: int, connections: int | None = None) -> None:
-        """run's cell, with the store's size on disk read after its load, before named starts."""
+        """run's cell, with the store's size on disk read after its load, before the server
+        starts."""
         size = disk_usage(loaded.directory) if loaded.directory is not None else None
         self.pending = SignedCell(self.variant, Cell(loaded.server.name, threads, 0),
                                   zones=loaded.load.zones, records=loaded.load.records,
@@ -91,7 +92,7 @@ class VariantRunner(Runner):
             query = dns.message.make_query(qname, rdtype, use_edns=0, want_dnssec=True,
                                            payload=DNSPERF_EDNS_PAYLOAD)
             try:
-                reply = dns.query.udp(query, "127.0.0.1", port=m.named.port, timeout=2)
+                reply = dns.query.udp(query, "127.0.0.1", port=m.server.port, timeout=2)
             except dns.exception.Timeout:
                 continue
             sizes.append(len(reply.to_wire()))

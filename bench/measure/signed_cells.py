@@ -12,7 +12,7 @@ from bench.measure.serial import Section
 
 @dataclass
 class SignedCell:
-    """`run --signed`: one driver over one variant of the data set ("unsigned", or "signed":
+    """`run --signed`: one server over one variant of the data set ("unsigned", or "signed":
     the same zones signed), every query with the DO bit: the runner's figures, with what
     holding that variant costs the store (its files on disk after the load, the load's time)
     and the replies to the check queries over UDP (how many, how many truncated, their mean

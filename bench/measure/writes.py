@@ -47,17 +47,17 @@ import dns.rdataclass
 import dns.rdatatype
 
 from base.errors import UserError
-from base.updates import TsigKey, UpdateAccess
+from base.update_access import TsigKey, UpdateAccess
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
-from bench.load.updates import UpdateWriter
+from bench.load.update_sender import UpdateWriter
 from bench.measure.accounting import CpuMeter, us_per_query
 from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import DRIVER, classify
-from bench.verify.updates import serial_masked
+from bench.verify.compare import UNEXPLAINED, classify
+from bench.verify.updated_answers import serial_masked
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
 from servers import REFERENCE, DnsServer, ServerKind, non_recursive_query
@@ -252,7 +252,7 @@ def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdat
 
 class ServerFollow:
     """What a server must be told after a store write, as its kind says
-    (ServerKind.tell_of_write): nothing for a database or a store its driver reads live;
+    (ServerKind.tell_of_write): nothing for a database or a store it reads live;
     native named, NSD, Knot and PowerDNS's bind backend load zone files on command."""
 
     def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
@@ -314,7 +314,7 @@ class StepRun:
 
     @property
     def cpu_us_per_read(self) -> float | None:
-        """named's and the database's CPU per read answered, in us (None: a run before the
+        """The server's and the database's CPU per read answered, in us (None: a run before the
         CPU window was the step's, or no read answered)."""
         if self.cpu_window_s is None or self.server_cpu_s is None:
             return None
@@ -527,7 +527,7 @@ class Writer(threading.Thread):
         return self.errors > 100 and self.errors > self.writes
 
 
-def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter,
+def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
              follow: Callable[[Change], None], cycle: WriteCycle, rate: int, repeat: int, *,
              read_qps: float, step_s: float, query_file: Path, run_dir: Path,
              timeout_s: float) -> StepRun:
@@ -536,11 +536,11 @@ def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter,
     # sampler takes the next one each time it is free.
     every = 1 if rate in (0, CEILING) else max(1, round(rate * step_s / SAMPLES_PER_STEP))
     stop = threading.Event()
-    sampler = Sampler(named, cycle, stop)
+    sampler = Sampler(server, cycle, stop)
     writer = Writer(store, follow, cycle, rate, every, sampler, stop)
-    db_meter = CpuMeter(loaded.server_pids()) if loaded.accounts_server else None
-    server_meter = CpuMeter(named.pids())
-    recorder = Recorder(named.host, named.port, query_file,
+    db_meter = CpuMeter(loaded.database_pids()) if loaded.accounts_database else None
+    server_meter = CpuMeter(server.pids())
+    recorder = Recorder(server.host, server.port, query_file,
                         run_dir / f"recording-{rate_text(rate).replace('/', '')}-{repeat}.txt",
                         qps=read_qps, seconds=step_s, timeout=timeout_s)
     meters = [m for m in (db_meter, server_meter) if m is not None]
@@ -591,43 +591,43 @@ def _read_figures(run: StepRun, recording: Recording) -> None:
 # --- one server --------------------------------------------------------------------------
 
 
-def measure_server(server: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
+def measure_server(kind: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
                    run_dir: Path, *, rates: Sequence[int], step_s: float, repeats: int,
                    read_qps: float, threads: int, timeout_s: float, via: str = VIA_STORE,
                    progress: Callable[[str], None] = print) -> ServerWrites:
     """The server through every step and repeat, then its answers for every changed name
     against native BIND's that got the same changes; a failure is recorded, not raised."""
-    result = ServerWrites(server.name, read_qps=read_qps)
-    reason = not_writable(server) if via == VIA_STORE else not_updatable(server)
+    result = ServerWrites(kind.name, read_qps=read_qps)
+    reason = not_writable(kind) if via == VIA_STORE else not_updatable(kind)
     if reason is not None:
         result.status, result.error = "n/a", reason
-        progress(f"{server.name}: n/a: {reason}")
+        progress(f"{kind.name}: n/a: {reason}")
         return result
     zones = _zone_names(stream)
     cycle = WriteCycle(zones, zone_kinds=via == VIA_STORE)
     try:
-        with loaded_store(server, stream, run_dir / server.name) as loaded, \
-                _server(loaded, zones, via, run_dir / server.name, threads) as named, \
-                _writer(loaded, named, via) as store:
-            follow = ServerFollow(loaded.server, named, loaded.target) if via == VIA_STORE \
+        with loaded_store(kind, stream, run_dir / kind.name) as loaded, \
+                _server(loaded, zones, via, run_dir / kind.name, threads) as server, \
+                _writer(loaded, server, via) as store:
+            follow = ServerFollow(loaded.server, server, loaded.target) if via == VIA_STORE \
                 else _told_already
             for repeat in range(repeats):
                 for rate in round_order(list(rates), repeat):
-                    run = run_step(loaded, named, store, follow, cycle, rate, repeat,
+                    run = run_step(loaded, server, store, follow, cycle, rate, repeat,
                                    read_qps=read_qps, step_s=step_s, query_file=query_file,
-                                   run_dir=run_dir / server.name, timeout_s=timeout_s)
+                                   run_dir=run_dir / kind.name, timeout_s=timeout_s)
                     result.runs.append(run)
-                    progress(f"{server.name}: {rate_text(rate)} writes, repeat {repeat + 1}: "
+                    progress(f"{kind.name}: {rate_text(rate)} writes, repeat {repeat + 1}: "
                              f"{run.qps:,.0f} reads/s answered, {run.lost} lost, "
                              f"{run.write_rate:,.1f} writes/s"
                              + (f", {run.write_errors} failed ({run.first_error})"
                                 if run.write_errors else ""))
-            _check_against_native(result, named, server, stream, cycle.changes,
-                                  run_dir / server.name / "native-reference", threads,
+            _check_against_native(result, server, kind, stream, cycle.changes,
+                                  run_dir / kind.name / "native-reference", threads,
                                   serials_masked=via == VIA_UPDATE)
     except UserError as exc:
         result.status, result.error = "failed", str(exc)
-        progress(f"{server.name} failed: {exc}")
+        progress(f"{kind.name} failed: {exc}")
     return result
 
 
@@ -637,16 +637,16 @@ def _server(loaded: LoadedStore, zones: Sequence[dns.name.Name], via: str, run_d
     loopback in the zones written (over TCP: a DLZ driver takes unsigned updates only
     there)."""
     if via == VIA_STORE:
-        return loaded.named(run_dir, threads=threads)
+        return loaded.dns_server(run_dir, threads=threads)
     access = UpdateAccess(tuple(zones), (), TsigKey.generate())
     return loaded.server.build_updatable(loaded.target, run_dir / f"updated-{threads}", access,
                                          threads=threads, connections=threads)
 
 
-def _writer(loaded: LoadedStore, named: DnsServer, via: str) -> StoreWriter:
+def _writer(loaded: LoadedStore, server: DnsServer, via: str) -> StoreWriter:
     if via == VIA_STORE:
         return loaded.loader.writer(loaded.target)
-    return UpdateWriter(named.host, named.port)
+    return UpdateWriter(server.host, server.port)
 
 
 def _told_already(change: Change) -> None:
@@ -717,7 +717,7 @@ def final_zones(stream: Callable[[], Iterator[Zone]],
     return zones
 
 
-def _check_against_native(result: ServerWrites, named: DnsServer, server: ServerKind,
+def _check_against_native(result: ServerWrites, server: DnsServer, kind: ServerKind,
                           stream: Callable[[], Iterator[Zone]], changes: Sequence[Change],
                           run_dir: Path, threads: int, *, serials_masked: bool) -> None:
     """Native BIND over the data set as the same changes leave it, started afresh: the
@@ -726,17 +726,17 @@ def _check_against_native(result: ServerWrites, named: DnsServer, server: Server
     changes as updates raised its serials, the reference loaded from files did not)."""
     final = final_zones(stream, changes)
     with loaded_store(REFERENCE, final, run_dir) as reference:
-        with reference.named(run_dir, threads=threads) as native:
+        with reference.dns_server(run_dir, threads=threads) as native:
             facts = ZoneFacts.of(final())
             for qname, rdtype in changed_questions(checked_changes(changes)):
                 query = (qname, rdtype)
-                pair = compare_answers(query, ask(native, query), ask(named, query))
+                pair = compare_answers(query, ask(native, query), ask(server, query))
                 if pair is not None and serials_masked and \
                         serial_masked(pair[0]) == serial_masked(pair[1]):
                     pair = None
                 result.checked += 1
                 if pair is None:
                     continue
-                if classify(query, pair[0], pair[1], facts, server.known_classes()) == DRIVER:
+                if classify(query, pair[0], pair[1], facts, kind.known_classes()) == UNEXPLAINED:
                     result.differing.append(f"{qname} {rdtype}: native {pair[0].describe()} "
-                                            f"| {server.name} {pair[1].describe()}")
+                                            f"| {kind.name} {pair[1].describe()}")

@@ -82,10 +82,10 @@ CELL_FIGURES: list[Figure[Cell]] = [
       for attr in ("mean_us", "p50_us", "p90_us", "p99_us", "max_us")],
     Figure("startup (ms)", lambda c: c.startup_ms),
     Figure("update visibility (ms)", lambda c: c.update_visibility_ms),
-    Figure("CPU us/query named", lambda c: c.cpu_us_per_query.get("named")),
+    Figure("CPU us/query server", lambda c: c.cpu_us_per_query.get("server")),
     Figure("CPU us/query db", lambda c: c.cpu_us_per_query.get("db")),
     Figure("CPU us/query dnsperf", lambda c: c.cpu_us_per_query.get("dnsperf")),
-    Figure("peak RSS named (kB)", lambda c: c.peak_rss_kb.get("named")),
+    Figure("peak RSS server (kB)", lambda c: c.peak_rss_kb.get("server")),
     Figure("peak RSS db (kB)", lambda c: c.peak_rss_kb.get("db")),
 ]
 

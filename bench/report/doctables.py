@@ -180,13 +180,13 @@ def run_before_rounds(run: str, targets: str = "") -> list[str]:
     goal = dict(item.split("=", 1) for item in targets.split(",") if item)
     rows = []
     for s in _servers(run):
-        named, db = value(run, "named_us", server=s, threads=1), value(run, "db_us", server=s,
+        server, db = value(run, "named_us", server=s, threads=1), value(run, "db_us", server=s,
                                                                          threads=1)
         rows.append([s, _per_threads(run, "ratio.native", s), _per_threads(run, "ratio.memory", s),
                      f"{num(value(run, 'qps.min', server=s, threads=1), 0)}–"
                      f"{num(value(run, 'qps.max', server=s, threads=1), 0)} QPS",
-                     _cost(named, db), goal.get(s, NONE)])
-    return markdown_table(["driver", "% of native, 1 / 2 / 4 threads",
+                     _cost(server, db), goal.get(s, NONE)])
+    return markdown_table(["server", "% of native, 1 / 2 / 4 threads",
                            "% of memory, 1 / 2 / 4 threads", "spread of the 3 runs (1 thread)",
                            "CPU us/query named + db (1 thread)", "target"], rows)
 
@@ -195,11 +195,11 @@ def _per_threads(run: str, metric: str, server: str) -> str:
     return " / ".join(num(value(run, metric, server=server, threads=t), 1) for t in (1, 2, 4))
 
 
-def _cost(named: float | None, db: float | None) -> str:
+def _cost(server: float | None, db: float | None) -> str:
     """named's CPU per query, "+ the database's" where there is one."""
     if db is None:
-        return num(named)
-    return f"{num(named)} + {num(db)}"
+        return num(server)
+    return f"{num(server)} + {num(db)}"
 
 
 def run_every_row(run: str, rows: Sequence[str]) -> list[str]:
@@ -288,7 +288,7 @@ def capacity_old(run: str) -> list[str]:
                      f"{num(value(run, 'latency.p50_us', server=s, share='common'), 0)} / "
                      f"{num(value(run, 'latency.p99_us', server=s, share='common'), 0)}",
                      num(value(run, "resperf_max_qps", server=s), 0)])
-    return markdown_table(["driver", "closed loop (QPS)", "breaking point, 5% loss (QPS)",
+    return markdown_table(["server", "closed loop (QPS)", "breaking point, 5% loss (QPS)",
                            "held, % of closed loop", "breaking point, 1% loss",
                            "p50 / p99 at 1,000 QPS (us)",
                            "resperf max (QPS)"], rows)
@@ -387,9 +387,9 @@ def _scale_servers(run: str) -> list[str]:
 
 
 def _scale_cost(run: str, zones: int, at: dict) -> str:
-    named = value(run, "named_us", zones=zones, **at)
+    server = value(run, "named_us", zones=zones, **at)
     db = value(run, "db_us", zones=zones, **at)
-    return num(named, 0) if db is None else f"{num(named, 0)}+{num(db, 0)}"
+    return num(server, 0) if db is None else f"{num(server, 0)}+{num(db, 0)}"
 
 
 def _cache(run: str, zones: int, at: dict) -> str:
@@ -481,7 +481,7 @@ def startup_detail(run: str, zones: int) -> list[str]:
                      num(value(run, "rss_mib", **at), 0), num(value(run, "store_mb", **at), 0),
                      num(value(run, "load_s", **at), 0), num(value(run, "records_per_s", **at), 0),
                      num(value(run, "loader_rss_mib", **at), 0)])
-    return markdown_table(["driver", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+    return markdown_table(["server", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
                            "load (s)", "records/s", "loader RSS (MiB)"], rows)
 
 
@@ -506,7 +506,7 @@ def tune_table(runs: Sequence[str]) -> list[str]:
                      f"{num(value(run, 'qps.max', **at), 0)})",
                      NONE if p99 is None else f"{p99 / 1000:.0f} ms",
                      _cost(value(run, "named_us", **at), value(run, "db_us", **at))])
-    return markdown_table(["driver", "added round trip (measured)",
+    return markdown_table(["server", "added round trip (measured)",
                            "1 thread, 1 connection: QPS", "recommended threads / connections",
                            "its QPS (3 runs)", "p99 under load", "CPU us/query named + db there"],
                           rows)

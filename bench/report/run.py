@@ -2,11 +2,11 @@
 BIND-DLZ "Performance Tests" page, ../shared/seeds/003_b0923ef81a1e32b7.txt).
 
 Main table, one per thread count, as in 003_b0923ef81a1e32b7.txt: rows QPS, Loaded latency,
-Unloaded latency, Startup; one column per driver, native BIND and the in-memory reference
+Unloaded latency, Startup; one column per server, native BIND and the in-memory reference
 first. QPS is the median of the measured runs with their min–max spread; "% of native" and
 "% of memory" compare medians of the same results file (same machine, same session).
 
-A cell whose driver gave wrong answers or failed shows WRONG or FAILED in every row, never a
+A cell whose server gave wrong answers or failed shows WRONG or FAILED in every row, never a
 number, with the reason listed under the table.
 """
 
@@ -57,7 +57,7 @@ from bench.report.format import (
     save_figure,
     status_text,
 )
-from bench.report.style import driver_style
+from bench.report.style import server_style
 from servers import (
     BIND_MARK,
     DLZ_CEILING,
@@ -298,8 +298,8 @@ def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: 
     return text
 
 
-def _reference(results: Results, driver: str, threads: int) -> Cell | None:
-    ref = results.cell(driver, threads)
+def _reference(results: Results, server: str, threads: int) -> Cell | None:
+    ref = results.cell(server, threads)
     return ref if ref is not None and ref.status == "ok" else None
 
 
@@ -363,9 +363,9 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
 
     adjacent = AdjacentCost(results.cells)
     rows = [
-        row(COST_LABEL, lambda c: unavailable.text(c, "cpu_us_per_query.named") or cost_text(c)),
+        row(COST_LABEL, lambda c: unavailable.text(c, "cpu_us_per_query.server") or cost_text(c)),
         *(row(f"Cost % of {name}", lambda c, name=name: unavailable.text(
-            c, "cpu_us_per_query.named") or cost_ratio_text(adjacent, c, name))
+            c, "cpu_us_per_query.server") or cost_ratio_text(adjacent, c, name))
           for name in (REFERENCE, DLZ_CEILING)),
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
         row(f"QPS % of {REFERENCE}", lambda c: ratio_text(c, reference, notes, cpus, target)),
@@ -373,7 +373,7 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
         *([row(f"QPS % of its row on {_run_bind(results)}",
                lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),
-        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
+        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.server")
             or _figure(per_core_of(c), capacity_per_core(c), 0, of="starts")),
         row("Closed-loop loaded (us)", lambda c: unavailable.text(c, "latency_loaded")
             or _latency_text(c.latency_loaded, c, "loaded", threshold, notes)),
@@ -446,9 +446,9 @@ def render_percentiles(results: Results) -> list[str]:
 
 
 def render_costs(results: Results) -> list[str]:
-    header = ["server", "threads", "CPU us/query named", "db", "dnsperf",
+    header = ["server", "threads", "CPU us/query server", "db", "dnsperf",
               "QPS per server core", "dnsperf cores", "server cores",
-              "peak RSS named (kB)", "db (kB)"]
+              "peak RSS server (kB)", "db (kB)"]
     cpus = server_cpus(results.meta)
     rows = []
     notes = Notes()
@@ -467,21 +467,21 @@ def render_costs(results: Results) -> list[str]:
                         or fmt_number(values.get(key), decimals))
 
             rows.append([column_label(c), str(threads),
-                         figure("cpu_us_per_query", "named"), figure("cpu_us_per_query", "db"),
+                         figure("cpu_us_per_query", "server"), figure("cpu_us_per_query", "db"),
                          figure("cpu_us_per_query", "dnsperf"),
-                         unavailable.text(c, "cpu_us_per_query.named")
+                         unavailable.text(c, "cpu_us_per_query.server")
                          or fmt_number(capacity_per_core(c), 0),
                          fmt_number(use.dnsperf), fmt_number(use.server),
-                         figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
+                         figure("peak_rss_kb", "server", 0), figure("peak_rss_kb", "db", 0)])
     header, rows = with_split(results, header, rows)
     lines = (["## Cost per query", "",
               "CPU time (user + system) per answered query over the QPS runs; db is the "
               "database server's whole process tree ('–': no database server). QPS per "
-              "server core: 1,000,000 / (named + db us/query), what one core of the server "
+              "server core: 1,000,000 / (server + db us/query), what one core of the server "
               "would answer at that cost, which a slow load generator does not limit. dnsperf "
               "cores: of its one core, over the QPS runs (with several load hosts, each "
               f"dnsperf's, averaged; >= {GENERATOR_ON:g}: the load generator's limit); "
-              "server cores: named's and the database's, per pinned server core "
+              "server cores: the server's and the database's, per pinned server core "
               f"(< {SERVER_IDLE_ON:g}: the server was not saturated); a cell is the load "
               "generator's when most of its runs are, each run judged on its own with "
               "hysteresis (bench/measure/loadgen.py). Peak RSS is "
@@ -516,19 +516,19 @@ def _startup_cell(p: StartupPoint) -> str:
     if p.status != "ok":
         return p.status.upper()
     seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
-    rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+    rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
     return f"{fmt_number(seconds)} s, {fmt_number(rss, 0)} MiB"
 
 
 def render_startup_summary(results: Results) -> list[str]:
-    """Driver x zone count: named's startup time and memory (the operator's question)."""
+    """Server x zone count: its startup time and memory (the operator's question)."""
     points = {(p.server, p.zones): p for p in results.startup_scaling}
     counts = sorted({n for _, n in points})
-    drivers = sorted({d for d, _ in points}, key=report_order)
-    rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
-            for d in drivers]
-    return ["## Startup time and named memory", "",
-            "Time from named's exec until it answers for the last zone, and named's resident "
+    servers = sorted({s for s, _ in points}, key=report_order)
+    rows = [[s, *(_startup_cell(points[s, n]) if (s, n) in points else NONE for n in counts)]
+            for s in servers]
+    return ["## Startup time and server memory", "",
+            "Time from the server's exec until it answers for the last zone, and its resident "
             "memory then. Details, failures and loader figures in the next table.", ""] + \
         markdown_table(["server", *(f"{n:,} zones" for n in counts)], rows) + [""]
 
@@ -536,7 +536,7 @@ def render_startup_summary(results: Results) -> list[str]:
 def render_startup_scaling(results: Results) -> list[str]:
     if not results.startup_scaling:
         return []
-    header = ["server", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+    header = ["server", "zones", "startup (s)", "server RSS (MiB)", "store size (MB)",
               "load (s)", "records/s", "loader RSS (MiB)"]
     rows = []
     for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.server), p.zones)):
@@ -549,12 +549,12 @@ def render_startup_scaling(results: Results) -> list[str]:
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
         seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
-        rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+        rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
         rows.append([p.server, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
                      fmt_number(size), *load])
     return render_startup_summary(results) + ["## Startup against zone count", "",
-            "Startup: from named's exec until it answers authoritatively for the last zone "
-            "loaded. named RSS: its peak resident memory at that moment. Store size: the "
+            "Startup: from the server's exec until it answers authoritatively for the last "
+            "zone loaded. Server RSS: its peak resident memory at that moment. Store size: the "
             "store's files on disk. Load: the store's loader in its own process (its peak RSS "
             "shows whether loading memory stays flat as the zone count grows).", ""] + \
         markdown_table(header, rows) + [""]
@@ -603,17 +603,17 @@ def _plain_log_labels(axis: object) -> None:
 def _plot_qps(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    drivers = results.servers()
+    servers = results.servers()
     thread_counts = results.thread_counts()
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(drivers) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(servers) + 2), 4.5))
     width = 0.8 / max(1, len(thread_counts))
     for i, threads in enumerate(thread_counts):
         xs, heights, low, high = [], [], [], []
-        for x, driver in enumerate(drivers):
-            c = results.cell(driver, threads)
+        for x, server in enumerate(servers):
+            c = results.cell(server, threads)
             offset = (i - (len(thread_counts) - 1) / 2) * width
             if c is not None and c.status != "ok":
-                # No bar for a driver without valid figures, but say why it is missing.
+                # No bar for a server without valid figures, but say why it is missing.
                 ax.text(x + offset, 0.02, c.status.upper(), rotation=90, ha="center",
                         va="bottom", fontsize=8, color="firebrick",
                         transform=ax.get_xaxis_transform())
@@ -629,10 +629,10 @@ def _plot_qps(results: Results, path: Path) -> Path:
         if heights:  # an empty bar set would still get a legend entry
             ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
                    label=f"{threads} thread{'s' if threads != 1 else ''}")
-    ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
+    ax.set_xticks(range(len(servers)), servers, rotation=30, ha="right")
     ax.set_ylabel("queries per second (median, 95% interval or min–max)")
     _log_scale_if_data(ax)
-    ax.set_title("Throughput per driver")
+    ax.set_title("Throughput per server")
     ax.grid(axis="y", which="both", alpha=0.3)
     legend_or_note(ax)
     return save_figure(fig, path)
@@ -665,7 +665,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
             ax.set_xticks(range(1, len(labels) + 1), labels, rotation=40, ha="right")
         else:
             ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(f"{kind.capitalize()} latency (driver/threads)")
+        ax.set_title(f"{kind.capitalize()} latency (server/threads)")
         _log_scale_if_data(ax)
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.set_ylabel("microseconds")
@@ -677,17 +677,17 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     # A server whose CPU the suite cannot account has no bar (not a zero one).
-    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
+    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.server" not in c.unavailable]
     labels = [f"{c.server}/{c.threads}" for c in cells]
-    named = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
+    server = [c.cpu_us_per_query.get("server") or 0.0 for c in cells]
     db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(cells) + 2), 4.5))
     xs = range(len(cells))
-    ax.bar(xs, named, label="named")
-    ax.bar(xs, db, bottom=named, label="database server")
+    ax.bar(xs, server, label="server")
+    ax.bar(xs, db, bottom=server, label="database server")
     ax.set_xticks(xs, labels, rotation=40, ha="right")
     ax.set_ylabel("CPU microseconds per answered query")
-    ax.set_title("Server CPU per query (driver/threads)")
+    ax.set_title("Server CPU per query (server/threads)")
     ax.grid(axis="y", alpha=0.3)
     if cells:
         ax.legend()
@@ -702,15 +702,15 @@ def _plot_startup(results: Results, path: Path) -> Path:
 
     fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
     points = [p for p in results.startup_scaling if p.status == "ok"]
-    for driver in sorted({p.server for p in points}, key=report_order):
-        mine = sorted((p for p in points if p.server == driver), key=lambda p: p.zones)
+    for server in sorted({p.server for p in points}, key=report_order):
+        mine = sorted((p for p in points if p.server == server), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
-        sized = [p for p in mine if p.named_rss_kb is not None]
+        sized = [p for p in mine if p.server_rss_kb is not None]
         ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],
-                     **driver_style(driver))
-        ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized],
-                    **driver_style(driver))
-    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "named peak RSS (MiB)")):
+                     **server_style(server))
+        ax_rss.plot([p.zones for p in sized], [p.server_rss_kb / 1024 for p in sized],
+                    **server_style(server))
+    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "server peak RSS (MiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log_labels(ax.yaxis)
@@ -719,5 +719,5 @@ def _plot_startup(results: Results, path: Path) -> Path:
         ax.grid(which="both", alpha=0.3)
         legend_or_note(ax)
     ax_time.set_title("Startup time against zone count")
-    ax_rss.set_title("named memory against zone count")
+    ax_rss.set_title("server memory against zone count")
     return save_figure(fig, path)

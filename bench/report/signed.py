@@ -1,6 +1,6 @@
-"""The `run --signed` part of results.md and its plot: per driver (and thread count) one table
+"""The `run --signed` part of results.md and its plot: per server (and thread count) one table
 "signed vs unsigned" (throughput, CPU per query, reply size and traffic, latency, what the store
-holds and what holding it cost), and signed.png: those figures side by side for every driver.
+holds and what holding it cost), and signed.png: those figures side by side for every server.
 
 Reply size and traffic are dnsperf's own figures (its "Average packet size" of the responses
 it received, times the responses it received per second), not estimates.
@@ -70,7 +70,7 @@ def _truncated(point: SignedCell) -> str:
 # Every figure is one a reader compares between the variants, and between two runs.
 ROWS: tuple[Figure[SignedCell], ...] = (
     Figure("QPS (median)", lambda p: p.cell.qps.median, rate=True, decimals=0),
-    Figure("CPU us/query named", lambda p: p.cell.cpu_us_per_query.get("named"), decimals=1),
+    Figure("CPU us/query server", lambda p: p.cell.cpu_us_per_query.get("server"), decimals=1),
     Figure("CPU us/query database", lambda p: p.cell.cpu_us_per_query.get("db"), decimals=1),
     Figure("reply size (bytes, dnsperf)", reply_bytes, decimals=0),
     Figure("replies (Mbit/s, dnsperf)", reply_mbits, rate=True, decimals=2),
@@ -127,10 +127,10 @@ def render_signed(results: Results) -> list[str]:
              "replies among the check queries asked the same way. Store on disk: the store's "
              "files right after its load (the zone files for native BIND).", ""]
     reasons = []
-    for (driver, threads), pair in _pairs(results).items():
-        lines += [f"### {driver}, {threads} thread{'s' if threads != 1 else ''}", ""]
+    for (server, threads), pair in _pairs(results).items():
+        lines += [f"### {server}, {threads} thread{'s' if threads != 1 else ''}", ""]
         lines += _table(pair) + [""]
-        reasons += [f"- {driver} ({v}, {threads} thread(s)): {p.cell.status.upper()}: "
+        reasons += [f"- {server} ({v}, {threads} thread(s)): {p.cell.status.upper()}: "
                     f"{(p.cell.error or 'no reason recorded').splitlines()[0]}"
                     for v, p in pair.items() if not _ok(p)]
     if reasons:
@@ -141,23 +141,23 @@ def render_signed(results: Results) -> list[str]:
 # Panels of signed.png: (title, figure).
 PLOTTED: tuple[tuple[str, Callable[[SignedCell], float | None]], ...] = (
     ("queries per second", lambda p: p.cell.qps.median),
-    ("server CPU us/query (named + database)",
-     lambda p: None if p.cell.cpu_us_per_query.get("named") is None
-     else p.cell.cpu_us_per_query["named"] + (p.cell.cpu_us_per_query.get("db") or 0.0)),
+    ("server CPU us/query (server + database)",
+     lambda p: None if p.cell.cpu_us_per_query.get("server") is None
+     else p.cell.cpu_us_per_query["server"] + (p.cell.cpu_us_per_query.get("db") or 0.0)),
     ("reply size (bytes)", reply_bytes),
     ("replies (Mbit/s)", reply_mbits),
 )
 
 
 def render_signed_plot(results: Results, out_dir: Path) -> list[Path]:
-    """signed.png: per figure, unsigned and signed bars side by side for every driver."""
+    """signed.png: per figure, unsigned and signed bars side by side for every server."""
     pairs = {key: pair for key, pair in _pairs(results).items()
              if any(_ok(p) for p in pair.values())}
     if not pairs:
         return []
     import matplotlib.pyplot as plt
 
-    labels = [driver if threads == 1 else f"{driver}/{threads}" for driver, threads in pairs]
+    labels = [server if threads == 1 else f"{server}/{threads}" for server, threads in pairs]
     fig, axes = plt.subplots(2, 2, figsize=(max(9, 1.2 * len(labels) + 4), 8))
     width = 0.4
     for ax, (title, figure) in zip(axes.flat, PLOTTED, strict=True):

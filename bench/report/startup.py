@@ -13,7 +13,7 @@ from bench.report.run import render_startup_plot
 
 FIGURES: list[Figure[StartupPoint]] = [
     Figure("startup (ms)", lambda p: p.startup_ms),
-    Figure("named RSS (kB)", lambda p: p.named_rss_kb),
+    Figure("server RSS (kB)", lambda p: p.server_rss_kb),
     Figure("store size (bytes)", lambda p: p.store_bytes),
     Figure("load (s)", lambda p: p.load_seconds),
     Figure("load (records/s)", lambda p: p.records_per_second, rate=True),

@@ -1,7 +1,7 @@
 """The `tune` part of results.md and its plots: the threads x connections grid (QPS, p99 under
 load, CPU per query), the recommendation, processes against threads, and QPS against CPUs.
 
-The grid reads rows as named thread counts and columns as driver connection counts; a cell
+The grid reads rows as named thread counts and columns as DLZ driver connection counts; a cell
 that answered wrongly or failed shows WRONG or FAILED, never a number.
 """
 
@@ -35,17 +35,17 @@ HEATMAP = "tune-heatmap.png"
 CURVES = "tune-curves.png"
 
 
-def _grid(results: Results, driver: str) -> dict[tuple[int, int], Cell]:
-    return {(c.threads, c.connections): c for c in results.cells if c.server == driver}
+def _grid(results: Results, server: str) -> dict[tuple[int, int], Cell]:
+    return {(c.threads, c.connections): c for c in results.cells if c.server == server}
 
 
 def _axes(grid: dict[tuple[int, int], Cell]) -> tuple[list[int], list[int]]:
     return sorted({t for t, _ in grid}), sorted({c for _, c in grid})
 
 
-def render_grid(results: Results, driver: str, title: str,
+def render_grid(results: Results, server: str, title: str,
                 figure: Callable[[Cell], str]) -> list[str]:
-    grid = _grid(results, driver)
+    grid = _grid(results, server)
     threads, connections = _axes(grid)
     notes = Notes()
     rows = []
@@ -59,7 +59,7 @@ def render_grid(results: Results, driver: str, title: str,
                 row.append(status_text(cell, notes) or figure(cell))
         rows.append(row)
     header = ["threads \\ connections", *map(str, connections)]
-    return [f"### {driver}: {title}", ""] + markdown_table(header, rows) + [""] + notes.render()
+    return [f"### {server}: {title}", ""] + markdown_table(header, rows) + [""] + notes.render()
 
 
 def _p99(cell: Cell) -> str:
@@ -67,8 +67,8 @@ def _p99(cell: Cell) -> str:
 
 
 def _cpu(cell: Cell) -> str:
-    named, db = cell.cpu_us_per_query.get("named"), cell.cpu_us_per_query.get("db")
-    return f"{fmt_number(named, 1)} / {fmt_number(db, 1)}"
+    server, db = cell.cpu_us_per_query.get("server"), cell.cpu_us_per_query.get("db")
+    return f"{fmt_number(server, 1)} / {fmt_number(db, 1)}"
 
 
 def render_database(tuning: Tuning) -> list[str]:
@@ -147,11 +147,11 @@ def render_tuning(results: Results) -> list[str]:
         return []
     lines = ["## Tuning threads and connections", "", *render_database(tuning), ""]
     lines += render_recommendations(tuning)
-    for driver in results.servers():
-        lines += render_grid(results, driver, "QPS (median of the runs)",
+    for server in results.servers():
+        lines += render_grid(results, server, "QPS (median of the runs)",
                              lambda c: fmt_number(c.qps.median))
-        lines += render_grid(results, driver, "p99 latency under load (us)", _p99)
-        lines += render_grid(results, driver, "CPU us per query, named / database", _cpu)
+        lines += render_grid(results, server, "p99 latency under load (us)", _p99)
+        lines += render_grid(results, server, "CPU us per query, named / database", _cpu)
     lines += render_processes(tuning) + render_cpus(tuning)
     lines += [f"Plots: {HEATMAP} (QPS over the grid), {CURVES} (QPS against threads, one "
               "curve per connection count).", ""]
@@ -176,11 +176,11 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    drivers = results.servers()
-    fig, axes = plt.subplots(1, max(1, len(drivers)), squeeze=False,
-                             figsize=(5.5 * max(1, len(drivers)), 4.5))
-    for ax, driver in zip(axes[0], drivers, strict=False):
-        grid = _grid(results, driver)
+    servers = results.servers()
+    fig, axes = plt.subplots(1, max(1, len(servers)), squeeze=False,
+                             figsize=(5.5 * max(1, len(servers)), 4.5))
+    for ax, server in zip(axes[0], servers, strict=False):
+        grid = _grid(results, server)
         threads, connections = _axes(grid)
         values = np.array([[_qps(grid.get((t, c))) or np.nan for c in connections]
                            for t in threads], dtype=float)
@@ -194,9 +194,9 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
                         color="black" if bright else "white")
         ax.set_xticks(range(len(connections)), [str(c) for c in connections])
         ax.set_yticks(range(len(threads)), [str(t) for t in threads])
-        ax.set_xlabel("driver connections")
+        ax.set_xlabel("DLZ driver connections")
         ax.set_ylabel("named threads")
-        ax.set_title(f"{driver}: QPS")
+        ax.set_title(f"{server}: QPS")
         fig.colorbar(image, ax=ax, label="queries per second (median)")
     return save_figure(fig, path)
 
@@ -205,14 +205,14 @@ def _plot_curves(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for driver in results.servers():
-        grid = _grid(results, driver)
+    for server in results.servers():
+        grid = _grid(results, server)
         threads, connections = _axes(grid)
         for c in connections:
             points = [(t, q) for t in threads if (q := _qps(grid.get((t, c)))) is not None]
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=f"{driver}, {c} connection"
+                ax.plot(xs, ys, marker="o", label=f"{server}, {c} connection"
                                                   f"{'s' if c != 1 else ''}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("named threads")

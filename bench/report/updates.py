@@ -30,7 +30,8 @@ from bench.report.format import (
     save_figure,
 )
 from bench.report.run import interval_text
-from bench.report.style import driver_style
+from bench.report.style import server_style
+from bench.verify.compare import UNEXPLAINED
 from servers import REFERENCE, report_order
 
 PLOT = "updates.png"
@@ -131,7 +132,7 @@ def _checks(section: Updates) -> list[str]:
 def _check_row(check: ServerCheck) -> list[str]:
     if check.status != "ok":
         return [check.server, f"FAILED: {check.error}", *[NONE] * 7]
-    known = ", ".join(f"{n} {c}" for c, n in sorted(check.classes.items()) if c != "driver")
+    known = ", ".join(f"{n} {c}" for c, n in sorted(check.classes.items()) if c != UNEXPLAINED)
     serials = "; ".join(f"{before} → {after}" for before, after in check.serials.values())
     answers = NONE if not check.compared else f"{check.identical}/{check.compared}"
     return [check.server, answers, known or NONE, str(check.unexplained), check.wrong_key,
@@ -167,7 +168,7 @@ def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
                 ys.append(rate.estimate)
                 low.append(rate.estimate - bottom)
                 high.append(top - rate.estimate)
-            look = {**driver_style(server), "linestyle": style,
+            look = {**server_style(server), "linestyle": style,
                     "label": f"{server}{' (TSIG)' if tsig else ''}"}
             ax.errorbar(xs, ys, yerr=[low, high], capsize=3, **look)
     ax.set_xscale("log")

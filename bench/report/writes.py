@@ -32,7 +32,7 @@ from bench.report.comparing import (
 )
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
-from bench.report.style import driver_style
+from bench.report.style import server_style
 from servers import report_order
 
 COLUMNS = ["writes offered", "writes/s achieved", "reads answered/s", "read loss",
@@ -154,7 +154,7 @@ def _reads_plot(section: Writes, out_dir: Path) -> Path:
             continue
         steps = sorted(entry.steps(), key=_x)
         x = [_x(s) for s in steps]
-        style = driver_style(entry.server)
+        style = server_style(entry.server)
         p99.plot(x, [s.p99_us.estimate / 1000 if s.p99_us else float("nan") for s in steps],
                  **style)
         qps.plot(x, [s.qps.estimate if s.qps else float("nan") for s in steps], **style)
@@ -177,7 +177,7 @@ def _visibility_plot(section: Writes, out_dir: Path) -> Path:
         delays = sorted(ms for run in entry.runs for ms in run.visibility_ms)
         if entry.status != "ok" or not delays:
             continue
-        style = {**driver_style(entry.server), "marker": None}
+        style = {**server_style(entry.server), "marker": None}
         ax.step(delays, [(i + 1) / len(delays) for i in range(len(delays))], where="post",
                 **style)
     ax.set_xscale("log")

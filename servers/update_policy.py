@@ -1,7 +1,11 @@
-"""Which zones of a server take RFC 2136 dynamic updates, and who may send them.
+"""named's update policy: which of its zones take RFC 2136 dynamic updates, and who may send them.
 
-One UpdatePolicy describes the same policy to every server that takes updates, so that each
-comparison is against native BIND that received the same messages under the same rules:
+A named row takes updates under one rule for all its update zones (the DLZ core's arguments are
+per driver instance), where base/update_access.py's UpdateAccess, what a measurement grants any
+server, may leave some zones open and key others on the same instance (Knot, PowerDNS);
+servers/kind.py's named_update_policy turns the one into the other. One NamedUpdatePolicy
+describes the same policy to native BIND and to every DLZ driver that takes updates, so that
+each comparison is against native BIND that received the same messages under the same rules:
   - native BIND: `update-policy { grant KEY zonesub ANY; };` on each update zone (or, for
     unsigned updates, `allow-update { any; };`), its journal in its own run directory;
   - a DLZ driver: update_zones, update_key and update_unsigned (drivers/common/dlz_driver.h,
@@ -16,12 +20,12 @@ from dataclasses import dataclass
 
 import dns.name
 
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from zonedata.model import name_key
 
 
 @dataclass(frozen=True)
-class UpdatePolicy:
+class NamedUpdatePolicy:
     """Update zones; the key granted every name inside them (None: none); keys named also
     knows but grants nothing (a wrong key that still passes TSIG); whether unsigned updates
     are granted too (over TCP only for a DLZ driver: see dlz_driver.h)."""

@@ -63,8 +63,9 @@ class TsigKey:
 
 @dataclass(frozen=True)
 class UpdateAccess:
-    """The zones that take updates: `open_zones` from loopback without a key, `keyed_zones`
-    only signed with `key` (from loopback too)."""
+    """The zones that take updates, as a measurement grants them to any server: `open_zones`
+    from loopback without a key, `keyed_zones` only signed with `key` (from loopback too).
+    A named row takes them under one rule for every zone (servers/update_policy.py)."""
 
     open_zones: tuple[dns.name.Name, ...]
     keyed_zones: tuple[dns.name.Name, ...]

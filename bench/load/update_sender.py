@@ -32,7 +32,7 @@ import dns.tsig
 import dns.update
 
 from base.errors import UserError
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from loaders.writes import ZONE_KINDS, Change, StoreWriter
 
 # The TTL of every added record.
