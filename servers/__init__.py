@@ -25,7 +25,7 @@ from servers.bindversion import BINDS
 from servers.bindversion import choose as choose_bind
 from servers.bindversion import selected as selected_bind
 from servers.bindversion import version_text as named_version
-from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES, DlzNamed
+from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES, DlzNamed, DriverCache
 from servers.dnsserver import DnsServer, kernel_rmem_max, non_recursive_query, set_listen_address
 from servers.external import ExternalServer, Target, parse_target
 from servers.kind import ServerKind
@@ -58,6 +58,9 @@ SERVERS: tuple[ServerKind, ...] = (
     # Reads its file at dlz_create.
     DlzNamed("memory", store="memory", needs_reload=True, kib_per_record=0.25),
     DlzNamed("pg", store="pg"),
+    # The same driver answering from its coherent cache, which the store's triggers keep
+    # within a second of it (LISTEN/NOTIFY: drivers/common/cache.c, drivers/pg).
+    DlzNamed("pg+cache", store="pg", library="pg", cache=DriverCache()),
     DlzNamed("mysql", store="mysql"),
     DlzNamed("ldap", store="ldap"),
     DlzNamed("fs", store="fs"),

@@ -76,6 +76,21 @@ class DlzWritableStore(DlzStore, Protocol):
 
 
 @dataclass(frozen=True)
+class DriverCache:
+    """The driver core's coherent cache (drivers/common/cache.c), switched on: answers from
+    named's memory, each at most bound_ms behind the store, which tells the driver of every
+    change (PostgreSQL's triggers and LISTEN/NOTIFY, ...); size_kb bounds its memory."""
+
+    size_kb: int = 64 * 1024
+    bound_ms: int = 1000
+
+    def dlz_args(self) -> dict[str, str]:
+        """The core's arguments that say so."""
+        return {"cache": "yes", "cache_size_kb": str(self.size_kb),
+                "cache_bound_ms": str(self.bound_ms)}
+
+
+@dataclass(frozen=True)
 class DlzNamed(ServerKind):
     """named answering through a DLZ driver that reads the store's data on every query."""
 
@@ -98,6 +113,9 @@ class DlzNamed(ServerKind):
     # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
     # driver then reaches the store as its writer (DlzWritableStore).
     updates: UpdatePolicy | None = None
+    # The core's cache, on (None: off, every query reads the store). Not a store option:
+    # the core's, the same words for every driver whose store has a change channel.
+    cache: DriverCache | None = None
 
     @classmethod
     def software_version(cls) -> str:
@@ -129,6 +147,7 @@ class DlzNamed(ServerKind):
         """The dlz statement (with the update keys before it); `library` replaces the built
         driver (an ASan build), `extra` adds arguments (a test switch)."""
         args = {"connections": str(connections), **self._store_args(target),
+                **(self.cache.dlz_args() if self.cache else {}),
                 **(self.updates.dlz_args() if self.updates else {}), **(extra or {})}
         keys = self.updates.key_statements() if self.updates else ""
         return keys + dlz_clause(self.name, library or self.library_file, args)

@@ -1,0 +1,513 @@
+"""The driver core's coherent cache (drivers/common/cache.c) through its rows in the registry,
+against the plain row of the same driver over the same store.
+
+The pg+cache row (named with the pg driver and cache=yes, trace=yes here) and the plain pg
+row serve one PostgreSQL store holding the coverage zones and a zone of many hosts. Then:
+  - every answer of the cached row, asked twice (the second time from the cache), is the
+    plain row's;
+  - a change made through psql (a record changed, added, deleted) and a zone replaced whole
+    by the loader are answered by the cached row once the bound has passed, from the cache
+    again after that, as the plain row answers them;
+  - the listener connection killed (pg_terminate_backend) and kept from reconnecting: named's
+    log says the cache is flushed and bypassed, every fetch goes to the store and a change is
+    answered at once; let back, the log says the cache answers again, and it does;
+  - a cache of 64 KiB over a few thousand names evicts, stays within its budget, and answers
+    every name as the plain row does, before and after changes;
+  - an RFC 2136 update through the cached row is answered at once by it, with PostgreSQL's
+    notifications of the driver's own writes switched off: the invalidation at its commit is
+    the only thing that can make it so;
+  - the same under Valgrind (a small cache, changes, a killed listener), and the cache alone
+    against a store simulated in memory (drivers/tools/cache_check: every rule, then readers,
+    writers, outages and eviction at once) under ASan with UBSan and under ThreadSanitizer;
+  - cache=yes over a store that cannot tell the driver of its changes does not start.
+Verify against native BIND on every data set is tests/test_drivers.py's and test_signed.py's,
+which take every registry row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import dns.name
+import dns.query
+import dns.rcode
+import dns.update
+import pytest
+
+from base.errors import UserError
+from base.paths import REPO_ROOT
+from base.updates import TsigKey
+from bench.measure.serving import LoadedStore, loaded_store
+from bench.verify.answers import Reply, ask, compare_answers, complete
+from bench.verify.compare import detail
+from databases.postgresql import PG_BIN, READER_ROLE, WRITER_ROLE
+from servers import get_server
+from servers.dlz import DlzNamed, DriverCache, stack_frames_of
+from servers.named import Named, valgrind_errors, valgrind_wrapper
+from servers.updates import UpdatePolicy
+from zonedata.derive import Query, derive_queries
+from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
+from zonedata.model import Record, Zone, make_record, name_key
+
+CACHED = "pg+cache"
+PLAIN = "pg"
+MANY = dns.name.from_text("many.test.")
+HOSTS = 2000
+# The fixture's cached rows take a bound shorter than the registry row's, so that waiting it
+# out costs the tests little.
+BOUND_MS = 300
+TOOLS = REPO_ROOT / "build" / "tools"
+VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
+KEY = TsigKey.generate("dlzbench-cache")
+
+
+def _kind(name: str = CACHED, **changes: object) -> DlzNamed:
+    kind = get_server(name)
+    assert isinstance(kind, DlzNamed)
+    return dataclasses.replace(kind, **changes)  # type: ignore[arg-type]
+
+
+def host(i: int) -> dns.name.Name:
+    return dns.name.from_text(f"host{i}", MANY)
+
+
+def host_address(i: int) -> str:
+    return f"10.{i // 250}.{i % 250}.1"
+
+
+def many_zone() -> Zone:
+    def rec(relative: str, rdtype: str, rdata: str) -> Record:
+        return make_record(dns.name.from_text(relative, MANY), 300, rdtype, rdata, MANY)
+    return Zone(MANY, [rec("@", "SOA", "ns hostmaster 1 3600 900 604800 60"),
+                       rec("@", "NS", "ns"), rec("ns", "A", "192.0.2.53"),
+                       *(rec(f"host{i}", "A", host_address(i)) for i in range(HOSTS))])
+
+
+# --- the fleet ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Fleet:
+    run_dir: Path
+    zones: list[Zone]
+    loaded: LoadedStore
+    plain: Named
+    cached: Named
+
+
+@pytest.fixture(scope="module")
+def fleet(run_dir: Path) -> Iterator[Fleet]:
+    """One pg store; the plain row and the cached row (trace on; one connection, so that
+    every one the driver needs is open once it has answered) over it."""
+    zones = [*coverage_zones(), many_zone()]
+    with ExitStack() as stack:
+        loaded = stack.enter_context(loaded_store(CACHED, lambda: iter(zones), run_dir / "db"))
+        plain = stack.enter_context(
+            dataclasses.replace(loaded, server=get_server(PLAIN)).named(run_dir, threads=2))
+        kind = _kind(cache=DriverCache(bound_ms=BOUND_MS))
+        cached = Named(run_dir / "named-cached", kind.body(loaded.target, 1,
+                                                           extra={"trace": "yes"}),
+                       threads=2, env=kind.client_env(loaded.target))
+        stack.enter_context(cached)
+        wait_for_log(cached, "cache: answering from the cache", 0)
+        yield Fleet(run_dir, zones, loaded, plain, cached)
+
+
+# --- named's log -------------------------------------------------------------------------------
+
+_FETCH = re.compile(r"dlz_pg: fetch (\S+) zone=\S+ rows=\d+ extras=\d+ \(([^)]*)\)")
+_COUNTS = re.compile(r"cache: (\d+) fetches answered from the cache, (\d+) from the store "
+                     r"\(not cached\), (\d+) from the store \(cache bypassed\); (\d+) entries "
+                     r"held \((\d+) of (\d+) bytes\), (\d+) inserted, (\d+) evicted")
+
+
+def log_size(named: Named) -> int:
+    return named.log_path.stat().st_size
+
+
+def log_since(named: Named, offset: int) -> str:
+    with open(named.log_path, "rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
+
+
+def wait_for_log(named: Named, text: str, offset: int, seconds: float = 30) -> None:
+    """Until named's log says text after offset (a liveness limit, not a measurement)."""
+    deadline = time.monotonic() + seconds
+    while text not in log_since(named, offset):
+        assert time.monotonic() < deadline, f"named's log never said {text!r}"
+        time.sleep(0.05)
+
+
+def fetch_sources(named: Named, offset: int, qname: dns.name.Name) -> list[str]:
+    """Where each fetch for qname after offset came from ("cache", "store, not cached",
+    "store, cache bypassed"), from the trace."""
+    key = name_key(qname)
+    return [source for name, source in _FETCH.findall(log_since(named, offset)) if name == key]
+
+
+def cache_counts(log: str) -> dict[str, int]:
+    """The counts the driver logs as named stops (the last such line)."""
+    found = _COUNTS.findall(log)
+    assert found, "no cache counts in named's log"
+    keys = ("hits", "misses", "bypassed", "entries", "bytes", "budget", "inserted", "evicted")
+    return dict(zip(keys, map(int, found[-1]), strict=True))
+
+
+# --- the store, through its own client ---------------------------------------------------------
+
+
+def psql(loaded: LoadedStore, statement: str) -> None:
+    """statement run by psql, PostgreSQL's own client, as the loading account."""
+    target = loaded.target
+    done = subprocess.run(
+        [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", statement,
+         f"host={target.host} port={target.port} dbname={target.dbname} user={target.user}"],
+        env={**os.environ, "PGPASSWORD": target.password},
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def _in_zone(zone: str) -> str:
+    return f"(SELECT id FROM zones WHERE name = '{zone}')"
+
+
+def set_a(loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name, address: str) -> None:
+    """The address of a name that has one A record."""
+    psql(loaded, f"UPDATE records SET data = '{address}' WHERE zone_id = {_in_zone(name_key(zone))}"
+                 f" AND name = '{name_key(name)}' AND type = 'A'")
+
+
+# --- asking ------------------------------------------------------------------------------------
+
+
+def differences(named: Named, expected: dict[Query, Reply]) -> list[str]:
+    """The queries named answers otherwise than expected."""
+    wrong = []
+    for query, reply in expected.items():
+        diff = compare_answers(query, reply, ask(named, query))
+        if diff is not None:
+            wrong.append(detail(query, diff))
+    return wrong
+
+
+def plain_replies(fleet: Fleet, queries: list[Query]) -> dict[Query, Reply]:
+    """The plain row's replies: the store as it is now."""
+    return {query: ask(fleet.plain, query) for query in queries}
+
+
+def a_of(named: Named, name: dns.name.Name) -> set[str]:
+    answer = complete(ask(named, (name, "A")))
+    return {rr[3] for rr in answer.answer if rr[2] == "A"}
+
+
+def rcode_of(named: Named, name: dns.name.Name, rdtype: str = "A") -> str:
+    return complete(ask(named, (name, rdtype))).rcode
+
+
+def asked_from_cache(named: Named, name: dns.name.Name, rdtype: str = "A") -> Reply:
+    """The reply to (name, rdtype), asked until its fetch came from the cache (the first time
+    fills it); that it did is asserted."""
+    for _ in range(3):
+        offset = log_size(named)
+        reply = ask(named, (name, rdtype))
+        if fetch_sources(named, offset, name)[:1] == ["cache"]:
+            return reply
+    raise AssertionError(f"{name} {rdtype} is never answered from the cache")
+
+
+def past_the_bound() -> None:
+    """Wait the cached row's bound: every change committed before is answered after."""
+    time.sleep(BOUND_MS / 1000 + 0.1)
+
+
+# --- answers -----------------------------------------------------------------------------------
+
+
+def test_answers_from_the_cache_are_the_plain_rows(fleet: Fleet) -> None:
+    queries = [q for q in derive_queries(fleet.zones) if not q[0].is_subdomain(MANY)]
+    queries += [(host(i), "A") for i in range(0, HOSTS, 97)]
+    expected = plain_replies(fleet, queries)
+    offset = log_size(fleet.cached)
+    first = differences(fleet.cached, expected)
+    second = differences(fleet.cached, expected)
+    assert not first and not second, "\n".join((first or second)[:5])
+    sources = [s for _, s in _FETCH.findall(log_since(fleet.cached, offset))]
+    assert sources.count("cache") > len(queries) // 2, (sources.count("cache"), len(queries))
+
+
+MAIL = dns.name.from_text("mail", COVERAGE_ORIGIN)  # one A record, 192.0.2.25
+
+
+def _change_record(fleet: Fleet) -> Callable[[], None]:
+    set_a(fleet.loaded, MAIL, COVERAGE_ORIGIN, "192.0.2.201")
+    return lambda: set_a(fleet.loaded, MAIL, COVERAGE_ORIGIN, "192.0.2.25")
+
+
+def _add_name(fleet: Fleet) -> Callable[[], None]:
+    psql(fleet.loaded, "INSERT INTO records (zone_id, name, type, ttl, data) SELECT id, "
+                       "'added.cov.test', 'A', 300, '192.0.2.202' FROM zones "
+                       "WHERE name = 'cov.test'")
+    return lambda: psql(fleet.loaded, "DELETE FROM records WHERE name = 'added.cov.test'")
+
+
+def _delete_name(fleet: Fleet) -> Callable[[], None]:
+    psql(fleet.loaded, "DELETE FROM records WHERE name = 'host7.many.test'")
+    return lambda: psql(fleet.loaded, "INSERT INTO records (zone_id, name, type, ttl, data) "
+                                      "SELECT id, 'host7.many.test', 'A', 300, '10.0.7.1' "
+                                      "FROM zones WHERE name = 'many.test'")
+
+
+def _replace_zone(fleet: Fleet) -> Callable[[], None]:
+    """The loader's zone update (schemas/pg_notify.sql: the zones row tells, not each row)."""
+    zone = next(z for z in fleet.zones if z.origin == MANY)
+    changed = dataclasses.replace(zone, records=[
+        r if r.owner != host(9) else make_record(host(9), 300, "A", "10.9.9.9")
+        for r in zone.records])
+    fleet.loaded.loader.update(changed, fleet.loaded.target)
+    return lambda: fleet.loaded.loader.update(zone, fleet.loaded.target)
+
+
+CHANGES: dict[str, tuple[Callable[[Fleet], Callable[[], None]], Query]] = {
+    "record changed": (_change_record, (MAIL, "A")),
+    "name added": (_add_name, (dns.name.from_text("added.cov.test."), "A")),
+    "name deleted": (_delete_name, (host(7), "A")),
+    "zone replaced": (_replace_zone, (host(9), "A")),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_change_is_answered_within_the_bound(fleet: Fleet, change: str) -> None:
+    make, query = CHANGES[change]
+    before = asked_from_cache(fleet.cached, *query)
+    undo = make(fleet)
+    try:
+        past_the_bound()
+        after = ask(fleet.cached, query)
+        assert compare_answers(query, before, after) is not None, "the change is not seen"
+        assert compare_answers(query, ask(fleet.plain, query), after) is None
+        again = asked_from_cache(fleet.cached, *query)
+        assert compare_answers(query, after, again) is None, "the cache went back"
+    finally:
+        undo()
+    past_the_bound()
+    assert compare_answers(query, before, ask(fleet.cached, query)) is None
+
+
+# --- the channel down --------------------------------------------------------------------------
+
+
+@contextmanager
+def connections_capped(fleet: Fleet) -> Iterator[None]:
+    """The reader role may hold no more connections than it holds now, less the listener's,
+    which is terminated: the listener cannot come back until the block ends."""
+    with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
+        conn.autocommit = True
+        listeners = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = "
+                                 "'dlz_pg_cache'").fetchall()
+        assert len(listeners) == 1, listeners  # the cached row's
+        held = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s",
+                            (READER_ROLE,)).fetchone()
+        assert held is not None
+        conn.execute(f"ALTER ROLE {READER_ROLE} CONNECTION LIMIT {held[0] - 1}")
+        try:
+            conn.execute("SELECT pg_terminate_backend(%s)", listeners[0])
+            yield
+        finally:
+            conn.execute(f"ALTER ROLE {READER_ROLE} CONNECTION LIMIT -1")
+
+
+def test_a_killed_listener_flushes_bypasses_and_recovers(fleet: Fleet) -> None:
+    named, name = fleet.cached, host(11)
+    asked_from_cache(named, name)
+    offset = log_size(named)
+    with connections_capped(fleet):
+        wait_for_log(named, "cache: flushed, and bypassed", offset)
+        asked = log_size(named)
+        assert a_of(named, name) == {host_address(11)}
+        assert fetch_sources(named, asked, name)[:1] == ["store, cache bypassed"]
+        set_a(fleet.loaded, name, MANY, "10.203.0.1")
+        try:
+            assert a_of(named, name) == {"10.203.0.1"}, "the bypassed cache answered"
+        finally:
+            back = log_size(named)
+            set_a(fleet.loaded, name, MANY, host_address(11))
+    wait_for_log(named, "cache: answering from the cache", back)
+    asked_from_cache(named, name)
+    assert a_of(named, name) == {host_address(11)}
+
+
+# --- a full cache ------------------------------------------------------------------------------
+
+
+def test_a_full_cache_evicts_and_stays_correct(fleet: Fleet) -> None:
+    """64 KiB (one shard) for a few thousand names: every answer the plain row's, before and
+    after changes; evictions; never more than the budget held."""
+    kind = _kind(cache=DriverCache(size_kb=64, bound_ms=BOUND_MS))
+    named = Named(fleet.run_dir / "named-small", kind.body(fleet.loaded.target, 2), threads=2,
+                  env=kind.client_env(fleet.loaded.target))
+    # About 200 bytes of entries each: twice what 64 KiB holds.
+    queries: list[Query] = [(host(i), "A") for i in range(0, HOSTS, 3)]
+    changed = [host(i) for i in range(0, HOSTS, 300)]
+    with named:
+        wait_for_log(named, "cache: answering from the cache", 0)
+        expected = plain_replies(fleet, queries)
+        for _ in range(2):
+            wrong = differences(named, expected)
+            assert not wrong, "\n".join(wrong[:5])
+        for i, name in enumerate(changed):
+            set_a(fleet.loaded, name, MANY, f"10.200.{i}.1")
+        try:
+            past_the_bound()
+            wrong = differences(named, plain_replies(fleet, queries))
+            assert not wrong, "\n".join(wrong[:5])
+        finally:
+            for name in changed:
+                set_a(fleet.loaded, name, MANY, host_address(int(name.labels[0][4:])))
+        log = named.log_path
+    counts = cache_counts(log.read_text(errors="replace"))
+    assert counts["budget"] == 64 * 1024
+    assert counts["evicted"] > 0 and counts["hits"] > 0, counts
+    assert 0 < counts["bytes"] <= counts["budget"], counts
+
+
+# --- RFC 2136 updates --------------------------------------------------------------------------
+
+
+@contextmanager
+def silent_role(fleet: Fleet, role: str) -> Iterator[None]:
+    """Sessions of role that start inside the block send no notification of the records rows
+    they write (schemas/pg_notify.sql: dlz.zone_replace)."""
+    with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
+        conn.autocommit = True
+        conn.execute(f"ALTER ROLE {role} SET dlz.zone_replace = 'on'")
+        try:
+            yield
+        finally:
+            conn.execute(f"ALTER ROLE {role} RESET dlz.zone_replace")
+
+
+def _update(message: dns.update.UpdateMessage, named: Named) -> str:
+    return dns.rcode.to_text(dns.query.tcp(message, named.host, port=named.port,
+                                           timeout=10).rcode())
+
+
+def test_an_update_through_the_cached_row_is_answered_at_once(fleet: Fleet) -> None:
+    """Its own writes are never notified here: only the invalidation at the commit can make
+    the next query see them."""
+    kind = _kind(updates=UpdatePolicy((COVERAGE_ORIGIN,), KEY))
+    target = fleet.loaded.target
+    named = Named(fleet.run_dir / "named-updates", kind.body(target, 2, extra={"trace": "yes"}),
+                  threads=2, env=kind.client_env(target))  # makes the writer role
+    name = dns.name.from_text("updated", COVERAGE_ORIGIN)
+    with silent_role(fleet, WRITER_ROLE), named:
+        wait_for_log(named, "cache: answering from the cache", 0)
+        for value in ("192.0.2.211", "192.0.2.212", "192.0.2.213"):
+            asked_from_cache(named, name)
+            message = dns.update.UpdateMessage(COVERAGE_ORIGIN, keyring=KEY.keyring(),
+                                               keyname=dns.name.from_text(KEY.name))
+            message.replace(name, 300, "A", value)
+            assert _update(message, named) == "NOERROR"
+            assert a_of(named, name) == {value}
+        message = dns.update.UpdateMessage(COVERAGE_ORIGIN, keyring=KEY.keyring(),
+                                           keyname=dns.name.from_text(KEY.name))
+        message.delete(name)
+        assert _update(message, named) == "NOERROR"
+        assert rcode_of(named, name) == "NXDOMAIN"
+
+
+# --- memory checking ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_valgrind_finds_nothing_in_the_cache(fleet: Fleet) -> None:
+    """named under Valgrind with a small cache: answers filling and evicting it, a change
+    through psql, the listener killed and back; any memcheck error in our code fails."""
+    if not Path("/usr/bin/valgrind").exists():
+        pytest.skip("valgrind is not installed")
+    kind = _kind(cache=DriverCache(size_kb=64, bound_ms=5000))
+    report = fleet.run_dir / "valgrind-cache.log"
+    extra = {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}
+    named = Named(fleet.run_dir / "named-valgrind", kind.body(fleet.loaded.target, 1, extra=extra),
+                  env=kind.client_env(fleet.loaded.target),
+                  wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS]))
+    queries: list[Query] = [(host(i), "A") for i in range(0, 400)]
+    name = host(13)
+    others = listener_pids(fleet)
+    with named:
+        wait_for_log(named, "cache: answering from the cache", 0, seconds=120)
+        for _ in range(2):
+            for query in queries:
+                named.query(*query, timeout=30)
+        set_a(fleet.loaded, name, MANY, "10.204.0.1")
+        try:
+            assert _until(lambda: a_of(named, name) == {"10.204.0.1"}, 30)
+        finally:
+            set_a(fleet.loaded, name, MANY, host_address(13))
+        offset = log_size(named)
+        (listener,) = listener_pids(fleet) - others
+        with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
+            conn.execute("SELECT pg_terminate_backend(%s)", (listener,))
+        wait_for_log(named, "cache: answering from the cache", offset, seconds=120)
+        assert a_of(named, name) == {host_address(13)}
+    log = report.read_text(errors="replace")
+    assert "ERROR SUMMARY" in log
+    found = valgrind_errors(log, stack_frames_of(kind.library_file))
+    assert not found, "\n\n".join(found[:3])
+
+
+def listener_pids(fleet: Fleet) -> set[int]:
+    """The backends of the cached rows' listeners (application_name dlz_pg_cache)."""
+    with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
+        return {pid for (pid,) in conn.execute("SELECT pid FROM pg_stat_activity WHERE "
+                                               "application_name = 'dlz_pg_cache'")}
+
+
+def _until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@pytest.fixture(scope="module")
+def tools_built() -> None:
+    done = subprocess.run(["make", "-s", f"-j{os.cpu_count() or 1}", "-C",
+                           str(REPO_ROOT / "drivers"), "tools"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("build", ["cache_check", "cache_check_tsan"])
+def test_the_cache_alone_against_a_simulated_store(tools_built: None, build: str) -> None:
+    """Every rule in turn, then readers, writers, outages and eviction at once for 1 s: no
+    hit older than a change reported before it, no sanitizer report (ASan and UBSan, or
+    ThreadSanitizer's data races)."""
+    for args in (["units"], ["stress", "1"]):
+        done = subprocess.run([str(TOOLS / build), *args], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+        assert "all checks passed" in done.stdout
+
+
+# --- arguments ---------------------------------------------------------------------------------
+
+
+def test_a_cache_over_a_store_without_a_change_channel_does_not_start(run_dir: Path) -> None:
+    kind = _kind("fs", cache=DriverCache())
+    with loaded_store(kind, lambda: iter(coverage_zones()), run_dir / "fs") as loaded:
+        named = loaded.named(run_dir / "fs", threads=1)
+        with pytest.raises(UserError):
+            with named:
+                pass
+        assert "cannot tell the driver of its changes" in named.log_path.read_text()
