@@ -23,16 +23,19 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server
 
-.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test lint bench clean \
-	distclean bind-root bind-drivers
+.PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test check lint \
+	docs docs-args bench clean distclean bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
 	@echo "make test     set up everything, then run the test suite"
+	@echo "make check    ruff and the tests that start no process (pytest -m check): seconds"
 	@echo "make setup    make deps and make build at once (what bench and test start with)"
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
+	@echo "make docs     write docs/driver-arguments.md from the drivers' tables and the tables of"
+	@echo "              README.md and docs/ from the committed results"
 	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
 	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
@@ -126,8 +129,24 @@ test: setup
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 	DLZBENCH_BIND=$(BIND) $(PY) -m pytest $(PYTEST_ARGS)
 
+# What needs no set-up beyond the venv: the tests marked `check` (tests/conftest.py refuses any
+# process they would start), for a quick answer while editing; `make test` stays the whole suite.
+check: venv
+	$(PY) -m ruff check base zonedata databases loaders servers bench tests
+	$(PY) -m pytest -m check $(PYTEST_ARGS)
+
 lint: venv
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
+
+# The drivers' argument reference, generated from the tables they declare.
+docs-args: venv
+	$(MAKE) -C drivers
+	$(PY) -m servers.driver_arguments docs/driver-arguments.md
+
+# Every table of measured figures in README.md and docs/ is a cog block written from the results
+# catalogue (bench/report/doctables.py); tests/test_docs.py fails on a block this would change.
+docs: venv docs-args
+	$(PY) -m bench.report.doctables
 
 bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)

@@ -463,7 +463,7 @@ def driver_endpoint(target: PgTarget) -> tuple[str, int]:
 
 
 def client_keywords(target: PgTarget) -> dict[str, str]:
-    """The libpq connection keywords a client (the DLZ driver: drivers/pg's pg_keys) reaches
+    """The libpq connection keywords a client (the DLZ driver: drivers/pg's pg_args) reaches
     the database with; its password is in the target's env (PGPASSWORD), not here."""
     host, port = driver_endpoint(target)
     args = {"host": host, "port": str(port), "dbname": target.dbname,

@@ -94,7 +94,7 @@ class PgLoader(Loader[PgTarget]):
                              lambda session, zone: _replace_zones(session.conn, [zone]))
 
     def dlz_args(self, target: PgTarget, options: Mapping[str, str]) -> dict[str, str]:
-        # The libpq connection keywords the driver passes on (drivers/pg: pg_keys).
+        # The libpq connection keywords the driver passes on (drivers/pg: pg_args).
         return client_keywords(target)
 
     def dlz_write_access(self, target: PgTarget, options: Mapping[str, str]

@@ -13,7 +13,6 @@ receive-buffer option in each server's configuration.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -43,7 +42,8 @@ from bench.measure.capacity import (
     sweep_order,
     udp_socket_drops,
 )
-from bench.measure.results import load_results
+from bench.measure.results import load_results, read_results_file
+from bench.measure.serial import from_json, to_json
 from bench.report.capacity import bracket_text, breaking_note
 from servers.dnsserver import kernel_rmem_max
 from servers.knot import Knot
@@ -180,6 +180,7 @@ def test_report_and_plots(sweep: Path) -> None:
         assert (sweep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
 
 
+@pytest.mark.check
 def test_lost_queries_count_at_the_timeout() -> None:
     percentiles, slowest = latency_figures([0.0001] * 98, lost=2, timeout_s=1.0)
     assert percentiles["p50"] == 100.0
@@ -187,6 +188,7 @@ def test_lost_queries_count_at_the_timeout() -> None:
     assert slowest["1"] == 1_000_000.0 and slowest["100"] == 100.0
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("text", ["", "10,,20", "-5,10", "0", "ten", "nan"])
 def test_bad_steps_are_one_line_errors(text: str) -> None:
     with pytest.raises(UserError) as refused:
@@ -207,17 +209,17 @@ def test_ctrl_c_keeps_finished_steps(tmp_path: Path, run_root: Path) -> None:
     out = tmp_path / "out"
     proc = _capacity(root, "--servers", "memory", "--steps", "10,20,30,40,50,60,70,80",
                      "--out", str(out))
-    interrupt_when(proc, lambda: _steps_saved(out / "results.json"))
+    interrupt_when(proc, lambda: _steps_saved(out))
     assert processes_under(root) == []
     curves = load_results(out).capacity
     assert curves and curves[0].steps, "the steps measured before Ctrl-C are kept"
     assert (out / "results.md").exists()
 
 
-def _steps_saved(path: Path) -> bool:
+def _steps_saved(out: Path) -> bool:
     try:
-        curves = json.loads(path.read_text()).get("capacity", [])
-    except (OSError, ValueError):
+        curves = read_results_file(out).get("capacity", [])
+    except UserError:  # not written yet
         return False
     return bool(curves) and bool(curves[0]["steps"])
 
@@ -250,6 +252,7 @@ BDBHPT_T = [(10, 1.0, 1.0), (25, 1.0, 1.0), (50, 1.0, 0.999), (75, 0.995, 0.993)
             (150, 0.6, 0.5)]
 
 
+@pytest.mark.check
 def test_breaking_point_is_the_step_before_the_first_failure() -> None:
     levels = levels_of(_table(BDBHPT_T))
     assert breaking_point(levels, UP_TO_THE_TASK) == BreakingPoint(1000.0, 100, "lost",
@@ -258,6 +261,7 @@ def test_breaking_point_is_the_step_before_the_first_failure() -> None:
     assert breaking_point(levels, STRICT) == BreakingPoint(750.0, 75, "lost", 900.0, 90)
 
 
+@pytest.mark.check
 def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() -> None:
     curve = Curve("bdbhpt-t", 1, 1, 1000.0, steps=_table(BDBHPT_T))
     assert curve.breaking_point() == 1000.0
@@ -265,6 +269,7 @@ def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() ->
                                         if s.answered_fraction >= UP_TO_THE_TASK)
 
 
+@pytest.mark.check
 def test_a_failing_lowest_step_leaves_no_breaking_point() -> None:
     levels = levels_of(_table([(10, 0.9, 0.9), (25, 1.0, 1.0)]))
     point = breaking_point(levels)
@@ -272,11 +277,13 @@ def test_a_failing_lowest_step_leaves_no_breaking_point() -> None:
     assert bracket_text(point) == "< 100"
 
 
+@pytest.mark.check
 def test_every_step_held_is_a_lower_bound() -> None:
     point = breaking_point(levels_of(_table([(10, 1.0, 1.0), (50, 0.99, 0.98)])))
     assert point == BreakingPoint(500.0, 50, "held every step") and point.lower_bound
 
 
+@pytest.mark.check
 def test_repeats_give_the_median_and_spread() -> None:
     (level,) = levels_of([_step(50, 0.99, repeat=1), _step(50, 0.90, repeat=0),
                           _step(50, 0.96, repeat=2)])
@@ -285,6 +292,7 @@ def test_repeats_give_the_median_and_spread() -> None:
     assert level.outcome() == "held" and level.outcome(STRICT) == "lost"
 
 
+@pytest.mark.check
 def test_a_step_the_load_generator_fell_short_on_is_not_offered_not_lost() -> None:
     short = _step(150, 0.5, offered=0.81)
     assert not short.offered and short.outcome() == "not offered"
@@ -333,9 +341,9 @@ def test_a_step_of_an_older_file_is_recomputed_from_its_counts() -> None:
     counts and dnsperf's -l give them again over the step's length."""
     run = DnsperfRun(argv=["dnsperf", "-l", "5"], queries_sent=22_880,
                      queries_completed=22_880, run_time_s=5.71)
-    data = {**_step(110, 1.0, offered=0.87).to_dict(), "probes": 1200, "run": run.to_dict()}
+    data = {**to_json(_step(110, 1.0, offered=0.87)), "probes": 1200, "run": to_json(run)}
     del data["duration_s"]
-    step = Step.from_dict(data)
+    step = from_json(Step, data)
     assert step.duration_s == 5.0 and step.offered_qps == pytest.approx(4816.0)
 
 
@@ -358,6 +366,7 @@ def test_committed_sweeps_give_brackets(directory: str, server: str) -> None:
                                                           abs=0.1)
 
 
+@pytest.mark.check
 def test_a_first_step_not_offered_says_no_breaking_point_was_measured() -> None:
     """Knot in capacity-rest-2026-11-26: dnsperf offered 8,107 of its first step's 9,233."""
     curve = Curve("knot", 1, 1, 1000.0, steps=[_step(10, 0.99, offered=0.88),
@@ -370,6 +379,7 @@ def test_a_first_step_not_offered_says_no_breaking_point_was_measured() -> None:
     assert "at least this" in (breaking_note(held, held.breaking(), 50.0) or "")
 
 
+@pytest.mark.check
 def test_sweep_runs_up_then_down() -> None:
     assert sweep_order((10.0, 50.0, 100.0), 2) == [
         (0, 10.0), (0, 50.0), (0, 100.0), (1, 100.0), (1, 50.0), (1, 10.0)]
@@ -389,6 +399,7 @@ def _proc_net_udp(drops: dict[int, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.check
 def test_drops_are_attributed_per_socket() -> None:
     before = udp_socket_drops(_proc_net_udp({1001: 5, 1002: 0, 2001: 0, 555: 7}))
     assert before == {1001: 5, 1002: 0, 2001: 0, 555: 7}
@@ -403,6 +414,7 @@ def test_drops_are_attributed_per_socket() -> None:
     assert attribute_drops({}, after, set(), {2001}, None) == SocketDrops(0, 40, None)
 
 
+@pytest.mark.check
 def test_socket_receive_buffers_from_ss() -> None:
     ss = """State  Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess
 UNCONN 0      0          127.0.0.1:23793      0.0.0.0:*    ino:2806777 sk:10 cgroup:/ <->
@@ -414,6 +426,7 @@ UNCONN 0      0          127.0.0.1:26213      0.0.0.0:*    ino:2603995 sk:1028 c
     assert socket_receive_buffers(ss, {2806777, 2603995}) == [8388608, 212992]
 
 
+@pytest.mark.check
 def test_the_receive_buffer_option_is_in_each_servers_configuration(tmp_path: Path) -> None:
     rmem_max = kernel_rmem_max()
     assert rmem_max

@@ -12,6 +12,9 @@ import pytest
 from base.paths import REPO_ROOT
 from bench.commands.cli import COMMANDS, build_parser
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 # What the docs write for a value the reader chooses, and a value that parses in its place.
 PLACEHOLDERS = {"D": "pg", "R": "1", "DIR": "docs/results/x", "A": "a", "B": "b",
                 "FILE": "f", "N": "1", "NAME": "mine", "S": "pg"}

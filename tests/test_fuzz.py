@@ -7,7 +7,6 @@ need no database server, which must report nothing.
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 import subprocess
@@ -23,6 +22,7 @@ import pytest
 from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.load.fuzz import KINDS, Packet, fuzz_packets, send_packets
+from bench.measure.results import read_results_file
 from bench.measure.serving import loaded_store
 from servers import get_server
 from servers.dlz import DlzNamed
@@ -47,17 +47,20 @@ def _parsed(packet: Packet) -> dns.message.Message | None:
         return None
 
 
+@pytest.mark.check
 def test_every_kind_comes_in_turn() -> None:
     assert [p.kind for p in PACKETS[:len(KINDS)]] == list(KINDS)
     assert {kind: len(_of(kind)) for kind in KINDS} == {kind: 100 for kind in KINDS}
 
 
+@pytest.mark.check
 def test_the_same_seed_gives_the_same_packets() -> None:
     assert fuzz_packets(QUERIES, 300, seed=5) == PACKETS[:300]
     other = fuzz_packets(QUERIES, 300, seed=6)
     assert sum(a != b for a, b in zip(other, PACKETS, strict=False)) > 250
 
 
+@pytest.mark.check
 def test_well_formed_kinds_parse_with_what_they_change() -> None:
     standard = {dns.rdatatype.A, dns.rdatatype.AAAA, dns.rdatatype.MX, dns.rdatatype.TXT}
     types = [_parsed(p).question[0].rdtype for p in _of("odd-type")]
@@ -72,6 +75,7 @@ def test_well_formed_kinds_parse_with_what_they_change() -> None:
     assert any(b"\x00" in label for label in labels)
 
 
+@pytest.mark.check
 def test_edns_packets_carry_options_and_some_a_second_opt() -> None:
     parsed = [_parsed(p) for p in _of("edns")]
     assert any(m is not None and m.options for m in parsed)
@@ -80,15 +84,18 @@ def test_edns_packets_carry_options_and_some_a_second_opt() -> None:
     assert any(m is None for m in parsed)
 
 
+@pytest.mark.check
 def test_the_deepest_legal_name_is_sent() -> None:
     depths = [len(m.question[0].name) for p in _of("long-name") if (m := _parsed(p))]
     assert 128 in depths  # 127 labels and the root
 
 
+@pytest.mark.check
 def test_truncated_packets_never_parse() -> None:
     assert all(_parsed(p) is None for p in _of("truncated"))
 
 
+@pytest.mark.check
 def test_compression_loops_do_not_parse() -> None:
     """Five of the six shapes loop or point past the end; a pointer into the header may land
     on octets that read as a name."""
@@ -96,6 +103,7 @@ def test_compression_loops_do_not_parse() -> None:
     assert failed >= 70, failed
 
 
+@pytest.mark.check
 def test_names_over_255_octets_and_reserved_label_types_are_sent() -> None:
     raw = [p.wire[12:] for p in _of("long-name")]
     assert any(name[0] in range(0x40, 0xC0) for name in raw if name)
@@ -122,7 +130,7 @@ def test_a_short_fuzz_run_keeps_every_server_up_and_right(run_root: Path) -> Non
         assert re.search(rf"^after: {server}: \d+/\d+ identical", out, re.MULTILINE), out
     assert "fuzz: 0 crashes, 0 servers with driver differences afterwards" in out
     # --out keeps what was printed, with the metadata that says where it comes from.
-    written = json.loads((run_root / "fuzz-out" / "results.json").read_text())
+    written = read_results_file(run_root / "fuzz-out")
     assert written["meta"]["boot_id"] and written["meta"]["packets"] == 330
     for server in FUZZED:
         outcome = written["servers"][server]

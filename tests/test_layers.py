@@ -18,7 +18,12 @@ import ast
 from collections.abc import Container, Iterator
 from pathlib import Path
 
+import pytest
+
 from base.paths import REPO_ROOT
+
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
 
 LAYERS: tuple[str, ...] = (
     "base",

@@ -14,6 +14,7 @@ import pytest
 
 from bench.load.dnsperf import DnsperfRun, build_argv, parse_output
 from bench.measure import accounting
+from bench.measure.cells import Cell, RoundRun
 from bench.measure.loadgen import (
     GENERATOR_ON,
     CoreUse,
@@ -25,7 +26,7 @@ from bench.measure.loadgen import (
     run_core_uses,
     server_cpus,
 )
-from bench.measure.results import Cell, Results, RoundRun
+from bench.measure.results import Results
 from bench.measure.rounds import set_qps_figures, update_ratios
 from bench.measure.runner import pin_processes
 from bench.report.write import render_markdown
@@ -40,6 +41,7 @@ def _cell(dnsperf_cpu_s: float | None, named_us: float, db_us: float | None = No
                 cpu_us_per_query={"named": named_us, "db": db_us, "dnsperf": 1.0})
 
 
+@pytest.mark.check
 def test_a_run_marks_the_load_generator_on_a_clear_sign_only() -> None:
     # dnsperf: marks from 0.85 of its core, clears under 0.75; between, neither.
     assert CoreUse(0.85, 0.99).marks_generator
@@ -53,6 +55,7 @@ def test_a_run_marks_the_load_generator_on_a_clear_sign_only() -> None:
     assert CoreUse(0.3, None).clears_generator and CoreUse(None, None).clears_generator
 
 
+@pytest.mark.check
 def test_a_run_in_the_band_keeps_the_mark_of_the_run_before() -> None:
     runs = [CoreUse(0.5, 0.90), CoreUse(0.5, 0.80), CoreUse(0.5, 0.90), CoreUse(0.9, 0.97),
             CoreUse(0.8, 0.97), CoreUse(0.6, 0.97), CoreUse(0.5, 0.92)]
@@ -62,6 +65,7 @@ def test_a_run_in_the_band_keeps_the_mark_of_the_run_before() -> None:
     assert GeneratorLimit(4, 7).bound and not GeneratorLimit(3, 6).bound
 
 
+@pytest.mark.check
 def test_each_run_is_judged_on_its_own_cpu() -> None:
     # 10,000 QPS at 60 + 29 us: the server at 0.89 of its one core in both runs, dnsperf at
     # 0.3 in the first and 0.9 in the second.
@@ -78,6 +82,7 @@ def test_each_run_is_judged_on_its_own_cpu() -> None:
     assert generator_limit(cell, 1) == GeneratorLimit(2, 2)
 
 
+@pytest.mark.check
 def test_unaccounted_figures_mark_nothing() -> None:
     cell = _cell(None, 95.0)
     cell.cpu_us_per_query["named"] = None
@@ -103,6 +108,7 @@ def _rerun(native_shares: list[float]) -> Results:
     return Results(meta={"pin": True, "server_cpus": 1}, cells=cells)
 
 
+@pytest.mark.check
 def test_a_cell_near_the_old_threshold_is_judged_alike_in_two_reruns() -> None:
     """native in quick-2026-11-26 used 0.911 of its core over 30 runs, against one threshold
     of 0.90 on that mean: a rerun at 0.899 marked it the load generator's, and every ratio to
@@ -119,6 +125,7 @@ def test_a_cell_near_the_old_threshold_is_judged_alike_in_two_reruns() -> None:
     assert [w.not_waited_because for w in update_ratios(second.cells, 0.05, 1)] == [None, None]
 
 
+@pytest.mark.check
 def test_the_ratios_of_a_limited_cell_are_named_not_dropped() -> None:
     limited = _rerun([0.5] * 6)  # named idle half the time: dnsperf's pace, not named's
     watched = update_ratios(limited.cells, 0.05, 1)
@@ -128,6 +135,7 @@ def test_the_ratios_of_a_limited_cell_are_named_not_dropped() -> None:
     assert all(w.interval is not None for w in watched)
 
 
+@pytest.mark.check
 def test_server_cpus_of_files_before_they_were_recorded() -> None:
     assert server_cpus({"server_cpus": 3}) == 3
     assert server_cpus({"pin": True, "cpu_usable": 2}) == 1

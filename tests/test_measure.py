@@ -84,6 +84,7 @@ def test_prober_builds():
     assert path.is_file() and os.access(path, os.X_OK)
 
 
+@pytest.mark.check
 def test_nearest_rank_percentiles():
     samples = list(range(1, 101))
     assert [nearest_rank(samples, p) for p in (50, 90, 99, 100)] == [50, 90, 99, 100]

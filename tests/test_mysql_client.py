@@ -234,6 +234,7 @@ def _ask_through(target: ExternalMysql, **kw: object) -> None:
             conn.close()
 
 
+@pytest.mark.check
 def test_hostile_server_gets_no_local_file(tmp_path: Path) -> None:
     secret = tmp_path / "secret"
     secret.write_text("SECRET-7c1e\n")

@@ -22,6 +22,9 @@ from servers import (
 )
 from servers.dlz import DlzNamed, dlz_clause
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 DNS_SDLZFLAG_THREADSAFE = 0x1  # drivers/common/dlz_abi.h
 DLZ = [s for s in SERVERS if isinstance(s, DlzNamed)]
 

@@ -11,26 +11,33 @@ Two kinds of input, kept apart:
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
+import lzma
 import re
 from pathlib import Path
 
 import pytest
 
+from base.errors import UserError
+from base.paths import REPO_ROOT
 from bench.commands.cli import main
 from bench.commands.compare import compare
 from bench.load.dnsperf import DnsperfRun, run_dnsperf, start_background
 from bench.load.prober import LatencyStats, measure_floor, probe
 from bench.measure import accounting, metadata
+from bench.measure.cells import Cell, QpsSummary, RoundRun
 from bench.measure.results import (
-    Cell,
-    QpsSummary,
+    SECTIONS,
     Results,
-    RoundRun,
-    StartupPoint,
     load_results,
+    read_results_file,
+    results_path,
     save_results,
 )
 from bench.measure.rounds import update_ratios
+from bench.measure.startup import StartupPoint
+from bench.report.sections import REPORTS
 from bench.report.write import render_markdown, render_plots, write_report
 from servers import server_names
 from tests.test_measure import tiny_named, write_query_file
@@ -73,8 +80,27 @@ def measured(run_dir: Path) -> Results:
 
 def test_measured_results_round_trip(measured, tmp_path):
     path = save_results(measured, tmp_path)
-    assert path.name == "results.json"
+    assert path.name == "results.json.xz"
     assert load_results(tmp_path).to_dict() == measured.to_dict()
+
+
+def test_results_are_written_compressed_and_older_plain_files_still_read(tmp_path):
+    """New files are results.json.xz; a directory of an earlier version (results.json) still
+    loads, and saving into it replaces the plain file; a broken file is one clear error."""
+    results = handwritten()
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "results.json").write_text(json.dumps(results.to_dict(), indent=1) + "\n")
+    assert results_path(older).name == "results.json"
+    assert load_results(older).to_dict() == results.to_dict()
+    assert load_results(older / "results.json").to_dict() == results.to_dict()
+    assert save_results(load_results(older), older).name == "results.json.xz"
+    assert sorted(p.name for p in older.iterdir()) == ["results.json.xz"]
+    with lzma.open(older / "results.json.xz", "rt") as stream:
+        assert json.load(stream) == results.to_dict()
+    (older / "results.json.xz").write_bytes(b"not xz")
+    with pytest.raises(UserError, match="cannot read .*results.json.xz"):
+        load_results(older)
 
 
 def test_measured_results_render(measured, tmp_path):
@@ -163,6 +189,7 @@ def _notes_after(markdown: str, heading: str) -> str:
     return section.split("\n## ", 1)[0]
 
 
+@pytest.mark.check
 def test_tables_have_seed_003_layout_and_every_cell():
     markdown = render_markdown(handwritten())
     for threads, title in ((1, "## 1 thread "), (2, "## 2 threads ")):
@@ -175,6 +202,7 @@ def test_tables_have_seed_003_layout_and_every_cell():
             assert len(values) == len(server_names()) and all(values), (threads, name)
 
 
+@pytest.mark.check
 def test_tables_name_their_column_groups_in_order():
     markdown = render_markdown(handwritten())
     line = next(line for line in markdown.splitlines() if line.startswith("Columns: "))
@@ -183,6 +211,7 @@ def test_tables_name_their_column_groups_in_order():
     assert "PowerDNS backends: pdns-gpgsql, pdns-gpgsql-cached, " in line
 
 
+@pytest.mark.check
 def test_percent_columns_come_from_the_same_run():
     table = _table_after(render_markdown(handwritten()), "## 1 thread ")
     columns = table[0][1:]
@@ -194,6 +223,7 @@ def test_percent_columns_come_from_the_same_run():
     assert qps["native"] == "10,000 (9,000–11,000)"
 
 
+@pytest.mark.check
 def test_wrong_and_failed_cells_show_no_number_and_give_the_reason():
     markdown = render_markdown(handwritten())
     table = _table_after(markdown, "## 2 threads ")
@@ -210,6 +240,7 @@ def test_wrong_and_failed_cells_show_no_number_and_give_the_reason():
     assert set(failed_row[2:]) == {"FAILED"}
 
 
+@pytest.mark.check
 def test_lossy_run_is_flagged():
     markdown = render_markdown(handwritten())
     table = _table_after(markdown, "## 1 thread ")
@@ -219,6 +250,7 @@ def test_lossy_run_is_flagged():
         _notes_after(markdown, "## 1 thread ")
 
 
+@pytest.mark.check
 def test_detail_tables_are_present():
     markdown = render_markdown(handwritten())
     costs = _table_after(markdown, "## Cost per query")
@@ -229,6 +261,7 @@ def test_detail_tables_are_present():
     assert "Prober floor" in markdown
 
 
+@pytest.mark.check
 def test_plots_are_pngs(tmp_path):
     written = render_plots(handwritten(), tmp_path)
     assert sorted(p.name for p in written) == ["cpu.png", "latency.png", "qps.png",
@@ -242,6 +275,7 @@ def _assert_pngs(directory: Path, names: list[str]) -> None:
         assert data.startswith(PNG_MAGIC) and len(data) > 5000, name
 
 
+@pytest.mark.check
 def test_compare_gives_absolute_and_relative_change():
     base = handwritten()
     changed = copy.deepcopy(base)
@@ -255,6 +289,7 @@ def test_compare_gives_absolute_and_relative_change():
     assert "| native | 10 zones | startup (ms) | 1.00 | 1.00 | +0.00 | +0.0% |" in text
 
 
+@pytest.mark.check
 def test_compare_names_what_differs_and_the_ratios_of_each_run():
     base = handwritten()
     base.meta["bind"] = "BIND 9.18.49"
@@ -274,6 +309,7 @@ def test_compare_names_what_differs_and_the_ratios_of_each_run():
     assert "Same software" in compare(base, copy.deepcopy(base))
 
 
+@pytest.mark.check
 def test_cli_report_and_compare(tmp_path, capsys):
     save_results(handwritten(), tmp_path / "a")
     save_results(handwritten(), tmp_path / "b")
@@ -287,6 +323,7 @@ def test_cli_report_and_compare(tmp_path, capsys):
     assert "no results found" in capsys.readouterr().err
 
 
+@pytest.mark.check
 def test_ctrl_c_inside_a_c_extension_import_exits_as_interrupted(tmp_path, capsys,
                                                                   monkeypatch):
     """numpy's import turns a Ctrl-C into ImportError; that is still an interrupted run."""
@@ -308,6 +345,7 @@ def test_ctrl_c_inside_a_c_extension_import_exits_as_interrupted(tmp_path, capsy
         main(["report", str(tmp_path / "a")])
 
 
+@pytest.mark.check
 def test_empty_results_render(tmp_path):
     markdown = write_report(Results(), tmp_path)
     assert markdown.startswith("# dlzbench results")
@@ -339,6 +377,7 @@ def in_rounds(qps: dict[str, list[float]], dnsperf_cpu_s: float = 0.1) -> Result
 NATIVE_RUNS = [10000.0, 9000, 11000, 10500, 9500, 10200, 9800, 10100, 9900]
 
 
+@pytest.mark.check
 def test_qps_and_ratios_carry_their_intervals():
     results = in_rounds({"native": NATIVE_RUNS,
                          "memory": [q * 0.5 for q in NATIVE_RUNS],
@@ -365,6 +404,7 @@ def test_qps_and_ratios_carry_their_intervals():
     assert per_core["pg"] == "1,042 [1,000–1,105]"
 
 
+@pytest.mark.check
 def test_a_cell_the_load_generator_limits_is_not_ranked():
     # nsd's dnsperf used 0.9 of its core per 1-s run: its QPS is dnsperf's limit.
     results = in_rounds({"native": NATIVE_RUNS, "nsd": [q * 1.3 for q in NATIVE_RUNS]})
@@ -377,6 +417,7 @@ def test_a_cell_the_load_generator_limits_is_not_ranked():
     assert native["nsd"].startswith(">= 130.0% [") and native["nsd"].endswith("(load generator)")
 
 
+@pytest.mark.check
 def test_compare_never_divides_across_boots_and_names_overlaps():
     a = in_rounds({"native": NATIVE_RUNS, "memory": [q * 0.5 for q in NATIVE_RUNS]})
     b = in_rounds({"native": [q * 1.02 for q in NATIVE_RUNS],
@@ -393,6 +434,7 @@ def test_compare_never_divides_across_boots_and_names_overlaps():
     assert "| boot_id | boot-a | boot-b |" in text
 
 
+@pytest.mark.check
 def test_compare_counts_the_ratios_whose_intervals_agree():
     """Two runs on one boot: the table and the count of ratios whose 95% intervals overlap."""
     jitter = [1.0, 1.03, 0.97, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01]
@@ -409,6 +451,7 @@ def test_compare_counts_the_ratios_whose_intervals_agree():
     assert "## Ratios in both runs" not in compare(Results(meta={}), Results(meta={}))
 
 
+@pytest.mark.check
 def test_an_added_run_from_another_boot_is_not_divided():
     first = {"boot_id": "boot-a", "date": "d1", "git_commit": "a" * 40, "git_dirty": False}
     other = metadata.added_run(first, {**first, "boot_id": "boot-b", "date": "d2"})
@@ -417,6 +460,7 @@ def test_an_added_run_from_another_boot_is_not_divided():
     assert "(seed 1); different boot: not divided; differs: boot_id boot-b" in markdown
 
 
+@pytest.mark.check
 def test_an_added_run_says_what_differs_from_the_first():
     """`--add-to` points measured on another BIND or kernel must say so beside the first run's
     figures, not sit under a claim of the same machine and versions."""
@@ -431,3 +475,34 @@ def test_an_added_run_says_what_differs_from_the_first():
     markdown = render_markdown(results)
     assert "zones of 10 records (seed 1); same versions and machine" in markdown
     assert "(seed 1); differs: bind BIND 9.20.30" in markdown
+
+
+# ---------------------------------------------------------------- the sections, committed runs
+
+def test_every_section_is_a_field_and_has_a_report() -> None:
+    """SECTIONS (results.json), the fields of Results and the report's list name the same
+    sections: a new one left out of any of them fails here."""
+    fields = {f.name for f in dataclasses.fields(Results)}
+    assert fields == {"meta", "prober_floor", "schema", *SECTIONS}
+    assert sorted(r.key for r in REPORTS) == sorted(SECTIONS)
+    assert len(REPORTS) == len(SECTIONS)
+
+
+COMMITTED = REPO_ROOT / "docs" / "results"
+
+
+def committed_runs() -> list[Path]:
+    """Every committed results directory in the results schema (`fuzz` writes a file of its
+    own, with no schema)."""
+    return sorted({path.parent for path in COMMITTED.rglob("results.json*")
+                   if "schema" in read_results_file(path)})
+
+
+def test_committed_runs_load_and_render_as_committed() -> None:
+    """Every committed run loads and renders to its committed results.md: a change of the
+    report is a change of every results.md it touches, made with `python3 -m bench report DIR`."""
+    runs = committed_runs()
+    assert len(runs) >= 86
+    for run in runs:
+        rendered = render_markdown(load_results(run))
+        assert rendered == (run / "results.md").read_text(), run.relative_to(COMMITTED)

@@ -27,7 +27,8 @@ from pathlib import Path
 import dns.name
 import pytest
 
-from bench.measure.results import SizeCell, load_results
+from bench.measure.results import load_results
+from bench.measure.scale_cells import SizeCell
 from databases.database import Database, DirectoryDatabase
 from servers import SERVERS, get_server
 from tests.at_once import results_at_once
@@ -125,6 +126,7 @@ def test_a_larger_exponent_is_a_hotter_set(tmp_path: Path) -> None:
     assert tops == sorted(tops) and tops[0] < tops[-1], tops
 
 
+@pytest.mark.check
 def test_popularity_order_is_seeded_and_not_the_load_order() -> None:
     first = plan_mix("popular", LARGE, 10, seed=1).order
     assert first == plan_mix("popular", LARGE, 10, seed=1).order

@@ -374,6 +374,7 @@ _FACTS = ZoneFacts(frozenset({COVERAGE_ORIGIN}), frozenset(), frozenset(), froze
                    frozenset({dns.name.from_text("abc.cov.test.")}))
 
 
+@pytest.mark.check
 def test_signed_shapes_are_named_and_anything_else_is_the_drivers() -> None:
     www = dns.name.from_text("www.cov.test.")
     a_rr = ("www.cov.test.", 300, "A", "192.0.2.80")
@@ -398,6 +399,7 @@ def test_signed_shapes_are_named_and_anything_else_is_the_drivers() -> None:
                     _FACTS) == "nsec3-owner"
 
 
+@pytest.mark.check
 def test_rrsig_ttls_merged_at_a_name_are_the_rrsig_ttl_class() -> None:
     sigs = (("www.cov.test.", 300, "RRSIG", f"A {_SIG}"),
             ("www.cov.test.", 60, "RRSIG", f"NSEC {_SIG}"))
@@ -409,6 +411,7 @@ def test_rrsig_ttls_merged_at_a_name_are_the_rrsig_ttl_class() -> None:
     assert classify_transfer(COVERAGE_ORIGIN, native, _answer(answer=sigs[:1])) == "driver"
 
 
+@pytest.mark.check
 def test_rrsig_query_at_a_delegation_is_the_rrsig_at_delegation_class() -> None:
     """Native refers; DLZ answers the parent side's RRSIG there with the apex NS."""
     sub = dns.name.from_text("sub.cov.test.")

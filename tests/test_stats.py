@@ -30,6 +30,9 @@ from bench.measure.stats import (
     verdict,
 )
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 
 def test_too_few_values_for_a_95_percent_interval() -> None:
     # 5 values: min..max covers 1 - 2/32 = 93.75% < 95%.

@@ -9,7 +9,6 @@ drivers, refuse the other databases, stop nothing they did not start, and never 
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
@@ -30,6 +29,7 @@ import pytest
 
 from base.paths import REPO_ROOT
 from base.process import free_port
+from bench.measure.results import read_results_file
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from databases.slapd import PASSWORD_ENV, LdapServer
@@ -315,7 +315,7 @@ def test_run_tiny_accounts_no_cpu_of_a_lent_server(
     done = tiny_runs[store]
     assert done.returncode == 0, done.stdout + done.stderr
     _password_nowhere(root, done.stdout, done.stderr)
-    results = json.loads((out / "results.json").read_text())
+    results = read_results_file(out)
     assert results["meta"]["store_urls"][store].startswith(
         lent.url("own").replace(PASSWORD, "***") + f" ({server}")
     (cell,) = [c for c in results["cells"] if c["server"] == store]
@@ -497,6 +497,7 @@ def test_bad_urls_are_one_error_line(given: str, says: str, run_root: Path) -> N
     assert says in line, line
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("given, shown", [
     ("pg=postgresql://u:pw@h:5432/db", "pg=postgresql://u:***@h:5432/db"),
     ("pg=postgresql://u:p/w@h/db", "pg=postgresql://u:***@h/db"),

@@ -173,12 +173,14 @@ def test_grid_pairs_and_recommendation_rules(memory_local: Results) -> None:
     assert pick is not None and (pick.threads, pick.connections) == (2, 1)
 
 
+@pytest.mark.check
 def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> None:
     with pytest.raises(UserError, match="has no server"), \
             MEMORY_LOADER.database.server(run_root / "memory-netns", db_host=DatabaseHost()):
         pass
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("argv", "message"), [
     (["--server", "pg", "--db-rtt=-1"], "--db-rtt -1: must be 0"),
     (["--server", "pg", "--db-rtt", "0.5"], "whole milliseconds"),

@@ -32,7 +32,7 @@ from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
 from bench.load.updates import Signer, change_message
 from bench.measure.loading import timed_load
-from bench.measure.results import Results, load_results
+from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving
 from bench.measure.writes import (
     CEILING,
@@ -222,12 +222,14 @@ def test_a_bad_write_changes_nothing(written: tuple[str, Loader, Any]) -> None:
     assert canonical_set(loader.read_back(target)) == before, store
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("store", ["memory", "bdb"])
 def test_a_store_without_writes_says_why(store: str, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot be written while serving: .+"):
         get_loader(store).writer(tmp_path)
 
 
+@pytest.mark.check
 def test_the_cycle_leaves_its_last_record_and_zone() -> None:
     cycle = WriteCycle([ORIGIN, OTHER])
     for _ in range(12):
@@ -238,6 +240,7 @@ def test_the_cycle_leaves_its_last_record_and_zone() -> None:
     assert (_n("wr"), "A") in questions and (_n("w0.wr"), "A") in questions
 
 
+@pytest.mark.check
 def test_an_update_message_makes_one_record_change() -> None:
     www = make_record(_n("www"), 300, "A", "192.0.2.1")
     new = make_record(_n("www"), 300, "A", "192.0.2.3")
@@ -250,6 +253,7 @@ def test_an_update_message_makes_one_record_change() -> None:
         change_message(Change(DELETE_ZONE, OTHER), Signer())
 
 
+@pytest.mark.check
 def test_a_cycle_of_updates_changes_records_only() -> None:
     cycle = WriteCycle([ORIGIN, OTHER], zone_kinds=False)
     kinds = [c.kind for c in _write(cycle, 9)]
@@ -265,6 +269,7 @@ def _write(cycle: WriteCycle, count: int) -> list[Change]:
     return made
 
 
+@pytest.mark.check
 def test_a_followed_record_or_zone_is_not_deleted_until_seen() -> None:
     """An answer after a record's delete looks like one before its add: the record the
     sampler follows is kept, and the next oldest goes in its turn."""
@@ -286,6 +291,7 @@ def test_a_followed_record_or_zone_is_not_deleted_until_seen() -> None:
     assert (cycle3[4].kind, cycle3[4].zone) == (DELETE_ZONE, cycle.changes[2].zone)
 
 
+@pytest.mark.check
 def test_cpu_per_read_counts_only_the_steps_window() -> None:
     """CPU metered to the end of the step, not to the sampler's last poll, over the reads
     answered; a run from before the window was recorded gives none."""
@@ -347,7 +353,7 @@ def _bench_writes(run_root: Path, servers: list[str], out: Path, *extra: str) ->
                      "--generate", "10", "--records", "5", "--queries", "100",
                      "--out", str(out), *extra)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = load_results(out / "results.json")
+    results = load_results(out)
     results.meta["markdown"] = (out / "results.md").read_text()
     return results
 
@@ -440,14 +446,15 @@ def test_ctrl_c_during_a_step_leaves_nothing_running(run_root: Path) -> None:
                        "--out", str(root / "out"))
     interrupt_when(proc, lambda: any(root.rglob("recording-*")))
     assert processes_under(root) == []
-    assert not (root / "out" / "results.json").exists()
+    assert not has_results(root / "out")
 
 
+@pytest.mark.check
 def test_read_share_of_a_committed_breaking_point() -> None:
     capacity = REPO_ROOT / "docs" / "results" / "capacity-2026-11-26"
     args = build_parser().parse_args(["writes", "--read-share", "0.5", "--capacity",
                                       str(capacity), "--threads", "1"])
-    curve = next(c for c in load_results(capacity / "results.json").capacity
+    curve = next(c for c in load_results(capacity).capacity
                  if c.server == "pg" and c.threads == 1)
     point = curve.breaking_point()
     assert point is not None
@@ -456,6 +463,7 @@ def test_read_share_of_a_committed_breaking_point() -> None:
         read_rates([get_server("mysql")], args, 1000)
 
 
+@pytest.mark.check
 def test_final_zones_are_the_model_after_the_changes() -> None:
     def stream() -> Iterator[Zone]:
         yield from (_zone(ORIGIN), _zone(OTHER))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from collections import Counter
@@ -16,6 +15,7 @@ from base.errors import UserError
 from base.process import new_run_dir
 from bench.load.fuzz import KINDS, Crash, FuzzOutcome, Packet, fuzz_packets, send_packets
 from bench.measure import metadata
+from bench.measure.results import write_results_file
 from bench.measure.serving import serving
 from bench.verify.compare import Comparison, compare_servers, references_for
 from servers import DnsServer, selected_servers
@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="the packets' seed, default 1 (the same seed sends the same packets)")
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--out", type=Path,
-                   help="also write results.json (the run's metadata and each server's "
+                   help="also write results.json.xz (the run's metadata and each server's "
                         "outcome) and results.md (what was printed) into this directory")
     p.set_defaults(func=run)
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
 def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
                   results: dict[str, Comparison], said: Transcript) -> None:
-    """results.json: the metadata, each server's outcome and its answers afterwards (counts);
+    """results.json.xz: the metadata, each server's outcome and its answers afterwards (counts);
     results.md: the lines printed, under the metadata that says where they come from."""
     out.mkdir(parents=True, exist_ok=True)
     servers = {name: {**dataclasses.asdict(outcome),
@@ -100,8 +100,7 @@ def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
                           "driver_differences": results[name].driver_differences,
                           "classes": dict(results[name].classes)}}
                for name, outcome in outcomes.items()}
-    (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers},
-                                                 indent=1) + "\n")
+    write_results_file({"meta": meta, "servers": servers}, out)
     dirty = " (uncommitted changes)" if meta["git_dirty"] else ""
     head = [f"# bench fuzz, {meta['date']}", "",
             f"`python3 -m bench {' '.join(meta['argv'])}` at commit "

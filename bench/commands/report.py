@@ -12,7 +12,8 @@ from bench.report.write import write_report
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="re-render results.md and the plots of a results "
                                       "directory, and print the markdown")
-    p.add_argument("directory", type=Path, help="a directory holding results.json")
+    p.add_argument("directory", type=Path,
+                   help="a directory holding results.json.xz (or an older results.json)")
     p.set_defaults(func=run)
 
 

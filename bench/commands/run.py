@@ -59,7 +59,8 @@ from zonedata.signing import ALGORITHM
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the benchmark and write results.json, results.md, plots")
+    p = sub.add_parser("run", help="run the benchmark and write results.json.xz, results.md, "
+                                   "plots")
     add_run_options(p)
     # Not the data options' --signed ("the --zones directory is signed already"): here the
     # data is unsigned and signed by the command, hence dests of their own.

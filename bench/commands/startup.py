@@ -12,8 +12,8 @@ from base.paths import REPO_ROOT
 from base.process import new_run_dir
 from bench.commands import add_out_option, positive_counts, progress
 from bench.measure import metadata
-from bench.measure.results import Results, StartupPoint, load_results, save_results
-from bench.measure.startup import measure_count
+from bench.measure.results import Results, load_results, save_results
+from bench.measure.startup import StartupPoint, measure_count
 from bench.report.write import write_report
 from servers import selected_servers
 

@@ -111,7 +111,7 @@ def read_rates(servers: list[ServerKind], args: argparse.Namespace,
         return {server.name: common for server in servers}
     if args.capacity is None or not 0 < args.read_share <= 1:
         raise UserError("--read-share F needs 0 < F <= 1 and --capacity DIR")
-    curves = load_results(args.capacity / "results.json").capacity
+    curves = load_results(args.capacity).capacity
     rates = {}
     for server in servers:
         curve = next((c for c in curves if c.server == server.name

@@ -27,7 +27,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import UserError
@@ -136,13 +136,6 @@ class DnsperfRun:
     def loss_fraction(self) -> float:
         """Lost queries over sent ones (interrupted ones were still in flight, not lost)."""
         return self.queries_lost / self.queries_sent if self.queries_sent else 0.0
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> DnsperfRun:
-        return cls(**data)
 
 
 def duration_of(argv: Sequence[str]) -> float | None:

@@ -42,12 +42,14 @@ import re
 import statistics
 import threading
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 from base.errors import UserError
 from bench.load import dnsperf, resperf
 from bench.load.prober import LatencyStats
+from bench.measure.serial import RENAMED_SERVER, Section
 from servers import kernel_rmem_max
 
 # The offered rates, in % of the closed-loop maximum (the issue's and seed 001's range).
@@ -135,7 +137,7 @@ def parse_steps(text: str) -> tuple[float, ...]:
     return tuple(sorted(set(steps)))
 
 
-@dataclass
+@dataclass(kw_only=True)  # keywords only: `run` can come last, where results.json has it
 class Step:
     """One offered rate held for the step's duration."""
 
@@ -154,7 +156,6 @@ class Step:
     udp_rcvbuf_errors: int | None
     reply_mbit_s: float           # response octets per second, as seed 002 reports it
     burst: bool                   # a second of responses above the target (dnsperf 2.10)
-    run: dnsperf.DnsperfRun       # dnsperf's own report (per-query lines left out)
     repeat: int = 0               # which of the STEP_REPEATS measurements of this load
     # The drops above per socket: the server's, the load generator's, and the rest.
     socket_drops: SocketDrops | None = None
@@ -163,6 +164,9 @@ class Step:
     # run time, which holds the wait for the last answers too: __post_init__ recomputes them
     # from the raw counts and the -l of dnsperf's command line).
     duration_s: float | None = None
+    run: dnsperf.DnsperfRun       # dnsperf's own report (per-query lines left out)
+
+    json_absent: ClassVar[dict[str, Any]] = {"udp_rcvbuf_errors": None}  # files before it
 
     def __post_init__(self) -> None:
         if self.duration_s is None:
@@ -186,19 +190,6 @@ class Step:
         """"held" (at least `answered` of what was sent answered) or "lost"; "not offered"
         when the load generator fell short and the server dropped nothing at its sockets."""
         return judged(self.offered, self.server_dropped, self.answered_fraction, answered)
-
-    def to_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(self).items() if k not in ("run", "socket_drops")},
-                "socket_drops": None if self.socket_drops is None else
-                asdict(self.socket_drops),
-                "run": self.run.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Step:
-        drops = data.get("socket_drops")
-        return cls(**{"udp_rcvbuf_errors": None, **data,
-                      "socket_drops": None if drops is None else SocketDrops(**drops),
-                      "run": dnsperf.DnsperfRun.from_dict(data["run"])})
 
 
 @dataclass
@@ -305,13 +296,6 @@ class LatencyPoint:
     share: float
     step: Step
 
-    def to_dict(self) -> dict:
-        return {"share": self.share, "step": self.step.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LatencyPoint:
-        return cls(data["share"], Step.from_dict(data["step"]))
-
 
 @dataclass
 class Curve:
@@ -330,6 +314,8 @@ class Curve:
     # The server's receive-buffer setting and what its sockets got (ReceiveBuffer.record()).
     receive_buffer: dict | None = None
 
+    json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+
     def levels(self) -> list[Level]:
         return levels_of(self.steps)
 
@@ -347,29 +333,9 @@ class Curve:
             return None
         return min(self.steps, key=lambda s: abs(s.offered_qps - qps))
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "threads": self.threads,
-                "connections": self.connections, "closed_loop_qps": self.closed_loop_qps,
-                "steps": [s.to_dict() for s in self.steps],
-                "common_rate_step": (None if self.common_rate_step is None
-                                     else self.common_rate_step.to_dict()),
-                "resperf": None if self.resperf is None else self.resperf.to_dict(),
-                "error": self.error,
-                "latency_points": [p.to_dict() for p in self.latency_points],
-                "receive_buffer": self.receive_buffer}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Curve:
-        d = dict(data)
-        if "driver" in d:  # written before the suite called it a server (up to 2026-11-25)
-            d["server"] = d.pop("driver")
-        d["steps"] = [Step.from_dict(s) for s in d.get("steps", [])]
-        common = d.get("common_rate_step")
-        d["common_rate_step"] = None if common is None else Step.from_dict(common)
-        ramp = d.get("resperf")
-        d["resperf"] = None if ramp is None else resperf.ResperfRun.from_dict(ramp)
-        d["latency_points"] = [LatencyPoint.from_dict(p) for p in d.get("latency_points", [])]
-        return cls(**d)
+# results.json's "capacity": one curve per (server, threads).
+SECTION = Section("capacity", list[Curve], always=True)
 
 
 def latency_figures(answered_s: list[float], lost: int,

@@ -46,13 +46,15 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import drop_page_cache
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
+from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore
 from servers import DnsServer, ServerKind
 
@@ -282,24 +284,6 @@ class ServerFaults:
     def sent(self) -> int:
         return sum(s.sent for s in self.seconds)
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "status": self.status, "error": self.error,
-                "threads": self.threads, "baseline_share": self.baseline_share,
-                "steady_p99_us": self.steady_p99_us,
-                "steady_settled_share": self.steady_settled_share,
-                "seconds": [asdict(s) for s in self.seconds],
-                "faults": [asdict(f) for f in self.faults]}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerFaults:
-        return cls(server=data["server"], status=data.get("status", "ok"),
-                   error=data.get("error"), threads=data.get("threads", 1),
-                   baseline_share=data.get("baseline_share"),
-                   steady_p99_us=data.get("steady_p99_us"),
-                   steady_settled_share=data.get("steady_settled_share"),
-                   seconds=[Second(**s) for s in data.get("seconds", [])],
-                   faults=[FaultResult(**f) for f in data.get("faults", [])])
-
 
 @dataclass
 class Faults:
@@ -314,20 +298,14 @@ class Faults:
     script: list[str] = field(default_factory=list)  # Fault.text of each line
     servers: list[ServerFaults] = field(default_factory=list)
 
+    json_absent: ClassVar[dict[str, Any]] = {"profile": "", "dataset": ""}  # when left out
+
     def server(self, name: str) -> ServerFaults | None:
         return next((s for s in self.servers if s.server == name), None)
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "qps": self.qps, "duration_s": self.duration_s,
-                "timeout_s": self.timeout_s, "profile": self.profile, "dataset": self.dataset,
-                "script": list(self.script), "servers": [s.to_dict() for s in self.servers]}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Faults:
-        return cls(method=data["method"], qps=data["qps"], duration_s=data["duration_s"],
-                   timeout_s=data["timeout_s"], profile=data.get("profile", ""),
-                   dataset=data.get("dataset", ""), script=list(data.get("script", [])),
-                   servers=[ServerFaults.from_dict(s) for s in data.get("servers", [])])
+# results.json's "faults": written by `faults` only.
+SECTION = Section("faults", Faults | None)
 
 
 # --- the recording, second by second and fault by fault -------------------------------------

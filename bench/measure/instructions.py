@@ -27,14 +27,15 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dns.exception
 import dns.query
 
 from base.errors import UserError
+from bench.measure.serial import Derived, Section
 from bench.measure.serving import LoadedStore
 from servers import DnsServer, ServerKind, non_recursive_query
 
@@ -90,6 +91,12 @@ class Repeat:
     named: Counted
     database: Counted | None = None
 
+    # The per-query figures, written for readers of the file.
+    json_derived: ClassVar[Derived] = {
+        "named_per_query": lambda r: r.named_per_query,
+        "database_per_query": lambda r: r.database_per_query,
+        "total_per_query": lambda r: r.total_per_query}
+
     def per_query(self, counted: Counted | None) -> float | None:
         """Instructions per answered query of one process: the query window less the idle
         window's rate over the query window's length."""
@@ -112,19 +119,6 @@ class Repeat:
         if named is None:
             return None
         return named + (database or 0.0)
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "named_per_query": self.named_per_query,
-                "database_per_query": self.database_per_query,
-                "total_per_query": self.total_per_query}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Repeat:
-        database = data.get("database")
-        return cls(sent=data["sent"], answered=data["answered"],
-                   idle_seconds=data["idle_seconds"], query_seconds=data["query_seconds"],
-                   named=Counted(**data["named"]),
-                   database=None if database is None else Counted(**database))
 
 
 def mean(values: Sequence[float | None]) -> float | None:
@@ -151,6 +145,9 @@ class ServerInstructions:
     error: str | None = None
     repeats: list[Repeat] = field(default_factory=list)
 
+    json_derived: ClassVar[Derived] = {
+        "agreement": lambda s: {w: s.agreement(w) for w in ("named", "database", "total")}}
+
     def figures(self, which: str) -> list[float | None]:
         """Per-repeat instructions per query: which is "named", "database" or "total"."""
         return [getattr(r, f"{which}_per_query") for r in self.repeats]
@@ -165,19 +162,6 @@ class ServerInstructions:
     def unanswered(self) -> int:
         return sum(r.sent - r.answered for r in self.repeats)
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "database": self.database,
-                "database_counted": self.database_counted, "status": self.status,
-                "error": self.error, "repeats": [r.to_dict() for r in self.repeats],
-                "agreement": {w: self.agreement(w) for w in ("named", "database", "total")}}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerInstructions:
-        return cls(server=data["server"], database=data["database"],
-                   database_counted=data.get("database_counted", False),
-                   status=data.get("status", "ok"), error=data.get("error"),
-                   repeats=[Repeat.from_dict(r) for r in data.get("repeats", [])])
-
 
 @dataclass
 class Instructions:
@@ -191,20 +175,14 @@ class Instructions:
     dataset: str
     servers: list[ServerInstructions] = field(default_factory=list)
 
+    json_absent: ClassVar[dict[str, Any]] = {"dataset": ""}  # when left out
+
     def server(self, name: str) -> ServerInstructions | None:
         return next((s for s in self.servers if s.server == name), None)
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "valgrind": self.valgrind, "queries": self.queries,
-                "queries_sha256": self.queries_sha256, "idle_seconds": self.idle_seconds,
-                "dataset": self.dataset, "servers": [s.to_dict() for s in self.servers]}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Instructions:
-        return cls(method=data["method"], valgrind=data["valgrind"], queries=data["queries"],
-                   queries_sha256=data["queries_sha256"], idle_seconds=data["idle_seconds"],
-                   dataset=data.get("dataset", ""),
-                   servers=[ServerInstructions.from_dict(s) for s in data.get("servers", [])])
+# results.json's "instructions": written by `instructions` only.
+SECTION = Section("instructions", Instructions | None)
 
 
 # --- counting --------------------------------------------------------------------------------

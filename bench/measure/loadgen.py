@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.measure.results import Cell
+from bench.measure.cells import Cell
 from bench.measure.stats import Interval, median_interval
 
 GENERATOR_ON, GENERATOR_OFF = 0.85, 0.75       # of dnsperf's one core

@@ -26,9 +26,10 @@ from base.errors import UserError
 from bench.load import prober
 from bench.load.dnsperf import DnsperfRun
 from bench.measure import accounting, stats
+from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
 from bench.measure.loadgen import generator_limit
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, FreshStart, QpsSummary, Results, RoundRun, save_results
+from bench.measure.results import Results, save_results
 from bench.measure.runner import (
     Measuring,
     Phase,

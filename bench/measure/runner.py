@@ -30,8 +30,10 @@ from base.transports import TlsFiles, self_signed
 from bench.load import dnsperf, prober, resperf
 from bench.load.hosts import LoadHost
 from bench.measure import accounting, capacity, stats
+from bench.measure.cells import Cell, QpsSummary
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, QpsSummary, Results, save_results
+from bench.measure.results import Results, save_results
+from bench.measure.serial import to_json
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
@@ -701,18 +703,23 @@ class Runner:
         return elapsed if seen else None
 
 
-# The method of one cell, in order (docs/method/run.md). Expected seconds drive the
-# progress estimate only; a few seconds of set-up are the measured order of each fixed step.
-PHASES: tuple[Phase, ...] = (
-    Phase("startup", lambda p: 2.0, Runner.start_server),
-    Phase("checking answers against the reference", lambda p: 1.0 + p.check_queries * 0.002,
-          Runner.check_answers),
-    Phase("warm-up", lambda p: p.warmup_s, Runner.warm_up),
-    Phase("unloaded latency", lambda p: p.probes * 0.0005, Runner.unloaded_latency),
-    Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps),
-    Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002, Runner.loaded_latency),
-    Phase("update visibility", lambda p: 0.3 * p.update_repeats, Runner.update_visibility),
-)
+# The phases of a cell, each by name: every command picks its own by name (never by
+# position in PHASES). Expected seconds drive the progress estimate only; a few seconds of
+# set-up are the measured order of each fixed step.
+STARTUP = Phase("startup", lambda p: 2.0, Runner.start_server)
+CHECK_ANSWERS = Phase("checking answers against the reference",
+                      lambda p: 1.0 + p.check_queries * 0.002, Runner.check_answers)
+WARM_UP = Phase("warm-up", lambda p: p.warmup_s, Runner.warm_up)
+UNLOADED_LATENCY = Phase("unloaded latency", lambda p: p.probes * 0.0005,
+                         Runner.unloaded_latency)
+MEASURE_QPS = Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps)
+LOADED_LATENCY = Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002,
+                       Runner.loaded_latency)
+UPDATE_VISIBILITY = Phase("update visibility", lambda p: 0.3 * p.update_repeats,
+                          Runner.update_visibility)
+# `run`'s method of one cell, in order (docs/method/run.md).
+PHASES: tuple[Phase, ...] = (STARTUP, CHECK_ANSWERS, WARM_UP, UNLOADED_LATENCY, MEASURE_QPS,
+                             LOADED_LATENCY, UPDATE_VISIBILITY)
 
 # The flood phase: the normal traffic's offered rate, as a share of the cell's closed-loop
 # maximum (half: a load the server carries with room to spare, so what changes under the flood
@@ -730,8 +737,8 @@ def flood_record(rate: float, normal: float, without: capacity.Step, flooded: ca
     whole run (which starts about a second before the normal step and ends with it)."""
     sent = flood_run.queries_sent
     return {"flood_rate_qps": rate, "normal_target_qps": normal,
-            "without_flood": without.to_dict(), "with_flood": flooded.to_dict(),
-            "flood_run": {**flood_run.to_dict(), "stdout": ""},
+            "without_flood": to_json(without), "with_flood": to_json(flooded),
+            "flood_run": {**to_json(flood_run), "stdout": ""},
             "flood_offered_qps": sent / flood_run.run_time_s if flood_run.run_time_s else None,
             "flood_answered_share": flood_run.queries_completed / sent if sent else None}
 
@@ -741,7 +748,8 @@ CAPACITY_SWEEP = Phase("capacity sweep", lambda p: len(capacity.DEFAULT_STEPS)
                        + (len(capacity.LATENCY_SHARES) + 1) * (p.step_s + 3)
                        + p.resperf_ramp_s + 2, Runner.capacity_sweep)
 # `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
-CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
+CAPACITY_PHASES: tuple[Phase, ...] = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS,
+                                      CAPACITY_SWEEP)
 
 
 # What a --target cell cannot measure, and why: results.json and the report say so instead of
@@ -767,21 +775,22 @@ def for_target(phases: Sequence[Phase]) -> tuple[Phase, ...]:
     it serves every zone, its answers checked against the reference's collected beforehand,
     QPS without its CPU and memory, and no update visibility (the suite wrote no store it
     reads)."""
-    swap = {Runner.start_server: REACH_TARGET, Runner.check_answers: CHECK_TARGET_ANSWERS,
-            Runner.measure_qps: dataclasses.replace(_phase(Runner.measure_qps),
-                                                    run=Runner.measure_target_qps)}
-    return tuple(swap.get(p.run, p) for p in phases if p.run is not Runner.update_visibility)
+    swap = {STARTUP: REACH_TARGET, CHECK_ANSWERS: CHECK_TARGET_ANSWERS,
+            MEASURE_QPS: dataclasses.replace(MEASURE_QPS, run=Runner.measure_target_qps)}
+    return tuple(swap.get(p, p) for p in phases if p is not UPDATE_VISIBILITY)
 
 
-def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
-    return next(p for p in PHASES if p.run is run)
+def inserted_after(phases: Sequence[Phase], before: Phase, phase: Phase) -> tuple[Phase, ...]:
+    """phases with `phase` right after `before` (which must be among them)."""
+    at = list(phases).index(before) + 1
+    return (*phases[:at], phase, *phases[at:])
 
 
 def phases_of(profile: Profile) -> tuple[Phase, ...]:
     """`run`'s phases; a profile with capacity sweeps after the loaded latency."""
     if not profile.capacity:
         return PHASES
-    return (*PHASES[:6], CAPACITY_SWEEP, *PHASES[6:])
+    return inserted_after(PHASES, LOADED_LATENCY, CAPACITY_SWEEP)
 
 
 def wait_for_txt(named: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:

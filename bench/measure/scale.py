@@ -31,10 +31,23 @@ from typing import Any
 from base.errors import UserError
 from bench.load import prober
 from bench.measure import metadata
+from bench.measure.cells import Cell
 from bench.measure.loading import LoadStats
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Results, SizeCell, save_results
-from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setup, pin_processes
+from bench.measure.results import Results, save_results
+from bench.measure.runner import (
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    UNLOADED_LATENCY,
+    WARM_UP,
+    Measuring,
+    Phase,
+    Profile,
+    Runner,
+    Setup,
+    pin_processes,
+)
+from bench.measure.scale_cells import SizeCell
 from bench.measure.serving import LoadedStore
 from bench.measure.startup import by_store, disk_usage, load_in_child
 from loaders.loader import Loader
@@ -287,19 +300,14 @@ def check_rcodes(cell: Cell, kinds: Mapping[str, float], threshold: float) -> No
                       f"for {100 * nxdomain_share:.1f}%")
 
 
-def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
-    return next(p for p in PHASES if p.run is run)
-
-
 # `run`'s method without the answer check against native BIND (check_rcodes instead) and
 # without update visibility (not a question of data size).
 SCALE_PHASES: tuple[Phase, ...] = (
     Phase("cold start", lambda p: 2.0, ScaleRunner.start_cold),
-    _phase(Runner.warm_up),
-    _phase(Runner.unloaded_latency),
-    Phase("QPS and cache", _phase(Runner.measure_qps).expected_s,
-          ScaleRunner.measure_qps_and_cache),
-    _phase(Runner.loaded_latency),
+    WARM_UP,
+    UNLOADED_LATENCY,
+    Phase("QPS and cache", MEASURE_QPS.expected_s, ScaleRunner.measure_qps_and_cache),
+    LOADED_LATENCY,
 )
 
 

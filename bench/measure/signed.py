@@ -20,18 +20,31 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable
 
 import dns.exception
 import dns.flags
 import dns.message
 import dns.query
 
+from bench.measure.cells import Cell
 from bench.measure.datasets import Stream
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Results, SignedCell, save_results
-from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setup
+from bench.measure.results import Results, save_results
+from bench.measure.runner import (
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    STARTUP,
+    UNLOADED_LATENCY,
+    WARM_UP,
+    Measuring,
+    Phase,
+    Profile,
+    Runner,
+    Setup,
+)
 from bench.measure.serving import LoadedStore
+from bench.measure.signed_cells import SignedCell
 from bench.measure.startup import disk_usage
 from servers import ServerKind
 
@@ -111,14 +124,8 @@ class SignedRunner(Runner):
             variant.run_server(server)
 
 
-def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
-    return next(p for p in PHASES if p.run is run)
-
-
 # run's phases up to the loaded latency, then the reply check (module docstring).
 SIGNED_PHASES: tuple[Phase, ...] = (
-    *(_phase(run) for run in (Runner.start_server, Runner.check_answers, Runner.warm_up,
-                              Runner.unloaded_latency, Runner.measure_qps,
-                              Runner.loaded_latency)),
+    STARTUP, CHECK_ANSWERS, WARM_UP, UNLOADED_LATENCY, MEASURE_QPS, LOADED_LATENCY,
     Phase("reply sizes", lambda p: 0.5 + p.check_queries * 0.001, VariantRunner.reply_sizes),
 )

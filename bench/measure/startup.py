@@ -16,13 +16,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.measure.accounting import peak_rss_kb
-from bench.measure.results import StartupPoint
+from bench.measure.serial import RENAMED_SERVER, Section
 from loaders.loader import Loader
 from servers import ServerKind, get_server
 from zonedata.generator import zone_name
@@ -31,6 +32,29 @@ from zonedata.model import name_key
 Report = Callable[[str], None]
 # How often named is asked for the last zone while it starts (a query costs it microseconds).
 POLL_SECONDS = 0.002
+
+
+@dataclass
+class StartupPoint:
+    """Startup of named with one driver over a store holding `zones` zones."""
+
+    server: str
+    zones: int
+    startup_ms: float | None = None
+    named_rss_kb: int | None = None
+    store_bytes: int | None = None
+    status: str = "ok"
+    error: str | None = None
+    # The store's load at this zone count (shared by the variants of one store).
+    load_seconds: float | None = None
+    records_per_second: float | None = None
+    loader_rss_kb: int | None = None
+
+    json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+
+
+# results.json's "startup_scaling": one point per (server, zone count).
+SECTION = Section("startup_scaling", list[StartupPoint], always=True)
 
 
 def disk_usage(path: Path) -> int:

@@ -36,7 +36,7 @@ import math
 import statistics
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import TypeVar
 
@@ -71,13 +71,6 @@ class Interval:
     def meets(self, target: float) -> bool:
         width = self.half_width
         return width is not None and width <= target
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Interval:
-        return cls(**data)
 
 
 def order_statistic_ranks(n: int, level: float = LEVEL) -> tuple[int, int] | None:

@@ -27,11 +27,24 @@ from base.latency_proxy import LatencyProxy
 from base.netns import DatabaseHost
 from base.process import free_port
 from bench.load import dnsperf, prober
+from bench.measure.cells import Cell
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
-from bench.measure.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
+from bench.measure.results import Results, save_results
+from bench.measure.runner import (
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    STARTUP,
+    WARM_UP,
+    Profile,
+    Runner,
+    Setup,
+    clients_for,
+    pin_processes,
+)
 from bench.measure.serving import LoadedStore, loaded_store
+from bench.measure.tuning import Recommendation, ScalePoint, Tuning
 from servers import DnsServer
 
 # A setting is as good as the best when its QPS is within this fraction of the best's.
@@ -40,9 +53,7 @@ DB_HOSTS = ("local", "netns")
 
 # The runner's phases a grid cell runs: update visibility and unloaded latency say nothing
 # about the thread and connection counts.
-GRID_PHASES = tuple(p for p in PHASES if p.run in (
-    Runner.start_server, Runner.check_answers, Runner.warm_up, Runner.measure_qps,
-    Runner.loaded_latency))
+GRID_PHASES = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS, LOADED_LATENCY)
 
 
 @dataclass(frozen=True, kw_only=True)

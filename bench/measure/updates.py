@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import dns.message
 import dns.name
@@ -41,6 +42,7 @@ from base.updates import TsigKey, UpdateAccess
 from bench.load import updates as sender
 from bench.load.updates import PhaseResult, Signer
 from bench.measure import accounting, stats
+from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.compare import Comparison
 from bench.verify.updates import compare_with_native, soa_serial, still_present, zone_state
@@ -122,15 +124,6 @@ class Repeat:
         cpu = self.add.client_cpu_s + self.delete.client_cpu_s
         return self.seconds > 0 and cpu >= SENDER_BOUND_SHARE * self.seconds
 
-    def to_dict(self) -> dict:
-        return {"round": self.round, "add": asdict(self.add), "delete": asdict(self.delete),
-                "server_cpu_s": self.server_cpu_s, "db_cpu_s": self.db_cpu_s}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Repeat:
-        return cls(data["round"], PhaseResult(**data["add"]), PhaseResult(**data["delete"]),
-                   data.get("server_cpu_s"), data.get("db_cpu_s"))
-
 
 @dataclass
 class UpdateCell:
@@ -162,26 +155,6 @@ class UpdateCell:
 
     def by_round(self) -> dict[int, float]:
         return {r.round: rate for r in self.repeats if (rate := r.records_per_s) is not None}
-
-    def to_dict(self) -> dict:
-        def interval(value: stats.Interval | None) -> dict | None:
-            return None if value is None else value.to_dict()
-        return {"server": self.server, "batch": self.batch, "tsig": self.tsig,
-                "status": self.status, "error": self.error,
-                "repeats": [r.to_dict() for r in self.repeats],
-                "records_per_s": interval(self.records_per_s),
-                "messages_per_s": interval(self.messages_per_s),
-                "ratio_to_native": interval(self.ratio_to_native),
-                "cpu_us_per_record": self.cpu_us_per_record}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> UpdateCell:
-        def interval(value: dict | None) -> stats.Interval | None:
-            return None if value is None else stats.Interval.from_dict(value)
-        return cls(data["server"], data["batch"], data["tsig"], data.get("status", "ok"),
-                   data.get("error"), [Repeat.from_dict(r) for r in data.get("repeats", [])],
-                   interval(data.get("records_per_s")), interval(data.get("messages_per_s")),
-                   interval(data.get("ratio_to_native")), data.get("cpu_us_per_record", {}))
 
 
 @dataclass
@@ -216,13 +189,6 @@ class ServerCheck:
         return (self.wrong_key in sender.REFUSALS and self.no_key in sender.REFUSALS
                 and not self.refused_left)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerCheck:
-        return cls(**data)
-
 
 @dataclass
 class Updates:
@@ -241,6 +207,8 @@ class Updates:
     cells: list[UpdateCell] = field(default_factory=list)
     checks: list[ServerCheck] = field(default_factory=list)
 
+    json_absent: ClassVar[dict[str, Any]] = {"threads": 1}  # when left out
+
     def cell(self, server: str, batch: int, tsig: bool) -> UpdateCell | None:
         return next((c for c in self.cells
                      if (c.server, c.batch, c.tsig) == (server, batch, tsig)), None)
@@ -251,21 +219,9 @@ class Updates:
     def check(self, server: str) -> ServerCheck | None:
         return next((c for c in self.checks if c.server == server), None)
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "profile": self.profile, "dataset": self.dataset,
-                "senders": self.senders, "records": self.records,
-                "batch_sizes": list(self.batch_sizes), "open_zone": self.open_zone,
-                "keyed_zone": self.keyed_zone, "threads": self.threads,
-                "rounds_done": self.rounds_done, "cells": [c.to_dict() for c in self.cells],
-                "checks": [c.to_dict() for c in self.checks]}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Updates:
-        return cls(data["method"], data["profile"], data["dataset"], data["senders"],
-                   data["records"], list(data["batch_sizes"]), data["open_zone"],
-                   data["keyed_zone"], data.get("threads", 1), data.get("rounds_done", 0),
-                   [UpdateCell.from_dict(c) for c in data.get("cells", [])],
-                   [ServerCheck.from_dict(c) for c in data.get("checks", [])])
+# results.json's "updates": written by `updates` only.
+SECTION = Section("updates", Updates | None)
 
 
 # --- the figures -----------------------------------------------------------------------------

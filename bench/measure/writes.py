@@ -32,9 +32,9 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dns.exception
 import dns.flags
@@ -51,6 +51,7 @@ from base.updates import TsigKey, UpdateAccess
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
 from bench.load.updates import UpdateWriter
 from bench.measure.accounting import CpuMeter, us_per_query
+from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
@@ -366,18 +367,6 @@ class ServerWrites:
         rates = list(dict.fromkeys(run.rate for run in self.runs))
         return [summarize(rate, [r for r in self.runs if r.rate == rate]) for rate in rates]
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "status": self.status, "error": self.error,
-                "read_qps": self.read_qps, "runs": [asdict(r) for r in self.runs],
-                "checked": self.checked, "differing": list(self.differing)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerWrites:
-        return cls(server=data["server"], status=data.get("status", "ok"),
-                   error=data.get("error"), read_qps=data.get("read_qps", 0.0),
-                   runs=[StepRun(**r) for r in data.get("runs", [])],
-                   checked=data.get("checked", 0), differing=list(data.get("differing", [])))
-
 
 @dataclass
 class Writes:
@@ -389,21 +378,14 @@ class Writes:
     step_s: float
     repeats: int
     rates: list[int] = field(default_factory=list)
-    servers: list[ServerWrites] = field(default_factory=list)
     via: str = VIA_STORE
+    servers: list[ServerWrites] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "profile": self.profile, "dataset": self.dataset,
-                "step_s": self.step_s, "repeats": self.repeats, "rates": list(self.rates),
-                "via": self.via, "servers": [s.to_dict() for s in self.servers]}
+    json_absent: ClassVar[dict[str, Any]] = {"profile": "", "dataset": ""}  # when left out
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Writes:
-        return cls(method=data["method"], profile=data.get("profile", ""),
-                   dataset=data.get("dataset", ""), step_s=data["step_s"],
-                   repeats=data["repeats"], rates=list(data.get("rates", [])),
-                   via=data.get("via", VIA_STORE),
-                   servers=[ServerWrites.from_dict(s) for s in data.get("servers", [])])
+
+# results.json's "writes": written by `writes` only.
+SECTION = Section("writes", Writes | None)
 
 
 def summarize(rate: int, runs: Sequence[StepRun]) -> Step:

@@ -10,6 +10,7 @@ the drops per socket, and the rate as a multiple of native BIND's breaking point
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from bench.measure.capacity import (
     Step,
 )
 from bench.measure.results import Results
+from bench.report.comparing import Comparison, Figure, figure_rows, pairs, same_boot
 from bench.report.format import NONE, fmt_number, legend_or_note, save_figure
 from servers import REFERENCE, report_order
 
@@ -319,3 +321,37 @@ def _plot_slowest(results: Results, path: Path) -> Path:
     ax.set_ylabel("latency (us)")
     ax.set_title("Latency of the slowest queries at the breaking point")
     return _finish(fig, ax, path)
+
+
+# ---------------------------------------------------------------- compare
+
+def _p99_near(share: float) -> Callable[[Curve], float | None]:
+    """p99 of the step nearest `share` of the curve's 95% breaking point."""
+    def figure(curve: Curve) -> float | None:
+        bp = curve.breaking_point()
+        step = curve.step_near(None if bp is None else share * bp)
+        return None if step is None else step.latency_us.get("p99")
+    return figure
+
+
+FIGURES: list[Figure[Curve]] = [
+    Figure("capacity: closed-loop QPS", lambda c: c.closed_loop_qps, rate=True),
+    Figure("capacity: breaking point 5% (QPS)", lambda c: c.breaking_point(UP_TO_THE_TASK),
+           rate=True),
+    Figure("capacity: breaking point 1% (QPS)", lambda c: c.breaking_point(STRICT),
+           rate=True),
+    Figure("capacity: p99 at 50% load (us)", _p99_near(0.5)),
+    Figure("capacity: p99 at 90% load (us)", _p99_near(0.9)),
+    Figure("capacity: resperf max (QPS)",
+           lambda c: None if c.resperf is None else c.resperf.max_qps, rate=True),
+]
+
+
+def compare_capacity(a: Results, b: Results) -> Comparison:
+    """Curves matched by (server, threads)."""
+    matched, only = pairs(a.capacity, b.capacity, lambda c: (c.server, c.threads),
+                          lambda k: f"capacity of {k[0]} at {k[1]} thread(s)")
+    boot = same_boot(a, b)
+    rows = [line for (server, threads), old, new in matched
+            for line in figure_rows(server, threads, FIGURES, old, new, boot)]
+    return Comparison(rows, only)

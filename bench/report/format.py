@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.measure.results import Cell
+from bench.measure.cells import Cell
 
 NONE = "–"
 WARN = "⚠"

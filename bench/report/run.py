@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
+from bench.measure.cells import Cell
 from bench.measure.loadgen import (
     GENERATOR_OFF,
     GENERATOR_ON,
@@ -33,7 +34,8 @@ from bench.measure.loadgen import (
     startup_interval,
 )
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
-from bench.measure.results import Cell, Results, StartupPoint
+from bench.measure.results import SECTIONS, Results
+from bench.measure.startup import StartupPoint
 from bench.measure.stats import Interval, median_interval
 from bench.report.format import (
     NONE,
@@ -536,13 +538,16 @@ def render_startup_scaling(results: Results) -> list[str]:
         markdown_table(header, rows) + [""]
 
 
+# Sections measured over `run`'s cells, which a file of theirs renders as a run's tables; a
+# file holding any other section (and no cells) is that command's alone.
+WITH_CELLS = ("cells", "capacity", "tuning")
+
+
 def has_run_tables(results: Results) -> bool:
-    """Does the file get `run`'s tables: it has cells, or it is none of a `startup`, a
-    `scale`, a `run --signed`, an `instructions`, a `faults`, a `writes` or an `updates` file
-    (whose own sections are all they hold)?"""
-    return bool(results.cells) or not (results.startup_scaling or results.scale
-                                       or results.signed or results.instructions
-                                       or results.faults or results.writes or results.updates)
+    """Does the file get `run`'s tables: it has cells, or no section of a command whose own
+    section is all its file holds (startup, scale, signed, instructions, faults, ...)?"""
+    return bool(results.cells) or not any(getattr(results, key) for key in SECTIONS
+                                          if key not in WITH_CELLS)
 
 
 # ---------------------------------------------------------------- plots

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.measure.results import Results, SizeCell
+from bench.measure.results import Results
+from bench.measure.scale_cells import SizeCell
+from bench.report.comparing import Comparison, Figure, figure_rows, pairs, same_boot, status_row
 from bench.report.format import NONE, fmt_number, markdown_table
 from bench.report.style import driver_style
 from servers import report_order
@@ -175,3 +177,52 @@ def render_scale_plot(results: Results, out_dir: Path) -> list[Path]:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return [path]
+
+
+# ---------------------------------------------------------------- compare
+
+def _cache_share(point: SizeCell) -> float | None:
+    """The database cache's hit ratio (or slapd's resident share), in %."""
+    cache = point.cache or {}
+    share = cache.get("hit_ratio", cache.get("resident_share"))
+    return None if share is None else 100 * share
+
+
+FIGURES: list[Figure[SizeCell]] = [
+    Figure("QPS median", lambda p: p.cell.qps_interval, rate=True),
+    Figure("unloaded p50 (us)", lambda p: _stat(p, "unloaded", "p50_us")),
+    Figure("unloaded p99 (us)", lambda p: _stat(p, "unloaded", "p99_us")),
+    Figure("loaded p99 (us)", _p99),
+    Figure("CPU us/query named", lambda p: p.cell.cpu_us_per_query.get("named")),
+    Figure("CPU us/query db", lambda p: p.cell.cpu_us_per_query.get("db")),
+    Figure("peak RSS named (kB)", lambda p: p.cell.peak_rss_kb.get("named")),
+    Figure("peak RSS db (kB)", lambda p: p.cell.peak_rss_kb.get("db")),
+    Figure("store size (bytes)", lambda p: p.store_bytes),
+    Figure("db cache (% hits or resident)", _cache_share),
+    Figure("load (s)", lambda p: p.load_seconds),
+    Figure("load (records/s)", lambda p: p.records_per_second, rate=True),
+]
+
+
+def _stat(point: SizeCell, kind: str, attr: str) -> float | None:
+    stats = point.cell.latency_unloaded if kind == "unloaded" else point.cell.latency_loaded
+    return None if stats is None else getattr(stats, attr)
+
+
+def compare_scale(a: Results, b: Results) -> Comparison:
+    """Cells matched by (server, zones, records per zone, mix)."""
+    matched, only = pairs(a.scale, b.scale, lambda p: p.key,
+                          lambda k: f"scale of {k[0]} at {_where(*k[1:])}")
+    boot = same_boot(a, b)
+    rows: list[str] = []
+    for (server, zones, records, mix), old, new in matched:
+        place = _where(zones, records, mix)
+        if _status(old) or _status(new):
+            rows.append(status_row(server, place, _status(old) or "ok", _status(new) or "ok"))
+        else:
+            rows += figure_rows(server, place, FIGURES, old, new, boot)
+    return Comparison(rows, only)
+
+
+def _where(zones: int, records: int, mix: str) -> str:
+    return f"{zones:,} x {records:,}, {mix}"

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bench.measure.cells import Cell
 from bench.measure.loadgen import server_cpus, server_us_interval
-from bench.measure.results import Cell, Results
+from bench.measure.results import Results
 from bench.report.format import NONE, Notes, markdown_table, status_text
 from bench.report.run import interval_text, ratio_text
 from servers import REFERENCE, report_order

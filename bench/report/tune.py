@@ -10,7 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.measure.results import Cell, Results, ScalePoint, Tuning
+from bench.measure.cells import Cell
+from bench.measure.results import Results
+from bench.measure.tuning import Recommendation, ScalePoint, Tuning
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    status_row,
+)
 from bench.report.format import (
     NONE,
     Notes,
@@ -130,8 +141,10 @@ def render_cpus(tuning: Tuning) -> list[str]:
 
 
 def render_tuning(results: Results) -> list[str]:
+    """The section, or nothing for a file of another command."""
     tuning = results.tuning
-    assert tuning is not None
+    if tuning is None:
+        return []
     lines = ["## Tuning threads and connections", "", *render_database(tuning), ""]
     lines += render_recommendations(tuning)
     for driver in results.servers():
@@ -148,6 +161,8 @@ def render_tuning(results: Results) -> list[str]:
 # ---------------------------------------------------------------- plots
 
 def render_tune_plots(results: Results, out_dir: Path) -> list[Path]:
+    if results.tuning is None:
+        return []
     return [_plot_heatmap(results, out_dir / HEATMAP), _plot_curves(results, out_dir / CURVES)]
 
 
@@ -207,3 +222,36 @@ def _plot_curves(results: Results, path: Path) -> Path:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+# ---------------------------------------------------------------- compare
+
+POINT: list[Figure[ScalePoint]] = [Figure("QPS", lambda p: p.qps, rate=True)]
+RECOMMENDED: list[Figure[Recommendation]] = [
+    Figure("threads", lambda r: r.threads, decimals=0),
+    Figure("connections", lambda r: r.connections, decimals=0),
+    Figure("QPS", lambda r: r.qps, rate=True),
+    Figure("p99 under load (us)", lambda r: r.p99_us),
+]
+
+
+def compare_tuning(a: Results, b: Results) -> Comparison:
+    """`tune`'s scaling points, matched by (server, kind, count), and its recommendations by
+    server (its grid is cells: bench/report/cells.py compares them)."""
+    if a.tuning is None or b.tuning is None:
+        return Comparison(only=one_sided("tune's scaling and recommendations", a.tuning,
+                                         b.tuning))
+    boot = same_boot(a, b)
+    points, only = pairs(a.tuning.scaling, b.tuning.scaling,
+                         lambda p: (p.server, p.kind, p.count),
+                         lambda k: f"{k[0]} with {k[2]} {k[1]}")
+    rows = [line for (server, kind, count), old, new in points
+            for line in (figure_rows(server, f"{count} {kind}", POINT, old, new, boot)
+                         if old.status == new.status == "ok" else
+                         [status_row(server, f"{count} {kind}", old.status, new.status)])]
+    recommended, only_recommended = pairs(a.tuning.recommendations,
+                                          b.tuning.recommendations, lambda r: r.server,
+                                          lambda server: f"a recommendation for {server}")
+    rows += [line for server, old, new in recommended
+             for line in figure_rows(server, "recommended", RECOMMENDED, old, new, boot)]
+    return Comparison(rows, only + only_recommended)

@@ -10,6 +10,16 @@ from pathlib import Path
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.measure.updates import SENDER_BOUND_SHARE, ServerCheck, UpdateCell, Updates
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    scaled,
+    status_row,
+)
 from bench.report.format import (
     NONE,
     WARN,
@@ -168,3 +178,47 @@ def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
     ax.grid(which="both", alpha=0.3)
     legend_or_note(ax, fontsize=8)
     return [save_figure(fig, out_dir / PLOT)]
+
+
+# ---------------------------------------------------------------- compare
+
+CELL: list[Figure[UpdateCell]] = [
+    Figure("records/s", lambda c: c.records_per_s, rate=True),
+    Figure("messages/s", lambda c: c.messages_per_s, rate=True),
+    Figure(f"% of {REFERENCE}", lambda c: scaled(c.ratio_to_native, 100), decimals=1),
+    Figure("server CPU µs/record", lambda c: c.cpu_us_per_record.get("server")),
+    Figure("database CPU µs/record", lambda c: c.cpu_us_per_record.get("db")),
+]
+CHECK: list[Figure[ServerCheck]] = [
+    Figure("answers as native's", lambda c: c.identical, decimals=0),
+    Figure("answers compared", lambda c: c.compared, decimals=0),
+    Figure("unexplained differences", lambda c: c.unexplained, decimals=0),
+]
+
+
+def compare_updates(a: Results, b: Results) -> Comparison:
+    """Cells matched by (server, records per message, TSIG), the checks after the rounds by
+    server. A ratio to native BIND is within its own run: never under the same-boot rule."""
+    if a.updates is None or b.updates is None:
+        return Comparison(only=one_sided("the updates section", a.updates, b.updates))
+    boot = same_boot(a, b)
+    cells, only = pairs(a.updates.cells, b.updates.cells, lambda c: (c.server, c.batch, c.tsig),
+                        lambda k: f"updates of {k[0]}, {_where(k[1], k[2])}")
+    rows: list[str] = []
+    for (server, batch, tsig), old, new in cells:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, _where(batch, tsig), old.status, new.status))
+        else:
+            rows += figure_rows(server, _where(batch, tsig), CELL, old, new, boot)
+    checks, only_checks = pairs(a.updates.checks, b.updates.checks, lambda c: c.server,
+                                lambda server: f"the checks of {server} after the updates")
+    for server, old, new in checks:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, "after the updates", old.status, new.status))
+        else:
+            rows += figure_rows(server, "after the updates", CHECK, old, new, boot)
+    return Comparison(rows, only + only_checks)
+
+
+def _where(batch: int, tsig: bool) -> str:
+    return f"{batch} record(s)/message, {'TSIG' if tsig else 'no TSIG'}"

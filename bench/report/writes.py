@@ -20,6 +20,16 @@ from bench.measure.writes import (
     Writes,
     rate_text,
 )
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    scaled,
+    status_row,
+)
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
 from bench.report.style import driver_style
@@ -176,3 +186,52 @@ def _visibility_plot(section: Writes, out_dir: Path) -> Path:
     ax.grid(True, alpha=0.3)
     legend_or_note(ax, fontsize=8)
     return save_figure(fig, out_dir / "writes-visibility.png")
+
+
+# ---------------------------------------------------------------- compare
+
+STEP: list[Figure[Step]] = [
+    Figure("writes/s achieved", lambda s: s.write_rate, rate=True, decimals=1),
+    Figure("reads answered/s", lambda s: s.qps, rate=True),
+    Figure("read loss (%)", lambda s: scaled(s.loss, 100), decimals=2),
+    Figure("read p50 (ms)", lambda s: scaled(s.p50_us, 1e-3), decimals=2),
+    Figure("read p99 (ms)", lambda s: scaled(s.p99_us, 1e-3), decimals=2),
+    Figure("read p99.9 (ms)", lambda s: scaled(s.p999_us, 1e-3), decimals=2),
+    Figure("visible p50 (ms)", lambda s: s.visible_p50_ms, decimals=1),
+    Figure("visible p99 (ms)", lambda s: s.visible_p99_ms, decimals=1),
+    Figure("visible max (ms)", lambda s: s.visible_max_ms, decimals=1),
+    Figure("database CPU (% of a core)", lambda s: scaled(s.db_cpu_share, 100), decimals=0),
+    Figure("server CPU (%)", lambda s: scaled(s.server_cpu_share, 100), decimals=0),
+    Figure("writer CPU (%)", lambda s: scaled(s.writer_cpu_share, 100), decimals=0),
+    Figure("server + database CPU per read (us)", lambda s: s.cpu_us_per_read, decimals=0),
+]
+
+
+def compare_writes(a: Results, b: Results) -> Comparison:
+    """Servers matched by name, their steps by write rate offered, when both runs wrote the
+    same way (into the store, or by RFC 2136 updates) at the same read rate: each figure the
+    median over the repeats, "not distinguishable" where both 95% intervals say so."""
+    if a.writes is None or b.writes is None:
+        return Comparison(only=one_sided("the writes section", a.writes, b.writes))
+    if a.writes.via != b.writes.via:
+        return Comparison(only=[f"- writes: A wrote via {a.writes.via}, B via {b.writes.via}: "
+                                "not compared"])
+    servers, only = pairs(a.writes.servers, b.writes.servers, lambda s: s.server,
+                          lambda server: f"writes of {server}")
+    boot = same_boot(a, b)
+    rows: list[str] = []
+    for server, old, new in servers:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, "writes", old.status, new.status))
+        elif old.read_qps != new.read_qps:
+            only.append(f"- writes of {server}: reads offered at {old.read_qps:,.0f}/s in A, "
+                        f"{new.read_qps:,.0f}/s in B: not compared")
+        else:
+            steps, only_steps = pairs(old.steps(), new.steps(), lambda s: s.rate,
+                                      lambda rate, name=server: f"{name} writing "
+                                                                f"{rate_text(rate)}")
+            rows += [line for rate, sa, sb in steps
+                     for line in figure_rows(server, f"writes {rate_text(rate)}", STEP, sa, sb,
+                                             boot)]
+            only += only_steps
+    return Comparison(rows, only)

@@ -466,31 +466,20 @@ bdbhpt_mode_named(const char *name) {
 
 static int
 bdbhpt_init(const struct dlz_args *args, void **state) {
-	const char *mode_name = dlz_arg_str(args, "mode", NULL);
-	const char *home = dlz_arg_str(args, "env", NULL);
-	const struct bdbhpt_mode *mode;
+	const char *mode_name = dlz_arg_text(args, "mode");
+	const char *home = dlz_arg_text(args, "env");
+	long lock_timeout_ms = dlz_arg_int(args, "lock_timeout_ms");
+	const struct bdbhpt_mode *mode = bdbhpt_mode_named(mode_name);
 	char *real, data[PATH_MAX + sizeof(DATA_FILE) + 1];
 	struct bdbhpt_state *s;
 	struct stat st;
 
-	long lock_timeout_ms;
-
-	if (!dlz_arg_long(args, "lock_timeout_ms", DEFAULT_LOCK_TIMEOUT_MS, 1, 600000,
-			  &lock_timeout_ms)) {
-		return DLZ_ERROR;
-	}
-	if (mode_name == NULL || home == NULL) {
-		dlz_log(ISC_LOG_ERROR, "arguments mode=transactional|concurrent|private and "
-				       "env=<environment home> are required");
-		return DLZ_ERROR;
-	}
-	mode = bdbhpt_mode_named(mode_name);
 	if (mode == NULL) {
 		dlz_log(ISC_LOG_ERROR, "mode=%s: expected transactional, concurrent or private",
 			mode_name);
 		return DLZ_ERROR;
 	}
-	if (!mode->shared && dlz_arg_str(args, "update_zones", NULL) != NULL) {
+	if (!mode->shared && dlz_arg_text(args, "update_zones") != NULL) {
 		dlz_log(ISC_LOG_ERROR, "mode=private takes no updates (update_zones): its "
 				       "environment has no locking; use transactional or concurrent");
 		return DLZ_ERROR;
@@ -1361,12 +1350,19 @@ bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	return dlz_bdb_if_zone(bdbhpt_zone_generation(c, zone, gen), DLZ_DENIED);
 }
 
-static const char *const bdbhpt_keys[] = { "mode", "env", "lock_timeout_ms", NULL };
+static const struct dlz_arg_spec bdbhpt_args[] = {
+	DLZ_TEXT_REQUIRED("mode", "transactional, concurrent or private: how the environment is "
+				  "opened, as the loader made it"),
+	DLZ_TEXT_REQUIRED("env", "the environment's home directory"),
+	DLZ_INT("lock_timeout_ms", DEFAULT_LOCK_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a read may wait for a writer's lock"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "bdbhpt",
 	.thread_safe = true,
-	.arg_keys = bdbhpt_keys,
+	.args = bdbhpt_args,
 	.init = bdbhpt_init,
 	.fini = bdbhpt_fini,
 	.connect = bdbhpt_connect,

@@ -95,10 +95,52 @@
 #define DEFAULT_CACHE_KB (64 * 1024)
 #define DEFAULT_CACHE_BOUND_MS 1000
 
-static const char *const core_keys[] = { "connections",  "memo_ms",	     "trace",
-					 "hint_zones",	 "down_interval_ms", "update_zones",
-					 "update_key",	 "update_unsigned",  "cache",
-					 "cache_size_kb", "cache_bound_ms",  NULL };
+/* The arguments every driver takes (update.c reads the three update_ ones). */
+static const struct dlz_arg_spec core_args[] = {
+	DLZ_INT("connections", 1, 1, 4096,
+		"connections to the store, each serving one query at a time (servers/dlz.py "
+		"gives named's worker thread count)"),
+	DLZ_INT("memo_ms", 100, 0, 60000,
+		"ms for which one fetch's rows answer the further lookups of the DNS query it "
+		"was made for"),
+	DLZ_INT("hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
+		"zones per thread whose additional-section names are fetched with the query "
+		"name (0: no hints)"),
+	DLZ_INT("down_interval_ms", DEFAULT_DOWN_INTERVAL_MS, 0, DLZ_MS_MAX,
+		"ms for which a store that timed out or refused a connection is taken for down: "
+		"SERVFAIL at once, one try per interval"),
+	DLZ_YESNO("trace", false,
+		  "log every call from named (findzonedb, lookup, transfers, updates) and every "
+		  "fetch, at level info"),
+	DLZ_TEXT("update_zones",
+		 "Z1,Z2,...: the zones (without the final dot) that take RFC 2136 updates; an "
+		 "error with a store that cannot write"),
+	DLZ_TEXT("update_key",
+		 "the TSIG key (a key statement of named.conf) granted every name in "
+		 "update_zones; any other signer is refused"),
+	DLZ_YESNO("update_unsigned", false,
+		  "unsigned updates are granted too (named lets them through over TCP only)"),
+	DLZ_YESNO("cache", false,
+		  "answer from a cache in named's memory that the store keeps coherent through its "
+		  "change channel (a driver without one refuses it)"),
+	DLZ_INT("cache_size_kb", DEFAULT_CACHE_KB, 64, 1L << 30,
+		"KiB the cache holds at most (its entries, their rows, their slots); CLOCK evicts "
+		"beyond"),
+	DLZ_INT("cache_bound_ms", DEFAULT_CACHE_BOUND_MS, 10, DLZ_MS_MAX,
+		"ms a cached answer may be behind a committed change at most: the cache answers "
+		"only while its channel has shown it is caught up within it"),
+	DLZ_ARGS_END,
+};
+
+const struct dlz_arg_spec *
+dlzbench_core_args(void) {
+	return core_args;
+}
+
+const struct dlz_arg_spec *
+dlzbench_driver_args(void) {
+	return dlz_backend.args;
+}
 
 /*
  * A name a memo answers for, with its ancestors down to the memo's zone: the query name Q
@@ -891,18 +933,9 @@ take_helpers(va_list ap, log_t **log_fn, struct instance *inst) {
 /* cache=yes, cache_size_kb, cache_bound_ms: inst->cache, or NULL when off. */
 static bool
 instance_configure_cache(struct instance *inst) {
-	bool on;
-	long kb, bound_ms;
-
-	if (!dlz_arg_bool(inst->args, "cache", false, &on) ||
-	    !dlz_arg_long(inst->args, "cache_size_kb", DEFAULT_CACHE_KB, 64, 1L << 30, &kb) ||
-	    !dlz_arg_long(inst->args, "cache_bound_ms", DEFAULT_CACHE_BOUND_MS, 10, 600000,
-			  &bound_ms)) {
-		return false;
-	}
-	if (!on) {
-		if (dlz_arg_str(inst->args, "cache_size_kb", NULL) != NULL ||
-		    dlz_arg_str(inst->args, "cache_bound_ms", NULL) != NULL) {
+	if (!dlz_arg_yes(inst->args, "cache")) {
+		if (dlz_arg_given(inst->args, "cache_size_kb") ||
+		    dlz_arg_given(inst->args, "cache_bound_ms")) {
 			dlz_log(ISC_LOG_ERROR, "cache_size_kb and cache_bound_ms need cache=yes");
 			return false;
 		}
@@ -914,7 +947,8 @@ instance_configure_cache(struct instance *inst) {
 			dlz_backend.name);
 		return false;
 	}
-	inst->cache = cache_new((size_t)kb * 1024, bound_ms);
+	inst->cache = cache_new((size_t)dlz_arg_int(inst->args, "cache_size_kb") * 1024,
+				dlz_arg_int(inst->args, "cache_bound_ms"));
 	if (inst->cache == NULL) {
 		dlz_log(ISC_LOG_ERROR, "cannot allocate the cache");
 		return false;
@@ -924,17 +958,13 @@ instance_configure_cache(struct instance *inst) {
 
 static bool
 instance_configure(struct instance *inst) {
-	long connections;
+	long connections = dlz_arg_int(inst->args, "connections");
 
-	if (!dlz_arg_long(inst->args, "down_interval_ms",
-			  dlz_backend.no_io ? 0 : DEFAULT_DOWN_INTERVAL_MS, 0, 600000,
-			  &inst->down_interval_ms) ||
-	    !dlz_arg_long(inst->args, "connections", 1, 1, 4096, &connections) ||
-	    !dlz_arg_long(inst->args, "memo_ms", 100, 0, 60000, &inst->memo_ms) ||
-	    !dlz_arg_long(inst->args, "hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
-			  &inst->hint_zones) ||
-	    !dlz_arg_bool(inst->args, "trace", false, &inst->trace) ||
-	    !instance_configure_cache(inst) ||
+	inst->down_interval_ms = dlz_arg_int(inst->args, "down_interval_ms");
+	inst->memo_ms = dlz_arg_int(inst->args, "memo_ms");
+	inst->hint_zones = dlz_arg_int(inst->args, "hint_zones");
+	inst->trace = dlz_arg_yes(inst->args, "trace");
+	if (!instance_configure_cache(inst) ||
 	    !updates_create(inst->args, &dlz_backend, &inst->updates)) {
 		return false;
 	}
@@ -992,8 +1022,8 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		instance_free(inst);
 		return ISC_R_FAILURE;
 	}
-	inst->args = args_parse(argc > 0 ? argc - 1 : 0, argc > 0 ? argv + 1 : argv, core_keys,
-				dlz_backend.arg_keys);
+	inst->args = args_parse(argc > 0 ? argc - 1 : 0, argc > 0 ? argv + 1 : argv, core_args,
+				dlz_backend.args);
 	if (inst->args == NULL || !instance_configure(inst) || !instance_first_connection(inst) ||
 	    (inst->cache != NULL &&
 	     !cache_watch_start(inst->cache, &dlz_backend, inst->state))) {

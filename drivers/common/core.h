@@ -18,16 +18,24 @@ void log_setup(log_t *callback, const char *backend_name);
 /* ---- args.c ----------------------------------------------------------------------------- */
 
 struct dlz_args {
-	unsigned count;
+	const struct dlz_arg_spec *core;   /* the tables the words were parsed against */
+	const struct dlz_arg_spec *driver;
+	unsigned count; /* the words given: keys[i]=values[i] */
 	char **keys;
 	char **values;
 };
 
-/* Parse argv[0..argc-1] ("key=value" words); a word without '=', a repeated key or a key in
- * neither list is an error, logged with its key or position (never a value). NULL on error. */
-struct dlz_args *args_parse(unsigned argc, char *const argv[], const char *const *core_keys,
-			    const char *const *backend_keys);
+/* Parse argv[0..argc-1] ("key=value" words) against the core's and the driver's tables: a word
+ * without '=', a key neither declares, a repeated key, a value not of its argument's type or a
+ * required argument missing is an error, logged with its key or position (never a value). NULL
+ * on error. */
+struct dlz_args *args_parse(unsigned argc, char *const argv[], const struct dlz_arg_spec *core,
+			    const struct dlz_arg_spec *driver);
 void args_free(struct dlz_args *args);
+/* The tables, for docs/driver-arguments.md (servers/driver_arguments.py reads them through
+ * ctypes; core.c defines them beside the core's table). */
+DLZ_EXPORT const struct dlz_arg_spec *dlzbench_core_args(void);
+DLZ_EXPORT const struct dlz_arg_spec *dlzbench_driver_args(void);
 
 /* ---- rowset.c --------------------------------------------------------------------------- */
 

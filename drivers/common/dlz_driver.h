@@ -58,14 +58,49 @@ void dlz_timed_out(void);
 
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 
+/*
+ * Every argument is declared once, in a table: the core's (core.c: connections, memo_ms, ...)
+ * and the driver's own (dlz_backend.args). The table is what the parser accepts (any other key
+ * stops named with "unknown argument 'KEY'"), checks (an integer out of its bounds, a yes/no
+ * that is neither, a required argument missing) and defaults from, and what
+ * docs/driver-arguments.md is generated from (servers/driver_arguments.py reads it through
+ * dlzbench_core_args and dlzbench_driver_args). A driver's entry with a core argument's name
+ * replaces the core's for that driver (memory: down_interval_ms defaults to 0).
+ */
+enum dlz_arg_type {
+	DLZ_ARG_TEXT,  /* any text; no default: absent is NULL */
+	DLZ_ARG_INT,   /* a decimal integer in [min, max] */
+	DLZ_ARG_YESNO, /* yes/no/true/false/on/off/1/0 */
+};
+
+struct dlz_arg_spec {
+	const char *name; /* NULL ends a table */
+	enum dlz_arg_type type;
+	bool required;    /* named does not start without it (a text argument) */
+	long def;         /* DLZ_ARG_INT: the default; DLZ_ARG_YESNO: 1 (yes) or 0 (no) */
+	long min, max;    /* DLZ_ARG_INT: the bounds */
+	const char *help; /* one line for docs/driver-arguments.md */
+};
+
+/* The longest time-out or interval in ms any argument takes: ten minutes. */
+#define DLZ_MS_MAX 600000
+/* One line of a table each, so a table reads like the reference it becomes. */
+#define DLZ_TEXT_REQUIRED(name, help) { name, DLZ_ARG_TEXT, true, 0, 0, 0, help }
+#define DLZ_TEXT(name, help) { name, DLZ_ARG_TEXT, false, 0, 0, 0, help }
+#define DLZ_INT(name, def, min, max, help) { name, DLZ_ARG_INT, false, def, min, max, help }
+#define DLZ_YESNO(name, def, help) { name, DLZ_ARG_YESNO, false, def, 0, 1, help }
+#define DLZ_ARGS_END { NULL, DLZ_ARG_TEXT, false, 0, 0, 0, NULL }
+
 struct dlz_args;
-/* The value of key, or def when absent. */
-const char *dlz_arg_str(const struct dlz_args *args, const char *key, const char *def);
-/* The integer value of key in [min, max] into *out (def when absent); false (logged) if bad. */
-bool dlz_arg_long(const struct dlz_args *args, const char *key, long def, long min, long max,
-		  long *out);
-/* yes/no/true/false/1/0 into *out (def when absent); false (logged) if bad. */
-bool dlz_arg_bool(const struct dlz_args *args, const char *key, bool def, bool *out);
+/* The value given for a text argument, or NULL. */
+const char *dlz_arg_text(const struct dlz_args *args, const char *key);
+/* An integer argument: the value given (checked against its bounds when parsed) or its
+ * default. */
+long dlz_arg_int(const struct dlz_args *args, const char *key);
+/* A yes/no argument: the value given or its default. */
+bool dlz_arg_yes(const struct dlz_args *args, const char *key);
+/* Was the argument given at all (whatever its type)? */
+bool dlz_arg_given(const struct dlz_args *args, const char *key);
 
 /* ---- one fetch: everything one DNS query needs, in one round trip -------------------------- */
 
@@ -185,10 +220,7 @@ int dlz_channel_wait(struct dlz_channel *ch, int fd, short events, long timeout_
 struct dlz_backend {
 	const char *name;             /* log prefix "dlz_<name>" */
 	bool thread_safe;             /* different connections may be used concurrently */
-	/* Reads only its own memory: a failure costs no wait, so there is nothing to spare by
-	 * taking the store for down (down_interval_ms defaults to 0). */
-	bool no_io;
-	const char *const *arg_keys;  /* NULL-terminated keys it accepts besides the core's */
+	const struct dlz_arg_spec *args; /* its arguments besides the core's, DLZ_ARGS_END last */
 
 	/* Once at dlz_create, after arguments are checked; *state goes to connect(). */
 	int (*init)(const struct dlz_args *args, void **state);

@@ -142,13 +142,13 @@ backend_can_write(const struct dlz_backend *b) {
 bool
 updates_create(const struct dlz_args *args, const struct dlz_backend *backend,
 	       struct updates **out) {
-	const char *zones = dlz_arg_str(args, "update_zones", NULL);
-	const char *key = dlz_arg_str(args, "update_key", NULL);
+	const char *zones = dlz_arg_text(args, "update_zones");
+	const char *key = dlz_arg_text(args, "update_key");
 	struct updates *u;
 
 	*out = NULL;
 	if (zones == NULL) {
-		if (key != NULL || dlz_arg_str(args, "update_unsigned", NULL) != NULL) {
+		if (key != NULL || dlz_arg_given(args, "update_unsigned")) {
 			dlz_log(ISC_LOG_ERROR, "update_key and update_unsigned need update_zones");
 			return false;
 		}
@@ -163,8 +163,8 @@ updates_create(const struct dlz_args *args, const struct dlz_backend *backend,
 		return false;
 	}
 	u->backend = backend;
-	if (!updates_parse_zones(u, zones) ||
-	    !dlz_arg_bool(args, "update_unsigned", false, &u->allow_unsigned)) {
+	u->allow_unsigned = dlz_arg_yes(args, "update_unsigned");
+	if (!updates_parse_zones(u, zones)) {
 		updates_free(u);
 		return false;
 	}

@@ -419,24 +419,14 @@ ld_timeval_of(long ms) {
 
 static int
 ld_init(const struct dlz_args *args, void **state) {
-	const char *uri = dlz_arg_str(args, "uri", NULL);
-	const char *base = dlz_arg_str(args, "base", NULL);
-	const char *binddn = dlz_arg_str(args, "binddn", "");
-	const char *password = dlz_arg_str(args, "password", NULL);
-	struct ld_state *st;
-	long connect_timeout_ms, query_timeout_ms;
+	const char *uri = dlz_arg_text(args, "uri");
+	const char *base = dlz_arg_text(args, "base");
+	const char *binddn = dlz_arg_text(args, "binddn");
+	const char *password = dlz_arg_text(args, "password");
+	long connect_timeout_ms = dlz_arg_int(args, "connect_timeout_ms");
+	long query_timeout_ms = dlz_arg_int(args, "query_timeout_ms");
+	struct ld_state *st = calloc(1, sizeof(*st));
 
-	if (uri == NULL || base == NULL) {
-		dlz_log(ISC_LOG_ERROR, "arguments uri=<ldap://host:port> and base=<DN> are required");
-		return DLZ_ERROR;
-	}
-	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
-			  &connect_timeout_ms) ||
-	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &query_timeout_ms)) {
-		return DLZ_ERROR;
-	}
-	st = calloc(1, sizeof(*st));
 	if (st == NULL) {
 		return DLZ_ERROR;
 	}
@@ -445,6 +435,9 @@ ld_init(const struct dlz_args *args, void **state) {
 	 * password argument: the password from the environment (read once, here: named has not
 	 * started its workers yet), else none.
 	 */
+	if (binddn == NULL) {
+		binddn = "";
+	}
 	if (password == NULL && binddn[0] != '\0') {
 		password = getenv(PASSWORD_ENV);
 	}
@@ -957,13 +950,23 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	return verdict;
 }
 
-static const char *const ld_keys[] = { "uri", "base", "binddn", "password",
-					 "connect_timeout_ms", "query_timeout_ms", NULL };
+static const struct dlz_arg_spec ld_args[] = {
+	DLZ_TEXT_REQUIRED("uri", "the server's URI as libldap takes it: ldap://host:port"),
+	DLZ_TEXT_REQUIRED("base", "the DN under which the zones' entries are"),
+	DLZ_TEXT("binddn", "the DN of a simple bind (none: an anonymous bind)"),
+	DLZ_TEXT("password", "the bind's password (none: the environment's " PASSWORD_ENV
+			     ", if set)"),
+	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a connection may take"),
+	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms the bind and each search may take"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "ldap",
 	.thread_safe = true,
-	.arg_keys = ld_keys,
+	.args = ld_args,
 	.init = ld_init,
 	.fini = ld_fini,
 	.connect = ld_connect,

@@ -283,15 +283,8 @@ my_seconds_of(long ms) {
 static int
 my_init(const struct dlz_args *args, void **state) {
 	struct my_settings *s;
-	long port, connect_timeout_ms, query_timeout_ms;
+	long query_timeout_ms = dlz_arg_int(args, "query_timeout_ms");
 
-	if (!dlz_arg_long(args, "port", 0, 0, 65535, &port) ||
-	    !dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
-			  &connect_timeout_ms) ||
-	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &query_timeout_ms)) {
-		return DLZ_ERROR;
-	}
 	/* dlz_version already told named we are thread-safe: refuse a client that is not. */
 	if (!mysql_thread_safe()) {
 		dlz_log(ISC_LOG_ERROR, "the client library %s is not thread-safe",
@@ -308,15 +301,15 @@ my_init(const struct dlz_args *args, void **state) {
 		return DLZ_ERROR;
 	}
 	*state = s; /* from here on the core calls fini, also on failure */
-	s->host = dlz_arg_str(args, "host", NULL);
-	s->socket = dlz_arg_str(args, "socket", NULL);
-	s->user = dlz_arg_str(args, "user", NULL);
-	s->password = dlz_arg_str(args, "password", NULL);
-	s->database = dlz_arg_str(args, "database", NULL);
-	s->writer_user = dlz_arg_str(args, "writer_user", NULL);
+	s->host = dlz_arg_text(args, "host");
+	s->socket = dlz_arg_text(args, "socket");
+	s->user = dlz_arg_text(args, "user");
+	s->password = dlz_arg_text(args, "password");
+	s->database = dlz_arg_text(args, "database");
+	s->writer_user = dlz_arg_text(args, "writer_user");
 	s->writer_password = getenv(WRITER_PASSWORD_ENV);
-	s->port = (unsigned)port;
-	s->connect_timeout_s = my_seconds_of(connect_timeout_ms);
+	s->port = (unsigned)dlz_arg_int(args, "port");
+	s->connect_timeout_s = my_seconds_of(dlz_arg_int(args, "connect_timeout_ms"));
 	s->io_timeout_s = my_seconds_of(query_timeout_ms);
 	snprintf(s->session_settings, sizeof(s->session_settings), SESSION_SETTINGS,
 		 (double)query_timeout_ms / 1000);
@@ -326,10 +319,6 @@ my_init(const struct dlz_args *args, void **state) {
 		if (s->fetch_sql[i] == NULL) {
 			return DLZ_ERROR;
 		}
-	}
-	if (s->database == NULL) {
-		dlz_log(ISC_LOG_ERROR, "argument database=<name> is required");
-		return DLZ_ERROR;
 	}
 	dlz_log(ISC_LOG_INFO, "client library %s", mysql_get_client_info());
 	return DLZ_OK;
@@ -1034,9 +1023,23 @@ my_rollback(void *conn) {
 
 /* ---- the backend ------------------------------------------------------------------------- */
 
-static const char *const my_keys[] = {
-	"host", "port", "socket", "user", "password", "database", "connect_timeout_ms",
-	"query_timeout_ms", "writer_user", NULL,
+static const struct dlz_arg_spec my_args[] = {
+	DLZ_TEXT("host", "the server's name or address (neither host nor socket: the client "
+			 "library's default)"),
+	DLZ_INT("port", 0, 0, 65535, "the server's TCP port (0: the client library's default)"),
+	DLZ_TEXT("socket", "the server's unix socket"),
+	DLZ_TEXT("user", "the account that reads"),
+	DLZ_TEXT("password", "its password"),
+	DLZ_TEXT_REQUIRED("database", "the database holding the dlz tables"),
+	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a connection may take, rounded up to whole seconds by the client library"),
+	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a statement may take (the server's max_statement_time; the client waits "
+		"whole seconds)"),
+	DLZ_TEXT("writer_user",
+		 "the account that writes RFC 2136 updates, its password in named's "
+		 "environment (" WRITER_PASSWORD_ENV "); none: no updates"),
+	DLZ_ARGS_END,
 };
 
 const struct dlz_backend dlz_backend = {
@@ -1044,7 +1047,7 @@ const struct dlz_backend dlz_backend = {
 	/* One MYSQL handle per pooled connection, used by one thread at a time: safe with a
 	 * thread-safe client library, which init checks (mysql_thread_safe). */
 	.thread_safe = true,
-	.arg_keys = my_keys,
+	.args = my_args,
 	.init = my_init,
 	.fini = my_fini,
 	.connect = my_connect,

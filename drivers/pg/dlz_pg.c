@@ -183,11 +183,19 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 
 /* ---- state and connections -------------------------------------------------------------- */
 
-/* The conninfo keys the store passes (loaders/pg.py: PgStore.dlz_args), handed to libpq. */
-static const char *const pg_conninfo_keys[] = { "host", "port", "dbname", "user", NULL };
-/* Every argument: the conninfo keys and the driver's own. */
-static const char *const pg_keys[] = { "host", "port", "dbname", "user", "connect_timeout_ms",
-				       "query_timeout_ms", NULL };
+/* Every text argument is a conninfo key the store passes (loaders/pg.py: PgStore.dlz_args),
+ * handed to libpq as it is; the two time-outs are the driver's own. */
+static const struct dlz_arg_spec pg_args[] = {
+	DLZ_TEXT("host", "libpq's host: a server name, an address or a socket directory"),
+	DLZ_TEXT("port", "libpq's port (or the socket file's number)"),
+	DLZ_TEXT("dbname", "libpq's dbname: the database holding the dlz tables"),
+	DLZ_TEXT("user", "libpq's user (a password comes from libpq's environment: PGPASSWORD)"),
+	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a connection may take, under the driver's own deadline"),
+	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a statement may take: the session's statement_timeout"),
+	DLZ_ARGS_END,
+};
 
 #define MAX_PARAMS 16
 /* application_name of the change channel's connection (and "dlz_pg" of the pool's). */
@@ -375,19 +383,16 @@ pg_init(const struct dlz_args *args, void **state) {
 	if (s == NULL) {
 		return DLZ_ERROR;
 	}
-	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
-			  &s->connect_timeout_ms) ||
-	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &s->query_timeout_ms)) {
-		free(s);
-		return DLZ_ERROR;
-	}
+	s->connect_timeout_ms = dlz_arg_int(args, "connect_timeout_ms");
+	s->query_timeout_ms = dlz_arg_int(args, "query_timeout_ms");
 	snprintf(s->options, sizeof(s->options), "-c statement_timeout=%ld%s", s->query_timeout_ms,
 		 SESSION_OPTIONS);
 	/* Values go to libpq one by one (PQconnectStartParams): never pasted into a conninfo
 	 * string, so no value can smuggle in another setting. */
-	for (const char *const *key = pg_conninfo_keys; *key != NULL; key++) {
-		ok = ok && pg_state_add(s, &n, *key, dlz_arg_str(args, *key, NULL));
+	for (const struct dlz_arg_spec *arg = pg_args; arg->name != NULL; arg++) {
+		if (arg->type == DLZ_ARG_TEXT) {
+			ok = ok && pg_state_add(s, &n, arg->name, dlz_arg_text(args, arg->name));
+		}
 	}
 	ok = ok && pg_state_add(s, &n, "options", s->options) &&
 	     pg_state_add(s, &n, "client_encoding", "UTF8") &&
@@ -1003,7 +1008,7 @@ pg_watch(void *state, struct dlz_channel *ch) {
 const struct dlz_backend dlz_backend = {
 	.name = "pg",
 	.thread_safe = true,
-	.arg_keys = pg_keys,
+	.args = pg_args,
 	.init = pg_init,
 	.fini = pg_fini,
 	.connect = pg_connect,

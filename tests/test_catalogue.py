@@ -1,0 +1,93 @@
+"""The results catalogue over the committed results: figures found by what they are, with
+their intervals, flags and provenance, and a user's own directory beside them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from base.errors import UserError
+from bench.measure.catalogue import (
+    BEFORE_ROUNDS,
+    LOAD_GENERATOR,
+    NOT_OFFERED,
+    SUPERSEDED,
+    Catalogue,
+    results_directories,
+)
+from bench.measure.results import load_results
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.committed()
+
+
+def test_every_committed_results_file_gives_figures(catalogue: Catalogue) -> None:
+    """Each directory load_results reads gives figures; the one it refuses says why."""
+    unreadable = []
+    for run in catalogue.runs():
+        try:
+            assert catalogue.figures(run), run
+        except UserError as exc:
+            unreadable.append((run, str(exc)))
+    assert [run for run, _ in unreadable] == ["fuzz-2026-11-26"]  # its own format, no schema
+
+
+def test_a_ratio_with_its_interval_and_provenance(catalogue: Catalogue) -> None:
+    ratio = catalogue.one("quick-2026-11-26", "ratio.native", server="memory", threads="1")
+    assert (round(ratio.number, 1), round(ratio.low, 1), round(ratio.high, 1)) == (53.2, 50.3,
+                                                                                   57.6)
+    assert ratio.flags == frozenset()
+    made = catalogue.provenance("quick-2026-11-26")
+    assert (made.command, made.commit[:7], made.boot[:8]) == ("run", "95d9d81", "849c71b6")
+    assert made.machine == "AMD EPYC, 2 CPUs"
+
+
+def test_flags_a_reader_must_not_miss(catalogue: Catalogue) -> None:
+    nsd = catalogue.one("quick-all-2026-11-25", "qps", server="nsd", threads="1")
+    assert {LOAD_GENERATOR, BEFORE_ROUNDS} <= nsd.flags
+    native = catalogue.one("capacity-2026-11-26", "breaking.held_qps", server="native")
+    assert NOT_OFFERED in native.flags
+    assert SUPERSEDED in catalogue.one("writes-2026-11-26", "reads", server="pg",
+                                       rate="100").flags
+    assert catalogue.provenance("writes-2026-11-26").superseded_by == \
+        "writes-every-server-2026-11-26"
+
+
+def test_several_figures_and_none_are_told_apart(catalogue: Catalogue) -> None:
+    assert len(catalogue.find("quick-2026-11-26", "ratio.native",
+                              server=["pg", "mysql", "ldap"])) == 3
+    with pytest.raises(UserError, match="2 figures match"):
+        catalogue.one("faults-pdns-gmysql-2026-11-26", "fault.lost", fault=["sigstop", "crash"])
+    with pytest.raises(UserError, match="0 figures match.*e.g."):
+        catalogue.one("quick-2026-11-26", "ratio.native", server="nsd")
+    with pytest.raises(UserError, match="no results run"):
+        catalogue.one("quick-1999-01-01", "qps")
+
+
+def test_a_users_own_directory_beside_the_committed_ones(tmp_path: Path,
+                                                         catalogue: Catalogue) -> None:
+    mine = tmp_path / "my-run"
+    shutil.copytree(catalogue.paths["instructions-2026-11-26"], mine)
+    assert results_directories(tmp_path) == [mine]
+    own = Catalogue.committed()
+    run = own.add(mine)
+    assert run == "my-run"
+    assert own.one(run, "instructions.total", server="memory").number == \
+        catalogue.one("instructions-2026-11-26", "instructions.total", server="memory").number
+
+
+def test_two_runs_agree_where_their_intervals_overlap(catalogue: Catalogue) -> None:
+    """19 of the 20 ratios of the two make bench runs on one boot overlap (pg's share of
+    native does not), the same pairs `compare` lists from results in memory."""
+    pairs = catalogue.agreement("quick-2026-11-26", "quick-2026-11-26-rerun")
+    assert (len(pairs), sum(overlap for *_, overlap in pairs)) == (20, 19)
+    [(mine, _, _)] = [p for p in pairs if not p[2]]
+    assert (mine.server, mine.metric) == ("pg", "ratio.native")
+    loaded = Catalogue({})
+    loaded.add_results("A", load_results(catalogue.paths["quick-2026-11-26"]))
+    loaded.add_results("B", load_results(catalogue.paths["quick-2026-11-26-rerun"]))
+    assert [p[2] for p in loaded.agreement("A", "B")] == [p[2] for p in pairs]
