@@ -62,6 +62,8 @@ SERVERS: tuple[ServerKind, ...] = (
     # within a second of it (LISTEN/NOTIFY: drivers/common/cache.c, drivers/pg).
     DlzNamed("pg+cache", store="pg", library="pg", cache=DriverCache()),
     DlzNamed("mysql", store="mysql"),
+    # MariaDB has no push channel: the cache polls the store's change log (every 100 ms).
+    DlzNamed("mysql+cache", store="mysql", library="mysql", cache=DriverCache()),
     DlzNamed("ldap", store="ldap"),
     DlzNamed("fs", store="fs"),
     # The bdb driver keeps the file it opened; a load renames a new file into place.

@@ -1,16 +1,19 @@
 """The driver core's coherent cache (drivers/common/cache.c) through its rows in the registry,
 against the plain row of the same driver over the same store.
 
-The pg+cache row (named with the pg driver and cache=yes, trace=yes here) and the plain pg
-row serve one PostgreSQL store holding the coverage zones and a zone of many hosts. Then:
+For PostgreSQL (pg+cache: LISTEN/NOTIFY) and MariaDB (mysql+cache: a polled change log), the
+cached row (named with cache=yes, trace=yes here) and the plain row serve one store holding
+the coverage zones and a zone of many hosts. Then, for each:
   - every answer of the cached row, asked twice (the second time from the cache), is the
     plain row's;
-  - a change made through psql (a record changed, added, deleted) and a zone replaced whole
-    by the loader are answered by the cached row once the bound has passed, from the cache
-    again after that, as the plain row answers them;
-  - the listener connection killed (pg_terminate_backend) and kept from reconnecting: named's
-    log says the cache is flushed and bypassed, every fetch goes to the store and a change is
-    answered at once; let back, the log says the cache answers again, and it does;
+  - a change made through the database's own client (psql, mariadb: a record changed, added,
+    deleted) and a zone replaced whole by the loader are answered by the cached row once the
+    bound has passed, from the cache again after that, as the plain row answers them;
+  - the channel's connection ended (its id from named's log) and kept from reconnecting (the
+    reader account capped at the connections it holds): named's log says the cache is
+    flushed and bypassed, every fetch goes to the store and a change is answered at once;
+    let back, the log says the cache answers again, and it does.
+What is the core's, whatever the store, is checked over pg:
   - a cache of 64 KiB over a few thousand names evicts, stays within its budget, and answers
     every name as the plain row does, before and after changes;
   - an RFC 2136 update through the cached row is answered at once by it, with PostgreSQL's
@@ -35,6 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dns.name
 import dns.query
@@ -48,28 +52,28 @@ from base.updates import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Reply, ask, compare_answers, complete
 from bench.verify.compare import detail
+from databases.mariadb import READER_USER as MYSQL_READER
 from databases.postgresql import PG_BIN, READER_ROLE, WRITER_ROLE
 from servers import get_server
 from servers.dlz import DlzNamed, DriverCache, stack_frames_of
 from servers.named import Named, valgrind_errors, valgrind_wrapper
 from servers.updates import UpdatePolicy
+from tests.at_once import entered_at_once
 from zonedata.derive import Query, derive_queries
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
 from zonedata.model import Record, Zone, make_record, name_key
 
-CACHED = "pg+cache"
-PLAIN = "pg"
 MANY = dns.name.from_text("many.test.")
 HOSTS = 2000
-# The fixture's cached rows take a bound shorter than the registry row's, so that waiting it
-# out costs the tests little.
+# The fixture's cached rows take a bound shorter than the registry rows', so that waiting it
+# out costs the tests little (mysql polls every 100 ms, at most half of it).
 BOUND_MS = 300
 TOOLS = REPO_ROOT / "build" / "tools"
 VALGRIND_SUPPRESSIONS = Path(__file__).parent / "data" / "valgrind.supp"
 KEY = TsigKey.generate("dlzbench-cache")
 
 
-def _kind(name: str = CACHED, **changes: object) -> DlzNamed:
+def _kind(name: str, **changes: object) -> DlzNamed:
     kind = get_server(name)
     assert isinstance(kind, DlzNamed)
     return dataclasses.replace(kind, **changes)  # type: ignore[arg-type]
@@ -91,11 +95,144 @@ def many_zone() -> Zone:
                        *(rec(f"host{i}", "A", host_address(i)) for i in range(HOSTS))])
 
 
+# --- each store, through its own client ----------------------------------------------------------
+
+
+def _in_zone(zone: dns.name.Name) -> str:
+    return f"(SELECT id FROM zones WHERE name = '{name_key(zone)}')"
+
+
+class Side:
+    """A cached row's store as a test changes it: statements through the database's own
+    client as the loading account, and the driver's channel connection (named's log names
+    it) ended and kept from coming back."""
+
+    store: str
+    channel_line: re.Pattern[str]
+
+    @property
+    def cached(self) -> str:
+        return f"{self.store}+cache"
+
+    def run(self, loaded: LoadedStore, statement: str) -> None:
+        done = subprocess.run(self._client(loaded.target, statement), env=self._env(loaded),
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+
+    def _client(self, target: Any, statement: str) -> list[str]:
+        raise NotImplementedError
+
+    def _env(self, loaded: LoadedStore) -> dict[str, str]:
+        raise NotImplementedError
+
+    def set_a(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name,
+              address: str) -> None:
+        """The address of a name that has one A record."""
+        self.run(loaded, f"UPDATE records SET data = '{address}' WHERE zone_id = "
+                         f"{_in_zone(zone)} AND name = '{name_key(name)}' AND type = 'A'")
+
+    def add_a(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name,
+              address: str) -> None:
+        raise NotImplementedError
+
+    def delete(self, loaded: LoadedStore, name: dns.name.Name) -> None:
+        self.run(loaded, f"DELETE FROM records WHERE name = '{name_key(name)}'")
+
+    def reader_connections(self, loaded: LoadedStore) -> int:
+        raise NotImplementedError
+
+    def cap_reader(self, loaded: LoadedStore, limit: int | None) -> None:
+        """The reader account may hold at most limit connections (None: no limit)."""
+        raise NotImplementedError
+
+    def end_connection(self, loaded: LoadedStore, connection: int) -> None:
+        raise NotImplementedError
+
+
+class PgSide(Side):
+    store = "pg"
+    channel_line = re.compile(r"listening to PostgreSQL's notifications \(backend (\d+)\)")
+
+    def _client(self, target: Any, statement: str) -> list[str]:
+        return [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", statement,
+                f"host={target.host} port={target.port} dbname={target.dbname} "
+                f"user={target.user}"]
+
+    def _env(self, loaded: LoadedStore) -> dict[str, str]:
+        return {**os.environ, "PGPASSWORD": loaded.target.password}
+
+    def add_a(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name,
+              address: str) -> None:
+        self.run(loaded, "INSERT INTO records (zone_id, name, type, ttl, data) SELECT id, "
+                         f"'{name_key(name)}', 'A', 300, '{address}' FROM zones "
+                         f"WHERE name = '{name_key(zone)}'")
+
+    def _admin(self, loaded: LoadedStore, statement: str) -> list[tuple]:
+        with loaded.loader.database.connect(loaded.target) as conn:
+            conn.autocommit = True
+            cursor = conn.execute(statement)
+            return cursor.fetchall() if cursor.description else []
+
+    def reader_connections(self, loaded: LoadedStore) -> int:
+        return int(self._admin(loaded, "SELECT count(*) FROM pg_stat_activity WHERE "
+                                       f"usename = '{READER_ROLE}'")[0][0])
+
+    def cap_reader(self, loaded: LoadedStore, limit: int | None) -> None:
+        self._admin(loaded, f"ALTER ROLE {READER_ROLE} CONNECTION LIMIT "
+                            f"{-1 if limit is None else limit}")
+
+    def end_connection(self, loaded: LoadedStore, connection: int) -> None:
+        assert self._admin(loaded, f"SELECT pg_terminate_backend({connection})") == [(True,)]
+
+
+class MysqlSide(Side):
+    store = "mysql"
+    channel_line = re.compile(r"polling MariaDB's change log every \d+ ms \(connection (\d+)\)")
+
+    def _client(self, target: Any, statement: str) -> list[str]:
+        return ["/usr/bin/mariadb", "--no-defaults", f"--socket={target.socket}",
+                f"--user={target.user}", target.database, "-e", statement]
+
+    def _env(self, loaded: LoadedStore) -> dict[str, str]:
+        return {**os.environ, "MYSQL_PWD": loaded.target.password}
+
+    def add_a(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name,
+              address: str) -> None:
+        self.run(loaded, "INSERT INTO records (zone_id, name, seq, type, ttl, data) SELECT id, "
+                         f"'{name_key(name)}', 0, 'A', 300, '{address}' FROM zones "
+                         f"WHERE name = '{name_key(zone)}'")
+
+    def _admin(self, loaded: LoadedStore, statement: str) -> list[tuple]:
+        conn = loaded.target.admin_connection()
+        try:
+            cursor = conn.cursor()
+            cursor.execute(statement)
+            return list(cursor.fetchall() or ())
+        finally:
+            conn.close()
+
+    def reader_connections(self, loaded: LoadedStore) -> int:
+        return int(self._admin(loaded, "SELECT COUNT(*) FROM information_schema.processlist "
+                                       f"WHERE user = '{MYSQL_READER}'")[0][0])
+
+    def cap_reader(self, loaded: LoadedStore, limit: int | None) -> None:
+        for where in ("localhost", "127.0.0.1"):
+            self._admin(loaded, f"ALTER USER '{MYSQL_READER}'@'{where}' WITH "
+                                f"MAX_USER_CONNECTIONS {0 if limit is None else limit}")
+
+    def end_connection(self, loaded: LoadedStore, connection: int) -> None:
+        self._admin(loaded, f"KILL {int(connection)}")
+
+
+SIDES: dict[str, Side] = {side.store: side for side in (PgSide(), MysqlSide())}
+
+
 # --- the fleet ---------------------------------------------------------------------------------
 
 
 @dataclass
 class Fleet:
+    side: Side
     run_dir: Path
     zones: list[Zone]
     loaded: LoadedStore
@@ -103,27 +240,42 @@ class Fleet:
     cached: Named
 
 
-@pytest.fixture(scope="module")
-def fleet(run_dir: Path) -> Iterator[Fleet]:
-    """One pg store; the plain row and the cached row (trace on; one connection, so that
-    every one the driver needs is open once it has answered) over it."""
-    zones = [*coverage_zones(), many_zone()]
+@contextmanager
+def serving_both(side: Side, run_dir: Path, zones: list[Zone]) -> Iterator[Fleet]:
+    """The store; the plain row and the cached row over it (trace on; one connection, so that
+    every one the driver's pool needs is open once it has answered)."""
     with ExitStack() as stack:
-        loaded = stack.enter_context(loaded_store(CACHED, lambda: iter(zones), run_dir / "db"))
-        plain = stack.enter_context(
-            dataclasses.replace(loaded, server=get_server(PLAIN)).named(run_dir, threads=2))
-        kind = _kind(cache=DriverCache(bound_ms=BOUND_MS))
-        cached = Named(run_dir / "named-cached", kind.body(loaded.target, 1,
-                                                           extra={"trace": "yes"}),
-                       threads=2, env=kind.client_env(loaded.target))
+        loaded = stack.enter_context(loaded_store(side.cached, lambda: iter(zones),
+                                                  run_dir / side.store))
+        plain = stack.enter_context(dataclasses.replace(loaded, server=get_server(side.store))
+                                    .named(run_dir / side.store, threads=2))
+        kind = _kind(side.cached, cache=DriverCache(bound_ms=BOUND_MS))
+        cached = Named(run_dir / side.store / "named-cached",
+                       kind.body(loaded.target, 1, extra={"trace": "yes"}), threads=2,
+                       env=kind.client_env(loaded.target))
         stack.enter_context(cached)
         wait_for_log(cached, "cache: answering from the cache", 0)
-        yield Fleet(run_dir, zones, loaded, plain, cached)
+        yield Fleet(side, run_dir / side.store, zones, loaded, plain, cached)
+
+
+@pytest.fixture(scope="module")
+def fleets(run_dir: Path) -> Iterator[dict[str, Fleet]]:
+    """Each store's fleet, started at once."""
+    zones = [*coverage_zones(), many_zone()]
+    with ExitStack() as stack:
+        yield entered_at_once(stack, {store: serving_both(side, run_dir, zones)
+                                      for store, side in SIDES.items()})
+
+
+@pytest.fixture(scope="module")
+def fleet(fleets: dict[str, Fleet]) -> Fleet:
+    """The pg fleet, for what one store shows for every store (the cache is the core's)."""
+    return fleets["pg"]
 
 
 # --- named's log -------------------------------------------------------------------------------
 
-_FETCH = re.compile(r"dlz_pg: fetch (\S+) zone=\S+ rows=\d+ extras=\d+ \(([^)]*)\)")
+_FETCH = re.compile(r"dlz_\w+: fetch (\S+) zone=\S+ rows=\d+ extras=\d+ \(([^)]*)\)")
 _COUNTS = re.compile(r"cache: (\d+) fetches answered from the cache, (\d+) from the store "
                      r"\(not cached\), (\d+) from the store \(cache bypassed\); (\d+) entries "
                      r"held \((\d+) of (\d+) bytes\), (\d+) inserted, (\d+) evicted")
@@ -160,30 +312,6 @@ def cache_counts(log: str) -> dict[str, int]:
     assert found, "no cache counts in named's log"
     keys = ("hits", "misses", "bypassed", "entries", "bytes", "budget", "inserted", "evicted")
     return dict(zip(keys, map(int, found[-1]), strict=True))
-
-
-# --- the store, through its own client ---------------------------------------------------------
-
-
-def psql(loaded: LoadedStore, statement: str) -> None:
-    """statement run by psql, PostgreSQL's own client, as the loading account."""
-    target = loaded.target
-    done = subprocess.run(
-        [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", statement,
-         f"host={target.host} port={target.port} dbname={target.dbname} user={target.user}"],
-        env={**os.environ, "PGPASSWORD": target.password},
-        capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-
-
-def _in_zone(zone: str) -> str:
-    return f"(SELECT id FROM zones WHERE name = '{zone}')"
-
-
-def set_a(loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name, address: str) -> None:
-    """The address of a name that has one A record."""
-    psql(loaded, f"UPDATE records SET data = '{address}' WHERE zone_id = {_in_zone(name_key(zone))}"
-                 f" AND name = '{name_key(name)}' AND type = 'A'")
 
 
 # --- asking ------------------------------------------------------------------------------------
@@ -232,7 +360,10 @@ def past_the_bound() -> None:
 # --- answers -----------------------------------------------------------------------------------
 
 
-def test_answers_from_the_cache_are_the_plain_rows(fleet: Fleet) -> None:
+@pytest.mark.parametrize("store", SIDES)
+def test_answers_from_the_cache_are_the_plain_rows(fleets: dict[str, Fleet], store: str
+                                                   ) -> None:
+    fleet = fleets[store]
     queries = [q for q in derive_queries(fleet.zones) if not q[0].is_subdomain(MANY)]
     queries += [(host(i), "A") for i in range(0, HOSTS, 97)]
     expected = plain_replies(fleet, queries)
@@ -245,29 +376,26 @@ def test_answers_from_the_cache_are_the_plain_rows(fleet: Fleet) -> None:
 
 
 MAIL = dns.name.from_text("mail", COVERAGE_ORIGIN)  # one A record, 192.0.2.25
+ADDED = dns.name.from_text("added", COVERAGE_ORIGIN)
 
 
 def _change_record(fleet: Fleet) -> Callable[[], None]:
-    set_a(fleet.loaded, MAIL, COVERAGE_ORIGIN, "192.0.2.201")
-    return lambda: set_a(fleet.loaded, MAIL, COVERAGE_ORIGIN, "192.0.2.25")
+    fleet.side.set_a(fleet.loaded, MAIL, COVERAGE_ORIGIN, "192.0.2.201")
+    return lambda: fleet.side.set_a(fleet.loaded, MAIL, COVERAGE_ORIGIN, "192.0.2.25")
 
 
 def _add_name(fleet: Fleet) -> Callable[[], None]:
-    psql(fleet.loaded, "INSERT INTO records (zone_id, name, type, ttl, data) SELECT id, "
-                       "'added.cov.test', 'A', 300, '192.0.2.202' FROM zones "
-                       "WHERE name = 'cov.test'")
-    return lambda: psql(fleet.loaded, "DELETE FROM records WHERE name = 'added.cov.test'")
+    fleet.side.add_a(fleet.loaded, ADDED, COVERAGE_ORIGIN, "192.0.2.202")
+    return lambda: fleet.side.delete(fleet.loaded, ADDED)
 
 
 def _delete_name(fleet: Fleet) -> Callable[[], None]:
-    psql(fleet.loaded, "DELETE FROM records WHERE name = 'host7.many.test'")
-    return lambda: psql(fleet.loaded, "INSERT INTO records (zone_id, name, type, ttl, data) "
-                                      "SELECT id, 'host7.many.test', 'A', 300, '10.0.7.1' "
-                                      "FROM zones WHERE name = 'many.test'")
+    fleet.side.delete(fleet.loaded, host(7))
+    return lambda: fleet.side.add_a(fleet.loaded, host(7), MANY, host_address(7))
 
 
 def _replace_zone(fleet: Fleet) -> Callable[[], None]:
-    """The loader's zone update (schemas/pg_notify.sql: the zones row tells, not each row)."""
+    """The loader's zone update (the zones row tells of the change, not each records row)."""
     zone = next(z for z in fleet.zones if z.origin == MANY)
     changed = dataclasses.replace(zone, records=[
         r if r.owner != host(9) else make_record(host(9), 300, "A", "10.9.9.9")
@@ -278,14 +406,18 @@ def _replace_zone(fleet: Fleet) -> Callable[[], None]:
 
 CHANGES: dict[str, tuple[Callable[[Fleet], Callable[[], None]], Query]] = {
     "record changed": (_change_record, (MAIL, "A")),
-    "name added": (_add_name, (dns.name.from_text("added.cov.test."), "A")),
+    "name added": (_add_name, (ADDED, "A")),
     "name deleted": (_delete_name, (host(7), "A")),
     "zone replaced": (_replace_zone, (host(9), "A")),
 }
 
 
 @pytest.mark.parametrize("change", CHANGES)
-def test_a_change_is_answered_within_the_bound(fleet: Fleet, change: str) -> None:
+@pytest.mark.parametrize("store", SIDES)
+def test_a_change_is_answered_within_the_bound(fleets: dict[str, Fleet], store: str,
+                                               change: str) -> None:
+    """Made through the database's own client (psql, mariadb), or by the loader."""
+    fleet = fleets[store]
     make, query = CHANGES[change]
     before = asked_from_cache(fleet.cached, *query)
     undo = make(fleet)
@@ -305,42 +437,47 @@ def test_a_change_is_answered_within_the_bound(fleet: Fleet, change: str) -> Non
 # --- the channel down --------------------------------------------------------------------------
 
 
+def channel_connection(fleet: Fleet, named: Named, offset: int = 0) -> int:
+    """The driver's channel connection, as named's log last named it after offset."""
+    found = fleet.side.channel_line.findall(log_since(named, offset))
+    assert found, "named's log names no channel connection"
+    return int(found[-1])
+
+
 @contextmanager
-def connections_capped(fleet: Fleet) -> Iterator[None]:
-    """The reader role may hold no more connections than it holds now, less the listener's,
-    which is terminated: the listener cannot come back until the block ends."""
-    with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
-        conn.autocommit = True
-        listeners = conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = "
-                                 "'dlz_pg_cache'").fetchall()
-        assert len(listeners) == 1, listeners  # the cached row's
-        held = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE usename = %s",
-                            (READER_ROLE,)).fetchone()
-        assert held is not None
-        conn.execute(f"ALTER ROLE {READER_ROLE} CONNECTION LIMIT {held[0] - 1}")
-        try:
-            conn.execute("SELECT pg_terminate_backend(%s)", listeners[0])
-            yield
-        finally:
-            conn.execute(f"ALTER ROLE {READER_ROLE} CONNECTION LIMIT -1")
+def channel_cut(fleet: Fleet) -> Iterator[None]:
+    """The cached row's channel connection ended, and kept from coming back until the block
+    ends: the reader account may hold no more connections than it holds then (the pool's are
+    all open: one connection, and it has answered)."""
+    side, loaded = fleet.side, fleet.loaded
+    side.cap_reader(loaded, side.reader_connections(loaded) - 1)
+    try:
+        side.end_connection(loaded, channel_connection(fleet, fleet.cached))
+        yield
+    finally:
+        side.cap_reader(loaded, None)
 
 
-def test_a_killed_listener_flushes_bypasses_and_recovers(fleet: Fleet) -> None:
+@pytest.mark.parametrize("store", SIDES)
+def test_a_killed_channel_flushes_bypasses_and_recovers(fleets: dict[str, Fleet],
+                                                        store: str) -> None:
+    fleet = fleets[store]
     named, name = fleet.cached, host(11)
     asked_from_cache(named, name)
     offset = log_size(named)
-    with connections_capped(fleet):
+    with channel_cut(fleet):
         wait_for_log(named, "cache: flushed, and bypassed", offset)
         asked = log_size(named)
         assert a_of(named, name) == {host_address(11)}
         assert fetch_sources(named, asked, name)[:1] == ["store, cache bypassed"]
-        set_a(fleet.loaded, name, MANY, "10.203.0.1")
+        fleet.side.set_a(fleet.loaded, name, MANY, "10.203.0.1")
         try:
             assert a_of(named, name) == {"10.203.0.1"}, "the bypassed cache answered"
         finally:
             back = log_size(named)
-            set_a(fleet.loaded, name, MANY, host_address(11))
+            fleet.side.set_a(fleet.loaded, name, MANY, host_address(11))
     wait_for_log(named, "cache: answering from the cache", back)
+    assert channel_connection(fleet, named, back) > 0
     asked_from_cache(named, name)
     assert a_of(named, name) == {host_address(11)}
 
@@ -351,7 +488,7 @@ def test_a_killed_listener_flushes_bypasses_and_recovers(fleet: Fleet) -> None:
 def test_a_full_cache_evicts_and_stays_correct(fleet: Fleet) -> None:
     """64 KiB (one shard) for a few thousand names: every answer the plain row's, before and
     after changes; evictions; never more than the budget held."""
-    kind = _kind(cache=DriverCache(size_kb=64, bound_ms=BOUND_MS))
+    kind = _kind(fleet.side.cached, cache=DriverCache(size_kb=64, bound_ms=BOUND_MS))
     named = Named(fleet.run_dir / "named-small", kind.body(fleet.loaded.target, 2), threads=2,
                   env=kind.client_env(fleet.loaded.target))
     # About 200 bytes of entries each: twice what 64 KiB holds.
@@ -364,14 +501,14 @@ def test_a_full_cache_evicts_and_stays_correct(fleet: Fleet) -> None:
             wrong = differences(named, expected)
             assert not wrong, "\n".join(wrong[:5])
         for i, name in enumerate(changed):
-            set_a(fleet.loaded, name, MANY, f"10.200.{i}.1")
+            fleet.side.set_a(fleet.loaded, name, MANY, f"10.200.{i}.1")
         try:
             past_the_bound()
             wrong = differences(named, plain_replies(fleet, queries))
             assert not wrong, "\n".join(wrong[:5])
         finally:
             for name in changed:
-                set_a(fleet.loaded, name, MANY, host_address(int(name.labels[0][4:])))
+                fleet.side.set_a(fleet.loaded, name, MANY, host_address(int(name.labels[0][4:])))
         log = named.log_path
     counts = cache_counts(log.read_text(errors="replace"))
     assert counts["budget"] == 64 * 1024
@@ -403,7 +540,7 @@ def _update(message: dns.update.UpdateMessage, named: Named) -> str:
 def test_an_update_through_the_cached_row_is_answered_at_once(fleet: Fleet) -> None:
     """Its own writes are never notified here: only the invalidation at the commit can make
     the next query see them."""
-    kind = _kind(updates=UpdatePolicy((COVERAGE_ORIGIN,), KEY))
+    kind = _kind(fleet.side.cached, updates=UpdatePolicy((COVERAGE_ORIGIN,), KEY))
     target = fleet.loaded.target
     named = Named(fleet.run_dir / "named-updates", kind.body(target, 2, extra={"trace": "yes"}),
                   threads=2, env=kind.client_env(target))  # makes the writer role
@@ -433,7 +570,7 @@ def test_valgrind_finds_nothing_in_the_cache(fleet: Fleet) -> None:
     through psql, the listener killed and back; any memcheck error in our code fails."""
     if not Path("/usr/bin/valgrind").exists():
         pytest.skip("valgrind is not installed")
-    kind = _kind(cache=DriverCache(size_kb=64, bound_ms=5000))
+    kind = _kind(fleet.side.cached, cache=DriverCache(size_kb=64, bound_ms=5000))
     report = fleet.run_dir / "valgrind-cache.log"
     extra = {"connect_timeout_ms": "20000", "query_timeout_ms": "20000"}
     named = Named(fleet.run_dir / "named-valgrind", kind.body(fleet.loaded.target, 1, extra=extra),
@@ -441,34 +578,24 @@ def test_valgrind_finds_nothing_in_the_cache(fleet: Fleet) -> None:
                   wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS]))
     queries: list[Query] = [(host(i), "A") for i in range(0, 400)]
     name = host(13)
-    others = listener_pids(fleet)
     with named:
         wait_for_log(named, "cache: answering from the cache", 0, seconds=120)
         for _ in range(2):
             for query in queries:
                 named.query(*query, timeout=30)
-        set_a(fleet.loaded, name, MANY, "10.204.0.1")
+        fleet.side.set_a(fleet.loaded, name, MANY, "10.204.0.1")
         try:
             assert _until(lambda: a_of(named, name) == {"10.204.0.1"}, 30)
         finally:
-            set_a(fleet.loaded, name, MANY, host_address(13))
+            fleet.side.set_a(fleet.loaded, name, MANY, host_address(13))
         offset = log_size(named)
-        (listener,) = listener_pids(fleet) - others
-        with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
-            conn.execute("SELECT pg_terminate_backend(%s)", (listener,))
+        fleet.side.end_connection(fleet.loaded, channel_connection(fleet, named))
         wait_for_log(named, "cache: answering from the cache", offset, seconds=120)
         assert a_of(named, name) == {host_address(13)}
     log = report.read_text(errors="replace")
     assert "ERROR SUMMARY" in log
     found = valgrind_errors(log, stack_frames_of(kind.library_file))
     assert not found, "\n\n".join(found[:3])
-
-
-def listener_pids(fleet: Fleet) -> set[int]:
-    """The backends of the cached rows' listeners (application_name dlz_pg_cache)."""
-    with fleet.loaded.loader.database.connect(fleet.loaded.target) as conn:
-        return {pid for (pid,) in conn.execute("SELECT pid FROM pg_stat_activity WHERE "
-                                               "application_name = 'dlz_pg_cache'")}
 
 
 def _until(condition: Callable[[], bool], seconds: float) -> bool:

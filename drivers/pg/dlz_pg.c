@@ -971,6 +971,8 @@ pg_listen(struct pg_listener *l) {
 	l->waiting = l->busy = false;
 	l->next_ms = dlz_now_ms();
 	dlz_channel_up(l->ch);
+	dlz_log(ISC_LOG_INFO, "cache: listening to PostgreSQL's notifications (backend %d)",
+		l->pid);
 	for (;;) {
 		long now = dlz_now_ms(), wait;
 		int rc;
