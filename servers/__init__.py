@@ -65,6 +65,8 @@ SERVERS: tuple[ServerKind, ...] = (
     # MariaDB has no push channel: the cache polls the store's change log (every 100 ms).
     DlzNamed("mysql+cache", store="mysql", library="mysql", cache=DriverCache()),
     DlzNamed("ldap", store="ldap"),
+    # slapd's content synchronisation (RFC 4533, the syncprov overlay) keeps the cache.
+    DlzNamed("ldap+cache", store="ldap", library="ldap", cache=DriverCache()),
     DlzNamed("fs", store="fs"),
     # The bdb driver keeps the file it opened; a load renames a new file into place.
     DlzNamed("bdb-btree", store="bdb", options={"access": "btree"}, needs_reload=True),

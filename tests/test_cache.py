@@ -1,18 +1,21 @@
 """The driver core's coherent cache (drivers/common/cache.c) through its rows in the registry,
 against the plain row of the same driver over the same store.
 
-For PostgreSQL (pg+cache: LISTEN/NOTIFY) and MariaDB (mysql+cache: a polled change log), the
-cached row (named with cache=yes, trace=yes here) and the plain row serve one store holding
-the coverage zones and a zone of many hosts. Then, for each:
+For PostgreSQL (pg+cache: LISTEN/NOTIFY), MariaDB (mysql+cache: a polled change log) and
+OpenLDAP (ldap+cache: RFC 4533 content synchronisation), the cached row (named with cache=yes,
+trace=yes here) and the plain row serve one store holding the coverage zones and a zone of many
+hosts. Then, for each:
   - every answer of the cached row, asked twice (the second time from the cache), is the
     plain row's;
-  - a change made through the database's own client (psql, mariadb: a record changed, added,
-    deleted) and a zone replaced whole by the loader are answered by the cached row once the
-    bound has passed, from the cache again after that, as the plain row answers them;
-  - the channel's connection ended (its id from named's log) and kept from reconnecting (the
-    reader account capped at the connections it holds): named's log says the cache is
-    flushed and bypassed, every fetch goes to the store and a change is answered at once;
-    let back, the log says the cache answers again, and it does.
+  - a change made through the database's own client (psql, mariadb, ldapmodify/ldapadd/
+    ldapdelete: a record changed, added, deleted) and a zone replaced whole by the loader are
+    answered by the cached row once the bound has passed, from the cache again after that, as
+    the plain row answers them;
+  - pg and mysql: the channel's connection ended (its id from named's log) and kept from
+    reconnecting (the reader account capped at the connections it holds): named's log says
+    the cache is flushed and bypassed, every fetch goes to the store and a change is answered
+    at once; let back, the log says the cache answers again, and it does. ldap (slapd ends no
+    connection on request): slapd restarted under it, flushed, then answering again.
 What is the core's, whatever the store, is checked over pg:
   - a cache of 64 KiB over a few thousand names evicts, stays within its budget, and answers
     every name as the plain row does, before and after changes;
@@ -44,16 +47,19 @@ import dns.name
 import dns.query
 import dns.rcode
 import dns.update
+import ldap
 import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from base.process import write_private
 from base.updates import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Reply, ask, compare_answers, complete
 from bench.verify.compare import detail
 from databases.mariadb import READER_USER as MYSQL_READER
 from databases.postgresql import PG_BIN, READER_ROLE, WRITER_ROLE
+from loaders.ldap import live_generation, node_dn, zone_dn
 from servers import get_server
 from servers.dlz import DlzNamed, DriverCache, stack_frames_of
 from servers.named import Named, valgrind_errors, valgrind_wrapper
@@ -135,8 +141,9 @@ class Side:
               address: str) -> None:
         raise NotImplementedError
 
-    def delete(self, loaded: LoadedStore, name: dns.name.Name) -> None:
-        self.run(loaded, f"DELETE FROM records WHERE name = '{name_key(name)}'")
+    def delete(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name) -> None:
+        self.run(loaded, f"DELETE FROM records WHERE zone_id = {_in_zone(zone)} AND "
+                         f"name = '{name_key(name)}'")
 
     def reader_connections(self, loaded: LoadedStore) -> int:
         raise NotImplementedError
@@ -224,7 +231,72 @@ class MysqlSide(Side):
         self._admin(loaded, f"KILL {int(connection)}")
 
 
-SIDES: dict[str, Side] = {side.store: side for side in (PgSide(), MysqlSide())}
+class LdapSide(Side):
+    """Entries written with ldapmodify, ldapadd and ldapdelete as the rootdn (its password in
+    a file of the run directory, mode 0600), at the DNs the loader gives them."""
+
+    store = "ldap"
+    channel_line = re.compile(r"following slapd's content synchronisation")
+
+    def _client(self, target: Any, statement: str) -> list[str]:
+        command, _, ldif = statement.partition("\n")
+        password = Path(target.run_dir) / "rootdn.password"
+        write_private(password, target.password)
+        return [f"/usr/bin/{command}", "-x", "-H", target.uri, "-D", target.bind_dn, "-y",
+                str(password), "-f", str(self._ldif_file(target, ldif))]
+
+    @staticmethod
+    def _ldif_file(target: Any, ldif: str) -> Path:
+        path = Path(target.run_dir) / "change.ldif"
+        path.write_text(ldif)
+        return path
+
+    def _env(self, loaded: LoadedStore) -> dict[str, str]:
+        return dict(os.environ)
+
+    def _node(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name) -> str:
+        conn = loaded.target.connect()
+        try:
+            generation = live_generation(conn, zone_dn(name_key(zone)))
+        finally:
+            conn.unbind_s()
+        assert generation is not None
+        return node_dn(name_key(zone), name_key(name), generation)
+
+    def _a_value(self, loaded: LoadedStore, dn: str) -> str:
+        conn = loaded.target.connect()
+        try:
+            (_, attrs), = conn.search_s(dn, ldap.SCOPE_BASE, "(objectClass=*)", ["dlzRecord"])
+        finally:
+            conn.unbind_s()
+        (value,) = [v.decode() for v in attrs["dlzRecord"] if v.startswith(b"A ")]
+        return value
+
+    def set_a(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name,
+              address: str) -> None:
+        dn = self._node(loaded, name, zone)
+        old = self._a_value(loaded, dn)
+        ttl = old.split(" ")[1]
+        self.run(loaded, f"ldapmodify\ndn: {dn}\nchangetype: modify\ndelete: dlzRecord\n"
+                         f"dlzRecord: {old}\n-\nadd: dlzRecord\ndlzRecord: A {ttl} {address}\n")
+
+    def add_a(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name,
+              address: str) -> None:
+        dn = self._node(loaded, name, zone)
+        generation, owner_id = dn.split(",", 1)[0].removeprefix("dlzId=").split("-")
+        self.run(loaded, f"ldapadd\ndn: {dn}\nobjectClass: dlzNodeEntry\n"
+                         f"dlzId: {generation}-{owner_id}\ndlzOwner: {name_key(name)}\n"
+                         f"dlzZone: {name_key(zone)}\ndlzGeneration: {generation}\n"
+                         f"dlzRecord: A 300 {address}\n")
+
+    def delete(self, loaded: LoadedStore, name: dns.name.Name, zone: dns.name.Name) -> None:
+        self.run(loaded, f"ldapdelete\n{self._node(loaded, name, zone)}\n")
+
+
+SIDES: dict[str, Side] = {side.store: side for side in (PgSide(), MysqlSide(), LdapSide())}
+# The stores whose channel's connection a test can end alone (slapd ends no connection on
+# request: the ldap channel is cut by a restart of slapd instead).
+CUT_SIDES = ["pg", "mysql"]
 
 
 # --- the fleet ---------------------------------------------------------------------------------
@@ -386,11 +458,11 @@ def _change_record(fleet: Fleet) -> Callable[[], None]:
 
 def _add_name(fleet: Fleet) -> Callable[[], None]:
     fleet.side.add_a(fleet.loaded, ADDED, COVERAGE_ORIGIN, "192.0.2.202")
-    return lambda: fleet.side.delete(fleet.loaded, ADDED)
+    return lambda: fleet.side.delete(fleet.loaded, ADDED, COVERAGE_ORIGIN)
 
 
 def _delete_name(fleet: Fleet) -> Callable[[], None]:
-    fleet.side.delete(fleet.loaded, host(7))
+    fleet.side.delete(fleet.loaded, host(7), MANY)
     return lambda: fleet.side.add_a(fleet.loaded, host(7), MANY, host_address(7))
 
 
@@ -458,7 +530,7 @@ def channel_cut(fleet: Fleet) -> Iterator[None]:
         side.cap_reader(loaded, None)
 
 
-@pytest.mark.parametrize("store", SIDES)
+@pytest.mark.parametrize("store", CUT_SIDES)
 def test_a_killed_channel_flushes_bypasses_and_recovers(fleets: dict[str, Fleet],
                                                         store: str) -> None:
     fleet = fleets[store]
@@ -479,6 +551,29 @@ def test_a_killed_channel_flushes_bypasses_and_recovers(fleets: dict[str, Fleet]
     wait_for_log(named, "cache: answering from the cache", back)
     assert channel_connection(fleet, named, back) > 0
     asked_from_cache(named, name)
+    assert a_of(named, name) == {host_address(11)}
+
+
+def test_a_restarted_slapd_flushes_the_ldap_cache_and_it_recovers(fleets: dict[str, Fleet]
+                                                                 ) -> None:
+    """slapd restarted under the cached row: the log says flushed and bypassed, then answering
+    again; a change made after is answered within the bound, from the cache after that."""
+    fleet = fleets["ldap"]
+    named, name = fleet.cached, host(11)
+    asked_from_cache(named, name)
+    offset = log_size(named)
+    fleet.loaded.restart_server()
+    wait_for_log(named, "cache: flushed, and bypassed", offset)
+    wait_for_log(named, "cache: answering from the cache", offset)
+    assert _until(lambda: rcode_of(named, name) == "NOERROR", 30), "answers did not resume"
+    fleet.side.set_a(fleet.loaded, name, MANY, "10.205.0.1")
+    try:
+        past_the_bound()
+        assert a_of(named, name) == {"10.205.0.1"}
+        asked_from_cache(named, name)
+    finally:
+        fleet.side.set_a(fleet.loaded, name, MANY, host_address(11))
+    past_the_bound()
     assert a_of(named, name) == {host_address(11)}
 
 
