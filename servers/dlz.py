@@ -75,6 +75,11 @@ class DlzWritableStore(DlzStore, Protocol):
         ...
 
 
+# The column groups of the DLZ rows (docs/reference.md: the question each group answers).
+DLZ_GROUP = "BIND DLZ drivers"
+CACHED_DLZ_GROUP = "BIND DLZ drivers, cached"
+
+
 @dataclass(frozen=True)
 class DriverCache:
     """The driver core's coherent cache (drivers/common/cache.c), switched on: answers from
@@ -96,7 +101,6 @@ class DlzNamed(ServerKind):
 
     answer_classes: tuple[str, ...] = DLZ_PATH_CLASSES
     dnssec_classes: tuple[str, ...] = DLZ_SIGNED_PATH_CLASSES
-    group = "BIND DLZ drivers"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
     runs_bind = True
     runs_under_wrapper = True
@@ -120,6 +124,12 @@ class DlzNamed(ServerKind):
     @classmethod
     def software_version(cls) -> str:
         return bindversion.version_text()
+
+    @property
+    def group(self) -> str:  # type: ignore[override]
+        """A row with the core's cache on answers another question than the plain rows:
+        what a coherent cache buys, not what reading the store costs."""
+        return CACHED_DLZ_GROUP if self.cache else DLZ_GROUP
 
     def store_options(self) -> Mapping[str, str]:
         return self.options
