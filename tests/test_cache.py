@@ -36,6 +36,7 @@ import dataclasses
 import os
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -55,6 +56,7 @@ from base.paths import REPO_ROOT
 from base.process import write_private
 from base.updates import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
+from bench.measure.writes import CONFIRM_ASKS, Sampler, WriteCycle
 from bench.verify.answers import Reply, ask, compare_answers, complete
 from bench.verify.compare import detail
 from databases.mariadb import READER_USER as MYSQL_READER
@@ -720,6 +722,46 @@ def test_the_cache_alone_against_a_simulated_store(tools_built: None, build: str
                               timeout=120, check=False)
         assert done.returncode == 0, done.stdout + done.stderr[-4000:]
         assert "all checks passed" in done.stdout
+
+
+# --- the staleness check of `bench writes` ----------------------------------------------------
+
+
+def sampled_writes(fleet: Fleet, zone: dns.name.Name, named: Named, writes: int, *,
+                   bound_ms: float, timeout_s: float) -> Sampler:
+    """writes record changes (add, change, delete) in zone made through fleet's store's own
+    writer, each followed on named by writes' sampler with its staleness check."""
+    cycle = WriteCycle([zone], zone_kinds=False)
+    stop = threading.Event()
+    sampler = Sampler(named, cycle, stop, stale_bound_ms=bound_ms, visible_timeout_s=timeout_s)
+    sampler.start()
+    try:
+        with fleet.loaded.loader.writer(fleet.loaded.target) as store:
+            for _ in range(writes):
+                change = cycle.next()
+                store.apply(change)
+                cycle.done(change, time.monotonic_ns())
+                sampler.offer(len(cycle.changes) - 1)
+                sampler.idle.wait()  # followed to its end before the next
+    finally:
+        stop.set()
+        sampler.join()
+    return sampler
+
+
+def test_the_staleness_check_holds_each_answer_to_the_bound(fleets: dict[str, Fleet]) -> None:
+    """The cached row, written through its store: no sampled answer misses a write committed
+    more than the bound before it. A server that never sees the writes (the mysql fleet's,
+    asked about writes into pg): every write, and every answer past the bound, stale."""
+    fresh = sampled_writes(fleets["pg"], COVERAGE_ORIGIN, fleets["pg"].cached, 6,
+                           bound_ms=BOUND_MS, timeout_s=10)
+    assert fresh.not_seen == 0 and len(fresh.delays_ms) == 6
+    assert fresh.answers >= 6 * (1 + CONFIRM_ASKS)
+    assert fresh.stale_writes == 0 and fresh.stale_answers == 0
+    blind = sampled_writes(fleets["pg"], MANY, fleets["mysql"].cached, 3, bound_ms=50,
+                           timeout_s=0.3)
+    assert blind.not_seen == 3 and blind.stale_writes == 3
+    assert 0 < blind.stale_answers < blind.answers
 
 
 # --- arguments ---------------------------------------------------------------------------------
