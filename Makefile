@@ -13,6 +13,7 @@ BIND ?= 9.18
 
 # Debian packages the suite needs; `make deps` installs only the missing ones. openssh-server:
 # the private sshd of tests/test_load_from.py's namespace load hosts (the system's never starts).
+# chromium: tests/test_advise.py renders advise's HTML page headless and checks its figure shows.
 DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	postgresql libpq-dev \
 	mariadb-server default-libmysqlclient-dev \
@@ -21,7 +22,8 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	pdns-server pdns-backend-pgsql pdns-backend-mysql pdns-backend-lmdb pdns-backend-bind \
 	nsd knot knot-dnsutils \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
-	iproute2 openssh-client openssh-server
+	iproute2 openssh-client openssh-server \
+	chromium
 
 .PHONY: help setup deps apt-packages apparmor venv toxiproxy build drivers test check lint \
 	docs docs-args bench clean distclean bind-root bind-drivers

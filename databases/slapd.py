@@ -151,6 +151,10 @@ class LdapServer(PrivateServer):
             # nothing; anyone else may only bind. The rootdn is above these rules.
             "access to attrs=userPassword by anonymous auth by * none",
             f'access to * by dn.exact="{self.driver_dn}" read by * none',
+            # A zone transfer is one search over every entry of the zone (one snapshot): past
+            # slapd's default of 500 entries a search the reader's transfer of a zone of more
+            # owners would fail.
+            f'limits dn.exact="{self.driver_dn}" size=unlimited',
         ]
         lines += [f"index {spec}" for spec in self.indexes]
         lines += [

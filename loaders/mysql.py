@@ -37,6 +37,8 @@ ROUTINES = ("dlz_note_change",)
 CHANGE_TRIGGERS = ("dlz_change_record_added", "dlz_change_record_changed",
                    "dlz_change_record_deleted", "dlz_change_zone_added",
                    "dlz_change_zone_changed", "dlz_change_zone_deleted")
+# The column of records the schema added last (rname, for the driver's update statements).
+NEWEST_COLUMN = "rname"
 
 # executemany sends this as multi-row INSERTs of up to 64 KiB each (MySQLdb's default
 # statement size; about 1,000 rows of the quick profile). The values are bytes, so they go in
@@ -160,8 +162,8 @@ def _insert_record(session: sql.SqlSession, zone_id: int, record: Record) -> Non
 
 
 def ensure_schema(conn: MySQLdb.Connection) -> None:
-    """Apply the schema unless its tables and triggers are all there already (a database
-    that holds the tables from before the change log gets it)."""
+    """Apply the schema unless its tables, triggers and records' newest column are all there
+    already (a store loaded before the change log or the column gets them)."""
     cursor = conn.cursor()
     cursor.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
                    f"DATABASE() AND table_name IN ({', '.join(['%s'] * len(TABLES))})", TABLES)
@@ -170,7 +172,10 @@ def ensure_schema(conn: MySQLdb.Connection) -> None:
                    f"DATABASE() AND trigger_name IN ({', '.join(['%s'] * len(CHANGE_TRIGGERS))})",
                    CHANGE_TRIGGERS)
     (triggers,) = cursor.fetchone()
-    if tables != len(TABLES) or triggers != len(CHANGE_TRIGGERS):
+    cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = "
+                   "DATABASE() AND table_name = 'records' AND column_name = %s", (NEWEST_COLUMN,))
+    (newest,) = cursor.fetchone()
+    if tables != len(TABLES) or triggers != len(CHANGE_TRIGGERS) or not newest:
         apply_schema(conn)
 
 

@@ -101,6 +101,7 @@ class DlzNamed(ServerKind):
 
     answer_classes: tuple[str, ...] = DLZ_PATH_CLASSES
     dnssec_classes: tuple[str, ...] = DLZ_SIGNED_PATH_CLASSES
+    serves_unsigned = "BIND's DLZ path serves no RRSIG and no NSEC or NSEC3 proof (sdlz.c)"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
     runs_bind = True
     runs_under_wrapper = True

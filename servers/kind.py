@@ -63,6 +63,10 @@ class ServerKind(ABC):
     # Why the server cannot serve a signed zone as its store holds it (None: it can, with
     # the signatures or, through BIND's DLZ path, as plain data): `run --signed` leaves it out.
     cannot_serve_signed: ClassVar[str | None] = None
+    # Why the server, serving a signed zone, leaves out its signatures and denial proofs (None:
+    # it serves them, as native BIND does): a validating resolver finds its answers bogus.
+    # `advise --signed` rules such a server out.
+    serves_unsigned: ClassVar[str | None] = None
     # The server is `named` (native or through a DLZ driver): a row of it can run another
     # BIND than the run's (NAME@VERSION).
     runs_bind: ClassVar[bool] = False

@@ -91,3 +91,20 @@ def test_two_runs_agree_where_their_intervals_overlap(catalogue: Catalogue) -> N
     loaded.add_results("A", load_results(catalogue.paths["quick-2026-11-26"]))
     loaded.add_results("B", load_results(catalogue.paths["quick-2026-11-26-rerun"]))
     assert [p[2] for p in loaded.agreement("A", "B")] == [p[2] for p in pairs]
+
+
+def test_what_advise_reads_of_a_run(catalogue: Catalogue) -> None:
+    """A run's data set, round trip and start against the rule; the writes' route; the
+    store's cache size."""
+    capacity = catalogue.provenance("capacity-2026-11-26")
+    assert (capacity.zones, capacity.db_rtt_ms, capacity.before_the_rule()) == (1000, None, False)
+    tune = catalogue.provenance("tune-2026-11-24/pg-rtt1")
+    assert (tune.zones, tune.db_rtt_ms, tune.before_the_rule()) == (1000, 1, True)
+    assert catalogue.provenance("startup-2026-11-21").zones is None
+    via = catalogue.one("writes-via-update-2026-11-27", "reads", server="pg", rate="100")
+    assert via.coordinate("via") == "update"
+    status = catalogue.one("writes-every-server-2026-11-26", "status.reason", server="memory")
+    assert "reads its store once" in str(status.value)
+    cache = catalogue.one("scale-2026-11-25", "cache_mib", server="pg", zones="1000000",
+                          mix="uniform")
+    assert cache.number == 256

@@ -6,6 +6,8 @@
     SIGCONT answers resume from the same named;
   - a row with NULL columns is answered SERVFAIL and the driver keeps its connection (the
     database sees no new one), and good names answer right after it;
+  - a statement the server refuses (a privilege revoked, a table away) is SERVFAIL for its
+    query, and no outage: the store is not taken for down, answers resume at once;
   - TXT records of 2 KiB and 64 KiB (many strings) come back from every driver as from native
     BIND (the MariaDB driver's re-fetch of a long column, Berkeley DB's buffer growth);
   - a filesystem zone file truncated in place under queries: named stays up (no SIGBUS);
@@ -38,6 +40,7 @@ from base.paths import REPO_ROOT
 from bench.measure.faults import stopped
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import ask, complete
+from databases.postgresql import READER_ROLE
 from loaders.fs import ZONE_FILE, FsLoader, zone_file_path
 from servers import get_server
 from servers.dlz import DlzNamed
@@ -241,6 +244,57 @@ def test_null_columns_are_servfail_and_keep_the_connection(
             assert rows.sessions() == before, "the driver connected again"
         finally:
             rows.close()
+
+
+# --- statements the server refuses ---------------------------------------------------------------
+
+
+@contextmanager
+def _pg_refuses_reads(loaded: LoadedStore) -> Iterator[None]:
+    """The driver's role may not read records: every fetch is refused (SQLSTATE 42501)."""
+    conn = loaded.target.connect()
+    conn.autocommit = True
+    try:
+        conn.execute(f"REVOKE SELECT ON records FROM {READER_ROLE}")
+        yield
+    finally:
+        conn.execute(f"GRANT SELECT ON records TO {READER_ROLE}")
+        conn.close()
+
+
+@contextmanager
+def _mysql_refuses_reads(loaded: LoadedStore) -> Iterator[None]:
+    """The records table is away: every fetch is refused (ER_NO_SUCH_TABLE)."""
+    conn = loaded.target.connect()
+    try:
+        conn.cursor().execute("RENAME TABLE records TO records_away")
+        yield
+    finally:
+        conn.cursor().execute("RENAME TABLE records_away TO records")
+        conn.close()
+
+
+REFUSERS: dict[str, Callable[[LoadedStore], Any]] = {
+    "pg": _pg_refuses_reads, "mysql": _mysql_refuses_reads}
+
+
+@pytest.mark.parametrize("driver", _built(list(REFUSERS)))
+def test_a_statement_the_server_refuses_takes_nothing_down(
+        run_dir: Path, fail_stores: Callable[[str], LoadedStore], driver: str) -> None:
+    """A statement the server answers with an error is SERVFAIL for that query, also when it
+    fails again on the new connection the driver opens to retry it; the store answered, so it
+    is not taken for down: the first query after the server takes the statement again is
+    answered, down_interval_ms or not (60 s here)."""
+    loaded = fail_stores(driver)
+    with named_over(loaded, run_dir / f"named-refused-{driver}", threads=1,
+                    extra={"down_interval_ms": "60000"}) as named:
+        assert _rcode(named, WWW) == "NOERROR"
+        with REFUSERS[driver](loaded):
+            time.sleep(0.15)  # past memo_ms: the next query fetches again
+            assert _rcode(named, WWW) == "SERVFAIL"
+        time.sleep(0.15)
+        assert _rcode(named, WWW, timeout=FAST_CLIENT_TIMEOUT) == "NOERROR"
+        assert "the store does not answer" not in named.log_path.read_text(errors="replace")
 
 
 # --- long TXT records ----------------------------------------------------------------------------

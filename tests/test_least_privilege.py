@@ -230,6 +230,7 @@ def test_mariadb_writer_writes_records_only(mysql_store: MysqlServer, mysql_writ
     assert done.returncode != 0 and "denied" in done.stderr, done
     # Inserting and deleting a records row, rolled back: allowed.
     allowed = mariadb(mysql_store, "dlz_writer", "START TRANSACTION; INSERT INTO records "
+                      "(zone_id, name, seq, type, ttl, data) "
                       "SELECT id, CONCAT('w.', name), 0, 'TXT', 1, '\"w\"' FROM zones LIMIT 1; "
                       "DELETE FROM records WHERE name LIKE 'w.%'; ROLLBACK",
                       password=mysql_writer)

@@ -736,10 +736,25 @@ def test_a_store_error_mid_update_rolls_all_of_it_back(servers: Servers, driver:
         m.add(_name("refused"), 300, "TXT", FAIL_TEXT)
         return m
 
+    log_start = named.log_path.stat().st_size
     with changes_nothing(servers, PROBES):
         with STORE_FAULTS[driver](servers.stores[driver]):
             assert send(named, failing()) == "SERVFAIL"
     same_rcodes(send_all(servers, lambda: _add_apex_txt('"after the failure"')), "NOERROR")
+    # Both said, though a moment apart: the store's reason and the rollback it caused (errors
+    # are rate-limited per kind of message, not one a second for the whole driver).
+    log = named.log_path.read_bytes()[log_start:].decode(errors="replace")
+    lines = [line for line in log.splitlines() if f"dlz_{named_driver(driver)}:" in line]
+    assert any("the update is rolled back" in line for line in lines), lines
+    if driver in ("pg", "mysql"):
+        assert any("refused by the test" in line for line in lines), lines
+
+
+def named_driver(server: str) -> str:
+    """The name the server's driver logs under (dlz_<name>: ...)."""
+    kind = get_server(server)
+    assert isinstance(kind, DlzNamed), server
+    return kind.library_file.parent.name
 
 
 def _until(condition: Callable[[], bool], seconds: float) -> bool:

@@ -12,7 +12,7 @@ from servers import choose_bind
 # Subcommand name -> module in bench/commands.
 COMMANDS: list[str] = ["load", "generate", "report", "compare", "serve", "verify", "run", "startup",
                        "capacity", "tune", "scale", "instructions", "fuzz", "faults",
-                       "writes", "updates", "series"]
+                       "writes", "updates", "series", "advise"]
 
 
 def build_parser() -> argparse.ArgumentParser:

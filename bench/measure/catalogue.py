@@ -9,8 +9,9 @@ records per message, ...), and which metric, in the unit the metric's name ends 
 carries flags a reader must not miss: the load generator set the pace ("load generator"), a
 capacity step the load generator did not offer ("not offered"), a run superseded by a later
 one ("superseded"), a run measured before the rule it would be read by ("before rounds": no
-interval, one block of runs). The run's provenance (command, commit, boot, date, machine) is
-one look-up away.
+interval, one block of runs; RULE_SINCE says when the rule began). The run's provenance
+(command, commit, boot, date, machine, data set, round trip to the database) is one look-up
+away.
 
 README.md and docs/ state no measured figure by hand: their tables are generated from here
 (bench/report/doctables.py, `make docs`), and a figure in a sentence carries a reference that
@@ -20,6 +21,7 @@ only through bench.measure.results.load_results, whatever form the files take on
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,10 @@ LOAD_GENERATOR = "load generator"
 NOT_OFFERED = "not offered"
 SUPERSEDED = "superseded"
 BEFORE_ROUNDS = "before rounds"
+# The rule: every figure in interleaved rounds with its 95% interval (issue 26), first kept by
+# quick-2026-11-26, started then. A figure without an interval from a run before it was
+# measured before the rule (the cells say so with BEFORE_ROUNDS themselves).
+RULE_SINCE = "2026-11-26T10:24:00+00:00"
 
 # Committed runs a later one replaced, with why: their figures still resolve (the docs cite
 # them for what went wrong) but carry the flag. Kept here, beside the figures, not in prose.
@@ -59,6 +65,8 @@ SUPERSEDED_BY = {
 }
 
 Where = tuple[tuple[str, str], ...]
+# A generated data set as the metadata describes it (bench.measure.datasets.describe).
+_GENERATED = re.compile(r"^(\d+) generated zones")
 
 
 @dataclass(frozen=True)
@@ -75,16 +83,30 @@ class Provenance:
     machine: str | None
     bind: str | None
     superseded_by: str | None = None
+    # The data set of the whole run (None where each figure has its own zone count: startup,
+    # scale), its zone count when it was generated, and the round trip added between the
+    # server and its database (0: none; None: not recorded, the database beside the server).
+    dataset: str | None = None
+    zones: int | None = None
+    db_rtt_ms: float | None = None
 
     @classmethod
     def of(cls, run: str, path: Path, meta: Mapping) -> Provenance:
         cpu = meta.get("cpu_model")
         machine = None if cpu is None else f"{cpu}, {meta.get('cpu_count', '?')} CPUs"
         later = SUPERSEDED_BY.get(run)
+        dataset = meta.get("dataset")
+        generated = _GENERATED.match(dataset) if isinstance(dataset, str) else None
         return cls(run=run, path=path, command=meta.get("command"),
                    commit=meta.get("git_commit"), dirty=meta.get("git_dirty"),
                    boot=meta.get("boot_id"), date=meta.get("date"), machine=machine,
-                   bind=meta.get("bind"), superseded_by=None if later is None else later[0])
+                   bind=meta.get("bind"), superseded_by=None if later is None else later[0],
+                   dataset=dataset, zones=None if generated is None else int(generated[1]),
+                   db_rtt_ms=meta.get("db_rtt_ms"))
+
+    def before_the_rule(self) -> bool:
+        """The run started before RULE_SINCE (an unrecorded date counts as before)."""
+        return self.date is None or self.date < RULE_SINCE
 
 
 @dataclass(frozen=True)
@@ -551,6 +573,8 @@ def _scale_figures(results: Results) -> Iterator[_Draft]:
         share = (size.cache or {}).get("resident_share")
         yield _value("cache_resident", None if share is None else 100 * share, **at)
         yield _value("rss.named_mib", _mib(cell.peak_rss_kb.get("named")), **at)
+        configured = (size.cache or {}).get("configured_bytes")
+        yield _value("cache_mib", None if configured is None else configured / 2**20, **at)
         yield _value("load_s", size.load_seconds, **at)
         yield _value("store_mb", None if size.store_bytes is None else size.store_bytes / 1e6,
                      **at)
@@ -658,13 +682,14 @@ def _write_figures(results: Results) -> Iterator[_Draft]:
     if section is None:
         return
     for entry in section.servers:
-        yield from _server_write_figures(entry)
+        yield from _server_write_figures(entry, section.via)
 
 
-def _server_write_figures(entry: ServerWrites) -> Iterator[_Draft]:
-    at = {"server": entry.server}
+def _server_write_figures(entry: ServerWrites, via: str) -> Iterator[_Draft]:
+    at = {"server": entry.server, "via": via}
     if entry.status != "ok":
         yield _value("status", entry.status, **at)
+        yield _value("status.reason", entry.error, **at)
         return
     yield _value("reads_offered", entry.read_qps, **at)
     yield _value("checked", entry.checked, **at)

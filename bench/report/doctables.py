@@ -580,6 +580,32 @@ def _kept(part: float | None, whole: float | None) -> str:
     return NONE if part is None or not whole else f"{100 * part / whole:.0f}%"
 
 
+# ---------------------------------------------------------------- advise.md, README
+
+# The BIND whose committed runs the examples read: the suite's default.
+ADVICE_BIND = "9.18"
+
+
+def advise_example(zones: int, peak_qps: float, p99_ms: float, db_rtt_ms: float = 0,
+                   writes: float = 0, signed: bool = False, servers: str | None = None
+                   ) -> list[str]:
+    """`python3 -m bench advise` on the committed results: its command line and what it
+    prints, as a text block."""
+    from bench.measure.advice import Requirement, advise
+    from bench.report.advise import page, plain
+
+    words = [f"--zones {zones}", f"--peak-qps {peak_qps:g}", f"--p99-ms {p99_ms:g}"]
+    words += [f"--db-rtt {db_rtt_ms:g}"] if db_rtt_ms else []
+    words += [f"--writes {writes:g}"] if writes else []
+    words += ["--signed"] if signed else []
+    words += [f"--servers {servers}"] if servers else []
+    wanted = Requirement(zones, peak_qps, p99_ms, db_rtt_ms, writes, signed)
+    advice = advise(catalogue(), wanted, bind=ADVICE_BIND,
+                    servers=None if servers is None else servers.split(","))
+    return ["```text", f"$ python3 -m bench advise {' '.join(words)}",
+            *plain(page(advice, with_figure=False)).splitlines(), "```"]
+
+
 # ---------------------------------------------------------------- make docs
 
 def documents(root: Path = REPO_ROOT) -> list[Path]:

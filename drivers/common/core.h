@@ -148,13 +148,14 @@ void pool_destroy(struct pool *pool);
  * else waits for home. NULL at once while the pool is down (unless this thread is the probe),
  * and when no connection could be opened (logged; the pool is then down). */
 struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
-/* A locked update slot with an open connection (see pool.c); NULL when none could be had. */
+/* A locked update slot with an open connection (see pool.c); NULL when none could be had,
+ * also when another update held it for longer than a bounded wait. */
 struct pool_slot *pool_checkout_update(struct pool *pool, bool wait);
 /* Unlock an update slot; a broken connection is closed (the pool stays up). */
 void pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken);
 /* Unlock; a broken connection is closed and reopened on the next checkout. A broken
- * connection that timed out or had just been opened takes the pool down; a probe that was
- * not broken brings it up. */
+ * connection that timed out, or that had just been opened and failed as a connection
+ * (dlz_connection_failed), takes the pool down; a probe that was not broken brings it up. */
 void pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken);
 
 /* ---- emit.c ----------------------------------------------------------------------------- */

@@ -44,7 +44,7 @@ enum {
 /* ---- logging: "dlz_<backend name>: " is prefixed ------------------------------------------ */
 
 void dlz_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Like dlz_log at ERROR, but at most one message per second per process (outages). */
+/* Like dlz_log at ERROR, but at most one message per second per format string (outages). */
 void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- time --------------------------------------------------------------------------------- */
@@ -55,6 +55,13 @@ long dlz_now_ms(void);
  * statement, lock): called before returning DLZ_ERROR, it makes the core take the store for
  * down (down_interval_ms) rather than try a new connection at once. */
 void dlz_timed_out(void);
+/* The connection itself failed (lost, closed by the server, a server that is shutting down or
+ * refuses work), not one statement on it: called before returning DLZ_ERROR. On a connection
+ * opened for the call it makes the core take the store for down, as a time-out does. A
+ * statement the server answered with an error (a size or time limit, a missing privilege, a
+ * constraint) says nothing about the store: the core answers SERVFAIL and reconnects, and
+ * takes nothing down. */
+void dlz_connection_failed(void);
 
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 

@@ -21,7 +21,16 @@
  * libldap's rounding), and every message of a zone transfer by the same time-out; both options
  * take a timeval, so both limits can be below a second. Any LDAP error is DLZ_ERROR: the core
  * answers SERVFAIL, drops the handle and connects again on next use; a time-out is reported
- * (dlz_timed_out), and the core then takes the server for down for a while.
+ * (dlz_timed_out), and so is a connection that failed (dlz_connection_failed: the server
+ * gone, busy or unavailable), and the core then takes the server for down for a while. An
+ * operation the server refused (its size limit, an access rule) takes nothing down.
+ *
+ * A zone transfer is one search, not pages (RFC 2696): one search is one read snapshot of the
+ * server (slapd.conf's rtxnsize 0), so a transfer never mixes two generations of a zone, and
+ * paging would not get past a size limit anyway: slapd counts every page against the bind
+ * DN's hard size limit (size.prtotal defaults to it), 500 entries unless slapd.conf says
+ * otherwise. The suite's slapd lifts the limit for the driver's DN (databases/slapd.py); a
+ * lent server must too, for zones of more owners than its limit.
  *
  * Values are read in place from the result messages (ldap_get_attribute_ber), so a query
  * costs libldap's own allocations plus a BerElement per entry and a small array per
@@ -312,6 +321,14 @@ ld_record_split(const struct berval *v, struct berval *type, uint32_t *ttl, stru
 
 /* ---- searches --------------------------------------------------------------------------- */
 
+/* Did the connection or the server fail, rather than answer this one operation with an
+ * error (a size limit, an access rule)? */
+static bool
+ld_connection_failed(int rc) {
+	return rc == LDAP_SERVER_DOWN || rc == LDAP_CONNECT_ERROR || rc == LDAP_BUSY ||
+	       rc == LDAP_UNAVAILABLE;
+}
+
 static bool
 ld_rc_ok(int rc, const char *what, const char *key) {
 	if (rc == LDAP_SUCCESS) {
@@ -320,6 +337,15 @@ ld_rc_ok(int rc, const char *what, const char *key) {
 	/* No answer in time (ours), or the server's time limit. */
 	if (rc == LDAP_TIMEOUT || rc == LDAP_TIMELIMIT_EXCEEDED) {
 		dlz_timed_out();
+	} else if (ld_connection_failed(rc)) {
+		dlz_connection_failed();
+	}
+	if (rc == LDAP_SIZELIMIT_EXCEEDED || rc == LDAP_ADMINLIMIT_EXCEEDED) {
+		/* A transfer reads every entry of the zone in one search, for one snapshot. */
+		dlz_log_error_limited("%s %s: %s (%d): the server limits the entries one search of "
+				      "the bind DN may return (slapd: limits ... size=unlimited)",
+				      what, key, ldap_err2string(rc), rc);
+		return false;
 	}
 	dlz_log_error_limited("%s %s: %s (%d)", what, key, ldap_err2string(rc), rc);
 	return false;
@@ -823,7 +849,7 @@ ld_xfr_read(struct ld_xfr *x, int msgid) {
 		if (type <= 0) {
 			/* -1: the connection failed; 0: no message within the time-out. */
 			ldap_get_option(ld, LDAP_OPT_RESULT_CODE, &err);
-			ld_rc_ok(type == 0 ? LDAP_TIMEOUT : err != LDAP_SUCCESS ? err : LDAP_OTHER,
+			ld_rc_ok(type == 0 ? LDAP_TIMEOUT : err != LDAP_SUCCESS ? err : LDAP_SERVER_DOWN,
 				"transfer of", x->zone);
 			ldap_msgfree(msg);
 			return DLZ_ERROR;

@@ -41,13 +41,13 @@
  * rounded up to one; a connection to the suite's servers takes a few ms.
  *
  * query_timeout_ms (default 500): the server ends a statement that runs longer
- * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later) with
- * ER_STATEMENT_TIMEOUT; the client waits for the server at most query_timeout_ms rounded up
- * to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT count whole seconds; MariaDB
- * Connector/C waits once, it does not retry a read as Oracle's client does), so a frozen
- * server costs a second, and a slow statement ends with the server's error first. A fetch
- * takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
- * (about 800 ms in BIND).
+ * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later; a zone transfer
+ * excepted, see XFR_SQL) with ER_STATEMENT_TIMEOUT; the client waits for the server at most
+ * query_timeout_ms rounded up to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT
+ * count whole seconds; MariaDB Connector/C waits once, it does not retry a read as Oracle's
+ * client does), so a frozen server costs a second, and a slow statement ends with the
+ * server's error first. A fetch takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL
+ * before a resolver's first retry (about 800 ms in BIND).
  */
 /* Where the writer account's password comes from (see "writing"). */
 #define WRITER_PASSWORD_ENV "DLZ_MYSQL_WRITER_PWD"
@@ -94,9 +94,16 @@ typedef __typeof__(*((MYSQL_BIND *)NULL)->is_null) my_bind_flag;
 
 /* Every record of a zone by owner (schemas/mysql.sql, statement 2): ref on records_zone,
  * whose entries are in (zone_id, name) order, so no sort. No row: no such zone (a zone in the
- * store has its SOA at least). */
+ * store has its SOA at least).
+ *
+ * Without the session's max_statement_time: a transfer is one statement, read unbuffered as
+ * named takes the records, so it lasts as long as the zone takes named to consume, seconds for
+ * a large one, and a limit meant for one query's rows would end every transfer of a zone past
+ * some size. Each read still has to bring the next rows within the read time-out
+ * (MYSQL_OPT_READ_TIMEOUT), so a server that stops sending is still given up on. */
 static const char XFR_SQL[] =
-	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
+	"SET STATEMENT max_statement_time = 0 FOR"
+	" SELECT r.name, r.type, r.ttl, r.data FROM records r"
 	" WHERE r.zone_id = (SELECT id FROM zones WHERE name = ?) AND r.type <> 'ENT'"
 	" ORDER BY r.name";
 
@@ -506,17 +513,34 @@ my_timed_out(const struct my_conn *c, unsigned err) {
 		waited >= 1000L * c->settings->io_timeout_s - TIMEOUT_SLACK_MS);
 }
 
+/*
+ * Did the connection fail, rather than the server answer this statement with an error? The
+ * client library's own errors (CR_*: the server gone or lost, no connection, a packet out of
+ * order) and a server that is shutting down or killed the session.
+ */
+static bool
+my_connection_failed(unsigned err) {
+	return (err >= CR_MIN_ERROR && err <= CR_MAX_ERROR) || err == ER_SERVER_SHUTDOWN ||
+	       err == ER_CONNECTION_KILLED;
+}
+
 static int
 my_stmt_failed(const struct my_conn *c, const struct my_stmt *st, const char *what) {
-	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : mysql_errno(c->db);
+	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : 0;
+	const char *text = err != 0 ? mysql_stmt_error(st->handle) : NULL;
 
+	/* An error packet that ends an unbuffered result is the connection's, not the
+	 * statement's (Connector/C sets it on the MYSQL handle only). */
+	if (err == 0) {
+		err = mysql_errno(c->db);
+		text = mysql_error(c->db);
+	}
 	if (my_timed_out(c, err)) {
 		dlz_timed_out();
+	} else if (my_connection_failed(err)) {
+		dlz_connection_failed();
 	}
-	dlz_log_error_limited("%s failed: %s (%u)", what,
-			      st->handle != NULL ? mysql_stmt_error(st->handle)
-						 : mysql_error(c->db),
-			      err);
+	dlz_log_error_limited("%s failed: %s (%u)", what, text, err);
 	return DLZ_ERROR;
 }
 
@@ -708,17 +732,25 @@ my_smallest_class(const unsigned *classes, unsigned n) {
 	return i;
 }
 
+static struct my_conn *my_update_writer(struct my_conn *c, const char *zone);
+
 static int
 my_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	/* In an update its own connection reads, which sees the update's uncommitted rows. */
-	struct my_conn *c = ((struct my_conn *)conn)->in_update ? ((struct my_conn *)conn)->writer
-								 : conn;
+	struct my_conn *c = conn;
 	unsigned cls, k, nowner_places;
 	struct my_stmt *st;
 
 	if (!my_thread_attach() || req->nnames == 0 || req->nnames > DLZ_MAX_LABELS ||
 	    req->nowners > MAX_OWNERS) {
 		return DLZ_ERROR;
+	}
+	/* In an update its own connection reads, which sees the update's uncommitted rows; an
+	 * update's reads come with its zone (update.c), locked before the first of them. */
+	if (c->in_update) {
+		c = req->zone_index >= 0 ? my_update_writer(c, req->names[req->zone_index]) : NULL;
+		if (c == NULL) {
+			return DLZ_ERROR;
+		}
 	}
 	cls = my_smallest_class(my_zone_classes, req->nnames) * NOWNER_CLASSES +
 	      my_smallest_class(my_owner_classes, req->nowners);
@@ -819,22 +851,40 @@ my_allowxfr(void *conn, const char *zone, const char *client) {
  * named.conf. The reader connection the core holds for updates opens it at its first update
  * and keeps it; between begin and commit every fetch on that connection reads through the
  * writer, so the update's own lookups (named's prerequisite checks, the SOA serial) see its
- * uncommitted rows. The zone's row is read LOCK IN SHARE MODE: a loader replacing the zone
- * (DELETE, cascading to its records) waits for the update to end. A row's `seq` is one more
- * than the highest of its owner in the zone (schemas/mysql.sql: it only makes the key unique).
+ * uncommitted rows. A row's `seq` is one more than the highest of its owner in the zone
+ * (schemas/mysql.sql: it only makes the key unique).
+ *
+ * The first statement of an update, before any read, locks the zone's row FOR UPDATE until
+ * the transaction ends. An update decides on what it reads which empty non-terminal markers to
+ * add or delete, and two nameds updating one zone at once would each decide on a snapshot
+ * without the other's changes (one deleting the last name below b.Z and with it b.Z's marker,
+ * the other adding c.b.Z because the marker was still there: b.Z lost, NXDOMAIN above a name
+ * that exists). With the lock the second waits for the first to commit, and its snapshot
+ * (REPEATABLE READ: taken at the first plain read, which comes after the locking one) holds
+ * what the first wrote. A loader replacing the zone (DELETE, cascading to its records) waits
+ * too. A wait counts against max_statement_time, like any statement's.
  */
-static const char ZONE_ID_SQL[] = "SELECT id FROM zones WHERE name = ? LOCK IN SHARE MODE";
+static const char ZONE_ID_SQL[] = "SELECT id FROM zones WHERE name = ? FOR UPDATE";
 static const char INSERT_SQL[] =
 	"INSERT INTO records (zone_id, name, seq, type, ttl, data)"
 	" SELECT ?, ?, COALESCE(MAX(seq) + 1, 0), ?, ?, ? FROM records"
 	" WHERE name = ? AND zone_id = ?";
 static const char DELETE_SQL[] =
 	"DELETE FROM records WHERE name = ? AND zone_id = ? AND type = ? AND data = ?";
-/* Candidates for below(): names of the zone ending in ".<owner>" (an escaped dot, "\\.",
- * ends no label: the driver checks each with dlz_key_in_zone). Reads records_zone. */
+/*
+ * Candidates for below(): names of the zone ending in ".<owner>", whose reversed keys (rname)
+ * start with reverse(owner) || '.': the range [that, reverse(owner) || '/') ('/' follows '.')
+ * of records_rname, the owner's subtree and nothing else of the zone. A key whose label ends
+ * in an escaped dot ("x\\.owner") falls in the range without being below the owner: the
+ * driver checks each name with dlz_key_in_zone, and takes a whole batch of such names for a
+ * name below (a marker too many, never a name lost).
+ */
+#define BELOW_LIMIT 64
+#define TEXT_OF(x) STRINGIFY(x)
+#define STRINGIFY(x) #x
 static const char BELOW_SQL[] =
-	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
-	" WHERE r.zone_id = ? AND RIGHT(r.name, ?) = ? AND r.name <> ?";
+	"SELECT r.name, r.type, r.ttl, r.data FROM records r FORCE INDEX (records_rname)"
+	" WHERE r.zone_id = ? AND r.rname >= ? AND r.rname < ? LIMIT " TEXT_OF(BELOW_LIMIT);
 
 static void
 my_set_uint_param(struct my_conn *c, unsigned i, unsigned slot, uint32_t value) {
@@ -970,34 +1020,53 @@ my_del(void *conn, const char *zone, const char *owner, const char *type, const 
 	return my_stmt_execute(w, &w->delete, "delete") ? DLZ_OK : DLZ_ERROR;
 }
 
+struct my_below_walk {
+	const char *owner;
+	unsigned rows;
+};
+
 /* my_row_fn for below(): stops the walk (1) at the first name truly below the owner. */
 static int
 my_below_row(struct my_conn *c, void *ctx) {
-	const char *owner = ctx;
+	struct my_below_walk *walk = ctx;
 
-	return !c->nulls[COL_OWNER] && dlz_key_in_zone(c->bufs[COL_OWNER], owner) ? 1 : DLZ_OK;
+	walk->rows++;
+	return !c->nulls[COL_OWNER] && dlz_key_in_zone(c->bufs[COL_OWNER], walk->owner) ? 1
+										      : DLZ_OK;
+}
+
+/* text reversed into out (len bytes, then suffix and a NUL). */
+static void
+my_reversed(const char *text, size_t len, char suffix, char *out) {
+	for (size_t i = 0; i < len; i++) {
+		out[i] = text[len - 1 - i];
+	}
+	out[len] = suffix;
+	out[len + 1] = '\0';
 }
 
 static int
 my_below(void *conn, const char *zone, const char *owner) {
 	struct my_conn *w = my_update_writer(conn, zone);
-	bool root = strcmp(owner, ".") == 0;
-	char suffix[DLZ_KEY_MAX + 2];
+	struct my_below_walk walk = { .owner = owner };
+	size_t len = strlen(owner); /* never the root: it takes no updates (update.c) */
+	char low[DLZ_KEY_MAX + 2], high[DLZ_KEY_MAX + 2];
+	int rc;
 
-	if (w == NULL || !my_stmt_ready(w, &w->below, BELOW_SQL, 4)) {
+	if (w == NULL || len >= DLZ_KEY_MAX || !my_stmt_ready(w, &w->below, BELOW_SQL, 3)) {
 		return DLZ_ERROR;
 	}
-	/* Below the root is every other name; below "x" every name ending in ".x". */
-	snprintf(suffix, sizeof(suffix), "%s%s", root ? "" : ".", root ? "" : owner);
+	my_reversed(owner, len, '.', low);
+	my_reversed(owner, len, '/', high);
 	my_set_uint_param(w, 0, 0, w->upd_zone_id);
-	my_set_uint_param(w, 1, 1, (uint32_t)strlen(suffix));
-	my_set_param(w, 2, suffix);
-	my_set_param(w, 3, owner);
+	my_set_param(w, 1, low);
+	my_set_param(w, 2, high);
 	if (!my_stmt_bind_result(w, &w->below, &w->cols[COL_OWNER]) ||
 	    !my_stmt_execute(w, &w->below, "below")) {
 		return DLZ_ERROR;
 	}
-	return my_fetch_all(w, &w->below, COL_OWNER, my_below_row, (void *)owner);
+	rc = my_fetch_all(w, &w->below, COL_OWNER, my_below_row, &walk);
+	return rc == DLZ_OK && walk.rows == BELOW_LIMIT ? 1 : rc;
 }
 
 /* Ends the update with sql (COMMIT or ROLLBACK). */

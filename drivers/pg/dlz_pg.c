@@ -144,6 +144,20 @@
 	" AND reverse(name) >= $2 COLLATE \"C\" AND reverse(name) < $3 COLLATE \"C\""         \
 	" LIMIT " TEXT_OF(BELOW_LIMIT)
 #define BELOW_LIMIT 64
+/*
+ * The first statement of every update: the update's zone locked until the transaction ends
+ * (an advisory lock, which needs no privilege; keyed by LOCK_SPACE and the zone's id). Updates
+ * run at READ COMMITTED and decide on what they read: which empty non-terminal markers to add
+ * or to delete. Two nameds updating one zone at once would each decide on what the other has
+ * not yet committed (one deleting the last name below b.Z and with it b.Z's marker, the other
+ * adding c.b.Z because b.Z's marker is still there: b.Z lost, NXDOMAIN above a name that
+ * exists). With the lock, the second update reads only after the first committed. A wait
+ * counts against statement_timeout, like any statement's.
+ */
+#define LOCK_ZONE_SQL                                                        \
+	"SELECT pg_advisory_xact_lock(" TEXT_OF(LOCK_SPACE) ", id) FROM zones" \
+	" WHERE name = $1"
+#define LOCK_SPACE 1685814132 /* "dlzt" */
 
 struct pg_statement {
 	const char *name;
@@ -164,6 +178,7 @@ enum {
 	ST_ADD,
 	ST_DEL,
 	ST_BELOW,
+	ST_LOCK_ZONE,
 	ST_COUNT
 };
 
@@ -179,6 +194,7 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 	[ST_ADD] = { "dlz_add", ADD_SQL, 5, { TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID } },
 	[ST_DEL] = { "dlz_del", DEL_SQL, 4, { TEXTOID, TEXTOID, TEXTOID, TEXTOID } },
 	[ST_BELOW] = { "dlz_below", BELOW_SQL, 3, { TEXTOID, TEXTOID, TEXTOID } },
+	[ST_LOCK_ZONE] = { "dlz_lock_zone", LOCK_ZONE_SQL, 1, { TEXTOID } },
 };
 
 /* ---- state and connections -------------------------------------------------------------- */
@@ -216,6 +232,8 @@ struct pg_connection {
 	long query_timeout_ms;
 	char *buf; /* the fetch's binary array parameters, reused from query to query */
 	size_t cap;
+	bool in_update;   /* between begin and commit or rollback */
+	bool zone_locked; /* the update's zone is locked (LOCK_ZONE_SQL) */
 };
 
 static void
@@ -225,6 +243,10 @@ pg_log_error(const char *what, const PGconn *pg, const PGresult *res) {
 
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) {
 		len--;
+	}
+	/* The connection is gone, not one statement refused by the server. */
+	if (PQstatus(pg) == CONNECTION_BAD) {
+		dlz_connection_failed();
 	}
 	dlz_log_error_limited("%s: %.*s", what, (int)len, len > 0 ? msg : "unknown error");
 }
@@ -580,6 +602,8 @@ pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 	return DLZ_OK;
 }
 
+static bool pg_lock_update_zone(struct pg_connection *c, const char *zone);
+
 static int
 pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct pg_connection *c = conn;
@@ -590,6 +614,11 @@ pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	PGresult *res;
 	int rc;
 
+	/* An update's reads come with its zone (update.c): locked before the first of them. */
+	if (c->in_update && (req->zone_index < 0 ||
+			     !pg_lock_update_zone(c, req->names[req->zone_index]))) {
+		return DLZ_ERROR;
+	}
 	if (names_size + owners_size > (size_t)INT32_MAX ||
 	    !dlz_grow((void **)&c->buf, &c->cap, names_size + owners_size, 1)) {
 		return DLZ_ERROR;
@@ -718,17 +747,47 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 
 static int
 pg_begin(void *conn) {
-	return pg_run_command(conn, ST_BEGIN, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+	struct pg_connection *c = conn;
+
+	if (!pg_run_command(c, ST_BEGIN, NULL, NULL)) {
+		return DLZ_ERROR;
+	}
+	c->in_update = true;
+	c->zone_locked = false;
+	return DLZ_OK;
+}
+
+/* The update's zone locked (LOCK_ZONE_SQL), once per update; false (logged) on failure. */
+static bool
+pg_lock_update_zone(struct pg_connection *c, const char *zone) {
+	const char *values[1] = { zone };
+	int lengths[1] = { (int)strlen(zone) };
+	PGresult *res;
+
+	if (c->zone_locked) {
+		return true;
+	}
+	res = pg_run_prepared(c, ST_LOCK_ZONE, values, lengths, PGRES_TUPLES_OK);
+	c->zone_locked = res != NULL;
+	PQclear(res);
+	return c->zone_locked;
+}
+
+/* Ends the update with statement st (ST_COMMIT or ST_ROLLBACK). */
+static int
+pg_end_update(struct pg_connection *c, int st) {
+	c->in_update = false;
+	return pg_run_command(c, st, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
 }
 
 static int
 pg_commit(void *conn) {
-	return pg_run_command(conn, ST_COMMIT, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+	return pg_end_update(conn, ST_COMMIT);
 }
 
 static int
 pg_rollback(void *conn) {
-	return pg_run_command(conn, ST_ROLLBACK, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+	return pg_end_update(conn, ST_ROLLBACK);
 }
 
 /* Parameters in binary: text is its bytes; an int4 its four bytes in network order. */
@@ -744,6 +803,9 @@ pg_add(void *conn, const char *zone, const char *owner, const char *type, uint32
 
 	if (ttl > INT32_MAX) {
 		return DLZ_ERROR; /* RFC 2181: a TTL is at most 2^31 - 1; named keeps to it */
+	}
+	if (!pg_lock_update_zone(conn, zone)) {
+		return DLZ_ERROR;
 	}
 	pg_put_u32(ttl_net, ttl);
 	res = pg_run_prepared(conn, ST_ADD, values, lengths, PGRES_COMMAND_OK);
@@ -764,7 +826,12 @@ pg_del(void *conn, const char *zone, const char *owner, const char *type, const 
 	const char *values[4] = { zone, owner, type, rdata };
 	int lengths[4] = { (int)strlen(zone), (int)strlen(owner), (int)strlen(type),
 			   (int)strlen(rdata) };
-	PGresult *res = pg_run_prepared(conn, ST_DEL, values, lengths, PGRES_COMMAND_OK);
+	PGresult *res;
+
+	if (!pg_lock_update_zone(conn, zone)) {
+		return DLZ_ERROR;
+	}
+	res = pg_run_prepared(conn, ST_DEL, values, lengths, PGRES_COMMAND_OK);
 
 	PQclear(res);
 	return res != NULL ? DLZ_OK : DLZ_ERROR;
@@ -789,7 +856,7 @@ pg_below(void *conn, const char *zone, const char *owner) {
 	PGresult *res;
 	int rc = 0;
 
-	if (len >= DLZ_KEY_MAX) {
+	if (len >= DLZ_KEY_MAX || !pg_lock_update_zone(conn, zone)) {
 		return DLZ_ERROR;
 	}
 	pg_reversed(owner, len, '.', low);
