@@ -439,7 +439,9 @@ def test_answers_from_the_cache_are_the_plain_rows(fleets: dict[str, Fleet], sto
                                                    ) -> None:
     fleet = fleets[store]
     queries = [q for q in derive_queries(fleet.zones) if not q[0].is_subdomain(MANY)]
-    queries += [(host(i), "A") for i in range(0, HOSTS, 97)]
+    # Every coverage query over pg; a third of them over the others, whose cache is the same
+    # core's (each row against native BIND on everything: tests/test_drivers.py).
+    queries = queries[::1 if store == "pg" else 3] + [(host(i), "A") for i in range(0, HOSTS, 97)]
     expected = plain_replies(fleet, queries)
     offset = log_size(fleet.cached)
     first = differences(fleet.cached, expected)
