@@ -134,6 +134,7 @@ class LdapServer(PrivateServer):
             f'argsfile "{self.run_dir / "slapd.args"}"',
             f'modulepath "{MODULE_DIR}"',
             "moduleload back_mdb",
+            "moduleload syncprov",
             "database mdb",
             f'suffix "{self.suffix}"',
             f'rootdn "{self.bind_dn}"',
@@ -156,6 +157,15 @@ class LdapServer(PrivateServer):
             f'limits dn.exact="{self.driver_dn}" size=unlimited',
         ]
         lines += [f"index {spec}" for spec in self.indexes]
+        lines += [
+            # RFC 4533 content synchronisation, which a caching ldap driver follows
+            # (docs/method/cache.md): the entries' CSNs indexed for its searches from a
+            # cookie, and a log of the last changes so that a cookie a little behind is
+            # answered from it instead of a walk of the whole database.
+            "index entryCSN,entryUUID eq",
+            "overlay syncprov",
+            "syncprov-sessionlog 100000",
+        ]
         return "\n".join(lines) + "\n"
 
     # -- process control -------------------------------------------------------------------

@@ -25,7 +25,7 @@ from servers.bindversion import BINDS
 from servers.bindversion import choose as choose_bind
 from servers.bindversion import selected as selected_bind
 from servers.bindversion import version_text as named_version
-from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES, DlzNamed
+from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES, DlzCache, DlzNamed
 from servers.dnsserver import DnsServer, kernel_rmem_max, non_recursive_query, set_listen_address
 from servers.external import ExternalServer, Target, parse_target
 from servers.kind import ServerKind
@@ -68,6 +68,15 @@ SERVERS: tuple[ServerKind, ...] = (
     DlzNamed("bdbhpt-c", store="bdbhpt", options={"mode": "concurrent"}),
     # A private environment reads a file the loader replaces by rename.
     DlzNamed("bdbhpt-p", store="bdbhpt", options={"mode": "private"}, needs_reload=True),
+    # The database drivers answering from the core's coherent cache, each store telling it of
+    # every change within a second (docs/method/cache.md): a group of their own, which
+    # `make bench` (the plain rows, what the database costs) leaves out.
+    # PostgreSQL: LISTEN/NOTIFY from the store's triggers.
+    DlzNamed("pg+cache", store="pg", library="pg", cache=DlzCache()),
+    # MariaDB has no push channel: a change log its triggers write, polled every 100 ms.
+    DlzNamed("mysql+cache", store="mysql", library="mysql", cache=DlzCache()),
+    # slapd: RFC 4533 content synchronisation (the syncprov overlay).
+    DlzNamed("ldap+cache", store="ldap", library="ldap", cache=DlzCache()),
     # PowerDNS 4.7 over its own schemas and files; caches off (the backend itself) and its
     # default caches ("-cached").
     PdnsServer("pdns-gpgsql", store="pdns_pg"),

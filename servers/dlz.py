@@ -75,13 +75,32 @@ class DlzWritableStore(DlzStore, Protocol):
         ...
 
 
+# The column groups of the DLZ rows (docs/reference.md: the question each group answers).
+DLZ_GROUP = "BIND DLZ drivers"
+CACHED_DLZ_GROUP = "BIND DLZ drivers, cached"
+
+
+@dataclass(frozen=True)
+class DlzCache:
+    """The driver core's coherent cache (drivers/common/cache.c), switched on: answers from
+    named's memory, each at most bound_ms behind the store, which tells the driver of every
+    change (PostgreSQL's triggers and LISTEN/NOTIFY, ...); size_kb bounds its memory."""
+
+    size_kb: int = 64 * 1024
+    bound_ms: int = 1000
+
+    def dlz_args(self) -> dict[str, str]:
+        """The core's arguments that say so."""
+        return {"cache": "yes", "cache_size_kb": str(self.size_kb),
+                "cache_bound_ms": str(self.bound_ms)}
+
+
 @dataclass(frozen=True)
 class DlzNamed(ServerKind):
     """named answering through a DLZ driver that reads the store's data on every query."""
 
     answer_classes: tuple[str, ...] = DLZ_PATH_CLASSES
     dnssec_classes: tuple[str, ...] = DLZ_SIGNED_PATH_CLASSES
-    group = "BIND DLZ drivers"
     serves_unsigned = "BIND's DLZ path serves no RRSIG and no NSEC or NSEC3 proof (sdlz.c)"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
     runs_bind = True
@@ -99,10 +118,19 @@ class DlzNamed(ServerKind):
     # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
     # driver then reaches the store as its writer (DlzWritableStore).
     updates: NamedUpdatePolicy | None = None
+    # The core's cache, on (None: off, every query reads the store). Not a store option:
+    # the core's, the same words for every driver whose store has a change channel.
+    cache: DlzCache | None = None
 
     @classmethod
     def software_version(cls) -> str:
         return bindversion.version_text()
+
+    @property
+    def group(self) -> str:  # type: ignore[override]
+        """A row with the core's cache on answers another question than the plain rows:
+        what a coherent cache buys, not what reading the store costs."""
+        return CACHED_DLZ_GROUP if self.cache else DLZ_GROUP
 
     def store_options(self) -> Mapping[str, str]:
         return self.options
@@ -130,6 +158,7 @@ class DlzNamed(ServerKind):
         """The dlz statement (with the update keys before it); `library` replaces the built
         driver (an ASan build), `extra` adds arguments (a test switch)."""
         args = {"connections": str(connections), **self._store_args(target),
+                **(self.cache.dlz_args() if self.cache else {}),
                 **(self.updates.dlz_args() if self.updates else {}), **(extra or {})}
         keys = self.updates.key_statements() if self.updates else ""
         return keys + dlz_clause(self.name, library or self.library_file, args)

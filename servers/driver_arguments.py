@@ -100,9 +100,10 @@ The words after a driver's path in named.conf's `dlz` statement (`servers/dlz.py
 are `key=value`. A driver takes the core's arguments and its own, and nothing else: an unknown
 key, a key given twice, an integer out of its bounds, a yes/no that is neither, or a required
 argument missing stops `named` at start-up with a one-line error that names the key (never the
-value). Dynamic updates (`update_zones`, `update_key`, `update_unsigned`):
-[method/updates.md](method/updates.md); the time-outs and `down_interval_ms` under faults:
-[method/faults.md](method/faults.md).
+value). The cache (`cache`, `cache_size_kb`, `cache_bound_ms`):
+[method/cache.md](method/cache.md). Dynamic updates (`update_zones`, `update_key`,
+`update_unsigned`): [method/updates.md](method/updates.md); the time-outs and
+`down_interval_ms` under faults: [method/faults.md](method/faults.md).
 """
 
 

@@ -136,7 +136,8 @@ def handwritten() -> Results:
            "bdb-btree": 1000, "bdb-hash": 900, "bdbhpt-t": 4000, "bdbhpt-c": 5000,
            "bdbhpt-p": 6000, "pdns-gpgsql": 300, "pdns-gpgsql-cached": 3000,
            "pdns-gmysql": 200, "pdns-gmysql-cached": 2500, "pdns-lmdb": 4000, "pdns-bind": 5000,
-           "nsd": 12000, "knot": 11000}
+           "nsd": 12000, "knot": 11000, "pg+cache": 5000, "mysql+cache": 5000,
+           "ldap+cache": 5000}
     cells = []
     for threads in (1, 2):
         for driver, value in qps.items():
@@ -210,7 +211,8 @@ def test_tables_name_their_column_groups_in_order():
     markdown = render_markdown(handwritten())
     line = next(line for line in markdown.splitlines() if line.startswith("Columns: "))
     groups = [part.split(": ")[0] for part in line.removeprefix("Columns: ").split(" | ")]
-    assert groups == ["native BIND", "BIND DLZ drivers", "PowerDNS backends", "NSD, Knot"]
+    assert groups == ["native BIND", "BIND DLZ drivers", "BIND DLZ drivers, cached",
+                      "PowerDNS backends", "NSD, Knot"]
     assert "PowerDNS backends: pdns-gpgsql, pdns-gpgsql-cached, " in line
 
 

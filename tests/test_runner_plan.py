@@ -68,9 +68,9 @@ def test_quick_all_profile_plans_every_server_at_three_thread_counts() -> None:
     profile = PROFILES["quick-all"]
     opening, closing = split_at_qps(PHASES)
     plan = plan_of(profile, opening, closing, list(SERVERS), profile.threads)
-    # 19 servers x 3 thread counts = 57 cells: rounds of 57 x 2.5 s; 17 fit in 60 min.
-    assert plan.rounds[0] == pytest.approx(142.5) and len(plan.rounds) == 17
-    assert plan.seconds / 60 == pytest.approx(74.8, abs=0.1)  # docs/method/run.md, README
+    # 22 servers x 3 thread counts = 66 cells: rounds of 66 x 2.5 s; 15 fit in 60 min.
+    assert plan.rounds[0] == pytest.approx(165.0) and len(plan.rounds) == 15
+    assert plan.seconds / 60 == pytest.approx(73.4, abs=0.1)  # docs/method/run.md, README
 
 
 @pytest.mark.check

@@ -36,6 +36,7 @@ from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving
 from bench.measure.writes import (
     CEILING,
+    STALE_BOUND_MS,
     ServerFollow,
     StepRun,
     WriteCycle,
@@ -46,7 +47,7 @@ from bench.measure.writes import (
     shows,
     summarize,
 )
-from bench.report.writes import COLUMNS
+from bench.report.writes import COLUMNS, STALE_COLUMN
 from loaders import bdbhpt, fs, get_loader
 from loaders.berkeley import decode_lines
 from loaders.ldap import ENT_VALUE, bound, filter_value
@@ -429,6 +430,20 @@ def test_bench_writes_counts_the_writes(bench_writes: list[Results]) -> None:
                 assert run.sent > 0 and run.answered > 0
             ceiling = [r for r in entry.runs if r.rate == CEILING]
             assert ceiling and all(r.visibility_ms for r in ceiling), entry.server
+
+
+def test_bench_writes_holds_every_answer_to_the_stale_bound(bench_writes: list[Results]
+                                                            ) -> None:
+    """The staleness check ran at its default bound and says so; pg, read live, never
+    answered a sampled write stale past it."""
+    for results in bench_writes:
+        assert results.writes is not None and results.writes.stale_bound_ms == STALE_BOUND_MS
+        assert STALE_COLUMN in results.meta["markdown"]
+        for entry in results.writes.servers:
+            for run in entry.runs:
+                assert run.answers_checked >= len(run.visibility_ms), entry.server
+                if entry.server == "pg":
+                    assert run.stale_writes == 0 and run.stale_answers == 0
 
 
 def test_bench_writes_answers_as_native_after_the_changes(bench_writes: list[Results]) -> None:

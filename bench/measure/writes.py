@@ -17,6 +17,10 @@ step:
   UDP) every POLL_S until an answer shows it: commit to that answer is the write's
   visibility delay; a write offered while the sampler still follows an earlier one is
   skipped (counted), one not shown within VISIBLE_TIMEOUT_S is recorded as not seen;
+- the staleness check: every answer the sampler gets, and CONFIRM_ASKS more after the first
+  that shows the write, is compared with the store as it was the bound (stale_bound_ms, the
+  same for every server) before the query was sent: an answer that does not show a write
+  committed earlier than that is stale past the bound, and so is the write (counted);
 - the database server's processes and the DNS server's are CPU-metered over the step (not
   the sampler's following of its last write after it).
 
@@ -78,6 +82,12 @@ NOERROR, NXDOMAIN = 0, 3
 POLL_S = 0.001
 # Past PowerDNS's packet and query caches (20 s) for the -cached rows.
 VISIBLE_TIMEOUT_S = 30.0
+# The staleness check's bound by default: the +cache rows' stated one (servers/dlz.py:
+# DlzCache), so that every row is held to what they promise.
+STALE_BOUND_MS = 1000.0
+# Answers asked after the first that shows a sampled write: one that shows the state before
+# it again (a cache of another thread, a replica behind) is caught.
+CONFIRM_ASKS = 5
 # Samples aimed at per step (k = the step's expected writes / this, at least 1).
 SAMPLES_PER_STEP = 50
 # Changes whose names are asked of the server and of native BIND after the run.
@@ -303,6 +313,12 @@ class StepRun:
     visibility_ms: list[float] = field(default_factory=list)  # the samples shown
     not_seen: int = 0
     skipped: int = 0
+    # The staleness check (0 in runs before it): the sampler's answers, those that missed a
+    # write committed more than the bound before they were asked, the sampled writes that
+    # got any such answer.
+    answers_checked: int = 0
+    stale_answers: int = 0
+    stale_writes: int = 0
 
     @property
     def qps(self) -> float:
@@ -351,6 +367,9 @@ class Step:
     sampled: int
     not_seen: int
     skipped: int
+    answers_checked: int = 0
+    stale_answers: int = 0
+    stale_writes: int = 0
 
 
 @dataclass
@@ -380,6 +399,8 @@ class Writes:
     rates: list[int] = field(default_factory=list)
     via: str = VIA_STORE
     servers: list[ServerWrites] = field(default_factory=list)
+    # The staleness check's bound in ms (None: a run before the check).
+    stale_bound_ms: float | None = None
 
     json_absent: ClassVar[dict[str, Any]] = {"profile": "", "dataset": ""}  # when left out
 
@@ -407,7 +428,10 @@ def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
         writes=sum(r.writes for r in runs), write_errors=sum(r.write_errors for r in runs),
         visible_p50_ms=_rank(pooled, 50), visible_p99_ms=_rank(pooled, 99),
         visible_max_ms=pooled[-1] if pooled else None, sampled=len(pooled),
-        not_seen=sum(r.not_seen for r in runs), skipped=sum(r.skipped for r in runs))
+        not_seen=sum(r.not_seen for r in runs), skipped=sum(r.skipped for r in runs),
+        answers_checked=sum(r.answers_checked for r in runs),
+        stale_answers=sum(r.stale_answers for r in runs),
+        stale_writes=sum(r.stale_writes for r in runs))
 
 
 def _rank(ordered: list[float], percent: float) -> float | None:
@@ -420,13 +444,21 @@ def _rank(ordered: list[float], percent: float) -> float | None:
 
 
 class Sampler(threading.Thread):
-    """Takes a committed change and asks the server until an answer shows it."""
+    """Takes a committed change and asks the server until an answer shows it, and a few times
+    more; holds every answer to the bound (stale_bound_ms)."""
 
-    def __init__(self, server: DnsServer, cycle: WriteCycle, stop: threading.Event) -> None:
+    def __init__(self, server: DnsServer, cycle: WriteCycle, stop: threading.Event, *,
+                 stale_bound_ms: float = STALE_BOUND_MS,
+                 visible_timeout_s: float = VISIBLE_TIMEOUT_S) -> None:
         super().__init__(name="visibility sampler", daemon=True)
         self.server = server
         self.cycle = cycle
         self.stop = stop
+        self.bound_ns = stale_bound_ms * 1e6
+        self.visible_timeout_s = visible_timeout_s
+        self.answers = 0
+        self.stale_answers = 0
+        self.stale_writes = 0
         self.pending: queue.Queue[int] = queue.Queue()
         # Set while no write is being followed: an offer is taken only then, so that no
         # sample waits (its delay would count the wait).
@@ -453,28 +485,49 @@ class Sampler(threading.Thread):
             except queue.Empty:
                 continue
             committed_ns = self.cycle.committed_ns[index]
+            stale_before = self.stale_answers
             seen_ns = self._first_showing(index, committed_ns)
             if seen_ns is None:
                 self.not_seen += 1
             else:
                 self.delays_ms.append((seen_ns - committed_ns) / 1e6)
+                self._confirm(index, committed_ns)
+            if self.stale_answers > stale_before:
+                self.stale_writes += 1
             self.cycle.unpin(index)
             self.idle.set()
 
-    def _first_showing(self, index: int, committed_ns: int) -> int | None:
+    def _ask(self, index: int, committed_ns: int) -> bool | None:
+        """One answer to the change's question: does it show the change (None: no answer)?
+        Checked against the bound: one that does not, asked more than the bound after the
+        commit, is stale."""
         qname, rdtype = probe(self.cycle.changes[index])
         query = non_recursive_query(qname, rdtype, None, False)
-        deadline = committed_ns + VISIBLE_TIMEOUT_S * 1e9
+        sent_ns = time.monotonic_ns()
+        try:
+            response = dns.query.udp(query, self.server.host, port=self.server.port,
+                                     timeout=1.0)
+        except (dns.exception.Timeout, OSError):
+            return None
+        shown = any(shows(c, response) for c in self.cycle.superseding(index))
+        self.answers += 1
+        if not shown and sent_ns - committed_ns > self.bound_ns:
+            self.stale_answers += 1
+        return shown
+
+    def _first_showing(self, index: int, committed_ns: int) -> int | None:
+        deadline = committed_ns + self.visible_timeout_s * 1e9
         while time.monotonic_ns() < deadline:
-            try:
-                response = dns.query.udp(query, self.server.host, port=self.server.port,
-                                         timeout=1.0)
-            except (dns.exception.Timeout, OSError):
-                continue
-            if any(shows(c, response) for c in self.cycle.superseding(index)):
+            if self._ask(index, committed_ns):
                 return time.monotonic_ns()
             time.sleep(POLL_S)
         return None
+
+    def _confirm(self, index: int, committed_ns: int) -> None:
+        """CONFIRM_ASKS more answers after the first that showed the change."""
+        for _ in range(CONFIRM_ASKS):
+            time.sleep(POLL_S)
+            self._ask(index, committed_ns)
 
 
 class Writer(threading.Thread):
@@ -530,13 +583,13 @@ class Writer(threading.Thread):
 def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
              follow: Callable[[Change], None], cycle: WriteCycle, rate: int, repeat: int, *,
              read_qps: float, step_s: float, query_file: Path, run_dir: Path,
-             timeout_s: float) -> StepRun:
+             timeout_s: float, stale_bound_ms: float = STALE_BOUND_MS) -> StepRun:
     """One step: the read load, the writer and the sampler for step_s."""
     # At the ceiling the rate is not known beforehand: every write is offered, and the
     # sampler takes the next one each time it is free.
     every = 1 if rate in (0, CEILING) else max(1, round(rate * step_s / SAMPLES_PER_STEP))
     stop = threading.Event()
-    sampler = Sampler(server, cycle, stop)
+    sampler = Sampler(server, cycle, stop, stale_bound_ms=stale_bound_ms)
     writer = Writer(store, follow, cycle, rate, every, sampler, stop)
     db_meter = CpuMeter(loaded.database_pids()) if loaded.accounts_database else None
     server_meter = CpuMeter(server.pids())
@@ -570,6 +623,8 @@ def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
                   first_error=writer.first_error, writer_cpu_s=writer.cpu_s,
                   visibility_ms=sampler.delays_ms, not_seen=sampler.not_seen,
                   skipped=sampler.skipped, cpu_window_s=cpu_window_s,
+                  answers_checked=sampler.answers, stale_answers=sampler.stale_answers,
+                  stale_writes=sampler.stale_writes,
                   server_cpu_s=server_meter.seconds,
                   db_cpu_s=None if db_meter is None else db_meter.seconds)
     _read_figures(run, recording)
@@ -594,6 +649,7 @@ def _read_figures(run: StepRun, recording: Recording) -> None:
 def measure_server(kind: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
                    run_dir: Path, *, rates: Sequence[int], step_s: float, repeats: int,
                    read_qps: float, threads: int, timeout_s: float, via: str = VIA_STORE,
+                   stale_bound_ms: float = STALE_BOUND_MS,
                    progress: Callable[[str], None] = print) -> ServerWrites:
     """The server through every step and repeat, then its answers for every changed name
     against native BIND's that got the same changes; a failure is recorded, not raised."""
@@ -615,11 +671,13 @@ def measure_server(kind: ServerKind, stream: Callable[[], Iterator[Zone]], query
                 for rate in round_order(list(rates), repeat):
                     run = run_step(loaded, server, store, follow, cycle, rate, repeat,
                                    read_qps=read_qps, step_s=step_s, query_file=query_file,
-                                   run_dir=run_dir / kind.name, timeout_s=timeout_s)
+                                   run_dir=run_dir / kind.name, timeout_s=timeout_s,
+                                   stale_bound_ms=stale_bound_ms)
                     result.runs.append(run)
                     progress(f"{kind.name}: {rate_text(rate)} writes, repeat {repeat + 1}: "
                              f"{run.qps:,.0f} reads/s answered, {run.lost} lost, "
-                             f"{run.write_rate:,.1f} writes/s"
+                             f"{run.write_rate:,.1f} writes/s, "
+                             f"{run.stale_writes} sampled stale past the bound"
                              + (f", {run.write_errors} failed ({run.first_error})"
                                 if run.write_errors else ""))
             _check_against_native(result, server, kind, stream, cycle.changes,

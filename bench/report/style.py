@@ -2,7 +2,7 @@
 
 The registry has more servers than matplotlib's ten default colours: native and bdbhpt-p were
 drawn in the same blue. tab20's dark shades go to the first ten servers and its light ones to
-the next ten, each with its own marker too.
+the next ten, each with its own marker too; tab20b's to the twenty after them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ def server_style(server: str) -> dict[str, object]:
     base = base_name(server)
     index = names.index(base) if base in names else len(names)
     shade = (2 * index) % 20 + (index // 10) % 2
-    return {"color": matplotlib.colormaps["tab20"](shade),
+    colours = matplotlib.colormaps["tab20" if index < 20 else "tab20b"]
+    return {"color": colours(shade),
             "marker": _MARKERS[index % len(_MARKERS)],
             "linestyle": "-" if base == server else "--", "label": server}

@@ -1,7 +1,8 @@
 """results.md's "Reads while the store is written" section (`writes`): per server, a table of
 its write-rate steps (reads answered per second, loss, read p50/p99/p99.9, writes per second
 achieved, the visibility delay of sampled writes, the CPU of the database, the DNS server
-and the writer thread, and the server side's CPU per read), each figure a median
+and the writer thread, and the server side's CPU per read; in runs with the staleness check,
+the sampled writes answered stale past its bound), each figure a median
 over the repeats with its 95% interval; writes-reads.png (read p99 and reads answered against
 the write rate, every server) and writes-visibility.png (the visibility delays' distribution
 per server)."""
@@ -13,6 +14,7 @@ from pathlib import Path
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.measure.writes import (
+    CONFIRM_ASKS,
     VIA_UPDATE,
     VISIBLE_TIMEOUT_S,
     ServerWrites,
@@ -39,6 +41,8 @@ COLUMNS = ["writes offered", "writes/s achieved", "reads answered/s", "read loss
            "read p50 (ms)", "read p99 (ms)", "read p99.9 (ms)", "visible p50 (ms)",
            "visible p99 (ms)", "visible max (ms)", "sampled", "database CPU (% of a core)",
            "server CPU (%)", "writer CPU (%)", "server + database CPU per read (us)"]
+# The staleness check's column, in runs that made it (older files render as they did).
+STALE_COLUMN = "stale past the bound: writes (answers)"
 
 
 def render_writes(results: Results) -> list[str]:
@@ -63,13 +67,21 @@ def render_writes(results: Results) -> list[str]:
         "Each figure is the median over the repeats with its 95% interval (none under 6 "
         "repeats); a write's visibility is from its commit to the first answer that shows "
         "it, every k-th write sampled, pooled over the repeats (docs/method/writes.md).")
+    if section.stale_bound_ms is not None:
+        lines.append("")
+        lines.append(
+            f"Staleness: every answer the sampler got (and {CONFIRM_ASKS} more after the first "
+            f"that showed its write) is held to a bound of {section.stale_bound_ms:g} ms, the "
+            "same for every server: an answer that misses a write committed more than that "
+            "before its query was sent is stale past the bound, and so is the write. The "
+            f"column {STALE_COLUMN!r} counts them, over the repeats.")
     lines.append("")
     for entry in sorted(section.servers, key=lambda s: report_order(s.server)):
-        lines += _server_lines(entry)
+        lines += _server_lines(entry, staleness=section.stale_bound_ms is not None)
     return lines
 
 
-def _server_lines(entry: ServerWrites) -> list[str]:
+def _server_lines(entry: ServerWrites, *, staleness: bool) -> list[str]:
     lines = [f"### {entry.server}", ""]
     if entry.status == "n/a":
         return [*lines, f"n/a: {entry.error}", ""]
@@ -79,7 +91,9 @@ def _server_lines(entry: ServerWrites) -> list[str]:
     lines.append("")
     notes = Notes()
     steps = entry.steps()
-    lines += markdown_table(COLUMNS, [_row(step, notes) for step in steps])
+    columns = [*COLUMNS, STALE_COLUMN] if staleness else COLUMNS
+    rows = [[*_row(step, notes), *([_stale(step)] if staleness else [])] for step in steps]
+    lines += markdown_table(columns, rows)
     repeats = {s.qps.n for s in steps if s.qps is not None}
     if any(s.qps is not None and s.qps.low is None for s in steps):
         notes.add(f"{', '.join(map(str, sorted(repeats)))} repeat(s) a step: medians without "
@@ -117,6 +131,12 @@ def _row(step: Step, notes: Notes) -> list[str]:
             _interval(step.server_cpu_share, scale=100, decimals=0),
             _interval(step.writer_cpu_share, scale=100, decimals=0),
             _interval(step.cpu_us_per_read, decimals=0)]
+
+
+def _stale(step: Step) -> str:
+    """Sampled writes answered stale past the bound, and the stale answers, of all checked."""
+    return (f"{step.stale_writes} of {step.sampled + step.not_seen} ({step.stale_answers} of "
+            f"{step.answers_checked:,})")
 
 
 def _interval(value: Interval | None, scale: float = 1.0, decimals: int = 0,

@@ -188,6 +188,10 @@ void updates_free(struct updates *u);
 /* What the updates need of the instance, once its pool exists. */
 void updates_attach(struct updates *u, struct pool *pool, dns_sdlz_putrr_t *putrr,
 		    atomic_ulong *generation, bool trace);
+/* The driver's cache (NULL: none), whose entries of the owners an update wrote go at its
+ * commit. */
+struct cache;
+void updates_attach_cache(struct updates *u, struct cache *cache);
 /* Update slots the pool needs: 1 when zones take updates, else 0. */
 unsigned updates_slots(const struct updates *u);
 isc_result_t updates_configure(struct updates *u, dns_dlz_writeablezone_t *writeable_zone,

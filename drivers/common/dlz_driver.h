@@ -191,6 +191,37 @@ bool dlz_rowset_add_row_keys(struct dlz_rowset *rs, const char *zone, const char
 typedef int dlz_node_cb(void *ctx, const char *owner, const char *type, uint32_t ttl,
 			const char *rdata);
 
+/* ---- the change channel: how a store tells the driver's cache of changes (cache.c) ------- */
+
+/*
+ * A backend that defines watch() lets the core cache fetch results (core argument cache=yes):
+ * watch runs in a thread of the core's from dlz_create to dlz_destroy, holds a connection of
+ * its own to the store and reports through these calls, in this order:
+ *   dlz_channel_up       once the store will report every change committed from now on (the
+ *                        connection is listening); the cache answers nothing before:
+ *   dlz_channel_synced   every change committed before since_ms (dlz_now_ms) has been
+ *                        reported; the cache answers only while the last such instant lies
+ *                        within cache_bound_ms, and says so in named's log when it starts to;
+ *   dlz_channel_changed  a change: owner key in zone key (owner NULL: anything in the zone,
+ *                        and whether it is a zone; zone NULL: anything at all), reported after
+ *                        its commit, in commit order with the other reports;
+ *   dlz_channel_down     the channel lost (why: one line for named's log): the cache is
+ *                        flushed and answers nothing until up and synced again.
+ * watch returns when dlz_channel_wait says so (the driver is being destroyed); it reconnects
+ * by itself after a failure, waiting with dlz_channel_wait.
+ */
+struct dlz_channel;
+void dlz_channel_up(struct dlz_channel *ch);
+void dlz_channel_synced(struct dlz_channel *ch, long since_ms);
+void dlz_channel_changed(struct dlz_channel *ch, const char *zone, const char *owner);
+void dlz_channel_down(struct dlz_channel *ch, const char *why_fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* cache_bound_ms: a channel that cannot show it is caught up within it reports itself down. */
+long dlz_channel_bound_ms(const struct dlz_channel *ch);
+/* Wait until fd (if >= 0) has one of events (poll's), or timeout_ms has passed: 1 fd ready, 0
+ * time out, -1 watch must return now. */
+int dlz_channel_wait(struct dlz_channel *ch, int fd, short events, long timeout_ms);
+
 /* ---- the backend a driver defines ----------------------------------------------------------- */
 
 struct dlz_backend {
@@ -240,6 +271,9 @@ struct dlz_backend {
 	int (*below)(void *conn, const char *zone, const char *owner);
 	int (*commit)(void *conn);
 	int (*rollback)(void *conn);
+
+	/* The store's change channel (see above); NULL: the driver cannot cache. */
+	void (*watch)(void *state, struct dlz_channel *ch);
 };
 
 /*

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cache.h"
 #include "core.h"
 
 struct updates {
@@ -54,6 +55,7 @@ struct updates {
 	char key[DLZ_KEY_MAX]; /* update_key as a key */
 	bool has_key;
 	bool allow_unsigned;
+	struct cache *cache; /* NULL: the driver does not cache */
 };
 
 /* One fetch on the transaction's connection: owner O, its ancestors down to the zone. */
@@ -84,6 +86,11 @@ struct txn {
 	bool failed; /* a step failed: only a rollback is left */
 	bool broken; /* the connection failed (DLZ_ERROR): drop it */
 	struct chain_read chain;
+	/* The owners this update may have written (keys, malloc'd), whose cache entries go at
+	 * its commit. */
+	char **written;
+	size_t nwritten;
+	size_t written_cap;
 };
 
 /* The update open on this thread (see above); one at a time, whatever the instance. */
@@ -194,6 +201,11 @@ updates_attach(struct updates *u, struct pool *pool, dns_sdlz_putrr_t *putrr,
 	u->putrr = putrr;
 	u->generation = generation;
 	u->trace = trace;
+}
+
+void
+updates_attach_cache(struct updates *u, struct cache *cache) {
+	u->cache = cache;
 }
 
 unsigned
@@ -445,6 +457,53 @@ updates_lookup(struct updates *u, const char *zone, const char *key, dns_sdlzloo
 	return ISC_R_SUCCESS; /* never ISC_R_NOTFOUND: no wildcard probes (see above) */
 }
 
+/* ---- what an update wrote, for the cache ------------------------------------------------------ */
+
+/*
+ * The owner of the last read and its ancestors below the zone (the apex when it is the
+ * owner): every row an add or delete at that owner writes is one of theirs (its records, the
+ * ENT markers of make_owner_exist and settle_empty_owner). False (the update fails) when out
+ * of memory; nothing to note without a cache.
+ */
+static bool
+txn_note_written(struct txn *t) {
+	const struct chain_read *c = &t->chain;
+	int last = c->z > 0 ? c->z - 1 : 0;
+
+	if (t->u->cache == NULL) {
+		return true;
+	}
+	for (int i = 0; i <= last; i++) {
+		char *copy;
+
+		if (!dlz_grow((void **)&t->written, &t->written_cap, t->nwritten + 1,
+			      sizeof(*t->written)) ||
+		    (copy = strdup(c->names[i])) == NULL) {
+			return step_ok(t, DLZ_ERROR, "noting the owners written for the cache",
+				       c->names[i]);
+		}
+		t->written[t->nwritten++] = copy;
+	}
+	return true;
+}
+
+/* At the commit, before named answers the update: no lookup after it is answered from an
+ * entry read before it. (The store's channel reports the same owners later.) */
+static void
+txn_invalidate_written(struct txn *t) {
+	for (size_t i = 0; i < t->nwritten; i++) {
+		cache_invalidate(t->u->cache, t->zone, t->written[i]);
+	}
+}
+
+static void
+txn_free_written(struct txn *t) {
+	for (size_t i = 0; i < t->nwritten; i++) {
+		free(t->written[i]);
+	}
+	free(t->written);
+}
+
 /* ---- versions ----------------------------------------------------------------------------- */
 
 /*
@@ -531,6 +590,7 @@ updates_closeversion(struct updates *u, const char *zone, bool commit, void **ve
 	if (committed) {
 		/* Every memo made before this instant is stale from now on (memo_fresh). */
 		atomic_fetch_add(u->generation, 1);
+		txn_invalidate_written(t);
 	}
 	if (u->trace) {
 		dlz_log(ISC_LOG_INFO, "closeversion %s -> %s", t->zone,
@@ -538,6 +598,7 @@ updates_closeversion(struct updates *u, const char *zone, bool commit, void **ve
 	}
 	pool_checkin_update(u->pool, t->slot, t->broken);
 	chain_free(&t->chain);
+	txn_free_written(t);
 	open_txn = NULL;
 	free(t);
 	*versionp = NULL;
@@ -673,7 +734,7 @@ txn_at_owner(struct updates *u, void *version, const char *name, char *owner) {
 		t->failed = true;
 		return NULL;
 	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
+	if (!step_ok(t, chain_load(t, owner), "reading", owner) || !txn_note_written(t)) {
 		return NULL;
 	}
 	t->chain.current = false; /* written by the caller */

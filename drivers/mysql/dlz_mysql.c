@@ -128,6 +128,7 @@ struct my_settings {
 	unsigned port;
 	unsigned connect_timeout_s;
 	unsigned io_timeout_s;
+	long poll_ms; /* the change channel's: between two reads of the change log */
 	char session_settings[sizeof(SESSION_SETTINGS) + 16]; /* with max_statement_time */
 	char *fetch_sql[NCLASSES];
 };
@@ -318,6 +319,13 @@ my_init(const struct dlz_args *args, void **state) {
 	s->port = (unsigned)dlz_arg_int(args, "port");
 	s->connect_timeout_s = my_seconds_of(dlz_arg_int(args, "connect_timeout_ms"));
 	s->io_timeout_s = my_seconds_of(query_timeout_ms);
+	s->poll_ms = dlz_arg_int(args, "cache_poll_ms");
+	/* Half the bound at most: a read of the log that is late once still leaves the cache
+	 * caught up within it. */
+	if (dlz_arg_yes(args, "cache") && 2 * s->poll_ms > dlz_arg_int(args, "cache_bound_ms")) {
+		dlz_log(ISC_LOG_ERROR, "cache_poll_ms is more than half of cache_bound_ms");
+		return DLZ_ERROR;
+	}
 	snprintf(s->session_settings, sizeof(s->session_settings), SESSION_SETTINGS,
 		 (double)query_timeout_ms / 1000);
 	for (unsigned i = 0; i < NCLASSES; i++) {
@@ -1092,6 +1100,147 @@ my_rollback(void *conn) {
 
 /* ---- the backend ------------------------------------------------------------------------- */
 
+/* ---- the change channel (the core's cache: drivers/common/cache.c) ------------------------- */
+
+/*
+ * MariaDB has no push channel: schemas/mysql_changes.sql's triggers log every change, each
+ * with the next number of a sequence that writing transactions take in commit order, and the
+ * driver polls that log every cache_poll_ms on a connection of its own. Each poll reads the
+ * last number committed, N, and then the changes after the last one it read up to N: every
+ * change committed before the poll began is among them, so the channel is caught up as of
+ * the poll's start (dlz_channel_synced). A poll that fails, or a connection lost, takes the
+ * channel down (flushed, bypassed); fewer changes than numbers read mean the log was pruned
+ * past the driver (it keeps the last 100,000): the cache is flushed and reading goes on from
+ * N. It reconnects every bound/2. Stated as what it is: polling, so a change reaches the cache
+ * within cache_poll_ms and a round trip, and the cache costs the server a statement or two
+ * per poll whatever the load.
+ */
+#define CHANGE_NUMBER_SQL "SELECT seq FROM dlz_change_seq WHERE id = 1"
+#define CHANGES_SQL                                                                       \
+	"SELECT seq, zone, owner FROM dlz_changes WHERE seq > %llu AND seq <= %llu ORDER BY seq"
+
+/* The last change number committed; false (the channel then down) on failure. */
+static bool
+my_change_number(struct my_conn *c, struct dlz_channel *ch, unsigned long long *number) {
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+	bool ok;
+
+	if (mysql_query(c->db, CHANGE_NUMBER_SQL) != 0 || (res = mysql_store_result(c->db)) == NULL) {
+		dlz_channel_down(ch, "reading MariaDB's change log failed: %s", mysql_error(c->db));
+		return false;
+	}
+	row = mysql_fetch_row(res);
+	ok = row != NULL && row[0] != NULL;
+	if (ok) {
+		*number = strtoull(row[0], NULL, 10);
+	} else {
+		dlz_channel_down(ch, "MariaDB's change log has no number row (schemas/mysql_changes.sql)");
+	}
+	mysql_free_result(res);
+	return ok;
+}
+
+/* One logged change's column (NULL or a key) into buf; false if it does not fit. */
+static bool
+my_change_key(const char *value, unsigned long len, char *buf, const char **out) {
+	if (value == NULL) {
+		*out = NULL;
+		return true;
+	}
+	if (len >= DLZ_KEY_MAX) {
+		return false;
+	}
+	memcpy(buf, value, len);
+	buf[len] = '\0';
+	*out = buf;
+	return true;
+}
+
+/* The changes numbered (from, to] reported in order; their count, or -1 (the channel then
+ * down) on failure. */
+static long long
+my_report_changes(struct my_conn *c, struct dlz_channel *ch, unsigned long long from,
+		  unsigned long long to) {
+	char sql[sizeof(CHANGES_SQL) + 40], zone[DLZ_KEY_MAX], owner[DLZ_KEY_MAX];
+	long long count = 0;
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+
+	snprintf(sql, sizeof(sql), CHANGES_SQL, from, to);
+	if (mysql_query(c->db, sql) != 0 || (res = mysql_store_result(c->db)) == NULL) {
+		dlz_channel_down(ch, "reading MariaDB's change log failed: %s", mysql_error(c->db));
+		return -1;
+	}
+	while ((row = mysql_fetch_row(res)) != NULL) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		const char *z, *o;
+
+		/* A zone of NULL (its row gone) or a key too long: everything, to be safe. */
+		if (!my_change_key(row[1], lens[1], zone, &z) ||
+		    !my_change_key(row[2], lens[2], owner, &o) || z == NULL) {
+			z = o = NULL;
+		}
+		dlz_channel_changed(ch, z, o);
+		count++;
+	}
+	mysql_free_result(res);
+	return count;
+}
+
+/* Poll the log on c until it fails (the channel then down) or the driver stops. */
+static void
+my_poll_changes(struct my_conn *c, struct dlz_channel *ch, long poll_ms) {
+	unsigned long long last, number;
+
+	if (!my_change_number(c, ch, &last)) {
+		return;
+	}
+	/* Every change after `last` will be read: the cache may take store results from now. */
+	dlz_channel_up(ch);
+	dlz_log(ISC_LOG_INFO, "cache: polling MariaDB's change log every %ld ms (connection %lu)",
+		poll_ms, mysql_thread_id(c->db));
+	do {
+		long since = dlz_now_ms();
+		long long count;
+
+		if (!my_change_number(c, ch, &number)) {
+			return;
+		}
+		if (number > last) {
+			count = my_report_changes(c, ch, last, number);
+			if (count < 0) {
+				return;
+			}
+			if ((unsigned long long)count != number - last) {
+				dlz_channel_down(ch, "MariaDB's change log was pruned past the %llu "
+						     "changes the driver had not read",
+						 number - last);
+				dlz_channel_up(ch);
+			}
+			last = number;
+		}
+		dlz_channel_synced(ch, since);
+	} while (dlz_channel_wait(ch, -1, 0, poll_ms) == 0);
+}
+
+static void
+my_watch(void *state, struct dlz_channel *ch) {
+	const struct my_settings *s = state;
+	long retry_ms = dlz_channel_bound_ms(ch) / 2;
+
+	do {
+		struct my_conn *c = my_connect_as(s, s->user, s->password);
+
+		if (c == NULL) {
+			dlz_channel_down(ch, "cannot connect to MariaDB to read its change log");
+			continue;
+		}
+		my_poll_changes(c, ch, s->poll_ms);
+		my_conn_free(c);
+	} while (dlz_channel_wait(ch, -1, 0, retry_ms) == 0);
+}
+
 static const struct dlz_arg_spec my_args[] = {
 	DLZ_TEXT("host", "the server's name or address (neither host nor socket: the client "
 			 "library's default)"),
@@ -1108,6 +1257,9 @@ static const struct dlz_arg_spec my_args[] = {
 	DLZ_TEXT("writer_user",
 		 "the account that writes RFC 2136 updates, its password in named's "
 		 "environment (" WRITER_PASSWORD_ENV "); none: no updates"),
+	DLZ_INT("cache_poll_ms", 100, 1, DLZ_MS_MAX,
+		"with cache=yes: ms between two reads of the change log (MariaDB has no push "
+		"channel), at most half of cache_bound_ms"),
 	DLZ_ARGS_END,
 };
 
@@ -1130,4 +1282,5 @@ const struct dlz_backend dlz_backend = {
 	.below = my_below,
 	.commit = my_commit,
 	.rollback = my_rollback,
+	.watch = my_watch,
 };

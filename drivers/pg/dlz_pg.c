@@ -214,10 +214,14 @@ static const struct dlz_arg_spec pg_args[] = {
 };
 
 #define MAX_PARAMS 16
+/* application_name of the change channel's connection (and "dlz_pg" of the pool's). */
+#define LISTENER_APPLICATION "dlz_pg_cache"
 
 struct pg_state {
 	const char *keys[MAX_PARAMS];
 	const char *values[MAX_PARAMS];
+	/* The change channel's connection: the same values but for its application_name. */
+	const char *listener_values[MAX_PARAMS];
 	char options[256]; /* the options conninfo value: statement_timeout, SESSION_OPTIONS */
 	long connect_timeout_ms;
 	long query_timeout_ms;
@@ -377,6 +381,16 @@ pg_state_add(struct pg_state *s, unsigned *n, const char *key, const char *value
 	return true;
 }
 
+/* The listener's values: the pool's, with its own application_name (pg_stat_activity). */
+static void
+pg_listener_values(struct pg_state *s) {
+	for (unsigned i = 0; i < MAX_PARAMS; i++) {
+		bool app = s->keys[i] != NULL && strcmp(s->keys[i], "application_name") == 0;
+
+		s->listener_values[i] = app ? LISTENER_APPLICATION : s->values[i];
+	}
+}
+
 static int
 pg_init(const struct dlz_args *args, void **state) {
 	struct pg_state *s;
@@ -411,6 +425,7 @@ pg_init(const struct dlz_args *args, void **state) {
 	}
 	s->keys[n] = NULL;
 	s->values[n] = NULL;
+	pg_listener_values(s);
 	*state = s;
 	return DLZ_OK;
 }
@@ -863,6 +878,202 @@ pg_below(void *conn, const char *zone, const char *owner) {
 	return rc;
 }
 
+/* ---- the change channel (the core's cache: drivers/common/cache.c) ------------------------- */
+
+/*
+ * The store's triggers (schemas/pg_notify.sql) send NOTIFY dlz_cache after every change,
+ * with the payload "ZONE<TAB>OWNER" for a records row, "ZONE" for a zones row (a zone added,
+ * removed or replaced whole: everything in it) and "" for a TRUNCATE (everything).
+ *
+ * The listener is a connection of the driver's own (application_name dlz_pg_cache) that
+ * LISTENs, and every bound/4 sends itself NOTIFY dlz_cache_sync with a counter.
+ * PostgreSQL delivers the notifications of every channel in the order their transactions
+ * committed, so when its own counter comes back, every change committed before it sent it
+ * has been reported: the channel is caught up as of that send (dlz_channel_synced). A
+ * heartbeat that is not back within bound/2 takes the channel down (a frozen server or a
+ * cut link shows no error), so a caught-up instant is never more than 3/4 of the bound old
+ * while the channel is up; a lost connection takes it down at once. It reconnects every
+ * bound/2 until it is up again.
+ */
+#define CHANGE_CHANNEL "dlz_cache"
+#define SYNC_CHANNEL "dlz_cache_sync"
+
+struct pg_listener {
+	PGconn *pg;
+	struct dlz_channel *ch;
+	long interval_ms; /* from one heartbeat's return to the next one's send */
+	long patience_ms; /* for a heartbeat to come back */
+	int pid;          /* the listener's backend: its own heartbeats come from it */
+	unsigned long sent; /* the counter of the last heartbeat sent */
+	long sent_ms;
+	long next_ms;   /* when the next heartbeat goes */
+	bool waiting;   /* a heartbeat is on its way */
+	bool busy;      /* the NOTIFY statement's result is not read yet */
+};
+
+/* libpq's last error on pg, one line, into buf. */
+static const char *
+pg_error_text(const PGconn *pg, char *buf, size_t size) {
+	size_t len;
+
+	snprintf(buf, size, "%s", pg != NULL ? PQerrorMessage(pg) : "out of memory");
+	len = strlen(buf);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) {
+		buf[--len] = '\0';
+	}
+	return len > 0 ? buf : "unknown error";
+}
+
+static bool
+pg_listen_to(PGconn *pg, const char *sql, long timeout_ms) {
+	PGresult *res;
+
+	if (!PQsendQuery(pg, sql)) {
+		return false;
+	}
+	res = pg_collect_result(pg, "listen", PGRES_COMMAND_OK, timeout_ms);
+	PQclear(res);
+	return res != NULL;
+}
+
+/* A new listener connection, listening; NULL (the channel then down, saying why) if not. */
+static PGconn *
+pg_listener_connect(struct pg_state *s, struct dlz_channel *ch) {
+	PGconn *pg = PQconnectStartParams(s->keys, s->listener_values, 0);
+	char why[256];
+
+	if (pg == NULL || !pg_connect_poll(pg, s->connect_timeout_ms) ||
+	    !pg_listen_to(pg, "LISTEN " CHANGE_CHANNEL, s->query_timeout_ms) ||
+	    !pg_listen_to(pg, "LISTEN " SYNC_CHANNEL, s->query_timeout_ms)) {
+		dlz_channel_down(ch, "cannot listen to PostgreSQL: %s",
+				 pg_error_text(pg, why, sizeof(why)));
+		PQfinish(pg);
+		return NULL;
+	}
+	return pg;
+}
+
+/* A change's payload to the cache: "ZONE<TAB>OWNER", "ZONE" or "". */
+static void
+pg_report_change(struct dlz_channel *ch, const char *payload) {
+	char buf[2 * DLZ_KEY_MAX + 2];
+	size_t len = strlen(payload);
+	char *tab;
+
+	if (len >= sizeof(buf)) {
+		dlz_channel_changed(ch, NULL, NULL); /* no trigger sends one: everything, to be safe */
+		return;
+	}
+	memcpy(buf, payload, len + 1);
+	tab = strchr(buf, '\t');
+	if (tab != NULL) {
+		*tab = '\0';
+	}
+	dlz_channel_changed(ch, buf, tab != NULL ? tab + 1 : NULL);
+}
+
+static void
+pg_notified(struct pg_listener *l, const PGnotify *n) {
+	if (strcmp(n->relname, CHANGE_CHANNEL) == 0) {
+		pg_report_change(l->ch, n->extra);
+	} else if (strcmp(n->relname, SYNC_CHANNEL) == 0 && n->be_pid == l->pid && l->waiting &&
+		   strtoul(n->extra, NULL, 10) == l->sent) {
+		dlz_channel_synced(l->ch, l->sent_ms);
+		l->waiting = false;
+		l->next_ms = l->sent_ms + l->interval_ms;
+	}
+}
+
+static bool
+pg_send_heartbeat(struct pg_listener *l, long now) {
+	char sql[64], why[256];
+
+	snprintf(sql, sizeof(sql), "NOTIFY " SYNC_CHANNEL ", '%lu'", l->sent + 1);
+	if (!PQsendQuery(l->pg, sql)) {
+		dlz_channel_down(l->ch, "PostgreSQL's connection failed: %s",
+				 pg_error_text(l->pg, why, sizeof(why)));
+		return false;
+	}
+	l->sent++;
+	l->sent_ms = now;
+	l->waiting = l->busy = true;
+	return true;
+}
+
+/* What arrived: the heartbeat statement's result, notifications. False: the channel went
+ * down. */
+static bool
+pg_listener_read(struct pg_listener *l) {
+	char why[256];
+	PGnotify *n;
+
+	if (!PQconsumeInput(l->pg)) {
+		dlz_channel_down(l->ch, "PostgreSQL's connection failed: %s",
+				 pg_error_text(l->pg, why, sizeof(why)));
+		return false;
+	}
+	while (l->busy && !PQisBusy(l->pg)) {
+		PGresult *res = PQgetResult(l->pg);
+		bool failed = res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK;
+
+		l->busy = res != NULL;
+		PQclear(res);
+		if (failed) {
+			dlz_channel_down(l->ch, "PostgreSQL refused the heartbeat: %s",
+					 pg_error_text(l->pg, why, sizeof(why)));
+			return false;
+		}
+	}
+	while ((n = PQnotifies(l->pg)) != NULL) {
+		pg_notified(l, n);
+		PQfreemem(n);
+	}
+	return true;
+}
+
+/* Serve the channel on a listening connection until it fails (down) or the driver stops. */
+static void
+pg_listen(struct pg_listener *l) {
+	l->pid = PQbackendPID(l->pg);
+	l->waiting = l->busy = false;
+	l->next_ms = dlz_now_ms();
+	dlz_channel_up(l->ch);
+	dlz_log(ISC_LOG_INFO, "cache: listening to PostgreSQL's notifications (backend %d)",
+		l->pid);
+	for (;;) {
+		long now = dlz_now_ms(), wait;
+		int rc;
+
+		if (l->waiting && now - l->sent_ms > l->patience_ms) {
+			dlz_channel_down(l->ch, "no heartbeat back from PostgreSQL within %ld ms",
+					 l->patience_ms);
+			return;
+		}
+		if (!l->waiting && !l->busy && now >= l->next_ms && !pg_send_heartbeat(l, now)) {
+			return;
+		}
+		wait = l->waiting ? l->sent_ms + l->patience_ms - now : l->next_ms - now;
+		rc = dlz_channel_wait(l->ch, PQsocket(l->pg), POLLIN, wait > 1 ? wait : 1);
+		if (rc < 0 || (rc > 0 && !pg_listener_read(l))) {
+			return;
+		}
+	}
+}
+
+static void
+pg_watch(void *state, struct dlz_channel *ch) {
+	long bound = dlz_channel_bound_ms(ch);
+	struct pg_listener l = { .ch = ch, .interval_ms = bound / 4, .patience_ms = bound / 2 };
+
+	do {
+		l.pg = pg_listener_connect(state, ch);
+		if (l.pg != NULL) {
+			pg_listen(&l);
+			PQfinish(l.pg);
+		}
+	} while (dlz_channel_wait(ch, -1, 0, bound / 2) == 0);
+}
+
 const struct dlz_backend dlz_backend = {
 	.name = "pg",
 	.thread_safe = true,
@@ -880,4 +1091,5 @@ const struct dlz_backend dlz_backend = {
 	.below = pg_below,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
+	.watch = pg_watch,
 };
