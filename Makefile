@@ -13,6 +13,7 @@ BIND ?= 9.18
 
 # Debian packages the suite needs; `make deps` installs only the missing ones. openssh-server:
 # the private sshd of tests/test_load_from.py's namespace load hosts (the system's never starts).
+# chromium: tests/test_advise.py renders advise's HTML page headless and checks its figure shows.
 DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	postgresql libpq-dev \
 	mariadb-server default-libmysqlclient-dev \
@@ -21,18 +22,23 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	pdns-server pdns-backend-pgsql pdns-backend-mysql pdns-backend-lmdb pdns-backend-bind \
 	nsd knot knot-dnsutils \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
-	iproute2 openssh-client openssh-server
+	iproute2 openssh-client openssh-server \
+	chromium
 
-.PHONY: help setup deps apt-packages apparmor service-user venv toxiproxy build drivers test lint bench clean \
-	distclean bind-root bind-drivers
+.PHONY: help setup deps apt-packages apparmor service-user venv toxiproxy build drivers test check \
+	lint docs docs-args bench clean distclean bind-root bind-drivers
 
 help:
 	@echo "make bench    set up everything, run the '$(PROFILE)' benchmark profile, print the table"
 	@echo "make test     set up everything, then run the test suite"
+	@echo "make check    ruff and the tests that start no process (pytest -m check): seconds"
 	@echo "make setup    make deps and make build at once (what bench and test start with)"
 	@echo "make deps     install missing Debian packages and the Python venv (.venv)"
 	@echo "make build    build the DLZ drivers (drivers/*/dlz_*.so)"
 	@echo "make lint     ruff over the Python code"
+	@echo "make docs     write docs/driver-arguments.md from the drivers' tables and the tables of"
+	@echo "              README.md and docs/ from the committed results"
+	@echo "make fuzz-harness  the drivers' libFuzzer harnesses, FUZZ_SECONDS (60) each"
 	@echo "BIND=9.20     with deps/build/test/bench: BIND 9.20 from the Debian 13 root (.roots/trixie,"
 	@echo "              made for every BIND: it holds dnsperf 2.14), the drivers built in it (build/bind-9.20/)"
 
@@ -136,11 +142,34 @@ test: setup
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 	DLZBENCH_BIND=$(BIND) $(PY) -m pytest $(PYTEST_ARGS)
 
+# What needs no set-up beyond the venv: the tests marked `check` (tests/conftest.py refuses any
+# process they would start), for a quick answer while editing; `make test` stays the whole suite.
+check: venv
+	$(PY) -m ruff check base zonedata databases loaders servers bench tests
+	$(PY) -m pytest -m check $(PYTEST_ARGS)
+
 lint: venv
 	$(PY) -m ruff check base zonedata databases loaders servers bench tests
 
+# The drivers' argument reference, generated from the tables they declare.
+docs-args: venv
+	$(MAKE) -C drivers
+	$(PY) -m servers.driver_arguments docs/driver-arguments.md
+
+# Every table of measured figures in README.md and docs/ is a cog block written from the results
+# catalogue (bench/report/doctables.py); tests/test_docs.py fails on a block this would change.
+docs: venv docs-args
+	$(PY) -m bench.report.doctables
+
 bench: setup
 	DLZBENCH_BIND=$(BIND) $(PY) -m bench run --profile $(PROFILE)
+
+# The drivers' libFuzzer harnesses, each for FUZZ_SECONDS: long fuzzing, kept out of `make test`
+# (which runs each for a second).
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz-harness
+fuzz-harness: setup
+	$(PY) -m bench fuzz-harness --seconds $(FUZZ_SECONDS)
 
 # --- Debian 13 in a root of its own: BIND 9.20, and dnsperf 2.1x for every BIND --------------
 # Made for every BIND, not only BIND=9.20: the load generator is its dnsperf (2.12 or newer),
@@ -161,6 +190,9 @@ BIND_ROOT_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev \
 	dnsperf
 BIND_ROOT_STAMP := $(BIND_ROOT_SUITE): $(sort $(BIND_ROOT_PACKAGES))
 DEB_PACKAGES += mmdebstrap
+# clang with its sanitizer runtimes and libFuzzer: the drivers' fuzzing harnesses and their
+# UndefinedBehaviorSanitizer and ThreadSanitizer tests (drivers/fuzz, docs/method/fuzz.md).
+DEB_PACKAGES += clang libclang-rt-14-dev
 
 bind-root: apt-packages
 ifneq ($(filter 9.18 9.20,$(BIND)),)

@@ -4,6 +4,13 @@ Every process is started in its own session (process group) so that stopping it 
 whatever it forked, and is remembered until stopped so that an exit, an exception, Ctrl-C or
 SIGTERM never leaves one behind; a watchdog process (base/watchdog.py) kills the groups still
 running if this process dies without stopping them (SIGKILL).
+
+A group is signalled by its id (the leader's pid) only while the leader is not reaped: a child
+that has exited but was not waited for keeps its pid, so the id cannot be another process's
+yet. stop() therefore waits for the leader's exit without reaping it, kills what is left of the
+group, and only then reaps. A leader reaped earlier (running() polls) leaves its id free for
+the kernel to give to any new process: what is left of its group is then found and signalled
+process by process (pidfd), never by the id.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import os
 import pwd
 import random
 import secrets
+import select
 import signal
 import socket
 import stat
@@ -26,6 +34,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from base.watchdog import process_start_time, signal_leftovers
 
 _LIVE: dict[int, ManagedProcess] = {}
 
@@ -254,7 +263,13 @@ class ManagedProcess:
             except OSError as exc:
                 raise UserError(f"cannot start {self.name} ({self.argv[0]}): {exc}") from exc
         _LIVE[self.proc.pid] = self
-        _WATCHDOG.tell(f"+{self.proc.pid}")  # its session's process group has its pid
+        try:
+            # Its session's process group has its pid; with its start time, the watchdog can
+            # tell it from a later process given the same pid.
+            _WATCHDOG.tell(f"+{self.proc.pid} {process_start_time(self.proc.pid)}")
+        except UserError:
+            self.stop()  # nothing would kill it if this process died
+            raise
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -281,15 +296,18 @@ class ManagedProcess:
             return
         proc, self.proc = self.proc, None
         _LIVE.pop(proc.pid, None)
-        _signal_group(proc.pid, sig)
+        _signal_group(proc, sig)
+        if not _exited(proc, timeout):
+            _signal_group(proc, signal.SIGKILL)
+            _exited(proc, None)
+        # Children that outlived their parent (e.g. postgres backends) share its group; the
+        # parent, not reaped yet, keeps the group's id this server's.
+        _signal_group(proc, signal.SIGKILL)
         try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc.pid, signal.SIGKILL)
-            proc.wait()
-        # Children that outlived their parent (e.g. postgres backends) share its group.
-        _signal_group(proc.pid, signal.SIGKILL)
-        _WATCHDOG.tell(f"-{proc.pid}")
+            _WATCHDOG.tell(f"-{proc.pid}")
+        except UserError as exc:
+            print(f"warning: {exc}", file=sys.stderr)  # stopped all the same
+        proc.wait()
 
     def pids(self) -> list[int]:
         """The process and all its descendants, for CPU and memory accounting."""
@@ -386,11 +404,34 @@ def _last_lines(path: Path, count: int) -> list[str]:
         return f.read().decode(errors="replace").splitlines()[-count:]
 
 
-def _signal_group(pid: int, sig: int) -> None:
+def _exited(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait up to timeout (None: for ever) for proc to exit, without reaping it: whether it
+    has."""
+    if proc.returncode is not None:
+        return True
     try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+        fd = os.pidfd_open(proc.pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    """sig to proc's process group: by its id while proc is not reaped (a zombie keeps its
+    pid, so the id is still this group's), else to what is left of it, process by process."""
+    if proc.returncode is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    else:
+        signal_leftovers(proc.pid, sig)
+
+
 
 
 class _Watchdog:
@@ -406,6 +447,8 @@ class _Watchdog:
         self._proc: subprocess.Popen[bytes] | None = None  # kept: it outlives no reference
 
     def tell(self, line: str) -> None:
+        """One line to the watchdog; UserError when it is gone (killed), for then nothing
+        would kill the servers if this process died."""
         with self._lock:
             if self._fd is None:
                 self._start()
@@ -413,7 +456,12 @@ class _Watchdog:
             try:
                 os.write(self._fd, f"{line}\n".encode())  # under PIPE_BUF: one write
             except BrokenPipeError:
-                pass  # the watchdog was killed: nothing left to tell
+                raise UserError(f"the watchdog process (base/watchdog.py, pid {self._pid()}) "
+                                "is gone: servers started now would outlive this process if "
+                                "it were killed") from None
+
+    def _pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
 
     def _start(self) -> None:
         read_end, write_end = os.pipe()

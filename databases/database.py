@@ -104,6 +104,11 @@ class Database(ABC, Generic[T]):
     has_server: ClassVar[bool] = False
     # Whether kill_clients can end the server's client connections (`bench faults`).
     kills_clients: ClassVar[bool] = False
+    # The store's server program as `bench instructions` names its figure, when the suite
+    # runs that server under callgrind (PrivateServer.run_under); None: it does not, and
+    # not_profiled says why (measured on this VM: docs/method/instructions.md).
+    profiled_program: ClassVar[str | None] = None
+    not_profiled: ClassVar[str] = "not counted: not tried under Valgrind"
 
     def __init__(self, store: str) -> None:
         self.store = store

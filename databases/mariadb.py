@@ -387,6 +387,7 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
 
     lent_schemes = ("mysql", "mariadb")
     kills_clients = True
+    profiled_program = "mariadbd"
 
     def check_options(self, url: StoreUrl) -> None:
         """?tls_ca=FILE only: absolute, and readable by the servers' user (the driver inside

@@ -157,6 +157,7 @@ class LdapServer(PrivateServer):
             f'argsfile "{self.run_dir / "slapd.args"}"',
             f'modulepath "{MODULE_DIR}"',
             "moduleload back_mdb",
+            "moduleload syncprov",
             "database mdb",
             f'suffix "{self.suffix}"',
             f'rootdn "{self.bind_dn}"',
@@ -173,8 +174,21 @@ class LdapServer(PrivateServer):
             # nothing; anyone else may only bind. The rootdn is above these rules.
             "access to attrs=userPassword by anonymous auth by * none",
             f'access to * by dn.exact="{self.driver_dn}" read by * none',
+            # A zone transfer is one search over every entry of the zone (one snapshot): past
+            # slapd's default of 500 entries a search the reader's transfer of a zone of more
+            # owners would fail.
+            f'limits dn.exact="{self.driver_dn}" size=unlimited',
         ]
         lines += [f"index {spec}" for spec in self.indexes]
+        lines += [
+            # RFC 4533 content synchronisation, which a caching ldap driver follows
+            # (docs/method/cache.md): the entries' CSNs indexed for its searches from a
+            # cookie, and a log of the last changes so that a cookie a little behind is
+            # answered from it instead of a walk of the whole database.
+            "index entryCSN,entryUUID eq",
+            "overlay syncprov",
+            "syncprov-sessionlog 100000",
+        ]
         return "\n".join(lines) + "\n"
 
     # -- process control -------------------------------------------------------------------
@@ -424,6 +438,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
     must know those schemas and that the loader claims with `lent`."""
 
     lent_schemes = ("ldap", "ldapi")
+    profiled_program = "slapd"
 
     def __init__(self, store: str, *, suffix: str, schema_files: Sequence[Path],
                  indexes: Sequence[str], lent: LentSchema[LDAPObject] | None = None) -> None:

@@ -2,8 +2,9 @@
 the one place a command's store server is chosen, private (Database.server) or lent
 (Database.external).
 
-The caller says which database each store has (`database_of`, loaders.get_database): the
-databases never import the loaders that write into them.
+The caller says which stores there are (servers.store_names) and which database each has
+(`database_of`, loaders.get_database): the databases never import the loaders that write into
+them.
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ def read_password_file(text: str) -> tuple[str, str]:
     return store, password
 
 
-def parse_store_url(text: str, database_of: DatabaseOf) -> StoreUrl:
+def parse_store_url(text: str, database_of: DatabaseOf, stores: Sequence[str]) -> StoreUrl:
     """'STORE=URL' -> StoreUrl, checked against the schemes of the store's database (no
-    network yet)."""
+    network yet); `stores`: every store, for naming those that take a URL."""
     name, sep, url = text.partition("=")
     if not sep or not name or not url:
         raise UserError(f"--store-url {redact(text)}: expected STORE=URL, e.g. "
@@ -56,7 +57,7 @@ def parse_store_url(text: str, database_of: DatabaseOf) -> StoreUrl:
         raise UserError(f"--store-url {redact(text)}: {exc}") from None
     if not database.url_schemes:
         raise UserError(f"--store-url {redact(text)}: the {name} store cannot use a server the "
-                        "suite did not start (pg, mysql and ldap can)")
+                        f"suite did not start ({_lenders(stores, database_of)} can)")
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in database.url_schemes:
         raise UserError(f"--store-url {redact(text)}: the {name} store takes "
@@ -65,6 +66,12 @@ def parse_store_url(text: str, database_of: DatabaseOf) -> StoreUrl:
     parsed = from_parts(name, parts, redact(text))
     database.check_url(parsed)
     return parsed
+
+
+def _lenders(stores: Sequence[str], database_of: DatabaseOf) -> str:
+    """The stores that take a --store-url, in words: "pg, mysql and ldap"."""
+    names = [name for name in stores if database_of(name).url_schemes] or ["none"]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 @dataclass(frozen=True)
@@ -78,13 +85,13 @@ class StoreUrls:
     servers: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, texts: list[str], database_of: DatabaseOf, *, overwrite: bool = False,
-              password_files: Sequence[str] = ()) -> StoreUrls:
+    def parse(cls, texts: list[str], database_of: DatabaseOf, stores: Sequence[str], *,
+              overwrite: bool = False, password_files: Sequence[str] = ()) -> StoreUrls:
         """texts: the --store-url values; password_files: the --store-password-file values
         (STORE=FILE), each giving the password of that store's URL."""
         urls: dict[str, StoreUrl] = {}
         for text in texts:
-            url = parse_store_url(text, database_of)
+            url = parse_store_url(text, database_of, stores)
             if url.store in urls:
                 raise UserError(f"--store-url {url}: the {url.store} store has a URL already "
                                 f"({urls[url.store]})")

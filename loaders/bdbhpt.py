@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -489,6 +490,22 @@ class BdbhptLoader(Loader[Path]):
             raise UserError("the bdbhpt store's private mode takes no updates while named "
                             "serves (no locking): use mode transactional or concurrent")
         return self.dlz_args(target, options), {}
+
+    def writers_hold_locks(self, options: Mapping[str, str]) -> bool:
+        """A transactional writer holds a zone's write lock for its transaction."""
+        return options.get("mode") == "transactional"
+
+    def zone_lock_holder(self, target: Path, options: Mapping[str, str],
+                         zone_key: str) -> list[str]:
+        """hold_zone_lock in a process of its own (its death must not be the caller's)."""
+        if not self.writers_hold_locks(options):
+            raise UserError(f"the bdbhpt store's {options.get('mode')} mode has no writer "
+                            "that holds locks")
+        return [sys.executable, "-c", _HOLDER, self.dlz_args(target, options)["env"], zone_key]
+
+
+_HOLDER = ("import sys; from loaders.bdbhpt import hold_zone_lock; "
+           "hold_zone_lock(sys.argv[1], sys.argv[2])")
 
 
 def hold_zone_lock(home: Path, zone_key: str) -> None:

@@ -3,11 +3,14 @@ implements.
 
 Every backend is one module in loaders/, named after the backend, that defines `LOADER`, an
 instance of a `Loader` subclass; servers/__init__.py lists which DNS servers each store feeds.
-A loader writes the model into its layout, reads it back and replaces one zone, and says what
-a DLZ driver or a PowerDNS backend must be told to read that layout. Its `database`
-(databases/) is where the layout lives: the loader is handed a target the database yields,
-never starts a server. It never times or counts its loads (bench/measure/loading.py does, the
-same way for every store), and it never builds a DNS server's config (servers/ does).
+A loader writes the model into its layout, reads it back and replaces one zone. What a server
+must be told to read that layout is that server kind's interface, which the loader of every
+store the kind reads defines besides this one (servers/dlz.py's DlzStore: `dlz_args`;
+servers/pdns.py's PdnsStore: `pdns_settings`; and their writable forms, for RFC 2136
+updates): a new kind of server adds no method here. Its `database` (databases/) is where the
+layout lives: the loader is handed a target the database yields, never starts a server. It
+never times or counts its loads (bench/measure/loading.py does, the same way for every
+store), and it never builds a DNS server's config (servers/ does).
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from contextlib import contextmanager
 from typing import ClassVar, Generic, TypeVar
 
 from base.errors import UserError
-from base.updates import UpdateAccess
 from databases.database import Database
 from loaders.writes import StoreWriter
 from zonedata.model import Zone
@@ -68,28 +70,23 @@ class Loader(ABC, Generic[T]):
         what it changes, and round-trip tests expect exactly that)."""
         return zone
 
-    def dlz_args(self, target: T, options: Mapping[str, str]) -> dict[str, str]:
-        """The key=value arguments a DLZ driver needs to reach this store's data; `options`
-        are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
-        raise UserError(f"the {self.name} store is not read through a DLZ driver")
+    # Every server over this store reads all of it as it starts and answers from its own
+    # memory (zone files, the memory driver's file): a dropped page cache costs it nothing
+    # while it serves (`bench faults`' db-cold does not apply).
+    read_at_start: ClassVar[bool] = False
 
-    def dlz_write_access(self, target: T, options: Mapping[str, str]
-                         ) -> tuple[dict[str, str], dict[str, str]]:
-        """The DLZ driver's arguments and environment when it takes RFC 2136 updates: the
-        store reached as an account that may also write where the update path writes."""
-        raise UserError(f"the {self.name} store takes no updates through its DLZ driver")
+    def writers_hold_locks(self, options: Mapping[str, str]) -> bool:
+        """Does a writer of the store hold locks that a server reading it with `options` (a
+        DLZ driver's) waits for (`bench faults`' writer-stall and writer-kill)? By default
+        not."""
+        return False
 
-    def pdns_settings(self, target: T) -> dict[str, str]:
-        """PowerDNS's launch= and its backend's settings that reach this store's data."""
-        raise UserError(f"the {self.name} store is not read by a PowerDNS backend")
-
-    # Can PowerDNS take RFC 2136 updates into this store (pdns_update_settings)?
-    takes_pdns_updates: ClassVar[bool] = False
-
-    def pdns_update_settings(self, target: T, access: UpdateAccess) -> dict[str, str]:
-        """As pdns_settings, for a PowerDNS that writes updates into the store as `access`
-        allows; writes what the store must hold for that (its TSIG key, zone metadata)."""
-        raise UserError(f"PowerDNS takes no dynamic updates into the {self.name} store")
+    def zone_lock_holder(self, target: T, options: Mapping[str, str],
+                         zone_key: str) -> list[str]:
+        """The command of a writer process, run from the repository's root, that write-locks
+        zone_key's entry where a server reading with `options` reads, prints "holding" once it
+        holds the lock, and aborts at a line on its stdin (`bench faults`)."""
+        raise UserError(f"the {self.name} store has no writer that holds locks")
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -105,6 +105,7 @@ class MemoryLoader(Loader[Path]):
     no_writes = ("named reads its file once, at start "
                  "(dlz_create): its data is named's own memory, n/a")
     database = DirectoryDatabase(name)
+    read_at_start = True  # at dlz_create, into named's memory
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         path = data_file(target)

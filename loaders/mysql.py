@@ -30,7 +30,15 @@ from loaders.writes import StoreWriter
 from zonedata.model import ENT_TYPE, Record, Zone, name_key
 
 SCHEMA = SCHEMA_DIR / "mysql.sql"
-TABLES = ("zones", "records", "xfr_clients")
+# The change log a caching driver polls (its change channel), with its triggers and routine.
+CHANGES_SCRIPT = SCHEMA_DIR / "mysql_changes.sql"
+TABLES = ("zones", "records", "xfr_clients", "dlz_changes", "dlz_change_seq")
+ROUTINES = ("dlz_note_change",)
+CHANGE_TRIGGERS = ("dlz_change_record_added", "dlz_change_record_changed",
+                   "dlz_change_record_deleted", "dlz_change_zone_added",
+                   "dlz_change_zone_changed", "dlz_change_zone_deleted")
+# The column of records the schema added last (rname, for the driver's update statements).
+NEWEST_COLUMN = "rname"
 
 # executemany sends this as multi-row INSERTs of up to 64 KiB each (MySQLdb's default
 # statement size; about 1,000 rows of the quick profile). The values are bytes, so they go in
@@ -157,20 +165,32 @@ def _insert_record(session: sql.SqlSession, zone_id: int, record: Record) -> Non
 
 
 def ensure_schema(conn: MySQLdb.Connection) -> None:
-    """Apply schemas/mysql.sql unless its tables are all there already."""
+    """Apply the schema unless its tables, triggers and records' newest column are all there
+    already (a store loaded before the change log or the column gets them)."""
     cursor = conn.cursor()
-    cursor.execute("SELECT COUNT(*) FROM information_schema.tables "
-                   "WHERE table_schema = DATABASE() AND table_name IN (%s, %s, %s)", TABLES)
-    (present,) = cursor.fetchone()
-    if present != len(TABLES):
+    cursor.execute("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = "
+                   f"DATABASE() AND table_name IN ({', '.join(['%s'] * len(TABLES))})", TABLES)
+    (tables,) = cursor.fetchone()
+    cursor.execute("SELECT COUNT(*) FROM information_schema.triggers WHERE trigger_schema = "
+                   f"DATABASE() AND trigger_name IN ({', '.join(['%s'] * len(CHANGE_TRIGGERS))})",
+                   CHANGE_TRIGGERS)
+    (triggers,) = cursor.fetchone()
+    cursor.execute("SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = "
+                   "DATABASE() AND table_name = 'records' AND column_name = %s", (NEWEST_COLUMN,))
+    (newest,) = cursor.fetchone()
+    if tables != len(TABLES) or triggers != len(CHANGE_TRIGGERS) or not newest:
         apply_schema(conn)
 
 
 def apply_schema(conn: MySQLdb.Connection) -> None:
-    """Every statement of schemas/mysql.sql (each is idempotent; DDL commits by itself)."""
+    """Every statement of schemas/mysql.sql, then of schemas/mysql_changes.sql (each is
+    idempotent; DDL commits by itself)."""
     cursor = conn.cursor()
     for statement in sql.schema_statements(SCHEMA):
         cursor.execute(statement)
+    for statement in CHANGES_SCRIPT.read_text().split("\n$$\n"):
+        cursor.execute(statement)
+    conn.commit()  # the number row
 
 
 def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:
@@ -188,9 +208,10 @@ def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:
         foreign.append(name)
         if name in TABLES:
             clashing.append(f"table {name}")
-    cursor.execute("SELECT routine_name FROM information_schema.routines "
-                   "WHERE routine_schema = DATABASE() ORDER BY routine_name")
-    foreign += [f"routine {_text(name)}" for (name,) in cursor.fetchall()]
+    cursor.execute("SELECT routine_name, routine_comment = %s FROM information_schema.routines "
+                   "WHERE routine_schema = DATABASE() ORDER BY routine_name", (OWN_MARK,))
+    foreign += [f"routine {_text(name)}" for name, marked in cursor.fetchall()
+                if not (_text(name) in ROUTINES and marked)]
     return foreign, clashing
 
 
@@ -199,8 +220,20 @@ def _text(value: str | bytes) -> str:
 
 
 def _replace_zones(conn: MySQLdb.Connection, batch: list[Zone]) -> None:
-    """Delete the batch's zones (cascading to their rows) and write them anew."""
+    """Delete the batch's zones (cascading to their rows) and write them anew, inside the
+    caller's transaction."""
     cursor = conn.cursor()
+    # Whole zones: their zones rows log the change for a caching driver, and their records
+    # rows need not, one each (schemas/mysql_changes.sql). A session variable, so it is
+    # cleared however the batch ends.
+    cursor.execute("SET @dlz_zone_replace = 1")
+    try:
+        _write_zones(cursor, batch)
+    finally:
+        cursor.execute("SET @dlz_zone_replace = NULL")
+
+
+def _write_zones(cursor: MySQLdb.cursors.Cursor, batch: list[Zone]) -> None:
     keys = sql.zone_keys(batch)
     in_keys = ", ".join(["%s"] * len(keys))
     cursor.execute(f"DELETE FROM zones WHERE name IN ({in_keys})", keys)

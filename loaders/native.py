@@ -29,6 +29,7 @@ from zonedata.zonefiles import (
 class NativeLoader(Loader[Path]):
     name = "native"
     database = DirectoryDatabase(name)
+    read_at_start = True  # native BIND, NSD, Knot, PowerDNS's bind backend hold the zones
 
     def load(self, zones: Iterable[Zone], target: Path) -> None:
         """Each zone replaces its file atomically (temp file, rename) via write_zone_dir."""
@@ -41,7 +42,7 @@ class NativeLoader(Loader[Path]):
 
     def writer(self, target: Path) -> StoreWriter:
         """Each change rewrites its zone's file (temp file, rename); the server must then be
-        told to load it (bench/measure/writes.py: rndc reload of the zone, nsd-control,
+        told to load it (ServerKind.tell_of_write: rndc reload of the zone, nsd-control,
         knotc)."""
         return NativeWriter(target)
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 import MySQLdb
 
 from base.errors import UserError
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.mariadb import (
     MariadbDatabase,
     MysqlServer,
@@ -77,8 +77,6 @@ class PdnsMysqlLoader(Loader[MysqlTarget]):
                 "gmysql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gmysql-password": target.driver_password or ""}
-
-    takes_pdns_updates = True
 
     def pdns_update_settings(self, target: MysqlTarget,
                              access: UpdateAccess) -> dict[str, str]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 import psycopg
 from psycopg import sql as pg_sql
 
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.postgresql import WRITER_ROLE, PgTarget, PostgresDatabase, driver_endpoint
 from loaders import pdns_rows, sql
 from loaders.loader import Loader
@@ -88,8 +88,6 @@ class PdnsPgLoader(Loader[PgTarget]):
                 "gpgsql-dbname": target.dbname, "gpgsql-user": target.driver_user,
                 # PowerDNS reads its password from pdns.conf, which is written 0600.
                 "gpgsql-password": target.driver_password or ""}
-
-    takes_pdns_updates = True
 
     def pdns_update_settings(self, target: PgTarget, access: UpdateAccess) -> dict[str, str]:
         with self.database.connect(target) as conn, conn.transaction():

@@ -17,7 +17,10 @@ from loaders.writes import StoreWriter
 from zonedata.model import ENT_TYPE, Record, Zone, name_key
 
 SCHEMA = SCHEMA_DIR / "pg.sql"
+# The triggers that tell a caching driver of every change (its change channel).
+NOTIFY_SCRIPT = SCHEMA_DIR / "pg_notify.sql"
 TABLES = ("zones", "records", "xfr_clients")
+NOTIFY_TRIGGERS = ("dlz_notify_record", "dlz_notify_zone", "dlz_notify_truncate")
 
 _COPY_RECORDS = "COPY records (zone_id, name, type, ttl, data) FROM STDIN"
 
@@ -91,7 +94,7 @@ class PgLoader(Loader[PgTarget]):
                              lambda session, zone: _replace_zones(session.conn, [zone]))
 
     def dlz_args(self, target: PgTarget, options: Mapping[str, str]) -> dict[str, str]:
-        # The libpq connection keywords the driver passes on (drivers/pg: pg_keys).
+        # The libpq connection keywords the driver passes on (drivers/pg: pg_args).
         return client_keywords(target)
 
     def dlz_write_access(self, target: PgTarget, options: Mapping[str, str]
@@ -131,11 +134,17 @@ def _insert_record(session: sql.SqlSession, zone_id: int, record: Record) -> Non
 
 
 def ensure_schema(conn: psycopg.Connection) -> None:
-    """Apply schemas/pg.sql unless its tables are all there already."""
+    """Apply the schema unless its tables and triggers are all there already (a database
+    that holds the tables from before the triggers gets them)."""
     present = conn.execute("SELECT count(*) FROM pg_tables "
                            "WHERE schemaname = current_schema() AND tablename = ANY(%s)",
                            (list(TABLES),)).fetchone()
-    if present is None or present[0] != len(TABLES):
+    triggers = conn.execute("SELECT count(DISTINCT t.tgname) FROM pg_trigger t "
+                            "JOIN pg_class c ON c.oid = t.tgrelid "
+                            "WHERE c.relnamespace = current_schema()::regnamespace "
+                            "AND t.tgname = ANY(%s)", (list(NOTIFY_TRIGGERS),)).fetchone()
+    if present is None or present[0] != len(TABLES) or triggers is None \
+            or triggers[0] != len(NOTIFY_TRIGGERS):
         apply_schema(conn)
 
 
@@ -147,10 +156,14 @@ def grant_select(conn: psycopg.Connection, tables: Iterable[str], role: str) -> 
 
 
 def apply_schema(conn: psycopg.Connection) -> None:
-    """Every statement of schemas/pg.sql, in one transaction (each is idempotent)."""
+    """Every statement of schemas/pg.sql, then the script schemas/pg_notify.sql, in one
+    transaction (each is idempotent)."""
     with conn.transaction():
         for statement in sql.schema_statements(SCHEMA):
             conn.execute(statement)
+        # Without parameters psycopg sends the script as one simple query: its statements
+        # run in order, their dollar-quoted bodies whole.
+        conn.execute(NOTIFY_SCRIPT.read_text())
 
 
 def _others_objects(conn: psycopg.Connection) -> tuple[list[str], list[str]]:
@@ -168,8 +181,12 @@ def _others_objects(conn: psycopg.Connection) -> tuple[list[str], list[str]]:
 
 
 def _replace_zones(conn: psycopg.Connection, batch: list[Zone]) -> None:
-    """Delete the batch's zones (cascading to their rows) and write them anew."""
+    """Delete the batch's zones (cascading to their rows) and write them anew, inside the
+    caller's transaction."""
     keys = sql.zone_keys(batch)
+    # Whole zones: their zones rows tell a caching driver of the change, and their records
+    # rows need not, one notification each (schemas/pg_notify.sql). For this transaction only.
+    conn.execute("SELECT set_config('dlz.zone_replace', 'on', true)")
     conn.execute("DELETE FROM zones WHERE name = ANY(%s)", (keys,))
     ids = dict(conn.execute("INSERT INTO zones (name) SELECT unnest(%s::text[]) "
                             "RETURNING name, id", (keys,)).fetchall())

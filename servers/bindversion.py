@@ -33,6 +33,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import DRIVERS_DIR, REPO_ROOT
 from base.process import dropping_to_service_user
+from base.versions import NOT_INSTALLED, command_output
 
 ENV = "DLZBENCH_BIND"
 DEFAULT = "9.18"
@@ -145,6 +146,17 @@ def choose(version: str | None) -> Bind:
     bind = select(version)
     os.environ[ENV] = bind.version
     return bind
+
+
+def version_text(version: str | None = None) -> str:
+    """`named -v`'s line of BIND `version` (None: the one this process runs), for a run's
+    metadata; NOT_INSTALLED when that BIND is not."""
+    try:
+        bind = selected(need_drivers=False) if version is None else \
+            select(version, need_drivers=False)
+    except UserError:
+        return NOT_INSTALLED
+    return command_output(bind.command(["/usr/sbin/named", "-v"], with_drivers=False))
 
 
 def main(argv: list[str]) -> int:

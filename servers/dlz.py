@@ -11,16 +11,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from base.errors import UserError
 from base.paths import DRIVERS_DIR
 from base.process import require_service_user_reaches
-from databases.database import CacheReading
 from servers import bindversion
 from servers.kind import ServerKind
 from servers.named import Named
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 
 # named splits the dlopen string at white space, ends it at a double quote, and takes a
 # backslash as an escape: a word holding any of these cannot reach the driver intact. Braces
@@ -56,27 +55,91 @@ DLZ_SIGNED_PATH_CLASSES = ("nsec3-owner", "rrsig-ttl", "rrsig-at-delegation",
                            "referral-no-ds", "referral-no-proof")
 
 
+@runtime_checkable
+class DlzStore(Protocol):
+    """A store a DLZ driver reads: its loader (loaders/<store>.py) defines this method."""
+
+    def dlz_args(self, target: Any, options: Mapping[str, str]) -> dict[str, str]:
+        """The key=value arguments a DLZ driver needs to reach this store's data; `options`
+        are a driver's own (servers/__init__.py), e.g. which Berkeley DB access method."""
+        ...
+
+
+@runtime_checkable
+class DlzWritableStore(DlzStore, Protocol):
+    """A store a DLZ driver also writes RFC 2136 updates into (drivers/common/update.c)."""
+
+    def dlz_write_access(self, target: Any, options: Mapping[str, str]
+                         ) -> tuple[dict[str, str], dict[str, str]]:
+        """The DLZ driver's arguments and environment when it takes RFC 2136 updates: the
+        store reached as an account that may also write where the update path writes."""
+        ...
+
+
+# The column groups of the DLZ rows (docs/reference.md: the question each group answers).
+DLZ_GROUP = "BIND DLZ drivers"
+CACHED_DLZ_GROUP = "BIND DLZ drivers, cached"
+
+
+@dataclass(frozen=True)
+class DlzCache:
+    """The driver core's coherent cache (drivers/common/cache.c), switched on: answers from
+    named's memory, each at most bound_ms behind the store, which tells the driver of every
+    change (PostgreSQL's triggers and LISTEN/NOTIFY, ...); size_kb bounds its memory."""
+
+    size_kb: int = 64 * 1024
+    bound_ms: int = 1000
+
+    def dlz_args(self) -> dict[str, str]:
+        """The core's arguments that say so."""
+        return {"cache": "yes", "cache_size_kb": str(self.size_kb),
+                "cache_bound_ms": str(self.bound_ms)}
+
+
 @dataclass(frozen=True)
 class DlzNamed(ServerKind):
     """named answering through a DLZ driver that reads the store's data on every query."""
 
     answer_classes: tuple[str, ...] = DLZ_PATH_CLASSES
     dnssec_classes: tuple[str, ...] = DLZ_SIGNED_PATH_CLASSES
-    group = "BIND DLZ drivers"
+    serves_unsigned = "BIND's DLZ path serves no RRSIG and no NSEC or NSEC3 proof (sdlz.c)"
     same_answers_as = "memory"  # servers.DLZ_CEILING: BIND's DLZ path with a perfect driver
     runs_bind = True
+    runs_under_wrapper = True
+    version_key = "bind"
 
     # drivers/<library>/; by default the store's own name (one name per backend).
     library: str = ""
-    # The driver's own arguments, turned into the store's words by Loader.dlz_args
-    # (e.g. which Berkeley DB access method, which bdbhpt mode).
+    # The driver's own arguments, turned into the store's words by its loader's dlz_args
+    # (DlzStore; e.g. which Berkeley DB access method, which bdbhpt mode).
     options: Mapping[str, str] = field(default_factory=dict)
     # Declared to named from dlz_version() (DNS_SDLZFLAG_THREADSAFE): named then calls the
     # driver from every worker at once instead of serializing it.
     thread_safe: bool = True
     # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
-    # driver then reaches the store as its writer (Loader.dlz_write_access).
-    updates: UpdatePolicy | None = None
+    # driver then reaches the store as its writer (DlzWritableStore).
+    updates: NamedUpdatePolicy | None = None
+    # The core's cache, on (None: off, every query reads the store). Not a store option:
+    # the core's, the same words for every driver whose store has a change channel.
+    cache: DlzCache | None = None
+
+    @classmethod
+    def software_version(cls) -> str:
+        return bindversion.version_text()
+
+    @property
+    def group(self) -> str:  # type: ignore[override]
+        """A row with the core's cache on answers another question than the plain rows:
+        what a coherent cache buys, not what reading the store costs."""
+        return CACHED_DLZ_GROUP if self.cache else DLZ_GROUP
+
+    def store_options(self) -> Mapping[str, str]:
+        return self.options
+
+    def takes_updates(self) -> bool:
+        """The driver writes updates into its store when the store's loader says how it may
+        (DlzWritableStore)."""
+        return isinstance(self.loader(), DlzWritableStore)
 
     @property
     def library_file(self) -> Path:
@@ -96,6 +159,7 @@ class DlzNamed(ServerKind):
         """The dlz statement (with the update keys before it); `library` replaces the built
         driver (an ASan build), `extra` adds arguments (a test switch)."""
         args = {"connections": str(connections), **self._store_args(target),
+                **(self.cache.dlz_args() if self.cache else {}),
                 **(self.updates.dlz_args() if self.updates else {}), **(extra or {})}
         keys = self.updates.key_statements() if self.updates else ""
         return keys + dlz_clause(self.name, library or self.library_file, args)
@@ -104,13 +168,25 @@ class DlzNamed(ServerKind):
         """The driver's environment besides named.conf (the writer's when the driver takes
         updates): where a password file is (PGPASSFILE), never a password."""
         if self.updates:
-            return self.loader().dlz_write_access(target, self.options)[1]
+            return self._writable_store().dlz_write_access(target, self.options)[1]
         return self.loader().database.client_env(target)
 
     def _store_args(self, target: Any) -> dict[str, str]:
         if self.updates:
-            return self.loader().dlz_write_access(target, self.options)[0]
-        return self.loader().dlz_args(target, self.options)
+            return self._writable_store().dlz_write_access(target, self.options)[0]
+        return self._store().dlz_args(target, self.options)
+
+    def _store(self) -> DlzStore:
+        loader = self.loader()
+        if not isinstance(loader, DlzStore):
+            raise UserError(f"the {self.store} store is not read through a DLZ driver")
+        return loader
+
+    def _writable_store(self) -> DlzWritableStore:
+        loader = self.loader()
+        if not isinstance(loader, DlzWritableStore):
+            raise UserError(f"the {self.store} store takes no updates through its DLZ driver")
+        return loader
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Named:
@@ -119,9 +195,6 @@ class DlzNamed(ServerKind):
         env = self.client_env(target)
         return Named(run_dir, self.body(target, connections), threads=threads, port=port,
                      env=env or None, bind=self.named_bind())
-
-    def cache_reading(self, target: Any) -> CacheReading | None:
-        return self.loader().database.cache_reading(target, self.options)
 
 
 def stack_frames_of(library: Path) -> re.Pattern[str]:

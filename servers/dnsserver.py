@@ -224,6 +224,12 @@ class DnsServer(ABC):
         certificate (a server kind that cannot says why first: ServerKind.no_dot)."""
         raise UserError(f"{self.program}: the suite does not serve DNS over TLS with it")
 
+    def run_under(self, wrapper: Sequence[str]) -> None:
+        """From the next start, run under the command prefix `wrapper` (Valgrind), with the
+        longer start and stop time-outs it needs (a server kind whose process can says so:
+        ServerKind.runs_under_wrapper)."""
+        raise UserError(f"{self.program}: the suite runs it under no wrapper")
+
     def requests_received(self) -> int:
         """Requests this process has received so far (tune's processes-against-threads)."""
         raise UserError(f"{self.program} does not report the requests it received "

@@ -1,4 +1,4 @@
-"""A DNS server the suite did not start: `run --target HOST:PORT --driver-label NAME`.
+"""A DNS server the suite did not start: `run --target HOST:PORT --server-label NAME`.
 
 It is measured from outside, over its address, the way every server is: latency, QPS and
 offered-load steps. Nothing that needs its processes or its data is: there is no start to

@@ -1,32 +1,37 @@
-"""What a measurement measures: a DNS server fed by a store, one `--driver` name each.
+"""What a measurement measures: a DNS server fed by a store, one `--server` name each.
 
 A `ServerKind` says which store feeds the server and how to configure and build a server
-instance over that store's data; the runner, `serve`, `verify` and `startup` use nothing
-else, so a new kind of server (another DNS implementation, another BIND) is a new subclass
-and a registry line in servers/__init__.py.
+instance over that store's data, and what the server can do that a measurement asks about:
+whether it takes RFC 2136 updates, how it is told of a write into its store, whether its
+process runs under a wrapper (Valgrind), whether its store's writers hold locks it waits
+for, which software it runs and how that software's version is read. bench/ asks these and
+never looks at a kind's type or name, so a new kind of server (another DNS implementation,
+another BIND) is a new subclass and a registry line in servers/__init__.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from base.errors import UserError
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
 from databases.database import CacheReading
 from loaders import get_loader
 from loaders.loader import Loader
+from loaders.writes import Change
 from servers import bindversion
 from servers.dnsserver import DnsServer
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 
 
 @dataclass(frozen=True)
 class ServerKind(ABC):
-    name: str        # the `--driver` value
+    name: str        # the `--server` value
     store: str       # the store (loaders/<store>.py) holding the data it answers from
     # The server answers a store update only after `rndc reload` (it reads its data at
     # load time, or keeps a file the loader replaces by rename).
@@ -58,12 +63,32 @@ class ServerKind(ABC):
     # Why the server cannot serve a signed zone as its store holds it (None: it can, with
     # the signatures or, through BIND's DLZ path, as plain data): `run --signed` leaves it out.
     cannot_serve_signed: ClassVar[str | None] = None
+    # Why the server, serving a signed zone, leaves out its signatures and denial proofs (None:
+    # it serves them, as native BIND does): a validating resolver finds its answers bogus.
+    # `advise --signed` rules such a server out.
+    serves_unsigned: ClassVar[str | None] = None
     # The server is `named` (native or through a DLZ driver): a row of it can run another
     # BIND than the run's (NAME@VERSION).
     runs_bind: ClassVar[bool] = False
     # Why the server cannot answer DNS over TLS (None: it can, with DnsServer.serve_tls):
     # `run --transport dot` gives it an n/a cell with this reason.
     no_dot: ClassVar[str | None] = None
+    # The server sees a write into its store only when told of it (tell_of_write: a server of
+    # zone files, which nothing here watches); False: it reads its store live, or not at all
+    # after it starts (needs_reload).
+    told_of_writes: ClassVar[bool] = False
+    # Its process can run under a command prefix (DnsServer.run_under): `instructions`
+    # counts the instructions of such a server only, under callgrind.
+    runs_under_wrapper: ClassVar[bool] = False
+    # The metadata key of the software it runs ("bind", "powerdns", ...), whose version
+    # software_version reads: servers.software_versions() lists one per key.
+    version_key: ClassVar[str] = ""
+
+    @classmethod
+    @abstractmethod
+    def software_version(cls) -> str:
+        """The version of the software the server runs, as installed here
+        (base.versions.NOT_INSTALLED when it is not)."""
 
     def transport_unsupported(self, transport: str) -> str | None:
         """Why the server does not answer over `transport` (None: it does). Every server
@@ -84,9 +109,30 @@ class ServerKind(ABC):
         """The loader of the store feeding the server (its `database` is where the data is)."""
         return get_loader(self.store)
 
+    def store_options(self) -> Mapping[str, str]:
+        """How the server reads its store, in the store's words (a DLZ driver's options, such
+        as which Berkeley DB mode; none by default)."""
+        return {}
+
     def cache_reading(self, target: Any) -> CacheReading | None:
-        """The store's own cache figures as this server's driver uses the store."""
-        return self.loader().database.cache_reading(target, {})
+        """The store's own cache figures as this server uses the store."""
+        return self.loader().database.cache_reading(target, self.store_options())
+
+    def writers_hold_locks(self) -> bool:
+        """Does a writer of the store hold locks this server's reads wait for (`faults`'
+        writer-stall and writer-kill)?"""
+        return self.loader().writers_hold_locks(self.store_options())
+
+    def zone_lock_holder(self, target: Any, zone_key: str) -> list[str]:
+        """The command of a writer process holding zone_key's write lock where this server
+        reads (Loader.zone_lock_holder)."""
+        return self.loader().zone_lock_holder(target, self.store_options(), zone_key)
+
+    def tell_of_write(self, server: DnsServer, target: Any, change: Change) -> None:
+        """Make `server` (built by this kind over the store's target, running) see a change
+        just written into the store (`bench writes`): nothing for a server that reads its store
+        live (told_of_writes: one that must be told does it here)."""
+        return None
 
     def memory_needed_kib(self, records: int) -> float | None:
         """named's expected resident memory over `records` records (None: not data-bound)."""
@@ -104,32 +150,34 @@ class ServerKind(ABC):
         worker knob (named -n, PowerDNS receiver threads, NSD server-count, Knot UDP
         workers); `connections` the connections it keeps to the store's server."""
 
+    def caches_answers(self) -> bool:
+        """Does the server answer from caches of its own, which a change to its store reaches
+        only when they expire? (`updates` leaves such a row out by default: a cache would
+        answer its checks from before the change.)"""
+        return False
+
     def takes_updates(self) -> bool:
-        """Does build_updatable make a server that takes RFC 2136 updates? A `named` row with
-        an update policy (its `updates` field: native BIND, and a DLZ driver whose store its
-        driver can write) does; Knot and PowerDNS say so themselves."""
-        if "updates" not in {f.name for f in dataclasses.fields(self)}:
-            return False
-        if self.group == "BIND DLZ drivers":  # DlzNamed.group (servers/dlz.py imports this)
-            return type(self.loader()).dlz_write_access is not Loader.dlz_write_access
-        return True
+        """Does build_updatable make a server that takes RFC 2136 updates? None does unless
+        its kind says so (native BIND; a DLZ driver whose store its driver can write; Knot;
+        PowerDNS over a store it can write)."""
+        return False
 
     def build_updatable(self, target: Any, run_dir: Path, access: UpdateAccess, *,
                         threads: int, connections: int, port: int | None = None) -> DnsServer:
         """As build, a server that also takes RFC 2136 updates into its store for the zones
-        `access` names (`bench updates`): for a `named` row, this row with the update policy
-        that grants what `access` does."""
+        `access` names (`bench updates`): for a `named` row (whose `updates` field is its
+        update policy), this row with the update policy that grants what `access` does."""
         if not self.takes_updates():
             raise UserError(f"{self.name} takes no dynamic updates in this suite")
-        row = dataclasses.replace(self, updates=update_policy(access))  # type: ignore[call-arg]
+        row = dataclasses.replace(self, updates=named_update_policy(access))  # type: ignore[call-arg]
         return row.build(target, run_dir, threads=threads, connections=connections, port=port)
 
 
-def update_policy(access: UpdateAccess) -> UpdatePolicy:
+def named_update_policy(access: UpdateAccess) -> NamedUpdatePolicy:
     """named's update policy for `access`: one policy covers all of a named's update zones,
     so `access` names either open zones or keyed ones."""
     if access.open_zones and access.keyed_zones:
         raise UserError("one named takes updates under one policy: open zones or keyed ones")
     if access.keyed_zones:
-        return UpdatePolicy(access.keyed_zones, access.key)
-    return UpdatePolicy(access.open_zones, None, unsigned=True)
+        return NamedUpdatePolicy(access.keyed_zones, access.key)
+    return NamedUpdatePolicy(access.open_zones, None, unsigned=True)

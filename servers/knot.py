@@ -16,10 +16,12 @@ from typing import Any
 import dns.name
 
 from base.process import run_checked, write_private
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
+from base.versions import command_output
+from loaders.writes import Change
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
-from servers.native import native_zones, strict_zone_name
+from servers.native import native_zones, strict_zone_name, tell_zone_control
 
 _ZONE_DONE = re.compile(rb"\] loaded, serial |zone event 'load' failed")
 
@@ -194,6 +196,17 @@ class KnotServer(ServerKind):
     group = "NSD, Knot"
     no_dot = ("Knot DNS 3.2 (Debian 12) serves UDP, TCP and, from 3.3, QUIC; DNS over TLS "
               "came in 3.4")
+    told_of_writes = True
+    version_key = "knot"
+
+    @classmethod
+    def software_version(cls) -> str:
+        return command_output(["/usr/sbin/knotd", "--version"])
+
+    def tell_of_write(self, server: DnsServer, target: Any, change: Change) -> None:
+        """knotc: a zone added to or removed from the running configuration, or read again."""
+        assert isinstance(server, Knot)
+        tell_zone_control(server, target, change)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Knot:

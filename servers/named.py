@@ -243,6 +243,13 @@ def valgrind_errors(report: str, our_code: re.Pattern[str]) -> list[str]:
         r"Invalid (read|write|free)|uninitialised|Mismatched|definitely lost|overlap", b)]
 
 
+def ubsan_environment(log_dir: Path) -> dict[str, str]:
+    """Environment for Named(env=...) when it loads a driver built with -fsanitize=undefined:
+    UBSan's runtime comes with the driver (no preload); the first report stops named, its
+    text in log_dir/ubsan.*."""
+    return {"UBSAN_OPTIONS": f"halt_on_error=1:print_stacktrace=1:log_path={log_dir}/ubsan"}
+
+
 def asan_environment(log_dir: Path, bind: bindversion.Bind | None = None) -> dict[str, str]:
     """Environment for Named(env=...) when it loads a driver built with -fsanitize=address.
 

@@ -5,7 +5,7 @@ named.conf includes a zones.conf written zone by zone (one primary zone per file
 by nothing: the data set is awkward), so a million zones (about 200 MB of config) are never
 one string in memory.
 
-With an UpdatePolicy, the zones it names take RFC 2136 updates under it: each is served from a
+With a NamedUpdatePolicy, the zones it names take RFC 2136 updates under it: each is served from a
 copy of its file in the run directory, its journal beside it, so the store's files stay as the
 loader wrote them for every other server.
 """
@@ -16,15 +16,19 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import dns.name
 
 from base.errors import UserError
+from loaders.writes import ADD_ZONE, DELETE_ZONE, Change
+from servers import bindversion
+from servers.dnsserver import DnsServer
 from servers.kind import ServerKind
 from servers.named import Named
-from servers.updates import UpdatePolicy
-from zonedata.zonefiles import zone_files
+from servers.update_policy import NamedUpdatePolicy
+from zonedata.model import name_key
+from zonedata.zonefiles import zone_file_path, zone_files
 
 # Octets written as themselves in a zone name inside named.conf; `.` separates labels.
 _PLAIN_OCTETS = frozenset(range(0x21, 0x7F)) - set(b'".;\\()@$')
@@ -35,8 +39,29 @@ class NativeNamed(ServerKind):
     needs_reload: bool = True  # named reads zone files at load time only
     group = "native BIND"
     runs_bind = True
+    runs_under_wrapper = True
+    told_of_writes = True
+    version_key = "bind"
     # Zones that take RFC 2136 updates, and from whom (None: none does).
-    updates: UpdatePolicy | None = None
+    updates: NamedUpdatePolicy | None = None
+
+    @classmethod
+    def software_version(cls) -> str:
+        return bindversion.version_text()
+
+    def takes_updates(self) -> bool:
+        return True
+
+    def tell_of_write(self, server: DnsServer, target: Any, change: Change) -> None:
+        """rndc: a zone added or removed is a new zones.conf and `rndc reconfig`; a record is
+        its zone's file read again (`rndc reload ZONE`)."""
+        assert isinstance(server, Named)
+        if change.kind in (ADD_ZONE, DELETE_ZONE):
+            # zones.conf names every zone file of the store: written again, then reconfig.
+            self.body(target, server.run_dir)
+            server.rndc("reconfig")
+        else:
+            server.rndc("reload", change.zone.to_text())
 
     def body(self, zone_dir: Path, run_dir: Path) -> str:
         """An include of run_dir/zones.conf, which names every zone file of zone_dir (and
@@ -76,6 +101,29 @@ def native_zones(zone_dir: Path) -> Iterator[tuple[dns.name.Name, Path]]:
     (other servers over the same files: NSD, Knot, PowerDNS's bind backend)."""
     for file in zone_files(Path(zone_dir).resolve()):
         yield _file_origin(file), file
+
+
+class ZoneControl(Protocol):
+    """A running server over the native store's files that adds, removes and reads again one
+    zone on command (NSD through nsd-control, Knot through knotc)."""
+
+    def add_zone(self, origin: dns.name.Name, file: Path) -> None: ...
+
+    def remove_zone(self, origin: dns.name.Name) -> None: ...
+
+    def reload_zone(self, origin: dns.name.Name) -> None: ...
+
+
+def tell_zone_control(server: ZoneControl, zone_dir: Path, change: Change) -> None:
+    """A write into the native store's files under zone_dir, told one zone at a time: a zone
+    added or removed, or read again from its file."""
+    if change.kind == ADD_ZONE:
+        server.add_zone(change.zone, zone_file_path(Path(zone_dir).resolve(),
+                                                    name_key(change.zone)))
+    elif change.kind == DELETE_ZONE:
+        server.remove_zone(change.zone)
+    else:
+        server.reload_zone(change.zone)
 
 
 # Octets another server's config may hold as themselves in a zone name.

@@ -18,9 +18,11 @@ import dns.name
 
 from base.process import run_checked, write_private
 from base.transports import TlsFiles
+from base.versions import command_output
+from loaders.writes import Change
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
-from servers.native import native_zones, strict_zone_name
+from servers.native import native_zones, strict_zone_name, tell_zone_control
 
 # The pattern of zones added while serving (nsd-control addzone needs one).
 ADDED_PATTERN = "added"
@@ -183,6 +185,17 @@ class NsdServer(ServerKind):
                                        "nsd-root-glue", "nsd-soa-nxdomain-ttl")
     dnssec_classes: tuple[str, ...] = ("nsd-nsec-at-delegation",)
     group = "NSD, Knot"
+    told_of_writes = True
+    version_key = "nsd"
+
+    @classmethod
+    def software_version(cls) -> str:
+        return command_output(["/usr/sbin/nsd", "-v"])
+
+    def tell_of_write(self, server: DnsServer, target: Any, change: Change) -> None:
+        """nsd-control: a zone added or removed (addzone, delzone), or read again."""
+        assert isinstance(server, Nsd)
+        tell_zone_control(server, target, change)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Nsd:

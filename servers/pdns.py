@@ -1,7 +1,7 @@
 """PowerDNS Authoritative 4.7 over a store: a private pdns_server with its own config, control
 socket and pid file in its run directory, on a loopback port, never the system service.
 
-The backend (launch= and its own settings) comes from the store (Loader.pdns_settings: the
+The backend (launch= and its own settings) comes from the store (PdnsStore.pdns_settings: the
 generic SQL backends over the pdns_pg / pdns_mysql stores' private servers, LMDB over the
 pdns_lmdb store's file) or, for the bind backend, from the native store's zone files. Each
 registry line says whether PowerDNS's caches are on (its defaults, "cached") or off (every
@@ -15,12 +15,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import dns.name
 
+from base.errors import UserError
 from base.process import write_private
-from base.updates import UpdateAccess
+from base.update_access import UpdateAccess
+from base.versions import package_version
+from loaders.writes import ADD_ZONE, DELETE_ZONE, Change
 from servers.dnsserver import DnsServer, ReceiveBuffer
 from servers.kind import ServerKind
 from servers.native import native_zones, strict_zone_name
@@ -126,6 +129,25 @@ class Pdns(DnsServer):
         self.pdns_control("bind-reload-now", strict_zone_name(origin))
 
 
+@runtime_checkable
+class PdnsStore(Protocol):
+    """A store a PowerDNS backend reads: its loader (loaders/<store>.py) defines this method."""
+
+    def pdns_settings(self, target: Any) -> dict[str, str]:
+        """PowerDNS's launch= and its backend's settings that reach this store's data."""
+        ...
+
+
+@runtime_checkable
+class PdnsWritableStore(PdnsStore, Protocol):
+    """A store PowerDNS also writes RFC 2136 updates into."""
+
+    def pdns_update_settings(self, target: Any, access: UpdateAccess) -> dict[str, str]:
+        """As pdns_settings, for a PowerDNS that writes updates into the store as `access`
+        allows; writes what the store must hold for that (its TSIG key, zone metadata)."""
+        ...
+
+
 @dataclass(frozen=True)
 class PdnsServer(ServerKind):
     """PowerDNS with the backend its store names; caches off unless `cached`."""
@@ -144,24 +166,39 @@ class PdnsServer(ServerKind):
     # bind-dnssec-db), which no store sets.
     cannot_serve_signed = ("PowerDNS serves stored RRSIGs only for zones marked PRESIGNED in "
                            "its domain metadata, which its stores do not set")
+    version_key = "powerdns"
+
+    @classmethod
+    def software_version(cls) -> str:
+        # pdns_server's --version line starts with a log timestamp: the package says it plainly.
+        return f"PowerDNS {package_version('pdns-server')}"
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         """launch= and the backend's settings that reach the store's data."""
-        return self.loader().pdns_settings(target)
+        loader = self.loader()
+        if not isinstance(loader, PdnsStore):
+            raise UserError(f"the {self.store} store is not read by a PowerDNS backend")
+        return loader.pdns_settings(target)
 
     def build(self, target: Any, run_dir: Path, *, threads: int, connections: int,
               port: int | None = None) -> Pdns:
         return Pdns(run_dir, self.backend(target, run_dir), threads=threads,
                     connections=connections, port=port, caches={} if self.cached else CACHES_OFF)
 
+    def caches_answers(self) -> bool:
+        return self.cached
+
     def takes_updates(self) -> bool:
-        return self.loader().takes_pdns_updates
+        return isinstance(self.loader(), PdnsWritableStore)
 
     def build_updatable(self, target: Any, run_dir: Path, access: UpdateAccess, *,
                         threads: int, connections: int, port: int | None = None) -> Pdns:
+        loader = self.loader()
+        if not isinstance(loader, PdnsWritableStore):
+            raise UserError(f"PowerDNS takes no dynamic updates into the {self.store} store")
         # The store gets the key and each zone's metadata (loaders/pdns_rows.py); pdns.conf
         # lets loopback update (the keyed zones then also need the key).
-        backend = {**self.loader().pdns_update_settings(target, access), **DNSUPDATE}
+        backend = {**loader.pdns_update_settings(target, access), **DNSUPDATE}
         return Pdns(run_dir, backend, threads=threads, connections=connections, port=port,
                     caches={} if self.cached else CACHES_OFF)
 
@@ -173,6 +210,17 @@ class PdnsBindServer(PdnsServer):
     needs_reload: bool = True  # the bind backend rereads a zone file on `reload` only
     # The bind backend also drops NSEC records when it reads a zone file.
     dnssec_classes: tuple[str, ...] = (*PDNS_SIGNED_CLASSES, "pdns-bind-no-nsec")
+    told_of_writes = True
+
+    def tell_of_write(self, server: DnsServer, target: Any, change: Change) -> None:
+        """pdns_control: for a zone added or removed, the zone list written again and
+        rediscovered (as named's reconfig); for a record, the zone's file read now."""
+        assert isinstance(server, Pdns)
+        if change.kind in (ADD_ZONE, DELETE_ZONE):
+            self.backend(target, server.run_dir)
+            server.pdns_control("rediscover")
+        else:
+            server.reload_zone(change.zone)
 
     def backend(self, target: Any, run_dir: Path) -> dict[str, str]:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,6 @@ a query log at them, and one measures a `serve` it started as a server the suite
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import socket
@@ -30,6 +29,7 @@ from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.commands.cli import main as bench_main
 from bench.measure.datasets import named_conf_zones
+from bench.measure.results import read_results_file
 from loaders import get_loader
 from servers import bindversion
 from tests.benchcli import bench_env, processes_under, run_bench
@@ -250,6 +250,7 @@ def write_capture(path: Path, frames: list[bytes], *, ng: bool = False) -> Path:
 ZONES = [dns.name.from_text(n) for n in ("a.test.", "b.test.", "c.test.")]
 
 
+@pytest.mark.check
 def test_query_log_lines_become_queries(tmp_path):
     log = write(tmp_path / "query.log", QUERY_LOG)
     assert detect_format(log) == "querylog"
@@ -266,6 +267,7 @@ def test_query_log_lines_become_queries(tmp_path):
                       "; dropped outside loaded zones: 2", "; dropped zone transfer: 1"]
 
 
+@pytest.mark.check
 def test_query_log_without_only_zones_keeps_every_in_query(tmp_path):
     traffic = derive_query_file(write(tmp_path / "query.log", QUERY_LOG), tmp_path / "q.txt")
     assert traffic.kept == 5
@@ -273,6 +275,7 @@ def test_query_log_without_only_zones_keeps_every_in_query(tmp_path):
     assert (".", "NS") in read_query_file(tmp_path / "q.txt")
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("ng", [False, True], ids=["pcap", "pcapng"])
 def test_capture_queries_over_udp_and_tcp(tmp_path, ng):
     capture = write_capture(tmp_path / "dns.cap", CAPTURE, ng=ng)
@@ -285,6 +288,7 @@ def test_capture_queries_over_udp_and_tcp(tmp_path, ng):
     assert out.read_text().startswith(f"; source: {capture} ({'pcapng' if ng else 'pcap'})\n")
 
 
+@pytest.mark.check
 def test_dnsperf_file_is_taken_as_it_is(tmp_path):
     source = write(tmp_path / "mine.txt", "; my queries\nwww.a.test A\nb.test. soa\n"
                                           "one-field\nwww.d.test A\n")
@@ -293,6 +297,7 @@ def test_dnsperf_file_is_taken_as_it_is(tmp_path):
     assert dict(traffic.dropped) == {"malformed": 1, "outside loaded zones": 1}
 
 
+@pytest.mark.check
 def test_capture_without_dns_is_one_error_and_no_file(tmp_path):
     capture = write_capture(tmp_path / "web.pcap", [udp4(b"x" * 40, dport=443), arp()])
     out = tmp_path / "q.txt"
@@ -302,6 +307,7 @@ def test_capture_without_dns_is_one_error_and_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == [capture]
 
 
+@pytest.mark.check
 def test_unrecognised_or_truncated_sources_are_one_error(tmp_path):
     text = write(tmp_path / "notes.txt", "hello there, this is not traffic\n")
     with pytest.raises(UserError, match=r"notes.txt: neither a pcap/pcapng capture"):
@@ -315,6 +321,7 @@ def test_unrecognised_or_truncated_sources_are_one_error(tmp_path):
     assert not (tmp_path / "q.txt").exists()
 
 
+@pytest.mark.check
 def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     capture = write_capture(tmp_path / "web.pcap", [udp4(b"x" * 40, dport=443)])
@@ -325,6 +332,7 @@ def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, 
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.check
 def test_only_zones_needs_queries_from(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     assert bench_main(["run", "--profile", "tiny", "--coverage", "--servers", "native",
@@ -344,6 +352,7 @@ def target_run(tmp_path: Path, *options: str) -> list[str]:
     return args
 
 
+@pytest.mark.check
 def test_target_that_refuses_is_one_error_naming_it(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     port = free_port()  # nothing listens there: the refusal comes back at once
@@ -366,6 +375,7 @@ def test_target_that_stays_silent_is_one_error_naming_it(tmp_path, capsys, monke
     assert line.endswith("in 3 tries of 2 s (is a DNS server running there?)")
 
 
+@pytest.mark.check
 def test_target_that_serves_other_zones_is_one_error(tmp_path, capsys, monkeypatch):
     """A server that answers, but not for the data set's zones: stopped before measuring."""
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
@@ -395,6 +405,7 @@ def _answer_refused(sock: socket.socket) -> threading.Thread:
     return thread
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("options", "expected"), [
     (["--target", "127.0.0.1"], "--target '127.0.0.1': not HOST:PORT"),
     (["--target", "127.0.0.1:domain"], "--target '127.0.0.1:domain': not HOST:PORT"),
@@ -467,13 +478,13 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         target = f"127.0.0.1:{match[1]}"
         ran = _bench_ok(run_root, "run", "--profile", "tiny", "--target", target,
                         "--server-label", "mine", "--out", str(tmp_path / "run"))
-        results = json.loads((tmp_path / "run" / "results.json").read_text())
+        results = read_results_file(tmp_path / "run")
         _check_target_results(results, target)
         report = (tmp_path / "run" / "results.md").read_text()
         assert f"--target: mine at {target}" in report
         assert re.search(r"^\| Startup \(ms\) \| n/a \[\d\] \|$", report, re.M), report
-        # cost: named, db, dnsperf us/query, QPS per server core, dnsperf cores, server cores,
-        # RSS named, db: only the load generator's side is the suite's to account
+        # cost: server, db, dnsperf us/query, QPS per server core, dnsperf cores, server cores,
+        # RSS server, db: only the load generator's side is the suite's to account
         assert re.search(r"^\| mine \| 1 \| n/a \[\d\] \| n/a \[\d\] \| [\d.,]+ \| "
                          r"n/a \[\d\] \| [\d.,]+ \| – \| n/a \[\d\] \| n/a \[\d\] \|$",
                          report, re.M), report
@@ -483,7 +494,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         _bench_ok(run_root, "capacity", "--profile", "tiny", "--target", target, "--server-label",
                   "mine", "--steps", "50,100", "--common-rate", "0", "--out",
                   str(tmp_path / "capacity"))
-        results = json.loads((tmp_path / "capacity" / "results.json").read_text())
+        results = read_results_file(tmp_path / "capacity")
         (curve,) = results["capacity"]
         assert curve["server"] == "mine"
         # each step twice, up then down
@@ -495,7 +506,7 @@ def test_target_measures_a_server_the_suite_did_not_start(tmp_path, run_root):
         # Same zone names, other records: the answers tell the data sets apart.
         _bench_ok(run_root, "run", "--profile", "tiny", "--seed", "2", "--target", target,
                   "--server-label", "mine", "--out", str(tmp_path / "other-data"))
-        results = json.loads((tmp_path / "other-data" / "results.json").read_text())
+        results = read_results_file(tmp_path / "other-data")
         (cell,) = results["cells"]
         assert cell["status"] == "wrong" and cell["mismatches"] > 0, cell
         assert "answers differ from native's over the data set" in cell["error"]
@@ -536,6 +547,6 @@ def _check_target_results(results: dict, target: str) -> None:
     for figure in ("startup_ms", "update_visibility_ms"):
         assert cell[figure] is None and figure in unavailable, figure
     for field in ("cpu_us_per_query", "peak_rss_kb"):
-        for who in ("named", "db"):
+        for who in ("server", "db"):
             assert cell[field][who] is None and f"{field}.{who}" in unavailable, (field, who)
     assert cell["mismatches"] == 0 and "mismatches" not in unavailable

@@ -5,13 +5,14 @@ and agrees with dnsperf's own report, drops are attributed per socket, the recei
 set and recorded, the open-loop latency points have their probes, resperf's output is parsed,
 the report and plots are written), bad step lists, and that Ctrl-C keeps the steps measured
 before it. Deterministic: the breaking point from synthetic step tables (a failing step below
-a passing one, 95% and 99%, "not offered"), per-socket drop attribution from synthetic
-/proc/net/udp text and fd links, the receive-buffer option in each server's configuration.
+a passing one, 95% and 99%, "not offered", a step not offered whose server dropped queries),
+its bracket from the committed 2026-11-26 sweeps, rates over a step's nominal length,
+per-socket drop attribution from synthetic /proc/net/udp text and fd links, the
+receive-buffer option in each server's configuration.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,8 @@ import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from bench.load.dnsperf import DnsperfRun
+from bench.load.dnsperf import DnsperfRun, duration_of
+from bench.load.prober import LatencyStats
 from bench.measure.capacity import (
     STEP_REPEATS,
     STRICT,
@@ -36,11 +38,13 @@ from bench.measure.capacity import (
     parse_steps,
     socket_inodes,
     socket_receive_buffers,
+    step_from_run,
     sweep_order,
     udp_socket_drops,
 )
-from bench.measure.results import load_results
-from bench.report.capacity import breaking_note
+from bench.measure.results import load_results, read_results_file
+from bench.measure.serial import from_json, to_json
+from bench.report.capacity import bracket_text, breaking_note
 from servers.dnsserver import kernel_rmem_max
 from servers.knot import Knot
 from servers.named import Named
@@ -138,6 +142,10 @@ def test_loss_is_counted_from_what_was_sent(sweep: Path) -> None:
         for step in curve.steps:
             run = step.run
             assert run.queries_sent > 0 and "-Q" in run.argv
+            # Rates over the step's length, which dnsperf was given.
+            assert step.duration_s == duration_of(run.argv) == 1.0
+            assert step.offered_qps == pytest.approx(
+                (run.queries_sent + step.probes) / step.duration_s)
             assert run.queries_lost == run.queries_sent - run.queries_completed - \
                 run.queries_interrupted
             assert step.lost == run.queries_lost
@@ -172,6 +180,7 @@ def test_report_and_plots(sweep: Path) -> None:
         assert (sweep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
 
 
+@pytest.mark.check
 def test_lost_queries_count_at_the_timeout() -> None:
     percentiles, slowest = latency_figures([0.0001] * 98, lost=2, timeout_s=1.0)
     assert percentiles["p50"] == 100.0
@@ -179,6 +188,7 @@ def test_lost_queries_count_at_the_timeout() -> None:
     assert slowest["1"] == 1_000_000.0 and slowest["100"] == 100.0
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("text", ["", "10,,20", "-5,10", "0", "ten", "nan"])
 def test_bad_steps_are_one_line_errors(text: str) -> None:
     with pytest.raises(UserError) as refused:
@@ -199,31 +209,35 @@ def test_ctrl_c_keeps_finished_steps(tmp_path: Path, run_root: Path) -> None:
     out = tmp_path / "out"
     proc = _capacity(root, "--servers", "memory", "--steps", "10,20,30,40,50,60,70,80",
                      "--out", str(out))
-    interrupt_when(proc, lambda: _steps_saved(out / "results.json"))
+    interrupt_when(proc, lambda: _steps_saved(out))
     assert processes_under(root) == []
     curves = load_results(out).capacity
     assert curves and curves[0].steps, "the steps measured before Ctrl-C are kept"
     assert (out / "results.md").exists()
 
 
-def _steps_saved(path: Path) -> bool:
+def _steps_saved(out: Path) -> bool:
     try:
-        curves = json.loads(path.read_text()).get("capacity", [])
-    except (OSError, ValueError):
+        curves = read_results_file(out).get("capacity", [])
+    except UserError:  # not written yet
         return False
     return bool(curves) and bool(curves[0]["steps"])
 
 
 # --- deterministic: breaking points, "not offered", drops per socket, receive buffers --------
 
-def _step(percent: float, answered: float, *, offered: float = 1.0, repeat: int = 0) -> Step:
+def _step(percent: float, answered: float, *, offered: float = 1.0, repeat: int = 0,
+          server_drops: int | None = None) -> Step:
     """A synthetic step at `percent` of a 1,000-QPS closed loop: `answered` of what was sent
-    answered, `offered` of the target sent."""
+    answered, `offered` of the target sent, `server_drops` datagrams dropped at the server's
+    sockets (None: not read, as in files before 2026-11-25)."""
     target = 10.0 * percent
+    drops = None if server_drops is None else SocketDrops(server_drops, 0, 0)
     return Step(percent=percent, target_qps=target, offered_qps=offered * target,
                 answered_qps=answered * offered * target, answered_fraction=answered, lost=0,
                 latency_us={}, slowest_us={}, probes=0, probes_lost=0, udp_rcvbuf_errors=0,
-                reply_mbit_s=0.0, burst=False, run=DnsperfRun(argv=[]), repeat=repeat)
+                reply_mbit_s=0.0, burst=False, run=DnsperfRun(argv=[]), repeat=repeat,
+                socket_drops=drops)
 
 
 def _table(rows: list[tuple[float, float, float]]) -> list[Step]:
@@ -238,13 +252,16 @@ BDBHPT_T = [(10, 1.0, 1.0), (25, 1.0, 1.0), (50, 1.0, 0.999), (75, 0.995, 0.993)
             (150, 0.6, 0.5)]
 
 
+@pytest.mark.check
 def test_breaking_point_is_the_step_before_the_first_failure() -> None:
     levels = levels_of(_table(BDBHPT_T))
-    assert breaking_point(levels, UP_TO_THE_TASK) == BreakingPoint(1000.0, 100, "lost")
+    assert breaking_point(levels, UP_TO_THE_TASK) == BreakingPoint(1000.0, 100, "lost",
+                                                                    1100.0, 110)
     # 99%: the 90% step's median (98.75%) is the first under it.
-    assert breaking_point(levels, STRICT) == BreakingPoint(750.0, 75, "lost")
+    assert breaking_point(levels, STRICT) == BreakingPoint(750.0, 75, "lost", 900.0, 90)
 
 
+@pytest.mark.check
 def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() -> None:
     curve = Curve("bdbhpt-t", 1, 1, 1000.0, steps=_table(BDBHPT_T))
     assert curve.breaking_point() == 1000.0
@@ -252,16 +269,21 @@ def test_breaking_point_of_a_curve_skips_a_passing_step_above_a_failing_one() ->
                                         if s.answered_fraction >= UP_TO_THE_TASK)
 
 
+@pytest.mark.check
 def test_a_failing_lowest_step_leaves_no_breaking_point() -> None:
     levels = levels_of(_table([(10, 0.9, 0.9), (25, 1.0, 1.0)]))
-    assert breaking_point(levels) == BreakingPoint(None, None, "lost")
+    point = breaking_point(levels)
+    assert point == BreakingPoint(None, None, "lost", 100.0, 10)
+    assert bracket_text(point) == "< 100"
 
 
+@pytest.mark.check
 def test_every_step_held_is_a_lower_bound() -> None:
     point = breaking_point(levels_of(_table([(10, 1.0, 1.0), (50, 0.99, 0.98)])))
     assert point == BreakingPoint(500.0, 50, "held every step") and point.lower_bound
 
 
+@pytest.mark.check
 def test_repeats_give_the_median_and_spread() -> None:
     (level,) = levels_of([_step(50, 0.99, repeat=1), _step(50, 0.90, repeat=0),
                           _step(50, 0.96, repeat=2)])
@@ -270,6 +292,7 @@ def test_repeats_give_the_median_and_spread() -> None:
     assert level.outcome() == "held" and level.outcome(STRICT) == "lost"
 
 
+@pytest.mark.check
 def test_a_step_the_load_generator_fell_short_on_is_not_offered_not_lost() -> None:
     short = _step(150, 0.5, offered=0.81)
     assert not short.offered and short.outcome() == "not offered"
@@ -279,8 +302,71 @@ def test_a_step_the_load_generator_fell_short_on_is_not_offered_not_lost() -> No
              _step(150, 0.5, offered=0.80), _step(150, 0.6, offered=0.82, repeat=1)]
     point = breaking_point(levels_of(steps))
     assert point == BreakingPoint(1000.0, 100, "not offered") and point.lower_bound
+    assert bracket_text(point) == ">= 1,000"
 
 
+def test_a_step_not_offered_whose_server_dropped_queries_is_judged() -> None:
+    """The server lost queries at its own sockets: what it answered of what was offered
+    counts, and the walk goes on (it used to end at the first step not offered)."""
+    short = _step(150, 0.5, offered=0.81, server_drops=4411)
+    assert short.server_dropped and short.outcome() == "lost"
+    assert _step(150, 0.5, offered=0.81, server_drops=0).outcome() == "not offered"
+    steps = [*_table([(50, 1.0, 1.0)]),
+             _step(100, 0.99, offered=0.85, server_drops=1260),
+             _step(100, 0.98, offered=0.87, repeat=1),
+             _step(150, 0.5, offered=0.80, server_drops=9720),
+             _step(150, 0.6, offered=0.82, repeat=1, server_drops=11182)]
+    point = breaking_point(levels_of(steps))
+    # 100%: offered 860 of its 1,000 target, held; 150%: offered 1,215 of 1,500, lost.
+    assert point == BreakingPoint(pytest.approx(860.0), 100, "lost", pytest.approx(1215.0), 150)
+    assert not point.lower_bound and bracket_text(point) == "860–1,215"
+
+
+def test_rates_are_over_the_steps_length_not_dnsperfs_run_time() -> None:
+    """mysql's 110% step in capacity-mysql-ldap-bdbhpt-t-2026-11-26: dnsperf sent all of
+    -Q 4,576 x -l 5 = 22,880 queries but reported a run time of 5.71 s (its wait for the last
+    answers), so sent over run time was 4,007 QPS plus the probes, under 95% of 4,817."""
+    run = DnsperfRun(argv=["dnsperf", "-l", "5", "-Q", "4576"], queries_sent=22_880,
+                     queries_completed=22_880, run_time_s=5.71, response_bytes=100.0)
+    probes = LatencyStats(count=1200, lost=0)
+    step = step_from_run(110.0, 4817.0, run, probes, 1.0, 0, duration_s=5.0)
+    assert step.offered_qps == pytest.approx((22_880 + 1200) / 5)  # 4,816
+    assert step.answered_qps == pytest.approx(4816.0) and step.offered
+    assert step.reply_mbit_s == pytest.approx(100 * 8 * 22_880 / 5 / 1e6)
+    assert step.duration_s == 5.0
+
+
+def test_a_step_of_an_older_file_is_recomputed_from_its_counts() -> None:
+    """Files before the steps' length was recorded stored rates over dnsperf's run time; the
+    counts and dnsperf's -l give them again over the step's length."""
+    run = DnsperfRun(argv=["dnsperf", "-l", "5"], queries_sent=22_880,
+                     queries_completed=22_880, run_time_s=5.71)
+    data = {**to_json(_step(110, 1.0, offered=0.87)), "probes": 1200, "run": to_json(run)}
+    del data["duration_s"]
+    step = from_json(Step, data)
+    assert step.duration_s == 5.0 and step.offered_qps == pytest.approx(4816.0)
+
+
+# The committed 2026-11-26 sweeps, recomputed: (directory, server) -> the bracket (last held,
+# first failed) at 5% loss; every one of these used to read ">= the step below it", ended by
+# a step that only looked not offered over dnsperf's run time.
+COMMITTED_BRACKETS = {
+    ("capacity-mysql-ldap-bdbhpt-t-2026-11-26", "mysql"): (4816.6, 5467.9),   # was >= 3,236
+    ("capacity-mysql-ldap-bdbhpt-t-2026-11-26", "ldap"): (3700.9, 4204.5),    # was >= 3,322
+    ("capacity-2026-11-26", "pg"): (7163.2, 8127.8),                          # was >= 6,828
+}
+
+
+@pytest.mark.parametrize(("directory", "server"), sorted(COMMITTED_BRACKETS))
+def test_committed_sweeps_give_brackets(directory: str, server: str) -> None:
+    curves = load_results(REPO_ROOT / "docs" / "results" / directory).capacity
+    point = next(c for c in curves if c.server == server).breaking()
+    assert point.ended_by == "lost"
+    assert (point.qps, point.failed_qps) == pytest.approx(COMMITTED_BRACKETS[directory, server],
+                                                          abs=0.1)
+
+
+@pytest.mark.check
 def test_a_first_step_not_offered_says_no_breaking_point_was_measured() -> None:
     """Knot in capacity-rest-2026-11-26: dnsperf offered 8,107 of its first step's 9,233."""
     curve = Curve("knot", 1, 1, 1000.0, steps=[_step(10, 0.99, offered=0.88),
@@ -293,6 +379,7 @@ def test_a_first_step_not_offered_says_no_breaking_point_was_measured() -> None:
     assert "at least this" in (breaking_note(held, held.breaking(), 50.0) or "")
 
 
+@pytest.mark.check
 def test_sweep_runs_up_then_down() -> None:
     assert sweep_order((10.0, 50.0, 100.0), 2) == [
         (0, 10.0), (0, 50.0), (0, 100.0), (1, 100.0), (1, 50.0), (1, 10.0)]
@@ -312,6 +399,7 @@ def _proc_net_udp(drops: dict[int, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.check
 def test_drops_are_attributed_per_socket() -> None:
     before = udp_socket_drops(_proc_net_udp({1001: 5, 1002: 0, 2001: 0, 555: 7}))
     assert before == {1001: 5, 1002: 0, 2001: 0, 555: 7}
@@ -326,6 +414,7 @@ def test_drops_are_attributed_per_socket() -> None:
     assert attribute_drops({}, after, set(), {2001}, None) == SocketDrops(0, 40, None)
 
 
+@pytest.mark.check
 def test_socket_receive_buffers_from_ss() -> None:
     ss = """State  Recv-Q Send-Q Local Address:Port  Peer Address:PortProcess
 UNCONN 0      0          127.0.0.1:23793      0.0.0.0:*    ino:2806777 sk:10 cgroup:/ <->
@@ -337,6 +426,7 @@ UNCONN 0      0          127.0.0.1:26213      0.0.0.0:*    ino:2603995 sk:1028 c
     assert socket_receive_buffers(ss, {2806777, 2603995}) == [8388608, 212992]
 
 
+@pytest.mark.check
 def test_the_receive_buffer_option_is_in_each_servers_configuration(tmp_path: Path) -> None:
     rmem_max = kernel_rmem_max()
     assert rmem_max

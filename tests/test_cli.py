@@ -10,7 +10,10 @@ import shlex
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.commands.cli import COMMANDS, build_parser
+from bench.commands.cli import COMMANDS, OLD_SPELLINGS, build_parser
+
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
 
 # What the docs write for a value the reader chooses, and a value that parses in its place.
 PLACEHOLDERS = {"D": "pg", "R": "1", "DIR": "docs/results/x", "A": "a", "B": "b",
@@ -86,3 +89,17 @@ def test_the_old_driver_spellings_still_parse(old: list[str], new: list[str], de
     """Commands committed with docs/results were run with --driver(s): they still run."""
     before, after = build_parser().parse_args(old), build_parser().parse_args(new)
     assert getattr(before, dest) == getattr(after, dest) == new[-1]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_help_names_the_server_options_only_by_their_new_spelling(name: str) -> None:
+    text = _subcommands()[name].format_help()
+    assert not [old for old in OLD_SPELLINGS if old in text], text
+
+
+def test_a_missing_server_is_asked_for_by_its_new_spelling(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune"])
+    error = capsys.readouterr().err
+    assert "required: --server" in error and "--driver" not in error, error

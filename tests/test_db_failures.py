@@ -6,6 +6,8 @@
     SIGCONT answers resume from the same named;
   - a row with NULL columns is answered SERVFAIL and the driver keeps its connection (the
     database sees no new one), and good names answer right after it;
+  - a statement the server refuses (a privilege revoked, a table away) is SERVFAIL for its
+    query, and no outage: the store is not taken for down, answers resume at once;
   - TXT records of 2 KiB and 64 KiB (many strings) come back from every driver as from native
     BIND (the MariaDB driver's re-fetch of a long column, Berkeley DB's buffer growth);
   - a filesystem zone file truncated in place under queries: named stays up (no SIGBUS);
@@ -38,6 +40,7 @@ from base.paths import REPO_ROOT
 from bench.measure.faults import stopped
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import ask, complete
+from databases.postgresql import READER_ROLE
 from loaders.fs import ZONE_FILE, FsLoader, zone_file_path
 from servers import get_server
 from servers.dlz import DlzNamed
@@ -147,7 +150,7 @@ def test_frozen_database_is_servfail_at_once_and_recovers(
                     extra=BOUNDS) as named:
         pid = named.main_pid()
         assert _rcode(named, WWW) == "NOERROR"
-        pids = loaded.server_pids()
+        pids = loaded.database_pids()
         assert pids, "the database has no processes to freeze"
         with stopped(pids):
             # The first query meets the frozen server: answered within the bound.
@@ -243,6 +246,57 @@ def test_null_columns_are_servfail_and_keep_the_connection(
             rows.close()
 
 
+# --- statements the server refuses ---------------------------------------------------------------
+
+
+@contextmanager
+def _pg_refuses_reads(loaded: LoadedStore) -> Iterator[None]:
+    """The driver's role may not read records: every fetch is refused (SQLSTATE 42501)."""
+    conn = loaded.target.connect()
+    conn.autocommit = True
+    try:
+        conn.execute(f"REVOKE SELECT ON records FROM {READER_ROLE}")
+        yield
+    finally:
+        conn.execute(f"GRANT SELECT ON records TO {READER_ROLE}")
+        conn.close()
+
+
+@contextmanager
+def _mysql_refuses_reads(loaded: LoadedStore) -> Iterator[None]:
+    """The records table is away: every fetch is refused (ER_NO_SUCH_TABLE)."""
+    conn = loaded.target.connect()
+    try:
+        conn.cursor().execute("RENAME TABLE records TO records_away")
+        yield
+    finally:
+        conn.cursor().execute("RENAME TABLE records_away TO records")
+        conn.close()
+
+
+REFUSERS: dict[str, Callable[[LoadedStore], Any]] = {
+    "pg": _pg_refuses_reads, "mysql": _mysql_refuses_reads}
+
+
+@pytest.mark.parametrize("driver", _built(list(REFUSERS)))
+def test_a_statement_the_server_refuses_takes_nothing_down(
+        run_dir: Path, fail_stores: Callable[[str], LoadedStore], driver: str) -> None:
+    """A statement the server answers with an error is SERVFAIL for that query, also when it
+    fails again on the new connection the driver opens to retry it; the store answered, so it
+    is not taken for down: the first query after the server takes the statement again is
+    answered, down_interval_ms or not (60 s here)."""
+    loaded = fail_stores(driver)
+    with named_over(loaded, run_dir / f"named-refused-{driver}", threads=1,
+                    extra={"down_interval_ms": "60000"}) as named:
+        assert _rcode(named, WWW) == "NOERROR"
+        with REFUSERS[driver](loaded):
+            time.sleep(0.15)  # past memo_ms: the next query fetches again
+            assert _rcode(named, WWW) == "SERVFAIL"
+        time.sleep(0.15)
+        assert _rcode(named, WWW, timeout=FAST_CLIENT_TIMEOUT) == "NOERROR"
+        assert "the store does not answer" not in named.log_path.read_text(errors="replace")
+
+
 # --- long TXT records ----------------------------------------------------------------------------
 
 
@@ -258,7 +312,7 @@ TXT_DRIVERS = _built(["pg", "mysql", "ldap", "fs", "bdb-btree", "bdb-hash", "bdb
 @pytest.fixture(scope="module")
 def native_txt(run_dir: Path) -> Iterator[dict[str, tuple[str, frozenset[Any]]]]:
     with loaded_store("native", lambda: iter([fail_zone()]), run_dir / "native") as loaded, \
-            loaded.named(run_dir, threads=1) as named:
+            loaded.dns_server(run_dir, threads=1) as named:
         yield {name: _txt_answer(named, name) for name in TXT_STRINGS}
 
 

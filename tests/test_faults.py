@@ -35,7 +35,7 @@ from bench.measure.faults import (
     parse_script,
 )
 from bench.measure.results import Results, load_results
-from bench.report.write import render_markdown
+from bench.report.render import render_markdown
 from servers import get_server
 from tests.benchcli import bench_env, processes_under, run_bench
 
@@ -235,6 +235,7 @@ def test_a_script_it_cannot_run_is_one_line(tmp_path: Path, args: list[str], say
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.check
 def test_parse_script_reads_every_field() -> None:
     script = parse_script("10:kill-backends, 20:sigstop:5,40:restart,55:crash:3")
     assert [f.text for f in script] == ["10:kill-backends", "20:sigstop:5", "40:restart",
@@ -278,6 +279,7 @@ def _judged(ended_s: float = 4.5) -> ServerFaults:
     return result
 
 
+@pytest.mark.check
 def test_per_second_counts() -> None:
     result = _judged()
     assert len(result.seconds) == 10
@@ -290,6 +292,7 @@ def test_per_second_counts() -> None:
     assert result.baseline_share == 1.0
 
 
+@pytest.mark.check
 def test_per_fault_figures() -> None:
     [fault] = _judged().faults
     # The first SERVFAIL: the query sent at 3.00 s, answered 500 ms later.
@@ -301,6 +304,7 @@ def test_per_fault_figures() -> None:
     assert fault.window_end_s == 10
 
 
+@pytest.mark.check
 def test_a_fault_never_recovered_counts_to_its_window_end() -> None:
     recording = _recording()
     recording.rcodes[:] = [2 if sent - ORIGIN >= 3 * S else rcode
@@ -314,6 +318,7 @@ def test_a_fault_never_recovered_counts_to_its_window_end() -> None:
     assert fault.sent == 700 and fault.servfail == 700
 
 
+@pytest.mark.check
 def test_the_report_reads_the_figures() -> None:
     result = _judged()
     section = Faults(method="m", qps=100, duration_s=10, timeout_s=2, profile="tiny",
@@ -326,6 +331,7 @@ def test_the_report_reads_the_figures() -> None:
     assert "`sigstop`:" in text
 
 
+@pytest.mark.check
 def test_settling_waits_for_answers_as_fast_as_the_steady_p99() -> None:
     # Back to answering in second 5 (recovered at 6 s), but at 2 ms, twice the steady p99,
     # until 7 s: settled at the end of second 7 (8 s), 5 s after the fault began.

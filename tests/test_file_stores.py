@@ -143,6 +143,7 @@ def _inside(root: Path, relpath: str) -> bool:
     return resolved.startswith(str(root) + os.sep)
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("key", HOSTILE_KEYS)
 def test_hostile_keys_never_leave_the_root(key: str, tmp_path: Path) -> None:
     for path in (ref_zone_file(key), ref_zone_file(f"{key}.example.com"),
@@ -150,6 +151,7 @@ def test_hostile_keys_never_leave_the_root(key: str, tmp_path: Path) -> None:
         assert path is None or _inside(tmp_path, path), path
 
 
+@pytest.mark.check
 def test_longest_labels_fit_a_component() -> None:
     for label in ("\\000" * 63, "/" * 63, "\\." * 63):
         parts = ref_components(label)
@@ -161,6 +163,7 @@ def _random_label(rng: random.Random) -> bytes:
     return bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 63)))
 
 
+@pytest.mark.check
 def test_reference_matches_loader_on_random_names() -> None:
     rng = random.Random(7)
     zone = dns.name.from_text("z.test.")
@@ -227,6 +230,7 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tup
         yield store, target
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("data", list(DATA_SETS))
 def test_round_trip(store_target: tuple[Loader, Any], data: str) -> None:
     store, target = store_target
@@ -236,6 +240,7 @@ def test_round_trip(store_target: tuple[Loader, Any], data: str) -> None:
     assert canonical_set(store.read_back(target)) == canonical_set(zones)
 
 
+@pytest.mark.check
 def test_failed_replace_keeps_old_zone(store_target: tuple[Loader, Any]) -> None:
     store, target = store_target
     zones = awkward_zones()
@@ -246,6 +251,7 @@ def test_failed_replace_keeps_old_zone(store_target: tuple[Loader, Any]) -> None
     assert canonical_set(store.read_back(target)) == canonical_set(zones)
 
 
+@pytest.mark.check
 def test_replace_is_whole(store_target: tuple[Loader, Any]) -> None:
     store, target = store_target
     zones = awkward_zones()
@@ -279,6 +285,7 @@ def _record_lines(root: Path, zone_key: str) -> list[str]:
     return data.decode("ascii").split("\n")[1:-1]
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("data", list(DATA_SETS))
 def test_fs_zone_file_holds_every_record_sorted(tmp_path: Path, data: str) -> None:
     zones = DATA_SETS[data]()
@@ -296,6 +303,7 @@ def test_fs_zone_file_holds_every_record_sorted(tmp_path: Path, data: str) -> No
                 line for line in lines if line.split(" ", 1)[0] == owner]
 
 
+@pytest.mark.check
 def test_fs_tree_holds_only_index_directories_and_zone_files(tmp_path: Path) -> None:
     zones = awkward_zones()
     fs.LOADER.load(zones, tmp_path)
@@ -306,6 +314,7 @@ def test_fs_tree_holds_only_index_directories_and_zone_files(tmp_path: Path) -> 
     assert not any(p.is_symlink() for p in (tmp_path / "zones").rglob("*"))
 
 
+@pytest.mark.check
 def test_fs_child_zone_is_not_an_ent_of_parent(tmp_path: Path) -> None:
     fs.LOADER.load(awkward_zones(), tmp_path)
     # The delegation point holds the parent's NS and glue, the child's apex holds its SOA.
@@ -317,6 +326,7 @@ def test_fs_child_zone_is_not_an_ent_of_parent(tmp_path: Path) -> None:
     assert not ref_owner_lines(parent, "www.kid.parent.test")
 
 
+@pytest.mark.check
 def test_fs_reader_of_the_old_file_keeps_reading_it(tmp_path: Path) -> None:
     zones = awkward_zones()
     fs.LOADER.load(zones, tmp_path)
@@ -334,6 +344,7 @@ class _Interrupt(KeyboardInterrupt):
     """Ctrl-C at the one step of a replace that a failing record iterator does not reach."""
 
 
+@pytest.mark.check
 def test_fs_load_interrupted_while_writing_leaves_the_old_zone(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     zones = awkward_zones()
@@ -354,6 +365,7 @@ def test_fs_load_interrupted_while_writing_leaves_the_old_zone(
     assert not list((tmp_path / "tmp").iterdir())
 
 
+@pytest.mark.check
 def test_fs_load_clears_leftovers_of_a_killed_load(tmp_path: Path) -> None:
     fs.LOADER.load(awkward_zones(), tmp_path)
     (tmp_path / "tmp" / "left-by-kill-9").write_text("half a zone")
@@ -361,12 +373,14 @@ def test_fs_load_clears_leftovers_of_a_killed_load(tmp_path: Path) -> None:
     assert not list((tmp_path / "tmp").iterdir())
 
 
+@pytest.mark.check
 def test_fs_refuses_a_root_in_the_old_layout(tmp_path: Path) -> None:
     (tmp_path / "gen").mkdir()
     with pytest.raises(UserError, match="old layout"):
         fs.LOADER.load(awkward_zones(), tmp_path)
 
 
+@pytest.mark.check
 def test_fs_bad_rdata_is_a_user_error(tmp_path: Path) -> None:
     bad = Record(PARENT, 60, "TXT", "\"two\nlines\"")
     with pytest.raises(UserError, match="line break"):
@@ -376,6 +390,7 @@ def test_fs_bad_rdata_is_a_user_error(tmp_path: Path) -> None:
 
 # --- Berkeley DB ----------------------------------------------------------------------------
 
+@pytest.mark.check
 def test_bdb_access_method_is_detectable(tmp_path: Path) -> None:
     bdb.LOADER.load(awkward_zones(), tmp_path)
     for access, method in bdb.ACCESS_METHODS.items():
@@ -395,6 +410,7 @@ def test_bdb_access_method_is_detectable(tmp_path: Path) -> None:
             handle.close()
 
 
+@pytest.mark.check
 def test_bdb_clause_names_the_driver_file(tmp_path: Path) -> None:
     server = get_server("bdb-hash")
     assert isinstance(server, DlzNamed)
@@ -403,6 +419,7 @@ def test_bdb_clause_names_the_driver_file(tmp_path: Path) -> None:
     assert f"connections=3 file={tmp_path.resolve()}/hash.db" in clause
 
 
+@pytest.mark.check
 def test_which_drivers_see_updates_only_after_reload() -> None:
     needs = {s.name: s.needs_reload for s in SERVERS if s.store in STORES}
     assert needs == {"fs": False, "bdb-btree": True, "bdb-hash": True, "bdbhpt-t": False,
@@ -458,6 +475,7 @@ def test_bdbhpt_reader_sees_update_while_open(tmp_path: Path, mode: str) -> None
         reader.wait()
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("driver", ["bdbhpt-t", "bdbhpt-c", "bdbhpt-p"])
 def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, driver: str) -> None:
     zones = awkward_zones()
@@ -470,6 +488,7 @@ def test_bdbhpt_each_mode_opens_as_its_driver_does(tmp_path: Path, driver: str) 
     assert f"connections=2 mode={mode} env={(tmp_path / mode).resolve()}" in clause
 
 
+@pytest.mark.check
 def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
     """Why there is one home per mode: regions fix an environment's locking mode (BDB1540)."""
     bdbhpt.LOADER.load(awkward_zones(), tmp_path)
@@ -484,6 +503,7 @@ def test_bdbhpt_shared_environment_refuses_another_mode(tmp_path: Path) -> None:
         env.close()
 
 
+@pytest.mark.check
 def test_bdbhpt_first_load_writes_one_file_for_the_three_homes(tmp_path: Path) -> None:
     bdbhpt.LOADER.load(awkward_zones(), tmp_path)
     files = [(tmp_path / mode / bdbhpt.DATA_FILE).read_bytes() for mode in bdbhpt.MODES]
@@ -492,6 +512,7 @@ def test_bdbhpt_first_load_writes_one_file_for_the_three_homes(tmp_path: Path) -
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(bdbhpt.MODES)
 
 
+@pytest.mark.check
 def test_bdbhpt_failed_first_load_leaves_no_data(tmp_path: Path) -> None:
     def failing() -> Iterator[Zone]:
         yield from awkward_zones()[:2]
@@ -506,6 +527,7 @@ def test_bdbhpt_failed_first_load_leaves_no_data(tmp_path: Path) -> None:
     assert canonical_set(bdbhpt.LOADER.read_back(tmp_path)) == canonical_set(awkward_zones())
 
 
+@pytest.mark.check
 def test_ctrl_c_waits_for_the_end_of_a_deferred_block() -> None:
     finished = False
     with pytest.raises(KeyboardInterrupt):
@@ -531,6 +553,7 @@ def _generations(target: Path, mode: str) -> set[bytes]:
         env.close()
 
 
+@pytest.mark.check
 def test_bdbhpt_replaced_generations_are_purged(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     zones = awkward_zones()
@@ -544,6 +567,7 @@ def test_bdbhpt_replaced_generations_are_purged(tmp_path: Path,
         assert len(_generations(tmp_path, mode)) == len(zones) + 1  # only the newest retired
 
 
+@pytest.mark.check
 def test_record_values_are_one_line_per_record() -> None:
     owner = dns.name.from_text("x.test.")
     record = Record(owner, 5, "TXT", '"a b" "c\\010d"')

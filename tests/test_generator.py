@@ -63,6 +63,7 @@ def assert_rrset_ttls_equal(zone: Zone) -> None:
 # --- generate ------------------------------------------------------------------------------
 
 
+@pytest.mark.check
 def test_same_seed_same_bytes_other_seed_other_bytes():
     def text(seed: int) -> str:
         return "".join(zone_file_text(z) for z in generate(40, 12, seed=seed))
@@ -71,6 +72,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes():
     assert text(1) != text(2)
 
 
+@pytest.mark.check
 def test_zone_i_can_be_built_alone():
     stream = list(generate(25, 15, seed=9))
     assert [z.origin for z in stream] == [zone_name(i) for i in range(25)]
@@ -78,6 +80,7 @@ def test_zone_i_can_be_built_alone():
     assert generate_zone(17, 15, seed=9).canonical() == stream[17].canonical()
 
 
+@pytest.mark.check
 def test_generated_zones_have_the_mix():
     zones = list(generate(60, 20, seed=3))
     types = {r.rdtype for _, r in all_records(zones)}
@@ -118,6 +121,7 @@ def _peak_bytes(zones: int) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.check
 def test_generated_text_is_what_dnspython_parses_it_to():
     """The scalable generator skips make_record for speed: its text must be canonical anyway."""
     for zone in generate(300, records=20):
@@ -125,11 +129,13 @@ def test_generated_text_is_what_dnspython_parses_it_to():
             assert make_record(record.owner, record.ttl, record.rdtype, record.rdata) == record
 
 
+@pytest.mark.check
 def test_generate_memory_stays_flat():
     small, large = _peak_bytes(200), _peak_bytes(2000)
     assert large < small * 1.5 + 64 * 1024, (small, large)
 
 
+@pytest.mark.check
 def test_unknown_mix_kind_is_refused():
     with pytest.raises(ValueError, match="unknown record kinds"):
         next(generate(1, mix={"a": 1.0, "bogus": 1.0}))
@@ -138,6 +144,7 @@ def test_unknown_mix_kind_is_refused():
 # --- coverage set --------------------------------------------------------------------------
 
 
+@pytest.mark.check
 def test_coverage_has_every_type_and_valid_records():
     zones = coverage_zones()
     assert {r.rdtype for _, r in all_records(zones)} >= COVERAGE_TYPES
@@ -151,6 +158,7 @@ def test_coverage_has_every_type_and_valid_records():
         assert_rrset_ttls_equal(zone)
 
 
+@pytest.mark.check
 def test_coverage_has_every_awkward_name():
     zones = coverage_zones()
     labels = {label for name in owners(zones) for label in name.labels}
@@ -167,6 +175,7 @@ def test_coverage_has_every_awkward_name():
                for _, r in all_records(zones)), "mixed-case rdata"
 
 
+@pytest.mark.check
 def test_coverage_structure():
     zones = {z.origin: z for z in coverage_zones()}
     origins = set(zones)
@@ -200,6 +209,7 @@ def test_coverage_structure():
     assert any(r.rdtype == "NS" and r.owner != dns.name.root for r in zones[dns.name.root].records)
 
 
+@pytest.mark.check
 def test_coverage_depends_on_seed_only():
     assert canonical_set(coverage_zones(3)) == canonical_set(coverage_zones(3))
     assert canonical_set(coverage_zones(3)) != canonical_set(coverage_zones(4))
@@ -208,6 +218,7 @@ def test_coverage_depends_on_seed_only():
 # --- Appendix B ----------------------------------------------------------------------------
 
 
+@pytest.mark.check
 def test_derived_queries_ask_soa_at_names_that_do_not_exist():
     """Two names below every apex, none of them in the data, are asked for SOA (where native
     BIND's NXDOMAIN carries the SOA with TTL 0); nowhere else is SOA asked below an owner."""
@@ -224,6 +235,7 @@ def test_derived_queries_ask_soa_at_names_that_do_not_exist():
     assert len(asked) == 2 * len(zones)
 
 
+@pytest.mark.check
 def test_appendix_b_forward_and_reverse_match():
     zones = list(appendix_b(700, seed=2))
     forward, reverse = zones[0], zones[1:]
@@ -278,6 +290,7 @@ def classify(index: ModelIndex, name: dns.name.Name, rdtype: str) -> str:
     return "nodata"
 
 
+@pytest.mark.check
 def test_query_file_has_the_mix_and_is_right(tmp_path):
     zones = [*coverage_zones(), *generate(30, 15, seed=6)]
     path = tmp_path / "queries.txt"
@@ -301,6 +314,7 @@ def _decimal_escapes(text: str) -> list[str]:
             if text[i] == "\\" and text[i + 1:i + 4].isdigit() and text[i - 1] != "\\"]
 
 
+@pytest.mark.check
 def test_query_file_is_deterministic(tmp_path):
     def sample(seed: int) -> str:
         sampler = QuerySampler(300, seed=seed)
@@ -314,6 +328,7 @@ def test_query_file_is_deterministic(tmp_path):
     assert sample(1) != sample(2)
 
 
+@pytest.mark.check
 def test_query_file_avoids_referrals_and_aliases():
     sampler = QuerySampler(4000, {"hit": 0.5, "nodata": 0.5}, seed=1)
     sampler.observe(coverage_zones()[0])
@@ -323,6 +338,7 @@ def test_query_file_avoids_referrals_and_aliases():
     assert "c1.cov.test." not in {n for n, t in sampler.queries() if t != "CNAME"}
 
 
+@pytest.mark.check
 def test_mix_parsing_and_rounding():
     assert parse_mix("hit=8,nxdomain=1,nodata=1") == {"hit": 0.8, "nxdomain": 0.1, "nodata": 0.1,
                                                       "unknown": 0.0}
@@ -335,6 +351,7 @@ def test_mix_parsing_and_rounding():
     assert sum(split_count(7, {"hit": 1 / 3, "nxdomain": 1 / 3, "nodata": 1 / 3}).values()) == 7
 
 
+@pytest.mark.check
 def test_read_query_file_rejects_garbage(tmp_path):
     path = tmp_path / "q.txt"
     path.write_text("# comment\nwww.example. A\n\nonly-one-field\n")
@@ -345,6 +362,7 @@ def test_read_query_file_rejects_garbage(tmp_path):
 # --- the generate command ------------------------------------------------------------------
 
 
+@pytest.mark.check
 def test_generate_command_writes_zones_and_queries(tmp_path, capsys):
     out = tmp_path / "data"
     argv = ["generate", "--zones", "12", "--records", "12", "--coverage", "--appendix-b", "30",
@@ -362,11 +380,13 @@ def test_generate_command_writes_zones_and_queries(tmp_path, capsys):
     assert "not an empty directory" in capsys.readouterr().err
 
 
+@pytest.mark.check
 def test_generate_command_needs_a_source(tmp_path, capsys):
     assert bench_main(["generate", "--out", str(tmp_path / "x")]) == 1
     assert "nothing to generate" in capsys.readouterr().err
 
 
+@pytest.mark.check
 def test_generate_output_is_byte_identical_for_a_seed(tmp_path):
     for run in ("a", "b"):
         assert bench_main(["generate", "--zones", "15", "--seed", "7", "--out",

@@ -5,6 +5,11 @@ lazy import hides a circle, it does not remove it.
 
 Bottom to top: base, zonedata, databases, loaders, servers, then bench's own layers (load
 tools, answer comparison, measuring, reporting, the command line).
+
+bench/ sees the servers package only through its public face: the names servers/__init__.py
+lists in __all__ (the registry, the capability types, the BIND choice), never a module of it
+(servers.kind, servers.named, ...), so that what a server can do is asked of its kind and a
+new server's modules are nobody else's business.
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ import ast
 from collections.abc import Container, Iterator
 from pathlib import Path
 
+import pytest
+
 from base.paths import REPO_ROOT
+
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
 
 LAYERS: tuple[str, ...] = (
     "base",
@@ -129,6 +139,36 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 PACKAGES = ("base", "zonedata", "databases", "loaders", "servers", "bench")
 
 
+def public_names(root: Path, package: str) -> set[str]:
+    """The names a package's __init__.py lists in __all__ (a list or tuple of strings)."""
+    tree = ast.parse((root / package / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def past_public_face(root: Path, importers: str, package: str) -> list[str]:
+    """'module: what' for every import in the importers' modules that reaches into package
+    past its public face: a module of it, or a name its __all__ does not list."""
+    public = public_names(root, package)
+    found = []
+    for path in sorted((root / importers).rglob("*.py")):
+        module = module_name(root, path)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found += [f"{module}: import {a.name}" for a in node.names
+                          if a.name.startswith(package + ".")]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module.startswith(package + "."):
+                    found.append(f"{module}: from {node.module}")
+                elif node.module == package:
+                    found += [f"{module}: from {package} import {a.name}" for a in node.names
+                              if a.name not in public]
+    return found
+
+
 def test_every_package_has_a_layer() -> None:
     graph = import_graph(REPO_ROOT, PACKAGES)
     assert [m for m in graph if layer_of(m) is None] == []
@@ -140,6 +180,16 @@ def test_no_package_imports_one_above_it() -> None:
 
 def test_no_two_modules_import_each_other() -> None:
     assert circles(import_graph(REPO_ROOT, PACKAGES)) == []
+
+
+def test_bench_sees_servers_only_through_its_public_face() -> None:
+    assert past_public_face(REPO_ROOT, "bench", "servers") == []
+
+
+def test_the_public_face_holds_no_module_of_servers() -> None:
+    """A module re-exported by name would be a way past the face."""
+    modules = {path.stem for path in (REPO_ROOT / "servers").glob("*.py")}
+    assert public_names(REPO_ROOT, "servers") & modules == set()
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -177,3 +227,21 @@ def test_a_circle_inside_one_layer_is_caught(tmp_path: Path) -> None:
     graph = import_graph(root, ("bench",))
     assert upward_imports(graph) == []
     assert circles(graph) == [["bench.report.run", "bench.report.tune"]]
+
+
+def test_an_import_past_the_public_face_is_caught(tmp_path: Path) -> None:
+    """The rule can fail: a module of servers, a submodule imported by name, a name not in
+    __all__, a plain import of a module; a listed name passes."""
+    root = _tree(tmp_path, {
+        "servers/__init__.py": "__all__ = ['get_server']\n",
+        "bench/__init__.py": "",
+        "bench/measure/writes.py": ("from servers import get_server\n"
+                                    "from servers.kind import ServerKind\n"),
+        "bench/measure/faults.py": ("def f():\n    from servers import bindversion, SERVERS\n"
+                                    "    import servers.named\n"),
+    })
+    assert past_public_face(root, "bench", "servers") == [
+        "bench.measure.faults: from servers import bindversion",
+        "bench.measure.faults: from servers import SERVERS",
+        "bench.measure.faults: import servers.named",
+        "bench.measure.writes: from servers.kind"]

@@ -46,7 +46,7 @@ from servers.knot import Knot
 from servers.named import Named, valgrind_wrapper
 from servers.nsd import Nsd
 from servers.pdns import Pdns
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from tests.benchcli import processes_under, start_bench
 from zonedata.generator import coverage_zones
 from zonedata.model import Zone
@@ -109,7 +109,7 @@ def test_postgres_driver_role_cannot_write(pg_store: PgServer, sql: str) -> None
 
 
 def test_postgres_writer_role_only_when_asked(pg_store: PgServer) -> None:
-    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    """No dlz_writer until a driver that takes updates asks for it (servers/update_policy.py)."""
     done = psql(pg_store, "dlz_reader", "SELECT count(*) FROM pg_roles "
                 "WHERE rolname = 'dlz_writer'", password=pg_store.reader_password)
     assert done.returncode == 0 and done.stdout.strip() == "0", done
@@ -214,7 +214,7 @@ def test_mariadb_driver_account_cannot_write(mysql_store: MysqlServer, sql: str)
 
 
 def test_mariadb_writer_account_only_when_asked(mysql_store: MysqlServer) -> None:
-    """No dlz_writer until a driver that takes updates asks for it (servers/updates.py)."""
+    """No dlz_writer until a driver that takes updates asks for it (servers/update_policy.py)."""
     done = mariadb(mysql_store, "dlz_writer", "SELECT 1", password=mysql_store.writer_password)
     assert done.returncode != 0 and "Access denied" in done.stderr, done
 
@@ -242,6 +242,7 @@ def test_mariadb_writer_writes_records_only(mysql_store: MysqlServer, mysql_writ
     assert done.returncode != 0 and "denied" in done.stderr, done
     # Inserting and deleting a records row, rolled back: allowed.
     allowed = mariadb(mysql_store, "dlz_writer", "START TRANSACTION; INSERT INTO records "
+                      "(zone_id, name, seq, type, ttl, data) "
                       "SELECT id, CONCAT('w.', name), 0, 'TXT', 1, '\"w\"' FROM zones LIMIT 1; "
                       "DELETE FROM records WHERE name LIKE 'w.%'; ROLLBACK",
                       password=mysql_writer)
@@ -395,15 +396,15 @@ def started(run_dir: Path) -> Iterator[Started]:
         for name in SERVED:
             kind = get_server(name)
             if name in UPDATED:
-                kind = dataclasses.replace(kind, updates=UpdatePolicy(
+                kind = dataclasses.replace(kind, updates=NamedUpdatePolicy(
                     (zones[0].origin,), None, unsigned=True))
             if kind.store not in stores:
                 stores[kind.store] = stack.enter_context(
                     loaded_store(kind, lambda: iter(zones), run_dir / "started"))
-                if stores[kind.store].accounts_server:
-                    pids[f"{kind.store}'s database server"] = stores[kind.store].server_pids
+                if stores[kind.store].accounts_database:
+                    pids[f"{kind.store}'s database server"] = stores[kind.store].database_pids
             loaded = dataclasses.replace(stores[kind.store], server=kind)
-            pids[name] = stack.enter_context(loaded.named(run_dir / "started", threads=2)).pids
+            pids[name] = stack.enter_context(loaded.dns_server(run_dir / "started", threads=2)).pids
         named = stack.enter_context(
             Named(run_dir / "started" / "valgrind", "",
                   wrapper=valgrind_wrapper(run_dir / "started" / "valgrind.log")))
@@ -479,7 +480,7 @@ def test_bind_9_20_runs_as_the_service_user(run_dir: Path, started: Started) -> 
         pytest.skip(str(exc))
     kind = get_server("native@9.20")
     with loaded_store(kind, lambda: iter(started.zones), run_dir / "started-9.20") as loaded, \
-            loaded.named(run_dir / "started-9.20", threads=1) as named:
+            loaded.dns_server(run_dir / "started-9.20", threads=1) as named:
         assert named.answers(str(started.zones[0].origin))
         users = process_users(named.pids())
     assert users and set(users.values()) == {SERVICE_USER if os.geteuid() == 0 else

@@ -25,6 +25,7 @@ from bench.commands.cli import main as bench_main
 from bench.load.dnsperf import DnsperfRun, merge_runs
 from bench.load.hosts import LoadHost, SshUrl, job_cpu_seconds, parse_load_from
 from bench.measure.results import load_results
+from bench.measure.serial import to_json
 from tests.at_once import results_at_once
 from tests.benchcli import interrupt_when, processes_under, run_bench, start_bench
 from tests.loadlab import share_client
@@ -213,6 +214,7 @@ def test_unreachable_load_host_is_one_error_before_any_server(run_root: Path,
     assert not any(p.name.startswith("named") for p in (run_root / "unreachable").rglob("*"))
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("given", "expected"), [
     (["--load-from", "root@host"], "--load-from 'root@host': not ssh://[user@]host[:port]"),
     (["--load-from", "ssh://host:0"], "--load-from ssh://host:0: port 0 is not between 1"),
@@ -234,6 +236,7 @@ def test_load_from_options_that_do_not_fit_are_one_error(tmp_path, capsys, monke
     assert not (tmp_path / "o").exists() and not (tmp_path / "run").exists()
 
 
+@pytest.mark.check
 def test_urls_keep_user_host_and_port() -> None:
     assert parse_load_from(["ssh://load1", "ssh://bench@10.0.0.7:2222", "ssh://[fd00::7]:22"]) \
         == [SshUrl("ssh://load1", "load1"), SshUrl("ssh://bench@10.0.0.7:2222", "10.0.0.7",
@@ -241,12 +244,14 @@ def test_urls_keep_user_host_and_port() -> None:
             SshUrl("ssh://[fd00::7]:22", "fd00::7", None, 22)]
 
 
+@pytest.mark.check
 def test_remote_cpu_is_read_from_the_shells_times() -> None:
     output = "dlzbench-job 7\nreport\ndlzbench-times\n0m0.01s 0m0.02s\n1m2.50s 0m0.25s\n"
     assert job_cpu_seconds(output) == pytest.approx(62.75)
     assert job_cpu_seconds("no times here") is None
 
 
+@pytest.mark.check
 def test_merged_reports_add_counts_and_weigh_latency() -> None:
     one = DnsperfRun(["a"], queries_sent=100, queries_completed=90, queries_lost=10,
                      rcodes={"NOERROR": 90}, qps=900.0, latency_avg_s=0.001,
@@ -267,7 +272,7 @@ def test_merged_reports_add_counts_and_weigh_latency() -> None:
     assert merged.interval_qps == [1200.0]
     assert merged.cpu_s is None, "a host whose CPU is unknown leaves the sum unknown"
     assert merged.generators == 2
-    assert json.loads(json.dumps(merged.to_dict()))["argv"] == ["a", ";", "b"]
+    assert json.loads(json.dumps(to_json(merged)))["argv"] == ["a", ";", "b"]
 
 
 def test_sshd_of_the_test_is_its_own(load_hosts: tuple[SshLoadHost, SshLoadHost]) -> None:

@@ -32,7 +32,7 @@ import dns.update
 import pytest
 
 from base.paths import REPO_ROOT
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from bench.verify.answers import (
     UDP_PAYLOAD,
     Reply,
@@ -50,7 +50,7 @@ from servers import get_server
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
 from servers.native import NativeNamed
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from tests.benchcli import bench_env
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones, longest_name
@@ -283,7 +283,7 @@ def test_every_answer_matches_native(pair: Pair) -> None:
     result = compare_servers(servers, queries, pair.zones, transfers=False)["memory"]
     print(f"\n{result.summary()}")
     assert not result.differences, (
-        f"{result.driver_differences} of {len(queries)} answers differ from native; first "
+        f"{result.unexplained} of {len(queries)} answers differ from native; first "
         f"ones:\n" + "\n".join(result.differences[:5]))
     # The hand-built zones make every class of unsigned data occur (the root zone is tested on
     # its own; the signed-zone classes in tests/test_signed.py).
@@ -509,7 +509,7 @@ def test_asan_build_reads_while_updates_commit(run_dir: Path, built: None) -> No
     asan_dir = run_dir / "asan-updates"
     asan_dir.mkdir(exist_ok=True)
     key = TsigKey.generate("dlzbench-race")
-    policy = UpdatePolicy((COVERAGE_ORIGIN,), key)
+    policy = NamedUpdatePolicy((COVERAGE_ORIGIN,), key)
     queries = [(name, "A") for name in RACE_NAMES] * 40 + [(COVERAGE_ORIGIN, "SOA")] * 40
     state: dict[dns.name.Name, set[str]] = {}
     with LOADER.database.server(run_dir / "memory-updates") as target:

@@ -13,7 +13,8 @@ import pytest
 
 from base.errors import UserError
 from bench.load.dnsperf import DnsperfRun
-from bench.measure.results import Cell, load_results
+from bench.measure.cells import Cell
+from bench.measure.results import load_results
 from bench.measure.scale import check_rcodes
 from tests.benchcli import run_bench
 from zonedata.generator import generate
@@ -76,6 +77,7 @@ def _expected(count: int, mix: dict[str, float]) -> collections.Counter[str]:
                                 "answered": split["hit"] + split["nodata"]})
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("nxdomain", "unknown"),
                          [(0, 0), (50, 0), (100, 0), (30, 20), (0, 100), (33.3, 33.3)])
 def test_run_query_file_has_the_stated_shares(tmp_path: Path, nxdomain: float,
@@ -91,6 +93,7 @@ def test_run_query_file_has_the_stated_shares(tmp_path: Path, nxdomain: float,
     assert abs(counts["unknown"] - count * unknown / 100) < 1
 
 
+@pytest.mark.check
 def test_unknown_names_are_under_no_zone_at_every_depth(tmp_path: Path) -> None:
     zones, path = _zones(), tmp_path / "queries.txt"
     for _ in write_query_file(iter(zones), path, 600, traffic_mix(0, 100), seed=5):
@@ -106,6 +109,7 @@ def test_unknown_names_are_under_no_zone_at_every_depth(tmp_path: Path) -> None:
     assert len(set(unknown)) == len(unknown)  # random: no name repeats
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("mix_name", ["uniform", "popular"])
 def test_scale_mixes_keep_the_stated_shares(tmp_path: Path, mix_name: str) -> None:
     zones, path, count = _zones(), tmp_path / f"{mix_name}.txt", 500
@@ -118,6 +122,7 @@ def test_scale_mixes_keep_the_stated_shares(tmp_path: Path, mix_name: str) -> No
     assert +counts == +_expected(count, kinds)
 
 
+@pytest.mark.check
 def test_flood_file_is_distinct_random_names_under_one_zone(tmp_path: Path) -> None:
     zones, path = _zones(), tmp_path / "flood.txt"
     zone = write_flood_file(iter(zones), path, 2000, seed=1)
@@ -129,6 +134,7 @@ def test_flood_file_is_distinct_random_names_under_one_zone(tmp_path: Path) -> N
     assert all(dns.name.from_text(line.split()[0]).parent() == origin for line in lines)
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("nxdomain", "unknown"), [(80, 30), (-1, None), (None, 101)])
 def test_bad_shares_are_one_clear_error(nxdomain: float | None, unknown: float | None) -> None:
     with pytest.raises(UserError):
@@ -184,6 +190,7 @@ def test_flood_run_reports_both_traffic_classes(flood_run: Path) -> None:
     assert "## Random-subdomain flood" in (flood_run / "results.md").read_text()
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("refused", "status"), [(200, "ok"), (600, "wrong")])
 def test_scale_counts_refused_answers_to_unknown_names_as_right(refused: int,
                                                                 status: str) -> None:

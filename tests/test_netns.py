@@ -217,7 +217,7 @@ def test_pg_server_processes_are_inside_the_namespace(remote_pg: PgServer,
 def memory_named(run_dir: Path) -> Iterator[Named]:
     zones = coverage_zones()
     with loaded_store("memory", lambda: iter(zones), run_dir / "memory") as loaded, \
-            loaded.named(run_dir / "memory", threads=2) as named:
+            loaded.dns_server(run_dir / "memory", threads=2) as named:
         yield named
 
 
@@ -274,15 +274,18 @@ def test_proxy_forwards_real_queries_with_the_requested_toxics(remote_pg: PgServ
     assert [p for p in pids if alive(p)] == []
 
 
+@pytest.mark.check
 def test_rtt_is_split_into_whole_milliseconds_adding_up() -> None:
     assert [split_rtt(ms) for ms in (1, 2, 5)] == [(1, 0), (1, 1), (3, 2)]
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("text", "ms"), [("0", 0), ("1", 1), ("2ms", 2), ("5.0", 5)])
 def test_good_db_rtt_values(text: str, ms: int) -> None:
     assert parse_db_rtt(text) == ms
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("text", "why"), [("-1", "must be 0"), ("6", "must be 0"),
                                            ("0.5ms", "whole milliseconds"), ("2s", "expected"),
                                            ("fast", "expected")])

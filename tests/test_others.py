@@ -29,7 +29,7 @@ from base.paths import REPO_ROOT
 from base.process import free_port
 from bench.measure.runner import wait_for_txt
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify.compare import DRIVER, Comparison, compare_servers
+from bench.verify.compare import UNEXPLAINED, Comparison, compare_servers
 from servers import REFERENCE, SERVERS, get_server
 from servers.dlz import DlzNamed
 from servers.dnsserver import DnsServer
@@ -68,7 +68,7 @@ def fleet(run_dir: Path) -> Iterator[Fleet]:
                 by_store[kind.store] = stack.enter_context(
                     loaded_store(kind, lambda: iter(zones), run_dir / kind.store))
             stores[d] = dataclasses.replace(by_store[kind.store], server=kind)
-        servers = {d: stack.enter_context(s.named(run_dir / d, threads=THREADS))
+        servers = {d: stack.enter_context(s.dns_server(run_dir / d, threads=THREADS))
                    for d, s in stores.items()}
         yield Fleet(zones, stores, servers)
 
@@ -86,8 +86,8 @@ def test_answers_match_native_but_for_named_classes(verified: dict[str, Comparis
                                                     driver: str) -> None:
     result = verified[driver]
     assert result.total > 1500 and result.identical > 0.5 * result.total, result.summary()
-    assert DRIVER not in result.classes, (f"{result.summary()}; first ones:\n"
-                                          + "\n".join(result.differences[:5]))
+    assert UNEXPLAINED not in result.classes, (f"{result.summary()}; first ones:\n"
+                                               + "\n".join(result.differences[:5]))
     # Every class the server is said to show is shown: none is there by assumption.
     seen = {part for cls in result.classes for part in cls.split("+")}
     assert seen == set(get_server(driver).answer_classes), result.summary()
@@ -118,7 +118,7 @@ def test_store_update_is_answered(fleet: Fleet, driver: str) -> None:
 def test_thread_knob_is_the_servers_own(fleet: Fleet, run_dir: Path, driver: str,
                                         setting: str) -> None:
     loaded = fleet.stores[driver]
-    server = loaded.named(run_dir / "knob", threads=3)
+    server = loaded.dns_server(run_dir / "knob", threads=3)
     assert setting in server.conf_path.read_text()
 
 

@@ -22,6 +22,9 @@ from servers import (
 )
 from servers.dlz import DlzNamed, dlz_clause
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 DNS_SDLZFLAG_THREADSAFE = 0x1  # drivers/common/dlz_abi.h
 DLZ = [s for s in SERVERS if isinstance(s, DlzNamed)]
 
@@ -77,7 +80,7 @@ def test_a_named_row_runs_another_bind_by_name() -> None:
 
 @pytest.mark.parametrize("name, says", [
     ("nsd@9.20", "nsd is not named"), ("pdns-gpgsql@9.18", "is not named"),
-    ("pg@9.99", "BIND '9.99'"), ("oracle@9.20", "unknown driver")])
+    ("pg@9.99", "BIND '9.99'"), ("oracle@9.20", "unknown server")])
 def test_another_bind_only_for_named_rows_it_knows(name: str, says: str) -> None:
     with pytest.raises(UserError, match=says) as info:
         get_server(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -94,8 +95,8 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
         assert len(cell.update_visibility_runs_ms) == 2, cell.update_visibility_runs_ms
         assert cell.update_visibility_ms == pytest.approx(
             sum(cell.update_visibility_runs_ms) / 2)
-        assert cell.cpu_us_per_query["named"] and cell.cpu_us_per_query["dnsperf"]
-        assert cell.peak_rss_kb["named"]
+        assert cell.cpu_us_per_query["server"] and cell.cpu_us_per_query["dnsperf"]
+        assert cell.peak_rss_kb["server"]
         has_db = get_server(cell.server).loader().database.has_server
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
@@ -118,11 +119,43 @@ def test_figures_agree_with_raw_runs(tiny_run: Path) -> None:
         # 2 runs are too few for a 95% interval; the report says so instead of inventing one.
         assert cell.qps.low is None and cell.qps.high is None
         answered = sum(r.queries_completed for r in cell.qps_runs)
-        named_s = sum(r.named_cpu_s for r in cell.qps_rounds)
-        assert cell.cpu_us_per_query["named"] == pytest.approx(named_s * 1e6 / answered)
+        named_s = sum(r.server_cpu_s for r in cell.qps_rounds)
+        assert cell.cpu_us_per_query["server"] == pytest.approx(named_s * 1e6 / answered)
         for stats in (cell.latency_unloaded, cell.latency_loaded):
             assert stats.p50_us <= stats.p90_us <= stats.p99_us <= stats.max_us
             assert stats.count + stats.lost == 100
+
+
+def test_every_run_records_its_span_its_cpu_split_and_the_machine(tiny_run: Path) -> None:
+    """What the cost per query and its ratio are made of, and what says the machine moved:
+    each QPS run's monotonic span (the runs of a round one after another, round after round),
+    the server's and the database's CPU split into user and system time, every CPU's time
+    over the run, and dnsperf asked for its responses per second."""
+    results = load_results(tiny_run)
+    spans = []
+    for cell in results.cells:
+        has_db = get_server(cell.server).loader().database.has_server
+        for where, run in zip(cell.qps_rounds, cell.qps_runs, strict=True):
+            assert where.began_s is not None and where.ended_s is not None
+            assert where.began_s < where.ended_s
+            spans.append((where.began_s, where.ended_s, where.round))
+            assert where.server_user_s is not None and where.server_system_s is not None
+            assert where.server_user_s + where.server_system_s == pytest.approx(
+                where.server_cpu_s)
+            assert (where.db_user_s is not None) == (where.db_system_s is not None) == has_db
+            if has_db:
+                assert where.db_user_s + where.db_system_s == pytest.approx(where.db_cpu_s)
+            assert where.cpus and all(t.total > 0 for t in where.cpus)
+            assert "-S" in run.argv and run.argv[run.argv.index("-S") + 1] == "1"
+    spans.sort()
+    assert all(end <= after for (_, end, _), (after, _, _) in pairwise(spans))
+    assert [r for *_, r in spans] == sorted(r for *_, r in spans)  # round after round
+    markdown = (tiny_run / "results.md").read_text()
+    assert "| Cost us/query (server + db) |" in markdown
+    cost = next(ln for ln in markdown.splitlines() if ln.startswith("| Cost us/query"))
+    # Two rounds, a fresh start before each: an interval over the two starts in every cell.
+    assert cost.count(" [") == len(DRIVERS), cost
+    assert "| server user | server system | db user | db system |" in markdown
 
 
 def test_ratios_pair_the_runs_of_each_round(tiny_run: Path) -> None:
@@ -150,7 +183,8 @@ def test_a_row_on_another_bind_runs_it_and_pairs_with_its_own_row(tiny_run: Path
     row = results.cell("native@9.20", 1)
     assert row.ratios["native"].n == 2  # paired round by round with its own row on 9.18
     markdown = (tiny_run / "results.md").read_text()
-    [line] = [ln for ln in markdown.splitlines() if ln.startswith("| % of its row on BIND 9.18")]
+    [line] = [ln for ln in markdown.splitlines()
+              if ln.startswith("| QPS % of its row on BIND 9.18")]
     cells = [c.strip() for c in line.strip("|").split("|")][1:]
     columns = [c.strip() for c in next(ln for ln in markdown.splitlines()
                                         if ln.startswith("| threads 1")).strip("|").split("|")][1:]

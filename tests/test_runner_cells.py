@@ -18,7 +18,16 @@ from typing import Any
 import pytest
 
 from bench.measure.results import Results
-from bench.measure.runner import PHASES, PROFILES, Measuring, Phase, Runner, Setup
+from bench.measure.runner import (
+    PHASES,
+    PROFILES,
+    STARTUP,
+    Measuring,
+    Phase,
+    Runner,
+    Setup,
+    inserted_after,
+)
 from servers import REFERENCE, get_server
 from servers.dlz import DlzNamed
 from zonedata.generator import generate
@@ -67,8 +76,8 @@ def results(tmp_path_factory: pytest.TempPathFactory, run_dir: Path) -> Results:
                            _down("memory-down-after-startup", down_after_startup)],
                   stream=stream, dataset="tiny", query_file=query_file, run_dir=run_dir,
                   out_dir=work / "out", threads=(1,), pin=False)
-    phases = [PHASES[0], Phase("database goes down", lambda p: 0.0, database_goes_down),
-              *PHASES[1:]]
+    phases = inserted_after(PHASES, STARTUP,
+                            Phase("database goes down", lambda p: 0.0, database_goes_down))
     return Runner(PROFILE, setup, Results(), phases=phases).run()
 
 

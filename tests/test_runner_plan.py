@@ -16,8 +16,21 @@ from bench.measure.rounds import (
     split_at_qps,
     widest_text,
 )
-from bench.measure.runner import PHASES, PROFILES, Rounds
-from bench.measure.stats import Interval
+from bench.measure.runner import (
+    CAPACITY_PHASES,
+    CAPACITY_SWEEP,
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    PHASES,
+    PROFILES,
+    STARTUP,
+    WARM_UP,
+    Rounds,
+    for_target,
+    phases_of,
+)
+from bench.measure.stats import Interval, WatchedRatio
 from servers import SERVERS, group_of
 from tests.benchcli import run_bench
 
@@ -25,6 +38,7 @@ QUICK = PROFILES["quick"]
 DEFAULT_SERVERS = [s for s in SERVERS if group_of(s.name) in QUICK.server_groups]
 
 
+@pytest.mark.check
 def test_quick_profile_is_native_and_the_ten_dlz_drivers_at_one_thread() -> None:
     assert [s.name for s in DEFAULT_SERVERS] == [
         "native", "memory", "pg", "mysql", "ldap", "fs", "bdb-btree", "bdb-hash", "bdbhpt-t",
@@ -32,6 +46,7 @@ def test_quick_profile_is_native_and_the_ten_dlz_drivers_at_one_thread() -> None
     assert QUICK.threads == (1,)
 
 
+@pytest.mark.check
 def test_quick_profile_fits_in_25_minutes() -> None:
     opening, closing = split_at_qps(PHASES)
     plan = plan_of(QUICK, opening, closing, DEFAULT_SERVERS, QUICK.threads)
@@ -48,15 +63,17 @@ def test_quick_profile_fits_in_25_minutes() -> None:
     assert plan.seconds == pytest.approx(54 + 92.4 + 1200.0 + 67.1) and plan.seconds <= 25 * 60
 
 
+@pytest.mark.check
 def test_quick_all_profile_plans_every_server_at_three_thread_counts() -> None:
     profile = PROFILES["quick-all"]
     opening, closing = split_at_qps(PHASES)
     plan = plan_of(profile, opening, closing, list(SERVERS), profile.threads)
-    # 19 servers x 3 thread counts = 57 cells: rounds of 57 x 2.5 s; 17 fit in 60 min.
-    assert plan.rounds[0] == pytest.approx(142.5) and len(plan.rounds) == 17
-    assert plan.seconds / 60 == pytest.approx(74.8, abs=0.1)  # docs/method/run.md, README
+    # 22 servers x 3 thread counts = 66 cells: rounds of 66 x 2.5 s; 15 fit in 60 min.
+    assert plan.rounds[0] == pytest.approx(165.0) and len(plan.rounds) == 15
+    assert plan.seconds / 60 == pytest.approx(73.4, abs=0.1)  # docs/method/run.md, README
 
 
+@pytest.mark.check
 def test_every_cell_gets_two_fresh_starts_in_the_fewest_rounds() -> None:
     for profile in PROFILES.values():
         rounds = profile.rounds
@@ -64,6 +81,7 @@ def test_every_cell_gets_two_fresh_starts_in_the_fewest_rounds() -> None:
         assert starts >= 2, profile.name
 
 
+@pytest.mark.check
 def test_rounds_stop_within_the_budget() -> None:
     rounds = Rounds(min_rounds=2, max_rounds=100, budget_s=100.0, run_s=1.5, restart_every=3,
                     steady_s=1.0)
@@ -74,6 +92,7 @@ def test_rounds_stop_within_the_budget() -> None:
     assert planned_rounds(rounds, 4, 1) == [8.0, 8.0, 8.0, 37.0, 8.0, 8.0]
 
 
+@pytest.mark.check
 def test_rounds_ahead_follow_the_pace_of_the_rounds_run() -> None:
     rounds = Rounds(min_rounds=6, max_rounds=30, budget_s=1200.0, run_s=2.0, restart_every=5,
                     steady_s=1.0)
@@ -93,6 +112,7 @@ class FakeClock:
         return self.now
 
 
+@pytest.mark.check
 def test_time_outside_steps_does_not_inflate_the_estimate(capsys) -> None:
     clock = FakeClock()
     progress = StepProgress([10.0] * 10, clock=clock)
@@ -107,6 +127,7 @@ def test_time_outside_steps_does_not_inflate_the_estimate(capsys) -> None:
     assert "[6/10] step 6 (about 1 min left)" in capsys.readouterr().err.splitlines()[-1]
 
 
+@pytest.mark.check
 def test_the_estimate_scales_with_the_pace_and_shrinks_as_steps_pass() -> None:
     clock = FakeClock()
     progress = StepProgress([10.0] * 10, clock=clock)
@@ -120,6 +141,7 @@ def test_the_estimate_scales_with_the_pace_and_shrinks_as_steps_pass() -> None:
     assert left == pytest.approx([90.0] + [2 * 10.0 * (9 - i) for i in range(1, 10)])
 
 
+@pytest.mark.check
 def test_skipped_and_replanned_steps_leave_the_plan() -> None:
     clock = FakeClock()
     progress = StepProgress([10.0, 10.0, 30.0, 30.0, 30.0, 5.0], clock=clock)
@@ -131,6 +153,7 @@ def test_skipped_and_replanned_steps_leave_the_plan() -> None:
     assert progress.seconds_left() == pytest.approx(35.0)  # the skip took no time
 
 
+@pytest.mark.check
 def test_a_fast_kind_of_step_does_not_shrink_the_estimate_of_another() -> None:
     """make bench loaded its stores in seconds against a minute planned; that pace applied to
     20 minutes of rounds said "about 3 min left" at step 9 of a 23-minute run."""
@@ -148,6 +171,7 @@ def test_a_fast_kind_of_step_does_not_shrink_the_estimate_of_another() -> None:
     assert progress.kinds == ["store", "store", "round", "round"]
 
 
+@pytest.mark.check
 def test_replanned_rounds_keep_their_kind() -> None:
     clock = FakeClock()
     progress = StepProgress([5.0, 100.0, 100.0, 1.0], clock=clock,
@@ -160,6 +184,7 @@ def test_replanned_rounds_keep_their_kind() -> None:
         StepProgress([1.0], kinds=[])
 
 
+@pytest.mark.check
 def test_the_rounds_plan_names_each_steps_kind() -> None:
     opening, closing = split_at_qps(PHASES)
     plan = plan_of(QUICK, opening, closing, DEFAULT_SERVERS, QUICK.threads)
@@ -168,6 +193,7 @@ def test_the_rounds_plan_names_each_steps_kind() -> None:
     assert plan.kinds.count("round") == len(plan.rounds) > 0
 
 
+@pytest.mark.check
 def test_rounds_runner_plans_from_the_phases_it_runs() -> None:
     opening, closing = split_at_qps(PHASES)
     assert [p.label for p in opening] == ["startup", "checking answers against the reference",
@@ -176,18 +202,27 @@ def test_rounds_runner_plans_from_the_phases_it_runs() -> None:
     assert [p.label for p in closing] == ["loaded latency", "update visibility"]
 
 
+@pytest.mark.check
 def test_progress_names_the_widest_ratio_and_those_without_an_interval() -> None:
     """Early rounds have ratios without an interval (fewer than 6 values): the line says how
-    many, and the widest of the others; with none yet it says so (it used to compare Nones)."""
-    early = Interval(1.0, None, None, 2)
+    many, and the widest of the others; with none yet it says so (it used to compare Nones);
+    the ratios the stop rule does not wait for are counted, not dropped."""
+    early = WatchedRatio("a", Interval(1.0, None, None, 2))
     assert widest_text([early, early], 0.05) == \
         "no interval yet, 2 of 2 without one yet (target +-5%)"
-    later = [Interval(0.5, 0.49, 0.52, 6), Interval(1.0, 0.9, 1.05, 6), early, None]
+    later = [WatchedRatio("b", Interval(0.5, 0.49, 0.52, 6)),
+             WatchedRatio("c", Interval(1.0, 0.9, 1.05, 6)), early, WatchedRatio("d", None)]
     assert widest_text(later, 0.05) == \
         "widest ratio interval +-10.0%, 2 of 4 without one yet (target +-5%)"
     assert widest_text([], 0.05) == "no ratio to wait for"
+    limited = WatchedRatio("e", Interval(1.0, 0.5, 1.5, 6), "the load generator limits nsd")
+    assert widest_text([*later[:2], limited], 0.05) == \
+        "widest ratio interval +-10.0% (target +-5%), 1 of 3 not waited for (load generator)"
+    assert widest_text([limited], 0.05) == \
+        "no ratio to wait for, 1 of 1 not waited for (load generator)"
 
 
+@pytest.mark.check
 def test_a_rounds_budget_bounds_the_planned_rounds() -> None:
     opening, closing = split_at_qps(PHASES)
     short = with_rounds_budget(QUICK, 5)
@@ -206,3 +241,17 @@ def test_a_rounds_budget_must_be_positive(tmp_path) -> None:
     assert done.returncode == 1 and done.stderr == \
         "error: --rounds-budget 0: needs a positive number of minutes\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_commands_pick_their_phases_by_name() -> None:
+    """A profile with capacity sweeps keeps every phase of `run` and puts the sweep right
+    after the loaded latency; `capacity` and a --target run name the phases they take."""
+    full = next(p for p in PROFILES.values() if p.capacity)
+    with_sweep = phases_of(full)
+    assert with_sweep[with_sweep.index(LOADED_LATENCY) + 1] is CAPACITY_SWEEP
+    assert [p for p in with_sweep if p is not CAPACITY_SWEEP] == list(PHASES)
+    assert phases_of(QUICK) == PHASES
+    assert CAPACITY_PHASES == (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS, CAPACITY_SWEEP)
+    assert [p.label for p in for_target(PHASES)] == [
+        "checking the target serves every zone", "checking answers against the reference's",
+        "warm-up", "unloaded latency", "QPS", "loaded latency"]

@@ -14,6 +14,9 @@ from bench.measure.results import load_results
 from bench.report.run import interval_text
 from bench.report.series import render_series, run_label
 
+# Starts no process: part of `make check` (tests/conftest.py holds it to that).
+pytestmark = pytest.mark.check
+
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 NXDOMAIN_100 = RESULTS / "nxdomain-100-2026-11-26"
 FLOOD = RESULTS / "flood-2000-2026-11-26"
@@ -57,7 +60,7 @@ def test_cli_writes_the_table(tmp_path: Path) -> None:
 def test_what_is_not_run_results_is_one_error_line(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["series", str(tmp_path)]) == 1
-    assert capsys.readouterr().err == (f"error: {tmp_path}: no results.json (a `run` results "
+    assert capsys.readouterr().err == (f"error: {tmp_path}: no results file (a `run` results "
                                        "directory?)\n")
     cold = RESULTS / "cold-start-pg-2026-11-26"
     assert main(["series", str(NXDOMAIN_100), str(cold)]) == 1

@@ -255,6 +255,7 @@ def answer_of(ns: Named, qname: str, rdtype: str = "A", *, tcp: bool = False) ->
     return sorted(rdata.to_text() for rrset in response.answer for rdata in rrset)
 
 
+@pytest.mark.check
 def test_server_ports_are_never_ephemeral() -> None:
     """A client's source port can take an ephemeral port between our check and the bind."""
     floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])

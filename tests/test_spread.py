@@ -32,7 +32,7 @@ THREADS = 4
 @pytest.fixture(scope="module")
 def named(run_dir: Path) -> Iterator[Named]:
     with serving("native", lambda: generate(20), run_dir, threads=THREADS) as served:
-        yield served.named
+        yield served.server
 
 
 @pytest.fixture(scope="module")

@@ -68,6 +68,12 @@ SELECT r.name, r.type, r.ttl, r.data
 MY_ALLOW_XFR = """
 SELECT 1 FROM zones z JOIN xfr_clients x ON x.zone_id = z.id
  WHERE z.name = ? AND x.client = ?"""
+# RFC 2136 updates: is any name below an owner (drivers/mysql: BELOW_SQL)? The driver binds
+# the zone's id, read once per update.
+MY_BELOW = """
+SELECT r.name, r.type, r.ttl, r.data FROM records r FORCE INDEX (records_rname)
+ WHERE r.zone_id = (SELECT id FROM zones WHERE name = ?) AND r.rname >= ? AND r.rname < ?
+ LIMIT 64"""
 
 
 def hostile_zone() -> Zone:
@@ -196,6 +202,12 @@ class MysqlProbe:
 
     def allow_xfr(self, zone: str, client: str) -> bool:
         return bool(self._execute(MY_ALLOW_XFR, [zone, client]))
+
+    def below(self, zone: str, owner: str) -> list[str]:
+        """The names MY_BELOW finds below owner, in key order."""
+        reversed_owner = owner[::-1]
+        rows = self._execute(MY_BELOW, [zone, reversed_owner + ".", reversed_owner + "/"])
+        return sorted(row[0] for row in rows)
 
     def ent_owners(self, zone: str) -> set[str]:
         cursor = self.conn.cursor()
@@ -384,12 +396,17 @@ def _check_mysql_plans(probe: MysqlProbe) -> None:
             lookups.append({row["table"]: row for row in probe.explain(MY_LOOKUP, args)})
         axfr = {row["table"]: row for row in probe.explain(MY_AXFR, ["cov.test"])}
         acl = {row["table"]: row for row in probe.explain(MY_ALLOW_XFR, ["cov.test", "::1"])}
+        below = {row["table"]: row for row in probe.explain(
+            MY_BELOW, ["cov.test", "tset.voc.c.", "tset.voc.c/"])}
+        assert probe.below("cov.test", "c.cov.test") == ["a.b.c.cov.test", "b.c.cov.test"]
     for plan in lookups:
         assert (plan["z"]["type"], plan["z"]["key"]) == ("range", "zones_name"), plan
         assert (plan["r"]["type"], plan["r"]["key"]) == ("range", "PRIMARY"), plan
     assert axfr["r"]["key"] == "records_zone", axfr
     assert "filesort" not in (axfr["r"]["Extra"] or ""), axfr
     assert (acl["x"]["type"], acl["x"]["key"]) == ("const", "PRIMARY"), acl
+    # A range of the owner's subtree, not the zone's rows (records_zone).
+    assert (below["r"]["type"], below["r"]["key"]) == ("range", "records_rname"), below
 
 
 def test_driver_statements_use_the_indexes(loaded: tuple[Loader, Any, Any]) -> None:

@@ -82,7 +82,7 @@ def test_last_zone_answers_with_every_driver(
             (d, n) for d in servers for n in (SMALL, LARGE))
         for p in points:
             assert p.status == "ok", (p.server, p.zones, p.error)
-            assert p.startup_ms and p.named_rss_kb and p.store_bytes
+            assert p.startup_ms and p.server_rss_kb and p.store_bytes
             assert p.load_seconds and p.records_per_second and p.loader_rss_kb
 
 
@@ -124,5 +124,5 @@ def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path,
              "--out", str(tmp_path))
     [point] = load_results(tmp_path).startup_scaling
     assert point.status == "timeout", point
-    assert point.startup_ms is None and point.named_rss_kb, point
+    assert point.startup_ms is None and point.server_rss_kb, point
     assert "TIMEOUT" in (tmp_path / "results.md").read_text()

@@ -88,6 +88,7 @@ def test_na_cells_exactly_where_the_transport_is_not_spoken(transport_runs: dict
         assert "N/A" in (transport_runs[transport] / "results.md").read_text()
 
 
+@pytest.mark.check
 def test_which_servers_speak_dot() -> None:
     for name in ("native", "memory", "pg", "nsd"):
         assert get_server(name).transport_unsupported("dot") is None, name

@@ -80,7 +80,7 @@ def assert_every_pair_measured(results: Results, driver: str,
         assert (cell.status, cell.error, cell.mismatches) == ("ok", None, 0), pair
         assert cell.qps.median and cell.qps.median > 0, pair
         assert cell.latency_loaded is not None and cell.latency_loaded.count > 0, pair
-        assert cell.cpu_us_per_query["named"], pair
+        assert cell.cpu_us_per_query["server"], pair
 
 
 def test_pg_grid_has_connections_below_and_above_threads_all_correct(pg_remote: Results) -> None:
@@ -173,12 +173,14 @@ def test_grid_pairs_and_recommendation_rules(memory_local: Results) -> None:
     assert pick is not None and (pick.threads, pick.connections) == (2, 1)
 
 
+@pytest.mark.check
 def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> None:
     with pytest.raises(UserError, match="has no server"), \
             MEMORY_LOADER.database.server(run_root / "memory-netns", db_host=DatabaseHost()):
         pass
 
 
+@pytest.mark.check
 @pytest.mark.parametrize(("argv", "message"), [
     (["--server", "pg", "--db-rtt=-1"], "--db-rtt -1: must be 0"),
     (["--server", "pg", "--db-rtt", "0.5"], "whole milliseconds"),
@@ -191,7 +193,7 @@ def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> Non
     (["--server", "memory", "--db-host", "netns"], "has no server"),
     (["--server", "native"], "native BIND has no threads/connections"),
     (["--server", "pg,mysql"], "one server at a time"),
-    (["--server", "nosuch"], "unknown driver 'nosuch'"),
+    (["--server", "nosuch"], "unknown server 'nosuch'"),
 ])
 def test_bad_values_are_one_clear_line(argv: list[str], message: str,
                                        capsys: pytest.CaptureFixture[str]) -> None:

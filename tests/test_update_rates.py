@@ -1,4 +1,4 @@
-"""`updates`: RFC 2136 updates per second (bench/measure/updates.py, bench/load/updates.py).
+"""`updates`: RFC 2136 updates per second (bench/measure/updates.py, bench/load/update_sender.py).
 
 The tiny command runs for real against native BIND, Knot and PowerDNS gpgsql: every cell
 counts the records its messages committed, every answer NOERROR; afterwards each server's
@@ -20,11 +20,11 @@ import psycopg
 import pytest
 
 from base.errors import UserError
-from base.updates import TsigKey, UpdateAccess
+from base.update_access import TsigKey, UpdateAccess
 from bench.commands.cli import build_parser
 from bench.commands.updates import chosen_profile, chosen_servers
-from bench.load import updates as sender
-from bench.load.updates import PhaseResult, Signer
+from bench.load import update_sender as sender
+from bench.load.update_sender import PhaseResult, Signer
 from bench.measure.results import load_results
 from bench.measure.serving import loaded_store
 from bench.measure.updates import (
@@ -37,7 +37,7 @@ from bench.measure.updates import (
     set_figures,
 )
 from bench.verify.answers import Answer
-from bench.verify.updates import serial_masked
+from bench.verify.updated_answers import serial_masked
 from loaders.pdns_rows import update_statements
 from servers import get_server
 from tests.benchcli import run_bench
@@ -130,6 +130,7 @@ def test_a_wrong_key_is_counted_as_refused_not_as_a_rate(run_root: Path) -> None
     assert section.cells[0].records_per_s is None
 
 
+@pytest.mark.check
 def test_a_repeat_with_any_other_answer_has_no_rate() -> None:
     good = PhaseResult(10, 100, 0.5, 0.01, {"NOERROR": 10})
     bad = PhaseResult(10, 100, 0.5, 0.01, {"NOERROR": 9, "SERVFAIL": 1})
@@ -139,6 +140,7 @@ def test_a_repeat_with_any_other_answer_has_no_rate() -> None:
     assert bad.committed == 0 and good.committed == 100
 
 
+@pytest.mark.check
 def test_messages_add_and_delete_the_same_records() -> None:
     zone = dns.name.from_text("example.")
     plan = sender.batches(25, 10)
@@ -152,6 +154,7 @@ def test_messages_add_and_delete_the_same_records() -> None:
     assert sender.add_message(zone, [1], Signer(TsigKey.generate())).keyring is not None
 
 
+@pytest.mark.check
 def test_soa_serials_are_masked_and_nothing_else() -> None:
     soa = ("example.", 300, "SOA", "ns. host. 2024010105 3600 900 604800 300")
     a = ("x.example.", 300, "A", "10.0.0.1")
@@ -162,6 +165,7 @@ def test_soa_serials_are_masked_and_nothing_else() -> None:
                                            "ns. host. 0 3600 900 604800 300")})
 
 
+@pytest.mark.check
 def test_pdns_rows_give_the_key_and_each_zones_metadata() -> None:
     open_zone, keyed = dns.name.from_text("a.test."), dns.name.from_text("b.test.")
     statements = update_statements("k", "hmac-sha256", "c2VjcmV0", [open_zone], [keyed])
@@ -172,6 +176,7 @@ def test_pdns_rows_give_the_key_and_each_zones_metadata() -> None:
     assert ("TSIG-ALLOW-DNSUPDATE", "k", "a.test") not in params
 
 
+@pytest.mark.check
 def test_profile_and_server_choices_are_checked() -> None:
     parser = build_parser()
     args = parser.parse_args(["updates", "--profile", "tiny", "--batches", "1,5",

@@ -1,8 +1,8 @@
 """RFC 2136 dynamic updates through the DLZ update path, against native BIND.
 
 Native BIND and every writable DLZ driver load the coverage zones and take updates to cov.test
-under one UpdatePolicy (servers/updates.py: the key granted every name of the zone, a second
-key named knows but grants nothing). Every update message goes to all of them, and then:
+under one NamedUpdatePolicy (servers/update_policy.py: the key granted every name of the zone,
+a second key named knows but grants nothing). Every update message goes to all of them, and then:
   - the names it changed answer as native BIND's do (bench.verify's comparison: a difference
     is allowed only in one of BIND's own DLZ-path classes), the SOA serial included;
   - a failed prerequisite (YXDOMAIN, YXRRSET, NXRRSET, NXDOMAIN) and a refused update (no key,
@@ -11,7 +11,15 @@ key named knows but grants nothing). Every update message goes to all of them, a
   - a record added two labels below a missing name makes the names between exist (NODATA),
     and deleting it makes them go again, as in native BIND;
   - a store failure in the middle of an update rolls all of it back (SERVFAIL), and an update
-    while the store is down is SERVFAIL, nothing half-written.
+    while the store is down is SERVFAIL, nothing half-written;
+  - an update touching a wildcard's owner after a miss below it (a delete, prerequisites, a
+    duplicate add) is applied as native BIND applies it;
+  - deletes and TTL changes of rows the loaders wrote (DHCID, HIP, CERT, IPSECKEY,
+    NSEC3PARAM) and of rows in other spellings leave what native BIND leaves, and a delete that
+    finds no stored row fails the update (SERVFAIL) rather than answer NOERROR;
+  - the C normaliser of record text (drivers/common/rdtext.c, built alone as
+    build/tools/rdtext_form) makes dnspython's and named's text of a sample of every type
+    dnspython knows one text.
 A writable driver is one row of WRITABLE (and of STORE_FAULTS and STORE_DOWN, how to make its
 store fail one write, and fail altogether). bdbhpt's private mode takes no updates, and says so.
 """
@@ -28,35 +36,39 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import dns.flags
 import dns.message
 import dns.name
 import dns.query
 import dns.rcode
+import dns.rdata
+import dns.rdatatype
 import dns.tsig
 import dns.update
 import pytest
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from base.updates import TsigKey
+from base.update_access import TsigKey
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers, complete, transfer
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import DRIVER, classify, classify_transfer, detail
+from bench.verify.compare import UNEXPLAINED, classify, classify_transfer, detail
 from loaders.bdbhpt import read_mode
 from servers import get_server
+from servers.bindversion import selected
 from servers.dlz import DlzNamed, stack_frames_of
 from servers.named import Named, asan_environment, valgrind_errors, valgrind_wrapper
-from servers.updates import UpdatePolicy
+from servers.update_policy import NamedUpdatePolicy
 from zonedata.derive import Query
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
-from zonedata.model import Zone, make_record, name_key
+from zonedata.model import Record, Zone, make_record, name_key
 
 ZONE = COVERAGE_ORIGIN
 KEY = TsigKey.generate("dlzbench-update")
 OTHER_KEY = TsigKey.generate("dlzbench-other")  # known to named, granted nothing
 UNKNOWN_KEY = TsigKey.generate("dlzbench-unknown")  # not known to named
-POLICY = UpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
+POLICY = NamedUpdatePolicy((ZONE,), KEY, (OTHER_KEY,))
 # DLZ drivers whose store takes updates.
 WRITABLE = ["pg", "memory", "mysql", "bdbhpt-t", "bdbhpt-c"]
 THREADS = 2
@@ -75,7 +87,7 @@ class Servers:
 
 @pytest.fixture(scope="module")
 def servers(run_dir: Path) -> Iterator[Servers]:
-    zones = coverage_zones()
+    zones = _with_stored_rows(coverage_zones())
     with ExitStack() as stack:
         stores, named = {}, {}
         for name in ["native", *WRITABLE]:
@@ -83,8 +95,8 @@ def servers(run_dir: Path) -> Iterator[Servers]:
                                        **_server_options(name, run_dir))
             stores[name] = stack.enter_context(
                 loaded_store(kind, lambda: iter(zones), run_dir / name))
-            named[name] = stack.enter_context(stores[name].named(run_dir / name,
-                                                                 threads=THREADS))
+            named[name] = stack.enter_context(stores[name].dns_server(run_dir / name,
+                                                                      threads=THREADS))
         yield Servers(zones, stores, named)
 
 
@@ -99,6 +111,44 @@ def _server_options(name: str, run_dir: Path) -> dict[str, dict[str, str]]:
     switches.mkdir(parents=True, exist_ok=True)
     return {"options": {"outage_file": str(switches / "outage"),
                         "refuse_file": str(switches / "refuse")}}
+
+
+# Rows every store holds besides the coverage zones. Of types whose text dnspython (the
+# loaders) and named write differently: base64 in chunks or in one piece (DHCID, CERT,
+# IPSECKEY), hexadecimal in lower or upper case (the HIP HIT, the NSEC3PARAM salt).
+LOADER_ROWS = [
+    make_record(_name("dhcid"), 300, "DHCID", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA="),
+    make_record(_name("hip"), 300, "HIP",
+                "2 200100107B1A74DF365639CC39F1D578 AwEAAbdxyhNuSutc5EMzxTs9LBPCIkOFH8cIvM4p9+L"
+                "rV4e19WzK00+CI6zBCQTdtWsuxKbWIy87UOoJTwkUs7lBu+Upr1gsNrut79ryra+bSRGQb1slImA8"
+                "YVJyuIDsj7kwzG7jnERNqnWxZ48AWkskmdHaVDP4BcelrTI3rMXdXF5D rvs.example.net."),
+    make_record(_name("cert"), 300, "CERT",
+                "PKIX 65535 RSASHA256 MIIBszCCARygAwIBAgIBADANBgkqhkiG9w0BAQUFADAAMB4XDTA5MDUy"
+                "MjEwMzQxNVoXDTA5MDYyMTEwMzQxNVowADCBnzANBgkqhkiG9w0BAQEFAAOBjQAwgYkCgYEAxB2Y"
+                "DUWSYo6sdPbm1Q=="),
+    make_record(_name("ipseckey"), 300, "IPSECKEY",
+                "10 1 2 192.0.2.38 AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ=="),
+    make_record(_name("nsec3param"), 300, "NSEC3PARAM", "1 0 10 868BCF7ED4108929"),
+    make_record(_name("ipseckey-ttl"), 300, "IPSECKEY",
+                "10 3 2 gw.example.net. AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ=="),
+]
+# Rows in a spelling the loaders never write, as a database lent with --store-url may hold
+# them (Record's text is stored as it is): named reads each as the same record as native
+# BIND's zone file does, and writes it back in its own form.
+FOREIGN_ROWS = [
+    Record(_name("upper-aaaa"), 300, "AAAA", "2001:DB8:0:0::ABCD"),
+    Record(_name("relative-mx"), 300, "MX", "010 Mail"),  # relative to the zone
+    Record(_name("unquoted-txt"), 300, "TXT", r"unquoted words\ and\032blanks"),
+]
+# A row the stored-form normaliser cannot relate to named's text of it: RFC 3597's generic
+# form of a type named knows (named writes 192.0.2.9).
+GENERIC_ROW = Record(_name("generic-a"), 300, "A", "\\# 4 C0000209")
+
+
+def _with_stored_rows(zones: list[Zone]) -> list[Zone]:
+    return [dataclasses.replace(z, records=[*z.records, *LOADER_ROWS, *FOREIGN_ROWS,
+                                            GENERIC_ROW])
+            if z.origin == ZONE else z for z in zones]
 
 
 # --- sending ----------------------------------------------------------------------------------
@@ -144,7 +194,7 @@ def answers_differ(servers: Servers, driver: str, queries: list[Query]) -> list[
     for query in queries:
         diff = compare_answers(query, ask(servers.named["native"], query),
                                ask(servers.named[driver], query))
-        if diff is not None and classify(query, *diff, facts, classes) == DRIVER:
+        if diff is not None and classify(query, *diff, facts, classes) == UNEXPLAINED:
             wrong.append(detail(query, diff))
     return wrong
 
@@ -229,7 +279,7 @@ def transfer_differs(servers: Servers, driver: str) -> str | None:
         return None
     classes = get_server(driver).known_classes()
     diff = (native, other)
-    return None if classify_transfer(ZONE, *diff, classes) != DRIVER else \
+    return None if classify_transfer(ZONE, *diff, classes) != UNEXPLAINED else \
         detail((ZONE, "AXFR"), diff)
 
 
@@ -338,6 +388,185 @@ def test_empty_non_terminals_follow_adds_and_deletes(servers: Servers) -> None:
     same_rcodes(send_all(servers, _ent_last_delete), "NOERROR")
     assert answer(servers.named["native"], _name("p"), "TXT").rcode == "NXDOMAIN"
     assert_as_native(servers, ENT_QUERIES)
+
+
+# --- wildcards ------------------------------------------------------------------------------
+# sdlz looks for a wildcard after every name it does not find; native BIND's update code sees
+# the name itself only. A lookup of "*.<ancestor>" inside an update is then either one of
+# sdlz's probes or the update's own lookup of the wildcard's owner, and must never be taken
+# for the other (modelled on BIND's nsupdate system test, which updates wildcard owners).
+
+
+def rrs(named: Named, name: dns.name.Name, rdtype: str) -> list[tuple[int, str]]:
+    """Every RR of the answer (TTL, rdata), one per RR as it came off the wire: an RR served
+    twice, or with two TTLs, stays visible (a parsed RRset would merge them)."""
+    query = dns.message.make_query(name, rdtype)
+    query.flags &= ~dns.flags.RD
+    response = dns.query.tcp(query, named.host, port=named.port, timeout=10,
+                             one_rr_per_rrset=True)
+    return sorted((rrset.ttl, rd.to_text()) for rrset in response.answer
+                  if rrset.rdtype == dns.rdatatype.from_text(rdtype) for rd in rrset)
+
+
+def assert_rrs_as_native(servers: Servers, queries: list[Query]) -> None:
+    """Each driver serves exactly native BIND's RRs (count and TTLs too) for the queries."""
+    for name, rdtype in queries:
+        native = rrs(servers.named["native"], name, rdtype)
+        for driver in WRITABLE:
+            assert rrs(servers.named[driver], name, rdtype) == native, (driver, name, rdtype)
+
+
+def _wildcard(label: str) -> dns.update.UpdateMessage:
+    """`*.<label>` made with a TXT and an A record."""
+    m = update()
+    m.add(_name(f"*.{label}"), 300, "TXT", '"wild"')
+    m.add(_name(f"*.{label}"), 300, "A", "192.0.2.30")
+    return m
+
+
+def _wildcard_queries(label: str) -> list[Query]:
+    return [(_name(f"{n}{label}"), t) for n in ["*.", "x.", "y.", ""] for t in ["TXT", "A"]]
+
+
+def test_a_wildcard_rrset_deleted_after_an_add_below_it(servers: Servers) -> None:
+    """'add x.wa A' then 'delete *.wa TXT' in one message: the TXT goes, as in native BIND,
+    and stops being served at every name the wildcard covers."""
+    same_rcodes(send_all(servers, lambda: _wildcard("wa")), "NOERROR")
+
+    def add_then_delete() -> dns.message.Message:
+        m = update()
+        m.add(_name("x.wa"), 300, "A", "192.0.2.31")
+        m.delete(_name("*.wa"), "TXT")
+        return m
+
+    before = serials(servers)
+    same_rcodes(send_all(servers, add_then_delete), "NOERROR")
+    assert not answer(servers.named["native"], _name("y.wa"), "TXT").answer
+    assert serials(servers) == {name: s + 1 for name, s in before.items()}
+    assert_as_native(servers, _wildcard_queries("wa"))
+    assert_rrs_as_native(servers, _wildcard_queries("wa"))
+
+
+@pytest.mark.parametrize(("case", "rcode"), [("absent name, present wildcard", "NOERROR"),
+                                             ("present name under a wildcard", "NXDOMAIN"),
+                                             ("present RRset under a wildcard", "NXRRSET")])
+def test_prerequisites_see_the_wildcard_owner_and_only_it(servers: Servers, case: str,
+                                                          rcode: str) -> None:
+    """'x.wb not in use' then '*.wb TXT exists' holds (native BIND: NOERROR), and a wildcard
+    makes no name below it exist for a prerequisite."""
+    same_rcodes(send_all(servers, lambda: _wildcard("wb")), "NOERROR")
+    marker = _name(f"marker-{case.split()[0]}-{rcode}.wb-result")
+
+    def prerequisites() -> dns.message.Message:
+        m = update()
+        if case == "absent name, present wildcard":
+            m.absent(_name("x.wb"))
+            m.present(_name("*.wb"), "TXT")
+        elif case == "present name under a wildcard":
+            m.present(_name("x.wb"))
+        else:
+            m.present(_name("x.wb"), "TXT")
+        m.add(marker, 300, "TXT", '"the prerequisites held"')
+        return m
+
+    same_rcodes(send_all(servers, prerequisites), rcode)
+    assert_as_native(servers, [(marker, "TXT"), *_wildcard_queries("wb")])
+
+
+def test_an_add_at_a_wildcard_after_a_miss_is_checked_for_duplicates(servers: Servers) -> None:
+    """After a name under the wildcard was not found, adding the wildcard's own TXT again is a
+    duplicate (named ignores it), and adding it with another TTL changes the RRset's TTL."""
+    same_rcodes(send_all(servers, lambda: _wildcard("wc")), "NOERROR")
+
+    def add_again(ttl: int) -> dns.message.Message:
+        m = update()
+        m.add(_name("x.wc"), 300, "A", "192.0.2.32")
+        m.add(_name("*.wc"), ttl, "TXT", '"wild"')
+        return m
+
+    for ttl in (300, 600):
+        same_rcodes(send_all(servers, lambda t=ttl: add_again(t)), "NOERROR")
+        assert rrs(servers.named["native"], _name("*.wc"), "TXT") == [(ttl, '"wild"')]
+        assert_as_native(servers, _wildcard_queries("wc"))
+        assert_rrs_as_native(servers, _wildcard_queries("wc"))
+
+
+# --- deletes of stored rows ------------------------------------------------------------------
+# named deletes an RR by handing the driver its own text of the RR it read (subrdataset); the
+# driver finds the stored row that means that record (modelled on PowerDNS's dyndns regression
+# tests, which delete records the backend was loaded with).
+
+
+def _delete_rr(record: Record) -> Callable[[], dns.message.Message]:
+    def make() -> dns.message.Message:
+        m = update()
+        m.delete(record.owner, record.rdtype, record.rdata)
+        return m
+    return make
+
+
+def _delete_rrset(record: Record) -> Callable[[], dns.message.Message]:
+    def make() -> dns.message.Message:
+        m = update()
+        m.delete(record.owner, record.rdtype)
+        return m
+    return make
+
+
+@pytest.mark.parametrize("record", LOADER_ROWS[:5], ids=lambda r: r.rdtype)
+def test_a_loader_written_row_is_deleted(servers: Servers, record: Record) -> None:
+    """Deleting one RR that the loaders wrote: gone everywhere, the serial raised once."""
+    before = serials(servers)
+    same_rcodes(send_all(servers, _delete_rr(record)), "NOERROR")
+    assert answer(servers.named["native"], record.owner, record.rdtype).rcode == "NXDOMAIN"
+    assert serials(servers) == {name: s + 1 for name, s in before.items()}
+    assert_as_native(servers, [(record.owner, record.rdtype), (record.owner, "ANY")])
+    assert_rrs_as_native(servers, [(record.owner, record.rdtype)])
+
+
+def test_a_ttl_change_of_a_loader_written_ipseckey(servers: Servers) -> None:
+    """An add of the same IPSECKEY with another TTL: named deletes the stored RR and adds it
+    again; it is then served once, with the new TTL."""
+    record = LOADER_ROWS[5]
+
+    def new_ttl() -> dns.message.Message:
+        m = update()
+        m.add(record.owner, 900, record.rdtype, record.rdata)
+        return m
+
+    same_rcodes(send_all(servers, new_ttl), "NOERROR")
+    assert [ttl for ttl, _ in rrs(servers.named["native"], record.owner, "IPSECKEY")] == [900]
+    assert_as_native(servers, [(record.owner, "IPSECKEY")])
+    assert_rrs_as_native(servers, [(record.owner, "IPSECKEY")])
+
+
+@pytest.mark.parametrize("record", FOREIGN_ROWS, ids=lambda r: str(r.owner).split(".")[0])
+def test_a_row_in_another_spelling_is_deleted(servers: Servers, record: Record) -> None:
+    """A row the loaders would have written otherwise (upper case, a name relative to the
+    zone, a leading zero, strings unquoted): its RRset deleted, as in native BIND."""
+    assert_as_native(servers, [(record.owner, record.rdtype)])  # served alike before
+    same_rcodes(send_all(servers, _delete_rrset(record)), "NOERROR")
+    assert answer(servers.named["native"], record.owner, record.rdtype).rcode == "NXDOMAIN"
+    assert_as_native(servers, [(record.owner, record.rdtype)])
+
+
+def test_a_delete_that_matches_no_stored_row_fails_the_update(servers: Servers) -> None:
+    """named says the RR exists (it read it from the driver), but no stored row's text can be
+    told to be that RR: the update is SERVFAIL and rolled back, the serial unchanged; it never
+    answers NOERROR with the record still there."""
+    def delete_generic() -> dns.message.Message:
+        m = with_sentinel(update())  # written first, then rolled back
+        m.delete(_name("txt2"))
+        m.delete(GENERIC_ROW.owner, "A")
+        return m
+
+    probes = [*PROBES, (GENERIC_ROW.owner, "A")]
+    drivers = Servers(servers.zones, servers.stores,
+                      {d: n for d, n in servers.named.items() if d != "native"})
+    with changes_nothing(drivers, probes):
+        rcodes = send_all(drivers, delete_generic)
+        assert set(rcodes.values()) == {"SERVFAIL"}, rcodes
+    assert answer(servers.named["memory"], GENERIC_ROW.owner, "A").answer
 
 
 # --- updates that change nothing -------------------------------------------------------------
@@ -507,10 +736,25 @@ def test_a_store_error_mid_update_rolls_all_of_it_back(servers: Servers, driver:
         m.add(_name("refused"), 300, "TXT", FAIL_TEXT)
         return m
 
+    log_start = named.log_path.stat().st_size
     with changes_nothing(servers, PROBES):
         with STORE_FAULTS[driver](servers.stores[driver]):
             assert send(named, failing()) == "SERVFAIL"
     same_rcodes(send_all(servers, lambda: _add_apex_txt('"after the failure"')), "NOERROR")
+    # Both said, though a moment apart: the store's reason and the rollback it caused (errors
+    # are rate-limited per kind of message, not one a second for the whole driver).
+    log = named.log_path.read_bytes()[log_start:].decode(errors="replace")
+    lines = [line for line in log.splitlines() if f"dlz_{named_driver(driver)}:" in line]
+    assert any("the update is rolled back" in line for line in lines), lines
+    if driver in ("pg", "mysql"):
+        assert any("refused by the test" in line for line in lines), lines
+
+
+def named_driver(server: str) -> str:
+    """The name the server's driver logs under (dlz_<name>: ...)."""
+    kind = get_server(server)
+    assert isinstance(kind, DlzNamed), server
+    return kind.library_file.parent.name
 
 
 def _until(condition: Callable[[], bool], seconds: float) -> bool:
@@ -602,7 +846,7 @@ def test_bdbhpt_private_mode_refuses_updates(servers: Servers, run_dir: Path) ->
 
 # --- unsigned updates (the benchmark's rows without TSIG) --------------------------------------
 
-UNSIGNED_POLICY = UpdatePolicy((ZONE,), KEY, unsigned=True)
+UNSIGNED_POLICY = NamedUpdatePolicy((ZONE,), KEY, unsigned=True)
 
 
 def _unsigned_add() -> dns.message.Message:
@@ -624,8 +868,8 @@ def test_unsigned_updates_over_tcp_when_granted(run_dir: Path, driver: str) -> N
             kind = dataclasses.replace(get_server(name), updates=UNSIGNED_POLICY)
             loaded = stack.enter_context(loaded_store(kind, lambda: iter(zones),
                                                       run_dir / f"unsigned-{name}"))
-            named[name] = stack.enter_context(loaded.named(run_dir / f"unsigned-{name}",
-                                                           threads=1))
+            named[name] = stack.enter_context(loaded.dns_server(run_dir / f"unsigned-{name}",
+                                                                threads=1))
         pair = Servers(zones, {}, named)
         same_rcodes(send_all(pair, _unsigned_add), "NOERROR")
         wrong = answers_differ(pair, driver, [(_name("unsigned"), "TXT"), (_name("www"), "A"),
@@ -648,19 +892,28 @@ VALGRIND_ARGS = {driver: {"connect_timeout_ms": "20000", "query_timeout_ms": "20
 
 def _valgrind_updates() -> list[tuple[dns.message.Message, str]]:
     """Updates through every path of update.c: adds with new ENTs, a change, deletes that
-    settle markers, a failed prerequisite, a refused key, an RR named cannot take."""
-    adds, change, deletes = update(), update(), update()
+    settle markers, a wildcard's owner after a miss below it, deletes of rows in other
+    spellings, a TTL change, a failed prerequisite, a refused key, a delete that finds no row
+    (on a store holding the stored rows too: _with_stored_rows)."""
+    adds, change, deletes, rows = update(), update(), update(), update()
     adds.add(_name("v.w.vg"), 300, "TXT", '"valgrind"')
     adds.add(_name("vg"), 300, "SSHFP", "1 1 " + "AB" * 20)
     change.replace(_name("www"), 300, "A", "192.0.2.88")
     deletes.delete(_name("v.w.vg"))
     deletes.delete(_name("vg"), "SSHFP", "1 1 " + "AB" * 20)
     deletes.delete(_name("loc"), "LOC")
+    rows.add(_name("x.w"), 300, "A", "192.0.2.31")
+    rows.delete(_name("*.w"), "TXT")
+    for record in [*LOADER_ROWS[:5], *FOREIGN_ROWS]:
+        rows.delete(record.owner, record.rdtype)
+    rows.add(LOADER_ROWS[5].owner, 900, LOADER_ROWS[5].rdtype, LOADER_ROWS[5].rdata)
     failed = update()
     failed.present(_name("no-such-name"))
     failed.add(SENTINEL, 300, "TXT", '"x"')
-    return [(adds, "NOERROR"), (change, "NOERROR"), (deletes, "NOERROR"),
-            (failed, "NXDOMAIN"), (_signed_by(OTHER_KEY)(), "REFUSED")]
+    no_row = with_sentinel(update())
+    no_row.delete(GENERIC_ROW.owner, "A")
+    return [(adds, "NOERROR"), (change, "NOERROR"), (deletes, "NOERROR"), (rows, "NOERROR"),
+            (failed, "NXDOMAIN"), (_signed_by(OTHER_KEY)(), "REFUSED"), (no_row, "SERVFAIL")]
 
 
 @pytest.mark.slow
@@ -673,7 +926,8 @@ def test_valgrind_finds_nothing_in_the_update_path(run_dir: Path, driver: str) -
     kind = dataclasses.replace(get_server(driver), updates=POLICY)
     assert isinstance(kind, DlzNamed)
     report = run_dir / f"valgrind-updates-{driver}.log"
-    with loaded_store(kind, lambda: iter(coverage_zones()), run_dir / f"vg-{driver}") as loaded:
+    with loaded_store(kind, lambda: iter(_with_stored_rows(coverage_zones())),
+                      run_dir / f"vg-{driver}") as loaded:
         body = kind.body(loaded.target, 1, extra=VALGRIND_ARGS.get(driver, {}))
         with Named(run_dir / f"vg-{driver}" / "named", body, env=kind.client_env(loaded.target),
                    wrapper=valgrind_wrapper(report, [VALGRIND_SUPPRESSIONS])) as named:
@@ -708,7 +962,8 @@ def test_asan_build_takes_updates(run_dir: Path, request: pytest.FixtureRequest,
     asan = REPO_ROOT / "build" / "asan" / kind.library_file.parent.name / kind.library_file.name
     asan_dir = run_dir / f"asan-{driver}"
     asan_dir.mkdir(exist_ok=True)
-    with loaded_store(kind, lambda: iter(coverage_zones()), asan_dir / "store") as loaded:
+    with loaded_store(kind, lambda: iter(_with_stored_rows(coverage_zones())),
+                      asan_dir / "store") as loaded:
         body = kind.body(loaded.target, THREADS, library=asan)
         env = {**asan_environment(asan_dir), **kind.client_env(loaded.target)}
         with Named(asan_dir / "named", body, threads=THREADS, env=env) as named:
@@ -718,3 +973,237 @@ def test_asan_build_takes_updates(run_dir: Path, request: pytest.FixtureRequest,
     reports = sorted(asan_dir.glob("asan*"))
     assert not reports, reports[0].read_text(errors="replace")[:4000]
     assert "AddressSanitizer" not in log.read_text(errors="replace")
+
+
+# --- the stored form of record text ------------------------------------------------------------
+# An update stores named's text of a record in the loaders' form, and finds the row of a record
+# named deletes by comparing the two texts in that form (drivers/common/rdtext.c). For a sample
+# of every type dnspython knows (and variants where the two write differently), the C
+# normaliser must make dnspython's text and named's text of the record one and the same text,
+# which dnspython reads back as the same record. named's text is named-rrchecker -p's: it
+# writes with dns_rdata_totext, the very style (flags 0, width 60, no origin) in which sdlz
+# hands an update's RR to a driver (lib/dns/sdlz.c modrdataset).
+
+_KEY = ("AwEAAbdxyhNuSutc5EMzxTs9LBPCIkOFH8cIvM4p9+LrV4e19WzK00+CI6zBCQTdtWsuxKbWIy87UOoJTwkUs7lBu"
+        "+Upr1gsNrut79ryra+bSRGQb1slImA8YVJyuIDsj7kwzG7jnERNqnWxZ48AWkskmdHaVDP4BcelrTI3rMXdXF5D")
+_SIG = ("MxFcby9k/yvedMfQgKzhH5er0Mu/vILz45IkskceFGgiWCn/GxHhai6VAuHAoNUz4YoU1tVfSCSqQYn6//11U6N"
+        "ld80jEeC8aTrO+KKmCaY=")
+_IPSEC = "AQNRU3mG7TVTO2BkR47usntb102uFJtugbo6BSGvgqt4AQ=="
+_SHA256 = "26584835CA80C81C91999F31CFAF2A0E89D4FF1C8FAFD0DDB31A85C719277C13"
+_SHA384 = ("FEBE3D4CE2EC2FFA4BA99D46CD69D6D29711E55217057BEE7EB1A7B6"
+           "41A47BA7FED2DD5B97AE499FAFA4F22C6BD647DE")
+_HIT = "200100107B1A74DF365639CC39F1D578"
+_PGP = ("mQINBFit2jsBEADrbl5vjVxYeAE0g0IDYCBpHirv1Sjlqxx5gjtPhb2YhvyDMXjqwh2lAWq7JLgxZgu4uUa4gCbyjR"
+        "AD8Ws7yPE4v4hfmfu/sA+9A1sEBOyJzeOtVbnnw4QnA4FlygWu2kMh9KmeNnh5dGXXqzK+HXuFEmzgebmmqtJYrHk8"
+        "Zb1OILRscuWh2ISYJa8/qpo1i0Je88Z2uFsAeGsU+FLnx/mGyGtm5Ap26PygFaFhXe8lx9y1btRpBxk6aVy4X+5rcE"
+        "WQ/v5HkTnFaHUzi/nOaCgIuzIUD6AbbKV7wnrlI9KHk29Eo/ooeCEBY7JzJCR+gSiaE+yHWgfFHG4+3oOmEfXnNnW8"
+        "Yw==")
+
+STORED_FORM_SAMPLES: list[tuple[str, str]] = [
+    ("A", "192.0.2.1"),
+    ("NS", "Ns1.Example.NET."),
+    ("NS", r"\(odd\).name\.with\@.example."),
+    ("CNAME", "Target.Example."),
+    ("SOA", "ns1.example. Hostmaster.example. 2024010101 3600 900 1209600 300"),
+    ("SOA", "ns1.example. hostmaster.example. 4294967295 0 0 0 0"),
+    ("WKS", "10.0.0.1 6 0 1 2 21 23"),
+    ("WKS", "192.0.2.1 17 53 67 68"),
+    ("PTR", r"\000\255x.example."),
+    ("HINFO", '"Generic PC clone" "NetBSD-1.4"'),
+    ("HINFO", '"" ""'),
+    ("MX", "10 Mail.example."),
+    ("MX", "0 ."),
+    ("TXT", r'"foo bar" "q\"uote" "semi;colon" "\000\255\127" "back\\slash"'),
+    ("TXT", r'"" "\(x" "a\;b" "tab\009x"'),
+    ("RP", "mbox.example. txt.example."),
+    ("RP", ". ."),
+    ("AFSDB", "1 afs.example."),
+    ("X25", '"311061700956"'),
+    ("ISDN", '"150862028003217" "004"'),
+    ("RT", "10 relay.example."),
+    ("NSAP", "0x47.0005.80.005A00.0000.0001.E133.FFFFFF000161.00"),
+    ("NSAP-PTR", "foo.example."),
+    ("PX", "10 map822.example. mapx400.example."),
+    ("GPOS", '"-22.6882" "116.8652" "250.0"'),
+    ("AAAA", "2001:db8::1:0:0:1"),
+    ("AAAA", "::ffff:192.0.2.1"),
+    ("AAAA", "::1"),
+    ("AAAA", "::192.0.2.1"),
+    ("LOC", "60 9 0.000 N 24 39 0.000 E 10.00m 20.00m 2000.00m 20.00m"),
+    ("LOC", "52 22 23.000 N 4 53 32.000 E -2.00m"),
+    ("LOC", "1 2 3.5 S 4 5 6.25 W 10.5m 0.5m"),
+    ("LOC", "42 N 71 W 0m 1m 10000m 10m"),
+    ("LOC", "0 0 0.000 N 0 0 0.000 E -100000.00m 90000000.00m 90000000.00m 90000000.00m"),
+    ("LOC", "90 S 180 W 42849672.95m 0m 0m 0m"),
+    ("SRV", "10 60 5060 sip.example."),
+    ("NAPTR", r'100 10 "U" "E2U+sip" "!^.*$!sip:info@example.com!" .'),
+    ("NAPTR", '100 50 "s" "http+I2L+I2C+I2R" "" _http._tcp.gatech.edu.'),
+    ("KX", "10 kdc.example."),
+    ("CERT", f"PKIX 65535 RSASHA256 {_SIG}"),
+    ("CERT", f"65534 65535 254 {_SIG}"),
+    # 4, 6, 7: names only dnspython knows (ECC, DSANSEC3SHA1 ...) or only named (NSEC3DSA ...)
+    *(("CERT", f"1 0 {alg} AAAA") for alg in (0, 4, 6, 7, 9, 16, 252, 255)),
+    *(("CERT", f"{kind} 0 8 AAAA") for kind in ("URI", "OID", "IACPKIX", 9, 65535)),
+    ("DNAME", "dname-target.example."),
+    ("APL", "1:192.168.32.0/21 !1:192.168.38.0/28 2:2001:db8::/32"),
+    ("APL", ""),
+    ("DS", f"12892 5 2 {_SHA256}"),
+    ("DS", f"1 13 4 {_SHA384}"),
+    ("SSHFP", f"4 2 {_SHA256}"),
+    ("IPSECKEY", f"10 1 2 192.0.2.38 {_IPSEC}"),
+    ("IPSECKEY", f"10 0 2 . {_IPSEC}"),
+    ("IPSECKEY", f"10 2 2 2001:db8::1 {_IPSEC}"),
+    ("IPSECKEY", f"10 3 2 Gw.Example.net. {_KEY}"),
+    ("RRSIG", f"A 8 3 3600 20300102030405 20200102030405 2143 example. {_SIG}"),
+    ("RRSIG", "TYPE65280 13 0 0 20300102030405 20200102030405 0 . MxFcby9k"),
+    ("NSEC", "a.secure.example. NS SOA MX RRSIG DNSKEY LOC NSEC TYPE1234"),
+    ("NSEC", ". A"),
+    ("DNSKEY", f"257 3 8 {_KEY}"),
+    ("DHCID", "AAIBY2/AuCccgoJbsaxcQc9TUapptP69lOjxfNuVAA2kjEA="),
+    ("NSEC3", "1 1 10 D2CF0294C020CE6C 8FPNS2UCT7FBS643THP2B77PEQ77K6IU A NS SOA MX AAAA RRSIG"),
+    ("NSEC3", "1 0 0 - 8FPNS2UCT7FBS643THP2B77PEQ77K6IU"),
+    ("NSEC3PARAM", "1 0 10 868BCF7ED4108929"),
+    ("NSEC3PARAM", "1 0 0 -"),
+    ("TLSA", f"3 1 1 {_SHA256}"),
+    ("TLSA", "3 1 2 " + "AB" * 64),
+    ("SMIMEA", f"3 1 1 {_SHA256}"),
+    ("HIP", f"2 {_HIT} {_KEY} rvs1.example.com. rvs2.example.com."),
+    ("HIP", f"2 {_HIT} {_KEY}"),
+    ("NINFO", '"ninfo text" "two"'),
+    ("CDS", f"12892 5 2 {_SHA256}"),
+    ("CDNSKEY", f"257 3 8 {_KEY}"),
+    ("OPENPGPKEY", _PGP),
+    ("CSYNC", "66 3 A NS AAAA"),
+    ("CSYNC", "0 0"),
+    ("ZONEMD", f"2018031500 1 1 {_SHA384}"),
+    ("ZONEMD", "2018031500 1 240 " + "AB" * 20),
+    ("SVCB", '1 Svc1.example. alpn="h2,h3" port=8004 ipv4hint=192.0.2.1,192.0.2.2 ech="Zm9vYmFy"'
+             ' key65333=ex1'),
+    ("SVCB", '1 . dohpath="/dns-query{?dns}" alpn=h2'),
+    ("SVCB", r'1 . alpn="h\\,2,h3" key7="/q{?dns}"'),
+    ("SVCB", r'1 . key65000="a\"b" port=53'),
+    ("HTTPS", "1 . alpn=h3 mandatory=alpn,port port=8443 ipv6hint=2001:db8::1 no-default-alpn"),
+    ("HTTPS", "0 svc.example."),
+    ("SPF", '"v=spf1 -all"'),
+    ("NID", "10 0014:4fff:ff20:ee64"),
+    ("NID", "10 FFFF:0000:0001:0A0B"),
+    ("L32", "10 10.1.2.0"),
+    ("L64", "10 2001:0DB8:1140:1000"),
+    ("L64", "10 0000:0000:0000:0000"),
+    ("LP", "10 l64-subnet1.example.com."),
+    ("EUI48", "00-00-5E-00-53-2A"),
+    ("EUI64", "00-00-5E-EF-10-00-00-2A"),
+    ("URI", '10 1 "ftp://ftp1.example.com/public"'),
+    ("CAA", '0 issue "ca.example.net; policy=ev"'),
+    ("CAA", r'0 issue "ca.example.net; x=\"y\""'),
+    ("CAA", r'0 tbs "\000\031"'),  # dnspython reads CAA values as UTF-8: no byte >= 0x80
+    ("AVC", '"app-name:WOLFGANG|app-class:OAM|business=yes"'),
+    ("AMTRELAY", "10 0 3 Amtrelays.example.com."),
+    ("AMTRELAY", "0 1 0 ."),
+    ("AMTRELAY", "128 0 1 203.0.113.15"),
+    ("AMTRELAY", "10 0 2 2600:1f16:17c:3950:47ac:cb79:62ba:702e"),
+    ("RESINFO", "qnamemin exterr=15,16,17 infourl=https://resolver.example.com/guide"),
+    ("WALLET", '"BTC" "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"'),
+    ("DLV", f"12892 5 2 {_SHA256}"),
+    ("TYPE65280", r"\# 3 ABCDEF"),
+]
+
+
+# (type, a row's text, named's text of a record, whether that is the row's record) in ZONE.
+MATCH_FORM_CASES = [
+    ("AAAA", "2001:DB8:0:0::ABCD", "2001:db8::abcd", True),
+    ("MX", "010 Mail", "10 Mail.cov.test.", True),  # relative to the zone, as named reads it
+    ("MX", "10 @", "10 cov.test.", True),
+    ("SOA", "ns1 hostmaster 2024010101 1H 15M 1W 5m",
+     "ns1.cov.test. hostmaster.cov.test. 2024010101 3600 900 604800 300", True),
+    ("TXT", r"unquoted words\ and\032blanks", '"unquoted" "words and blanks"', True),
+    ("DS", "12345 RSASHA256 2 ABCDEF 0123", "12345 8 2 ABCDEF0123", True),
+    ("NS", r"\065b.Example.", "Ab.Example.", True),
+    ("CNAME", "WWW.COV.TEST.", "www.cov.test.", True),  # names compare without case
+    ("CERT", "1 0 NSEC3RSASHA1 AAAA", "PKIX 0 NSEC3RSASHA1 AAAA", True),
+    ("TXT", '"A"', '"a"', False),  # strings keep their case
+    ("DHCID", "AAIB", "aaib", False),  # base64 too
+    ("AAAA", "2001:db8::1", "2001:db8::2", False),
+    ("MX", "10 mail.", "10 mail.cov.test.", False),
+    ("A", r"\# 4 C0000209", "192.0.2.9", False),  # the generic form: not related (fails safe)
+]
+
+
+@pytest.mark.parametrize(("rdtype", "row", "named", "same"), MATCH_FORM_CASES)
+def test_the_match_form_tells_which_row_named_means(
+        match_form: Callable[[list[tuple[str, str]]], list[str]], rdtype: str, row: str,
+        named: str, same: bool) -> None:
+    """A delete finds the row of the RR named names by their match forms (rdtext.c)."""
+    of_row, of_named = match_form([(rdtype, row), (rdtype, named)])
+    assert (of_row == of_named) == same, (of_row, of_named)
+
+
+def _named_text(rdtype: str, text: str) -> str:
+    """named's text of the record (named-rrchecker -p of the BIND the suite runs)."""
+    argv = selected(need_drivers=False).command(["/usr/bin/named-rrchecker", "-p"],
+                                                with_drivers=False)
+    done = subprocess.run(argv, input=f"IN {rdtype} {text}\n", capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 0, (rdtype, text, done.stderr)
+    return done.stdout.rstrip("\n").split("\t", 2)[2]
+
+
+RDTEXT_FORM = REPO_ROOT / "build" / "tools" / "rdtext_form"
+
+
+@pytest.fixture(scope="module")
+def rdtext_built() -> None:
+    """drivers/tools/rdtext_form.c, built with AddressSanitizer and UndefinedBehaviorSanitizer."""
+    built = subprocess.run(["make", "-s", "-C", str(REPO_ROOT / "drivers"), "tools"],
+                           capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stdout + built.stderr
+
+
+def _rdtext_forms(args: list[str], pairs: list[tuple[str, str]]) -> list[str]:
+    """The C normaliser's form of each (type, text) pair."""
+    done = subprocess.run([str(RDTEXT_FORM), *args], capture_output=True, text=True, check=False,
+                          input="".join(f"{rdtype}\t{text}\n" for rdtype, text in pairs),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout.split("\n")[:-1]
+    assert len(out) == len(pairs), done.stdout
+    return out
+
+
+@pytest.fixture(scope="module")
+def stored_form(rdtext_built: None) -> Callable[[list[tuple[str, str]]], list[str]]:
+    """rdata_store_form of (type, text) pairs."""
+    return lambda pairs: _rdtext_forms([], pairs)
+
+
+@pytest.fixture(scope="module")
+def match_form(rdtext_built: None) -> Callable[[list[tuple[str, str]]], list[str]]:
+    """rdata_match_form of (type, text) pairs in ZONE."""
+    return lambda pairs: _rdtext_forms(["--match", name_key(ZONE)], pairs)
+
+
+@pytest.mark.parametrize(("rdtype", "text"), STORED_FORM_SAMPLES,
+                         ids=[f"{t}-{i}" for i, (t, _) in enumerate(STORED_FORM_SAMPLES)])
+def test_the_stored_form_of_dnspython_and_named_text_is_one(
+        stored_form: Callable[[list[tuple[str, str]]], list[str]], rdtype: str,
+        text: str) -> None:
+    record = dns.rdata.from_text("IN", rdtype, text)
+    loaders = record.to_text(origin=None, relativize=False)  # zonedata.model.from_rdata's
+    named = _named_text(rdtype, text)
+    from_loaders, from_named = stored_form([(rdtype, loaders), (rdtype, named)])
+    assert from_named == from_loaders, f"loaders: {loaders}\nnamed:   {named}"
+    assert dns.rdata.from_text("IN", rdtype, from_named) == record, from_named
+    assert stored_form([(rdtype, from_named)]) == [from_named]  # a fixed point
+
+
+@pytest.mark.parametrize("text", [
+    "0 N 0 E 99999999999999999999m",  # beyond a long: strtol saturates, then * 100
+    "0 N 0 E 1m 92233720368547758m",
+    "0 N 0 E 1m 1m 1m 9223372036854775807.99m",
+])
+def test_the_stored_form_keeps_loc_text_beyond_loc_s_range(
+        stored_form: Callable[[list[tuple[str, str]]], list[str]], text: str) -> None:
+    """LOC lengths beyond what RFC 1876 can hold (altitude up to 42849672.95 m, sizes up to
+    90000000 m) are no LOC named reads: the text stays as it is, and nothing overflows (the
+    tool aborts on any undefined behaviour)."""
+    assert stored_form([("LOC", text)]) == [text]

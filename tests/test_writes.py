@@ -30,12 +30,13 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
-from bench.load.updates import Signer, change_message
+from bench.load.update_sender import Signer, change_message
 from bench.measure.loading import timed_load
-from bench.measure.results import Results, load_results
+from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving
 from bench.measure.writes import (
     CEILING,
+    STALE_BOUND_MS,
     ServerFollow,
     StepRun,
     WriteCycle,
@@ -46,7 +47,7 @@ from bench.measure.writes import (
     shows,
     summarize,
 )
-from bench.report.writes import COLUMNS
+from bench.report.writes import COLUMNS, STALE_COLUMN
 from loaders import bdbhpt, fs, get_loader
 from loaders.berkeley import decode_lines
 from loaders.ldap import ENT_VALUE, bound, filter_value
@@ -222,12 +223,14 @@ def test_a_bad_write_changes_nothing(written: tuple[str, Loader, Any]) -> None:
     assert canonical_set(loader.read_back(target)) == before, store
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("store", ["memory", "bdb"])
 def test_a_store_without_writes_says_why(store: str, tmp_path: Path) -> None:
     with pytest.raises(UserError, match="cannot be written while serving: .+"):
         get_loader(store).writer(tmp_path)
 
 
+@pytest.mark.check
 def test_the_cycle_leaves_its_last_record_and_zone() -> None:
     cycle = WriteCycle([ORIGIN, OTHER])
     for _ in range(12):
@@ -238,6 +241,7 @@ def test_the_cycle_leaves_its_last_record_and_zone() -> None:
     assert (_n("wr"), "A") in questions and (_n("w0.wr"), "A") in questions
 
 
+@pytest.mark.check
 def test_an_update_message_makes_one_record_change() -> None:
     www = make_record(_n("www"), 300, "A", "192.0.2.1")
     new = make_record(_n("www"), 300, "A", "192.0.2.3")
@@ -250,6 +254,7 @@ def test_an_update_message_makes_one_record_change() -> None:
         change_message(Change(DELETE_ZONE, OTHER), Signer())
 
 
+@pytest.mark.check
 def test_a_cycle_of_updates_changes_records_only() -> None:
     cycle = WriteCycle([ORIGIN, OTHER], zone_kinds=False)
     kinds = [c.kind for c in _write(cycle, 9)]
@@ -265,6 +270,7 @@ def _write(cycle: WriteCycle, count: int) -> list[Change]:
     return made
 
 
+@pytest.mark.check
 def test_a_followed_record_or_zone_is_not_deleted_until_seen() -> None:
     """An answer after a record's delete looks like one before its add: the record the
     sampler follows is kept, and the next oldest goes in its turn."""
@@ -286,6 +292,7 @@ def test_a_followed_record_or_zone_is_not_deleted_until_seen() -> None:
     assert (cycle3[4].kind, cycle3[4].zone) == (DELETE_ZONE, cycle.changes[2].zone)
 
 
+@pytest.mark.check
 def test_cpu_per_read_counts_only_the_steps_window() -> None:
     """CPU metered to the end of the step, not to the sampler's last poll, over the reads
     answered; a run from before the window was recorded gives none."""
@@ -327,14 +334,14 @@ def test_a_zone_file_server_is_told_of_each_write(name: str, tmp_path: Path) -> 
     zones = [_zone(ORIGIN), _zone(OTHER)]
     with serving(server, lambda: iter(zones), tmp_path) as served, \
             served.loaded.loader.writer(served.loaded.target) as store:
-        follow = ServerFollow(server, served.named, served.loaded.target)
+        follow = ServerFollow(server, served.server, served.loaded.target)
         # NSD deletes only a zone added by nsd-control (one in nsd.conf: "remove it from
         # nsd.conf yourself"), as the writes cycle does.
         changes = [c for c in _changes() if c.kind != DELETE_ZONE]
         for change in [*changes, Change(DELETE_ZONE, NEW_ZONE)]:
             store.apply(change)
             follow(change)
-            assert _shown(served.named, change), change.text()
+            assert _shown(served.server, change), change.text()
 
 
 # --- bench writes ------------------------------------------------------------------------
@@ -347,7 +354,7 @@ def _bench_writes(run_root: Path, servers: list[str], out: Path, *extra: str) ->
                      "--generate", "10", "--records", "5", "--queries", "100",
                      "--out", str(out), *extra)
     assert done.returncode == 0, done.stderr[-3000:]
-    results = load_results(out / "results.json")
+    results = load_results(out)
     results.meta["markdown"] = (out / "results.md").read_text()
     return results
 
@@ -425,6 +432,20 @@ def test_bench_writes_counts_the_writes(bench_writes: list[Results]) -> None:
             assert ceiling and all(r.visibility_ms for r in ceiling), entry.server
 
 
+def test_bench_writes_holds_every_answer_to_the_stale_bound(bench_writes: list[Results]
+                                                            ) -> None:
+    """The staleness check ran at its default bound and says so; pg, read live, never
+    answered a sampled write stale past it."""
+    for results in bench_writes:
+        assert results.writes is not None and results.writes.stale_bound_ms == STALE_BOUND_MS
+        assert STALE_COLUMN in results.meta["markdown"]
+        for entry in results.writes.servers:
+            for run in entry.runs:
+                assert run.answers_checked >= len(run.visibility_ms), entry.server
+                if entry.server == "pg":
+                    assert run.stale_writes == 0 and run.stale_answers == 0
+
+
 def test_bench_writes_answers_as_native_after_the_changes(bench_writes: list[Results]) -> None:
     for results in bench_writes:
         assert results.writes is not None
@@ -440,14 +461,15 @@ def test_ctrl_c_during_a_step_leaves_nothing_running(run_root: Path) -> None:
                        "--out", str(root / "out"))
     interrupt_when(proc, lambda: any(root.rglob("recording-*")))
     assert processes_under(root) == []
-    assert not (root / "out" / "results.json").exists()
+    assert not has_results(root / "out")
 
 
+@pytest.mark.check
 def test_read_share_of_a_committed_breaking_point() -> None:
     capacity = REPO_ROOT / "docs" / "results" / "capacity-2026-11-26"
     args = build_parser().parse_args(["writes", "--read-share", "0.5", "--capacity",
                                       str(capacity), "--threads", "1"])
-    curve = next(c for c in load_results(capacity / "results.json").capacity
+    curve = next(c for c in load_results(capacity).capacity
                  if c.server == "pg" and c.threads == 1)
     point = curve.breaking_point()
     assert point is not None
@@ -456,6 +478,7 @@ def test_read_share_of_a_committed_breaking_point() -> None:
         read_rates([get_server("mysql")], args, 1000)
 
 
+@pytest.mark.check
 def test_final_zones_are_the_model_after_the_changes() -> None:
     def stream() -> Iterator[Zone]:
         yield from (_zone(ORIGIN), _zone(OTHER))

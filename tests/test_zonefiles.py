@@ -45,6 +45,7 @@ def named_checkzone() -> str:
 # --- origin rules --------------------------------------------------------------------------
 
 
+@pytest.mark.check
 def test_origin_from_origin_directive_wins_over_file_name(tmp_path):
     write(tmp_path / "other-name.zone",
           f"$ORIGIN example.org.\n$TTL 300\n@ SOA {SOA}\n@ NS ns1\nns1 A 192.0.2.1\n")
@@ -53,6 +54,7 @@ def test_origin_from_origin_directive_wins_over_file_name(tmp_path):
     assert ("ns1.example.org", 300, "A", "192.0.2.1") in zone.canonical()
 
 
+@pytest.mark.check
 def test_origin_from_absolute_soa_owner(tmp_path):
     # A later $ORIGIN names a sub-tree; the zone is still the SOA owner's.
     write(tmp_path / "whatever.db",
@@ -64,12 +66,14 @@ def test_origin_from_absolute_soa_owner(tmp_path):
     assert {"www.example.net", "host.sub.example.net"} <= keys
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("file_name", ["example.com.zone", "example.com.db", "example.com"])
 def test_origin_from_file_name_when_soa_owner_is_relative(tmp_path, file_name):
     write(tmp_path / file_name, f"$TTL 60\n@ SOA {SOA}\n@ NS ns1\nns1 A 192.0.2.1\n")
     assert only_zone(tmp_path).origin == dns.name.from_text("example.com.")
 
 
+@pytest.mark.check
 def test_root_zone_loads_with_origin_dot(tmp_path):
     write(tmp_path / "root.zone",
           ". 86400 IN SOA a.root-servers.net. nstld.verisign-grs.com. 1 1800 900 604800 86400\n"
@@ -82,6 +86,7 @@ def test_root_zone_loads_with_origin_dot(tmp_path):
     assert ("org", 172800, "NS", "a0.org.afilias-nst.info.") in zone.canonical()
 
 
+@pytest.mark.check
 def test_relative_rdata_names_become_absolute(tmp_path):
     write(tmp_path / "example.org.zone",
           f"$ORIGIN example.org.\n$TTL 300\n@ SOA {SOA}\n@ NS ns1\n@ MX 10 mail\n"
@@ -92,6 +97,7 @@ def test_relative_rdata_names_become_absolute(tmp_path):
     assert ("example.org", 300, "NS", "ns1.example.org.") in canonical
 
 
+@pytest.mark.check
 def test_ttl_defaults_follow_dnspython(tmp_path):
     # No $TTL: records without a TTL take the SOA minimum (RFC 1035 / pre-RFC 2308 behaviour).
     write(tmp_path / "a.test.zone", "$ORIGIN a.test.\n@ 3600 SOA ns hm 1 2 3 4 77\n@ NS ns\n"
@@ -106,6 +112,7 @@ def test_ttl_defaults_follow_dnspython(tmp_path):
 # --- errors --------------------------------------------------------------------------------
 
 
+@pytest.mark.check
 def test_parse_error_names_file_and_line(tmp_path):
     bad = write(tmp_path / "bad" / "example.zone",
                 f"$ORIGIN example.\n$TTL 300\n; comment\n@ SOA {SOA}\n@ NS ns\n"
@@ -118,6 +125,7 @@ def test_parse_error_names_file_and_line(tmp_path):
     assert "\n" not in message
 
 
+@pytest.mark.check
 def test_bad_rdata_names_file_and_line(tmp_path):
     bad = write(tmp_path / "example.zone",
                 f"$ORIGIN example.\n$TTL 300\n@ SOA {SOA}\n@ NS ns\nns A 192.0.2.300\n")
@@ -125,6 +133,7 @@ def test_bad_rdata_names_file_and_line(tmp_path):
         read_zone_file(bad)
 
 
+@pytest.mark.check
 def test_missing_soa_is_reported_with_file(tmp_path):
     bad = write(tmp_path / "nosoa.test.zone", "$ORIGIN nosoa.test.\n$TTL 300\n@ NS ns\n"
                                               "ns A 192.0.2.1\n")
@@ -132,6 +141,7 @@ def test_missing_soa_is_reported_with_file(tmp_path):
         read_zone_file(bad)
 
 
+@pytest.mark.check
 def test_missing_and_empty_directories_fail_at_once(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         read_zone_dir(tmp_path / "nope")
@@ -144,6 +154,7 @@ def test_missing_and_empty_directories_fail_at_once(tmp_path):
 # --- writing -------------------------------------------------------------------------------
 
 
+@pytest.mark.check
 @pytest.mark.parametrize("shard", [1, 7, 1000])
 def test_coverage_round_trip(tmp_path, shard):
     zones = coverage_zones()
@@ -151,6 +162,7 @@ def test_coverage_round_trip(tmp_path, shard):
     assert canonical_set(read_zone_dir(tmp_path)) == canonical_set(zones)
 
 
+@pytest.mark.check
 def test_file_names_are_safe_and_unique():
     zones = coverage_zones()
     names = [zone_file_name(z.key) for z in zones]
@@ -164,6 +176,7 @@ def test_file_names_are_safe_and_unique():
     assert zone_file_name(long_key) != zone_file_name(long_key[:-1] + "z")
 
 
+@pytest.mark.check
 def test_rewriting_a_zone_replaces_its_file(tmp_path):
     origin = dns.name.from_text("swap.test.")
     old = Zone(origin, [make_record(origin, 60, "SOA", "ns.swap.test. hm.swap.test. 1 2 3 4 5"),

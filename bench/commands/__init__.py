@@ -10,7 +10,7 @@ from base.errors import UserError
 from bench.measure.datasets import add_zone_file_options
 from databases.store_urls import StoreUrls
 from loaders import get_database
-from servers import get_server, selected_servers
+from servers import get_server, selected_servers, store_names
 
 
 def positive_counts(text: str, option: str) -> list[int]:
@@ -32,7 +32,7 @@ def progress(text: str) -> None:
 def add_pin_option(parser: argparse.ArgumentParser) -> None:
     """--pin/--no-pin: the server and the load generator on separate CPUs (the default)."""
     parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
-                        help="server (named + database) and load generator on separate CPUs")
+                        help="server (and its database) and load generator on separate CPUs")
 
 
 def add_data_set_options(parser: argparse.ArgumentParser, generate_default: str) -> None:
@@ -82,7 +82,8 @@ def store_urls(args: argparse.Namespace) -> StoreUrls:
     anything starts (a long run does not fail at its second server)."""
     if args.store_url_overwrite and not args.store_url:
         raise UserError("--store-url-overwrite needs a --store-url")
-    return StoreUrls.parse(args.store_url, get_database, overwrite=args.store_url_overwrite,
+    return StoreUrls.parse(args.store_url, get_database, store_names(),
+                           overwrite=args.store_url_overwrite,
                            password_files=args.store_password_file).checked(get_database)
 
 

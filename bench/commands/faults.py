@@ -27,7 +27,7 @@ from bench.measure.faults import (
 )
 from bench.measure.results import Results, save_results
 from bench.measure.serving import loaded_store
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import get_server
 from zonedata import queries
 

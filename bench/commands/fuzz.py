@@ -1,27 +1,45 @@
-"""`python3 -m bench fuzz`: packets no one should send, through each server; afterwards it must
-still run, still answer, and answer the coverage queries as before (docs/method/fuzz.md)."""
+"""`python3 -m bench fuzz`: packets no one should send, through each server, then signed RFC
+2136 updates to the coverage zone through each server that takes them; afterwards it must still
+run, still answer, and answer the coverage queries (and those of the updated names) as native
+BIND does after the same updates (docs/method/fuzz.md)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
 
+import dns.name
+import dns.update
+
 from base.errors import UserError
 from base.process import new_run_dir
-from bench.load.fuzz import KINDS, Crash, FuzzOutcome, Packet, fuzz_packets, send_packets
+from base.update_access import TsigKey, UpdateAccess
+from bench.load.fuzz import (
+    KINDS,
+    Crash,
+    FuzzOutcome,
+    Packet,
+    UpdatesOutcome,
+    fuzz_packets,
+    fuzz_updates,
+    send_packets,
+    send_updates,
+    update_queries,
+)
 from bench.measure import metadata
+from bench.measure.results import write_results_file
 from bench.measure.serving import serving
+from bench.verify.answers import transfer
 from bench.verify.compare import Comparison, compare_servers, references_for
-from servers import selected_servers
-from servers.dnsserver import DnsServer
-from zonedata.derive import derive_queries
+from servers import REFERENCE, DnsServer, get_server, selected_servers
+from zonedata.derive import Query, derive_queries
 from zonedata.generator import COVERAGE_ORIGIN, coverage_zones
+from zonedata.model import Record, Zone
 
 # After the packets, a server must answer a well-formed query within this (it may be busy
 # with the last of them).
@@ -38,9 +56,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="packets sent to each server (default 10000)")
     p.add_argument("--seed", type=int, default=1,
                    help="the packets' seed, default 1 (the same seed sends the same packets)")
+    p.add_argument("--updates", type=int, default=500,
+                   help="signed UPDATE messages to the coverage zone, through each server that "
+                        "takes updates (and native BIND and the memory driver, to compare "
+                        "with) after the packets (default 500; 0: none)")
     p.add_argument("--threads", type=int, default=2, help="server worker threads")
     p.add_argument("--out", type=Path,
-                   help="also write results.json (the run's metadata and each server's "
+                   help="also write results.json.xz (the run's metadata and each server's "
                         "outcome) and results.md (what was printed) into this directory")
     p.set_defaults(func=run)
 
@@ -59,50 +81,106 @@ class Transcript:
 def run(args: argparse.Namespace) -> int:
     if args.packets < 1:
         raise UserError("--packets needs at least 1")
+    if args.updates < 0:
+        raise UserError("--updates cannot be negative")
     fuzzed = selected_servers(args.servers)
     zones = coverage_zones()
     queries = derive_queries(zones)
     packets = fuzz_packets(queries, args.packets, args.seed)
+    updated_zone = zones[0]
+    messages = fuzz_updates(updated_zone, args.updates, args.seed)
+    key = TsigKey.generate("dlzbench-fuzz.")
     run_dir = new_run_dir("fuzz")
     meta = {**metadata.collect(), "command": "fuzz", "argv": sys.argv[1:],
             "servers": fuzzed, "packets": args.packets, "seed": args.seed,
+            "updates": args.updates, "updated_zone": updated_zone.origin.to_text(),
             "threads": args.threads, "kinds": list(KINDS)}
     said = Transcript()
     said.say(f"fuzz: {args.packets} packets per server ({len(KINDS)} kinds, seed {args.seed}) "
              f"over the coverage data set: {', '.join(fuzzed)}")
+    everyone = list(dict.fromkeys([*references_for(fuzzed), *fuzzed]))
+    access = UpdateAccess((), (updated_zone.origin,), key) if messages else None
+    updatable = [name for name in everyone
+                 if access is not None and get_server(name).takes_updates()]
+    if messages:
+        said.say(f"then {len(messages)} signed updates of {updated_zone.origin} through those "
+                 f"that take them: {', '.join(updatable)}")
     with ExitStack() as stack:
-        served = {name: stack.enter_context(serving(name, lambda: iter(zones), run_dir / name,
-                                                    threads=args.threads)).named
-                  for name in dict.fromkeys([*references_for(fuzzed), *fuzzed])}
+        served = {name: stack.enter_context(serving(
+            name, lambda: iter(zones), run_dir / name, threads=args.threads,
+            access=access if name in updatable else None)).server for name in everyone}
         outcomes = {name: _fuzz_one(name, served[name], packets, run_dir, said)
                     for name in fuzzed}
-        standing = {name: named for name, named in served.items()
-                    if name not in outcomes or outcomes[name].crash is None}
-        fallen = [name for name in references_for(fuzzed) if name not in standing]
+        fell = {name for name, outcome in outcomes.items() if outcome.crash is not None}
+        updated = {name: _update_one(name, served[name], messages, key, said)
+                   for name in updatable if name not in fell}
+        fell |= {name for name, outcome in updated.items() if outcome.crash is not None}
+        standing = {name: server for name, server in served.items() if name not in fell}
+        fallen = [name for name in references_for(fuzzed) if name in fell]
         if fallen:
             said.say(f"answers not compared: {', '.join(fallen)}, the reference, fell")
             results = {}
         else:
-            results = compare_servers(standing, queries, zones)
-    status = report(outcomes, results, said)
+            results = _compare_after(standing, set(updated), queries, zones, updated_zone,
+                                     messages)
+    status = report(outcomes, updated, results, said)
     if args.out is not None:
-        write_results(args.out, meta, outcomes, results, said)
+        write_results(args.out, meta, outcomes, updated, results, said)
     return status
 
 
+def _compare_after(standing: dict[str, DnsServer], updated: set[str], queries: list[Query],
+                   zones: list[Zone], updated_zone: Zone,
+                   messages: list[dns.update.UpdateMessage]) -> dict[str, Comparison]:
+    """The servers' answers afterwards. Those that took the updates (with the references,
+    which took them too): every query, the updated names' and every zone's transfer. Those
+    that take no updates: everything outside the updated zone."""
+    took = {name: named for name, named in standing.items() if name in updated}
+    untouched = [name for name in standing if name not in updated]
+    results = {}
+    if took:
+        # The known classes go by the zone's shape (its empty non-terminals, delegations,
+        # CNAMEs), which the updates changed: the updated zone as native BIND now holds it.
+        now = [_zone_after(standing[REFERENCE], zone) if zone.origin == updated_zone.origin
+               else zone for zone in zones]
+        results = compare_servers(took, [*queries, *update_queries(messages)], now)
+    if untouched:
+        others = {name: standing[name] for name in standing
+                  if name in untouched or name in references_for(untouched)}
+        # The updated zone's whole tree: a delegation's DS is answered from it too.
+        outside = [zone for zone in zones if not zone.origin.is_subdomain(updated_zone.origin)]
+        asked = [query for query in queries if not query[0].is_subdomain(updated_zone.origin)]
+        results.update({name: result for name, result in
+                        compare_servers(others, asked, outside).items() if name in untouched})
+    return results
+
+
+def _zone_after(named: DnsServer, zone: Zone) -> Zone:
+    """zone as named serves it now: its records from a full transfer."""
+    rrs = transfer(named, zone.origin).answer
+    return Zone(zone.origin, [Record(dns.name.from_text(owner), ttl, rdtype, rdata)
+                              for owner, ttl, rdtype, rdata in sorted(rrs)])
+
+
 def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
-                  results: dict[str, Comparison], said: Transcript) -> None:
-    """results.json: the metadata, each server's outcome and its answers afterwards (counts);
-    results.md: the lines printed, under the metadata that says where they come from."""
+                  updated: dict[str, UpdatesOutcome], results: dict[str, Comparison],
+                  said: Transcript) -> None:
+    """results.json.xz: the metadata, each server's outcome (its packets, its updates) and its
+    answers afterwards (counts); results.md: the lines printed, under the metadata that says
+    where they come from."""
     out.mkdir(parents=True, exist_ok=True)
     servers = {name: {**dataclasses.asdict(outcome),
+                      "updates": (dataclasses.asdict(updated[name]) if name in updated
+                                  else None),
                       "after": None if name not in results else {
                           "identical": results[name].identical, "total": results[name].total,
-                          "driver_differences": results[name].driver_differences,
+                          "unexplained": results[name].unexplained,
                           "classes": dict(results[name].classes)}}
                for name, outcome in outcomes.items()}
-    (out / "results.json").write_text(json.dumps({"meta": meta, "servers": servers},
-                                                 indent=1) + "\n")
+    references = {name: dataclasses.asdict(outcome) for name, outcome in updated.items()
+                  if name not in outcomes}
+    write_results_file({"meta": meta, "servers": servers, "references_updated": references},
+                       out)
     dirty = " (uncommitted changes)" if meta["git_dirty"] else ""
     head = [f"# bench fuzz, {meta['date']}", "",
             f"`python3 -m bench {' '.join(meta['argv'])}` at commit "
@@ -112,12 +190,12 @@ def write_results(out: Path, meta: dict, outcomes: dict[str, FuzzOutcome],
     (out / "results.md").write_text("\n".join([*head, *said.lines, "```", ""]))
 
 
-def _fuzz_one(name: str, named: DnsServer, packets: list[Packet], run_dir: Path,
+def _fuzz_one(name: str, server: DnsServer, packets: list[Packet], run_dir: Path,
               said: Transcript) -> FuzzOutcome:
     """The packets through one server, then one well-formed query it must answer; a dead or
     silent server's suspect packets are written to run_dir for a rerun."""
-    outcome = send_packets(packets, named.host, named.port, named.running)
-    if outcome.crash is None and not _answers(named):
+    outcome = send_packets(packets, server.host, server.port, server.running)
+    if outcome.crash is None and not _answers(server):
         last = range(max(0, len(packets) - 64), len(packets))
         outcome.crash = Crash(last[0], last[-1], [packets[i].kind for i in last],
                               how="stopped answering")
@@ -131,10 +209,28 @@ def _fuzz_one(name: str, named: DnsServer, packets: list[Packet], run_dir: Path,
     return outcome
 
 
-def _answers(named: DnsServer) -> bool:
+def _update_one(name: str, server: DnsServer, messages: list[dns.update.UpdateMessage],
+                key: TsigKey, said: Transcript) -> UpdatesOutcome:
+    """The signed updates through one server, then one well-formed query it must answer."""
+    outcome = send_updates(messages, key, server.host, server.port, server.running)
+    if outcome.crash is None and not _answers(server):
+        outcome.crash = Crash(max(0, len(messages) - 16), len(messages) - 1,
+                              ["update"] * min(16, len(messages)), how="stopped answering")
+    answers = ", ".join(f"{n} {rcode}" for rcode, n in
+                        sorted(outcome.answers.items(), key=lambda item: -item[1]))
+    line = (f"{name}: {outcome.sent} signed updates in {outcome.seconds:.1f} s ({answers}), ")
+    if outcome.crash is None:
+        said.say(line + "0 crashes, answers afterwards")
+    else:
+        said.say(line + f"1 CRASH: {outcome.crash.how} after updates {outcome.crash.first}-"
+                        f"{outcome.crash.last}")
+    return outcome
+
+
+def _answers(server: DnsServer) -> bool:
     deadline = time.monotonic() + _ANSWER_WITHIN_S
-    while not named.answers(COVERAGE_ORIGIN.to_text()):
-        if not named.running() or time.monotonic() > deadline:
+    while not server.answers(COVERAGE_ORIGIN.to_text()):
+        if not server.running() or time.monotonic() > deadline:
             return False
     return True
 
@@ -151,18 +247,19 @@ def _outcome_line(name: str, outcome: FuzzOutcome) -> str:
             f"{outcome.crash.last} ({said})")
 
 
-def report(outcomes: dict[str, FuzzOutcome], results: dict[str, Comparison],
-           said: Transcript) -> int:
-    """The answers after the packets, per fuzzed server that still runs; 1 on a crash or a
-    driver difference."""
+def report(outcomes: dict[str, FuzzOutcome], updated: dict[str, UpdatesOutcome],
+           results: dict[str, Comparison], said: Transcript) -> int:
+    """The answers after the packets and updates, per fuzzed server that still runs; 1 on a
+    crash or an unexplained difference."""
     for name in outcomes:
         if name in results:
             said.say(f"after: {results[name].summary()}")
             for text in results[name].differences:
                 said.say(f"  {text}")
-    crashes = sum(o.crash is not None for o in outcomes.values())
+    crashes = (sum(o.crash is not None for o in outcomes.values()) +
+               sum(o.crash is not None for o in updated.values()))
     differing = sum(1 for name in outcomes
-                    if name in results and results[name].driver_differences)
-    said.say(f"fuzz: {crashes} crashes, {differing} servers with driver differences "
+                    if name in results and results[name].unexplained)
+    said.say(f"fuzz: {crashes} crashes, {differing} servers with unexplained differences "
              "afterwards")
     return 1 if crashes or differing else 0

@@ -30,7 +30,7 @@ from bench.measure.instructions import (
 )
 from bench.measure.results import Results, save_results
 from bench.measure.serving import loaded_store
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import REFERENCE, get_server, selected_servers
 from zonedata import queries
 

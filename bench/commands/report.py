@@ -6,13 +6,14 @@ import argparse
 from pathlib import Path
 
 from bench.measure.results import load_results, results_path
-from bench.report.write import write_report
+from bench.report.render import write_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="re-render results.md and the plots of a results "
                                       "directory, and print the markdown")
-    p.add_argument("directory", type=Path, help="a directory holding results.json")
+    p.add_argument("directory", type=Path,
+                   help="a directory holding results.json.xz (or an older results.json)")
     p.set_defaults(func=run)
 
 

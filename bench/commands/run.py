@@ -42,17 +42,25 @@ from bench.measure.results import Results, save_results
 from bench.measure.rounds import RoundsRunner
 from bench.measure.runner import FLOOD_NORMAL_SHARE, PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
-from bench.report.write import write_report
-from servers import REFERENCE, get_server, group_of, selected_servers, server_names
-from servers.dnsserver import set_listen_address
-from servers.external import Target, parse_target
+from bench.report.render import write_report
+from servers import (
+    REFERENCE,
+    Target,
+    get_server,
+    group_of,
+    parse_target,
+    selected_servers,
+    server_names,
+    set_listen_address,
+)
 from zonedata import queries
 from zonedata.model import Zone
 from zonedata.signing import ALGORITHM
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the benchmark and write results.json, results.md, plots")
+    p = sub.add_parser("run", help="run the benchmark and write results.json.xz, results.md, "
+                                   "plots")
     add_run_options(p)
     # Not the data options' --signed ("the --zones directory is signed already"): here the
     # data is unsigned and signed by the command, hence dests of their own.
@@ -83,9 +91,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--servers", "--drivers", dest="servers", default=None,
                    help="'all' (every built server) or a comma list (default: the profile's: "
                         "native BIND and the DLZ drivers for quick, every built server "
-                        "otherwise); native BIND is always measured first, as the reference "
-                        "(--drivers: the old spelling, still accepted)")
-    p.add_argument("--threads", default=None, help="comma list of named thread counts "
+                        "otherwise); native BIND is always measured first, as the reference")
+    p.add_argument("--threads", default=None, help="comma list of server thread counts "
                    "(default from the profile: 1,2,4); with --target, the one worker thread "
                    "count the target runs with (default 1), which sets dnsperf's sockets")
     p.add_argument("--target", metavar="HOST:PORT",
@@ -95,7 +102,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server-label", "--driver-label", dest="server_label", metavar="NAME",
                    help="with --target: the name its results go under")
     p.add_argument("--connections", type=int, default=None,
-                   help="driver connections (default: one per thread)")
+                   help="connections to the store's database server (default: one per "
+                        "thread)")
     add_pin_option(p)
     src = p.add_mutually_exclusive_group()
     add_zone_file_options(p, src)
@@ -150,11 +158,11 @@ def prepare(args: argparse.Namespace, command: str,
         # set's first zone stops the command here.
         first = next(iter(stream()))
         target.check_serves(first.origin)
-        drivers = [target.label]
+        names = [target.label]
         threads = _target_threads(args)
     else:
         # The reference is always measured, first: every ratio in the report is to it.
-        drivers = [REFERENCE, *[d for d in _servers(args.servers, profile) if d != REFERENCE]]
+        names = [REFERENCE, *[n for n in _servers(args.servers, profile) if n != REFERENCE]]
         if args.threads is not None:
             threads = tuple(positive_counts(args.threads, "--threads"))
     threads = threads or profile.threads
@@ -166,7 +174,7 @@ def prepare(args: argparse.Namespace, command: str,
     traffic = traffic_queries(args, stream, run_dir)
     query_file = (traffic[0] if traffic else args.queries
                   or _derive_query_file(stream, run_dir, profile.queries, args.seed, mix))
-    servers = [] if target is not None else [get_server(d) for d in drivers[1:]]
+    servers = [] if target is not None else [get_server(n) for n in names[1:]]
     # Opened last, before any server starts: an unreachable host is one line, nothing else
     # begun; each is closed (its private directory removed) when the run ends (measure()).
     hosts = open_load_hosts(load_from, args)
@@ -184,7 +192,7 @@ def prepare(args: argparse.Namespace, command: str,
                             "connections": ("the target's own" if target is not None
                                             else args.connections or "threads"),
                             "pin": setup.pin,
-                            "dataset": setup.dataset, "servers": drivers,
+                            "dataset": setup.dataset, "servers": names,
                             **({"store_urls": urls.described()} if urls.urls else {})})
     if traffic:
         results.meta["queries_from"] = traffic[1].as_dict()
@@ -207,7 +215,7 @@ def prepare(args: argparse.Namespace, command: str,
     if args.listen is not None:
         results.meta["listen"] = args.listen
     results.meta.update(metadata.load_from(hosts))
-    print(f"dlzbench {command} {profile.name}: {', '.join(drivers)}; threads "
+    print(f"dlzbench {command} {profile.name}: {', '.join(names)}; threads "
           f"{','.join(map(str, setup.threads))}; results in {out}", file=sys.stderr)
     return profile, setup, results
 

@@ -59,12 +59,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--queries", type=int, default=None, metavar="N",
                    help="lines per query file (default: the profile's, and at least one per "
                         "zone)")
-    p.add_argument("--threads", type=int, default=1, help="named worker threads (default 1)")
+    p.add_argument("--threads", type=int, default=1, help="server worker threads (default 1)")
     add_traffic_mix_options(p)
     p.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                    help="run lengths: quick (default), full, tiny (tests)")
     p.add_argument("--timeout", type=float, default=3600.0,
-                   help="seconds to wait for named to answer for the last zone (default 3600: "
+                   help="seconds to wait for a server to answer for the last zone (default 3600: "
                         "native BIND takes minutes at a million zones)")
     add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)
@@ -101,7 +101,7 @@ def plan_from(args: argparse.Namespace) -> Plan:
         raise UserError(f"--threads {args.threads}: needs at least 1 thread")
     mixes, exponent = parse_mixes(args.mixes), check_exponent(args.zipf)
     kinds = traffic_mix(args.nxdomain_share, args.unknown_zone_share)
-    return Plan(datasets=tuple(datasets), drivers=tuple(selected_servers(args.servers)),
+    return Plan(datasets=tuple(datasets), servers=tuple(selected_servers(args.servers)),
                 mixes=mixes, exponent=exponent, queries=args.queries, threads=args.threads,
                 seed=args.seed, kinds=kinds)
 
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     if args.add_to is not None:
         results = merge_into(load_results(args.add_to), plan, meta)
     else:
-        results = Results(meta={**meta, "servers": list(plan.drivers),
+        results = Results(meta={**meta, "servers": list(plan.servers),
                                 "datasets": [d.name for d in plan.datasets],
                                 "runs": profile.runs, "duration": profile.duration_s})
     hosts = open_load_hosts(load_from, args)
@@ -137,11 +137,11 @@ def run(args: argparse.Namespace) -> int:
     run_dir = new_run_dir("scale")
     first = plan.datasets[0]
     # The runner's Setup; scale gives each cell its own query file and data set as it goes.
-    setup = Setup(reference=get_server(REFERENCE), servers=[get_server(d) for d in plan.drivers],
+    setup = Setup(reference=get_server(REFERENCE), servers=[get_server(n) for n in plan.servers],
                   stream=first.stream(plan.seed), dataset="scale", query_file=run_dir,
                   run_dir=run_dir, out_dir=out, threads=(plan.threads,),
                   pin=args.pin and not hosts, load_hosts=hosts)
-    print(f"dlzbench scale {profile.name}: {', '.join(plan.drivers)}; data sets "
+    print(f"dlzbench scale {profile.name}: {', '.join(plan.servers)}; data sets "
           f"{', '.join(d.name for d in plan.datasets)}; mixes {', '.join(plan.mixes)}; results "
           f"in {out}", file=sys.stderr)
     return measure(ScaleRunner(profile, setup, results, plan))

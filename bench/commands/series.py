@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from base.errors import UserError
-from bench.measure.results import load_results
+from bench.measure.results import has_results, load_results
 from bench.report.series import render_series
 
 
@@ -25,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def series(args: argparse.Namespace) -> int:
     runs = []
     for directory in args.dirs:
-        if not (directory / "results.json").is_file():
-            raise UserError(f"{directory}: no results.json (a `run` results directory?)")
+        if not has_results(directory):
+            raise UserError(f"{directory}: no results file (a `run` results directory?)")
         results = load_results(directory)
         if results.meta.get("command") != "run":
             raise UserError(f"{directory}: results of `{results.meta.get('command')}`, not "

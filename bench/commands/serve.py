@@ -1,4 +1,4 @@
-"""`python3 -m bench serve`: one driver (or native BIND) serving a data set until Ctrl-C."""
+"""`python3 -m bench serve`: one server serving a data set until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="server worker threads (named -n; PowerDNS receiver-threads, NSD "
                         "server-count, Knot udp-workers)")
     p.add_argument("--connections", type=int, default=None,
-                   help="driver connections (default: one per thread)")
+                   help="connections to the store's database server (default: one per "
+                        "thread)")
     add_store_url_options(p)
     p.set_defaults(func=run)
 
@@ -40,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
     run_dir = new_run_dir(f"serve-{args.server}")
     with serving(args.server, stream, run_dir, threads=args.threads,
                  connections=args.connections, port=args.port, store_urls=urls) as served:
-        load, named = served.loaded.load, served.named
-        print(f"{args.server}: {load.zones} zones, {load.records} records; {named.program} "
-              f"with {args.threads} thread(s) (pid {named.pids()[0]}) on 127.0.0.1 port "
-              f"{named.port}; "
+        load, server = served.loaded.load, served.server
+        print(f"{args.server}: {load.zones} zones, {load.records} records; {server.program} "
+              f"with {args.threads} thread(s) (pid {server.pids()[0]}) on 127.0.0.1 port "
+              f"{server.port}; "
               f"run directory {run_dir}", flush=True)
-        print(f"try: dig @127.0.0.1 -p {named.port} {served.loaded.last_zone}. SOA", flush=True)
+        print(f"try: dig @127.0.0.1 -p {server.port} {served.loaded.last_zone}. SOA", flush=True)
         print("Ctrl-C stops everything.", flush=True)
         signal.pause()
     return 0

@@ -22,21 +22,22 @@ from bench.measure.datasets import zone_source
 from bench.measure.results import Results, save_results
 from bench.measure.runner import PROFILES, Setup, cpu_split
 from bench.measure.tune import DB_HOSTS, TOLERANCE, Plan, Tuner, default_processes, grid_pairs
-from bench.report.write import write_report
+from bench.report.render import write_report
 from servers import REFERENCE, get_server, selected_servers
 
 DEFAULT_THREADS = "1,2,4,8,16,32,64"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tune", help="find the named thread and driver connection counts that "
-                                    "serve most queries, with the database local or remote")
+    p = sub.add_parser("tune", help="find the named thread and DLZ driver connection counts "
+                                    "that serve most queries, with the database local or "
+                                    "remote")
     p.add_argument("--server", "--driver", dest="server", required=True,
                    help="the DLZ server to tune (one)")
     p.add_argument("--threads", default=None,
                    help=f"comma list of named thread counts (default {DEFAULT_THREADS})")
     p.add_argument("--connections", default=None,
-                   help="comma list of driver connection counts, each measured with every "
+                   help="comma list of DLZ driver connection counts, each measured with every "
                         "thread count (default: the thread counts); needs --threads")
     p.add_argument("--db-host", choices=DB_HOSTS, default="local",
                    help="local: the database beside named; netns: in a network namespace of "
@@ -58,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "phase dominates a cell's time")
     add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)
-    add_out_option(p, "tune-<driver>-<timestamp>")
+    add_out_option(p, "tune-<server>-<timestamp>")
     p.set_defaults(func=run)
 
 
@@ -91,18 +92,18 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from(args, len(server_list.split(",")) if server_list else 1)
     if "," in args.server:
         raise UserError(f"--server {args.server}: tune measures one server at a time")
-    (driver,) = selected_servers(args.server)
-    if driver == REFERENCE:
-        raise UserError(f"--server {driver}: native BIND has no threads/connections "
+    (name,) = selected_servers(args.server)
+    if name == REFERENCE:
+        raise UserError(f"--server {name}: native BIND has no threads/connections "
                         "trade-off to tune (it is the reference the answers are checked with)")
-    server = get_server(driver)
+    server = get_server(name)
     if plan.db_host == "netns" and not server.loader().database.has_server:
-        raise UserError(f"--db-host netns: the {server.store} store of {driver} has no "
+        raise UserError(f"--db-host netns: the {server.store} store of {name} has no "
                         "server to put on a host of its own")
     args.generate, args.records, args.coverage = profile.zones, profile.records, False
     args.zones = args.named_conf = None
     stream, _ = zone_source(args)
-    out = args.out or REPO_ROOT / "results" / f"tune-{driver}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or REPO_ROOT / "results" / f"tune-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = new_run_dir("tune")
     query_file = _derive_query_file(stream, run_dir, profile.queries, args.seed)
     setup = Setup(reference=get_server(REFERENCE), servers=[server], stream=stream,
@@ -112,13 +113,13 @@ def run(args: argparse.Namespace) -> int:
                   threads=tuple(sorted({t for t, _ in plan.pairs})), pin=args.pin)
     results = Results(meta={**metadata.collect(), "command": "tune", "profile": profile.name,
                             "parameters": dataclasses.asdict(profile), "dataset": setup.dataset,
-                            "servers": [driver], "pin": args.pin,
+                            "servers": [name], "pin": args.pin,
                             "pairs": [list(p) for p in plan.pairs],
                             "processes": list(plan.processes),
                             "cpu_scaling": plan.cpu_scaling, "db_host": plan.db_host,
                             "db_rtt_ms": plan.db_rtt_ms, "tolerance": TOLERANCE,
                             "run_dir": str(run_dir)})
-    print(f"dlzbench tune {profile.name}: {driver}, {len(plan.pairs)} threads/connections "
+    print(f"dlzbench tune {profile.name}: {name}, {len(plan.pairs)} threads/connections "
           f"pairs, database {plan.db_host}, added round trip {plan.db_rtt_ms} ms; results in "
           f"{out}", file=sys.stderr)
     try:

@@ -17,9 +17,8 @@ from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
 from bench.measure.results import Results, save_results
 from bench.measure.updates import METHOD, PROFILES, Profile, Updates, measure
-from bench.report.write import write_report
-from servers import REFERENCE, SERVERS, get_server
-from servers.kind import ServerKind
+from bench.report.render import write_report
+from servers import REFERENCE, ServerKind, get_server, registered_servers
 
 DEFAULT_PROFILE = "default"
 
@@ -66,8 +65,8 @@ def chosen_profile(args: argparse.Namespace) -> Profile:
 def chosen_servers(text: str) -> list[ServerKind]:
     """Native BIND first, then the servers named (or every one that takes updates)."""
     if text == "all":
-        names = [s.name for s in SERVERS if s.takes_updates() and s.is_built()
-                 and not getattr(s, "cached", False)]
+        names = [s.name for s in registered_servers() if s.takes_updates() and s.is_built()
+                 and not s.caches_answers()]
     else:
         names = [n.strip() for n in text.split(",") if n.strip()]
     servers = [get_server(name) for name in dict.fromkeys([REFERENCE, *names])]

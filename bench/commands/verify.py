@@ -1,4 +1,5 @@
-"""`python3 -m bench verify`: every driver's answers against native BIND and the memory driver."""
+"""`python3 -m bench verify`: every server's answers against native BIND (and a DLZ driver's
+against the memory driver's)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ from bench.measure.datasets import (
     zone_source,
 )
 from bench.measure.serving import serving
-from bench.verify.compare import DRIVER, KNOWN_CLASSES, Comparison, compare_servers, references_for
+from bench.verify.compare import (
+    KNOWN_CLASSES,
+    UNEXPLAINED,
+    Comparison,
+    compare_servers,
+    references_for,
+)
 from servers import REFERENCE, selected_servers
 from zonedata.derive import Query, derive_queries
 from zonedata.model import Zone
@@ -57,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     # Over signed data, only the servers that can serve a signed zone: chosen before signing.
     names = (signable_servers(args.servers, "verify of signed data") if args.sign or args.signed
              else selected_servers(args.servers))
-    drivers = [d for d in names if d != REFERENCE]
-    if not drivers:
+    judged = [n for n in names if n != REFERENCE]
+    if not judged:
         raise UserError(f"verify compares servers with {REFERENCE}: --servers names no other")
     stream, _ = zone_source(args)
     zones = list(stream())
@@ -67,25 +74,25 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         served = {d: stack.enter_context(serving(d, lambda: iter(zones), run_dir / d,
                                                  threads=args.threads, store_urls=urls))
-                  for d in dict.fromkeys([*references_for(drivers), *drivers])}
+                  for d in dict.fromkeys([*references_for(judged), *judged])}
         print(f"verifying {len(queries)} queries over {len(zones)} zones"
               f"{' with the DO bit' if args.dnssec else ''}: {', '.join(served)}", flush=True)
-        results = compare_servers({d: s.named for d, s in served.items()}, queries, zones,
+        results = compare_servers({d: s.server for d, s in served.items()}, queries, zones,
                                   transfers=not args.no_axfr, dnssec=args.dnssec)
     return report(results)
 
 
 def report(results: dict[str, Comparison]) -> int:
-    """A line per driver, every driver difference, what each class seen means; 1 on any
-    driver difference."""
+    """A line per server, every unexplained difference, what each class seen means; 1 on any
+    unexplained difference."""
     seen_classes: set[str] = set()
     for comparison in results.values():
         print(comparison.summary())
         # A difference several behaviours explain together is counted under "a+b".
-        seen_classes.update(part for c in comparison.classes if c != DRIVER
+        seen_classes.update(part for c in comparison.classes if c != UNEXPLAINED
                             for part in c.split("+"))
         for text in comparison.differences:
             print(f"  {text}")
     for cls in sorted(seen_classes):
         print(f"  {cls}: {KNOWN_CLASSES[cls].describe()}")
-    return 1 if any(c.driver_differences for c in results.values()) else 0
+    return 1 if any(c.unexplained for c in results.values()) else 0

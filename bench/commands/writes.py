@@ -26,6 +26,7 @@ from bench.measure.writes import (
     CEILING,
     METHOD,
     PROFILES,
+    STALE_BOUND_MS,
     VIA_STORE,
     VIA_UPDATE,
     VIAS,
@@ -33,9 +34,8 @@ from bench.measure.writes import (
     measure_server,
     rate_text,
 )
-from bench.report.write import write_report
-from servers import get_server
-from servers.kind import ServerKind
+from bench.report.render import write_report
+from servers import ServerKind, get_server
 
 DEFAULT_PROFILE = "default"
 # The reads are faults' open-loop load: DEFAULT_QUERIES, DEFAULT_TIMEOUT_S and DEFAULT_THREADS
@@ -71,6 +71,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "client; update: each record change an RFC 2136 UPDATE message to "
                         "the server, which writes its store itself (add, change and delete "
                         "of records only; servers that take no updates are n/a)")
+    p.add_argument("--stale-bound-ms", type=float, default=STALE_BOUND_MS, metavar="MS",
+                   help="the staleness check: a sampled answer that misses a write committed "
+                        f"this long before its query is stale (default {STALE_BOUND_MS:g}, "
+                        "the +cache rows' stated bound)")
     p.add_argument("--step", type=float, metavar="SECONDS", help="a step's length")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats of every step")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
@@ -112,7 +116,7 @@ def read_rates(servers: list[ServerKind], args: argparse.Namespace,
         return {server.name: common for server in servers}
     if args.capacity is None or not 0 < args.read_share <= 1:
         raise UserError("--read-share F needs 0 < F <= 1 and --capacity DIR")
-    curves = load_results(args.capacity / "results.json").capacity
+    curves = load_results(args.capacity).capacity
     rates = {}
     for server in servers:
         curve = next((c for c in curves if c.server == server.name
@@ -156,14 +160,16 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or REPO_ROOT / "results" / time.strftime("writes-%Y%m%d-%H%M%S")
     run_dir = new_run_dir("writes")
     query_file = _query_file(stream, run_dir / "queries.txt", args.queries, args.seed)
+    stale_bound_ms = _positive("stale-bound-ms", args.stale_bound_ms)
     section = Writes(method=METHOD, profile=args.profile, dataset=describe(args),
-                     step_s=step_s, repeats=repeats, rates=list(rates), via=args.via)
+                     step_s=step_s, repeats=repeats, rates=list(rates), via=args.via,
+                     stale_bound_ms=stale_bound_ms)
     results = Results(meta={**metadata.collect(), "command": "writes",
                             "servers": [s.name for s in servers], "profile": args.profile,
                             "rates": [rate_text(r) for r in rates], "read_qps": reads,
                             "read_share": args.read_share,
                             "step_s": step_s, "repeats": repeats, "threads": args.threads,
-                            "via": args.via,
+                            "via": args.via, "stale_bound_ms": stale_bound_ms,
                             "timeout_s": args.timeout, "dataset": section.dataset},
                       writes=section)
     progress(f"dlzbench writes: {', '.join(s.name for s in servers)}; "
@@ -177,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
             section.servers.append(measure_server(
                 server, stream, query_file, run_dir, rates=rates, step_s=step_s,
                 repeats=repeats, read_qps=reads[server.name], threads=args.threads,
-                timeout_s=args.timeout, via=args.via, progress=progress))
+                timeout_s=args.timeout, via=args.via, stale_bound_ms=stale_bound_ms,
+                progress=progress))
     except KeyboardInterrupt:
         print("interrupted: nothing measured to keep", file=sys.stderr)
         return 130

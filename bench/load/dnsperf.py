@@ -27,20 +27,20 @@ import signal
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import UserError
 from base.process import ManagedProcess, new_run_dir
 from bench.load.hosts import LoadHost, job_cpu_seconds, job_pid
-from servers import bindversion
+from servers import BINDS
 
 DNSPERF = "/usr/bin/dnsperf"
 TASKSET = "/usr/bin/taskset"
 # dnsperf's stdout is a file here, so stdio would hold "Sending queries" back until exit.
 STDBUF = ("/usr/bin/stdbuf", "-oL")
 # The root holding Debian 13's dnsperf (and named 9.20): the Makefile's bind-root target.
-ROOT = bindversion.BINDS["9.20"]
+ROOT = BINDS["9.20"]
 _ROOT_STAMP = ".dlzbench-root"
 
 
@@ -137,12 +137,17 @@ class DnsperfRun:
         """Lost queries over sent ones (interrupted ones were still in flight, not lost)."""
         return self.queries_lost / self.queries_sent if self.queries_sent else 0.0
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> DnsperfRun:
-        return cls(**data)
+def duration_of(argv: Sequence[str]) -> float | None:
+    """The run length dnsperf was given (`-l`, seconds) in its command line; None without
+    one. (Merged runs' command lines are joined: the hosts were given the same.)"""
+    for option, value in zip(argv, argv[1:], strict=False):
+        if option == "-l":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
 
 
 def parse_output(stdout: str, argv: Sequence[str]) -> DnsperfRun:

@@ -27,6 +27,14 @@ in turn so that every kind has its share:
 
 A DLZ driver sees only what named has parsed; the kinds named refuses early test named, the
 legal but odd ones (types, classes, binary and deepest labels, EDNS) reach the driver.
+
+Besides the packets, `fuzz_updates` makes RFC 2136 UPDATE messages for a zone that takes them
+(also pure: the same zone, count and seed give the same messages), and `send_updates` signs
+each with the run's TSIG key as it sends it (a signature is good for minutes only) over TCP:
+adds of records of many types at existing names, new names (deep ones, binary labels,
+wildcards, below a wildcard), deletes of records, RRsets and whole names, replacements, and
+prerequisites, so that what a signed update reaches (named's update code, the driver's
+transaction, its empty non-terminal markers, its record text) is exercised too.
 """
 
 from __future__ import annotations
@@ -40,15 +48,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import dns.edns
+import dns.exception
 import dns.flags
 import dns.message
 import dns.name
 import dns.opcode
+import dns.query
+import dns.rcode
 import dns.rdataclass
 import dns.rdatatype
+import dns.tsig
 import dns.update
 
+from base.update_access import TsigKey
 from zonedata.derive import Query
+from zonedata.model import Zone
 
 KINDS: tuple[str, ...] = ("odd-type", "odd-class", "edns", "compression-loop", "long-name",
                           "binary-label", "truncated", "header", "opcode", "random-bytes",
@@ -396,3 +410,155 @@ def _exchange_tcp(packet: Packet, host: str, port: int) -> int:
             return 1 if got else 0
     except OSError:
         return 0
+
+
+# --- signed updates ----------------------------------------------------------------------------
+
+# Record texts an update adds, names relative to the zone ("@" the apex): every type the
+# stores keep text of in a form of their own (binary tails, LOC, an unknown type), and the ones
+# that change a zone's shape (NS: a delegation; CNAME and DNAME beside other data).
+_UPDATE_RDATA: tuple[tuple[str, str], ...] = (
+    ("A", "192.0.2.{n}"), ("AAAA", "2001:db8::{n:x}"), ("TXT", '"fuzz {n}" "a\\"b\\\\c" "\\000"'),
+    ("TXT", '"' + "x" * 255 + '"'), ("MX", "{n} mail.@"), ("CNAME", "target{n}.@"),
+    ("DNAME", "dname{n}.@"), ("NS", "ns{n}.@"), ("PTR", "ptr{n}.@"),
+    ("SRV", "0 {n} 5060 sip.@"), ("CAA", '0 issue "ca{n}.example"'),
+    ("HINFO", '"cpu {n}" "os"'), ("NAPTR", '100 {n} "u" "E2U+sip" "!^.*$!sip:x@example!" .'),
+    ("DS", "{n} 8 2 " + "ab" * 32), ("SSHFP", "1 2 " + "CD" * 32),
+    ("TLSA", "3 1 1 " + "0f" * 32), ("LOC", "52 22 23.500 N 4 53 32.000 E -{n}.50m 1m 10000m 10m"),
+    ("TYPE65280", "\\# 4 0a0b0c{n:02x}"), ("SOA", "ns.@ admin.@ {n} 3600 600 86400 300"),
+)
+
+
+def fuzz_updates(zone: Zone, count: int, seed: int) -> list[dns.update.UpdateMessage]:
+    """count UPDATE messages to zone (unsigned: send_updates signs them), each of one to four
+    changes, sometimes with a prerequisite, drawn from one random.Random(seed) over zone's
+    owners and the names the messages before added."""
+    rng = random.Random(seed)
+    owners = sorted({record.owner for record in zone.records})
+    added: list[tuple[dns.name.Name, str, str]] = []
+    messages = []
+    for index in range(count):
+        message = dns.update.UpdateMessage(zone.origin, id=index & 0xFFFF)
+        if rng.random() < 0.15:
+            _prerequisite(message, rng.choice(owners), rng)
+        for _ in range(rng.randrange(1, 5)):
+            _change(message, zone.origin, owners, added, rng)
+        messages.append(message)
+    return messages
+
+
+def _prerequisite(message: dns.update.UpdateMessage, name: dns.name.Name,
+                  rng: random.Random) -> None:
+    choice = rng.randrange(3)
+    if choice == 0:
+        message.present(name)
+    elif choice == 1:
+        message.absent(name)
+    else:
+        message.present(name, rng.choice(("A", "TXT", "MX")))
+
+
+def _update_name(origin: dns.name.Name, owners: list[dns.name.Name],
+                 rng: random.Random) -> dns.name.Name:
+    """An existing owner, a new name below one (of one to three labels, some binary), or a
+    wildcard at one."""
+    base = rng.choice(owners)
+    choice = rng.randrange(5)
+    if choice == 0:
+        return base
+    if choice == 1:
+        return _with_label(b"*", base)
+    labels = [rng.choice((b"fz", b"n%d" % rng.randrange(50), b"*", _binary_label_value(rng)))
+              for _ in range(rng.randrange(1, 4))]
+    name = base
+    for label in labels:
+        name = _with_label(label, name)
+    return name if name.is_subdomain(origin) else base
+
+
+def _change(message: dns.update.UpdateMessage, origin: dns.name.Name,
+            owners: list[dns.name.Name], added: list[tuple[dns.name.Name, str, str]],
+            rng: random.Random) -> None:
+    """One change: an add (or a replacement) of a record of any type, or a delete of a record,
+    an RRset or a whole name."""
+    choice = rng.randrange(10)
+    if choice >= 6 or not added:
+        name = _update_name(origin, owners, rng)
+        rdtype, template = rng.choice(_UPDATE_RDATA)
+        text = template.format(n=rng.randrange(1, 250)).replace("@", origin.to_text())
+        ttl = rng.choice((0, 1, 300, 3600, 86400, 2147483647))
+        if choice == 9:
+            message.replace(name, ttl, rdtype, text)
+        else:
+            message.add(name, ttl, rdtype, text)
+        added.append((name, rdtype, text))
+    elif choice <= 2:
+        name, rdtype, text = rng.choice(added)
+        message.delete(name, rdtype, text)
+    elif choice <= 4:
+        name, rdtype, _ = rng.choice(added)
+        message.delete(name, rdtype)
+    else:
+        message.delete(rng.choice([name for name, _, _ in added] + owners))
+
+
+@dataclass
+class UpdatesOutcome:
+    """The signed updates through one server: how many went, how each was answered (RCODE,
+    or why there was no answer), and the crash, if the server died under them."""
+
+    sent: int = 0
+    seconds: float = 0.0
+    answers: dict[str, int] = field(default_factory=dict)
+    crash: Crash | None = None
+
+
+# How many messages go between two looks at the server (each is one TCP exchange).
+UPDATES_BATCH = 16
+UPDATE_TIMEOUT_S = 5.0
+
+
+def send_updates(messages: Sequence[dns.update.UpdateMessage], key: TsigKey, host: str,
+                 port: int, alive: Callable[[], bool]) -> UpdatesOutcome:
+    """Every message signed with key and sent over TCP (one connection each, in order: the
+    servers compared afterwards applied the same changes in the same order); `alive()` is
+    asked after every UPDATES_BATCH, and the first time it says no, sending stops with the
+    crash's messages named (kind "update")."""
+    outcome = UpdatesOutcome()
+    keyring = {dns.name.from_text(key.name): key.dnspython_key()}
+    start = time.monotonic()
+    for index, message in enumerate(messages):
+        message.use_tsig(keyring)
+        answer = _update_answer(message, keyring, host, port)
+        outcome.answers[answer] = outcome.answers.get(answer, 0) + 1
+        outcome.sent += 1
+        if (index + 1) % UPDATES_BATCH == 0 or index + 1 == len(messages):
+            if not _still_alive(alive):
+                first = max(0, index + 1 - 2 * UPDATES_BATCH)
+                outcome.crash = Crash(first, index, ["update"] * (index + 1 - first))
+                break
+    outcome.seconds = time.monotonic() - start
+    return outcome
+
+
+def _update_answer(message: dns.update.UpdateMessage,
+                   keyring: dict[dns.name.Name, dns.tsig.Key], host: str, port: int) -> str:
+    """The answer's RCODE name, "TSIG error" or "no answer"."""
+    try:
+        answer = dns.query.tcp(message, host, port=port, timeout=UPDATE_TIMEOUT_S)
+    except (dns.tsig.PeerError, dns.message.UnknownTSIGKey, dns.tsig.BadSignature):
+        return "TSIG error"
+    except (dns.exception.DNSException, OSError, EOFError):
+        return "no answer"
+    return dns.rcode.to_text(answer.rcode())
+
+
+def update_queries(messages: Sequence[dns.update.UpdateMessage]) -> list[Query]:
+    """The (name, type) of every record the messages add, once each, in order: what to ask
+    a server afterwards besides the data set's own queries."""
+    seen: dict[Query, None] = {}
+    for message in messages:
+        for rrset in message.update:
+            if rrset.deleting is None:
+                seen.setdefault((rrset.name, dns.rdatatype.to_text(rrset.rdtype)), None)
+    return list(seen)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import UserError
@@ -49,15 +49,6 @@ class ResperfRun:
     lost_at_max_percent: float | None = None
     ramp: list[RampPoint] = field(default_factory=list)
     stdout: str = ""
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ResperfRun:
-        d = dict(data)
-        d["ramp"] = [RampPoint(**p) for p in d.get("ramp", [])]
-        return cls(**d)
 
 
 def parse(stdout: str, plot: str, argv: list[str]) -> ResperfRun:

@@ -6,13 +6,20 @@ and past it, every step STEP_REPEATS times, and per step we record what was offe
 answered, the loss, the rcodes, reply traffic, latency percentiles, and which sockets dropped
 datagrams (the server's or the load generator's, from /proc/net/udp). Seed 001 (NLnet Labs,
 ../shared/seeds/001_f1f5b6aa78e65a04.txt) calls a server up to the task below 5% loss; seed
-002 (ISC) reports the "breaking point": here the last step before the first one under 95%
-(and 99%) answered, never a higher step that held after a lower one failed. A step whose
-offered rate fell under 95% of its target is "not offered": the load generator, not the
-server, fell short, and the sweep says so rather than count it as lost. resperf's ramp (seed
-004) runs beside it. Then latency at fixed offered loads: at 50% and 90% of the server's own
-breaking point and at one common rate, each from at least the profile's probe count,
-measured open loop (the prober sends on a fixed schedule beside dnsperf's -Q load).
+002 (ISC) reports the "breaking point": here a bracket, the last step that held (95%, and
+99%, answered) and the first one that did not, never a higher step that held after a lower one
+failed. A step's rates are over its nominal length (dnsperf's -l, the prober's schedule):
+dnsperf's own run time also holds its wait of up to -t for the last answers, and 27 of the 378
+steps of the 2026-11-26 sweeps looked "not offered" by it although at least 95% of the target
+had been sent over -l (all of -Q x -l by dnsperf in 20 of them). A step whose offered rate
+still fell under 95% of its target is "not offered": the load generator fell short, and such a
+step ends the walk up the steps (the server's breaking point is then at least the last that
+held), unless the server dropped queries at its own sockets in it: then the server was
+already losing queries, and the step is judged on what it answered of what was offered, like
+any other. resperf's ramp (seed 004) runs beside it. Then latency at fixed offered loads: at
+50% and 90% of the server's own breaking point and at one common rate, each from at least the
+profile's probe count, measured open loop (the prober sends on a fixed schedule beside
+dnsperf's -Q load).
 
 Limits handled here rather than ignored:
 - a -Q limiter that bursts to catch up after a stall (dnsperf 2.10's; 2.12 fixed it): every
@@ -35,13 +42,15 @@ import re
 import statistics
 import threading
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 from base.errors import UserError
 from bench.load import dnsperf, resperf
 from bench.load.prober import LatencyStats
-from servers.dnsserver import kernel_rmem_max
+from bench.measure.serial import RENAMED_SERVER, Section
+from servers import kernel_rmem_max
 
 # The offered rates, in % of the closed-loop maximum (the issue's and seed 001's range).
 DEFAULT_STEPS = (10.0, 25.0, 50.0, 75.0, 90.0, 100.0, 110.0, 125.0, 150.0)
@@ -128,14 +137,14 @@ def parse_steps(text: str) -> tuple[float, ...]:
     return tuple(sorted(set(steps)))
 
 
-@dataclass
+@dataclass(kw_only=True)  # keywords only: `run` can come last, where results.json has it
 class Step:
     """One offered rate held for the step's duration."""
 
     percent: float | None         # of the closed-loop maximum; None for the common-rate step
     target_qps: float             # dnsperf -Q
-    offered_qps: float            # queries sent / run time
-    answered_qps: float           # queries completed / run time
+    offered_qps: float            # queries sent / the step's nominal length (duration_s)
+    answered_qps: float           # queries completed / the step's nominal length
     answered_fraction: float      # completed / sent
     lost: int
     latency_us: dict[str, float | None]   # "p50", "p90", "p99", "p99.9", "max"; lost = timeout
@@ -147,34 +156,40 @@ class Step:
     udp_rcvbuf_errors: int | None
     reply_mbit_s: float           # response octets per second, as seed 002 reports it
     burst: bool                   # a second of responses above the target (dnsperf 2.10)
-    run: dnsperf.DnsperfRun       # dnsperf's own report (per-query lines left out)
     repeat: int = 0               # which of the STEP_REPEATS measurements of this load
     # The drops above per socket: the server's, the load generator's, and the rest.
     socket_drops: SocketDrops | None = None
+    # The step's nominal length (dnsperf's -l, the prober's schedule), which its rates are
+    # over; None in files written before it was recorded (their rates were over dnsperf's
+    # run time, which holds the wait for the last answers too: __post_init__ recomputes them
+    # from the raw counts and the -l of dnsperf's command line).
+    duration_s: float | None = None
+    run: dnsperf.DnsperfRun       # dnsperf's own report (per-query lines left out)
+
+    json_absent: ClassVar[dict[str, Any]] = {"udp_rcvbuf_errors": None}  # files before it
+
+    def __post_init__(self) -> None:
+        if self.duration_s is None:
+            seconds = dnsperf.duration_of(self.run.argv)
+            if seconds and self.run.queries_sent:
+                self.duration_s = seconds
+                self.offered_qps, self.answered_qps, self.reply_mbit_s = step_rates(
+                    self.run, self.probes, self.probes - self.probes_lost, seconds)
 
     @property
     def offered(self) -> bool:
         """The load generator put at least OFFERED_SHARE of the target on the server."""
         return self.offered_qps >= OFFERED_SHARE * self.target_qps
 
+    @property
+    def server_dropped(self) -> bool:
+        """Datagrams were dropped at the server's own sockets: it was losing queries itself."""
+        return self.socket_drops is not None and self.socket_drops.server > 0
+
     def outcome(self, answered: float = UP_TO_THE_TASK) -> str:
-        """"not offered", "held" (at least `answered` of what was sent answered) or "lost"."""
-        if not self.offered:
-            return "not offered"
-        return "held" if self.answered_fraction >= answered else "lost"
-
-    def to_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(self).items() if k not in ("run", "socket_drops")},
-                "socket_drops": None if self.socket_drops is None else
-                asdict(self.socket_drops),
-                "run": self.run.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Step:
-        drops = data.get("socket_drops")
-        return cls(**{"udp_rcvbuf_errors": None, **data,
-                      "socket_drops": None if drops is None else SocketDrops(**drops),
-                      "run": dnsperf.DnsperfRun.from_dict(data["run"])})
+        """"held" (at least `answered` of what was sent answered) or "lost"; "not offered"
+        when the load generator fell short and the server dropped nothing at its sockets."""
+        return judged(self.offered, self.server_dropped, self.answered_fraction, answered)
 
 
 @dataclass
@@ -209,10 +224,23 @@ class Level:
         shares = [s.answered_fraction for s in self.steps]
         return min(shares), max(shares)
 
+    @property
+    def server_dropped(self) -> bool:
+        """A repeat dropped datagrams at the server's own sockets."""
+        return any(s.server_dropped for s in self.steps)
+
     def outcome(self, answered: float = UP_TO_THE_TASK) -> str:
-        if not self.offered:
-            return "not offered"
-        return "held" if self.answered_fraction >= answered else "lost"
+        return judged(self.offered, self.server_dropped, self.answered_fraction, answered)
+
+
+def judged(offered: bool, server_dropped: bool, answered_fraction: float,
+           answered: float) -> str:
+    """A load's outcome: "held" or "lost" on its answered share; "not offered" when the
+    load generator sent too little and the server lost nothing at its own sockets (its loss,
+    if any, says nothing of the server's limit then)."""
+    if not offered and not server_dropped:
+        return "not offered"
+    return "held" if answered_fraction >= answered else "lost"
 
 
 def levels_of(steps: Iterable[Step]) -> list[Level]:
@@ -226,15 +254,18 @@ def levels_of(steps: Iterable[Step]) -> list[Level]:
 
 @dataclass(frozen=True)
 class BreakingPoint:
-    """The last load before the first that failed: its offered rate (None when the lowest
-    load already failed), its % of the closed-loop maximum, and what ended the walk up the
-    loads: "lost" (the next load answered under the share), "not offered" (the next load was
-    not offered: the load generator's limit, so the server's is at least this), or "held
-    every step" (also only a lower bound)."""
+    """Where the walk up the loads ended, as a bracket in offered QPS: the last load that
+    held (None when the lowest did not) and the first that failed (None when none did), with
+    their % of the closed-loop maximum, and what ended the walk: "lost" (a load answered under
+    the share), "not offered" (the load generator fell short of a load and the server dropped
+    nothing at its sockets: the server's limit is at least the last that held), "held every
+    step" (also only a lower bound) or "no steps"."""
 
     qps: float | None
     percent: float | None
     ended_by: str
+    failed_qps: float | None = None
+    failed_percent: float | None = None
 
     @property
     def lower_bound(self) -> bool:
@@ -247,8 +278,11 @@ def breaking_point(levels: list[Level], answered: float = UP_TO_THE_TASK) -> Bre
     for level in levels:
         outcome = level.outcome(answered)
         if outcome != "held":
+            failed = level if outcome == "lost" else None
             return BreakingPoint(None if last is None else last.offered_qps,
-                                 None if last is None else last.percent, outcome)
+                                 None if last is None else last.percent, outcome,
+                                 None if failed is None else failed.offered_qps,
+                                 None if failed is None else failed.percent)
         last = level
     if last is None:
         return BreakingPoint(None, None, "no steps")
@@ -261,13 +295,6 @@ class LatencyPoint:
 
     share: float
     step: Step
-
-    def to_dict(self) -> dict:
-        return {"share": self.share, "step": self.step.to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LatencyPoint:
-        return cls(data["share"], Step.from_dict(data["step"]))
 
 
 @dataclass
@@ -287,6 +314,8 @@ class Curve:
     # The server's receive-buffer setting and what its sockets got (ReceiveBuffer.record()).
     receive_buffer: dict | None = None
 
+    json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
+
     def levels(self) -> list[Level]:
         return levels_of(self.steps)
 
@@ -295,7 +324,7 @@ class Curve:
 
     def breaking_point(self, answered: float = UP_TO_THE_TASK) -> float | None:
         """The offered rate of the last load before the first that answered under
-        `answered` (or was not offered)."""
+        `answered` (or was not offered): the bracket's lower end."""
         return self.breaking(answered).qps
 
     def step_near(self, qps: float | None) -> Step | None:
@@ -304,29 +333,9 @@ class Curve:
             return None
         return min(self.steps, key=lambda s: abs(s.offered_qps - qps))
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "threads": self.threads,
-                "connections": self.connections, "closed_loop_qps": self.closed_loop_qps,
-                "steps": [s.to_dict() for s in self.steps],
-                "common_rate_step": (None if self.common_rate_step is None
-                                     else self.common_rate_step.to_dict()),
-                "resperf": None if self.resperf is None else self.resperf.to_dict(),
-                "error": self.error,
-                "latency_points": [p.to_dict() for p in self.latency_points],
-                "receive_buffer": self.receive_buffer}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Curve:
-        d = dict(data)
-        if "driver" in d:  # written before the suite called it a server (up to 2026-11-25)
-            d["server"] = d.pop("driver")
-        d["steps"] = [Step.from_dict(s) for s in d.get("steps", [])]
-        common = d.get("common_rate_step")
-        d["common_rate_step"] = None if common is None else Step.from_dict(common)
-        ramp = d.get("resperf")
-        d["resperf"] = None if ramp is None else resperf.ResperfRun.from_dict(ramp)
-        d["latency_points"] = [LatencyPoint.from_dict(p) for p in d.get("latency_points", [])]
-        return cls(**d)
+# results.json's "capacity": one curve per (server, threads).
+SECTION = Section("capacity", list[Curve], always=True)
 
 
 def latency_figures(answered_s: list[float], lost: int,
@@ -353,24 +362,37 @@ def nearest_rank_f(ordered: list[float], percent: float) -> float:
 
 def step_from_run(percent: float | None, target: float, run: dnsperf.DnsperfRun,
                   probes: LatencyStats, timeout_s: float, rcvbuf_errors: int | None,
-                  socket_drops: SocketDrops | None = None, repeat: int = 0) -> Step:
-    seconds = run.run_time_s or 1.0
+                  socket_drops: SocketDrops | None = None, repeat: int = 0, *,
+                  duration_s: float) -> Step:
+    """One step from dnsperf's run and the prober's beside it, both held for `duration_s`."""
     percentiles, slowest = latency_figures([ns / 1e9 for ns in probes.samples_ns],
                                            probes.lost, timeout_s)
-    sent = run.queries_sent + probes.count + probes.lost
+    probes_sent = probes.count + probes.lost
+    sent = run.queries_sent + probes_sent
     answered = run.queries_completed + probes.count
+    offered_qps, answered_qps, reply_mbit_s = step_rates(run, probes_sent, probes.count,
+                                                         duration_s)
     # The first and last seconds are partial; a burst shows in a full second.
     full = run.interval_qps[1:-1] if len(run.interval_qps) > 2 else run.interval_qps
-    return Step(percent=percent, target_qps=target,
-                offered_qps=sent / seconds,
-                answered_qps=answered / seconds,
+    return Step(percent=percent, target_qps=target, offered_qps=offered_qps,
+                answered_qps=answered_qps,
                 answered_fraction=answered / sent if sent else 0.0,
                 lost=run.queries_lost, latency_us=percentiles, slowest_us=slowest,
-                probes=probes.count + probes.lost, probes_lost=probes.lost,
-                udp_rcvbuf_errors=rcvbuf_errors,
-                reply_mbit_s=run.response_bytes * 8 * run.queries_completed / seconds / 1e6,
+                probes=probes_sent, probes_lost=probes.lost,
+                udp_rcvbuf_errors=rcvbuf_errors, reply_mbit_s=reply_mbit_s,
                 burst=any(q > target * (1 + BURST_TOLERANCE) for q in full), run=run,
-                repeat=repeat, socket_drops=socket_drops)
+                repeat=repeat, socket_drops=socket_drops, duration_s=duration_s)
+
+
+def step_rates(run: dnsperf.DnsperfRun, probes_sent: int, probes_answered: int,
+               seconds: float) -> tuple[float, float, float]:
+    """(offered, answered, reply Mbit/s) of a step: dnsperf's and the prober's queries over
+    the step's nominal length, not over dnsperf's run time (which includes its wait of up to
+    -t for the last answers: in the 2026-11-26 sweeps, steps that sent their whole target
+    came out up to 17% short of it over that time)."""
+    offered = (run.queries_sent + probes_sent) / seconds
+    answered = (run.queries_completed + probes_answered) / seconds
+    return offered, answered, run.response_bytes * 8 * run.queries_completed / seconds / 1e6
 
 
 # --- where datagrams were dropped: per socket, from /proc/net/udp ---------------------------

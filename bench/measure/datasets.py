@@ -22,7 +22,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.process import new_run_dir
-from servers import bindversion
+from servers import selected_bind
 from zonedata.model import Zone
 from zonedata.namedconf import ConfZone, NamedConf, read_named_conf
 from zonedata.queries import split_count, traffic_mix
@@ -147,7 +147,7 @@ def _unsigned_source(args: argparse.Namespace) -> tuple[Stream, int | None]:
         return (lambda: zonefiles.read_zone_dir(args.zones)), None
     if args.named_conf is not None:
         zones = named_conf_zones(args.named_conf, skip_bad=args.skip_bad_zones)
-        compilezone = bindversion.selected(need_drivers=False).compilezone
+        compilezone = selected_bind(need_drivers=False).compilezone
         return (lambda: (zone.read(compilezone) for zone in zones)), len(zones)
     if args.coverage:
         return (lambda: iter(generator.coverage_zones(args.seed))), None
@@ -170,7 +170,7 @@ def describe(args: argparse.Namespace) -> str:
 def named_conf_zones(conf: Path, *, skip_bad: bool) -> list[ConfZone]:
     """The zones of conf that load, each read once here so that a bad one stops the command
     before any store is touched (or, with skip_bad, is left out with a warning)."""
-    bind = bindversion.selected(need_drivers=False)
+    bind = selected_bind(need_drivers=False)
     found = read_named_conf(conf, bind.checkconf)
     _note_conf(found)
     good: list[ConfZone] = []

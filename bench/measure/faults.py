@@ -43,21 +43,20 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import drop_page_cache
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
+from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore
-from loaders import get_loader
-from servers.dnsserver import DnsServer
-from servers.kind import ServerKind
+from servers import DnsServer, ServerKind
 
 METHOD = ("open-loop prober (one query every 1/QPS s on a fixed schedule, each from its own "
           "socket), every query recorded with its send time, RCODE and latency; queries "
@@ -94,11 +93,6 @@ KINDS: dict[str, str] = {
 # The kinds that take a length (`seconds`): how long the fault lasts.
 TIMED = (SIGSTOP, CRASH, WRITER_STALL, WRITER_KILL)
 WRITER_KINDS = (WRITER_STALL, WRITER_KILL)
-# The stores whose data the server reads only as it starts (named's memory, zone files): a
-# dropped page cache costs them nothing while they serve.
-_READ_AT_START = ("memory", "native")
-# The Berkeley DB mode whose writers hold locks readers wait for (loaders/bdbhpt.py).
-TRANSACTIONAL = "transactional"
 
 
 @dataclass(frozen=True)
@@ -182,7 +176,7 @@ def script_for(server: ServerKind, profile: Profile) -> tuple[Fault, ...]:
     """The profile's script for the server's store: the writer faults for the transactional
     Berkeley DB store, the server faults for a store on a database server, less those its
     store cannot have (slapd has no connection to kill); refused if none is left."""
-    script = profile.writer_script if _is_transactional_bdb(server) else profile.server_script
+    script = profile.writer_script if server.writers_hold_locks() else profile.server_script
     possible = tuple(f for f in script if not_applicable(server, f.kind) is None)
     if script and not possible:
         raise UserError(f"{server.name} cannot have the profile's faults: "
@@ -203,25 +197,21 @@ def check_script(server: ServerKind, script: Sequence[Fault], duration_s: float)
 
 def not_applicable(server: ServerKind, kind: str) -> str | None:
     """Why the server's store cannot have this kind of fault; None: it can."""
-    database = get_loader(server.store).database
+    loader = server.loader()
+    database = loader.database
     if kind == SERVER_RESTART:
         return None
     if kind == DB_COLD:
-        return f"{server.name} reads its data only as it starts" \
-            if server.store in _READ_AT_START else None
+        return f"{server.name} reads its data only as it starts" if loader.read_at_start \
+            else None
     if kind in WRITER_KINDS:
-        return None if _is_transactional_bdb(server) else \
+        return None if server.writers_hold_locks() else \
             "only the transactional Berkeley DB store (bdbhpt-t) has writers holding locks"
     if not database.has_server:
         return f"the {server.store} store has no database server"
     if kind == KILL_BACKENDS and not database.kills_clients:
         return f"the {server.store} store's server has no client connections to end"
     return None
-
-
-def _is_transactional_bdb(server: ServerKind) -> bool:
-    return server.store == "bdbhpt" and \
-        getattr(server, "options", {}).get("mode") == TRANSACTIONAL
 
 
 # --- results ---------------------------------------------------------------------------------
@@ -294,24 +284,6 @@ class ServerFaults:
     def sent(self) -> int:
         return sum(s.sent for s in self.seconds)
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "status": self.status, "error": self.error,
-                "threads": self.threads, "baseline_share": self.baseline_share,
-                "steady_p99_us": self.steady_p99_us,
-                "steady_settled_share": self.steady_settled_share,
-                "seconds": [asdict(s) for s in self.seconds],
-                "faults": [asdict(f) for f in self.faults]}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerFaults:
-        return cls(server=data["server"], status=data.get("status", "ok"),
-                   error=data.get("error"), threads=data.get("threads", 1),
-                   baseline_share=data.get("baseline_share"),
-                   steady_p99_us=data.get("steady_p99_us"),
-                   steady_settled_share=data.get("steady_settled_share"),
-                   seconds=[Second(**s) for s in data.get("seconds", [])],
-                   faults=[FaultResult(**f) for f in data.get("faults", [])])
-
 
 @dataclass
 class Faults:
@@ -326,20 +298,14 @@ class Faults:
     script: list[str] = field(default_factory=list)  # Fault.text of each line
     servers: list[ServerFaults] = field(default_factory=list)
 
+    json_absent: ClassVar[dict[str, Any]] = {"profile": "", "dataset": ""}  # when left out
+
     def server(self, name: str) -> ServerFaults | None:
         return next((s for s in self.servers if s.server == name), None)
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "qps": self.qps, "duration_s": self.duration_s,
-                "timeout_s": self.timeout_s, "profile": self.profile, "dataset": self.dataset,
-                "script": list(self.script), "servers": [s.to_dict() for s in self.servers]}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Faults:
-        return cls(method=data["method"], qps=data["qps"], duration_s=data["duration_s"],
-                   timeout_s=data["timeout_s"], profile=data.get("profile", ""),
-                   dataset=data.get("dataset", ""), script=list(data.get("script", [])),
-                   servers=[ServerFaults.from_dict(s) for s in data.get("servers", [])])
+# results.json's "faults": written by `faults` only.
+SECTION = Section("faults", Faults | None)
 
 
 # --- the recording, second by second and fault by fault -------------------------------------
@@ -496,34 +462,34 @@ def _processes(count: int) -> str:
     return f"{count} process{'es' if count != 1 else ''}"
 
 
-def _server_pids(loaded: LoadedStore) -> list[int]:
-    pids = loaded.server_pids()
+def _database_pids(loaded: LoadedStore) -> list[int]:
+    pids = loaded.database_pids()
     if not pids:
-        raise UserError(f"the {loaded.loader.name} store's server has no processes")
+        raise UserError(f"the {loaded.loader.name} store's database server has no processes")
     return pids
 
 
 def _sigstop(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-    pids = _server_pids(loaded)
+    pids = _database_pids(loaded)
     with stopped(pids):
         time.sleep(seconds)
     return f"{_processes(len(pids))} stopped"
 
 
 def _restart(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-    loaded.restart_server()
+    loaded.restart_database()
     return ""
 
 
 def _crash(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-    pids = _server_pids(loaded)
+    pids = _database_pids(loaded)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     time.sleep(seconds)
-    loaded.restart_server()  # stops what is left (nothing), starts it: crash recovery
+    loaded.restart_database()  # stops what is left (nothing), starts it: crash recovery
     return f"{_processes(len(pids))} killed"
 
 
@@ -534,18 +500,13 @@ def _kill_backends(loaded: LoadedStore, seconds: float, moments: Moments) -> str
     return f"{count} connection{'s' if count != 1 else ''} ended"
 
 
-# How a writer holding a lock is run: loaders/bdbhpt.py's hold_zone_lock in a process of its
-# own (its death must not be ours).
-_HOLDER = ("import sys; from loaders.bdbhpt import hold_zone_lock; "
-           "hold_zone_lock(sys.argv[1], sys.argv[2])")
-
-
 @contextmanager
 def _lock_holder(loaded: LoadedStore, zone: str) -> Iterator[subprocess.Popen[str]]:
-    """A writer process holding zone's write lock in the transactional home, until the block
-    ends (killed then if it is still there)."""
-    home = loaded.loader.dlz_args(loaded.target, {"mode": TRANSACTIONAL})["env"]
-    writer = subprocess.Popen([sys.executable, "-c", _HOLDER, home, zone], cwd=REPO_ROOT,
+    """A writer process holding zone's write lock where the server reads (the store's own,
+    ServerKind.zone_lock_holder; a process of its own: its death must not be ours), until the
+    block ends (killed then if it is still there)."""
+    argv = loaded.server.zone_lock_holder(loaded.target, zone)
+    writer = subprocess.Popen(argv, cwd=REPO_ROOT,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout is not None
@@ -579,35 +540,35 @@ def _db_cold(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
     if not loaded.loader.database.has_server:
         drop_page_cache()
         return "page cache dropped (the store has no server to restart)"
-    if not loaded.accounts_server:
+    if not loaded.accounts_database:
         raise UserError("the suite restarts no database server it did not start (--store-url)")
-    loaded.restart_server(cold=True)
+    loaded.restart_database(cold=True)
     return "page cache dropped while the database server was down"
 
 
-def _server_restart(named: DnsServer) -> Action:
+def _server_restart(server: DnsServer) -> Action:
     """The DNS server under test stopped and started again on its port, until it says it
     runs with every zone loaded."""
     def act(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
-        named.stop()
-        named.start()
-        named.wait_running()
-        return f"ready {time.monotonic() - named.exec_time:.2f} s after its exec"
+        server.stop()
+        server.start()
+        server.wait_running()
+        return f"ready {time.monotonic() - server.exec_time:.2f} s after its exec"
     return act
 
 
-def action_for(kind: str, locked_zone: str, named: DnsServer) -> Action:
-    """What doing a fault of this kind is; locked_zone: the zone a writer locks; named: the
+def action_for(kind: str, locked_zone: str, server: DnsServer) -> Action:
+    """What doing a fault of this kind is; locked_zone: the zone a writer locks; server: the
     DNS server under test."""
     actions: dict[str, Action] = {
         KILL_BACKENDS: _kill_backends, SIGSTOP: _sigstop, RESTART: _restart, CRASH: _crash,
         WRITER_STALL: _writer_fault(locked_zone, kill=False),
         WRITER_KILL: _writer_fault(locked_zone, kill=True),
-        SERVER_RESTART: _server_restart(named), DB_COLD: _db_cold}
+        SERVER_RESTART: _server_restart(server), DB_COLD: _db_cold}
     return actions[kind]
 
 
-def run_script(loaded: LoadedStore, named: DnsServer, script: Sequence[Fault], origin_ns: int,
+def run_script(loaded: LoadedStore, server: DnsServer, script: Sequence[Fault], origin_ns: int,
                locked_zone: str, progress: Callable[[str], None]) -> list[FaultResult]:
     """Each fault at its time from origin_ns (the load's start), one after the other; a
     fault whose action fails is recorded with its error and the script goes on."""
@@ -618,8 +579,8 @@ def run_script(loaded: LoadedStore, named: DnsServer, script: Sequence[Fault], o
         moments = Moments()
         moments.begin()
         try:
-            result.note = action_for(fault.kind, locked_zone, named)(loaded, fault.seconds,
-                                                                     moments)
+            result.note = action_for(fault.kind, locked_zone, server)(loaded, fault.seconds,
+                                                                      moments)
         except UserError as exc:
             result.error = str(exc)
         except Exception as exc:  # a database client's error, a writer that would not end
@@ -649,13 +610,13 @@ def measure_server(loaded: LoadedStore, query_file: Path, run_dir: Path, *, qps:
     name = loaded.server.name
     result = ServerFaults(name, threads=threads)
     try:
-        with loaded.named(run_dir, threads=threads) as named:
-            recorder = Recorder(named.host, named.port, query_file,
+        with loaded.dns_server(run_dir, threads=threads) as server:
+            recorder = Recorder(server.host, server.port, query_file,
                                 run_dir / f"recording-{name}.txt", qps=qps,
                                 seconds=duration_s, timeout=timeout_s)
             origin_ns = time.monotonic_ns()
             with recorder:
-                result.faults = run_script(loaded, named, script, origin_ns,
+                result.faults = run_script(loaded, server, script, origin_ns,
                                            loaded.last_zone, progress)
                 recording = recorder.wait()
     except UserError as exc:

@@ -27,21 +27,18 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dns.exception
 import dns.query
 
 from base.errors import UserError
 from base.process import as_user, give_to_service_user, service_environment, service_user
+from bench.measure.serial import Derived, Section
 from bench.measure.serving import LoadedStore
-from servers.dlz import DlzNamed
-from servers.dnsserver import non_recursive_query
-from servers.kind import ServerKind
-from servers.named import Named
-from servers.native import NativeNamed
+from servers import DnsServer, ServerKind, non_recursive_query
 
 METHOD = ("callgrind (Ir), counters dumped and zeroed by callgrind_control at each bracket; "
           "idle window subtracted in proportion to the query window's length; one query at a "
@@ -55,19 +52,10 @@ QUERY_TIMEOUT_S = 10.0
 _DUMP_TIMEOUT_S = 60.0
 _TOTALS = re.compile(r"^totals:\s+(\d+)", re.M)
 
-# The database servers that run under callgrind, and why the others do not (measured
-# on this VM; docs/method/instructions.md).
-DATABASE_UNDER_VALGRIND: dict[str, str] = {
-    "ldap": "slapd",
-    "mysql": "mariadbd",
-}
-DATABASE_NOT_UNDER_VALGRIND: dict[str, str] = {
-    # PostgreSQL forks a backend per connection: under callgrind the postmaster starts (5 s
-    # here) and its forked processes run under it too, but callgrind_control could not dump
-    # a forked process (it did not answer within 120 s), so no window can be bracketed.
-    "pg": "not counted: PostgreSQL's forked backends do not answer callgrind_control",
-}
-NO_DATABASE_SERVER = "none: the driver reads its files inside named, counted in named's figure"
+# Which database servers run under callgrind, and why the others do not, is each database's
+# (Database.profiled_program, not_profiled).
+NO_DATABASE_SERVER = ("none: named reads its files itself (natively or through the DLZ "
+                      "driver), counted in named's figure")
 
 
 @dataclass(frozen=True)
@@ -105,6 +93,12 @@ class Repeat:
     named: Counted
     database: Counted | None = None
 
+    # The per-query figures, written for readers of the file.
+    json_derived: ClassVar[Derived] = {
+        "named_per_query": lambda r: r.named_per_query,
+        "database_per_query": lambda r: r.database_per_query,
+        "total_per_query": lambda r: r.total_per_query}
+
     def per_query(self, counted: Counted | None) -> float | None:
         """Instructions per answered query of one process: the query window less the idle
         window's rate over the query window's length."""
@@ -127,19 +121,6 @@ class Repeat:
         if named is None:
             return None
         return named + (database or 0.0)
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "named_per_query": self.named_per_query,
-                "database_per_query": self.database_per_query,
-                "total_per_query": self.total_per_query}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Repeat:
-        database = data.get("database")
-        return cls(sent=data["sent"], answered=data["answered"],
-                   idle_seconds=data["idle_seconds"], query_seconds=data["query_seconds"],
-                   named=Counted(**data["named"]),
-                   database=None if database is None else Counted(**database))
 
 
 def mean(values: Sequence[float | None]) -> float | None:
@@ -166,6 +147,9 @@ class ServerInstructions:
     error: str | None = None
     repeats: list[Repeat] = field(default_factory=list)
 
+    json_derived: ClassVar[Derived] = {
+        "agreement": lambda s: {w: s.agreement(w) for w in ("named", "database", "total")}}
+
     def figures(self, which: str) -> list[float | None]:
         """Per-repeat instructions per query: which is "named", "database" or "total"."""
         return [getattr(r, f"{which}_per_query") for r in self.repeats]
@@ -180,19 +164,6 @@ class ServerInstructions:
     def unanswered(self) -> int:
         return sum(r.sent - r.answered for r in self.repeats)
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "database": self.database,
-                "database_counted": self.database_counted, "status": self.status,
-                "error": self.error, "repeats": [r.to_dict() for r in self.repeats],
-                "agreement": {w: self.agreement(w) for w in ("named", "database", "total")}}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerInstructions:
-        return cls(server=data["server"], database=data["database"],
-                   database_counted=data.get("database_counted", False),
-                   status=data.get("status", "ok"), error=data.get("error"),
-                   repeats=[Repeat.from_dict(r) for r in data.get("repeats", [])])
-
 
 @dataclass
 class Instructions:
@@ -206,20 +177,14 @@ class Instructions:
     dataset: str
     servers: list[ServerInstructions] = field(default_factory=list)
 
+    json_absent: ClassVar[dict[str, Any]] = {"dataset": ""}  # when left out
+
     def server(self, name: str) -> ServerInstructions | None:
         return next((s for s in self.servers if s.server == name), None)
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "valgrind": self.valgrind, "queries": self.queries,
-                "queries_sha256": self.queries_sha256, "idle_seconds": self.idle_seconds,
-                "dataset": self.dataset, "servers": [s.to_dict() for s in self.servers]}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Instructions:
-        return cls(method=data["method"], valgrind=data["valgrind"], queries=data["queries"],
-                   queries_sha256=data["queries_sha256"], idle_seconds=data["idle_seconds"],
-                   dataset=data.get("dataset", ""),
-                   servers=[ServerInstructions.from_dict(s) for s in data.get("servers", [])])
+# results.json's "instructions": written by `instructions` only.
+SECTION = Section("instructions", Instructions | None)
 
 
 # --- counting --------------------------------------------------------------------------------
@@ -294,7 +259,7 @@ def _totals(path: Path) -> int:
     return int(found.group(1))
 
 
-def ask_each(named: Named, query_set: QuerySet) -> int:
+def ask_each(named: DnsServer, query_set: QuerySet) -> int:
     """Every query once, one at a time, each waiting for its answer; the answers received."""
     answered = 0
     for qname, rdtype in query_set.queries:
@@ -307,13 +272,13 @@ def ask_each(named: Named, query_set: QuerySet) -> int:
     return answered
 
 
-def _named_pids(named: Named) -> Callable[[], list[int]]:
+def _named_pids(named: DnsServer) -> Callable[[], list[int]]:
     # The valgrind process is named itself (valgrind execs the tool in place); the server's
     # own pid is the one to signal.
     return lambda: [named.main_pid()]
 
 
-def one_repeat(named: Named, database: Callgrind | None, query_set: QuerySet,
+def one_repeat(named: DnsServer, database: Callgrind | None, query_set: QuerySet,
                idle_seconds: float) -> Repeat:
     """Warm-up, idle window, query window on a named already started under callgrind."""
     counters = Callgrind(named.run_dir / "callgrind", _named_pids(named))
@@ -337,13 +302,13 @@ def _dump_both(named: Callgrind, database: Callgrind | None) -> tuple[int, int |
     return named.dump(), None if database is None else database.dump()
 
 
-def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Named:
+def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> DnsServer:
     """A named (not started) over the loaded store, running under callgrind, one thread (a
     second worker would only add its idle wake-ups: queries come one at a time)."""
-    named = loaded.named(run_dir, threads=1)
-    if not isinstance(named, Named):
+    if not counts_named(loaded.server):
         raise UserError(f"instructions counts named's instructions: {loaded.server.name} is "
                         f"not named")
+    named = loaded.dns_server(run_dir, threads=1)
     out_dir = named.run_dir / "callgrind"
     out_dir.mkdir(parents=True, exist_ok=True)
     named.run_under(callgrind_wrapper(out_dir))
@@ -351,20 +316,21 @@ def named_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Named:
 
 
 def counts_named(server: ServerKind) -> bool:
-    """Whether the server is named (native or a DLZ driver): the only one counted here."""
-    return isinstance(server, NativeNamed | DlzNamed)
+    """Whether the server's process runs under callgrind (ServerKind.runs_under_wrapper:
+    named's, native or through a DLZ driver): the only one counted here."""
+    return server.runs_under_wrapper
 
 
 def database_description(loaded: LoadedStore) -> tuple[str, bool]:
     """What the database figure is, and whether it is counted."""
-    store = loaded.loader.name
-    if not loaded.loader.database.has_server:
+    database = loaded.loader.database
+    if not database.has_server:
         return NO_DATABASE_SERVER, False
-    if not loaded.accounts_server:
+    if not loaded.accounts_database:
         return "not counted: a lent server (--store-url), not the suite's own", False
-    if store in DATABASE_UNDER_VALGRIND:
-        return DATABASE_UNDER_VALGRIND[store], True
-    return DATABASE_NOT_UNDER_VALGRIND.get(store, "not counted: not tried under Valgrind"), False
+    if database.profiled_program is not None:
+        return database.profiled_program, True
+    return database.not_profiled, False
 
 
 def database_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Callgrind:
@@ -373,8 +339,8 @@ def database_under_callgrind(loaded: LoadedStore, run_dir: Path) -> Callgrind:
     out_dir.mkdir(parents=True, exist_ok=True)
     target: Any = loaded.target  # the store's own PrivateServer (database_description)
     target.run_under(callgrind_wrapper(out_dir))
-    loaded.restart_server()
-    return Callgrind(out_dir, loaded.server_pids)
+    loaded.restart_database()
+    return Callgrind(out_dir, loaded.database_pids)
 
 
 def measure_server(loaded: LoadedStore, query_set: QuerySet, run_dir: Path, *,

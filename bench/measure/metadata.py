@@ -13,79 +13,27 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from base.errors import UserError
 from base.paths import REPO_ROOT
+from base.versions import NOT_INSTALLED, UNKNOWN, command_output
 from bench.load import dnsperf
 from bench.load.hosts import LoadHost, file_digest
 from bench.load.prober import PROBER_BIN
-from servers import bindversion
+from servers import named_version, software_keys, software_versions
 
-NOT_INSTALLED = "not installed"
-UNKNOWN = "unknown"
-
-# key -> command whose first output line is the version (slapd -VV writes to stderr); "bind"
-# is the BIND the run uses (bind_version()).
+# key -> command whose first output line is the version of a store's database software
+# (slapd -VV writes to stderr). The servers' own software (BIND, PowerDNS, NSD, Knot) is each
+# server kind's to read (servers.software_versions).
 _VERSION_COMMANDS: dict[str, list[str]] = {
     "postgresql": ["/usr/lib/postgresql/15/bin/postgres", "--version"],
     "mariadb": ["/usr/sbin/mariadbd", "--version"],
     "slapd": ["/usr/sbin/slapd", "-VV"],
     "berkeley_db": ["/usr/bin/db_stat", "-V"],
-    "nsd": ["/usr/sbin/nsd", "-v"],
-    "knot": ["/usr/sbin/knotd", "--version"],
 }
-
-
-def command_output(argv: Sequence[str]) -> str:
-    """First non-empty line of a command's stdout+stderr; NOT_INSTALLED if it cannot run."""
-    try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=20,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return NOT_INSTALLED
-    for line in (done.stdout + "\n" + done.stderr).splitlines():
-        if line.strip():
-            return _tidy(line, argv[0])
-    return UNKNOWN
-
-
-def _tidy(line: str, program: str) -> str:
-    """Drop what is not version: slapd's "@(#) $OpenLDAP: ... $" frame, a program's path."""
-    line = line.strip().removeprefix("@(#) $OpenLDAP: ").removesuffix("$").strip()
-    if line.startswith(program):
-        line = Path(program).name + " " + line.removeprefix(program).strip()
-    return line
-
-
-def bind_version() -> str:
-    """`named -v` of the BIND selected for this run (servers/bindversion.py), 9.18 or 9.20."""
-    try:
-        bind = bindversion.selected(need_drivers=False)
-    except UserError:
-        return NOT_INSTALLED
-    return command_output(bind.command(["/usr/sbin/named", "-v"], with_drivers=False))
 
 
 def other_bind_versions(versions: set[str]) -> dict[str, str]:
     """`named -v` of each BIND some rows run besides the run's own (NAME@VERSION rows)."""
-    found = {}
-    for version in sorted(versions):
-        try:
-            bind = bindversion.select(version, need_drivers=False)
-        except UserError:
-            found[version] = NOT_INSTALLED
-            continue
-        found[version] = command_output(bind.command(["/usr/sbin/named", "-v"],
-                                                     with_drivers=False))
-    return found
-
-
-def package_version(package: str) -> str:
-    """A Debian package's installed version, via dpkg-query."""
-    out = command_output(["dpkg-query", "-W", "-f=${Status} ${Version}", package])
-    parts = out.split()
-    if len(parts) == 4 and parts[2] == "installed":
-        return parts[3]
-    return NOT_INSTALLED
+    return {version: named_version(version) for version in sorted(versions)}
 
 
 def dnsperf_version() -> str:
@@ -177,11 +125,9 @@ def collect() -> dict[str, object]:
     meta: dict[str, object] = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
-    meta["bind"] = bind_version()
+    meta.update(software_versions())
     for key, argv in _VERSION_COMMANDS.items():
         meta[key] = command_output(argv)
-    # pdns_server's --version line starts with a log timestamp: the package says it plainly.
-    meta["powerdns"] = f"PowerDNS {package_version('pdns-server')}"
     meta["dnsperf"] = dnsperf_version()
     meta["python"] = platform.python_version()
     meta["kernel"] = platform.release()
@@ -194,7 +140,7 @@ def collect() -> dict[str, object]:
     return meta
 
 
-METADATA_KEYS = ("date", "bind", *_VERSION_COMMANDS, "powerdns", "dnsperf", "python", "kernel",
+METADATA_KEYS = ("date", *software_keys(), *_VERSION_COMMANDS, "dnsperf", "python", "kernel",
                  "os", "machine", "cpu_model", "cpu_count", "cpu_usable", "memory_kb", "boot_id",
                  "git_commit", "git_dirty")
 

@@ -26,9 +26,10 @@ from base.errors import UserError
 from bench.load import prober
 from bench.load.dnsperf import DnsperfRun
 from bench.measure import accounting, stats
-from bench.measure.loadgen import core_use
+from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
+from bench.measure.loadgen import generator_limit
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, FreshStart, QpsSummary, Results, RoundRun, save_results
+from bench.measure.results import Results, save_results
 from bench.measure.runner import (
     Measuring,
     Phase,
@@ -39,8 +40,7 @@ from bench.measure.runner import (
     pin_processes,
 )
 from bench.measure.serving import LoadedStore, loaded_store
-from servers import DLZ_CEILING, REFERENCE, base_name
-from servers.kind import ServerKind
+from servers import DLZ_CEILING, REFERENCE, ServerKind, base_name
 
 # Two warm-up runs in a row within 10% of each other: the warm-up is over. In the committed
 # quick runs (3 runs of 4 s each per cell) the median spread between runs of one cell was 3-11%
@@ -49,15 +49,18 @@ STEADY = 0.10
 
 # The plan's figures (seconds) for what the profile does not time itself; the progress line
 # scales them by how long the finished steps really took. Measured orders of magnitude:
-# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), named answers for
+# loading 1,000 zones takes 0.3-0.8 s (docs/results/startup-2026-11-21), a server answers for
 # every zone 0.04-0.2 s after exec; a private PostgreSQL, MariaDB or slapd is initialised and
 # started in seconds.
 STORE_SETUP_S = 3.0        # a store's files written and loaded
 DATABASE_START_S = 10.0    # a private database server initialised and started, besides
 RUN_OVERHEAD_S = 0.5       # dnsperf's start and exit, the CPU meters, around each run
-RESTART_S = 2.0            # named stopped and started again, every zone answering
+RESTART_S = 2.0            # the server stopped and started again, every zone answering
 DATABASE_RESTART_S = 3.0   # a database server stopped and started again
 STEADY_RUNS_EXPECTED = 3   # warm-up runs after a fresh start (2 at least)
+# dnsperf prints the responses of every second of a round's run (DnsperfRun.interval_qps): a
+# dip inside a run shows there, where the run's one QPS hides it.
+PER_SECOND = ("-S", "1")
 
 
 def steady_warmup_s(rounds: Rounds) -> float:
@@ -192,7 +195,7 @@ class RoundsRunner(Runner):
                         self.progress.skip(len(self.closing))
             finally:
                 for m in opened:
-                    m.named.stop()
+                    m.server.stop()
                 save_results(self.results, self.setup.out_dir)
         return self.results
 
@@ -218,25 +221,25 @@ class RoundsRunner(Runner):
         keep running for the rounds. Every cell is recorded here, its figures filled in
         later."""
         running = []
-        for server in self.servers:
-            store = stores[server.loader().name]
+        for kind in self.servers:
+            store = stores[kind.loader().name]
             for threads in self.setup.threads:
-                cell = Cell(server.name, threads, self._connections(threads))
+                cell = Cell(kind.name, threads, self._connections(threads))
                 self._record(cell)
                 if isinstance(store, str):
                     cell.status, cell.error = "failed", store
                     self.progress.skip(len(self.opening))
                     continue
-                if self.not_applicable(server, cell):
+                if self.not_applicable(kind, cell):
                     self.progress.skip(len(self.opening))
                     continue
-                loaded = dataclasses.replace(store, server=server)
-                named = self.build(loaded, threads, cell.connections)
-                m = Measuring(loaded, named, cell)
+                loaded = dataclasses.replace(store, server=kind)
+                server = self.build(loaded, threads, cell.connections)
+                m = Measuring(loaded, server, cell)
                 if self.run_phases(m, self.opening, _label(m)):
                     running.append(m)
                 else:
-                    named.stop()
+                    server.stop()
         save_results(self.results, self.setup.out_dir)
         return running
 
@@ -249,7 +252,7 @@ class RoundsRunner(Runner):
         rounds = self.profile.rounds
         runs: list[DnsperfRun] = []
         while len(runs) < rounds.steady_max_runs and not is_steady([r.qps for r in runs]):
-            runs.append(self.dnsperf(m.named, rounds.steady_s))
+            runs.append(self.dnsperf(m.server, rounds.steady_s))
         return FreshStart(round_index, startup_ms, runs, is_steady([r.qps for r in runs]))
 
     # --- the rounds ---------------------------------------------------------------------------
@@ -262,18 +265,19 @@ class RoundsRunner(Runner):
         planned = len(self.plan.rounds)
         began = time.monotonic()
         done, reason = 0, "no cell to measure"
+        checks: list[list[stats.WatchedRatio]] = []
         while running:
             self.progress.step(f"round {done + 1} (at most {done + planned}): "
                                f"{len(running)} cells")
             planned -= 1
             self.run_round(running, done)
             done += 1
-            ratios = self.update_figures(running)
+            checks.append(self.update_figures(running))
             save_results(self.results, self.setup.out_dir)
             elapsed = time.monotonic() - began
-            print(f"round {done}: {widest_text(ratios, rounds.target)}", file=sys.stderr,
+            print(f"round {done}: {widest_text(checks[-1], rounds.target)}", file=sys.stderr,
                   flush=True)
-            stop = rule.reason_to_stop(done, ratios, elapsed)
+            stop = rule.reason_to_stop(done, checks, elapsed)
             if stop is not None:
                 reason = stop
                 break
@@ -287,7 +291,11 @@ class RoundsRunner(Runner):
             "min_rounds": rounds.min_rounds, "max_rounds": rounds.max_rounds,
             "budget_s": rounds.budget_s, "target": rounds.target,
             "restart_every": rounds.restart_every, "run_s": rounds.run_s,
-            "steady_s": rounds.steady_s, "steady_within": STEADY}
+            "steady_s": rounds.steady_s, "steady_within": STEADY,
+            "checks_in_a_row": stats.CHECKS_IN_A_ROW,
+            "not_waited_for": [f"{r.name}: {r.not_waited_because}"
+                               for r in (checks[-1] if checks else [])
+                               if r.not_waited_because is not None]}
         self.results.meta["calibration"] = calibration(self.results.cells)
 
     def run_round(self, running: list[Measuring], index: int) -> None:
@@ -315,41 +323,47 @@ class RoundsRunner(Runner):
     def fresh_start(self, group: list[Measuring], index: int) -> None:
         """The store's server and every server over it started afresh, each warmed up."""
         for m in group:
-            m.named.stop()
-        group[0].loaded.restart_server()
-        pin_processes(group[0].loaded.server_pids(), self.server_cpus)
+            m.server.stop()
+        group[0].loaded.restart_database()
+        pin_processes(group[0].loaded.database_pids(), self.server_cpus)
         for m in group:
-            m.named.start()
-            startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
-                                              timeout=self.profile.startup_timeout_s) * 1000
-            pin_processes(m.named.pids(), self.server_cpus)
-            self.wait_all_zones(m.named)
+            m.server.start()
+            startup_ms = m.server.wait_answers(m.loaded.last_zone, "SOA",
+                                               timeout=self.profile.startup_timeout_s) * 1000
+            pin_processes(m.server.pids(), self.server_cpus)
+            self.wait_all_zones(m.server)
             m.cell.starts.append(self.warm_start(m, index, startup_ms))
 
     def round_run(self, m: Measuring, index: int) -> None:
-        """One QPS run of the cell, with the CPU its server used during it."""
-        has_db = m.loaded.accounts_server
-        named_cpu = accounting.CpuMeter(m.named.pids())
-        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
-        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
-            run = self.dnsperf(m.named, self.profile.rounds.run_s)
+        """One QPS run of the cell, with the CPU its server used during it (user and system
+        apart), its span and every CPU's time over it, and dnsperf's responses per second."""
+        has_db = m.loaded.accounts_database
+        server_cpu = accounting.CpuMeter(m.server.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.database_pids())
+        machine = accounting.MachineMeter()
+        with accounting.MemorySampler(m.loaded.database_pids()) as db_mem, machine, server_cpu, \
+                db_cpu:
+            run = self.dnsperf(m.server, self.profile.rounds.run_s, extra=PER_SECOND)
         m.cell.qps_runs.append(run)
-        m.cell.qps_rounds.append(RoundRun(index, len(m.cell.starts) - 1, named_cpu.seconds,
-                                          db_cpu.seconds if has_db else None))
+        m.cell.qps_rounds.append(RoundRun(
+            index, len(m.cell.starts) - 1, server_cpu.seconds, db_cpu.seconds if has_db else None,
+            began_s=machine.began_s, ended_s=machine.ended_s, server_user_s=server_cpu.user,
+            server_system_s=server_cpu.system, db_user_s=db_cpu.user if has_db else None,
+            db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
         m.cell.peak_rss_kb = {
-            "named": max(accounting.peak_rss_kb(m.named.pids()),
-                         m.cell.peak_rss_kb.get("named") or 0),
+            "server": max(accounting.peak_rss_kb(m.server.pids()),
+                          m.cell.peak_rss_kb.get("server") or 0),
             "db": max(db_mem.peak_pss_kb, m.cell.peak_rss_kb.get("db") or 0) if has_db else None}
 
     def drop(self, running: list[Measuring], m: Measuring, exc: UserError) -> None:
         """A cell that failed in a round: stopped, kept with the runs it has, out of the rest."""
         m.cell.status, m.cell.error = "failed", str(exc)
-        m.named.stop()
+        m.server.stop()
         running[:] = [r for r in running if r is not m]
 
-    def update_figures(self, running: list[Measuring]) -> list[stats.Interval | None]:
-        """Every cell's QPS interval, CPU per query and ratios from the rounds so far; the
-        ratios the stop rule waits for."""
+    def update_figures(self, running: list[Measuring]) -> list[stats.WatchedRatio]:
+        """Every cell's QPS interval, CPU per query and ratios from the rounds so far: the
+        ratios the stop rule watches."""
         for m in running:
             set_qps_figures(m.cell)
         return update_ratios([m.cell for m in running], self.profile.rounds.target,
@@ -361,7 +375,7 @@ class RoundsRunner(Runner):
         try:
             self.run_phases(m, self.closing, _label(m))
         finally:
-            m.named.stop()
+            m.server.stop()
             save_results(self.results, self.setup.out_dir)
 
 
@@ -371,20 +385,20 @@ def set_qps_figures(cell: Cell) -> None:
     answered = sum(r.queries_completed for r in cell.qps_runs)
     db = [r.db_cpu_s for r in cell.qps_rounds]
     cell.cpu_us_per_query = {
-        "named": accounting.us_per_query(sum(r.named_cpu_s or 0.0 for r in cell.qps_rounds),
+        "server": accounting.us_per_query(sum(r.server_cpu_s or 0.0 for r in cell.qps_rounds),
                                          answered),
         "db": None if None in db else accounting.us_per_query(sum(db), answered),
         "dnsperf": Runner.dnsperf_cpu(cell)}
 
 
 def update_ratios(cells: list[Cell], target: float,
-                  cpus: int | None) -> list[stats.Interval | None]:
+                  cpus: int | None) -> list[stats.WatchedRatio]:
     """Each cell's ratio to native BIND's and to the memory driver's QPS at its thread count,
     and a row on another BIND's (NAME@VERSION) to its own row on the run's BIND, from the
-    rounds both ran in, with whether it met `target`; the ratios the stop rule waits for: those
-    between cells the load generator did not limit (`cpus`: the server's pinned CPUs), whose
-    figures cannot be ranked anyway."""
-    waited: list[stats.Interval | None] = []
+    rounds both ran in, with whether it met `target`; every ratio for the stop rule, those
+    between cells the load generator limited (`cpus`: the server's pinned CPUs) marked not
+    waited for, with why: their figures cannot be ranked anyway."""
+    watched: list[stats.WatchedRatio] = []
     for cell in cells:
         for reference in dict.fromkeys((REFERENCE, DLZ_CEILING, base_name(cell.server))):
             ref = next((c for c in cells if c.server == reference
@@ -396,10 +410,12 @@ def update_ratios(cells: list[Cell], target: float,
                 continue
             cell.ratios[reference] = ratio
             cell.ratio_target_met[reference] = ratio.meets(target)
-            if not (core_use(cell, cpus).load_generator_bound
-                    or core_use(ref, cpus).load_generator_bound):
-                waited.append(ratio)
-    return waited
+            limited = [c.server for c in (cell, ref) if generator_limit(c, cpus).bound]
+            watched.append(stats.WatchedRatio(
+                f"{cell.server}/{reference} at {cell.threads} thread(s)", ratio,
+                f"the load generator limits {' and '.join(limited)} at {cell.threads} "
+                "thread(s)" if limited else None))
+    return watched
 
 
 def calibration(cells: list[Cell]) -> dict | None:
@@ -415,17 +431,24 @@ def calibration(cells: list[Cell]) -> dict | None:
             "drift": last / first - 1 if first else None}
 
 
-def widest_text(ratios: Sequence[stats.Interval | None], target: float) -> str:
-    """The progress line's word on the ratios: the widest interval's half-width against the
-    target, and how many ratios have no interval yet (too few rounds)."""
-    widths = [width for r in ratios if r is not None and (width := r.half_width) is not None]
-    missing = len(ratios) - len(widths)
-    if not ratios:
-        return "no ratio to wait for"
-    text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
-    if missing:
-        text += f", {missing} of {len(ratios)} without one yet"
-    return f"{text} (target +-{100 * target:g}%)"
+def widest_text(ratios: Sequence[stats.WatchedRatio], target: float) -> str:
+    """The progress line's word on the ratios the stop rule waits for: the widest interval's
+    half-width against the target, how many have no interval yet (too few rounds), and how
+    many it does not wait for."""
+    waited = [r.interval for r in ratios if r.not_waited_because is None]
+    widths = [width for r in waited if r is not None and (width := r.half_width) is not None]
+    missing = len(waited) - len(widths)
+    skipped = len(ratios) - len(waited)
+    if not waited:
+        text = "no ratio to wait for"
+    else:
+        text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
+        if missing:
+            text += f", {missing} of {len(waited)} without one yet"
+        text += f" (target +-{100 * target:g}%)"
+    if skipped:
+        text += f", {skipped} of {len(ratios)} not waited for (load generator)"
+    return text
 
 
 def split_at_qps(phases: Sequence[Phase]) -> tuple[list[Phase], list[Phase]]:

@@ -5,7 +5,7 @@ The reference server (native BIND) is measured first, then every other server. F
 store is loaded once; for each thread count the store's server is restarted and the DNS server
 started afresh, then the phases of PHASES run in order: startup time, a check of the answers
 against the reference's, a discarded warm-up run, unloaded latency, R dnsperf runs, loaded
-latency, update visibility, and CPU/memory cost. Every figure is measured here; drivers and
+latency, update visibility, and CPU/memory cost. Every figure is measured here; servers and
 stores never time themselves.
 """
 
@@ -30,18 +30,24 @@ from base.transports import TlsFiles, self_signed
 from bench.load import dnsperf, prober, resperf
 from bench.load.hosts import LoadHost
 from bench.measure import accounting, capacity, stats
+from bench.measure.cells import Cell, QpsSummary
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, QpsSummary, Results, save_results
+from bench.measure.results import Results, save_results
+from bench.measure.serial import to_json
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.verify.answers import Answer, ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import classify
+from bench.verify.compare import UNEXPLAINED, classify
 from databases.store_urls import PRIVATE, StoreUrls
-from servers.dlz import DlzNamed
-from servers.dnsserver import DnsServer
-from servers.external import ExternalServer, Target
-from servers.kind import ServerKind
-from servers.native import NativeNamed
+from servers import (
+    DLZ_CEILING,
+    REFERENCE,
+    DnsServer,
+    ExternalServer,
+    ServerKind,
+    Target,
+    group_of,
+)
 from zonedata.derive import Query
 from zonedata.model import Zone, make_record
 from zonedata.queries import read_query_file
@@ -91,7 +97,7 @@ class Profile:
     threads: tuple[int, ...] = (1, 2, 4)
     clients: int = 4      # dnsperf's sockets at least; more with more named threads
     queue_depth: int = 100
-    startup_timeout_s: float = 120.0  # until named answers for the last zone
+    startup_timeout_s: float = 120.0  # until the server answers for the last zone
     step_s: float = 5.0           # each offered-load step of `capacity`
     resperf_ramp_s: float = 10.0  # resperf's ramp in `capacity`
     capacity: bool = False        # `run` sweeps offered load too (the capacity phase)
@@ -113,7 +119,8 @@ PROFILES = {
                                   restart_every=1, steady_s=0.3, steady_max_runs=3)),
     "quick": Profile("quick", zones=1000, records=10, queries=20000, warmup_s=2.0,
                      duration_s=4.0, runs=3, probes=1000, check_queries=200, threads=(1,),
-                     rounds=QUICK_ROUNDS, server_groups=(NativeNamed.group, DlzNamed.group)),
+                     rounds=QUICK_ROUNDS,
+                     server_groups=(group_of(REFERENCE), group_of(DLZ_CEILING))),
     # Every built server at 1, 2 and 4 threads: PowerDNS, NSD and Knot beside BIND.
     "quick-all": Profile("quick-all", zones=1000, records=10, queries=20000, warmup_s=2.0,
                          duration_s=4.0, runs=3, probes=1000, check_queries=200,
@@ -170,7 +177,7 @@ class Setup:
 # CLIENTS_PER_THREAD x N sockets leave one of N workers idle is N x (1 - 1/N)^(8N), 0.04%
 # at N = 4.
 CLIENTS_PER_THREAD = 8
-# An update named has not answered after this long is not seen: far above every server's
+# An update the server has not answered after this long is not seen: far above every server's
 # measured delay (the memory driver's reload of 1,000 zones, the slowest, is under a second).
 UPDATE_TIMEOUT_S = 30.0
 
@@ -219,7 +226,7 @@ class Measuring:
     """One cell being measured: the store, the server started over it, and its figures."""
 
     loaded: LoadedStore | None  # None: a --target server (its phases never touch a store)
-    named: DnsServer
+    server: DnsServer
     cell: Cell
 
 
@@ -290,8 +297,8 @@ class Runner:
         (served once here, for the runs that do not measure the reference itself)."""
         with loaded_store(self.setup.reference, self.setup.stream,
                           self.setup.run_dir) as reference, \
-                reference.named(self.setup.run_dir, threads=1) as named:
-            self.reference = {query: self.ask(named, query) for query in self.check}
+                reference.dns_server(self.setup.run_dir, threads=1) as server:
+            self.reference = {query: self.ask(server, query) for query in self.check}
 
     def run_server(self, server: ServerKind) -> None:
         try:
@@ -323,8 +330,8 @@ class Runner:
             self.progress.skip(len(self.phases))
             self._record(cell)
             return
-        named = self.build(loaded, threads, cell.connections)
-        self.measure_cell(Measuring(loaded, named, cell), label)
+        server = self.build(loaded, threads, cell.connections)
+        self.measure_cell(Measuring(loaded, server, cell), label)
 
     def not_applicable(self, server: ServerKind, cell: Cell) -> bool:
         """Whether the server cannot answer over the run's transport: then the cell is n/a,
@@ -337,19 +344,19 @@ class Runner:
 
     def build(self, loaded: LoadedStore, threads: int, connections: int) -> DnsServer:
         """The cell's server (not started), answering over TLS too when the run is DoT."""
-        named = loaded.named(self.setup.run_dir, threads=threads, connections=connections)
+        server = loaded.dns_server(self.setup.run_dir, threads=threads, connections=connections)
         if self.tls is not None:
-            named.serve_tls(self.tls)
-        return named
+            server.serve_tls(self.tls)
+        return server
 
     def run_target_cell(self, target: Target, threads: int) -> None:
         """Every phase against a server the suite did not start; `threads` is its own worker
         count as its operator gave it (it sets dnsperf's client sockets)."""
         # No connections of the suite's: what the server keeps to its data is its own.
         cell = Cell(target.label, threads, 0, target=target.given)
-        named = target.server(self.setup.run_dir / f"target-{target.label}-{threads}",
-                              threads=threads)
-        self.measure_cell(Measuring(None, named, cell),
+        server = target.server(self.setup.run_dir / f"target-{target.label}-{threads}",
+                               threads=threads)
+        self.measure_cell(Measuring(None, server, cell),
                           f"{target.label} at {target.address} threads={threads}")
 
     def measure_cell(self, m: Measuring, label: str) -> None:
@@ -357,7 +364,7 @@ class Runner:
         try:
             self.run_phases(m, self.phases, label)
         finally:
-            m.named.stop()
+            m.server.stop()
         self._record(m.cell)
 
     def run_phases(self, m: Measuring, phases: Sequence[Phase], label: str) -> bool:
@@ -378,17 +385,18 @@ class Runner:
     # --- the phases, in PHASES order --------------------------------------------------------
 
     def start_server(self, m: Measuring) -> None:
-        """A fresh start: the store's server restarted, then named, timed to the last zone."""
-        m.loaded.restart_server()
-        pin_processes(m.loaded.server_pids(), self.server_cpus)
-        m.named.start()
-        m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
-                                                 timeout=self.profile.startup_timeout_s) * 1000
-        pin_processes(m.named.pids(), self.server_cpus)
-        self.wait_all_zones(m.named)
+        """A fresh start: the store's database server restarted, then the server, timed to the
+        last zone."""
+        m.loaded.restart_database()
+        pin_processes(m.loaded.database_pids(), self.server_cpus)
+        m.server.start()
+        m.cell.startup_ms = m.server.wait_answers(m.loaded.last_zone, "SOA",
+                                                  timeout=self.profile.startup_timeout_s) * 1000
+        pin_processes(m.server.pids(), self.server_cpus)
+        self.wait_all_zones(m.server)
 
     def check_answers(self, m: Measuring) -> None:
-        m.cell.mismatches = self.count_mismatches(m.loaded.server, m.named)
+        m.cell.mismatches = self.count_mismatches(m.loaded.server, m.server)
         if m.cell.mismatches:
             m.cell.status = "wrong"
             m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
@@ -396,12 +404,12 @@ class Runner:
                             "for details)")
 
     def warm_up(self, m: Measuring) -> None:
-        m.cell.warmup_run = self.dnsperf(m.named, self.profile.warmup_s)
+        m.cell.warmup_run = self.dnsperf(m.server, self.profile.warmup_s)
 
     def unloaded_latency(self, m: Measuring) -> None:
         if self.prober_cannot(m, "latency_unloaded"):
             return
-        m.cell.latency_unloaded = self.probe(m.named)
+        m.cell.latency_unloaded = self.probe(m.server)
 
     def prober_cannot(self, m: Measuring, figure: str) -> bool:
         """Whether the prober cannot speak the run's transport (DoT): the figure is then
@@ -412,26 +420,26 @@ class Runner:
         return True
 
     def measure_qps(self, m: Measuring) -> None:
-        named_cpu = accounting.CpuMeter(m.named.pids())
-        db_cpu = accounting.CpuMeter(m.loaded.server_pids())
-        with accounting.MemorySampler(m.loaded.server_pids()) as db_mem, named_cpu, db_cpu:
+        server_cpu = accounting.CpuMeter(m.server.pids())
+        db_cpu = accounting.CpuMeter(m.loaded.database_pids())
+        with accounting.MemorySampler(m.loaded.database_pids()) as db_mem, server_cpu, db_cpu:
             self.qps_runs(m)
         cell = m.cell
         answered = sum(r.queries_completed for r in cell.qps_runs)
         # None, not 0: a server the suite did not start is unaccounted, not free.
-        has_db = m.loaded.accounts_server
+        has_db = m.loaded.accounts_database
         cell.cpu_us_per_query = {
-            "named": accounting.us_per_query(named_cpu.seconds, answered),
+            "server": accounting.us_per_query(server_cpu.seconds, answered),
             "db": accounting.us_per_query(db_cpu.seconds, answered) if has_db else None,
             "dnsperf": self.dnsperf_cpu(cell),
         }
-        cell.peak_rss_kb = {"named": accounting.peak_rss_kb(m.named.pids()),
+        cell.peak_rss_kb = {"server": accounting.peak_rss_kb(m.server.pids()),
                             "db": db_mem.peak_pss_kb if has_db else None}
 
     def qps_runs(self, m: Measuring) -> None:
         """The measured dnsperf runs and their median."""
         for _ in range(self.profile.runs):
-            m.cell.qps_runs.append(self.dnsperf(m.named, self.profile.duration_s))
+            m.cell.qps_runs.append(self.dnsperf(m.server, self.profile.duration_s))
         m.cell.qps = QpsSummary.from_runs(m.cell.qps_runs)
 
     @staticmethod
@@ -447,11 +455,11 @@ class Runner:
         `capacity`'s (latency_points)."""
         if self.prober_cannot(m, "latency_loaded"):
             return
-        with dnsperf.start_background(m.named.host, self.port(m.named), self.setup.query_file,
-                                      **self._dnsperf_options(m.named),
+        with dnsperf.start_background(m.server.host, self.port(m.server), self.setup.query_file,
+                                      **self._dnsperf_options(m.server),
                                       hosts=self.setup.load_hosts) as load:
             load.wait_sending(timeout=30)
-            m.cell.latency_loaded = self.probe(m.named)
+            m.cell.latency_loaded = self.probe(m.server)
             m.cell.loaded_run = load.stop()
 
     def capacity_sweep(self, m: Measuring) -> None:
@@ -460,20 +468,20 @@ class Runner:
         ramp; saved after every step (Ctrl-C keeps them)."""
         closed = m.cell.qps.median
         curve = capacity.Curve(m.cell.server, m.cell.threads, m.cell.connections, closed,
-                               receive_buffer=self.receive_buffer_record(m.named))
+                               receive_buffer=self.receive_buffer_record(m.server))
         self.results.capacity.append(curve)
         if not closed:
             curve.error = "no closed-loop maximum to step around"
             return
         for repeat, percent in capacity.sweep_order(self.setup.steps, capacity.STEP_REPEATS):
-            curve.steps.append(self.offered_step(m.named, percent, closed * percent / 100,
+            curve.steps.append(self.offered_step(m.server, percent, closed * percent / 100,
                                                  repeat=repeat))
             save_results(self.results, self.setup.out_dir)
         self.latency_points(m, curve)
         curve.resperf = resperf.ramp(
-            m.named.host, self.port(m.named), self.setup.query_file,
+            m.server.host, self.port(m.server), self.setup.query_file,
             max_qps=closed * capacity.RESPERF_REACH, ramp_s=self.profile.resperf_ramp_s,
-            clients=clients_for(self.profile, m.named.threads), cpu_list=self.load_cpus,
+            clients=clients_for(self.profile, m.server.threads), cpu_list=self.load_cpus,
             hosts=self.setup.load_hosts, transport=self.setup.transport)
         save_results(self.results, self.setup.out_dir)
 
@@ -483,30 +491,30 @@ class Runner:
         breaking = curve.breaking_point()
         for share in capacity.LATENCY_SHARES if breaking else ():
             curve.latency_points.append(
-                capacity.LatencyPoint(share, self.latency_step(m.named, share * breaking)))
+                capacity.LatencyPoint(share, self.latency_step(m.server, share * breaking)))
             save_results(self.results, self.setup.out_dir)
         if self.setup.common_rate:
-            curve.common_rate_step = self.latency_step(m.named, self.setup.common_rate)
+            curve.common_rate_step = self.latency_step(m.server, self.setup.common_rate)
 
-    def latency_step(self, named: DnsServer, target: float) -> capacity.Step:
+    def latency_step(self, server: DnsServer, target: float) -> capacity.Step:
         seconds = capacity.latency_point_seconds(target, self.profile.probes,
                                                  self.profile.step_s)
-        return self.offered_step(named, None, target, seconds=seconds,
+        return self.offered_step(server, None, target, seconds=seconds,
                                  probe_share=capacity.LATENCY_PROBE_SHARE)
 
     @staticmethod
-    def receive_buffer_record(named: DnsServer) -> dict:
+    def receive_buffer_record(server: DnsServer) -> dict:
         """The server's receive-buffer setting, the buffer its sockets got (as the kernel
         holds it: twice what SO_RCVBUF was given), and the load generator's (dnsperf -b)."""
-        record = named.receive_buffer.record()
+        record = server.receive_buffer.record()
         ss = subprocess.run(["ss", "-uanme"], capture_output=True, text=True, check=False)
         got = capacity.socket_receive_buffers(
-            ss.stdout, capacity.process_socket_inodes(named.pids()))
+            ss.stdout, capacity.process_socket_inodes(server.pids()))
         record["socket_rcvbuf"] = sorted(set(got))
         record["load_generator_bytes"] = capacity.load_generator_buffer()
         return record
 
-    def offered_step(self, named: DnsServer, percent: float | None, target: float, *,
+    def offered_step(self, server: DnsServer, percent: float | None, target: float, *,
                      repeat: int = 0, seconds: float | None = None,
                      probe_share: float = capacity.PROBE_SHARE) -> capacity.Step:
         """dnsperf held at `target` queries per second for one step (the profile's step time
@@ -515,19 +523,19 @@ class Runner:
         time.sleep(1.0)  # a backlog left by an overloaded step drains first
         seconds = seconds or self.profile.step_s
         probing = capacity.probe_rate(target, probe_share)
-        server_sockets = capacity.process_socket_inodes(named.pids())
+        server_sockets = capacity.process_socket_inodes(server.pids())
         sockets_before = capacity.read_udp_socket_drops()
         drops_before = accounting.udp_receive_buffer_errors()
         buffer_kb = capacity.load_generator_buffer() // 1024
         with dnsperf.start_background(
-                named.host, self.port(named), self.setup.query_file, duration=seconds,
-                clients=clients_for(self.profile, named.threads),
+                server.host, self.port(server), self.setup.query_file, duration=seconds,
+                clients=clients_for(self.profile, server.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus, rate=target - probing, hosts=self.setup.load_hosts,
                 extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else []),
                        *dnsperf.transport_args(self.setup.transport)]) as load, \
                 capacity.SocketWatch(load.pid) as watch:
-            probes = prober.probe(named.host, named.port, self.setup.query_file,
+            probes = prober.probe(server.host, server.port, self.setup.query_file,
                                   capacity.MAX_PROBES, timeout=capacity.STEP_TIMEOUT_S,
                                   cpu_list=self.load_cpus, seconds=seconds,
                                   interval=1 / probing, open_loop=True,
@@ -540,7 +548,7 @@ class Runner:
         per_socket = capacity.attribute_drops(sockets_before, sockets_after, server_sockets,
                                               watch.inodes, drops)
         return capacity.step_from_run(percent, target, run, probes, capacity.STEP_TIMEOUT_S,
-                                      drops, per_socket, repeat)
+                                      drops, per_socket, repeat, duration_s=seconds)
 
     def flood(self, m: Measuring) -> None:
         """The normal traffic held at FLOOD_NORMAL_SHARE of the cell's closed-loop maximum
@@ -551,17 +559,17 @@ class Runner:
             m.cell.unavailable["flood"] = "no closed-loop maximum to set the normal rate by"
             return
         normal = closed * FLOOD_NORMAL_SHARE
-        without = self.offered_step(m.named, None, normal)
+        without = self.offered_step(m.server, None, normal)
         seconds = self.profile.step_s
         rate = self.setup.flood_rate
         with dnsperf.start_background(
-                m.named.host, self.port(m.named), self.setup.flood_file,
+                m.server.host, self.port(m.server), self.setup.flood_file,
                 duration=seconds + FLOOD_MARGIN_S, clients=clients_for(self.profile,
-                                                                       m.named.threads),
+                                                                       m.server.threads),
                 queue_depth=capacity.outstanding_for(rate), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus, rate=rate, hosts=self.setup.load_hosts,
                 extra=dnsperf.transport_args(self.setup.transport)) as flood:
-            flooded = self.offered_step(m.named, None, normal)
+            flooded = self.offered_step(m.server, None, normal)
             flood_run = flood.stop()
         m.cell.flood = flood_record(rate, normal, without, flooded, flood_run)
 
@@ -571,7 +579,7 @@ class Runner:
         """In place of startup: the target serves every zone of the data set (an
         authoritative SOA answer each), and the figures it cannot give are marked so."""
         m.cell.unavailable = dict(NOT_STARTED_HERE)
-        target = cast(ExternalServer, m.named)
+        target = cast(ExternalServer, m.server)
         for zone in sorted(self.facts.origins - {dns.name.root}):
             target.check_serves(zone)
 
@@ -579,7 +587,7 @@ class Runner:
         """The target's answers against the reference's over the same data set (collected
         before any cell): it must serve the data set the queries are made from. A server the
         suite did not start has no known classes of difference: every one counts."""
-        m.cell.mismatches = self.wrong_answers(m.named, ())
+        m.cell.mismatches = self.wrong_answers(m.server, ())
         if m.cell.mismatches:
             m.cell.status = "wrong"
             m.cell.error = (f"{m.cell.mismatches} of {len(self.check)} answers differ from "
@@ -591,12 +599,12 @@ class Runner:
         """measure_qps without the server's and its database's CPU and memory: their
         processes are not the suite's (only the load generator's own CPU is)."""
         self.qps_runs(m)
-        m.cell.cpu_us_per_query = {"named": None, "db": None,
+        m.cell.cpu_us_per_query = {"server": None, "db": None,
                                    "dnsperf": self.dnsperf_cpu(m.cell)}
-        m.cell.peak_rss_kb = {"named": None, "db": None}
+        m.cell.peak_rss_kb = {"server": None, "db": None}
 
     def update_visibility(self, m: Measuring) -> None:
-        """The profile's updates, each timed until named answers it; the median of those
+        """The profile's updates, each timed until the server answers it; the median of those
         seen (an update not seen within the time-out is said in the cell's error)."""
         if self.profile.update_repeats == 0:
             m.cell.unavailable["update_visibility_ms"] = "not measured (--update-repeats 0)"
@@ -604,8 +612,8 @@ class Runner:
         timed: list[float | None] = []
         try:
             for _ in range(self.profile.update_repeats):
-                timed.append(self.time_update(m.loaded, m.named))
-        except UserError as exc:  # a store mode that cannot take writes while named reads
+                timed.append(self.time_update(m.loaded, m.server))
+        except UserError as exc:  # a store mode that cannot take writes while the server reads
             m.cell.error = f"update visibility: {exc}"
             return
         m.cell.update_visibility_runs_ms = [t for t in timed if t is not None]
@@ -618,67 +626,70 @@ class Runner:
 
     # --- tools of the phases ----------------------------------------------------------------
 
-    def _dnsperf_options(self, named: DnsServer) -> dict:
-        return {"clients": clients_for(self.profile, named.threads),
+    def _dnsperf_options(self, server: DnsServer) -> dict:
+        return {"clients": clients_for(self.profile, server.threads),
                 "queue_depth": self.profile.queue_depth, "cpu_list": self.load_cpus,
                 "extra": (*(dnsperf.DNSSEC_OK if self.setup.dnssec else ()),
                           *dnsperf.transport_args(self.setup.transport))}
 
-    def port(self, named: DnsServer) -> int:
+    def port(self, server: DnsServer) -> int:
         """Where the run's transport reaches the server: its TLS port over DoT."""
-        if self.setup.transport == "dot" and named.tls_port is not None:
-            return named.tls_port
-        return named.port
+        if self.setup.transport == "dot" and server.tls_port is not None:
+            return server.tls_port
+        return server.port
 
-    def dnsperf(self, named: DnsServer, seconds: float) -> dnsperf.DnsperfRun:
-        return dnsperf.run_dnsperf(named.host, self.port(named), self.setup.query_file,
-                                   duration=seconds, **self._dnsperf_options(named),
-                                   hosts=self.setup.load_hosts)
+    def dnsperf(self, server: DnsServer, seconds: float,
+                extra: Sequence[str] = ()) -> dnsperf.DnsperfRun:
+        """One dnsperf run at the server's maximum (`extra`: options added to the run's)."""
+        options = self._dnsperf_options(server)
+        options["extra"] = (*options["extra"], *extra)
+        return dnsperf.run_dnsperf(server.host, self.port(server), self.setup.query_file,
+                                   duration=seconds, **options, hosts=self.setup.load_hosts)
 
     @property
     def prober_host(self) -> LoadHost | None:
         """Where the prober runs: the first load host, or here."""
         return self.setup.load_hosts[0] if self.setup.load_hosts else None
 
-    def probe(self, named: DnsServer) -> prober.LatencyStats:
-        return prober.probe(named.host, named.port, self.setup.query_file,
+    def probe(self, server: DnsServer) -> prober.LatencyStats:
+        return prober.probe(server.host, server.port, self.setup.query_file,
                             self.profile.probes, cpu_list=self.load_cpus,
                             dnssec=self.setup.dnssec, host=self.prober_host,
                             transport=self.setup.transport)
 
-    def ask(self, named: DnsServer, query: Query) -> tuple[Answer, Answer | None]:
+    def ask(self, server: DnsServer, query: Query) -> tuple[Answer, Answer | None]:
         """One check query over the run's transport, with its DO bit."""
-        return ask(named, query, self.setup.dnssec, self.setup.transport)
+        return ask(server, query, self.setup.dnssec, self.setup.transport)
 
-    def wait_all_zones(self, named: DnsServer) -> None:
+    def wait_all_zones(self, server: DnsServer) -> None:
         """Every zone answers before anything is checked or timed.
 
         Startup is timed to the last zone of the data set, but native BIND with several
         threads loads zones in parallel: the last one may answer before others are loaded.
         """
         for zone in sorted(self.facts.origins - {dns.name.root}):
-            named.wait_answers(zone.to_text(), "SOA", timeout=self.profile.startup_timeout_s)
+            server.wait_answers(zone.to_text(), "SOA", timeout=self.profile.startup_timeout_s)
 
-    def count_mismatches(self, server: ServerKind, named: DnsServer) -> int:
+    def count_mismatches(self, kind: ServerKind, server: DnsServer) -> int:
         """Answers that differ from the reference server's beyond the server's known classes
         (a DLZ driver's: BIND's own DLZ-path classes)."""
-        if server == self.setup.reference:
-            self.reference = {q: self.ask(named, q) for q in self.check}
+        if kind == self.setup.reference:
+            self.reference = {q: self.ask(server, q) for q in self.check}
             return 0
-        return self.wrong_answers(named, server.known_classes())
+        return self.wrong_answers(server, kind.known_classes())
 
-    def wrong_answers(self, named: DnsServer, answer_classes: Sequence[str]) -> int:
+    def wrong_answers(self, server: DnsServer, answer_classes: Sequence[str]) -> int:
         """Check queries whose answers differ from the reference's beyond answer_classes."""
         wrong = 0
         for query in self.check:
-            diff = compare_answers(query, self.reference[query], self.ask(named, query))
+            diff = compare_answers(query, self.reference[query], self.ask(server, query))
             if diff is not None and classify(query, *diff, self.facts,
-                                             answer_classes) == "driver":
+                                             answer_classes) == UNEXPLAINED:
                 wrong += 1
         return wrong
 
-    def time_update(self, loaded: LoadedStore, named: DnsServer) -> float | None:
-        """ms from the store's update until named answers the new record."""
+    def time_update(self, loaded: LoadedStore, server: DnsServer) -> float | None:
+        """ms from the store's update until the server answers the new record."""
         zone = next(iter(self.setup.stream()))
         marker = dns.name.Name((b"dlzbench-update",) + zone.origin.labels)
         value = f'"{time.time_ns()}"'
@@ -687,27 +698,32 @@ class Runner:
         start = time.monotonic()
         loaded.loader.update(changed, loaded.target)
         if loaded.server.needs_reload:
-            named.reload()
-        seen = wait_for_txt(named, marker, value, timeout=UPDATE_TIMEOUT_S)
+            server.reload()
+        seen = wait_for_txt(server, marker, value, timeout=UPDATE_TIMEOUT_S)
         elapsed = (time.monotonic() - start) * 1000
         loaded.loader.update(zone, loaded.target)  # back to the data set every cell measures
         if loaded.server.needs_reload:
-            named.reload()
+            server.reload()
         return elapsed if seen else None
 
 
-# The method of one cell, in order (docs/method/run.md). Expected seconds drive the
-# progress estimate only; a few seconds of set-up are the measured order of each fixed step.
-PHASES: tuple[Phase, ...] = (
-    Phase("startup", lambda p: 2.0, Runner.start_server),
-    Phase("checking answers against the reference", lambda p: 1.0 + p.check_queries * 0.002,
-          Runner.check_answers),
-    Phase("warm-up", lambda p: p.warmup_s, Runner.warm_up),
-    Phase("unloaded latency", lambda p: p.probes * 0.0005, Runner.unloaded_latency),
-    Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps),
-    Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002, Runner.loaded_latency),
-    Phase("update visibility", lambda p: 0.3 * p.update_repeats, Runner.update_visibility),
-)
+# The phases of a cell, each by name: every command picks its own by name (never by
+# position in PHASES). Expected seconds drive the progress estimate only; a few seconds of
+# set-up are the measured order of each fixed step.
+STARTUP = Phase("startup", lambda p: 2.0, Runner.start_server)
+CHECK_ANSWERS = Phase("checking answers against the reference",
+                      lambda p: 1.0 + p.check_queries * 0.002, Runner.check_answers)
+WARM_UP = Phase("warm-up", lambda p: p.warmup_s, Runner.warm_up)
+UNLOADED_LATENCY = Phase("unloaded latency", lambda p: p.probes * 0.0005,
+                         Runner.unloaded_latency)
+MEASURE_QPS = Phase("QPS", lambda p: p.runs * p.duration_s, Runner.measure_qps)
+LOADED_LATENCY = Phase("loaded latency", lambda p: 2.0 + p.probes * 0.002,
+                       Runner.loaded_latency)
+UPDATE_VISIBILITY = Phase("update visibility", lambda p: 0.3 * p.update_repeats,
+                          Runner.update_visibility)
+# `run`'s method of one cell, in order (docs/method/run.md).
+PHASES: tuple[Phase, ...] = (STARTUP, CHECK_ANSWERS, WARM_UP, UNLOADED_LATENCY, MEASURE_QPS,
+                             LOADED_LATENCY, UPDATE_VISIBILITY)
 
 # The flood phase: the normal traffic's offered rate, as a share of the cell's closed-loop
 # maximum (half: a load the server carries with room to spare, so what changes under the flood
@@ -725,8 +741,8 @@ def flood_record(rate: float, normal: float, without: capacity.Step, flooded: ca
     whole run (which starts about a second before the normal step and ends with it)."""
     sent = flood_run.queries_sent
     return {"flood_rate_qps": rate, "normal_target_qps": normal,
-            "without_flood": without.to_dict(), "with_flood": flooded.to_dict(),
-            "flood_run": {**flood_run.to_dict(), "stdout": ""},
+            "without_flood": to_json(without), "with_flood": to_json(flooded),
+            "flood_run": {**to_json(flood_run), "stdout": ""},
             "flood_offered_qps": sent / flood_run.run_time_s if flood_run.run_time_s else None,
             "flood_answered_share": flood_run.queries_completed / sent if sent else None}
 
@@ -736,7 +752,8 @@ CAPACITY_SWEEP = Phase("capacity sweep", lambda p: len(capacity.DEFAULT_STEPS)
                        + (len(capacity.LATENCY_SHARES) + 1) * (p.step_s + 3)
                        + p.resperf_ramp_s + 2, Runner.capacity_sweep)
 # `capacity`: a fresh server checked and warmed up, its closed-loop maximum, then the sweep.
-CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
+CAPACITY_PHASES: tuple[Phase, ...] = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS,
+                                      CAPACITY_SWEEP)
 
 
 # What a --target cell cannot measure, and why: results.json and the report say so instead of
@@ -744,10 +761,10 @@ CAPACITY_PHASES: tuple[Phase, ...] = (*PHASES[:3], PHASES[4], CAPACITY_SWEEP)
 NOT_STARTED_HERE: dict[str, str] = {
     "startup_ms": "the suite did not start the server (--target)",
     "update_visibility_ms": "the suite loaded no store the server reads (--target)",
-    "cpu_us_per_query.named": "the server's processes are not the suite's to account "
+    "cpu_us_per_query.server": "the server's processes are not the suite's to account "
                               "(--target)",
     "cpu_us_per_query.db": "its database, if any, is not the suite's to account (--target)",
-    "peak_rss_kb.named": "the server's processes are not the suite's to account (--target)",
+    "peak_rss_kb.server": "the server's processes are not the suite's to account (--target)",
     "peak_rss_kb.db": "its database, if any, is not the suite's to account (--target)",
 }
 
@@ -762,30 +779,31 @@ def for_target(phases: Sequence[Phase]) -> tuple[Phase, ...]:
     it serves every zone, its answers checked against the reference's collected beforehand,
     QPS without its CPU and memory, and no update visibility (the suite wrote no store it
     reads)."""
-    swap = {Runner.start_server: REACH_TARGET, Runner.check_answers: CHECK_TARGET_ANSWERS,
-            Runner.measure_qps: dataclasses.replace(_phase(Runner.measure_qps),
-                                                    run=Runner.measure_target_qps)}
-    return tuple(swap.get(p.run, p) for p in phases if p.run is not Runner.update_visibility)
+    swap = {STARTUP: REACH_TARGET, CHECK_ANSWERS: CHECK_TARGET_ANSWERS,
+            MEASURE_QPS: dataclasses.replace(MEASURE_QPS, run=Runner.measure_target_qps)}
+    return tuple(swap.get(p, p) for p in phases if p is not UPDATE_VISIBILITY)
 
 
-def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
-    return next(p for p in PHASES if p.run is run)
+def inserted_after(phases: Sequence[Phase], before: Phase, phase: Phase) -> tuple[Phase, ...]:
+    """phases with `phase` right after `before` (which must be among them)."""
+    at = list(phases).index(before) + 1
+    return (*phases[:at], phase, *phases[at:])
 
 
 def phases_of(profile: Profile) -> tuple[Phase, ...]:
     """`run`'s phases; a profile with capacity sweeps after the loaded latency."""
     if not profile.capacity:
         return PHASES
-    return (*PHASES[:6], CAPACITY_SWEEP, *PHASES[6:])
+    return inserted_after(PHASES, LOADED_LATENCY, CAPACITY_SWEEP)
 
 
-def wait_for_txt(named: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
-    """Whether `named` answers `name` TXT with `value` before `timeout` seconds pass (a store
+def wait_for_txt(server: DnsServer, name: dns.name.Name, value: str, timeout: float) -> bool:
+    """Whether `server` answers `name` TXT with `value` before `timeout` seconds pass (a store
     update reaching the server: the runner's update visibility, and the tests')."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            answer = named.query(name, "TXT", timeout=1)
+            answer = server.query(name, "TXT", timeout=1)
             if any(rd.to_text() == value for rrset in answer.answer for rd in rrset):
                 return True
         except (dns.exception.DNSException, OSError):  # a reload may drop a query

@@ -4,18 +4,19 @@ For each data set (a zone count at --records records per zone, or a --shapes pai
 zones against many small ones with the same records), the query file of every mix is written in
 one pass over the generated zones (zonedata/mixes.py), then each store is loaded once, in a
 child process as `startup` loads it (bench/measure/startup.py: flat memory, its peak RSS
-recorded), and serves every driver of that store. Each (driver, mix) is a runner cell with the
-phases below: the store's server restarted (its cache cold), named started and timed to the last
-zone, a warm-up, unloaded latency, the QPS runs with the CPU and RSS of named and the database
-and the database's own cache figures around them (Database.cache_reading), and latency under load.
+recorded), and serves every server of that store. Each (server, mix) is a runner cell with the
+phases below: the store's database server restarted (its cache cold), the server started and
+timed to the last zone, a warm-up, unloaded latency, the QPS runs with the CPU and RSS of the
+server and the database and the database's own cache figures around them
+(Database.cache_reading), and latency under load.
 
 Answers are not compared with native BIND's here (at a million zones native may not fit, and
-`run`/`verify` check every driver's answers): instead the rcodes of the QPS runs must be what
-the query file asks for (NOERROR or NXDOMAIN, the NXDOMAIN share near the file's), so a driver
+`run`/`verify` check every server's answers): instead the rcodes of the QPS runs must be what
+the query file asks for (NOERROR or NXDOMAIN, the NXDOMAIN share near the file's), so a server
 that answers fast with SERVFAIL or NXDOMAIN is WRONG, not fast.
 
-A server that holds the whole data set in named's memory (ServerKind.kib_per_record: native
-BIND, the memory driver) is not started on a data set it would not fit in this machine's
+A server that holds the whole data set in its own memory (ServerKind.kib_per_record: native
+BIND, the memory driver, ...) is not started on a data set it would not fit in this machine's
 available memory: its cells are recorded as not measured, with the reason.
 """
 
@@ -31,14 +32,27 @@ from typing import Any
 from base.errors import UserError
 from bench.load import prober
 from bench.measure import metadata
+from bench.measure.cells import Cell
 from bench.measure.loading import LoadStats
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Results, SizeCell, save_results
-from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setup, pin_processes
+from bench.measure.results import Results, save_results
+from bench.measure.runner import (
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    UNLOADED_LATENCY,
+    WARM_UP,
+    Measuring,
+    Phase,
+    Profile,
+    Runner,
+    Setup,
+    pin_processes,
+)
+from bench.measure.scale_cells import SizeCell
 from bench.measure.serving import LoadedStore
 from bench.measure.startup import by_store, disk_usage, load_in_child
 from loaders.loader import Loader
-from servers.kind import ServerKind
+from servers import ServerKind
 from zonedata.generator import generate, zone_name
 from zonedata.mixes import MixPlan, MixWriter, plan_mix
 from zonedata.model import Zone, name_key
@@ -48,7 +62,7 @@ DEFAULT_ZONE_COUNTS = (1000, 10000, 100000, 1000000)
 # Answers other than NOERROR and NXDOMAIN above this share of a cell's, or an NXDOMAIN share
 # this far from the query file's, make the cell WRONG.
 NXDOMAIN_TOLERANCE = 0.05
-# Of the memory the kernel reports available, the share a data-bound named may be expected
+# Of the memory the kernel reports available, the share a data-bound server may be expected
 # to take (the database servers, dnsperf and the page cache need the rest).
 MEMORY_HEADROOM = 0.8
 
@@ -97,7 +111,7 @@ class Plan:
     """What `scale` measures besides the runner's Setup."""
 
     datasets: tuple[DataSet, ...]
-    drivers: tuple[str, ...]
+    servers: tuple[str, ...]
     mixes: tuple[str, ...]
     exponent: float
     queries: int | None     # lines per query file; None: the profile's, and at least one a zone
@@ -143,20 +157,20 @@ def too_big(server: ServerKind, dataset: DataSet, available_kib: int) -> str | N
     needed = server.memory_needed_kib(dataset.zones * dataset.records)
     if needed is None or needed <= available_kib * MEMORY_HEADROOM:
         return None
-    return (f"named would need about {needed / 1048576:.1f} GiB for "
+    return (f"the server would need about {needed / 1048576:.1f} GiB for "
             f"{dataset.zones:,} zones x {dataset.records} records, more than "
             f"{MEMORY_HEADROOM:.0%} of the {available_kib / 1048576:.1f} GiB available")
 
 
 class ScaleRunner(Runner):
-    """The runner over several data sets, each store loaded once per data set, every driver of
+    """The runner over several data sets, each store loaded once per data set, every server of
     it measured under every query mix."""
 
     def __init__(self, profile: Profile, setup: Setup, results: Results, plan: Plan) -> None:
         super().__init__(profile, setup, results, phases=SCALE_PHASES)
         self.plan = plan
         per_cell = [phase.expected_s(profile) for phase in self.phases]
-        cells = len(plan.datasets) * len(plan.drivers) * len(plan.mixes)
+        cells = len(plan.datasets) * len(plan.servers) * len(plan.mixes)
         self.progress = StepProgress(per_cell * cells)
         # The cell being measured: its data set and store figures; its cache figures once
         # the QPS phase has read them.
@@ -176,7 +190,7 @@ class ScaleRunner(Runner):
         data = self.setup.run_dir / dataset.name
         print(f"{dataset.name}: writing the query files", flush=True)
         files = write_query_files(self.plan, self.profile, dataset, data)
-        for store, servers in by_store(list(self.plan.drivers)):
+        for store, servers in by_store(list(self.plan.servers)):
             self.measure_store(dataset, store, servers, files, data)
         for path in files.values():
             path.unlink(missing_ok=True)
@@ -243,15 +257,15 @@ class ScaleRunner(Runner):
     # --- the phases that differ from `run`'s --------------------------------------------------
 
     def start_cold(self, m: Measuring) -> None:
-        """The store's server restarted (a cold cache), named timed to the last zone, then
-        until it has loaded every zone (native BIND loads zones in parallel)."""
-        m.loaded.restart_server()
-        pin_processes(m.loaded.server_pids(), self.server_cpus)
-        m.named.start()
-        m.cell.startup_ms = m.named.wait_answers(m.loaded.last_zone, "SOA",
-                                                 timeout=self.profile.startup_timeout_s) * 1000
-        m.named.wait_running(self.profile.startup_timeout_s)
-        pin_processes(m.named.pids(), self.server_cpus)
+        """The store's database server restarted (a cold cache), the server timed to the last
+        zone, then until it has loaded every zone (native BIND loads zones in parallel)."""
+        m.loaded.restart_database()
+        pin_processes(m.loaded.database_pids(), self.server_cpus)
+        m.server.start()
+        m.cell.startup_ms = m.server.wait_answers(m.loaded.last_zone, "SOA",
+                                                  timeout=self.profile.startup_timeout_s) * 1000
+        m.server.wait_running(self.profile.startup_timeout_s)
+        pin_processes(m.server.pids(), self.server_cpus)
 
     def measure_qps_and_cache(self, m: Measuring) -> None:
         """`run`'s QPS phase with the database's cache read before and after it."""
@@ -287,19 +301,14 @@ def check_rcodes(cell: Cell, kinds: Mapping[str, float], threshold: float) -> No
                       f"for {100 * nxdomain_share:.1f}%")
 
 
-def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
-    return next(p for p in PHASES if p.run is run)
-
-
 # `run`'s method without the answer check against native BIND (check_rcodes instead) and
 # without update visibility (not a question of data size).
 SCALE_PHASES: tuple[Phase, ...] = (
     Phase("cold start", lambda p: 2.0, ScaleRunner.start_cold),
-    _phase(Runner.warm_up),
-    _phase(Runner.unloaded_latency),
-    Phase("QPS and cache", _phase(Runner.measure_qps).expected_s,
-          ScaleRunner.measure_qps_and_cache),
-    _phase(Runner.loaded_latency),
+    WARM_UP,
+    UNLOADED_LATENCY,
+    Phase("QPS and cache", MEASURE_QPS.expected_s, ScaleRunner.measure_qps_and_cache),
+    LOADED_LATENCY,
 )
 
 
@@ -316,7 +325,7 @@ def merge_into(results: Results, plan: Plan, meta: dict) -> Results:
     results.meta.setdefault("scale", meta["scale"])
     added = metadata.added_run(results.meta, meta)
     results.meta.setdefault("added_runs", []).append(
-        {**added, "command": "scale", "servers": list(plan.drivers),
+        {**added, "command": "scale", "servers": list(plan.servers),
          "zone_counts": [d.zones for d in plan.datasets],
          "records_per_zone": sorted({d.records for d in plan.datasets}), "seed": plan.seed,
          "mixes": list(plan.mixes)})

@@ -1,5 +1,5 @@
-"""One server under test fed by one data set: the store's server, the data loaded (timed here),
-and the DNS server on top.
+"""One server under test fed by one data set: the store's database server, the data loaded
+(timed here), and the DNS server on top.
 
 `serve`, `verify`, `startup` and the runner all start a server through these functions, so
 none of them knows which database is behind it.
@@ -15,12 +15,11 @@ from typing import Any
 
 from base.netns import DatabaseHost
 from base.process import keep_only_logs
+from base.update_access import UpdateAccess
 from bench.measure.loading import LoadStats, timed_load
 from databases.store_urls import PRIVATE, StoreUrls
 from loaders.loader import Loader
-from servers import get_server
-from servers.dnsserver import DnsServer
-from servers.kind import ServerKind
+from servers import DnsServer, ServerKind, get_server
 from zonedata.model import Zone
 
 
@@ -37,41 +36,48 @@ class LoadedStore:
         """Key of the last zone loaded: startup is timed until it answers."""
         return self.load.last_zone
 
-    def named(self, run_dir: Path, *, threads: int, connections: int | None = None,
-              port: int | None = None) -> DnsServer:
-        """A server (not started) answering from this store's data."""
-        return self.server.build(self.target, run_dir / f"named-{self.server.name}-{threads}",
-                                 threads=threads, connections=connections or threads, port=port)
+    def dns_server(self, run_dir: Path, *, threads: int, connections: int | None = None,
+                   port: int | None = None, access: UpdateAccess | None = None) -> DnsServer:
+        """A server (not started) answering from this store's data; taking RFC 2136 updates
+        as `access` says, when given."""
+        directory = run_dir / f"named-{self.server.name}-{threads}"
+        if access is not None:
+            return self.server.build_updatable(self.target, directory, access, threads=threads,
+                                               connections=connections or threads, port=port)
+        return self.server.build(self.target, directory, threads=threads,
+                                 connections=connections or threads, port=port)
 
-    def server_pids(self) -> list[int]:
+    def database_pids(self) -> list[int]:
+        """The processes of the store's database server (none without one)."""
         return self.loader.database.server_pids(self.target)
 
-    def restart_server(self, *, cold: bool = False) -> None:
-        """The store's server restarted with its data (its own caches cold; cold: the page
-        cache dropped too); nothing without one."""
+    def restart_database(self, *, cold: bool = False) -> None:
+        """The store's database server restarted with its data (its own caches cold; cold:
+        the page cache dropped too); nothing without one."""
         self.loader.database.restart_server(self.target, cold=cold)
 
     @property
-    def accounts_server(self) -> bool:
-        """Whether the store's server is the suite's own, its CPU and memory accounted (one
-        given by --store-url runs others' work too, under processes that are not ours)."""
+    def accounts_database(self) -> bool:
+        """Whether the store's database server is the suite's own, its CPU and memory
+        accounted (one given by --store-url runs others' work too, under processes that are
+        not ours)."""
         return self.loader.database.server_is_ours(self.target)
 
 
 @dataclass
 class Served:
     loaded: LoadedStore
-    named: DnsServer
+    server: DnsServer
 
 
 @contextmanager
-def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
+def loaded_store(server: str | ServerKind, stream: Callable[[], Iterator[Zone]],
                  run_dir: Path, *, db_host: DatabaseHost | None = None,
                  store_urls: StoreUrls = PRIVATE) -> Iterator[LoadedStore]:
-    """The driver's store running under run_dir (inside db_host's namespace when given), or
-    on the server store_urls names for it, with the data set loaded; once its private server
-    has stopped, its data is deleted and its logs are kept."""
-    server = get_server(driver) if isinstance(driver, str) else driver
+    """The server's store running under run_dir (inside db_host's namespace when given), or
+    on the database server store_urls names for it, with the data set loaded; once its
+    private database server has stopped, its data is deleted and its logs are kept."""
+    server = get_server(server) if isinstance(server, str) else server
     loader = server.loader()
     directory = run_dir / loader.name
     try:
@@ -83,11 +89,13 @@ def loaded_store(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]],
 
 
 @contextmanager
-def serving(driver: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
+def serving(server: str | ServerKind, stream: Callable[[], Iterator[Zone]], run_dir: Path, *,
             threads: int = 1, connections: int | None = None, port: int | None = None,
-            store_urls: StoreUrls = PRIVATE) -> Iterator[Served]:
-    """Load the data into the driver's store and run its server until the block ends."""
-    with loaded_store(driver, stream, run_dir, store_urls=store_urls) as loaded:
-        with loaded.named(run_dir, threads=threads, connections=connections,
-                          port=port) as named:
-            yield Served(loaded, named)
+            store_urls: StoreUrls = PRIVATE, access: UpdateAccess | None = None
+            ) -> Iterator[Served]:
+    """Load the data into the server's store and run the server until the block ends (taking
+    updates as `access` says, when given)."""
+    with loaded_store(server, stream, run_dir, store_urls=store_urls) as loaded:
+        with loaded.dns_server(run_dir, threads=threads, connections=connections, port=port,
+                               access=access) as dns_server:
+            yield Served(loaded, dns_server)

@@ -20,20 +20,33 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Callable
 
 import dns.exception
 import dns.flags
 import dns.message
 import dns.query
 
+from bench.measure.cells import Cell
 from bench.measure.datasets import Stream
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Results, SignedCell, save_results
-from bench.measure.runner import PHASES, Measuring, Phase, Profile, Runner, Setup
+from bench.measure.results import Results, save_results
+from bench.measure.runner import (
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    STARTUP,
+    UNLOADED_LATENCY,
+    WARM_UP,
+    Measuring,
+    Phase,
+    Profile,
+    Runner,
+    Setup,
+)
 from bench.measure.serving import LoadedStore
+from bench.measure.signed_cells import SignedCell
 from bench.measure.startup import disk_usage
-from servers.kind import ServerKind
+from servers import ServerKind
 
 UNSIGNED, SIGNED = "unsigned", "signed"
 # The EDNS0 payload dnsperf -D advertises (its MAX_EDNS_PACKET): the reply check asks the same.
@@ -52,7 +65,8 @@ class VariantRunner(Runner):
         self.pending: SignedCell | None = None
 
     def run_cell(self, loaded: LoadedStore, threads: int, connections: int | None = None) -> None:
-        """run's cell, with the store's size on disk read after its load, before named starts."""
+        """run's cell, with the store's size on disk read after its load, before the server
+        starts."""
         size = disk_usage(loaded.directory) if loaded.directory is not None else None
         self.pending = SignedCell(self.variant, Cell(loaded.server.name, threads, 0),
                                   zones=loaded.load.zones, records=loaded.load.records,
@@ -78,7 +92,7 @@ class VariantRunner(Runner):
             query = dns.message.make_query(qname, rdtype, use_edns=0, want_dnssec=True,
                                            payload=DNSPERF_EDNS_PAYLOAD)
             try:
-                reply = dns.query.udp(query, "127.0.0.1", port=m.named.port, timeout=2)
+                reply = dns.query.udp(query, "127.0.0.1", port=m.server.port, timeout=2)
             except dns.exception.Timeout:
                 continue
             sizes.append(len(reply.to_wire()))
@@ -111,14 +125,8 @@ class SignedRunner(Runner):
             variant.run_server(server)
 
 
-def _phase(run: Callable[[Runner, Measuring], None]) -> Phase:
-    return next(p for p in PHASES if p.run is run)
-
-
 # run's phases up to the loaded latency, then the reply check (module docstring).
 SIGNED_PHASES: tuple[Phase, ...] = (
-    *(_phase(run) for run in (Runner.start_server, Runner.check_answers, Runner.warm_up,
-                              Runner.unloaded_latency, Runner.measure_qps,
-                              Runner.loaded_latency)),
+    STARTUP, CHECK_ANSWERS, WARM_UP, UNLOADED_LATENCY, MEASURE_QPS, LOADED_LATENCY,
     Phase("reply sizes", lambda p: 0.5 + p.check_queries * 0.001, VariantRunner.reply_sizes),
 )

@@ -1,9 +1,9 @@
-"""Startup time and memory against zone count: native BIND and every driver.
+"""Startup time and memory against zone count: native BIND and every other server.
 
 For each zone count the data set is generated (streamed, deterministic) and loaded into each
 store by `python3 -m bench load` in a child process, whose peak RSS shows whether loading stays
-flat as the count grows. Then, for each driver of that store, named is started over the loaded
-store and timed from its exec until it answers for the last zone. A named that does not answer
+flat as the count grows. Then, for each server of that store, the server is started over the
+loaded store and timed from its exec until it answers for the last zone. One that does not answer
 within the timeout, or dies (e.g. out of memory), is a result too: recorded with how far it got.
 """
 
@@ -16,22 +16,46 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.measure.accounting import peak_rss_kb
-from bench.measure.results import StartupPoint
+from bench.measure.serial import RENAMED_SERVER, Section
 from loaders.loader import Loader
-from servers import get_server
-from servers.kind import ServerKind
+from servers import ServerKind, get_server
 from zonedata.generator import zone_name
 from zonedata.model import name_key
 
 Report = Callable[[str], None]
-# How often named is asked for the last zone while it starts (a query costs it microseconds).
+# How often the server is asked for the last zone while it starts (a query costs it microseconds).
 POLL_SECONDS = 0.002
+
+
+@dataclass
+class StartupPoint:
+    """Startup of one server over a store holding `zones` zones."""
+
+    server: str
+    zones: int
+    startup_ms: float | None = None
+    server_rss_kb: int | None = None
+    store_bytes: int | None = None
+    status: str = "ok"
+    error: str | None = None
+    # The store's load at this zone count (shared by the variants of one store).
+    load_seconds: float | None = None
+    records_per_second: float | None = None
+    loader_rss_kb: int | None = None
+
+    # Files up to 2026-11-27 name the server's memory after named, for every server.
+    json_renamed: ClassVar[dict[str, str]] = {**RENAMED_SERVER, "named_rss_kb": "server_rss_kb"}
+
+
+# results.json's "startup_scaling": one point per (server, zone count).
+SECTION = Section("startup_scaling", list[StartupPoint], always=True)
 
 
 def disk_usage(path: Path) -> int:
@@ -68,20 +92,20 @@ def load_in_child(store: Loader[Any], zones: int, records: int, seed: int, data:
     return json.loads(figures.read_text())[0]
 
 
-def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
+def time_startup(kind: ServerKind, target: object, zones: int, run_dir: Path,
                  timeout: float) -> StartupPoint:
-    """named from exec until it answers for the last zone; a named still loading at the
+    """The server from exec until it answers for the last zone; one still loading at the
     timeout is measured as it is then (RSS, zones loaded) before it is stopped."""
-    point = StartupPoint(server.name, zones)
-    named = server.build(target, run_dir / f"named-{server.name}-{zones}", threads=1,
-                         connections=1)
+    point = StartupPoint(kind.name, zones)
+    server = kind.build(target, run_dir / f"named-{kind.name}-{zones}", threads=1,
+                        connections=1)
     last = name_key(zone_name(zones - 1))
     try:
-        named.start()
-        deadline = named.exec_time + timeout
-        while not named.answers(last):
-            if not named.pids():
-                point.status, point.error = "failed", f"{named.program} exited during start-up"
+        server.start()
+        deadline = server.exec_time + timeout
+        while not server.answers(last):
+            if not server.pids():
+                point.status, point.error = "failed", f"{server.program} exited during start-up"
                 break
             if time.monotonic() > deadline:
                 point.status = "timeout"
@@ -89,24 +113,24 @@ def time_startup(server: ServerKind, target: object, zones: int, run_dir: Path,
                 break
             time.sleep(POLL_SECONDS)
         else:
-            point.startup_ms = (time.monotonic() - named.exec_time) * 1000
-        point.named_rss_kb = peak_rss_kb(named.pids()) if named.pids() else None
+            point.startup_ms = (time.monotonic() - server.exec_time) * 1000
+        point.server_rss_kb = peak_rss_kb(server.pids()) if server.pids() else None
     except UserError as exc:  # the server refused its configuration
         point.status, point.error = "failed", str(exc).splitlines()[0]
     finally:
-        named.stop()
+        server.stop()
     if point.status != "ok":
-        loaded = named.zones_loaded()
+        loaded = server.zones_loaded()
         if loaded:
             point.error += f" ({loaded:,} of {zones:,} zones loaded)"
     return point
 
 
-def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_dir: Path,
+def measure_count(names: list[str], zones: int, records: int, seed: int, run_dir: Path,
                   timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
-    """Every driver at one zone count, each point handed to record as soon as it is measured
+    """Every server at one zone count, each point handed to record as soon as it is measured
     (an interrupted run keeps them); each store is loaded once for all the servers it feeds."""
-    for store, servers in by_store(drivers):
+    for store, servers in by_store(names):
         data = run_dir / f"{zones}"
         data.mkdir(parents=True, exist_ok=True)
         report(f"{zones:,} zones: loading {store.name}")
@@ -130,10 +154,10 @@ def measure_count(drivers: list[str], zones: int, records: int, seed: int, run_d
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
 
 
-def by_store(drivers: list[str]) -> list[tuple[Loader[Any], list[ServerKind]]]:
-    """The drivers grouped by the store that feeds them, each store once, in first-use order."""
+def by_store(names: list[str]) -> list[tuple[Loader[Any], list[ServerKind]]]:
+    """The servers grouped by the store that feeds them, each store once, in first-use order."""
     groups: dict[str, tuple[Loader[Any], list[ServerKind]]] = {}
-    for driver in drivers:
-        server = get_server(driver)
+    for name in names:
+        server = get_server(name)
         groups.setdefault(server.store, (server.loader(), []))[1].append(server)
     return list(groups.values())

@@ -27,12 +27,25 @@ from base.latency_proxy import LatencyProxy
 from base.netns import DatabaseHost
 from base.process import free_port
 from bench.load import dnsperf, prober
+from bench.measure.cells import Cell
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
-from bench.measure.results import Cell, Recommendation, Results, ScalePoint, Tuning, save_results
-from bench.measure.runner import PHASES, Profile, Runner, Setup, clients_for, pin_processes
+from bench.measure.results import Results, save_results
+from bench.measure.runner import (
+    CHECK_ANSWERS,
+    LOADED_LATENCY,
+    MEASURE_QPS,
+    STARTUP,
+    WARM_UP,
+    Profile,
+    Runner,
+    Setup,
+    clients_for,
+    pin_processes,
+)
 from bench.measure.serving import LoadedStore, loaded_store
-from servers.dnsserver import DnsServer
+from bench.measure.tuning import Recommendation, ScalePoint, Tuning
+from servers import DnsServer
 
 # A setting is as good as the best when its QPS is within this fraction of the best's.
 TOLERANCE = 0.05
@@ -40,9 +53,7 @@ DB_HOSTS = ("local", "netns")
 
 # The runner's phases a grid cell runs: update visibility and unloaded latency say nothing
 # about the thread and connection counts.
-GRID_PHASES = tuple(p for p in PHASES if p.run in (
-    Runner.start_server, Runner.check_answers, Runner.warm_up, Runner.measure_qps,
-    Runner.loaded_latency))
+GRID_PHASES = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS, LOADED_LATENCY)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,12 +109,12 @@ def _cpu_text(cpus: Sequence[int]) -> str:
 
 
 class Tuner(Runner):
-    """The runner, measuring one driver over a grid of thread and connection counts."""
+    """The runner, measuring one server over a grid of thread and connection counts."""
 
     def __init__(self, profile: Profile, setup: Setup, results: Results, plan: Plan) -> None:
         super().__init__(profile, setup, results, phases=GRID_PHASES)
         if len(setup.servers) != 1:
-            raise UserError("tune measures one driver at a time")
+            raise UserError("tune measures one server at a time")
         self.server = setup.servers[0]
         self.plan = plan
         self.tuning = results.tuning = Tuning(db_host=plan.db_host, db_rtt_ms=plan.db_rtt_ms)
@@ -183,7 +194,7 @@ class Tuner(Runner):
 
     def processes_against_threads(self, loaded: LoadedStore, count: int) -> None:
         cpus = self._server_cpu_list()
-        threaded = loaded.named(self.setup.run_dir, threads=count, connections=count)
+        threaded = loaded.dns_server(self.setup.run_dir, threads=count, connections=count)
         self.measure_point(ScalePoint(loaded.server.name, "threads", count, count, count,
                                       _cpu_text(cpus), self.load_cpus), [threaded], [cpus])
         # One port for all: named binds it with SO_REUSEPORT, so the kernel spreads the
@@ -205,13 +216,13 @@ class Tuner(Runner):
         threads = setting.threads if setting else max(t for t, _ in self.plan.pairs)
         connections = setting.connections if setting else threads
         for k in range(1, len(cpus)):
-            server, load = cpus[:k], cpus[k:]
-            named = loaded.named(self.setup.run_dir, threads=threads, connections=connections)
-            pin_processes(loaded.server_pids(), _cpu_text(server))
+            for_server, for_load = cpus[:k], cpus[k:]
+            server = loaded.dns_server(self.setup.run_dir, threads=threads, connections=connections)
+            pin_processes(loaded.database_pids(), _cpu_text(for_server))
             self.measure_point(ScalePoint(loaded.server.name, "cpus", k, threads, connections,
-                                          _cpu_text(server), _cpu_text(load)),
-                               [named], [server])
-        pin_processes(loaded.server_pids(), self.server_cpus or _cpu_text(cpus))
+                                          _cpu_text(for_server), _cpu_text(for_load)),
+                               [server], [for_server])
+        pin_processes(loaded.database_pids(), self.server_cpus or _cpu_text(cpus))
 
     def measure_point(self, point: ScalePoint, servers: list[DnsServer],
                       cpus: list[list[int]]) -> None:
@@ -220,9 +231,9 @@ class Tuner(Runner):
         self.progress.step(f"{point.server}: {point.count} {point.kind}")
         try:
             with contextlib.ExitStack() as running:
-                for named, cpu_list in zip(servers, cpus, strict=True):
-                    running.enter_context(named)
-                    pin_processes(named.pids(), _cpu_text(cpu_list))
+                for server, cpu_list in zip(servers, cpus, strict=True):
+                    running.enter_context(server)
+                    pin_processes(server.pids(), _cpu_text(cpu_list))
                 port = servers[0].port
                 # As many client sockets as a grid cell of the same thread count: named
                 # reads each socket's flow on one worker, so fewer sockets than threads leave
@@ -236,7 +247,7 @@ class Tuner(Runner):
                 point.run = dnsperf.run_dnsperf("127.0.0.1", port, self.setup.query_file,
                                                 duration=self.profile.duration_s, **options)
                 point.qps = point.run.qps
-                point.requests = [named.requests_received() for named in servers]
+                point.requests = [server.requests_received() for server in servers]
         except UserError as exc:
             point.status, point.error = "failed", str(exc)
         self.tuning.scaling.append(point)

@@ -17,6 +17,10 @@ step:
   UDP) every POLL_S until an answer shows it: commit to that answer is the write's
   visibility delay; a write offered while the sampler still follows an earlier one is
   skipped (counted), one not shown within VISIBLE_TIMEOUT_S is recorded as not seen;
+- the staleness check: every answer the sampler gets, and CONFIRM_ASKS more after the first
+  that shows the write, is compared with the store as it was the bound (stale_bound_ms, the
+  same for every server) before the query was sent: an answer that does not show a write
+  committed earlier than that is stale past the bound, and so is the write (counted);
 - the database server's processes and the DNS server's are CPU-metered over the step (not
   the sampler's following of its last write after it).
 
@@ -32,9 +36,9 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dns.exception
 import dns.flags
@@ -47,27 +51,21 @@ import dns.rdataclass
 import dns.rdatatype
 
 from base.errors import UserError
-from base.updates import TsigKey, UpdateAccess
+from base.update_access import TsigKey, UpdateAccess
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
-from bench.load.updates import UpdateWriter
+from bench.load.update_sender import UpdateWriter
 from bench.measure.accounting import CpuMeter, us_per_query
+from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.stats import Interval, median_interval, round_order
 from bench.verify.answers import ask, compare_answers
 from bench.verify.bind_classes import ZoneFacts
-from bench.verify.compare import DRIVER, classify
-from bench.verify.updates import serial_masked
+from bench.verify.compare import UNEXPLAINED, classify
+from bench.verify.updated_answers import serial_masked
 from loaders.loader import Loader
 from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, StoreWriter
-from servers.dnsserver import DnsServer, non_recursive_query
-from servers.kind import ServerKind
-from servers.knot import Knot, KnotServer
-from servers.named import Named
-from servers.native import NativeNamed
-from servers.nsd import Nsd, NsdServer
-from servers.pdns import Pdns, PdnsBindServer
-from zonedata.model import Record, Zone, make_record, name_key
-from zonedata.zonefiles import zone_file_path
+from servers import REFERENCE, DnsServer, ServerKind, non_recursive_query
+from zonedata.model import Record, Zone, make_record
 
 METHOD = ("open-loop prober at a fixed read rate, every query recorded; a writer thread "
           "with its own connection paced to the step's write rate, one transaction a "
@@ -84,6 +82,12 @@ NOERROR, NXDOMAIN = 0, 3
 POLL_S = 0.001
 # Past PowerDNS's packet and query caches (20 s) for the -cached rows.
 VISIBLE_TIMEOUT_S = 30.0
+# The staleness check's bound by default: the +cache rows' stated one (servers/dlz.py:
+# DlzCache), so that every row is held to what they promise.
+STALE_BOUND_MS = 1000.0
+# Answers asked after the first that shows a sampled write: one that shows the state before
+# it again (a cache of another thread, a replica behind) is caught.
+CONFIRM_ASKS = 5
 # Samples aimed at per step (k = the step's expected writes / this, at least 1).
 SAMPLES_PER_STEP = 50
 # Changes whose names are asked of the server and of native BIND after the run.
@@ -257,8 +261,9 @@ def _rdatas(change: Change, response: dns.message.Message) -> set[dns.rdata.Rdat
 
 
 class ServerFollow:
-    """What a server must be told after a store write: nothing for a database or a store its
-    driver reads live; native named, NSD and Knot load zone files on command."""
+    """What a server must be told after a store write, as its kind says
+    (ServerKind.tell_of_write): nothing for a database or a store it reads live;
+    native named, NSD, Knot and PowerDNS's bind backend load zone files on command."""
 
     def __init__(self, kind: ServerKind, server: DnsServer, target: Any) -> None:
         self.kind = kind
@@ -266,51 +271,12 @@ class ServerFollow:
         self.target = target
 
     def __call__(self, change: Change) -> None:
-        if isinstance(self.kind, NativeNamed) and isinstance(self.server, Named):
-            self._named(change)
-        elif isinstance(self.server, Knot | Nsd):
-            self._by_control(change)
-        elif isinstance(self.kind, PdnsBindServer) and isinstance(self.server, Pdns):
-            self._pdns_bind(change)
-
-    def _named(self, change: Change) -> None:
-        assert isinstance(self.kind, NativeNamed) and isinstance(self.server, Named)
-        if change.kind in (ADD_ZONE, DELETE_ZONE):
-            # zones.conf names every zone file of the store: written again, then reconfig.
-            self.kind.body(self.target, self.server.run_dir)
-            self.server.rndc("reconfig")
-        else:
-            self.server.rndc("reload", change.zone.to_text())
-
-    def _pdns_bind(self, change: Change) -> None:
-        """The bind backend: its zone list written again and rediscovered for a zone added
-        or removed (as named's reconfig), the zone's file read now for a record."""
-        assert isinstance(self.kind, PdnsBindServer) and isinstance(self.server, Pdns)
-        if change.kind in (ADD_ZONE, DELETE_ZONE):
-            self.kind.backend(self.target, self.server.run_dir)
-            self.server.pdns_control("rediscover")
-        else:
-            self.server.reload_zone(change.zone)
-
-    def _by_control(self, change: Change) -> None:
-        """knotc or nsd-control: a zone added or removed, or read again from its file."""
-        assert isinstance(self.server, Knot | Nsd)
-        if change.kind == ADD_ZONE:
-            self.server.add_zone(change.zone, zone_file_path(Path(self.target).resolve(),
-                                                             name_key(change.zone)))
-        elif change.kind == DELETE_ZONE:
-            self.server.remove_zone(change.zone)
-        else:
-            self.server.reload_zone(change.zone)
+        self.kind.tell_of_write(self.server, self.target, change)
 
 
 def not_writable(server: ServerKind) -> str | None:
     """Why the server cannot be measured under writes (one line); None: it can."""
-    told = isinstance(server, NativeNamed | KnotServer | NsdServer | PdnsBindServer)
-    if server.store == "native" and not told:
-        return (f"{server.name}: only native BIND, NSD, Knot and PowerDNS's bind backend are "
-                "told of zone file writes here")
-    if server.needs_reload and not told:
+    if server.needs_reload and not server.told_of_writes:
         return (f"{server.name} reads its store once (at start or reload): a write is "
                 "seen only after a reload, which is a restart of its data, not a write")
     loader = server.loader()
@@ -347,6 +313,12 @@ class StepRun:
     visibility_ms: list[float] = field(default_factory=list)  # the samples shown
     not_seen: int = 0
     skipped: int = 0
+    # The staleness check (0 in runs before it): the sampler's answers, those that missed a
+    # write committed more than the bound before they were asked, the sampled writes that
+    # got any such answer.
+    answers_checked: int = 0
+    stale_answers: int = 0
+    stale_writes: int = 0
 
     @property
     def qps(self) -> float:
@@ -358,7 +330,7 @@ class StepRun:
 
     @property
     def cpu_us_per_read(self) -> float | None:
-        """named's and the database's CPU per read answered, in us (None: a run before the
+        """The server's and the database's CPU per read answered, in us (None: a run before the
         CPU window was the step's, or no read answered)."""
         if self.cpu_window_s is None or self.server_cpu_s is None:
             return None
@@ -395,6 +367,9 @@ class Step:
     sampled: int
     not_seen: int
     skipped: int
+    answers_checked: int = 0
+    stale_answers: int = 0
+    stale_writes: int = 0
 
 
 @dataclass
@@ -411,18 +386,6 @@ class ServerWrites:
         rates = list(dict.fromkeys(run.rate for run in self.runs))
         return [summarize(rate, [r for r in self.runs if r.rate == rate]) for rate in rates]
 
-    def to_dict(self) -> dict:
-        return {"server": self.server, "status": self.status, "error": self.error,
-                "read_qps": self.read_qps, "runs": [asdict(r) for r in self.runs],
-                "checked": self.checked, "differing": list(self.differing)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> ServerWrites:
-        return cls(server=data["server"], status=data.get("status", "ok"),
-                   error=data.get("error"), read_qps=data.get("read_qps", 0.0),
-                   runs=[StepRun(**r) for r in data.get("runs", [])],
-                   checked=data.get("checked", 0), differing=list(data.get("differing", [])))
-
 
 @dataclass
 class Writes:
@@ -434,21 +397,16 @@ class Writes:
     step_s: float
     repeats: int
     rates: list[int] = field(default_factory=list)
-    servers: list[ServerWrites] = field(default_factory=list)
     via: str = VIA_STORE
+    servers: list[ServerWrites] = field(default_factory=list)
+    # The staleness check's bound in ms (None: a run before the check).
+    stale_bound_ms: float | None = None
 
-    def to_dict(self) -> dict:
-        return {"method": self.method, "profile": self.profile, "dataset": self.dataset,
-                "step_s": self.step_s, "repeats": self.repeats, "rates": list(self.rates),
-                "via": self.via, "servers": [s.to_dict() for s in self.servers]}
+    json_absent: ClassVar[dict[str, Any]] = {"profile": "", "dataset": ""}  # when left out
 
-    @classmethod
-    def from_dict(cls, data: dict) -> Writes:
-        return cls(method=data["method"], profile=data.get("profile", ""),
-                   dataset=data.get("dataset", ""), step_s=data["step_s"],
-                   repeats=data["repeats"], rates=list(data.get("rates", [])),
-                   via=data.get("via", VIA_STORE),
-                   servers=[ServerWrites.from_dict(s) for s in data.get("servers", [])])
+
+# results.json's "writes": written by `writes` only.
+SECTION = Section("writes", Writes | None)
 
 
 def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
@@ -470,7 +428,10 @@ def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
         writes=sum(r.writes for r in runs), write_errors=sum(r.write_errors for r in runs),
         visible_p50_ms=_rank(pooled, 50), visible_p99_ms=_rank(pooled, 99),
         visible_max_ms=pooled[-1] if pooled else None, sampled=len(pooled),
-        not_seen=sum(r.not_seen for r in runs), skipped=sum(r.skipped for r in runs))
+        not_seen=sum(r.not_seen for r in runs), skipped=sum(r.skipped for r in runs),
+        answers_checked=sum(r.answers_checked for r in runs),
+        stale_answers=sum(r.stale_answers for r in runs),
+        stale_writes=sum(r.stale_writes for r in runs))
 
 
 def _rank(ordered: list[float], percent: float) -> float | None:
@@ -483,13 +444,21 @@ def _rank(ordered: list[float], percent: float) -> float | None:
 
 
 class Sampler(threading.Thread):
-    """Takes a committed change and asks the server until an answer shows it."""
+    """Takes a committed change and asks the server until an answer shows it, and a few times
+    more; holds every answer to the bound (stale_bound_ms)."""
 
-    def __init__(self, server: DnsServer, cycle: WriteCycle, stop: threading.Event) -> None:
+    def __init__(self, server: DnsServer, cycle: WriteCycle, stop: threading.Event, *,
+                 stale_bound_ms: float = STALE_BOUND_MS,
+                 visible_timeout_s: float = VISIBLE_TIMEOUT_S) -> None:
         super().__init__(name="visibility sampler", daemon=True)
         self.server = server
         self.cycle = cycle
         self.stop = stop
+        self.bound_ns = stale_bound_ms * 1e6
+        self.visible_timeout_s = visible_timeout_s
+        self.answers = 0
+        self.stale_answers = 0
+        self.stale_writes = 0
         self.pending: queue.Queue[int] = queue.Queue()
         # Set while no write is being followed: an offer is taken only then, so that no
         # sample waits (its delay would count the wait).
@@ -516,28 +485,49 @@ class Sampler(threading.Thread):
             except queue.Empty:
                 continue
             committed_ns = self.cycle.committed_ns[index]
+            stale_before = self.stale_answers
             seen_ns = self._first_showing(index, committed_ns)
             if seen_ns is None:
                 self.not_seen += 1
             else:
                 self.delays_ms.append((seen_ns - committed_ns) / 1e6)
+                self._confirm(index, committed_ns)
+            if self.stale_answers > stale_before:
+                self.stale_writes += 1
             self.cycle.unpin(index)
             self.idle.set()
 
-    def _first_showing(self, index: int, committed_ns: int) -> int | None:
+    def _ask(self, index: int, committed_ns: int) -> bool | None:
+        """One answer to the change's question: does it show the change (None: no answer)?
+        Checked against the bound: one that does not, asked more than the bound after the
+        commit, is stale."""
         qname, rdtype = probe(self.cycle.changes[index])
         query = non_recursive_query(qname, rdtype, None, False)
-        deadline = committed_ns + VISIBLE_TIMEOUT_S * 1e9
+        sent_ns = time.monotonic_ns()
+        try:
+            response = dns.query.udp(query, self.server.host, port=self.server.port,
+                                     timeout=1.0)
+        except (dns.exception.Timeout, OSError):
+            return None
+        shown = any(shows(c, response) for c in self.cycle.superseding(index))
+        self.answers += 1
+        if not shown and sent_ns - committed_ns > self.bound_ns:
+            self.stale_answers += 1
+        return shown
+
+    def _first_showing(self, index: int, committed_ns: int) -> int | None:
+        deadline = committed_ns + self.visible_timeout_s * 1e9
         while time.monotonic_ns() < deadline:
-            try:
-                response = dns.query.udp(query, self.server.host, port=self.server.port,
-                                         timeout=1.0)
-            except (dns.exception.Timeout, OSError):
-                continue
-            if any(shows(c, response) for c in self.cycle.superseding(index)):
+            if self._ask(index, committed_ns):
                 return time.monotonic_ns()
             time.sleep(POLL_S)
         return None
+
+    def _confirm(self, index: int, committed_ns: int) -> None:
+        """CONFIRM_ASKS more answers after the first that showed the change."""
+        for _ in range(CONFIRM_ASKS):
+            time.sleep(POLL_S)
+            self._ask(index, committed_ns)
 
 
 class Writer(threading.Thread):
@@ -590,20 +580,20 @@ class Writer(threading.Thread):
         return self.errors > 100 and self.errors > self.writes
 
 
-def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter,
+def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
              follow: Callable[[Change], None], cycle: WriteCycle, rate: int, repeat: int, *,
              read_qps: float, step_s: float, query_file: Path, run_dir: Path,
-             timeout_s: float) -> StepRun:
+             timeout_s: float, stale_bound_ms: float = STALE_BOUND_MS) -> StepRun:
     """One step: the read load, the writer and the sampler for step_s."""
     # At the ceiling the rate is not known beforehand: every write is offered, and the
     # sampler takes the next one each time it is free.
     every = 1 if rate in (0, CEILING) else max(1, round(rate * step_s / SAMPLES_PER_STEP))
     stop = threading.Event()
-    sampler = Sampler(named, cycle, stop)
+    sampler = Sampler(server, cycle, stop, stale_bound_ms=stale_bound_ms)
     writer = Writer(store, follow, cycle, rate, every, sampler, stop)
-    db_meter = CpuMeter(loaded.server_pids()) if loaded.accounts_server else None
-    server_meter = CpuMeter(named.pids())
-    recorder = Recorder(named.host, named.port, query_file,
+    db_meter = CpuMeter(loaded.database_pids()) if loaded.accounts_database else None
+    server_meter = CpuMeter(server.pids())
+    recorder = Recorder(server.host, server.port, query_file,
                         run_dir / f"recording-{rate_text(rate).replace('/', '')}-{repeat}.txt",
                         qps=read_qps, seconds=step_s, timeout=timeout_s)
     meters = [m for m in (db_meter, server_meter) if m is not None]
@@ -633,6 +623,8 @@ def run_step(loaded: LoadedStore, named: DnsServer, store: StoreWriter,
                   first_error=writer.first_error, writer_cpu_s=writer.cpu_s,
                   visibility_ms=sampler.delays_ms, not_seen=sampler.not_seen,
                   skipped=sampler.skipped, cpu_window_s=cpu_window_s,
+                  answers_checked=sampler.answers, stale_answers=sampler.stale_answers,
+                  stale_writes=sampler.stale_writes,
                   server_cpu_s=server_meter.seconds,
                   db_cpu_s=None if db_meter is None else db_meter.seconds)
     _read_figures(run, recording)
@@ -654,43 +646,46 @@ def _read_figures(run: StepRun, recording: Recording) -> None:
 # --- one server --------------------------------------------------------------------------
 
 
-def measure_server(server: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
+def measure_server(kind: ServerKind, stream: Callable[[], Iterator[Zone]], query_file: Path,
                    run_dir: Path, *, rates: Sequence[int], step_s: float, repeats: int,
                    read_qps: float, threads: int, timeout_s: float, via: str = VIA_STORE,
+                   stale_bound_ms: float = STALE_BOUND_MS,
                    progress: Callable[[str], None] = print) -> ServerWrites:
     """The server through every step and repeat, then its answers for every changed name
     against native BIND's that got the same changes; a failure is recorded, not raised."""
-    result = ServerWrites(server.name, read_qps=read_qps)
-    reason = not_writable(server) if via == VIA_STORE else not_updatable(server)
+    result = ServerWrites(kind.name, read_qps=read_qps)
+    reason = not_writable(kind) if via == VIA_STORE else not_updatable(kind)
     if reason is not None:
         result.status, result.error = "n/a", reason
-        progress(f"{server.name}: n/a: {reason}")
+        progress(f"{kind.name}: n/a: {reason}")
         return result
     zones = _zone_names(stream)
     cycle = WriteCycle(zones, zone_kinds=via == VIA_STORE)
     try:
-        with loaded_store(server, stream, run_dir / server.name) as loaded, \
-                _server(loaded, zones, via, run_dir / server.name, threads) as named, \
-                _writer(loaded, named, via) as store:
-            follow = ServerFollow(loaded.server, named, loaded.target) if via == VIA_STORE \
+        with loaded_store(kind, stream, run_dir / kind.name) as loaded, \
+                _server(loaded, zones, via, run_dir / kind.name, threads) as server, \
+                _writer(loaded, server, via) as store:
+            follow = ServerFollow(loaded.server, server, loaded.target) if via == VIA_STORE \
                 else _told_already
             for repeat in range(repeats):
                 for rate in round_order(list(rates), repeat):
-                    run = run_step(loaded, named, store, follow, cycle, rate, repeat,
+                    run = run_step(loaded, server, store, follow, cycle, rate, repeat,
                                    read_qps=read_qps, step_s=step_s, query_file=query_file,
-                                   run_dir=run_dir / server.name, timeout_s=timeout_s)
+                                   run_dir=run_dir / kind.name, timeout_s=timeout_s,
+                                   stale_bound_ms=stale_bound_ms)
                     result.runs.append(run)
-                    progress(f"{server.name}: {rate_text(rate)} writes, repeat {repeat + 1}: "
+                    progress(f"{kind.name}: {rate_text(rate)} writes, repeat {repeat + 1}: "
                              f"{run.qps:,.0f} reads/s answered, {run.lost} lost, "
-                             f"{run.write_rate:,.1f} writes/s"
+                             f"{run.write_rate:,.1f} writes/s, "
+                             f"{run.stale_writes} sampled stale past the bound"
                              + (f", {run.write_errors} failed ({run.first_error})"
                                 if run.write_errors else ""))
-            _check_against_native(result, named, server, stream, cycle.changes,
-                                  run_dir / server.name / "native-reference", threads,
+            _check_against_native(result, server, kind, stream, cycle.changes,
+                                  run_dir / kind.name / "native-reference", threads,
                                   serials_masked=via == VIA_UPDATE)
     except UserError as exc:
         result.status, result.error = "failed", str(exc)
-        progress(f"{server.name} failed: {exc}")
+        progress(f"{kind.name} failed: {exc}")
     return result
 
 
@@ -700,16 +695,16 @@ def _server(loaded: LoadedStore, zones: Sequence[dns.name.Name], via: str, run_d
     loopback in the zones written (over TCP: a DLZ driver takes unsigned updates only
     there)."""
     if via == VIA_STORE:
-        return loaded.named(run_dir, threads=threads)
+        return loaded.dns_server(run_dir, threads=threads)
     access = UpdateAccess(tuple(zones), (), TsigKey.generate())
     return loaded.server.build_updatable(loaded.target, run_dir / f"updated-{threads}", access,
                                          threads=threads, connections=threads)
 
 
-def _writer(loaded: LoadedStore, named: DnsServer, via: str) -> StoreWriter:
+def _writer(loaded: LoadedStore, server: DnsServer, via: str) -> StoreWriter:
     if via == VIA_STORE:
         return loaded.loader.writer(loaded.target)
-    return UpdateWriter(named.host, named.port)
+    return UpdateWriter(server.host, server.port)
 
 
 def _told_already(change: Change) -> None:
@@ -780,7 +775,7 @@ def final_zones(stream: Callable[[], Iterator[Zone]],
     return zones
 
 
-def _check_against_native(result: ServerWrites, named: DnsServer, server: ServerKind,
+def _check_against_native(result: ServerWrites, server: DnsServer, kind: ServerKind,
                           stream: Callable[[], Iterator[Zone]], changes: Sequence[Change],
                           run_dir: Path, threads: int, *, serials_masked: bool) -> None:
     """Native BIND over the data set as the same changes leave it, started afresh: the
@@ -788,18 +783,18 @@ def _check_against_native(result: ServerWrites, named: DnsServer, server: Server
     bench/verify; with serials_masked, every SOA serial aside: a server that took the
     changes as updates raised its serials, the reference loaded from files did not)."""
     final = final_zones(stream, changes)
-    with loaded_store("native", final, run_dir) as reference:
-        with reference.named(run_dir, threads=threads) as native:
+    with loaded_store(REFERENCE, final, run_dir) as reference:
+        with reference.dns_server(run_dir, threads=threads) as native:
             facts = ZoneFacts.of(final())
             for qname, rdtype in changed_questions(checked_changes(changes)):
                 query = (qname, rdtype)
-                pair = compare_answers(query, ask(native, query), ask(named, query))
+                pair = compare_answers(query, ask(native, query), ask(server, query))
                 if pair is not None and serials_masked and \
                         serial_masked(pair[0]) == serial_masked(pair[1]):
                     pair = None
                 result.checked += 1
                 if pair is None:
                     continue
-                if classify(query, pair[0], pair[1], facts, server.known_classes()) == DRIVER:
+                if classify(query, pair[0], pair[1], facts, kind.known_classes()) == UNEXPLAINED:
                     result.differing.append(f"{qname} {rdtype}: native {pair[0].describe()} "
-                                            f"| {server.name} {pair[1].describe()}")
+                                            f"| {kind.name} {pair[1].describe()}")

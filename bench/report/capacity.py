@@ -10,6 +10,7 @@ the drops per socket, and the rate as a multiple of native BIND's breaking point
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from bench.measure.capacity import (
     UP_TO_THE_TASK,
     BreakingPoint,
     Curve,
+    Level,
     Step,
 )
 from bench.measure.results import Results
+from bench.report.comparing import Comparison, Figure, figure_rows, pairs, same_boot
 from bench.report.format import NONE, fmt_number, legend_or_note, save_figure
 from servers import REFERENCE, report_order
 
@@ -44,12 +47,15 @@ def _reference_breaking_point(results: Results, threads: int) -> float | None:
     return None
 
 
-def _breaking(point: BreakingPoint) -> str:
-    """The breaking point's rate; ">= N" when the walk ended without a failing step (the
-    load generator's limit, or every step held): the server's own is at least that."""
+def bracket_text(point: BreakingPoint) -> str:
+    """The breaking point's bracket in offered QPS, "held–failed"; ">= N" when the walk
+    ended without a failing load (the load generator's limit, or every step held): the
+    server's own is at least that; "< N" when the lowest load failed."""
     if point.qps is None:
-        return NONE
-    return (">= " if point.lower_bound else "") + fmt_number(point.qps, 0)
+        return NONE if point.failed_qps is None else f"< {fmt_number(point.failed_qps, 0)}"
+    if point.failed_qps is None:
+        return f">= {fmt_number(point.qps, 0)}"
+    return f"{fmt_number(point.qps, 0)}–{fmt_number(point.failed_qps, 0)}"
 
 
 def _latencies(step: Step | None) -> str:
@@ -75,13 +81,18 @@ def render_capacity(results: Results) -> list[str]:
              f"(the QPS of `run`), each step {STEP_REPEATS} times (up the steps, then down); "
              "the prober runs beside it (open loop, part of the offered load) and every query "
              "it lost counts at the timeout (1 s) in every percentile. "
-             f"**Breaking point**: the last step before the first whose median answered share "
-             f"is under {UP_TO_THE_TASK:.0%} (seed 001's criterion), and under {STRICT:.0%}; "
-             "a higher step that held after a failing one does not count. A step that offered "
-             f"under {OFFERED_SHARE:.0%} of its target is **not offered** (the load "
-             "generator's limit, not the server's) and ends the walk too: its breaking point "
-             "is printed \">= N\", as is one whose every step held. Mbit/s: reply traffic at "
-             "the breaking point (seed 002). resperf: its own maximum throughput over one "
+             "Rates are queries over the step's nominal length (dnsperf's `-l`, the "
+             "prober's schedule), not over dnsperf's run time, which also holds its wait for "
+             "the last answers. **Breaking point**: a bracket in offered QPS, held–failed: "
+             "the last step that held and the first whose median answered share is under "
+             f"{UP_TO_THE_TASK:.0%} (seed 001's criterion), and under {STRICT:.0%}; a higher "
+             "step that held after a failing one does not count. A step that offered under "
+             f"{OFFERED_SHARE:.0%} of its target is **not offered** (the load generator's "
+             "limit, not the server's) and ends the walk, printed \">= N\" as is a walk whose "
+             "every step held, unless the server dropped queries at its own sockets in it: "
+             "then it is judged on what it answered of what was offered, like any other. "
+             "\"< N\": the lowest step failed. Mbit/s: reply traffic at the bracket's lower "
+             "end (seed 002). resperf: its own maximum throughput over one "
              "ramp to 1.5x the closed-loop maximum (seed 004). A step whose responses in some "
              "second exceeded its target by more than 10% is counted in bursts. Receive "
              "buffer: the server's UDP receive-buffer setting (sized to the kernel's "
@@ -101,7 +112,7 @@ def render_capacity(results: Results) -> list[str]:
         ramp = curve.resperf
         bursts = sum(s.burst for s in curve.steps)
         row = [curve.server, str(curve.threads), fmt_number(curve.closed_loop_qps, 0),
-               _breaking(point), fmt_number(share, 1), _breaking(curve.breaking(STRICT)),
+               bracket_text(point), fmt_number(share, 1), bracket_text(curve.breaking(STRICT)),
                NONE if at_bp is None else fmt_number(at_bp.reply_mbit_s, 1),
                NONE if ramp is None else fmt_number(ramp.max_qps, 0), str(bursts),
                _receive_buffer(curve)]
@@ -190,11 +201,20 @@ def render_seed_001_tables(results: Results) -> list[str]:
             lines.append(
                 f"| {fmt_number(level.percent, 0)} | {fmt_number(level.target_qps, 0)} | "
                 f"{fmt_number(level.offered_qps, 0)} | {100 * level.answered_fraction:.1f} "
-                f"({100 * low:.1f}-{100 * high:.1f}) | {level.outcome()} | {relative} | "
+                f"({100 * low:.1f}-{100 * high:.1f}) | {_outcome(level)} | {relative} | "
                 f"{_p(middle, 'p50')} | {_p(middle, 'p99')} | {_p(middle, 'p99.9')} | "
                 f"{_drops(level.steps)} |")
         lines.append("")
     return lines
+
+
+def _outcome(level: Level) -> str:
+    """The load's outcome; one judged although not all of it was offered (the server
+    dropped queries at its sockets) says how much was."""
+    outcome = level.outcome()
+    if level.offered or outcome == "not offered":
+        return outcome
+    return f"{outcome} (offered {100 * level.offered_qps / level.target_qps:.0f}%)"
 
 
 def _drops(steps: list[Step]) -> str:
@@ -301,3 +321,37 @@ def _plot_slowest(results: Results, path: Path) -> Path:
     ax.set_ylabel("latency (us)")
     ax.set_title("Latency of the slowest queries at the breaking point")
     return _finish(fig, ax, path)
+
+
+# ---------------------------------------------------------------- compare
+
+def _p99_near(share: float) -> Callable[[Curve], float | None]:
+    """p99 of the step nearest `share` of the curve's 95% breaking point."""
+    def figure(curve: Curve) -> float | None:
+        bp = curve.breaking_point()
+        step = curve.step_near(None if bp is None else share * bp)
+        return None if step is None else step.latency_us.get("p99")
+    return figure
+
+
+FIGURES: list[Figure[Curve]] = [
+    Figure("capacity: closed-loop QPS", lambda c: c.closed_loop_qps, rate=True),
+    Figure("capacity: breaking point 5% (QPS)", lambda c: c.breaking_point(UP_TO_THE_TASK),
+           rate=True),
+    Figure("capacity: breaking point 1% (QPS)", lambda c: c.breaking_point(STRICT),
+           rate=True),
+    Figure("capacity: p99 at 50% load (us)", _p99_near(0.5)),
+    Figure("capacity: p99 at 90% load (us)", _p99_near(0.9)),
+    Figure("capacity: resperf max (QPS)",
+           lambda c: None if c.resperf is None else c.resperf.max_qps, rate=True),
+]
+
+
+def compare_capacity(a: Results, b: Results) -> Comparison:
+    """Curves matched by (server, threads)."""
+    matched, only = pairs(a.capacity, b.capacity, lambda c: (c.server, c.threads),
+                          lambda k: f"capacity of {k[0]} at {k[1]} thread(s)")
+    boot = same_boot(a, b)
+    rows = [line for (server, threads), old, new in matched
+            for line in figure_rows(server, threads, FIGURES, old, new, boot)]
+    return Comparison(rows, only)

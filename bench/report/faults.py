@@ -17,6 +17,15 @@ from bench.measure.faults import (
     describe_fault,
 )
 from bench.measure.results import Results
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    status_row,
+)
 from bench.report.format import (
     NONE,
     WARN,
@@ -165,3 +174,51 @@ def _plot(entry: ServerFaults, section: Faults, out_dir: Path) -> Path:
     latency.set_ylabel("p99 (ms)")
     latency.set_xlabel("seconds from the load's start (queries counted when sent)")
     return save_figure(fig, out_dir / plot_name(entry.server))
+
+
+# ---------------------------------------------------------------- compare
+
+STEADY: list[Figure[ServerFaults]] = [
+    Figure("answered before the first fault (%)",
+           lambda s: None if s.baseline_share is None else 100 * s.baseline_share, decimals=2),
+    Figure("p99 before the first fault (ms)",
+           lambda s: None if s.steady_p99_us is None else s.steady_p99_us / 1000),
+]
+FAULT: list[Figure[FaultResult]] = [
+    Figure("first SERVFAIL after (s)", lambda f: f.first_servfail_s),
+    Figure("recovered after (s)", lambda f: f.recovered_s),
+    Figure("settled after (s)", lambda f: f.settled_s),
+    Figure("SERVFAIL", lambda f: f.servfail, decimals=0),
+    Figure("lost", lambda f: f.lost, decimals=0),
+    Figure("worst p99 (ms)", lambda f: None if f.worst_p99_us is None
+           else f.worst_p99_us / 1000),
+]
+
+
+def compare_faults(a: Results, b: Results) -> Comparison:
+    """Servers matched by name, each fault by its place in the script (second, kind and
+    length): the steady state before the first fault, then what each fault cost. A fault
+    never recovered from shows no time to recovery ("–")."""
+    if a.faults is None or b.faults is None:
+        return Comparison(only=one_sided("the faults section", a.faults, b.faults))
+    servers, only = pairs(a.faults.servers, b.faults.servers, lambda s: s.server,
+                          lambda server: f"faults of {server}")
+    boot = same_boot(a, b)
+    rows: list[str] = []
+    for server, old, new in servers:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, "faults", old.status, new.status))
+            continue
+        rows += figure_rows(server, "faults: steady", STEADY, old, new, boot)
+        faults, only_faults = pairs(old.faults, new.faults,
+                                    lambda f: (f.at_s, f.kind, f.seconds),
+                                    lambda k, name=server: f"{name}: {_fault_place(*k)}")
+        rows += [line for key, fa, fb in faults
+                 for line in figure_rows(server, _fault_place(*key), FAULT, fa, fb, boot)]
+        only += only_faults
+    return Comparison(rows, only)
+
+
+def _fault_place(at_s: float, kind: str, seconds: float) -> str:
+    """"sigstop 5 s at 20 s": a fault where its script put it."""
+    return f"{describe_fault(FaultResult(at_s, kind, seconds))} at {at_s:g} s"

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench.measure.results import Cell
+from bench.measure.cells import Cell
+from bench.measure.stats import Interval
 
 NONE = "–"
 WARN = "⚠"
@@ -25,6 +26,16 @@ def fmt_number(value: float | None, decimals: int | None = None) -> str:
     if decimals is None:
         decimals = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
     return f"{value:,.{decimals}f}"
+
+
+def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
+                  unit: str = "", of: str = "runs") -> str:
+    """"median [low–high]", or "median (n runs: no 95% interval)" (`of`: what was counted)."""
+    text = fmt_number(scale * interval.estimate, decimals) + unit
+    if interval.low is None or interval.high is None:
+        return f"{text} ({interval.n} {of}: no 95% interval)"
+    return (f"{text} [{fmt_number(scale * interval.low, decimals)}–"
+            f"{fmt_number(scale * interval.high, decimals)}{unit}]")
 
 
 def fmt_percent(value: float | None, reference: float | None) -> str:

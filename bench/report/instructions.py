@@ -6,6 +6,15 @@ from __future__ import annotations
 
 from bench.measure.instructions import AGREEMENT_TARGET, Instructions, ServerInstructions
 from bench.measure.results import Results
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    status_row,
+)
 from bench.report.format import NONE, WARN, Notes, fmt_number, fmt_percent, markdown_table
 from servers import DLZ_CEILING, report_order
 
@@ -80,3 +89,36 @@ def _database_lines(section: Instructions) -> list[str]:
     lines = ["Database process counted: " + "; ".join(
         f"{', '.join(names)}: {what}" for what, names in described.items()) + ".", ""]
     return lines
+
+
+# ---------------------------------------------------------------- compare
+
+# Instructions do not depend on the boot: none is under the same-boot rule.
+FIGURES: list[Figure[ServerInstructions]] = [
+    Figure("named Ir/query", lambda s: s.mean("named"), decimals=0),
+    Figure("database Ir/query",
+           lambda s: s.mean("database") if s.database_counted else None, decimals=0),
+    Figure("total Ir/query", lambda s: s.mean("total"), decimals=0),
+]
+
+
+def compare_instructions(a: Results, b: Results) -> Comparison:
+    """Servers matched by name, over the same query set (its sha256): instructions per query
+    over other queries are another figure."""
+    if a.instructions is None or b.instructions is None:
+        return Comparison(only=one_sided("the instructions section", a.instructions,
+                                         b.instructions))
+    if a.instructions.queries_sha256 != b.instructions.queries_sha256:
+        return Comparison(only=["- instructions: counted over different query sets (sha256 "
+                                f"{a.instructions.queries_sha256[:16]} and "
+                                f"{b.instructions.queries_sha256[:16]}): not compared"])
+    matched, only = pairs(a.instructions.servers, b.instructions.servers, lambda s: s.server,
+                          lambda server: f"instructions of {server}")
+    boot = same_boot(a, b)
+    rows: list[str] = []
+    for server, old, new in matched:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, "instructions", old.status, new.status))
+        else:
+            rows += figure_rows(server, "instructions", FIGURES, old, new, boot)
+    return Comparison(rows, only)

@@ -2,11 +2,11 @@
 BIND-DLZ "Performance Tests" page, ../shared/seeds/003_b0923ef81a1e32b7.txt).
 
 Main table, one per thread count, as in 003_b0923ef81a1e32b7.txt: rows QPS, Loaded latency,
-Unloaded latency, Startup; one column per driver, native BIND and the in-memory reference
+Unloaded latency, Startup; one column per server, native BIND and the in-memory reference
 first. QPS is the median of the measured runs with their min–max spread; "% of native" and
 "% of memory" compare medians of the same results file (same machine, same session).
 
-A cell whose driver gave wrong answers or failed shows WRONG or FAILED in every row, never a
+A cell whose server gave wrong answers or failed shows WRONG or FAILED in every row, never a
 number, with the reason listed under the table.
 """
 
@@ -18,18 +18,31 @@ from typing import Any
 
 from bench.load.dnsperf import DnsperfRun
 from bench.load.prober import LatencyStats
+from bench.measure.cells import Cell
+from bench.measure.cost import AdjacentCost, split_per_query
 from bench.measure.loadgen import (
-    capacity_interval,
+    GENERATOR_OFF,
+    GENERATOR_ON,
+    SERVER_BUSY_OFF,
+    SERVER_IDLE_ON,
     capacity_per_core,
     core_use,
+    generator_limit,
     server_cpus,
-    server_us_interval,
-    server_us_per_query,
     startup_interval,
 )
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
-from bench.measure.results import Cell, Results, StartupPoint
+from bench.measure.results import SECTIONS, Results
+from bench.measure.startup import StartupPoint
 from bench.measure.stats import Interval, median_interval
+from bench.report.cost import (
+    COST_LABEL,
+    cost_method,
+    cost_notes,
+    cost_ratio_text,
+    cost_text,
+    per_core_of,
+)
 from bench.report.format import (
     NONE,
     NOT_AVAILABLE,
@@ -38,18 +51,28 @@ from bench.report.format import (
     column_label,
     fmt_number,
     fmt_percent,
+    interval_text,
     legend_or_note,
     markdown_table,
     save_figure,
     status_text,
 )
-from bench.report.style import driver_style
-from servers import BIND_MARK, base_name, group_of, report_order
+from bench.report.style import server_style
+from servers import (
+    BIND_MARK,
+    DLZ_CEILING,
+    REFERENCE,
+    base_name,
+    group_of,
+    report_order,
+    software_keys,
+)
 
-# Each version string names its program, except Python's.
+# Each version string names its program, except Python's. These are in every results file's
+# header, as the first ones recorded them ("KEY: unknown" when one is missing); the other
+# servers' software (servers.software_keys) is shown when the file has it, since results from
+# before those servers were rows have none.
 _VERSION_KEYS = ("bind", "postgresql", "mariadb", "slapd", "berkeley_db", "dnsperf")
-# Recorded since the other servers became rows; results from before have none of them.
-_OTHER_SERVER_KEYS = ("powerdns", "nsd", "knot")
 
 
 # ---------------------------------------------------------------- status and flags
@@ -105,7 +128,8 @@ def render_header(results: Results) -> list[str]:
                  f"usable), {memory_text}; {meta.get('os', 'unknown OS')}, kernel "
                  f"{meta.get('kernel', '?')} ({meta.get('machine', '?')}).")
     lines.append("")
-    keys = [*_VERSION_KEYS, *(key for key in _OTHER_SERVER_KEYS if key in meta)]
+    keys = [*_VERSION_KEYS,
+            *(key for key in software_keys() if key not in _VERSION_KEYS and key in meta)]
     versions = [f"{key}: {meta[key]}" if meta.get(key) in (NOT_INSTALLED, UNKNOWN)
                 else str(meta.get(key, f"{key}: unknown")) for key in keys]
     versions.append(f"Python {meta.get('python', 'unknown')}")
@@ -186,17 +210,21 @@ def _qps_method(meta: dict) -> str:
             f"every server started afresh before every {rounds['restart_every']}th round and "
             f"warmed up until two {rounds['steady_s']:g}-s runs in a row were within "
             f"{100 * rounds['steady_within']:g}%. QPS is the median of a cell's runs with its 95% "
-            "interval in brackets (distribution-free, from the runs' order statistics; none with "
-            "fewer than 6 runs); % of native and % of memory are the median of the per-round "
-            "ratios with their interval, and a ratio whose interval is wider than "
-            f"+-{100 * rounds['target']:g}% says so. '>= N (load generator)': dnsperf used 0.8 "
-            "of its core or more, or the pinned server less than 0.9 of its own, so N is the "
-            "client's limit, not the server's: not ranked; its cost per query still holds.")
+            "interval in brackets (distribution-free, from the runs' order statistics, taking "
+            "the runs as independent; none with fewer than 6 runs); QPS % of native and QPS % "
+            "of memory are the median of the per-round ratios with their interval, and a ratio "
+            "whose interval is wider than "
+            f"+-{100 * rounds['target']:g}% says so. '>= N (load generator)': in most of the "
+            f"cell's runs dnsperf used {GENERATOR_ON:g} of its core or more, or the pinned "
+            f"server less than {SERVER_IDLE_ON:g} of its own (a run in between keeps the "
+            f"previous run's mark: it clears only under {GENERATOR_OFF:g} and at "
+            f"{SERVER_BUSY_OFF:g} or more), so N is the client's limit, not the server's: not "
+            "ranked; its cost per query still holds.")
 
 
 def render_method(results: Results) -> list[str]:
     meta = results.meta
-    lines = [_qps_method(meta) + " Latency is the "
+    lines = [cost_method(meta), "", _qps_method(meta) + " Latency is the "
              "mean of single queries sent one at a time by the prober, with the server idle "
              "(Unloaded) or held at its maximum by dnsperf (Closed-loop loaded, a secondary row: "
              "with dnsperf keeping its queries outstanding it is about their number over the "
@@ -220,16 +248,6 @@ def render_method(results: Results) -> list[str]:
 
 # ---------------------------------------------------------------- main table
 
-def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
-                  unit: str = "", of: str = "runs") -> str:
-    """"median [low–high]", or "median (n runs: no 95% interval)" (`of`: what was counted)."""
-    text = fmt_number(scale * interval.estimate, decimals) + unit
-    if interval.low is None or interval.high is None:
-        return f"{text} ({interval.n} {of}: no 95% interval)"
-    return (f"{text} [{fmt_number(scale * interval.low, decimals)}–"
-            f"{fmt_number(scale * interval.high, decimals)}{unit}]")
-
-
 def _figure(interval: Interval | None, single: float | None, decimals: int | None = None,
             of: str = "runs") -> str:
     """A figure with its interval when it has repeats, else the one figure (files written
@@ -247,8 +265,8 @@ def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> s
         text = fmt_number(q.median, 0)
         if q.min is not None and q.max is not None and len(cell.qps_runs) > 1:
             text += f" ({fmt_number(q.min, 0)}–{fmt_number(q.max, 0)})"
-    if q.median is not None and core_use(cell, cpus).load_generator_bound:
-        text = f">= {text} (load generator)"
+    if q.median is not None and generator_limit(cell, cpus).bound:
+        text = f">= {text} ({generator_text(cell, cpus)})"
     lossy = lossy_runs(cell, threshold)
     if lossy:
         detail = ", ".join(f"run {i} lost {100 * run.loss_fraction:.1f}%" for i, run in lossy)
@@ -256,6 +274,15 @@ def _qps_text(cell: Cell, threshold: float, notes: Notes, cpus: int | None) -> s
                            f"queries (threshold {100 * threshold:g}%)")
         text += f" {WARN}[{number}]"
     return text
+
+
+def generator_text(cell: Cell, cpus: int | None) -> str:
+    """'load generator', or 'load generator in 4 of 6 runs' when not all of the cell's runs
+    were its."""
+    limit = generator_limit(cell, cpus)
+    if limit.limited == limit.runs:
+        return "load generator"
+    return f"load generator in {limit.limited} of {limit.runs} runs"
 
 
 def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: float,
@@ -271,8 +298,8 @@ def _latency_text(stats: LatencyStats | None, cell: Cell, kind: str, threshold: 
     return text
 
 
-def _reference(results: Results, driver: str, threads: int) -> Cell | None:
-    ref = results.cell(driver, threads)
+def _reference(results: Results, server: str, threads: int) -> Cell | None:
+    ref = results.cell(server, threads)
     return ref if ref is not None and ref.status == "ok" else None
 
 
@@ -290,11 +317,11 @@ def ratio_text(cell: Cell, ref: Cell | None, notes: Notes, cpus: int | None,
             else fmt_percent(cell.qps.median, ref.qps.median))
     if text == NONE:
         return text
-    mine, theirs = (core_use(c, cpus).load_generator_bound for c in (cell, ref))
+    mine, theirs = (generator_limit(c, cpus).bound for c in (cell, ref))
     if mine and theirs:
         return f"{NOT_AVAILABLE} (load generator on both)"
     if mine or theirs:
-        text = f"{'>=' if mine else '<='} {text} (load generator)"
+        text = f"{'>=' if mine else '<='} {text} ({generator_text(cell if mine else ref, cpus)})"
     if cell.ratio_target_met.get(ref.server) is False and target is not None:
         number = notes.add(f"{column_label(cell)}, {cell.threads} thread(s): its ratio to "
                            f"{ref.server}'s interval is wider than the +-{100 * target:g}% "
@@ -326,25 +353,28 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     notes = Notes()
     statuses = {id(c): status_text(c, notes) for c in cells}
     unavailable = Unavailable(notes)
-    native = _reference(results, "native", threads)
-    memory = _reference(results, "memory", threads)
+    reference = _reference(results, REFERENCE, threads)
+    ceiling = _reference(results, DLZ_CEILING, threads)
     cpus = server_cpus(results.meta)
     target = (results.meta.get("rounds") or {}).get("target")
 
     def row(label: str, figure: Callable[[Cell], str]) -> list[str]:
         return [label] + [statuses[id(c)] or figure(c) for c in cells]
 
+    adjacent = AdjacentCost(results.cells)
     rows = [
+        row(COST_LABEL, lambda c: unavailable.text(c, "cpu_us_per_query.server") or cost_text(c)),
+        *(row(f"Cost % of {name}", lambda c, name=name: unavailable.text(
+            c, "cpu_us_per_query.server") or cost_ratio_text(adjacent, c, name))
+          for name in (REFERENCE, DLZ_CEILING)),
         row("QPS", lambda c: _qps_text(c, threshold, notes, cpus)),
-        row("% of native", lambda c: ratio_text(c, native, notes, cpus, target)),
-        row("% of memory", lambda c: ratio_text(c, memory, notes, cpus, target)),
-        *([row(f"% of its row on {_run_bind(results)}",
+        row(f"QPS % of {REFERENCE}", lambda c: ratio_text(c, reference, notes, cpus, target)),
+        row(f"QPS % of {DLZ_CEILING}", lambda c: ratio_text(c, ceiling, notes, cpus, target)),
+        *([row(f"QPS % of its row on {_run_bind(results)}",
                lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
           if any(BIND_MARK in c.server for c in cells) else []),
-        row("Server us/query", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or _figure(server_us_interval(c), server_us_per_query(c), 1)),
-        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.named")
-            or _figure(capacity_interval(c), capacity_per_core(c), 0)),
+        row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.server")
+            or _figure(per_core_of(c), capacity_per_core(c), 0, of="starts")),
         row("Closed-loop loaded (us)", lambda c: unavailable.text(c, "latency_loaded")
             or _latency_text(c.latency_loaded, c, "loaded", threshold, notes)),
         row("Unloaded (us)", lambda c: unavailable.text(c, "latency_unloaded")
@@ -358,6 +388,7 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
     for c in cells:  # answers are checked before anything is timed: no row of their own
         if "mismatches" in c.unavailable and statuses[id(c)] is None:
             unavailable.number(c, f"answers {c.unavailable['mismatches']}")
+    cost_notes(cells, notes)
     # 0: a server whose connections to its data are not the suite's (a --target server).
     connections = sorted({c.connections for c in cells} - {0})
     title = f"## {threads} thread{'s' if threads != 1 else ''}"
@@ -415,9 +446,9 @@ def render_percentiles(results: Results) -> list[str]:
 
 
 def render_costs(results: Results) -> list[str]:
-    header = ["server", "threads", "CPU us/query named", "db", "dnsperf",
+    header = ["server", "threads", "CPU us/query server", "db", "dnsperf",
               "QPS per server core", "dnsperf cores", "server cores",
-              "peak RSS named (kB)", "db (kB)"]
+              "peak RSS server (kB)", "db (kB)"]
     cpus = server_cpus(results.meta)
     rows = []
     notes = Notes()
@@ -436,46 +467,68 @@ def render_costs(results: Results) -> list[str]:
                         or fmt_number(values.get(key), decimals))
 
             rows.append([column_label(c), str(threads),
-                         figure("cpu_us_per_query", "named"), figure("cpu_us_per_query", "db"),
+                         figure("cpu_us_per_query", "server"), figure("cpu_us_per_query", "db"),
                          figure("cpu_us_per_query", "dnsperf"),
-                         unavailable.text(c, "cpu_us_per_query.named")
+                         unavailable.text(c, "cpu_us_per_query.server")
                          or fmt_number(capacity_per_core(c), 0),
                          fmt_number(use.dnsperf), fmt_number(use.server),
-                         figure("peak_rss_kb", "named", 0), figure("peak_rss_kb", "db", 0)])
+                         figure("peak_rss_kb", "server", 0), figure("peak_rss_kb", "db", 0)])
+    header, rows = with_split(results, header, rows)
     lines = (["## Cost per query", "",
               "CPU time (user + system) per answered query over the QPS runs; db is the "
               "database server's whole process tree ('–': no database server). QPS per "
-              "server core: 1,000,000 / (named + db us/query), what one core of the server "
+              "server core: 1,000,000 / (server + db us/query), what one core of the server "
               "would answer at that cost, which a slow load generator does not limit. dnsperf "
               "cores: of its one core, over the QPS runs (with several load hosts, each "
-              "dnsperf's, averaged; >= 0.8: the load generator's limit); "
-              "server cores: named's and the database's, per pinned server core (< 0.9: the "
-              "server was not saturated). Peak RSS is "
+              f"dnsperf's, averaged; >= {GENERATOR_ON:g}: the load generator's limit); "
+              "server cores: the server's and the database's, per pinned server core "
+              f"(< {SERVER_IDLE_ON:g}: the server was not saturated); a cell is the load "
+              "generator's when most of its runs are, each run judged on its own with "
+              "hysteresis (bench/measure/loadgen.py). Peak RSS is "
               f"the high-water mark of resident memory. {NOT_AVAILABLE}: not measurable for "
-              "that server (the note says why).", ""]
+              "that server (the note says why)." + (SPLIT_TEXT if SPLIT[0] in header else ""), ""]
              + markdown_table(header, rows))
     if notes.lines:
         lines += [""] + notes.render()
     return lines + [""]
 
 
+SPLIT = ("server user", "server system", "db user", "db system")
+SPLIT_TEXT = (" Server user, system, db user, system: the same CPU per query split into user "
+              "and system time (the runs record it since the cost per query leads the table).")
+
+
+def with_split(results: Results, header: list[str],
+               rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """The cost table with the user/system split of the CPU per query appended, where any
+    cell's runs recorded it (files before the split keep their columns)."""
+    cells = [c for t in results.thread_counts() for c in results.cells_for(t)]
+    splits = [split_per_query(c) for c in cells]
+    if not any(value is not None for split in splits for value in split.values()):
+        return header, rows
+    extended = [row + ([c.status.upper()] * len(SPLIT) if c.status != "ok"
+                       else [fmt_number(split[key]) for key in SPLIT])
+                for row, c, split in zip(rows, cells, splits, strict=True)]
+    return [*header, *SPLIT], extended
+
+
 def _startup_cell(p: StartupPoint) -> str:
     if p.status != "ok":
         return p.status.upper()
     seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
-    rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+    rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
     return f"{fmt_number(seconds)} s, {fmt_number(rss, 0)} MiB"
 
 
 def render_startup_summary(results: Results) -> list[str]:
-    """Driver x zone count: named's startup time and memory (the operator's question)."""
+    """Server x zone count: its startup time and memory (the operator's question)."""
     points = {(p.server, p.zones): p for p in results.startup_scaling}
     counts = sorted({n for _, n in points})
-    drivers = sorted({d for d, _ in points}, key=report_order)
-    rows = [[d, *(_startup_cell(points[d, n]) if (d, n) in points else NONE for n in counts)]
-            for d in drivers]
-    return ["## Startup time and named memory", "",
-            "Time from named's exec until it answers for the last zone, and named's resident "
+    servers = sorted({s for s, _ in points}, key=report_order)
+    rows = [[s, *(_startup_cell(points[s, n]) if (s, n) in points else NONE for n in counts)]
+            for s in servers]
+    return ["## Startup time and server memory", "",
+            "Time from the server's exec until it answers for the last zone, and its resident "
             "memory then. Details, failures and loader figures in the next table.", ""] + \
         markdown_table(["server", *(f"{n:,} zones" for n in counts)], rows) + [""]
 
@@ -483,7 +536,7 @@ def render_startup_summary(results: Results) -> list[str]:
 def render_startup_scaling(results: Results) -> list[str]:
     if not results.startup_scaling:
         return []
-    header = ["server", "zones", "startup (s)", "named RSS (MiB)", "store size (MB)",
+    header = ["server", "zones", "startup (s)", "server RSS (MiB)", "store size (MB)",
               "load (s)", "records/s", "loader RSS (MiB)"]
     rows = []
     for p in sorted(results.startup_scaling, key=lambda p: (report_order(p.server), p.zones)):
@@ -496,24 +549,27 @@ def render_startup_scaling(results: Results) -> list[str]:
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
         seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
-        rss = p.named_rss_kb / 1024 if p.named_rss_kb is not None else None
+        rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
         rows.append([p.server, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
                      fmt_number(size), *load])
     return render_startup_summary(results) + ["## Startup against zone count", "",
-            "Startup: from named's exec until it answers authoritatively for the last zone "
-            "loaded. named RSS: its peak resident memory at that moment. Store size: the "
+            "Startup: from the server's exec until it answers authoritatively for the last "
+            "zone loaded. Server RSS: its peak resident memory at that moment. Store size: the "
             "store's files on disk. Load: the store's loader in its own process (its peak RSS "
             "shows whether loading memory stays flat as the zone count grows).", ""] + \
         markdown_table(header, rows) + [""]
 
 
+# Sections measured over `run`'s cells, which a file of theirs renders as a run's tables; a
+# file holding any other section (and no cells) is that command's alone.
+WITH_CELLS = ("cells", "capacity", "tuning")
+
+
 def has_run_tables(results: Results) -> bool:
-    """Does the file get `run`'s tables: it has cells, or it is none of a `startup`, a
-    `scale`, a `run --signed`, an `instructions`, a `faults`, a `writes` or an `updates` file
-    (whose own sections are all they hold)?"""
-    return bool(results.cells) or not (results.startup_scaling or results.scale
-                                       or results.signed or results.instructions
-                                       or results.faults or results.writes or results.updates)
+    """Does the file get `run`'s tables: it has cells, or no section of a command whose own
+    section is all its file holds (startup, scale, signed, instructions, faults, ...)?"""
+    return bool(results.cells) or not any(getattr(results, key) for key in SECTIONS
+                                          if key not in WITH_CELLS)
 
 
 # ---------------------------------------------------------------- plots
@@ -547,17 +603,17 @@ def _plain_log_labels(axis: object) -> None:
 def _plot_qps(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
-    drivers = results.servers()
+    servers = results.servers()
     thread_counts = results.thread_counts()
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(drivers) + 2), 4.5))
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(servers) + 2), 4.5))
     width = 0.8 / max(1, len(thread_counts))
     for i, threads in enumerate(thread_counts):
         xs, heights, low, high = [], [], [], []
-        for x, driver in enumerate(drivers):
-            c = results.cell(driver, threads)
+        for x, server in enumerate(servers):
+            c = results.cell(server, threads)
             offset = (i - (len(thread_counts) - 1) / 2) * width
             if c is not None and c.status != "ok":
-                # No bar for a driver without valid figures, but say why it is missing.
+                # No bar for a server without valid figures, but say why it is missing.
                 ax.text(x + offset, 0.02, c.status.upper(), rotation=90, ha="center",
                         va="bottom", fontsize=8, color="firebrick",
                         transform=ax.get_xaxis_transform())
@@ -573,10 +629,10 @@ def _plot_qps(results: Results, path: Path) -> Path:
         if heights:  # an empty bar set would still get a legend entry
             ax.bar(xs, heights, width, yerr=[low, high], capsize=3,
                    label=f"{threads} thread{'s' if threads != 1 else ''}")
-    ax.set_xticks(range(len(drivers)), drivers, rotation=30, ha="right")
+    ax.set_xticks(range(len(servers)), servers, rotation=30, ha="right")
     ax.set_ylabel("queries per second (median, 95% interval or min–max)")
     _log_scale_if_data(ax)
-    ax.set_title("Throughput per driver")
+    ax.set_title("Throughput per server")
     ax.grid(axis="y", which="both", alpha=0.3)
     legend_or_note(ax)
     return save_figure(fig, path)
@@ -609,7 +665,7 @@ def _plot_latency(results: Results, path: Path) -> Path:
             ax.set_xticks(range(1, len(labels) + 1), labels, rotation=40, ha="right")
         else:
             ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(f"{kind.capitalize()} latency (driver/threads)")
+        ax.set_title(f"{kind.capitalize()} latency (server/threads)")
         _log_scale_if_data(ax)
         ax.grid(axis="y", which="both", alpha=0.3)
         ax.set_ylabel("microseconds")
@@ -621,17 +677,17 @@ def _plot_cpu(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     # A server whose CPU the suite cannot account has no bar (not a zero one).
-    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.named" not in c.unavailable]
+    cells = [c for c in _ok_cells(results) if "cpu_us_per_query.server" not in c.unavailable]
     labels = [f"{c.server}/{c.threads}" for c in cells]
-    named = [c.cpu_us_per_query.get("named") or 0.0 for c in cells]
+    server = [c.cpu_us_per_query.get("server") or 0.0 for c in cells]
     db = [c.cpu_us_per_query.get("db") or 0.0 for c in cells]
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(cells) + 2), 4.5))
     xs = range(len(cells))
-    ax.bar(xs, named, label="named")
-    ax.bar(xs, db, bottom=named, label="database server")
+    ax.bar(xs, server, label="server")
+    ax.bar(xs, db, bottom=server, label="database server")
     ax.set_xticks(xs, labels, rotation=40, ha="right")
     ax.set_ylabel("CPU microseconds per answered query")
-    ax.set_title("Server CPU per query (driver/threads)")
+    ax.set_title("Server CPU per query (server/threads)")
     ax.grid(axis="y", alpha=0.3)
     if cells:
         ax.legend()
@@ -646,15 +702,15 @@ def _plot_startup(results: Results, path: Path) -> Path:
 
     fig, (ax_time, ax_rss) = plt.subplots(1, 2, figsize=(10, 4.5))
     points = [p for p in results.startup_scaling if p.status == "ok"]
-    for driver in sorted({p.server for p in points}, key=report_order):
-        mine = sorted((p for p in points if p.server == driver), key=lambda p: p.zones)
+    for server in sorted({p.server for p in points}, key=report_order):
+        mine = sorted((p for p in points if p.server == server), key=lambda p: p.zones)
         timed = [p for p in mine if p.startup_ms is not None]
-        sized = [p for p in mine if p.named_rss_kb is not None]
+        sized = [p for p in mine if p.server_rss_kb is not None]
         ax_time.plot([p.zones for p in timed], [p.startup_ms for p in timed],
-                     **driver_style(driver))
-        ax_rss.plot([p.zones for p in sized], [p.named_rss_kb / 1024 for p in sized],
-                    **driver_style(driver))
-    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "named peak RSS (MiB)")):
+                     **server_style(server))
+        ax_rss.plot([p.zones for p in sized], [p.server_rss_kb / 1024 for p in sized],
+                    **server_style(server))
+    for ax, ylabel in ((ax_time, "startup (ms)"), (ax_rss, "server peak RSS (MiB)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log_labels(ax.yaxis)
@@ -663,5 +719,5 @@ def _plot_startup(results: Results, path: Path) -> Path:
         ax.grid(which="both", alpha=0.3)
         legend_or_note(ax)
     ax_time.set_title("Startup time against zone count")
-    ax_rss.set_title("named memory against zone count")
+    ax_rss.set_title("server memory against zone count")
     return save_figure(fig, path)

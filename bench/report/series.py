@@ -3,8 +3,8 @@
 One column per run, labelled by what its traffic was (transport, NXDOMAIN share, names under
 no zone, flood); one row per server. The figures that may be set side by side between runs:
 each server's QPS as a percentage of native BIND's *in its own run* (the median of the
-round-paired ratios, with its 95% interval), and the server's CPU per answered query (named
-and its database, median of the runs with its interval), which a noisy machine moves far less
+round-paired ratios, with its 95% interval), and the server's CPU per answered query (its own
+and its database's, median of the runs with its interval), which a noisy machine moves far less
 than QPS. A QPS is never divided by another run's (docs/method/run.md, the same-run rule):
 how much a server loses under a mix is read from its share of native's in each run, and from
 its cost per query.
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bench.measure.cells import Cell
 from bench.measure.loadgen import server_cpus, server_us_interval
-from bench.measure.results import Cell, Results
+from bench.measure.results import Results
 from bench.report.format import NONE, Notes, markdown_table, status_text
 from bench.report.run import interval_text, ratio_text
 from servers import REFERENCE, report_order
@@ -43,7 +44,7 @@ def _cell(results: Results, server: str) -> Cell | None:
 
 
 def server_cost(cell: Cell) -> str:
-    """named's and its database's CPU per answered query, with its interval: it holds
+    """The server's and its database's CPU per answered query, with its interval: it holds
     whatever limited the run's QPS."""
     interval = server_us_interval(cell)
     return NONE if interval is None else interval_text(interval, decimals=1)
@@ -71,7 +72,7 @@ def render_series(runs: Sequence[tuple[str, Results]]) -> list[str]:
              "Each column is one run; a figure is never divided by another run's. % of native: "
              "the server's QPS over native BIND's in the same run, the median of the "
              "round-paired ratios with its 95% interval; '>= N (load generator)' where dnsperf, "
-             "not the server, set the pace. Cost: named's and its database's CPU per answered "
+             "not the server, set the pace. Cost: the server's and its database's CPU per answered "
              "query (microseconds), the median of the runs with its interval: it holds whatever "
              "limited QPS.", ""]
     lines += markdown_table(

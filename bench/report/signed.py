@@ -1,6 +1,6 @@
-"""The `run --signed` part of results.md and its plot: per driver (and thread count) one table
+"""The `run --signed` part of results.md and its plot: per server (and thread count) one table
 "signed vs unsigned" (throughput, CPU per query, reply size and traffic, latency, what the store
-holds and what holding it cost), and signed.png: those figures side by side for every driver.
+holds and what holding it cost), and signed.png: those figures side by side for every server.
 
 Reply size and traffic are dnsperf's own figures (its "Average packet size" of the responses
 it received, times the responses it received per second), not estimates.
@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.measure.results import Results, SignedCell
+from bench.measure.results import Results
+from bench.measure.signed_cells import SignedCell
+from bench.report.comparing import Comparison, Figure, figure_rows, pairs, same_boot, status_row
 from bench.report.format import NONE, fmt_number
 from servers import report_order
 
@@ -65,22 +67,21 @@ def _truncated(point: SignedCell) -> str:
     return f"{point.truncated} of {point.replies}"
 
 
-Figure = Callable[[SignedCell], float | None]
-# (row label, figure, decimals); every figure is one a reader compares between the variants.
-ROWS: tuple[tuple[str, Figure, int], ...] = (
-    ("QPS (median)", lambda p: p.cell.qps.median, 0),
-    ("CPU us/query named", lambda p: p.cell.cpu_us_per_query.get("named"), 1),
-    ("CPU us/query database", lambda p: p.cell.cpu_us_per_query.get("db"), 1),
-    ("reply size (bytes, dnsperf)", reply_bytes, 0),
-    ("replies (Mbit/s, dnsperf)", reply_mbits, 2),
-    ("mean latency under load (us, dnsperf)", _dnsperf_latency_us, 0),
-    ("unloaded p50 (us, prober)", lambda p: _stat(p, "unloaded", "p50_us"), 0),
-    ("unloaded p99 (us)", lambda p: _stat(p, "unloaded", "p99_us"), 0),
-    ("loaded p99 (us, prober)", lambda p: _stat(p, "loaded", "p99_us"), 0),
-    ("records held", lambda p: float(p.records) if p.records else None, 0),
-    ("store on disk (MiB)", lambda p: None if p.store_bytes is None
-     else p.store_bytes / 1048576, 1),
-    ("load (s)", lambda p: p.load_seconds, 2),
+# Every figure is one a reader compares between the variants, and between two runs.
+ROWS: tuple[Figure[SignedCell], ...] = (
+    Figure("QPS (median)", lambda p: p.cell.qps.median, rate=True, decimals=0),
+    Figure("CPU us/query server", lambda p: p.cell.cpu_us_per_query.get("server"), decimals=1),
+    Figure("CPU us/query database", lambda p: p.cell.cpu_us_per_query.get("db"), decimals=1),
+    Figure("reply size (bytes, dnsperf)", reply_bytes, decimals=0),
+    Figure("replies (Mbit/s, dnsperf)", reply_mbits, rate=True, decimals=2),
+    Figure("mean latency under load (us, dnsperf)", _dnsperf_latency_us, decimals=0),
+    Figure("unloaded p50 (us, prober)", lambda p: _stat(p, "unloaded", "p50_us"), decimals=0),
+    Figure("unloaded p99 (us)", lambda p: _stat(p, "unloaded", "p99_us"), decimals=0),
+    Figure("loaded p99 (us, prober)", lambda p: _stat(p, "loaded", "p99_us"), decimals=0),
+    Figure("records held", lambda p: float(p.records) if p.records else None, decimals=0),
+    Figure("store on disk (MiB)", lambda p: None if p.store_bytes is None
+           else p.store_bytes / 1048576, decimals=1),
+    Figure("load (s)", lambda p: p.load_seconds, decimals=2),
 )
 
 
@@ -88,10 +89,10 @@ def _table(pair: dict[str, SignedCell]) -> list[str]:
     header = ["figure", *VARIANTS, "signed vs unsigned"]
     lines = ["| " + " | ".join(header) + " |", "|---|---:|---:|---:|"]
     statuses = {v: None if _ok(pair.get(v)) else _status(pair.get(v)) for v in VARIANTS}
-    for label, figure, decimals in ROWS:
-        values = {v: figure(pair[v]) if statuses[v] is None else None for v in VARIANTS}
-        cells = [statuses[v] or fmt_number(values[v], decimals) for v in VARIANTS]
-        lines.append(f"| {label} | {cells[0]} | {cells[1]} | "
+    for figure in ROWS:
+        values = {v: figure.get(pair[v]) if statuses[v] is None else None for v in VARIANTS}
+        cells = [statuses[v] or fmt_number(values[v], figure.decimals) for v in VARIANTS]
+        lines.append(f"| {figure.name} | {cells[0]} | {cells[1]} | "
                      f"{_change(values['unsigned'], values['signed'])} |")
     truncated = [statuses[v] or _truncated(pair[v]) for v in VARIANTS]
     lines.append(f"| UDP replies truncated (check queries) | {truncated[0]} | {truncated[1]} "
@@ -126,10 +127,10 @@ def render_signed(results: Results) -> list[str]:
              "replies among the check queries asked the same way. Store on disk: the store's "
              "files right after its load (the zone files for native BIND).", ""]
     reasons = []
-    for (driver, threads), pair in _pairs(results).items():
-        lines += [f"### {driver}, {threads} thread{'s' if threads != 1 else ''}", ""]
+    for (server, threads), pair in _pairs(results).items():
+        lines += [f"### {server}, {threads} thread{'s' if threads != 1 else ''}", ""]
         lines += _table(pair) + [""]
-        reasons += [f"- {driver} ({v}, {threads} thread(s)): {p.cell.status.upper()}: "
+        reasons += [f"- {server} ({v}, {threads} thread(s)): {p.cell.status.upper()}: "
                     f"{(p.cell.error or 'no reason recorded').splitlines()[0]}"
                     for v, p in pair.items() if not _ok(p)]
     if reasons:
@@ -138,25 +139,25 @@ def render_signed(results: Results) -> list[str]:
 
 
 # Panels of signed.png: (title, figure).
-PLOTTED: tuple[tuple[str, Figure], ...] = (
+PLOTTED: tuple[tuple[str, Callable[[SignedCell], float | None]], ...] = (
     ("queries per second", lambda p: p.cell.qps.median),
-    ("server CPU us/query (named + database)",
-     lambda p: None if p.cell.cpu_us_per_query.get("named") is None
-     else p.cell.cpu_us_per_query["named"] + (p.cell.cpu_us_per_query.get("db") or 0.0)),
+    ("server CPU us/query (server + database)",
+     lambda p: None if p.cell.cpu_us_per_query.get("server") is None
+     else p.cell.cpu_us_per_query["server"] + (p.cell.cpu_us_per_query.get("db") or 0.0)),
     ("reply size (bytes)", reply_bytes),
     ("replies (Mbit/s)", reply_mbits),
 )
 
 
 def render_signed_plot(results: Results, out_dir: Path) -> list[Path]:
-    """signed.png: per figure, unsigned and signed bars side by side for every driver."""
+    """signed.png: per figure, unsigned and signed bars side by side for every server."""
     pairs = {key: pair for key, pair in _pairs(results).items()
              if any(_ok(p) for p in pair.values())}
     if not pairs:
         return []
     import matplotlib.pyplot as plt
 
-    labels = [driver if threads == 1 else f"{driver}/{threads}" for driver, threads in pairs]
+    labels = [server if threads == 1 else f"{server}/{threads}" for server, threads in pairs]
     fig, axes = plt.subplots(2, 2, figsize=(max(9, 1.2 * len(labels) + 4), 8))
     width = 0.4
     for ax, (title, figure) in zip(axes.flat, PLOTTED, strict=True):
@@ -180,3 +181,25 @@ def render_signed_plot(results: Results, out_dir: Path) -> list[Path]:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return [path]
+
+
+# ---------------------------------------------------------------- compare
+
+TRUNCATED: Figure[SignedCell] = Figure(
+    "UDP replies truncated (check queries)", lambda p: p.truncated if p.replies else None,
+    decimals=0)
+
+
+def compare_signed(a: Results, b: Results) -> Comparison:
+    """Cells matched by (server, threads, variant), each with the figures of its table."""
+    matched, only = pairs(a.signed, b.signed, lambda p: p.key,
+                          lambda k: f"{k[0]} {k[2]} at {k[1]} thread(s)")
+    boot = same_boot(a, b)
+    rows: list[str] = []
+    for (server, threads, variant), old, new in matched:
+        place = f"{variant}, {threads} thread(s)"
+        if not (_ok(old) and _ok(new)):
+            rows.append(status_row(server, place, old.cell.status, new.cell.status))
+        else:
+            rows += figure_rows(server, place, [*ROWS, TRUNCATED], old, new, boot)
+    return Comparison(rows, only)

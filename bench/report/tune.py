@@ -1,7 +1,7 @@
 """The `tune` part of results.md and its plots: the threads x connections grid (QPS, p99 under
 load, CPU per query), the recommendation, processes against threads, and QPS against CPUs.
 
-The grid reads rows as named thread counts and columns as driver connection counts; a cell
+The grid reads rows as named thread counts and columns as DLZ driver connection counts; a cell
 that answered wrongly or failed shows WRONG or FAILED, never a number.
 """
 
@@ -10,7 +10,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.measure.results import Cell, Results, ScalePoint, Tuning
+from bench.measure.cells import Cell
+from bench.measure.results import Results
+from bench.measure.tuning import Recommendation, ScalePoint, Tuning
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    status_row,
+)
 from bench.report.format import (
     NONE,
     Notes,
@@ -24,17 +35,17 @@ HEATMAP = "tune-heatmap.png"
 CURVES = "tune-curves.png"
 
 
-def _grid(results: Results, driver: str) -> dict[tuple[int, int], Cell]:
-    return {(c.threads, c.connections): c for c in results.cells if c.server == driver}
+def _grid(results: Results, server: str) -> dict[tuple[int, int], Cell]:
+    return {(c.threads, c.connections): c for c in results.cells if c.server == server}
 
 
 def _axes(grid: dict[tuple[int, int], Cell]) -> tuple[list[int], list[int]]:
     return sorted({t for t, _ in grid}), sorted({c for _, c in grid})
 
 
-def render_grid(results: Results, driver: str, title: str,
+def render_grid(results: Results, server: str, title: str,
                 figure: Callable[[Cell], str]) -> list[str]:
-    grid = _grid(results, driver)
+    grid = _grid(results, server)
     threads, connections = _axes(grid)
     notes = Notes()
     rows = []
@@ -48,7 +59,7 @@ def render_grid(results: Results, driver: str, title: str,
                 row.append(status_text(cell, notes) or figure(cell))
         rows.append(row)
     header = ["threads \\ connections", *map(str, connections)]
-    return [f"### {driver}: {title}", ""] + markdown_table(header, rows) + [""] + notes.render()
+    return [f"### {server}: {title}", ""] + markdown_table(header, rows) + [""] + notes.render()
 
 
 def _p99(cell: Cell) -> str:
@@ -56,8 +67,8 @@ def _p99(cell: Cell) -> str:
 
 
 def _cpu(cell: Cell) -> str:
-    named, db = cell.cpu_us_per_query.get("named"), cell.cpu_us_per_query.get("db")
-    return f"{fmt_number(named, 1)} / {fmt_number(db, 1)}"
+    server, db = cell.cpu_us_per_query.get("server"), cell.cpu_us_per_query.get("db")
+    return f"{fmt_number(server, 1)} / {fmt_number(db, 1)}"
 
 
 def render_database(tuning: Tuning) -> list[str]:
@@ -130,15 +141,17 @@ def render_cpus(tuning: Tuning) -> list[str]:
 
 
 def render_tuning(results: Results) -> list[str]:
+    """The section, or nothing for a file of another command."""
     tuning = results.tuning
-    assert tuning is not None
+    if tuning is None:
+        return []
     lines = ["## Tuning threads and connections", "", *render_database(tuning), ""]
     lines += render_recommendations(tuning)
-    for driver in results.servers():
-        lines += render_grid(results, driver, "QPS (median of the runs)",
+    for server in results.servers():
+        lines += render_grid(results, server, "QPS (median of the runs)",
                              lambda c: fmt_number(c.qps.median))
-        lines += render_grid(results, driver, "p99 latency under load (us)", _p99)
-        lines += render_grid(results, driver, "CPU us per query, named / database", _cpu)
+        lines += render_grid(results, server, "p99 latency under load (us)", _p99)
+        lines += render_grid(results, server, "CPU us per query, named / database", _cpu)
     lines += render_processes(tuning) + render_cpus(tuning)
     lines += [f"Plots: {HEATMAP} (QPS over the grid), {CURVES} (QPS against threads, one "
               "curve per connection count).", ""]
@@ -148,6 +161,8 @@ def render_tuning(results: Results) -> list[str]:
 # ---------------------------------------------------------------- plots
 
 def render_tune_plots(results: Results, out_dir: Path) -> list[Path]:
+    if results.tuning is None:
+        return []
     return [_plot_heatmap(results, out_dir / HEATMAP), _plot_curves(results, out_dir / CURVES)]
 
 
@@ -161,11 +176,11 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    drivers = results.servers()
-    fig, axes = plt.subplots(1, max(1, len(drivers)), squeeze=False,
-                             figsize=(5.5 * max(1, len(drivers)), 4.5))
-    for ax, driver in zip(axes[0], drivers, strict=False):
-        grid = _grid(results, driver)
+    servers = results.servers()
+    fig, axes = plt.subplots(1, max(1, len(servers)), squeeze=False,
+                             figsize=(5.5 * max(1, len(servers)), 4.5))
+    for ax, server in zip(axes[0], servers, strict=False):
+        grid = _grid(results, server)
         threads, connections = _axes(grid)
         values = np.array([[_qps(grid.get((t, c))) or np.nan for c in connections]
                            for t in threads], dtype=float)
@@ -179,9 +194,9 @@ def _plot_heatmap(results: Results, path: Path) -> Path:
                         color="black" if bright else "white")
         ax.set_xticks(range(len(connections)), [str(c) for c in connections])
         ax.set_yticks(range(len(threads)), [str(t) for t in threads])
-        ax.set_xlabel("driver connections")
+        ax.set_xlabel("DLZ driver connections")
         ax.set_ylabel("named threads")
-        ax.set_title(f"{driver}: QPS")
+        ax.set_title(f"{server}: QPS")
         fig.colorbar(image, ax=ax, label="queries per second (median)")
     return save_figure(fig, path)
 
@@ -190,14 +205,14 @@ def _plot_curves(results: Results, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for driver in results.servers():
-        grid = _grid(results, driver)
+    for server in results.servers():
+        grid = _grid(results, server)
         threads, connections = _axes(grid)
         for c in connections:
             points = [(t, q) for t in threads if (q := _qps(grid.get((t, c)))) is not None]
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=f"{driver}, {c} connection"
+                ax.plot(xs, ys, marker="o", label=f"{server}, {c} connection"
                                                   f"{'s' if c != 1 else ''}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("named threads")
@@ -207,3 +222,36 @@ def _plot_curves(results: Results, path: Path) -> Path:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+# ---------------------------------------------------------------- compare
+
+POINT: list[Figure[ScalePoint]] = [Figure("QPS", lambda p: p.qps, rate=True)]
+RECOMMENDED: list[Figure[Recommendation]] = [
+    Figure("threads", lambda r: r.threads, decimals=0),
+    Figure("connections", lambda r: r.connections, decimals=0),
+    Figure("QPS", lambda r: r.qps, rate=True),
+    Figure("p99 under load (us)", lambda r: r.p99_us),
+]
+
+
+def compare_tuning(a: Results, b: Results) -> Comparison:
+    """`tune`'s scaling points, matched by (server, kind, count), and its recommendations by
+    server (its grid is cells: bench/report/cells.py compares them)."""
+    if a.tuning is None or b.tuning is None:
+        return Comparison(only=one_sided("tune's scaling and recommendations", a.tuning,
+                                         b.tuning))
+    boot = same_boot(a, b)
+    points, only = pairs(a.tuning.scaling, b.tuning.scaling,
+                         lambda p: (p.server, p.kind, p.count),
+                         lambda k: f"{k[0]} with {k[2]} {k[1]}")
+    rows = [line for (server, kind, count), old, new in points
+            for line in (figure_rows(server, f"{count} {kind}", POINT, old, new, boot)
+                         if old.status == new.status == "ok" else
+                         [status_row(server, f"{count} {kind}", old.status, new.status)])]
+    recommended, only_recommended = pairs(a.tuning.recommendations,
+                                          b.tuning.recommendations, lambda r: r.server,
+                                          lambda server: f"a recommendation for {server}")
+    rows += [line for server, old, new in recommended
+             for line in figure_rows(server, "recommended", RECOMMENDED, old, new, boot)]
+    return Comparison(rows, only + only_recommended)

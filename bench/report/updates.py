@@ -10,6 +10,16 @@ from pathlib import Path
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.measure.updates import SENDER_BOUND_SHARE, ServerCheck, UpdateCell, Updates
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    scaled,
+    status_row,
+)
 from bench.report.format import (
     NONE,
     WARN,
@@ -20,7 +30,8 @@ from bench.report.format import (
     save_figure,
 )
 from bench.report.run import interval_text
-from bench.report.style import driver_style
+from bench.report.style import server_style
+from bench.verify.compare import UNEXPLAINED
 from servers import REFERENCE, report_order
 
 PLOT = "updates.png"
@@ -121,7 +132,7 @@ def _checks(section: Updates) -> list[str]:
 def _check_row(check: ServerCheck) -> list[str]:
     if check.status != "ok":
         return [check.server, f"FAILED: {check.error}", *[NONE] * 7]
-    known = ", ".join(f"{n} {c}" for c, n in sorted(check.classes.items()) if c != "driver")
+    known = ", ".join(f"{n} {c}" for c, n in sorted(check.classes.items()) if c != UNEXPLAINED)
     serials = "; ".join(f"{before} → {after}" for before, after in check.serials.values())
     answers = NONE if not check.compared else f"{check.identical}/{check.compared}"
     return [check.server, answers, known or NONE, str(check.unexplained), check.wrong_key,
@@ -157,7 +168,7 @@ def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
                 ys.append(rate.estimate)
                 low.append(rate.estimate - bottom)
                 high.append(top - rate.estimate)
-            look = {**driver_style(server), "linestyle": style,
+            look = {**server_style(server), "linestyle": style,
                     "label": f"{server}{' (TSIG)' if tsig else ''}"}
             ax.errorbar(xs, ys, yerr=[low, high], capsize=3, **look)
     ax.set_xscale("log")
@@ -168,3 +179,47 @@ def render_updates_plots(results: Results, out_dir: Path) -> list[Path]:
     ax.grid(which="both", alpha=0.3)
     legend_or_note(ax, fontsize=8)
     return [save_figure(fig, out_dir / PLOT)]
+
+
+# ---------------------------------------------------------------- compare
+
+CELL: list[Figure[UpdateCell]] = [
+    Figure("records/s", lambda c: c.records_per_s, rate=True),
+    Figure("messages/s", lambda c: c.messages_per_s, rate=True),
+    Figure(f"% of {REFERENCE}", lambda c: scaled(c.ratio_to_native, 100), decimals=1),
+    Figure("server CPU µs/record", lambda c: c.cpu_us_per_record.get("server")),
+    Figure("database CPU µs/record", lambda c: c.cpu_us_per_record.get("db")),
+]
+CHECK: list[Figure[ServerCheck]] = [
+    Figure("answers as native's", lambda c: c.identical, decimals=0),
+    Figure("answers compared", lambda c: c.compared, decimals=0),
+    Figure("unexplained differences", lambda c: c.unexplained, decimals=0),
+]
+
+
+def compare_updates(a: Results, b: Results) -> Comparison:
+    """Cells matched by (server, records per message, TSIG), the checks after the rounds by
+    server. A ratio to native BIND is within its own run: never under the same-boot rule."""
+    if a.updates is None or b.updates is None:
+        return Comparison(only=one_sided("the updates section", a.updates, b.updates))
+    boot = same_boot(a, b)
+    cells, only = pairs(a.updates.cells, b.updates.cells, lambda c: (c.server, c.batch, c.tsig),
+                        lambda k: f"updates of {k[0]}, {_where(k[1], k[2])}")
+    rows: list[str] = []
+    for (server, batch, tsig), old, new in cells:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, _where(batch, tsig), old.status, new.status))
+        else:
+            rows += figure_rows(server, _where(batch, tsig), CELL, old, new, boot)
+    checks, only_checks = pairs(a.updates.checks, b.updates.checks, lambda c: c.server,
+                                lambda server: f"the checks of {server} after the updates")
+    for server, old, new in checks:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, "after the updates", old.status, new.status))
+        else:
+            rows += figure_rows(server, "after the updates", CHECK, old, new, boot)
+    return Comparison(rows, only + only_checks)
+
+
+def _where(batch: int, tsig: bool) -> str:
+    return f"{batch} record(s)/message, {'TSIG' if tsig else 'no TSIG'}"

@@ -1,7 +1,8 @@
 """results.md's "Reads while the store is written" section (`writes`): per server, a table of
 its write-rate steps (reads answered per second, loss, read p50/p99/p99.9, writes per second
 achieved, the visibility delay of sampled writes, the CPU of the database, the DNS server
-and the writer thread, and the server side's CPU per read), each figure a median
+and the writer thread, and the server side's CPU per read; in runs with the staleness check,
+the sampled writes answered stale past its bound), each figure a median
 over the repeats with its 95% interval; writes-reads.png (read p99 and reads answered against
 the write rate, every server) and writes-visibility.png (the visibility delays' distribution
 per server)."""
@@ -13,6 +14,7 @@ from pathlib import Path
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.measure.writes import (
+    CONFIRM_ASKS,
     VIA_UPDATE,
     VISIBLE_TIMEOUT_S,
     ServerWrites,
@@ -20,15 +22,27 @@ from bench.measure.writes import (
     Writes,
     rate_text,
 )
+from bench.report.comparing import (
+    Comparison,
+    Figure,
+    figure_rows,
+    one_sided,
+    pairs,
+    same_boot,
+    scaled,
+    status_row,
+)
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
-from bench.report.style import driver_style
+from bench.report.style import server_style
 from servers import report_order
 
 COLUMNS = ["writes offered", "writes/s achieved", "reads answered/s", "read loss",
            "read p50 (ms)", "read p99 (ms)", "read p99.9 (ms)", "visible p50 (ms)",
            "visible p99 (ms)", "visible max (ms)", "sampled", "database CPU (% of a core)",
            "server CPU (%)", "writer CPU (%)", "server + database CPU per read (us)"]
+# The staleness check's column, in runs that made it (older files render as they did).
+STALE_COLUMN = "stale past the bound: writes (answers)"
 
 
 def render_writes(results: Results) -> list[str]:
@@ -53,13 +67,21 @@ def render_writes(results: Results) -> list[str]:
         "Each figure is the median over the repeats with its 95% interval (none under 6 "
         "repeats); a write's visibility is from its commit to the first answer that shows "
         "it, every k-th write sampled, pooled over the repeats (docs/method/writes.md).")
+    if section.stale_bound_ms is not None:
+        lines.append("")
+        lines.append(
+            f"Staleness: every answer the sampler got (and {CONFIRM_ASKS} more after the first "
+            f"that showed its write) is held to a bound of {section.stale_bound_ms:g} ms, the "
+            "same for every server: an answer that misses a write committed more than that "
+            "before its query was sent is stale past the bound, and so is the write. The "
+            f"column {STALE_COLUMN!r} counts them, over the repeats.")
     lines.append("")
     for entry in sorted(section.servers, key=lambda s: report_order(s.server)):
-        lines += _server_lines(entry)
+        lines += _server_lines(entry, staleness=section.stale_bound_ms is not None)
     return lines
 
 
-def _server_lines(entry: ServerWrites) -> list[str]:
+def _server_lines(entry: ServerWrites, *, staleness: bool) -> list[str]:
     lines = [f"### {entry.server}", ""]
     if entry.status == "n/a":
         return [*lines, f"n/a: {entry.error}", ""]
@@ -69,7 +91,9 @@ def _server_lines(entry: ServerWrites) -> list[str]:
     lines.append("")
     notes = Notes()
     steps = entry.steps()
-    lines += markdown_table(COLUMNS, [_row(step, notes) for step in steps])
+    columns = [*COLUMNS, STALE_COLUMN] if staleness else COLUMNS
+    rows = [[*_row(step, notes), *([_stale(step)] if staleness else [])] for step in steps]
+    lines += markdown_table(columns, rows)
     repeats = {s.qps.n for s in steps if s.qps is not None}
     if any(s.qps is not None and s.qps.low is None for s in steps):
         notes.add(f"{', '.join(map(str, sorted(repeats)))} repeat(s) a step: medians without "
@@ -109,6 +133,12 @@ def _row(step: Step, notes: Notes) -> list[str]:
             _interval(step.cpu_us_per_read, decimals=0)]
 
 
+def _stale(step: Step) -> str:
+    """Sampled writes answered stale past the bound, and the stale answers, of all checked."""
+    return (f"{step.stale_writes} of {step.sampled + step.not_seen} ({step.stale_answers} of "
+            f"{step.answers_checked:,})")
+
+
 def _interval(value: Interval | None, scale: float = 1.0, decimals: int = 0,
               unit: str = "") -> str:
     """The median with its interval; without one (under 6 repeats: a note says so) the
@@ -144,7 +174,7 @@ def _reads_plot(section: Writes, out_dir: Path) -> Path:
             continue
         steps = sorted(entry.steps(), key=_x)
         x = [_x(s) for s in steps]
-        style = driver_style(entry.server)
+        style = server_style(entry.server)
         p99.plot(x, [s.p99_us.estimate / 1000 if s.p99_us else float("nan") for s in steps],
                  **style)
         qps.plot(x, [s.qps.estimate if s.qps else float("nan") for s in steps], **style)
@@ -167,7 +197,7 @@ def _visibility_plot(section: Writes, out_dir: Path) -> Path:
         delays = sorted(ms for run in entry.runs for ms in run.visibility_ms)
         if entry.status != "ok" or not delays:
             continue
-        style = {**driver_style(entry.server), "marker": None}
+        style = {**server_style(entry.server), "marker": None}
         ax.step(delays, [(i + 1) / len(delays) for i in range(len(delays))], where="post",
                 **style)
     ax.set_xscale("log")
@@ -176,3 +206,52 @@ def _visibility_plot(section: Writes, out_dir: Path) -> Path:
     ax.grid(True, alpha=0.3)
     legend_or_note(ax, fontsize=8)
     return save_figure(fig, out_dir / "writes-visibility.png")
+
+
+# ---------------------------------------------------------------- compare
+
+STEP: list[Figure[Step]] = [
+    Figure("writes/s achieved", lambda s: s.write_rate, rate=True, decimals=1),
+    Figure("reads answered/s", lambda s: s.qps, rate=True),
+    Figure("read loss (%)", lambda s: scaled(s.loss, 100), decimals=2),
+    Figure("read p50 (ms)", lambda s: scaled(s.p50_us, 1e-3), decimals=2),
+    Figure("read p99 (ms)", lambda s: scaled(s.p99_us, 1e-3), decimals=2),
+    Figure("read p99.9 (ms)", lambda s: scaled(s.p999_us, 1e-3), decimals=2),
+    Figure("visible p50 (ms)", lambda s: s.visible_p50_ms, decimals=1),
+    Figure("visible p99 (ms)", lambda s: s.visible_p99_ms, decimals=1),
+    Figure("visible max (ms)", lambda s: s.visible_max_ms, decimals=1),
+    Figure("database CPU (% of a core)", lambda s: scaled(s.db_cpu_share, 100), decimals=0),
+    Figure("server CPU (%)", lambda s: scaled(s.server_cpu_share, 100), decimals=0),
+    Figure("writer CPU (%)", lambda s: scaled(s.writer_cpu_share, 100), decimals=0),
+    Figure("server + database CPU per read (us)", lambda s: s.cpu_us_per_read, decimals=0),
+]
+
+
+def compare_writes(a: Results, b: Results) -> Comparison:
+    """Servers matched by name, their steps by write rate offered, when both runs wrote the
+    same way (into the store, or by RFC 2136 updates) at the same read rate: each figure the
+    median over the repeats, undecided where both 95% intervals overlap."""
+    if a.writes is None or b.writes is None:
+        return Comparison(only=one_sided("the writes section", a.writes, b.writes))
+    if a.writes.via != b.writes.via:
+        return Comparison(only=[f"- writes: A wrote via {a.writes.via}, B via {b.writes.via}: "
+                                "not compared"])
+    servers, only = pairs(a.writes.servers, b.writes.servers, lambda s: s.server,
+                          lambda server: f"writes of {server}")
+    boot = same_boot(a, b)
+    rows: list[str] = []
+    for server, old, new in servers:
+        if old.status != "ok" or new.status != "ok":
+            rows.append(status_row(server, "writes", old.status, new.status))
+        elif old.read_qps != new.read_qps:
+            only.append(f"- writes of {server}: reads offered at {old.read_qps:,.0f}/s in A, "
+                        f"{new.read_qps:,.0f}/s in B: not compared")
+        else:
+            steps, only_steps = pairs(old.steps(), new.steps(), lambda s: s.rate,
+                                      lambda rate, name=server: f"{name} writing "
+                                                                f"{rate_text(rate)}")
+            rows += [line for rate, sa, sb in steps
+                     for line in figure_rows(server, f"writes {rate_text(rate)}", STEP, sa, sb,
+                                             boot)]
+            only += only_steps
+    return Comparison(rows, only)

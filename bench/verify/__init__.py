@@ -1,4 +1,4 @@
-"""Ask native BIND, the memory driver and each driver the same queries; compare the answers.
+"""Ask native BIND and every other server the same queries; compare the answers.
 
 This is the one comparison engine: `python3 -m bench verify`, the runner's answer check and
 the driver tests all use it. Its modules, each importing only those above it:
@@ -8,7 +8,9 @@ the driver tests all use it. Its modules, each importing only those above it:
                     data set their shapes use (`ZoneFacts`);
   other_classes.py  PowerDNS's, NSD's and Knot DNS's known differences (`OTHER_CLASSES`);
   compare.py        the class a difference belongs to (`classify`), and every server's
-                    answers side by side (`compare_servers`).
+                    answers side by side (`compare_servers`);
+  updated_answers.py  the answers after RFC 2136 updates against native BIND's, SOA serials
+                    masked (`compare_with_native`).
 The queries asked come from the zones themselves (zonedata/derive.py).
 
 What is compared. A response is reduced to its rcode, the AA and TC flags, and the answer,
@@ -22,7 +24,7 @@ of BIND's rendering, not of the data. And the rendering differs between the two 
 native zone renders owner names as the zone file spells them, a DLZ answer as the query
 spelled them, and BIND compresses case-sensitively, so a mixed-case query for a 255-octet
 name fits for DLZ and is truncated for native BIND (TC=1, empty sections) with the very same
-records. Such a transport-size artifact must not count as a driver difference, while a
+records. Such a transport-size artifact must not count as an unexplained difference, while a
 truncation that the size does not explain still must. So each side's *complete* answer is
 compared (`complete`):
   - a UDP answer with TC=1 is replaced by the TCP answer to the same query, when that TCP
@@ -39,8 +41,8 @@ Known differences. Seven classes of difference come from BIND's own DLZ path (li
 lib/ns/query.c), not from any driver, and eleven more on signed data (DNSSEC material the
 path leaves out or changes): they are seen between native BIND and a perfect
 in-memory DLZ module (tests/test_memory_driver.py). `classify` names a difference only when
-it has exactly the shape the class describes (`BIND_CLASSES`); every other difference belongs
-to the driver. Drivers are then compared with the memory driver, which must match them
-exactly.
+it has exactly the shape the class describes (`BIND_CLASSES`); every other difference is
+unexplained, the server's own. DLZ drivers are then compared with the memory driver, which
+must match them exactly.
 """
 

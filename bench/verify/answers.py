@@ -17,7 +17,7 @@ import dns.rcode
 import dns.rdatatype
 import dns.rrset
 
-from servers.dnsserver import DnsServer, non_recursive_query
+from servers import DnsServer, non_recursive_query
 from zonedata.derive import Query
 
 Rr = tuple[str, int, str, str]  # owner (lower case), TTL, type, rdata
@@ -108,12 +108,12 @@ class SharedQuery:
         self._answers: dict[tuple[bytes, bool], Answer] = {}
         self._lock = threading.Lock()
 
-    def ask(self, named: DnsServer) -> Reply:
+    def ask(self, server: DnsServer) -> Reply:
         """The UDP answer, with the TCP answer when the UDP one may not be complete."""
-        udp = self._answer(named.exchange(self.wire), tcp=False)
+        udp = self._answer(server.exchange(self.wire), tcp=False)
         if not (udp.tc or udp.size > udp.limit // 2):
             return udp, None
-        return udp, self._answer(named.exchange(self.wire, tcp=True), tcp=True)
+        return udp, self._answer(server.exchange(self.wire, tcp=True), tcp=True)
 
     def _answer(self, reply: bytes, tcp: bool) -> Answer:
         """The reply reduced, parsed only if no server gave the same reply before."""
@@ -127,15 +127,15 @@ class SharedQuery:
         return answer
 
 
-def ask(named: DnsServer, query: Query, dnssec: bool = False, transport: str = "udp") -> Reply:
+def ask(server: DnsServer, query: Query, dnssec: bool = False, transport: str = "udp") -> Reply:
     """The UDP answer, with the TCP answer when the UDP one may not be complete; both with the
     DO bit when dnssec. Over another transport (base/transports.py: tcp, tcp-new, dot) its one
     answer, which no datagram limit truncates."""
     if transport != "udp":
-        stream = named.query(query[0], query[1], tcp=transport != "dot", tls=transport == "dot",
-                             payload=UDP_PAYLOAD, dnssec=dnssec)
+        stream = server.query(query[0], query[1], tcp=transport != "dot", tls=transport == "dot",
+                              payload=UDP_PAYLOAD, dnssec=dnssec)
         return reduce(stream, tcp=True), None
-    return SharedQuery(query, dnssec).ask(named)
+    return SharedQuery(query, dnssec).ask(server)
 
 
 def complete(reply: Reply) -> Answer:
@@ -155,10 +155,10 @@ def compare_answers(query: Query, reference: Reply, other: Reply) -> tuple[Answe
     return None if expected == got else (expected, got)
 
 
-def transfer(named: DnsServer, zone: dns.name.Name, source: str | None = None) -> Answer:
+def transfer(server: DnsServer, zone: dns.name.Name, source: str | None = None) -> Answer:
     """A full zone transfer reduced to its set of RRs; the rcode says why it failed."""
     try:
-        messages = list(dns.query.xfr("127.0.0.1", zone, port=named.port, timeout=30,
+        messages = list(dns.query.xfr("127.0.0.1", zone, port=server.port, timeout=30,
                                       lifetime=120, source=source, relativize=False))
     except dns.query.TransferError as exc:
         return replace(_NO_ANSWER, rcode=dns.rcode.to_text(exc.rcode))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 import dns.name
 
 from bench.verify.answers import Answer, Rr, rr_owner
-from servers.dlz import DLZ_PATH_CLASSES
+from servers import DLZ_PATH_CLASSES
 from zonedata.model import Zone, empty_nonterminals
 
 
@@ -81,8 +81,11 @@ def _is_bare(a: Answer, rcode: str) -> bool:
 
 def _ds_parent_side(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
                     facts: ZoneFacts) -> bool:
-    return rdtype in ("DS", "NSEC") and qname in facts.delegations and (
-        _is_referral(dlz, qname) or (qname in facts.origins and _is_child_nodata(dlz, qname)))
+    # A hosted child answers from its own side whether or not the parent still delegates to
+    # it (an update may have deleted the delegation: native BIND then answers NXDOMAIN).
+    return rdtype in ("DS", "NSEC") and (
+        (qname in facts.delegations and _is_referral(dlz, qname))
+        or (qname in facts.origins and _is_child_nodata(dlz, qname)))
 
 
 def _soa_nxdomain_ttl(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
@@ -100,10 +103,12 @@ def _any_at_ent(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
 
 def _any_at_delegation(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
                        facts: ZoneFacts) -> bool:
+    # Data beside the NS RRset (which the delegation hides from native BIND) comes with it.
     return (rdtype == "ANY" and qname in facts.delegations and _is_referral(native, qname)
             and dlz.rcode == "NOERROR" and not dlz.aa and not dlz.authority
             and not dlz.additional
-            and dlz.answer == {rr for rr in native.authority if rr[2] == "NS"})
+            and {rr for rr in native.authority if rr[2] == "NS"} <= dlz.answer
+            and all(rr[0] == rr_owner(qname) for rr in dlz.answer))
 
 
 def _nsec_at_cname(qname: dns.name.Name, rdtype: str, native: Answer, dlz: Answer,
@@ -299,7 +304,8 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
     BindClass(
         "ds-parent-side",
         "DS or NSEC at a delegation point: DLZ gives the referral (or, when the child zone is "
-        "hosted too, the child's NODATA); native BIND answers from the parent side",
+        "hosted too, the child's NODATA, also once the parent no longer delegates to it); "
+        "native BIND answers from the parent side",
         "sdlz.c find() stops at the NS RRset for every type, and query.c asks DLZ for the "
         "deepest zone without the DNS_GETDB_NOEXACT step to the parent",
         _ds_parent_side),
@@ -318,8 +324,9 @@ BIND_CLASSES: dict[str, BindClass] = {c.name: c for c in (
         _any_at_ent),
     BindClass(
         "any-at-delegation",
-        "ANY at a delegation point: DLZ puts the NS RRset in the answer section, without AA "
-        "and without glue; native BIND gives the referral",
+        "ANY at a delegation point: DLZ puts the NS RRset (and any data beside it, which the "
+        "delegation hides) in the answer section, without AA and without glue; native BIND "
+        "gives the referral",
         "sdlz.c find() returns DNS_R_ZONECUT with the NS RRset, which query.c answers as "
         "ANY data instead of a referral",
         _any_at_delegation),

@@ -20,14 +20,19 @@ from bench.verify.bind_classes import (
     without_dnssec_material,
 )
 from bench.verify.other_classes import OTHER_CLASSES, ServerBehaviour
-from servers import DLZ_CEILING, REFERENCE, get_server
-from servers.dlz import DLZ_PATH_CLASSES, DLZ_SIGNED_PATH_CLASSES
-from servers.dnsserver import DnsServer
+from servers import (
+    DLZ_CEILING,
+    DLZ_PATH_CLASSES,
+    DLZ_SIGNED_PATH_CLASSES,
+    REFERENCE,
+    DnsServer,
+    get_server,
+)
 from zonedata.derive import Query
 from zonedata.model import Zone
 
-# The class of a difference no BIND mechanism explains.
-DRIVER = "driver"
+# The class of a difference no known class explains: the server's own, a wrong answer.
+UNEXPLAINED = "unexplained"
 
 
 # --- classifying -----------------------------------------------------------------------------
@@ -41,7 +46,7 @@ DLZ_CLASSES = (*DLZ_PATH_CLASSES, *DLZ_SIGNED_PATH_CLASSES)
 
 def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
              classes: Iterable[str] = DLZ_CLASSES) -> str:
-    """The known class(es) a difference from native BIND belongs to, else DRIVER.
+    """The known class(es) a difference from native BIND belongs to, else UNEXPLAINED.
 
     `classes` are KNOWN_CLASSES names (a server's known_classes()): a BIND DLZ-path class
     names a difference when the difference has exactly its shape; another server's
@@ -74,7 +79,7 @@ def classify(query: Query, native: Answer, other: Answer, facts: ZoneFacts,
             applied.append(cls.name)
             if native == other:
                 return "+".join(applied)
-    return DRIVER
+    return UNEXPLAINED
 
 
 def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
@@ -99,31 +104,31 @@ def classify_transfer(zone: dns.name.Name, native: Answer, other: Answer,
 class Comparison:
     """How one server's answers compare with native BIND's: identical, by class, or not."""
 
-    driver: str
+    server: str
     total: int = 0
     identical: int = 0
     classes: dict[str, int] = field(default_factory=dict)
     differences: list[str] = field(default_factory=list)
 
     @property
-    def driver_differences(self) -> int:
-        return self.classes.get(DRIVER, 0)
+    def unexplained(self) -> int:
+        return self.classes.get(UNEXPLAINED, 0)
 
     def add(self, cls: str | None, detail: str = "") -> None:
-        """One answer: cls None when identical, a class name, or DRIVER with its detail."""
+        """One answer: cls None when identical, a class name, or UNEXPLAINED with its detail."""
         self.total += 1
         if cls is None:
             self.identical += 1
             return
         self.classes[cls] = self.classes.get(cls, 0) + 1
-        if cls == DRIVER and len(self.differences) < 200:
+        if cls == UNEXPLAINED and len(self.differences) < 200:
             self.differences.append(detail)
 
     def summary(self) -> str:
-        extra = ", ".join(f"{n} {c}" for c, n in sorted(self.classes.items()) if c != DRIVER)
-        line = f"{self.driver}: {self.identical}/{self.total} identical"
-        if self.driver_differences:
-            line += f", {self.driver_differences} DRIVER DIFFERENCES"
+        extra = ", ".join(f"{n} {c}" for c, n in sorted(self.classes.items()) if c != UNEXPLAINED)
+        line = f"{self.server}: {self.identical}/{self.total} identical"
+        if self.unexplained:
+            line += f", {self.unexplained} UNEXPLAINED DIFFERENCES"
         return line + (f" (known classes: {extra})" if extra else "")
 
 
@@ -177,8 +182,8 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                     query, *diff, facts, get_server(name).known_classes()), detail(query, diff))
                 results[name].add(*verdicts[name])
             for name, leader in followers.items():
-                _judge_driver(results[name], leader, query, verdicts[leader],
-                              compare_answers(query, replies[leader], replies[name]))
+                _judge_follower(results[name], leader, query, verdicts[leader],
+                                compare_answers(query, replies[leader], replies[name]))
     if transfers:
         for zone in zones:
             query = (zone.origin, "AXFR")
@@ -191,8 +196,8 @@ def compare_servers(servers: Mapping[str, DnsServer], queries: Sequence[Query],
                     zone.origin, *diff, get_server(name).known_classes()), detail(query, diff))
                 results[name].add(*verdicts[name])
             for name, leader in followers.items():
-                _judge_driver(results[name], leader, query, verdicts[leader],
-                              _differs(leader_rrs[leader], transfer(servers[name], zone.origin)))
+                _judge_follower(results[name], leader, query, verdicts[leader],
+                                _differs(leader_rrs[leader], transfer(servers[name], zone.origin)))
     return results
 
 
@@ -209,15 +214,16 @@ def _ask_all(pool: ThreadPoolExecutor, servers: Mapping[str, DnsServer], query: 
     return {name: reply.result() for name, reply in asked.items()}
 
 
-def _judge_driver(result: Comparison, leader: str, query: Query,
-                  leader_judged: tuple[str | None, str],
-                  diff_from_leader: tuple[Answer, Answer] | None) -> None:
-    """A driver that answered as its leader (the memory driver) did is judged as it was."""
+def _judge_follower(result: Comparison, leader: str, query: Query,
+                    leader_judged: tuple[str | None, str],
+                    diff_from_leader: tuple[Answer, Answer] | None) -> None:
+    """A server that answered as its leader (a DLZ driver's: the memory driver) did is judged
+    as the leader was."""
     if diff_from_leader is None:
         result.add(*leader_judged)
     else:
-        result.add(DRIVER, detail(query, diff_from_leader)
-                   + f"\n    (expected: the {leader} driver's answer)")
+        result.add(UNEXPLAINED, detail(query, diff_from_leader)
+                   + f"\n    (expected: {leader}'s answer)")
 
 
 def _differs(expected: Answer, got: Answer) -> tuple[Answer, Answer] | None:

@@ -6,7 +6,7 @@ which can meet in one answer (a positive answer without the authority NS RRset, 
 rdata names also come back in lower case). So each is a normalisation: it removes exactly
 its own effect from a (native, other) pair when the pair has its shape, and a difference
 belongs to the classes whose normalisations, applied in the server's order, make the two
-answers equal ("knot-minimal-authority+knot-rdata-name-case"); anything left is DRIVER.
+answers equal ("knot-minimal-authority+knot-rdata-name-case"); anything left is UNEXPLAINED.
 """
 
 from __future__ import annotations

@@ -89,13 +89,7 @@ bdb_conn_free(struct bdb_conn *c) {
 
 static int
 bdb_init(const struct dlz_args *args, void **state) {
-	const char *path = dlz_arg_str(args, "file", NULL);
-
-	if (path == NULL) {
-		dlz_log(ISC_LOG_ERROR, "argument file=<btree.db or hash.db> is required");
-		return DLZ_ERROR;
-	}
-	*state = strdup(path);
+	*state = strdup(dlz_arg_text(args, "file"));
 	return *state != NULL ? DLZ_OK : DLZ_ERROR;
 }
 
@@ -336,12 +330,15 @@ bdb_allowxfr(void *conn, const char *zone, const char *client) {
 	return dlz_bdb_if_zone(bdb_key_exists(c, 'Z', zone), DLZ_DENIED);
 }
 
-static const char *const bdb_keys[] = { "file", NULL };
+static const struct dlz_arg_spec bdb_args[] = {
+	DLZ_TEXT_REQUIRED("file", "the database file, a btree or a hash (its meta page tells)"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "bdb",
 	.thread_safe = true,
-	.arg_keys = bdb_keys,
+	.args = bdb_args,
 	.init = bdb_init,
 	.fini = bdb_fini,
 	.connect = bdb_connect,

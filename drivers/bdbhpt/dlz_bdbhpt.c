@@ -466,31 +466,20 @@ bdbhpt_mode_named(const char *name) {
 
 static int
 bdbhpt_init(const struct dlz_args *args, void **state) {
-	const char *mode_name = dlz_arg_str(args, "mode", NULL);
-	const char *home = dlz_arg_str(args, "env", NULL);
-	const struct bdbhpt_mode *mode;
+	const char *mode_name = dlz_arg_text(args, "mode");
+	const char *home = dlz_arg_text(args, "env");
+	long lock_timeout_ms = dlz_arg_int(args, "lock_timeout_ms");
+	const struct bdbhpt_mode *mode = bdbhpt_mode_named(mode_name);
 	char *real, data[PATH_MAX + sizeof(DATA_FILE) + 1];
 	struct bdbhpt_state *s;
 	struct stat st;
 
-	long lock_timeout_ms;
-
-	if (!dlz_arg_long(args, "lock_timeout_ms", DEFAULT_LOCK_TIMEOUT_MS, 1, 600000,
-			  &lock_timeout_ms)) {
-		return DLZ_ERROR;
-	}
-	if (mode_name == NULL || home == NULL) {
-		dlz_log(ISC_LOG_ERROR, "arguments mode=transactional|concurrent|private and "
-				       "env=<environment home> are required");
-		return DLZ_ERROR;
-	}
-	mode = bdbhpt_mode_named(mode_name);
 	if (mode == NULL) {
 		dlz_log(ISC_LOG_ERROR, "mode=%s: expected transactional, concurrent or private",
 			mode_name);
 		return DLZ_ERROR;
 	}
-	if (!mode->shared && dlz_arg_str(args, "update_zones", NULL) != NULL) {
+	if (!mode->shared && dlz_arg_text(args, "update_zones") != NULL) {
 		dlz_log(ISC_LOG_ERROR, "mode=private takes no updates (update_zones): its "
 				       "environment has no locking; use transactional or concurrent");
 		return DLZ_ERROR;
@@ -919,24 +908,19 @@ bdbhpt_line_len(const char *pos, const char *end) {
 	return lf != NULL ? (size_t)(lf - pos) : (size_t)(end - pos);
 }
 
-/* owner put into (present) or taken out of the generation's sorted owner list. */
-static int
-bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
-	size_t len, owner_len = strlen(owner), out_len = 0;
+/*
+ * The owner list (len bytes, one owner per line, sorted bytewise) with owner put into it
+ * (present) or taken out, into out (room for len + strlen(owner) + 2 bytes): every line ends in
+ * LF, the last one too. The new list's length. Kept apart from the database calls so that
+ * drivers/fuzz/fuzz_ownerlist.c can hold it to a model of a sorted set.
+ */
+static size_t
+bdbhpt_list_edit(const char *list, size_t len, const char *owner, bool present, char *out) {
+	size_t owner_len = strlen(owner), out_len = 0;
 	const char *pos, *end;
 	bool placed = false;
-	char *out;
-	int rc;
 
-	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
-	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
-		return bdbhpt_upd_failed(c, "reading the owner list", rc);
-	}
-	out = malloc(len + owner_len + 2);
-	if (out == NULL) {
-		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
-	}
-	for (pos = c->bdb.list.data, end = pos + len; pos < end;) {
+	for (pos = list, end = pos + len; pos < end;) {
 		size_t line_len = bdbhpt_line_len(pos, end);
 		int cmp = strncmp(pos, owner, line_len);
 
@@ -959,6 +943,25 @@ bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
 		out_len += owner_len;
 		out[out_len++] = '\n';
 	}
+	return out_len;
+}
+
+/* owner put into (present) or taken out of the generation's sorted owner list. */
+static int
+bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
+	size_t len, out_len;
+	char *out;
+	int rc;
+
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
+	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
+		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	out = malloc(len + strlen(owner) + 2);
+	if (out == NULL) {
+		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
+	}
+	out_len = bdbhpt_list_edit(c->bdb.list.data, len, owner, present, out);
 	rc = bdbhpt_upd_put(c, c->xfr_w, out, out_len);
 	free(out);
 	return rc == 0 ? DLZ_OK : bdbhpt_upd_failed(c, "writing the owner list", rc);
@@ -1361,12 +1364,19 @@ bdbhpt_allowxfr(void *conn, const char *zone, const char *client) {
 	return dlz_bdb_if_zone(bdbhpt_zone_generation(c, zone, gen), DLZ_DENIED);
 }
 
-static const char *const bdbhpt_keys[] = { "mode", "env", "lock_timeout_ms", NULL };
+static const struct dlz_arg_spec bdbhpt_args[] = {
+	DLZ_TEXT_REQUIRED("mode", "transactional, concurrent or private: how the environment is "
+				  "opened, as the loader made it"),
+	DLZ_TEXT_REQUIRED("env", "the environment's home directory"),
+	DLZ_INT("lock_timeout_ms", DEFAULT_LOCK_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a read may wait for a writer's lock"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "bdbhpt",
 	.thread_safe = true,
-	.arg_keys = bdbhpt_keys,
+	.args = bdbhpt_args,
 	.init = bdbhpt_init,
 	.fini = bdbhpt_fini,
 	.connect = bdbhpt_connect,

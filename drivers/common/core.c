@@ -44,6 +44,14 @@
  * set associative, least recently used replaced; 0 turns hints off), HINTS_PER_ZONE names per
  * zone, HINT_DEPTH labels below the zone, DLZ_MAX_EXTRAS extra owners per fetch.
  *
+ * The cache (cache=yes, for a backend with a change channel; cache.c). A fetch is then first
+ * asked of the cache, and only what it cannot answer goes to the store, whose answer it keeps:
+ * entries per (zone, owner) and per name (is it a zone), negative ones too. The memos work as
+ * before on top of it. The store reports every change through the channel, an update through
+ * this driver invalidates its owners at its commit, and while the channel is down or behind
+ * the bound every fetch goes to the store: what the next query sees is never older than
+ * cache_bound_ms, instead of never older than the query.
+ *
  * A wildcard probe belongs to the name whose lookup just failed (sdlz probes right after it,
  * in the same call): it is matched first against the memo and chain that answered the last
  * lookup that was no probe, so a probe is judged against that name's closest encloser.
@@ -61,6 +69,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "core.h"
 
 #define MEMO_RING 4
@@ -76,10 +85,62 @@
  * update to take.
  */
 #define DEFAULT_DOWN_INTERVAL_MS 1000
+/*
+ * The cache (cache.c), off unless cache=yes: the plain driver measures its store on every
+ * query. 64 MiB holds the rows of about half a million owners of a few records each;
+ * cache_size_kb bounds it (its entries, their rows and their slots). cache_bound_ms is the
+ * oldest a cached answer may be after a change was committed: a second, as the update
+ * visibility the suite expects of every driver (tests/test_drivers.py).
+ */
+#define DEFAULT_CACHE_KB (64 * 1024)
+#define DEFAULT_CACHE_BOUND_MS 1000
 
-static const char *const core_keys[] = { "connections",  "memo_ms",	     "trace",
-					 "hint_zones",	 "down_interval_ms", "update_zones",
-					 "update_key",	 "update_unsigned",  NULL };
+/* The arguments every driver takes (update.c reads the three update_ ones). */
+static const struct dlz_arg_spec core_args[] = {
+	DLZ_INT("connections", 1, 1, 4096,
+		"connections to the store, each serving one query at a time (servers/dlz.py "
+		"gives named's worker thread count)"),
+	DLZ_INT("memo_ms", 100, 0, 60000,
+		"ms for which one fetch's rows answer the further lookups of the DNS query it "
+		"was made for"),
+	DLZ_INT("hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
+		"zones per thread whose additional-section names are fetched with the query "
+		"name (0: no hints)"),
+	DLZ_INT("down_interval_ms", DEFAULT_DOWN_INTERVAL_MS, 0, DLZ_MS_MAX,
+		"ms for which a store that timed out or refused a connection is taken for down: "
+		"SERVFAIL at once, one try per interval"),
+	DLZ_YESNO("trace", false,
+		  "log every call from named (findzonedb, lookup, transfers, updates) and every "
+		  "fetch, at level info"),
+	DLZ_TEXT("update_zones",
+		 "Z1,Z2,...: the zones (without the final dot) that take RFC 2136 updates; an "
+		 "error with a store that cannot write"),
+	DLZ_TEXT("update_key",
+		 "the TSIG key (a key statement of named.conf) granted every name in "
+		 "update_zones; any other signer is refused"),
+	DLZ_YESNO("update_unsigned", false,
+		  "unsigned updates are granted too (named lets them through over TCP only)"),
+	DLZ_YESNO("cache", false,
+		  "answer from a cache in named's memory that the store keeps coherent through its "
+		  "change channel (a driver without one refuses it)"),
+	DLZ_INT("cache_size_kb", DEFAULT_CACHE_KB, 64, 1L << 30,
+		"KiB the cache holds at most (its entries, their rows, their slots); CLOCK evicts "
+		"beyond"),
+	DLZ_INT("cache_bound_ms", DEFAULT_CACHE_BOUND_MS, 10, DLZ_MS_MAX,
+		"ms a cached answer may be behind a committed change at most: the cache answers "
+		"only while its channel has shown it is caught up within it"),
+	DLZ_ARGS_END,
+};
+
+const struct dlz_arg_spec *
+dlzbench_core_args(void) {
+	return core_args;
+}
+
+const struct dlz_arg_spec *
+dlzbench_driver_args(void) {
+	return dlz_backend.args;
+}
 
 /*
  * A name a memo answers for, with its ancestors down to the memo's zone: the query name Q
@@ -139,6 +200,11 @@ struct thread_state {
 	struct memo *last_memo;
 	unsigned last_chain;
 	struct hint_table *hints;
+	/* Fetches answered from the cache, from the store after a miss, and from the store with
+	 * the cache bypassed: counted per thread, summed at dlz_destroy. */
+	unsigned long cache_hits;
+	unsigned long cache_misses;
+	unsigned long cache_bypassed;
 	struct memo memos[MEMO_RING];
 };
 
@@ -151,6 +217,7 @@ struct instance {
 	dns_sdlz_putnamedrr_t *putnamedrr;
 	dns_dlz_writeablezone_t *writeable_zone;
 	struct updates *updates; /* NULL: read-only */
+	struct cache *cache;     /* NULL: every fetch reads the store */
 	/* Committed updates so far: a memo made before the latest commit is stale. */
 	atomic_ulong generation;
 	long memo_ms;
@@ -494,6 +561,42 @@ fetch_op(void *conn, void *arg) {
 	return dlz_backend.fetch(conn, call->req, call->rows);
 }
 
+/*
+ * The rows call->req asks for: from the cache when it holds every fact they need (*source
+ * says which), else from the store, whose answer then goes into the cache.
+ */
+static int
+fetch_rows(struct instance *inst, struct thread_state *ts, struct fetch_call *call,
+	   const char **source) {
+	struct cache_ticket ticket = { .live = false };
+	int rc;
+
+	*source = "store";
+	if (inst->cache != NULL) {
+		rowset_reset(call->rows);
+		switch (cache_fetch(inst->cache, call->req, call->rows)) {
+		case CACHE_HIT:
+			ts->cache_hits++;
+			*source = "cache";
+			return DLZ_OK;
+		case CACHE_MISS:
+			ts->cache_misses++;
+			*source = "store, not cached";
+			break;
+		case CACHE_BYPASSED:
+			ts->cache_bypassed++;
+			*source = "store, cache bypassed";
+			break;
+		}
+		ticket = cache_ticket(inst->cache);
+	}
+	rc = run_on_conn(inst, ts->home, fetch_op, call, true);
+	if (rc == DLZ_OK && inst->cache != NULL) {
+		cache_store(inst->cache, call->req, call->rows, ticket);
+	}
+	return rc;
+}
+
 /* Keep only the rows of the memo's zone, so that every later scan is by owner alone. */
 static void
 memo_keep_zone_rows(struct memo *m) {
@@ -529,9 +632,10 @@ memo_fetch_once(struct instance *inst, struct thread_state *ts, struct memo *m,
 		.extras = m->owners + base,
 	};
 	struct fetch_call call = { .req = &req, .rows = &m->rows };
+	const char *source;
 
 	m->generation = atomic_load_explicit(&inst->generation, memory_order_relaxed);
-	if (run_on_conn(inst, ts->home, fetch_op, &call, true) != DLZ_OK) {
+	if (fetch_rows(inst, ts, &call, &source) != DLZ_OK) {
 		dlz_log_error_limited("fetch for %s failed; answering SERVFAIL", m->q);
 		return false;
 	}
@@ -543,9 +647,9 @@ memo_fetch_once(struct instance *inst, struct thread_state *ts, struct memo *m,
 		}
 	}
 	if (inst->trace) {
-		dlz_log(ISC_LOG_INFO, "fetch %s zone=%s rows=%zu extras=%u", m->q,
+		dlz_log(ISC_LOG_INFO, "fetch %s zone=%s rows=%zu extras=%u (%s)", m->q,
 			m->zone_index >= 0 ? m->names[m->zone_index] : "(none)", m->rows.nrows,
-			req.nextras);
+			req.nextras, source);
 	}
 	return true;
 }
@@ -766,8 +870,30 @@ dlz_version(unsigned int *flags) {
 	return DLZ_DLOPEN_VERSION;
 }
 
+/* What the cache did, summed over named's threads (which no longer run). */
+static void
+log_cache_counts(struct instance *inst) {
+	unsigned long hits = 0, misses = 0, bypassed = 0;
+	struct cache_counts n;
+
+	for (struct thread_state *ts = inst->threads; ts != NULL; ts = ts->next) {
+		hits += ts->cache_hits;
+		misses += ts->cache_misses;
+		bypassed += ts->cache_bypassed;
+	}
+	cache_counts(inst->cache, &n);
+	dlz_log(ISC_LOG_INFO,
+		"cache: %lu fetches answered from the cache, %lu from the store (not cached), %lu "
+		"from the store (cache bypassed); %lu entries held (%lu of %zu bytes), %lu "
+		"inserted, %lu evicted; %lu changes applied, %lu flushes",
+		hits, misses, bypassed, n.entries, n.bytes, cache_budget(inst->cache), n.inserted,
+		n.evicted, n.invalidations, n.flushes);
+}
+
 static void
 instance_free(struct instance *inst) {
+	/* The channel's watcher uses the backend's state: it stops before anything goes. */
+	cache_free(inst->cache);
 	if (inst->pool_ready) {
 		pool_destroy(&inst->pool);
 	}
@@ -804,18 +930,41 @@ take_helpers(va_list ap, log_t **log_fn, struct instance *inst) {
 	}
 }
 
+/* cache=yes, cache_size_kb, cache_bound_ms: inst->cache, or NULL when off. */
+static bool
+instance_configure_cache(struct instance *inst) {
+	if (!dlz_arg_yes(inst->args, "cache")) {
+		if (dlz_arg_given(inst->args, "cache_size_kb") ||
+		    dlz_arg_given(inst->args, "cache_bound_ms")) {
+			dlz_log(ISC_LOG_ERROR, "cache_size_kb and cache_bound_ms need cache=yes");
+			return false;
+		}
+		return true;
+	}
+	if (dlz_backend.watch == NULL) {
+		dlz_log(ISC_LOG_ERROR, "cache=yes: the %s store cannot tell the driver of its "
+				       "changes, so the driver cannot cache",
+			dlz_backend.name);
+		return false;
+	}
+	inst->cache = cache_new((size_t)dlz_arg_int(inst->args, "cache_size_kb") * 1024,
+				dlz_arg_int(inst->args, "cache_bound_ms"));
+	if (inst->cache == NULL) {
+		dlz_log(ISC_LOG_ERROR, "cannot allocate the cache");
+		return false;
+	}
+	return true;
+}
+
 static bool
 instance_configure(struct instance *inst) {
-	long connections;
+	long connections = dlz_arg_int(inst->args, "connections");
 
-	if (!dlz_arg_long(inst->args, "down_interval_ms",
-			  dlz_backend.no_io ? 0 : DEFAULT_DOWN_INTERVAL_MS, 0, 600000,
-			  &inst->down_interval_ms) ||
-	    !dlz_arg_long(inst->args, "connections", 1, 1, 4096, &connections) ||
-	    !dlz_arg_long(inst->args, "memo_ms", 100, 0, 60000, &inst->memo_ms) ||
-	    !dlz_arg_long(inst->args, "hint_zones", DEFAULT_HINT_ZONES, 0, 1L << 24,
-			  &inst->hint_zones) ||
-	    !dlz_arg_bool(inst->args, "trace", false, &inst->trace) ||
+	inst->down_interval_ms = dlz_arg_int(inst->args, "down_interval_ms");
+	inst->memo_ms = dlz_arg_int(inst->args, "memo_ms");
+	inst->hint_zones = dlz_arg_int(inst->args, "hint_zones");
+	inst->trace = dlz_arg_yes(inst->args, "trace");
+	if (!instance_configure_cache(inst) ||
 	    !updates_create(inst->args, &dlz_backend, &inst->updates)) {
 		return false;
 	}
@@ -831,6 +980,7 @@ instance_configure(struct instance *inst) {
 	if (inst->updates != NULL) {
 		updates_attach(inst->updates, &inst->pool, inst->putrr, &inst->generation,
 			       inst->trace);
+		updates_attach_cache(inst->updates, inst->cache);
 	}
 	if (pthread_key_create(&inst->key, NULL) != 0) {
 		return false;
@@ -872,9 +1022,11 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		instance_free(inst);
 		return ISC_R_FAILURE;
 	}
-	inst->args = args_parse(argc > 0 ? argc - 1 : 0, argc > 0 ? argv + 1 : argv, core_keys,
-				dlz_backend.arg_keys);
-	if (inst->args == NULL || !instance_configure(inst) || !instance_first_connection(inst)) {
+	inst->args = args_parse(argc > 0 ? argc - 1 : 0, argc > 0 ? argv + 1 : argv, core_args,
+				dlz_backend.args);
+	if (inst->args == NULL || !instance_configure(inst) || !instance_first_connection(inst) ||
+	    (inst->cache != NULL &&
+	     !cache_watch_start(inst->cache, &dlz_backend, inst->state))) {
 		dlz_log(ISC_LOG_ERROR, "dlz \"%s\" not started", dlzname);
 		instance_free(inst);
 		return ISC_R_FAILURE;
@@ -884,13 +1036,23 @@ dlz_create(const char *dlzname, unsigned int argc, char *argv[], void **dbdata, 
 		dlzname, inst->pool.count, inst->memo_ms, inst->hint_zones, inst->down_interval_ms,
 		dlz_backend.thread_safe ? " thread-safe" : "",
 		inst->trace ? " trace" : "");
+	if (inst->cache != NULL) {
+		dlz_log(ISC_LOG_INFO, "dlz \"%s\": cache of %zu KiB, answers at most %ld ms behind "
+				      "the store; bypassed until the change channel is up",
+			dlzname, cache_budget(inst->cache) / 1024, cache_bound_ms(inst->cache));
+	}
 	*dbdata = inst;
 	return ISC_R_SUCCESS;
 }
 
 void
 dlz_destroy(void *dbdata) {
-	instance_free(dbdata);
+	struct instance *inst = dbdata;
+
+	if (inst->cache != NULL) {
+		log_cache_counts(inst);
+	}
+	instance_free(inst);
 }
 
 isc_result_t

@@ -18,16 +18,24 @@ void log_setup(log_t *callback, const char *backend_name);
 /* ---- args.c ----------------------------------------------------------------------------- */
 
 struct dlz_args {
-	unsigned count;
+	const struct dlz_arg_spec *core;   /* the tables the words were parsed against */
+	const struct dlz_arg_spec *driver;
+	unsigned count; /* the words given: keys[i]=values[i] */
 	char **keys;
 	char **values;
 };
 
-/* Parse argv[0..argc-1] ("key=value" words); a word without '=', a repeated key or a key in
- * neither list is an error, logged with its key or position (never a value). NULL on error. */
-struct dlz_args *args_parse(unsigned argc, char *const argv[], const char *const *core_keys,
-			    const char *const *backend_keys);
+/* Parse argv[0..argc-1] ("key=value" words) against the core's and the driver's tables: a word
+ * without '=', a key neither declares, a repeated key, a value not of its argument's type or a
+ * required argument missing is an error, logged with its key or position (never a value). NULL
+ * on error. */
+struct dlz_args *args_parse(unsigned argc, char *const argv[], const struct dlz_arg_spec *core,
+			    const struct dlz_arg_spec *driver);
 void args_free(struct dlz_args *args);
+/* The tables, for docs/driver-arguments.md (servers/driver_arguments.py reads them through
+ * ctypes; core.c defines them beside the core's table). */
+DLZ_EXPORT const struct dlz_arg_spec *dlzbench_core_args(void);
+DLZ_EXPORT const struct dlz_arg_spec *dlzbench_driver_args(void);
 
 /* ---- rowset.c --------------------------------------------------------------------------- */
 
@@ -140,13 +148,14 @@ void pool_destroy(struct pool *pool);
  * else waits for home. NULL at once while the pool is down (unless this thread is the probe),
  * and when no connection could be opened (logged; the pool is then down). */
 struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
-/* A locked update slot with an open connection (see pool.c); NULL when none could be had. */
+/* A locked update slot with an open connection (see pool.c); NULL when none could be had,
+ * also when another update held it for longer than a bounded wait. */
 struct pool_slot *pool_checkout_update(struct pool *pool, bool wait);
 /* Unlock an update slot; a broken connection is closed (the pool stays up). */
 void pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken);
 /* Unlock; a broken connection is closed and reopened on the next checkout. A broken
- * connection that timed out or had just been opened takes the pool down; a probe that was
- * not broken brings it up. */
+ * connection that timed out, or that had just been opened and failed as a connection
+ * (dlz_connection_failed), takes the pool down; a probe that was not broken brings it up. */
 void pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken);
 
 /* ---- emit.c ----------------------------------------------------------------------------- */
@@ -159,9 +168,13 @@ bool emit_named(dns_sdlz_putnamedrr_t *putnamedrr, dns_sdlzallnodes_t *allnodes,
 
 /* ---- rdtext.c --------------------------------------------------------------------------- */
 
-/* named's rdata text of one record of type in the form the loaders write (malloc'd; NULL when
- * out of memory). Idempotent: text in that form already comes back unchanged. */
+/* Record text of type (named's, a loader's or any other spelling of it) in the form the
+ * loaders write (malloc'd; NULL when out of memory). Idempotent. Text that does not parse as
+ * its type comes back as it is, but for blanks. */
 char *rdata_store_form(const char *type, const char *text);
+/* The store form with every name absolute (a relative one taken in zone, a key) and in lower
+ * case: two texts of one record have the same match form (malloc'd; NULL: out of memory). */
+char *rdata_match_form(const char *zone, const char *type, const char *text);
 
 /* ---- update.c --------------------------------------------------------------------------- */
 
@@ -175,6 +188,10 @@ void updates_free(struct updates *u);
 /* What the updates need of the instance, once its pool exists. */
 void updates_attach(struct updates *u, struct pool *pool, dns_sdlz_putrr_t *putrr,
 		    atomic_ulong *generation, bool trace);
+/* The driver's cache (NULL: none), whose entries of the owners an update wrote go at its
+ * commit. */
+struct cache;
+void updates_attach_cache(struct updates *u, struct cache *cache);
 /* Update slots the pool needs: 1 when zones take updates, else 0. */
 unsigned updates_slots(const struct updates *u);
 isc_result_t updates_configure(struct updates *u, dns_dlz_writeablezone_t *writeable_zone,

@@ -44,7 +44,7 @@ enum {
 /* ---- logging: "dlz_<backend name>: " is prefixed ------------------------------------------ */
 
 void dlz_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Like dlz_log at ERROR, but at most one message per second per process (outages). */
+/* Like dlz_log at ERROR, but at most one message per second per format string (outages). */
 void dlz_log_error_limited(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- time --------------------------------------------------------------------------------- */
@@ -55,20 +55,62 @@ long dlz_now_ms(void);
  * statement, lock): called before returning DLZ_ERROR, it makes the core take the store for
  * down (down_interval_ms) rather than try a new connection at once. */
 void dlz_timed_out(void);
+/* The connection itself failed (lost, closed by the server, a server that is shutting down or
+ * refuses work), not one statement on it: called before returning DLZ_ERROR. On a connection
+ * opened for the call it makes the core take the store for down, as a time-out does. A
+ * statement the server answered with an error (a size or time limit, a missing privilege, a
+ * constraint) says nothing about the store: the core answers SERVFAIL and reconnects, and
+ * takes nothing down. */
+void dlz_connection_failed(void);
 
 /* ---- arguments: the key=value words after the library path in named.conf ------------------ */
 
+/*
+ * Every argument is declared once, in a table: the core's (core.c: connections, memo_ms, ...)
+ * and the driver's own (dlz_backend.args). The table is what the parser accepts (any other key
+ * stops named with "unknown argument 'KEY'"), checks (an integer out of its bounds, a yes/no
+ * that is neither, a required argument missing) and defaults from, and what
+ * docs/driver-arguments.md is generated from (servers/driver_arguments.py reads it through
+ * dlzbench_core_args and dlzbench_driver_args). A driver's entry with a core argument's name
+ * replaces the core's for that driver (memory: down_interval_ms defaults to 0).
+ */
+enum dlz_arg_type {
+	DLZ_ARG_TEXT,  /* any text; no default: absent is NULL */
+	DLZ_ARG_INT,   /* a decimal integer in [min, max] */
+	DLZ_ARG_YESNO, /* yes/no/true/false/on/off/1/0 */
+};
+
+struct dlz_arg_spec {
+	const char *name; /* NULL ends a table */
+	enum dlz_arg_type type;
+	bool required;    /* named does not start without it (a text argument) */
+	long def;         /* DLZ_ARG_INT: the default; DLZ_ARG_YESNO: 1 (yes) or 0 (no) */
+	long min, max;    /* DLZ_ARG_INT: the bounds */
+	const char *help; /* one line for docs/driver-arguments.md */
+};
+
+/* The longest time-out or interval in ms any argument takes: ten minutes. */
+#define DLZ_MS_MAX 600000
+/* One line of a table each, so a table reads like the reference it becomes. */
+#define DLZ_TEXT_REQUIRED(name, help) { name, DLZ_ARG_TEXT, true, 0, 0, 0, help }
+#define DLZ_TEXT(name, help) { name, DLZ_ARG_TEXT, false, 0, 0, 0, help }
+#define DLZ_INT(name, def, min, max, help) { name, DLZ_ARG_INT, false, def, min, max, help }
+#define DLZ_YESNO(name, def, help) { name, DLZ_ARG_YESNO, false, def, 0, 1, help }
+#define DLZ_ARGS_END { NULL, DLZ_ARG_TEXT, false, 0, 0, 0, NULL }
+
 struct dlz_args;
-/* The value of key, or def when absent. */
-const char *dlz_arg_str(const struct dlz_args *args, const char *key, const char *def);
-/* The integer value of key in [min, max] into *out (def when absent); false (logged) if bad. */
-bool dlz_arg_long(const struct dlz_args *args, const char *key, long def, long min, long max,
-		  long *out);
-/* yes/no/true/false/1/0 into *out (def when absent); false (logged) if bad. */
-bool dlz_arg_bool(const struct dlz_args *args, const char *key, bool def, bool *out);
-/* The first line of the file that key names (a password kept out of named.conf and named's
- * environment), into *out (NULL when key is absent); false (logged) if it cannot be read or
- * is empty. common/secret.c. */
+/* The value given for a text argument, or NULL. */
+const char *dlz_arg_text(const struct dlz_args *args, const char *key);
+/* An integer argument: the value given (checked against its bounds when parsed) or its
+ * default. */
+long dlz_arg_int(const struct dlz_args *args, const char *key);
+/* A yes/no argument: the value given or its default. */
+bool dlz_arg_yes(const struct dlz_args *args, const char *key);
+/* Was the argument given at all (whatever its type)? */
+bool dlz_arg_given(const struct dlz_args *args, const char *key);
+/* The first line of the file that the text argument key names (a password kept out of
+ * named.conf and named's environment), into *out (NULL when key is absent); false (logged) if
+ * it cannot be read or is empty. common/secret.c. */
 bool dlz_arg_secret_file(const struct dlz_args *args, const char *key, char **out);
 /* Zero and free what dlz_arg_secret_file read (NULL: nothing). */
 void dlz_secret_free(char *secret);
@@ -155,15 +197,43 @@ bool dlz_rowset_add_row_keys(struct dlz_rowset *rs, const char *zone, const char
 typedef int dlz_node_cb(void *ctx, const char *owner, const char *type, uint32_t ttl,
 			const char *rdata);
 
+/* ---- the change channel: how a store tells the driver's cache of changes (cache.c) ------- */
+
+/*
+ * A backend that defines watch() lets the core cache fetch results (core argument cache=yes):
+ * watch runs in a thread of the core's from dlz_create to dlz_destroy, holds a connection of
+ * its own to the store and reports through these calls, in this order:
+ *   dlz_channel_up       once the store will report every change committed from now on (the
+ *                        connection is listening); the cache answers nothing before:
+ *   dlz_channel_synced   every change committed before since_ms (dlz_now_ms) has been
+ *                        reported; the cache answers only while the last such instant lies
+ *                        within cache_bound_ms, and says so in named's log when it starts to;
+ *   dlz_channel_changed  a change: owner key in zone key (owner NULL: anything in the zone,
+ *                        and whether it is a zone; zone NULL: anything at all), reported after
+ *                        its commit, in commit order with the other reports;
+ *   dlz_channel_down     the channel lost (why: one line for named's log): the cache is
+ *                        flushed and answers nothing until up and synced again.
+ * watch returns when dlz_channel_wait says so (the driver is being destroyed); it reconnects
+ * by itself after a failure, waiting with dlz_channel_wait.
+ */
+struct dlz_channel;
+void dlz_channel_up(struct dlz_channel *ch);
+void dlz_channel_synced(struct dlz_channel *ch, long since_ms);
+void dlz_channel_changed(struct dlz_channel *ch, const char *zone, const char *owner);
+void dlz_channel_down(struct dlz_channel *ch, const char *why_fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* cache_bound_ms: a channel that cannot show it is caught up within it reports itself down. */
+long dlz_channel_bound_ms(const struct dlz_channel *ch);
+/* Wait until fd (if >= 0) has one of events (poll's), or timeout_ms has passed: 1 fd ready, 0
+ * time out, -1 watch must return now. */
+int dlz_channel_wait(struct dlz_channel *ch, int fd, short events, long timeout_ms);
+
 /* ---- the backend a driver defines ----------------------------------------------------------- */
 
 struct dlz_backend {
 	const char *name;             /* log prefix "dlz_<name>" */
 	bool thread_safe;             /* different connections may be used concurrently */
-	/* Reads only its own memory: a failure costs no wait, so there is nothing to spare by
-	 * taking the store for down (down_interval_ms defaults to 0). */
-	bool no_io;
-	const char *const *arg_keys;  /* NULL-terminated keys it accepts besides the core's */
+	const struct dlz_arg_spec *args; /* its arguments besides the core's, DLZ_ARGS_END last */
 
 	/* Once at dlz_create, after arguments are checked; *state goes to connect(). */
 	int (*init)(const struct dlz_args *args, void **state);
@@ -207,6 +277,9 @@ struct dlz_backend {
 	int (*below)(void *conn, const char *zone, const char *owner);
 	int (*commit)(void *conn);
 	int (*rollback)(void *conn);
+
+	/* The store's change channel (see above); NULL: the driver cannot cache. */
+	void (*watch)(void *state, struct dlz_channel *ch);
 };
 
 /*

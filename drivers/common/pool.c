@@ -5,25 +5,46 @@
  *
  * A store that stops answering must not take named's workers with it: every connect and
  * every statement is bounded by the backend's time-outs, and after a failed connect, a
- * time-out (the backend calls dlz_timed_out) or a failure on a connection opened for the call,
- * the pool is *down* for down_ms. While down, a checkout fails at once (the query is answered
- * SERVFAIL) without touching a slot's lock or the network; once down_ms has passed, one thread
- * at a time (the probe) takes a free slot, never waiting for one, and tries the store: its
- * success brings the pool up for every thread, its failure starts another down_ms. So a
- * frozen or unreachable store costs one bounded wait per down_ms per named, not one per query
- * on every worker, and recovery needs no restart.
+ * time-out (the backend calls dlz_timed_out) or a connection that failed as soon as it was
+ * opened (dlz_connection_failed), the pool is *down* for down_ms. A statement the server
+ * answered with an error is no outage, even on a new connection: one zone transfer over a
+ * size limit must not take every other zone down with it. While down, a checkout fails at
+ * once (the query is answered SERVFAIL) without touching a slot's lock or the network; once
+ * down_ms has passed, one thread at a time (the probe) takes a free slot, never waiting for
+ * one, and tries the store: its success brings the pool up for every thread, its failure
+ * starts another down_ms. So a frozen or unreachable store costs one bounded wait per down_ms
+ * per named, not one per query on every worker, and recovery needs no restart.
  */
+#define _GNU_SOURCE /* pthread_mutex_clocklock */
+#include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core.h"
 
+/*
+ * The longest an update waits for the update slot another update holds. named 9.18 runs an
+ * update on one of its workers, the same threads that answer queries, so a wait here is a
+ * worker answering nothing; updates of different zones run at once, and one that writes
+ * thousands of records holds the slot for seconds. Past this wait the update is answered
+ * SERVFAIL (its client retries): as long as a query may wait for the store (the drivers'
+ * default query_timeout_ms).
+ */
+#define UPDATE_WAIT_MS 500
+
 /* Set by the backend during the current checkout of this thread: the store did not answer in
- * time (not a refusal or an error it answered with). */
+ * time (not a refusal or an error it answered with); the connection failed, not a statement. */
 static __thread bool pool_timed_out;
+static __thread bool pool_conn_failed;
 
 void
 dlz_timed_out(void) {
 	pool_timed_out = true;
+}
+
+void
+dlz_connection_failed(void) {
+	pool_conn_failed = true;
 }
 
 bool
@@ -170,6 +191,7 @@ pool_take_slot(struct pool *pool, unsigned home) {
 static struct pool_slot *
 pool_connect_slot(struct pool *pool, struct pool_slot *slot) {
 	pool_timed_out = false;
+	pool_conn_failed = false;
 	slot->fresh = false;
 	if (slot->conn == NULL) {
 		if (pool->backend->connect(pool->state, &slot->conn) != DLZ_OK) {
@@ -192,12 +214,37 @@ pool_checkout(struct pool *pool, unsigned home) {
 	return slot != NULL ? pool_connect_slot(pool, slot) : NULL;
 }
 
+/* Lock slot, waiting at most UPDATE_WAIT_MS; false (logged) when another update held it
+ * that long. */
+static bool
+pool_lock_update_slot(struct pool_slot *slot) {
+	struct timespec until;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += UPDATE_WAIT_MS / 1000;
+	until.tv_nsec += (UPDATE_WAIT_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	while ((rc = pthread_mutex_clocklock(&slot->lock, CLOCK_MONOTONIC, &until)) == EINTR) {
+	}
+	if (rc != 0) {
+		dlz_log_error_limited("another update held the update connection for %d ms: "
+				      "SERVFAIL", UPDATE_WAIT_MS);
+		return false;
+	}
+	return true;
+}
+
 /*
- * An update slot: one that is free, else (wait) the first one once it is. The read slots are
- * never taken, so an update and the queries never wait for each other. Without wait (a
- * backend named calls under its own lock) a busy update slot fails at once: waiting there
- * while another update needs that lock for its next step would never end. While the pool is
- * down an update fails at once too; it is no probe (queries bring the pool up).
+ * An update slot: one that is free, else (wait) the first one once it is, for at most
+ * UPDATE_WAIT_MS. The read slots are never taken, so an update and the queries never wait for
+ * each other. Without wait (a backend named calls under its own lock) a busy update slot
+ * fails at once: waiting there while another update needs that lock for its next step would
+ * never end. While the pool is down an update fails at once too; it is no probe (queries
+ * bring the pool up).
  */
 struct pool_slot *
 pool_checkout_update(struct pool *pool, bool wait) {
@@ -212,11 +259,10 @@ pool_checkout_update(struct pool *pool, bool wait) {
 		}
 	}
 	if (slot == NULL) {
-		if (!wait) {
+		if (!wait || !pool_lock_update_slot(&pool->slots[pool->count])) {
 			return NULL;
 		}
 		slot = &pool->slots[pool->count];
-		pthread_mutex_lock(&slot->lock);
 	}
 	return pool_connect_slot(pool, slot);
 }
@@ -225,8 +271,9 @@ void
 pool_checkin(struct pool *pool, struct pool_slot *slot, bool broken) {
 	/* A connection just opened that fails at once, like a time-out, says the store is not
 	 * fit to answer; an old one may only have been cut (a server restart): the core tries a
-	 * new one before anything is concluded. */
-	bool down = broken && (pool_timed_out || slot->fresh);
+	 * new one before anything is concluded. A statement the server refused (a size limit, a
+	 * privilege) is neither: the store answered. */
+	bool down = broken && (pool_timed_out || (slot->fresh && pool_conn_failed));
 
 	if (broken && slot->conn != NULL) {
 		pool->backend->disconnect(pool->state, slot->conn);

@@ -14,7 +14,7 @@
 
 bool
 dlz_arg_secret_file(const struct dlz_args *args, const char *key, char **out) {
-	const char *path = dlz_arg_str(args, key, NULL);
+	const char *path = dlz_arg_text(args, key);
 	char *line = NULL;
 	size_t size = 0;
 	ssize_t len;

@@ -18,16 +18,30 @@
  * connection, which sees the update's own changes, and never from a memo.
  *
  * Exact names only during an update: named's sdlz layer probes wildcards after a lookup that
- * found nothing (lib/dns/sdlz.c getnodedata), also for the update's lookups, while native
- * BIND's update code sees only the name itself. A wildcard covering a name would make it
- * exist for a prerequisite and hand its records to the duplicate check, so a probe (a lookup
- * of "*.<ancestor>" of the name that was just not found) is answered "not found".
+ * returned ISC_R_NOTFOUND (lib/dns/sdlz.c getnodedata: "*.<parent>", ... "*" at the apex, on
+ * the same node, until one is found), also for the update's lookups, while native BIND's
+ * update code sees only the name itself (rbtdb's findnode matches no wildcard). A wildcard
+ * covering a name would make it exist for a prerequisite and hand its records to the
+ * duplicate check. The probes cannot be told from the update's own lookups of a wildcard's
+ * owner ("*.w" itself: its prerequisites, duplicate check and deletes), since both come as a
+ * lookup of "*.w" after a name below w was not found; so during an update a name without
+ * records is answered with an empty node (ISC_R_SUCCESS, no record), and sdlz never probes.
+ * named's update code takes an empty node for a missing name at every step (lib/ns/update.c:
+ * foreach_rrset and foreach_rr find no rdataset, temp_check and rr_exists NXRRSET, like
+ * ISC_R_NOTFOUND; dns_diff_apply and the SOA update create the node anyway).
+ *
+ * Deletes: named deletes an RR (dlz_subrdataset) by handing over its own text of an RR it
+ * read from the driver in this update. The row it came from is the one whose text means the
+ * same record (rdtext.c's match form, whoever wrote the row). If no row can be found for it,
+ * the update fails (SERVFAIL, rolled back): answering NOERROR and raising the serial while
+ * the record stays would be silently wrong.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "cache.h"
 #include "core.h"
 
 struct updates {
@@ -41,6 +55,7 @@ struct updates {
 	char key[DLZ_KEY_MAX]; /* update_key as a key */
 	bool has_key;
 	bool allow_unsigned;
+	struct cache *cache; /* NULL: the driver does not cache */
 };
 
 /* One fetch on the transaction's connection: owner O, its ancestors down to the zone. */
@@ -70,9 +85,12 @@ struct txn {
 	const char *zone;
 	bool failed; /* a step failed: only a rollback is left */
 	bool broken; /* the connection failed (DLZ_ERROR): drop it */
-	char missing[DLZ_KEY_MAX]; /* the last name a lookup did not find */
-	bool has_missing;
 	struct chain_read chain;
+	/* The owners this update may have written (keys, malloc'd), whose cache entries go at
+	 * its commit. */
+	char **written;
+	size_t nwritten;
+	size_t written_cap;
 };
 
 /* The update open on this thread (see above); one at a time, whatever the instance. */
@@ -124,13 +142,13 @@ backend_can_write(const struct dlz_backend *b) {
 bool
 updates_create(const struct dlz_args *args, const struct dlz_backend *backend,
 	       struct updates **out) {
-	const char *zones = dlz_arg_str(args, "update_zones", NULL);
-	const char *key = dlz_arg_str(args, "update_key", NULL);
+	const char *zones = dlz_arg_text(args, "update_zones");
+	const char *key = dlz_arg_text(args, "update_key");
 	struct updates *u;
 
 	*out = NULL;
 	if (zones == NULL) {
-		if (key != NULL || dlz_arg_str(args, "update_unsigned", NULL) != NULL) {
+		if (key != NULL || dlz_arg_given(args, "update_unsigned")) {
 			dlz_log(ISC_LOG_ERROR, "update_key and update_unsigned need update_zones");
 			return false;
 		}
@@ -145,8 +163,8 @@ updates_create(const struct dlz_args *args, const struct dlz_backend *backend,
 		return false;
 	}
 	u->backend = backend;
-	if (!updates_parse_zones(u, zones) ||
-	    !dlz_arg_bool(args, "update_unsigned", false, &u->allow_unsigned)) {
+	u->allow_unsigned = dlz_arg_yes(args, "update_unsigned");
+	if (!updates_parse_zones(u, zones)) {
 		updates_free(u);
 		return false;
 	}
@@ -183,6 +201,11 @@ updates_attach(struct updates *u, struct pool *pool, dns_sdlz_putrr_t *putrr,
 	u->putrr = putrr;
 	u->generation = generation;
 	u->trace = trace;
+}
+
+void
+updates_attach_cache(struct updates *u, struct cache *cache) {
+	u->cache = cache;
 }
 
 unsigned
@@ -345,13 +368,18 @@ chain_load(struct txn *t, const char *key) {
 	return rc;
 }
 
-/* Row i of the last read, if it is of the zone and owned by owner (and still there). */
+/* Row i of the last read, if it is of the zone and owned by owner (deleted since or not). */
 static bool
-row_of(const struct txn *t, size_t i, const char *owner) {
+row_at(const struct txn *t, size_t i, const char *owner) {
 	const struct dlz_row *row = &t->chain.rows.rows[i];
 
-	return !t->chain.gone[i] && strcmp(row->owner, owner) == 0 &&
-	       strcmp(row->zone, t->zone) == 0;
+	return strcmp(row->owner, owner) == 0 && strcmp(row->zone, t->zone) == 0;
+}
+
+/* Row i of the last read, if it is of the zone and owned by owner, and still there. */
+static bool
+row_of(const struct txn *t, size_t i, const char *owner) {
+	return !t->chain.gone[i] && row_at(t, i, owner);
 }
 
 struct owner_rows {
@@ -396,13 +424,6 @@ step_ok(struct txn *t, int rc, const char *what, const char *owner) {
 	return false;
 }
 
-/* Is key one of sdlz's wildcard probes after the lookup of the missing name failed? */
-static bool
-is_probe(const struct txn *t, const char *key) {
-	return t->has_missing && key[0] == '*' && key[1] == '.' && strcmp(key, t->missing) != 0 &&
-	       strlen(key + 2) < strlen(t->missing) && dlz_key_in_zone(t->missing, key + 2);
-}
-
 bool
 updates_active(const struct updates *u) {
 	return open_txn != NULL && open_txn->u == u;
@@ -415,9 +436,6 @@ updates_lookup(struct updates *u, const char *zone, const char *key, dns_sdlzloo
 
 	if (t->failed || strcmp(zone, t->zone) != 0 || !dlz_key_in_zone(key, zone)) {
 		return ISC_R_FAILURE; /* named reads only the zone it updates */
-	}
-	if (is_probe(t, key)) {
-		return ISC_R_NOTFOUND;
 	}
 	if (!step_ok(t, chain_load(t, key), "reading", key)) {
 		return ISC_R_FAILURE;
@@ -432,14 +450,58 @@ updates_lookup(struct updates *u, const char *zone, const char *key, dns_sdlzloo
 			return ISC_R_FAILURE;
 		}
 	}
-	t->has_missing = !found;
-	if (!found) {
-		snprintf(t->missing, sizeof(t->missing), "%s", key);
-	}
 	if (u->trace) {
-		dlz_log(ISC_LOG_INFO, "update lookup %s -> %s", key, found ? "found" : "not found");
+		dlz_log(ISC_LOG_INFO, "update lookup %s -> %s", key,
+			found ? "found" : "no record (an empty node)");
 	}
-	return found ? ISC_R_SUCCESS : ISC_R_NOTFOUND;
+	return ISC_R_SUCCESS; /* never ISC_R_NOTFOUND: no wildcard probes (see above) */
+}
+
+/* ---- what an update wrote, for the cache ------------------------------------------------------ */
+
+/*
+ * The owner of the last read and its ancestors below the zone (the apex when it is the
+ * owner): every row an add or delete at that owner writes is one of theirs (its records, the
+ * ENT markers of make_owner_exist and settle_empty_owner). False (the update fails) when out
+ * of memory; nothing to note without a cache.
+ */
+static bool
+txn_note_written(struct txn *t) {
+	const struct chain_read *c = &t->chain;
+	int last = c->z > 0 ? c->z - 1 : 0;
+
+	if (t->u->cache == NULL) {
+		return true;
+	}
+	for (int i = 0; i <= last; i++) {
+		char *copy;
+
+		if (!dlz_grow((void **)&t->written, &t->written_cap, t->nwritten + 1,
+			      sizeof(*t->written)) ||
+		    (copy = strdup(c->names[i])) == NULL) {
+			return step_ok(t, DLZ_ERROR, "noting the owners written for the cache",
+				       c->names[i]);
+		}
+		t->written[t->nwritten++] = copy;
+	}
+	return true;
+}
+
+/* At the commit, before named answers the update: no lookup after it is answered from an
+ * entry read before it. (The store's channel reports the same owners later.) */
+static void
+txn_invalidate_written(struct txn *t) {
+	for (size_t i = 0; i < t->nwritten; i++) {
+		cache_invalidate(t->u->cache, t->zone, t->written[i]);
+	}
+}
+
+static void
+txn_free_written(struct txn *t) {
+	for (size_t i = 0; i < t->nwritten; i++) {
+		free(t->written[i]);
+	}
+	free(t->written);
 }
 
 /* ---- versions ----------------------------------------------------------------------------- */
@@ -528,6 +590,7 @@ updates_closeversion(struct updates *u, const char *zone, bool commit, void **ve
 	if (committed) {
 		/* Every memo made before this instant is stale from now on (memo_fresh). */
 		atomic_fetch_add(u->generation, 1);
+		txn_invalidate_written(t);
 	}
 	if (u->trace) {
 		dlz_log(ISC_LOG_INFO, "closeversion %s -> %s", t->zone,
@@ -535,6 +598,7 @@ updates_closeversion(struct updates *u, const char *zone, bool commit, void **ve
 	}
 	pool_checkin_update(u->pool, t->slot, t->broken);
 	chain_free(&t->chain);
+	txn_free_written(t);
 	open_txn = NULL;
 	free(t);
 	*versionp = NULL;
@@ -670,7 +734,7 @@ txn_at_owner(struct updates *u, void *version, const char *name, char *owner) {
 		t->failed = true;
 		return NULL;
 	}
-	if (!step_ok(t, chain_load(t, owner), "reading", owner)) {
+	if (!step_ok(t, chain_load(t, owner), "reading", owner) || !txn_note_written(t)) {
 		return NULL;
 	}
 	t->chain.current = false; /* written by the caller */
@@ -725,35 +789,54 @@ updates_add(struct updates *u, const char *name, const char *rdatastr, void *ver
 	return ok ? ISC_R_SUCCESS : ISC_R_FAILURE;
 }
 
+/* Is row (of the owner and type) the record whose match form is want (NULL: any)? -1 when
+ * out of memory. */
+static int
+row_means(const struct txn *t, const struct dlz_row *row, const char *want) {
+	char *have;
+	int same;
+
+	if (want == NULL) {
+		return 1;
+	}
+	have = rdata_match_form(t->zone, row->type, row->rdata);
+	if (have == NULL) {
+		return -1;
+	}
+	same = strcmp(have, want) == 0;
+	free(have);
+	return same;
+}
+
 /*
- * Delete the stored rows of owner (names[0] of the last read) that match: of type, and if
- * want is not NULL, whose text means the same record (both in the store form). *left: the
- * owner's records still there.
+ * Delete the stored rows of owner (names[0] of the last read) of type that are the record
+ * whose match form is want (NULL: every row of the type). *matched: the rows that are it,
+ * those an earlier line of the same call deleted included (named may pass an RR twice when
+ * the store held it twice, and del took every row of its text at once).
  */
 static bool
-delete_matching(struct txn *t, const char *type, const char *want, unsigned *left) {
+delete_matching(struct txn *t, const char *type, const char *want, unsigned *matched) {
 	struct chain_read *c = &t->chain;
 	const char *owner = c->names[0];
 
+	*matched = 0;
 	for (size_t i = 0; i < c->rows.nrows; i++) {
 		const struct dlz_row *row = &c->rows.rows[i];
-		bool match;
+		int means;
 
-		if (!row_of(t, i, owner) || strcasecmp(row->type, type) != 0) {
+		if (!row_at(t, i, owner) || strcasecmp(row->type, type) != 0) {
 			continue;
 		}
-		if (want != NULL) {
-			char *have = rdata_store_form(row->type, row->rdata);
-			if (have == NULL) {
-				t->failed = true;
-				return false;
-			}
-			match = strcmp(have, want) == 0;
-			free(have);
-		} else {
-			match = true;
+		means = row_means(t, row, want);
+		if (means < 0) {
+			t->failed = true;
+			return false;
 		}
-		if (!match) {
+		if (means == 0) {
+			continue;
+		}
+		(*matched)++;
+		if (c->gone[i]) {
 			continue;
 		}
 		if (!step_ok(t, t->u->backend->del(t->slot->conn, t->zone, owner, row->type,
@@ -772,7 +855,6 @@ delete_matching(struct txn *t, const char *type, const char *want, unsigned *lef
 			dlz_log(ISC_LOG_INFO, "delete %s %s %s", owner, row->type, row->rdata);
 		}
 	}
-	*left = count_rows(t, owner).data;
 	return true;
 }
 
@@ -782,40 +864,61 @@ after_deletes(struct txn *t, unsigned left) {
 	return left > 0 || t->chain.z == 0 || settle_empty_owner(t);
 }
 
+/*
+ * Delete the row of one RR named read from owner (a line of its text). No row that is that
+ * record: the update fails (see "Deletes" above), never a NOERROR that deleted nothing.
+ */
+static bool
+delete_rr(struct txn *t, const char *owner, char *line) {
+	struct rr_line rr;
+	char *want;
+	unsigned matched;
+	bool ok;
+
+	if (!parse_line(line, &rr)) {
+		dlz_log(ISC_LOG_ERROR, "update of %s: cannot read named's record text", owner);
+		t->failed = true;
+		return false;
+	}
+	want = rdata_match_form(t->zone, rr.type, rr.rdata);
+	if (want == NULL) {
+		t->failed = true;
+		return false;
+	}
+	ok = delete_matching(t, rr.type, want, &matched);
+	if (ok && matched == 0) {
+		dlz_log_error_limited("update of %s: no stored row of %s is the %s record named "
+				      "deletes (%s); the update fails",
+				      t->zone, owner, rr.type, rr.rdata);
+		t->failed = true;
+		ok = false;
+	}
+	free(want);
+	return ok;
+}
+
 isc_result_t
 updates_sub(struct updates *u, const char *name, const char *rdatastr, void *version) {
 	char owner[DLZ_KEY_MAX];
 	struct txn *t = txn_at_owner(u, version, name, owner);
 	char *text, *line, *pos;
-	unsigned left = 0;
 	bool ok = true;
 
 	if (t == NULL) {
 		return ISC_R_FAILURE;
 	}
-	left = count_rows(t, owner).data;
 	text = strdup(rdatastr);
 	if (text == NULL) {
 		t->failed = true;
 		return ISC_R_NOMEMORY;
 	}
 	for (pos = text; ok && (line = strsep(&pos, "\n")) != NULL;) {
-		struct rr_line rr;
-		char *want;
-
-		if (*line == '\0') {
-			continue;
+		if (*line != '\0') {
+			ok = delete_rr(t, owner, line);
 		}
-		if (!parse_line(line, &rr) || (want = rdata_store_form(rr.type, rr.rdata)) == NULL) {
-			t->failed = true;
-			ok = false;
-			break;
-		}
-		ok = delete_matching(t, rr.type, want, &left);
-		free(want);
 	}
 	free(text);
-	ok = ok && after_deletes(t, left);
+	ok = ok && after_deletes(t, count_rows(t, owner).data);
 	return ok ? ISC_R_SUCCESS : ISC_R_FAILURE;
 }
 
@@ -823,12 +926,13 @@ isc_result_t
 updates_del(struct updates *u, const char *name, const char *type, void *version) {
 	char owner[DLZ_KEY_MAX];
 	struct txn *t = txn_at_owner(u, version, name, owner);
-	unsigned left = 0;
+	unsigned matched;
 
 	if (t == NULL) {
 		return ISC_R_FAILURE;
 	}
-	if (!delete_matching(t, type, NULL, &left) || !after_deletes(t, left)) {
+	if (!delete_matching(t, type, NULL, &matched) ||
+	    !after_deletes(t, count_rows(t, owner).data)) {
 		return ISC_R_FAILURE;
 	}
 	return ISC_R_SUCCESS;

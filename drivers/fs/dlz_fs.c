@@ -559,13 +559,13 @@ fs_probe_openat2(int rootfd) {
 
 static int
 fs_init(const struct dlz_args *args, void **state_out) {
-	const char *root = dlz_arg_str(args, "root", NULL);
+	const char *root = dlz_arg_text(args, "root");
 	struct fs_state *s;
 	struct stat st;
 	int fd;
 
-	if (root == NULL || root[0] != '/') {
-		dlz_log(ISC_LOG_ERROR, "argument root=<absolute directory> is required");
+	if (root[0] != '/') {
+		dlz_log(ISC_LOG_ERROR, "argument root: expected an absolute directory");
 		return DLZ_ERROR;
 	}
 	fd = fs_open_root(root);
@@ -903,12 +903,15 @@ fs_allowxfr(void *c, const char *zone_key, const char *client) {
 	return fs_header_lists(zm->data, zm->body - 1, client) ? DLZ_OK : DLZ_DENIED;
 }
 
-static const char *const fs_keys[] = { "root", NULL };
+static const struct dlz_arg_spec fs_args[] = {
+	DLZ_TEXT_REQUIRED("root", "the store's directory, absolute (it holds zones/)"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "fs",
 	.thread_safe = true,
-	.arg_keys = fs_keys,
+	.args = fs_args,
 	.init = fs_init,
 	.fini = fs_fini,
 	.connect = fs_connect,

@@ -21,7 +21,16 @@
  * libldap's rounding), and every message of a zone transfer by the same time-out; both options
  * take a timeval, so both limits can be below a second. Any LDAP error is DLZ_ERROR: the core
  * answers SERVFAIL, drops the handle and connects again on next use; a time-out is reported
- * (dlz_timed_out), and the core then takes the server for down for a while.
+ * (dlz_timed_out), and so is a connection that failed (dlz_connection_failed: the server
+ * gone, busy or unavailable), and the core then takes the server for down for a while. An
+ * operation the server refused (its size limit, an access rule) takes nothing down.
+ *
+ * A zone transfer is one search, not pages (RFC 2696): one search is one read snapshot of the
+ * server (slapd.conf's rtxnsize 0), so a transfer never mixes two generations of a zone, and
+ * paging would not get past a size limit anyway: slapd counts every page against the bind
+ * DN's hard size limit (size.prtotal defaults to it), 500 entries unless slapd.conf says
+ * otherwise. The suite's slapd lifts the limit for the driver's DN (databases/slapd.py); a
+ * lent server must too, for zones of more owners than its limit.
  *
  * Values are read in place from the result messages (ldap_get_attribute_ber), so a query
  * costs libldap's own allocations plus a BerElement per entry and a small array per
@@ -29,6 +38,8 @@
  * connection and are reused.
  */
 #include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -309,6 +320,14 @@ ld_record_split(const struct berval *v, struct berval *type, uint32_t *ttl, stru
 
 /* ---- searches --------------------------------------------------------------------------- */
 
+/* Did the connection or the server fail, rather than answer this one operation with an
+ * error (a size limit, an access rule)? */
+static bool
+ld_connection_failed(int rc) {
+	return rc == LDAP_SERVER_DOWN || rc == LDAP_CONNECT_ERROR || rc == LDAP_BUSY ||
+	       rc == LDAP_UNAVAILABLE;
+}
+
 static bool
 ld_rc_ok(int rc, const char *what, const char *key) {
 	if (rc == LDAP_SUCCESS) {
@@ -317,6 +336,15 @@ ld_rc_ok(int rc, const char *what, const char *key) {
 	/* No answer in time (ours), or the server's time limit. */
 	if (rc == LDAP_TIMEOUT || rc == LDAP_TIMELIMIT_EXCEEDED) {
 		dlz_timed_out();
+	} else if (ld_connection_failed(rc)) {
+		dlz_connection_failed();
+	}
+	if (rc == LDAP_SIZELIMIT_EXCEEDED || rc == LDAP_ADMINLIMIT_EXCEEDED) {
+		/* A transfer reads every entry of the zone in one search, for one snapshot. */
+		dlz_log_error_limited("%s %s: %s (%d): the server limits the entries one search of "
+				      "the bind DN may return (slapd: limits ... size=unlimited)",
+				      what, key, ldap_err2string(rc), rc);
+		return false;
 	}
 	dlz_log_error_limited("%s %s: %s (%d)", what, key, ldap_err2string(rc), rc);
 	return false;
@@ -416,27 +444,17 @@ ld_timeval_of(long ms) {
 
 static int
 ld_init(const struct dlz_args *args, void **state) {
-	const char *uri = dlz_arg_str(args, "uri", NULL);
-	const char *base = dlz_arg_str(args, "base", NULL);
-	const char *binddn = dlz_arg_str(args, "binddn", "");
-	const char *password = dlz_arg_str(args, "password", NULL);
-	const char *tls_cacert = dlz_arg_str(args, "tls_cacert", NULL);
+	const char *uri = dlz_arg_text(args, "uri");
+	const char *base = dlz_arg_text(args, "base");
+	const char *binddn = dlz_arg_text(args, "binddn");
+	const char *password = dlz_arg_text(args, "password");
+	const char *tls_cacert = dlz_arg_text(args, "tls_cacert");
+	long connect_timeout_ms = dlz_arg_int(args, "connect_timeout_ms");
+	long query_timeout_ms = dlz_arg_int(args, "query_timeout_ms");
+	bool starttls = dlz_arg_yes(args, "starttls");
 	char *password_read;
 	struct ld_state *st;
-	long connect_timeout_ms, query_timeout_ms;
-	bool starttls;
 
-	if (uri == NULL || base == NULL) {
-		dlz_log(ISC_LOG_ERROR, "arguments uri=<ldap://host:port> and base=<DN> are required");
-		return DLZ_ERROR;
-	}
-	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
-			  &connect_timeout_ms) ||
-	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &query_timeout_ms) ||
-	    !dlz_arg_bool(args, "starttls", false, &starttls)) {
-		return DLZ_ERROR;
-	}
 	if (tls_cacert != NULL && !starttls) {
 		dlz_log(ISC_LOG_ERROR, "argument tls_cacert needs starttls=yes");
 		return DLZ_ERROR;
@@ -446,6 +464,9 @@ ld_init(const struct dlz_args *args, void **state) {
 	 * from password= or, kept out of named.conf and named's environment, from the file
 	 * password_file= names (read once, here: named has not started its workers yet).
 	 */
+	if (binddn == NULL) {
+		binddn = "";
+	}
 	if (!dlz_arg_secret_file(args, "password_file", &password_read)) {
 		return DLZ_ERROR;
 	}
@@ -858,7 +879,7 @@ ld_xfr_read(struct ld_xfr *x, int msgid) {
 		if (type <= 0) {
 			/* -1: the connection failed; 0: no message within the time-out. */
 			ldap_get_option(ld, LDAP_OPT_RESULT_CODE, &err);
-			ld_rc_ok(type == 0 ? LDAP_TIMEOUT : err != LDAP_SUCCESS ? err : LDAP_OTHER,
+			ld_rc_ok(type == 0 ? LDAP_TIMEOUT : err != LDAP_SUCCESS ? err : LDAP_SERVER_DOWN,
 				"transfer of", x->zone);
 			ldap_msgfree(msg);
 			return DLZ_ERROR;
@@ -987,14 +1008,531 @@ ld_allowxfr(void *conn, const char *zone, const char *client) {
 	return verdict;
 }
 
-static const char *const ld_keys[] = { "uri", "base", "binddn", "password", "password_file",
-					 "starttls", "tls_cacert", "connect_timeout_ms",
-					 "query_timeout_ms", NULL };
+/* ---- the change channel (the core's cache: drivers/common/cache.c) ------------------------- */
+
+/*
+ * RFC 4533 content synchronisation from slapd's syncprov overlay (databases/slapd.py), in
+ * refreshAndPersist mode, on a connection of the driver's own. It starts from a cookie at the
+ * suffix's contextCSN, so the refresh sends nothing and the search goes straight on to
+ * persist: slapd sends every entry added or modified after that (with the attributes that say
+ * what it is) and every entry deleted (its DN), each with a cookie carrying its CSN.
+ *  - A zone entry (dlzZoneName): anything in the zone (a new generation went live, the zone
+ *    came or went). An owner entry added or changed (dlzZone, dlzOwner): that owner.
+ *  - A deleted entry names only its DN, whose values are hashes (keys never appear in DNs):
+ *    dlzId=<generation>-<H(owner)>,dlzId=<H(zone)>. The zone is found by its hash (learnt from
+ *    the stream, else one base search of its entry): a generation that is not the live one
+ *    changes no answer (the old entries a zone replacement deletes), a live owner gone is
+ *    reported as its whole zone (its key is unknown), and a zone gone or unknown as
+ *    everything.
+ * Caught up: every bound/4 the driver reads the suffix's contextCSN (a base search on the
+ * same connection); once the stream's cookies reach it, every change committed before the
+ * read was sent has been reported. One that does not within bound/2 takes the channel down,
+ * as does a lost connection or the end of the search; it reconnects every bound/2.
+ */
+#define LD_CSN_MAX 64
+#define LD_ZONES_MAX 65536
+#define LD_ZONE_BUCKETS 4096
+
+/* A zone entry's hash (its RDN value), zone key and live generation, as last seen. */
+struct ld_zone_seen {
+	struct ld_zone_seen *next;
+	char *hash;
+	char *zone;
+	long long generation;
+};
+
+struct ld_sync {
+	struct ld_conn *c;
+	struct dlz_channel *ch;
+	int sync_id;
+	int beat_id;
+	char csn[LD_CSN_MAX];      /* the stream's: every change up to it reported */
+	char beat_csn[LD_CSN_MAX]; /* the contextCSN the last heartbeat read */
+	bool waiting;              /* a heartbeat is on its way */
+	bool beat_read;            /* its search has ended */
+	long sent_ms;
+	long next_ms;
+	long interval_ms;
+	long patience_ms;
+	struct ld_zone_seen *zones[LD_ZONE_BUCKETS];
+	unsigned nzones;
+};
+
+static char *ld_sync_attrs[] = { "dlzZoneName", "dlzGeneration", "dlzZone", "dlzOwner", NULL };
+static char *ld_csn_attrs[] = { "contextCSN", NULL };
+
+static unsigned
+ld_zone_bucket(const char *hash) {
+	unsigned h = 2166136261u;
+
+	for (; *hash != '\0'; hash++) {
+		h = (h ^ (unsigned char)*hash) * 16777619u;
+	}
+	return h % LD_ZONE_BUCKETS;
+}
+
+static struct ld_zone_seen *
+ld_zone_find(struct ld_sync *y, const char *hash) {
+	struct ld_zone_seen *z = y->zones[ld_zone_bucket(hash)];
+
+	while (z != NULL && strcmp(z->hash, hash) != 0) {
+		z = z->next;
+	}
+	return z;
+}
+
+static void
+ld_zones_clear(struct ld_sync *y) {
+	for (unsigned b = 0; b < LD_ZONE_BUCKETS; b++) {
+		struct ld_zone_seen *z = y->zones[b], *next;
+		for (; z != NULL; z = next) {
+			next = z->next;
+			free(z->hash);
+			free(z->zone);
+			free(z);
+		}
+		y->zones[b] = NULL;
+	}
+	y->nzones = 0;
+}
+
+/* Remember hash -> (zone, generation); forgotten all at once past LD_ZONES_MAX (a forgotten
+ * zone costs one base search when it is next needed). Out of memory: not remembered. */
+static void
+ld_zone_note(struct ld_sync *y, const char *hash, const char *zone, size_t zone_len,
+	     long long generation) {
+	struct ld_zone_seen *z = ld_zone_find(y, hash);
+
+	if (z != NULL && strlen(z->zone) == zone_len && memcmp(z->zone, zone, zone_len) == 0) {
+		z->generation = generation;
+		return;
+	}
+	if (y->nzones >= LD_ZONES_MAX) {
+		ld_zones_clear(y);
+	}
+	z = calloc(1, sizeof(*z));
+	if (z == NULL || (z->hash = strdup(hash)) == NULL || (z->zone = strndup(zone, zone_len)) == NULL) {
+		if (z != NULL) {
+			free(z->hash);
+			free(z);
+		}
+		return;
+	}
+	z->generation = generation;
+	z->next = y->zones[ld_zone_bucket(hash)];
+	y->zones[ld_zone_bucket(hash)] = z;
+	y->nzones++;
+}
+
+/* The CSN of a cookie ("rid=000,csn=<CSN>[;<CSN>...]", the greatest), into csn if newer. */
+static void
+ld_cookie_csn(const struct berval *cookie, char *csn) {
+	const char *p = cookie->bv_val, *end = cookie->bv_val + cookie->bv_len;
+
+	for (; p + 4 <= end; p++) {
+		if (memcmp(p, "csn=", 4) == 0) {
+			break;
+		}
+	}
+	for (p += 4; p < end && *p != ',';) {
+		const char *stop = p;
+		char one[LD_CSN_MAX];
+
+		while (stop < end && *stop != ',' && *stop != ';') {
+			stop++;
+		}
+		if ((size_t)(stop - p) < sizeof(one)) {
+			memcpy(one, p, (size_t)(stop - p));
+			one[stop - p] = '\0';
+			/* CSNs of one server are fixed-width timestamps first: bytewise order. */
+			if (strcmp(one, csn) > 0) {
+				strcpy(csn, one);
+			}
+		}
+		p = stop < end && *stop == ';' ? stop + 1 : stop;
+	}
+}
+
+/* The greatest contextCSN value of an entry, into csn (emptied first). */
+static void
+ld_context_csn(LDAP *ld, LDAPMessage *entry, char *csn) {
+	struct berval **vals = ldap_get_values_len(ld, entry, "contextCSN");
+
+	csn[0] = '\0';
+	for (int i = 0; vals != NULL && vals[i] != NULL; i++) {
+		if (vals[i]->bv_len < LD_CSN_MAX && strncmp(vals[i]->bv_val, csn, vals[i]->bv_len) > 0) {
+			memcpy(csn, vals[i]->bv_val, vals[i]->bv_len);
+			csn[vals[i]->bv_len] = '\0';
+		}
+	}
+	ldap_value_free_len(vals);
+}
+
+/* The suffix's contextCSN now, synchronously; false if it could not be read. */
+static bool
+ld_read_context_csn(struct ld_conn *c, char *csn) {
+	struct timeval tv = c->st->timeout;
+	LDAPMessage *res = NULL, *entry;
+	int rc = ldap_search_ext_s(c->ld, c->st->base, LDAP_SCOPE_BASE, "(objectClass=*)",
+				   ld_csn_attrs, 0, NULL, NULL, &tv, 1, &res);
+
+	entry = rc == LDAP_SUCCESS ? ldap_first_entry(c->ld, res) : NULL;
+	if (entry != NULL) {
+		ld_context_csn(c->ld, entry, csn);
+	}
+	ldap_msgfree(res);
+	return entry != NULL && csn[0] != '\0';
+}
+
+/* The persistent search, from a cookie at csn; false if it could not be sent. */
+static bool
+ld_sync_start(struct ld_sync *y) {
+	char cookie_text[LD_CSN_MAX + 16];
+	struct berval cookie, value = { 0, NULL };
+	BerElement *ber = ber_alloc_t(LBER_USE_DER);
+	LDAPControl *ctrl = NULL, *ctrls[2] = { NULL, NULL };
+	int rc = LDAP_NO_MEMORY;
+
+	snprintf(cookie_text, sizeof(cookie_text), "rid=000,csn=%s", y->csn);
+	cookie.bv_val = cookie_text;
+	cookie.bv_len = strlen(cookie_text);
+	if (ber != NULL && ber_printf(ber, "{eON}", (ber_int_t)LDAP_SYNC_REFRESH_AND_PERSIST,
+				      &cookie) != -1 &&
+	    ber_flatten2(ber, &value, 0) == 0 &&
+	    ldap_control_create(LDAP_CONTROL_SYNC, 1, &value, 1, &ctrl) == LDAP_SUCCESS) {
+		ctrls[0] = ctrl;
+		rc = ldap_search_ext(y->c->ld, y->c->st->base, LDAP_SCOPE_SUBTREE, "(objectClass=*)",
+				     ld_sync_attrs, 0, ctrls, NULL, NULL, 0, &y->sync_id);
+	}
+	ldap_control_free(ctrl);
+	if (ber != NULL) {
+		ber_free(ber, 1);
+	}
+	return rc == LDAP_SUCCESS;
+}
+
+/* The suffix of dn after base's "," (DNs compared as given: the server writes them as the
+ * driver's base was given), NULL when dn is not below base. */
+static char *
+ld_dn_below_base(char *dn, const char *base) {
+	size_t len = strlen(dn), base_len = strlen(base);
+
+	if (len <= base_len + 1 || strcasecmp(dn + len - base_len, base) != 0 ||
+	    dn[len - base_len - 1] != ',') {
+		return NULL;
+	}
+	dn[len - base_len - 1] = '\0';
+	return dn; /* now "dlzId=...[,dlzId=...]" */
+}
+
+/* A zone entry found by its hash: noted and returned, NULL if there is none (or failure). */
+static struct ld_zone_seen *
+ld_zone_lookup(struct ld_sync *y, const char *hash) {
+	struct ld_zone_seen *z = ld_zone_find(y, hash);
+	struct timeval tv = y->c->st->timeout;
+	LDAPMessage *res = NULL, *entry;
+	struct ld_entry e = { .generation = -1 };
+	char dn[512];
+
+	if (z != NULL) {
+		return z;
+	}
+	snprintf(dn, sizeof(dn), "dlzId=%s,%s", hash, y->c->st->base);
+	if (ldap_search_ext_s(y->c->ld, dn, LDAP_SCOPE_BASE, "(objectClass=*)", ld_sync_attrs, 0,
+			      NULL, NULL, &tv, 1, &res) == LDAP_SUCCESS &&
+	    (entry = ldap_first_entry(y->c->ld, res)) != NULL && ld_entry_read(y->c->ld, entry, &e) &&
+	    e.zone_name.bv_val != NULL) {
+		ld_zone_note(y, hash, e.zone_name.bv_val, e.zone_name.bv_len, e.generation);
+	}
+	ld_entry_clear(&e);
+	ldap_msgfree(res);
+	return ld_zone_find(y, hash);
+}
+
+/* A deleted entry (rdns: "dlzId=X" or "dlzId=X,dlzId=Y" below the base). */
+static void
+ld_deleted(struct ld_sync *y, char *rdns) {
+	char *comma = strchr(rdns, ',');
+	const char *zone_hash = comma != NULL ? comma + 1 : rdns;
+	struct ld_zone_seen *z;
+
+	if (comma != NULL) {
+		*comma = '\0';
+	}
+	if (strncasecmp(zone_hash, "dlzId=", 6) != 0 || strncasecmp(rdns, "dlzId=", 6) != 0) {
+		return; /* not the store's (the reader's own entry) */
+	}
+	zone_hash += 6;
+	z = ld_zone_lookup(y, zone_hash);
+	if (z == NULL || comma == NULL) {
+		dlz_channel_changed(y->ch, NULL, NULL); /* a zone gone, or one not found */
+		return;
+	}
+	if (strtoll(rdns + 6, NULL, 10) == z->generation) {
+		dlz_channel_changed(y->ch, z->zone, NULL); /* a live owner, its key unknown */
+	}
+}
+
+/* An entry added or modified: what it says. */
+static void
+ld_changed(struct ld_sync *y, LDAPMessage *msg, char *rdns) {
+	struct ld_entry e = { .generation = -1 };
+	char zone[DLZ_KEY_MAX], owner[DLZ_KEY_MAX];
+
+	if (!ld_entry_read(y->c->ld, msg, &e)) {
+		dlz_channel_changed(y->ch, NULL, NULL);
+	} else if (e.zone_name.bv_val != NULL && e.zone_name.bv_len < sizeof(zone)) {
+		memcpy(zone, e.zone_name.bv_val, e.zone_name.bv_len);
+		zone[e.zone_name.bv_len] = '\0';
+		if (strncasecmp(rdns, "dlzId=", 6) == 0 && strchr(rdns, ',') == NULL) {
+			ld_zone_note(y, rdns + 6, zone, strlen(zone), e.generation);
+		}
+		dlz_channel_changed(y->ch, zone, NULL);
+	} else if (e.zone.bv_val != NULL && e.owner.bv_val != NULL && e.zone.bv_len < sizeof(zone) &&
+		   e.owner.bv_len < sizeof(owner)) {
+		memcpy(zone, e.zone.bv_val, e.zone.bv_len);
+		zone[e.zone.bv_len] = '\0';
+		memcpy(owner, e.owner.bv_val, e.owner.bv_len);
+		owner[e.owner.bv_len] = '\0';
+		dlz_channel_changed(y->ch, zone, owner);
+	} else if (e.zone_name.bv_val != NULL || e.zone.bv_val != NULL) {
+		dlz_channel_changed(y->ch, NULL, NULL); /* a key too long to hold: everything */
+	}
+	ld_entry_clear(&e);
+}
+
+/* One entry of the synchronisation: its state, cookie and what changed. */
+static void
+ld_sync_entry(struct ld_sync *y, LDAPMessage *msg) {
+	LDAPControl **ctrls = NULL, *state;
+	BerElement *ber = NULL;
+	struct berval uuid, cookie;
+	ber_int_t kind = -1;
+	ber_len_t len;
+	char *dn = ldap_get_dn(y->c->ld, msg), *rdns;
+
+	if (ldap_get_entry_controls(y->c->ld, msg, &ctrls) == LDAP_SUCCESS &&
+	    (state = ldap_control_find(LDAP_CONTROL_SYNC_STATE, ctrls, NULL)) != NULL &&
+	    (ber = ber_init(&state->ldctl_value)) != NULL &&
+	    ber_scanf(ber, "{em", &kind, &uuid) != LBER_ERROR &&
+	    ber_peek_tag(ber, &len) == LDAP_TAG_SYNC_COOKIE && ber_scanf(ber, "m", &cookie) != LBER_ERROR) {
+		ld_cookie_csn(&cookie, y->csn);
+	}
+	rdns = dn != NULL ? ld_dn_below_base(dn, y->c->st->base) : NULL;
+	if (rdns == NULL) {
+		/* the base entry itself, or a DN not understood */
+	} else if (kind == LDAP_SYNC_DELETE) {
+		ld_deleted(y, rdns);
+	} else if (kind == LDAP_SYNC_ADD || kind == LDAP_SYNC_MODIFY) {
+		ld_changed(y, msg, rdns);
+	}
+	if (ber != NULL) {
+		ber_free(ber, 1);
+	}
+	ldap_controls_free(ctrls);
+	ldap_memfree(dn);
+}
+
+/* A Sync Info message: its cookie; deleted entries named by UUID only: everything. */
+static void
+ld_sync_info(struct ld_sync *y, LDAPMessage *msg) {
+	char *oid = NULL;
+	struct berval *data = NULL, cookie;
+	BerElement *ber = NULL;
+	ber_tag_t tag;
+	ber_len_t len;
+	ber_int_t deletes = 0;
+
+	if (ldap_parse_intermediate(y->c->ld, msg, &oid, &data, NULL, 0) != LDAP_SUCCESS ||
+	    oid == NULL || strcmp(oid, LDAP_SYNC_INFO) != 0 || data == NULL ||
+	    (ber = ber_init(data)) == NULL) {
+		goto done;
+	}
+	tag = ber_peek_tag(ber, &len);
+	if (tag == LDAP_TAG_SYNC_NEW_COOKIE) {
+		if (ber_scanf(ber, "m", &cookie) != LBER_ERROR) {
+			ld_cookie_csn(&cookie, y->csn);
+		}
+	} else if (ber_scanf(ber, "{") != LBER_ERROR) {
+		if (ber_peek_tag(ber, &len) == LDAP_TAG_SYNC_COOKIE &&
+		    ber_scanf(ber, "m", &cookie) != LBER_ERROR) {
+			ld_cookie_csn(&cookie, y->csn);
+		}
+		if (tag == LDAP_TAG_SYNC_ID_SET && ber_peek_tag(ber, &len) == LBER_BOOLEAN) {
+			ber_scanf(ber, "b", &deletes);
+		}
+		if (deletes) {
+			dlz_channel_changed(y->ch, NULL, NULL);
+		}
+	}
+done:
+	if (ber != NULL) {
+		ber_free(ber, 1);
+	}
+	ldap_memfree(oid);
+	ber_bvfree(data);
+}
+
+/* One message of either search; false: the channel went down. */
+static bool
+ld_sync_message(struct ld_sync *y, LDAPMessage *msg) {
+	int type = ldap_msgtype(msg), id = ldap_msgid(msg), err = LDAP_OTHER;
+
+	if (id == y->beat_id && type == LDAP_RES_SEARCH_ENTRY) {
+		ld_context_csn(y->c->ld, msg, y->beat_csn);
+	} else if (id == y->beat_id && type == LDAP_RES_SEARCH_RESULT) {
+		y->beat_read = true;
+	} else if (id == y->sync_id && type == LDAP_RES_SEARCH_ENTRY) {
+		ld_sync_entry(y, msg);
+	} else if (id == y->sync_id && type == LDAP_RES_INTERMEDIATE) {
+		ld_sync_info(y, msg);
+	} else if (id == y->sync_id && type == LDAP_RES_SEARCH_RESULT) {
+		ldap_parse_result(y->c->ld, msg, &err, NULL, NULL, NULL, NULL, 0);
+		dlz_channel_down(y->ch, "slapd ended the synchronisation: %s (%d)",
+				 ldap_err2string(err), err);
+		return false;
+	}
+	return true;
+}
+
+/* Every message libldap has or can read now; false: the channel went down. */
+static bool
+ld_sync_drain(struct ld_sync *y) {
+	struct timeval zero = { 0, 0 };
+	LDAPMessage *msg = NULL;
+	int type;
+
+	while ((type = ldap_result(y->c->ld, LDAP_RES_ANY, LDAP_MSG_ONE, &zero, &msg)) > 0) {
+		bool up = ld_sync_message(y, msg);
+
+		ldap_msgfree(msg);
+		msg = NULL;
+		if (!up) {
+			return false;
+		}
+	}
+	if (type < 0) {
+		int err = LDAP_OTHER;
+
+		ldap_get_option(y->c->ld, LDAP_OPT_RESULT_CODE, &err);
+		dlz_channel_down(y->ch, "the connection to slapd failed: %s (%d)",
+				 ldap_err2string(err), err);
+		return false;
+	}
+	return true;
+}
+
+static bool
+ld_send_heartbeat(struct ld_sync *y, long now) {
+	int rc = ldap_search_ext(y->c->ld, y->c->st->base, LDAP_SCOPE_BASE, "(objectClass=*)",
+				 ld_csn_attrs, 0, NULL, NULL, NULL, 1, &y->beat_id);
+
+	if (rc != LDAP_SUCCESS) {
+		dlz_channel_down(y->ch, "cannot ask slapd for its contextCSN: %s (%d)",
+				 ldap_err2string(rc), rc);
+		return false;
+	}
+	y->beat_csn[0] = '\0';
+	y->waiting = true;
+	y->beat_read = false;
+	y->sent_ms = now;
+	return true;
+}
+
+/* Follow the synchronisation until it fails (down) or the driver stops. */
+static void
+ld_sync_follow(struct ld_sync *y) {
+	int fd = -1;
+
+	ldap_get_option(y->c->ld, LDAP_OPT_DESC, &fd);
+	y->waiting = false;
+	y->next_ms = dlz_now_ms();
+	dlz_channel_up(y->ch);
+	dlz_log(ISC_LOG_INFO, "cache: following slapd's content synchronisation from %s", y->csn);
+	for (;;) {
+		long now = dlz_now_ms(), wait;
+		int rc;
+
+		if (y->waiting && y->beat_read && y->beat_csn[0] != '\0' &&
+		    strcmp(y->csn, y->beat_csn) >= 0) {
+			dlz_channel_synced(y->ch, y->sent_ms);
+			y->waiting = false;
+			y->next_ms = y->sent_ms + y->interval_ms;
+		}
+		if (y->waiting && now - y->sent_ms > y->patience_ms) {
+			dlz_channel_down(y->ch, "slapd's synchronisation did not reach its contextCSN "
+						"within %ld ms", y->patience_ms);
+			return;
+		}
+		if (!y->waiting && now >= y->next_ms && !ld_send_heartbeat(y, now)) {
+			return;
+		}
+		wait = y->waiting ? y->sent_ms + y->patience_ms - now : y->next_ms - now;
+		rc = dlz_channel_wait(y->ch, fd, POLLIN, wait > 1 ? wait : 1);
+		if (rc < 0 || !ld_sync_drain(y)) {
+			return;
+		}
+	}
+}
+
+static void
+ld_watch(void *state, struct dlz_channel *ch) {
+	long bound = dlz_channel_bound_ms(ch);
+	struct ld_sync *y = calloc(1, sizeof(*y));
+
+	if (y == NULL) {
+		dlz_channel_down(ch, "out of memory");
+		return;
+	}
+	y->ch = ch;
+	y->interval_ms = bound / 4;
+	y->patience_ms = bound / 2;
+	do {
+		void *conn = NULL;
+
+		if (ld_connect(state, &conn) != DLZ_OK) {
+			dlz_channel_down(ch, "cannot connect to slapd");
+			continue;
+		}
+		y->c = conn;
+		y->csn[0] = '\0';
+		if (!ld_read_context_csn(y->c, y->csn) || !ld_sync_start(y)) {
+			dlz_channel_down(ch, "cannot start slapd's content synchronisation (is the "
+					     "syncprov overlay on?)");
+		} else {
+			ld_sync_follow(y);
+		}
+		ld_conn_free(y->c);
+		y->c = NULL;
+	} while (dlz_channel_wait(ch, -1, 0, bound / 2) == 0);
+	ld_zones_clear(y);
+	free(y);
+}
+
+static const struct dlz_arg_spec ld_args[] = {
+	DLZ_TEXT_REQUIRED("uri", "the server's URI as libldap takes it: ldap://host:port"),
+	DLZ_TEXT_REQUIRED("base", "the DN under which the zones' entries are"),
+	DLZ_TEXT("binddn", "the DN of a simple bind (none: an anonymous bind)"),
+	DLZ_TEXT("password", "the bind's password (the suite gives password_file instead)"),
+	DLZ_TEXT("password_file",
+		 "a file whose first line is the bind's password, kept out of named.conf and "
+		 "named's environment; replaces password"),
+	DLZ_YESNO("starttls", 0,
+		  "StartTLS before every bind, the server's certificate verified (against "
+		  "tls_cacert, else libldap's default CAs)"),
+	DLZ_TEXT("tls_cacert", "with starttls=yes: the CA file the server's certificate is "
+			       "verified against"),
+	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a connection may take"),
+	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms the bind and each search may take"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "ldap",
 	.thread_safe = true,
-	.arg_keys = ld_keys,
+	.args = ld_args,
 	.init = ld_init,
 	.fini = ld_fini,
 	.connect = ld_connect,
@@ -1002,4 +1540,5 @@ const struct dlz_backend dlz_backend = {
 	.fetch = ld_fetch,
 	.allnodes = ld_allnodes,
 	.allowxfr = ld_allowxfr,
+	.watch = ld_watch,
 };

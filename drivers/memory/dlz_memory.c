@@ -347,19 +347,14 @@ mem_table_load(const char *path) {
 
 static int
 mem_init(const struct dlz_args *args, void **state) {
-	const char *path = dlz_arg_str(args, "file", NULL);
-	struct mem_table *t;
+	const char *path = dlz_arg_text(args, "file");
+	struct mem_table *t = mem_table_load(path);
 
-	if (path == NULL) {
-		dlz_log(ISC_LOG_ERROR, "argument file=<data file> is required");
-		return DLZ_ERROR;
-	}
-	t = mem_table_load(path);
 	if (t == NULL) {
 		return DLZ_ERROR;
 	}
-	t->outage_file = dlz_arg_str(args, "outage_file", NULL);
-	t->refuse_file = dlz_arg_str(args, "refuse_file", NULL);
+	t->outage_file = dlz_arg_text(args, "outage_file");
+	t->refuse_file = dlz_arg_text(args, "refuse_file");
 	dlz_log(ISC_LOG_INFO, "loaded %zu zones, %zu rows from %s", t->nzones, t->nrecs, path);
 	*state = t;
 	return DLZ_OK;
@@ -650,13 +645,24 @@ mem_rollback(void *conn) {
 	return DLZ_OK;
 }
 
-static const char *const mem_keys[] = { "file", "outage_file", "refuse_file", NULL };
+static const struct dlz_arg_spec mem_args[] = {
+	DLZ_TEXT_REQUIRED("file", "the data file (loaders/memory.py), read once at start"),
+	DLZ_TEXT("outage_file",
+		 "while this file exists, every call fails as with a database down (for tests)"),
+	DLZ_TEXT("refuse_file",
+		 "while this file exists, an add whose rdata is its first line fails (for tests)"),
+	/* Reads only its own memory: a failure costs no wait, so there is nothing to spare by
+	 * taking the store for down. */
+	DLZ_INT("down_interval_ms", 0, 0, DLZ_MS_MAX,
+		"as the core's, but 0 by default: a failure of this store (named's own memory) "
+		"costs no wait to spare"),
+	DLZ_ARGS_END,
+};
 
 const struct dlz_backend dlz_backend = {
 	.name = "memory",
 	.thread_safe = true,
-	.no_io = true,
-	.arg_keys = mem_keys,
+	.args = mem_args,
 	.init = mem_init,
 	.fini = mem_fini,
 	.connect = mem_connect,

@@ -41,13 +41,13 @@
  * rounded up to one; a connection to the suite's servers takes a few ms.
  *
  * query_timeout_ms (default 500): the server ends a statement that runs longer
- * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later) with
- * ER_STATEMENT_TIMEOUT; the client waits for the server at most query_timeout_ms rounded up
- * to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT count whole seconds; MariaDB
- * Connector/C waits once, it does not retry a read as Oracle's client does), so a frozen
- * server costs a second, and a slow statement ends with the server's error first. A fetch
- * takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL before a resolver's first retry
- * (about 800 ms in BIND).
+ * (max_statement_time, in seconds with microseconds, MariaDB 10.1 and later; a zone transfer
+ * excepted, see XFR_SQL) with ER_STATEMENT_TIMEOUT; the client waits for the server at most
+ * query_timeout_ms rounded up to whole seconds (MYSQL_OPT_READ_TIMEOUT and _WRITE_TIMEOUT
+ * count whole seconds; MariaDB Connector/C waits once, it does not retry a read as Oracle's
+ * client does), so a frozen server costs a second, and a slow statement ends with the
+ * server's error first. A fetch takes 0.1 to 0.2 ms of server time; 500 ms answers SERVFAIL
+ * before a resolver's first retry (about 800 ms in BIND).
  */
 #define DEFAULT_CONNECT_TIMEOUT_MS 1000
 #define DEFAULT_QUERY_TIMEOUT_MS 500
@@ -91,9 +91,16 @@ typedef __typeof__(*((MYSQL_BIND *)NULL)->is_null) my_bind_flag;
 
 /* Every record of a zone by owner (schemas/mysql.sql, statement 2): ref on records_zone,
  * whose entries are in (zone_id, name) order, so no sort. No row: no such zone (a zone in the
- * store has its SOA at least). */
+ * store has its SOA at least).
+ *
+ * Without the session's max_statement_time: a transfer is one statement, read unbuffered as
+ * named takes the records, so it lasts as long as the zone takes named to consume, seconds for
+ * a large one, and a limit meant for one query's rows would end every transfer of a zone past
+ * some size. Each read still has to bring the next rows within the read time-out
+ * (MYSQL_OPT_READ_TIMEOUT), so a server that stops sending is still given up on. */
 static const char XFR_SQL[] =
-	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
+	"SET STATEMENT max_statement_time = 0 FOR"
+	" SELECT r.name, r.type, r.ttl, r.data FROM records r"
 	" WHERE r.zone_id = (SELECT id FROM zones WHERE name = ?) AND r.type <> 'ENT'"
 	" ORDER BY r.name";
 
@@ -126,6 +133,7 @@ struct my_settings {
 	unsigned port;
 	unsigned connect_timeout_s;
 	unsigned io_timeout_s;
+	long poll_ms; /* the change channel's: between two reads of the change log */
 	char session_settings[sizeof(SESSION_SETTINGS) + 16]; /* with max_statement_time */
 	char *fetch_sql[NCLASSES];
 };
@@ -288,15 +296,8 @@ my_seconds_of(long ms) {
 static int
 my_init(const struct dlz_args *args, void **state) {
 	struct my_settings *s;
-	long port, connect_timeout_ms, query_timeout_ms;
+	long query_timeout_ms = dlz_arg_int(args, "query_timeout_ms");
 
-	if (!dlz_arg_long(args, "port", 0, 0, 65535, &port) ||
-	    !dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
-			  &connect_timeout_ms) ||
-	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &query_timeout_ms)) {
-		return DLZ_ERROR;
-	}
 	/* dlz_version already told named we are thread-safe: refuse a client that is not. */
 	if (!mysql_thread_safe()) {
 		dlz_log(ISC_LOG_ERROR, "the client library %s is not thread-safe",
@@ -313,13 +314,13 @@ my_init(const struct dlz_args *args, void **state) {
 		return DLZ_ERROR;
 	}
 	*state = s; /* from here on the core calls fini, also on failure */
-	s->host = dlz_arg_str(args, "host", NULL);
-	s->socket = dlz_arg_str(args, "socket", NULL);
-	s->user = dlz_arg_str(args, "user", NULL);
-	s->password = dlz_arg_str(args, "password", NULL);
-	s->database = dlz_arg_str(args, "database", NULL);
-	s->writer_user = dlz_arg_str(args, "writer_user", NULL);
-	s->tls_ca = dlz_arg_str(args, "tls_ca", NULL);
+	s->host = dlz_arg_text(args, "host");
+	s->socket = dlz_arg_text(args, "socket");
+	s->user = dlz_arg_text(args, "user");
+	s->password = dlz_arg_text(args, "password");
+	s->database = dlz_arg_text(args, "database");
+	s->writer_user = dlz_arg_text(args, "writer_user");
+	s->tls_ca = dlz_arg_text(args, "tls_ca");
 	if (!dlz_arg_secret_file(args, "password_file", &s->password_read) ||
 	    !dlz_arg_secret_file(args, "writer_password_file", &s->writer_password_read)) {
 		return DLZ_ERROR;
@@ -328,9 +329,16 @@ my_init(const struct dlz_args *args, void **state) {
 		s->password = s->password_read;
 	}
 	s->writer_password = s->writer_password_read;
-	s->port = (unsigned)port;
-	s->connect_timeout_s = my_seconds_of(connect_timeout_ms);
+	s->port = (unsigned)dlz_arg_int(args, "port");
+	s->connect_timeout_s = my_seconds_of(dlz_arg_int(args, "connect_timeout_ms"));
 	s->io_timeout_s = my_seconds_of(query_timeout_ms);
+	s->poll_ms = dlz_arg_int(args, "cache_poll_ms");
+	/* Half the bound at most: a read of the log that is late once still leaves the cache
+	 * caught up within it. */
+	if (dlz_arg_yes(args, "cache") && 2 * s->poll_ms > dlz_arg_int(args, "cache_bound_ms")) {
+		dlz_log(ISC_LOG_ERROR, "cache_poll_ms is more than half of cache_bound_ms");
+		return DLZ_ERROR;
+	}
 	snprintf(s->session_settings, sizeof(s->session_settings), SESSION_SETTINGS,
 		 (double)query_timeout_ms / 1000);
 	for (unsigned i = 0; i < NCLASSES; i++) {
@@ -339,10 +347,6 @@ my_init(const struct dlz_args *args, void **state) {
 		if (s->fetch_sql[i] == NULL) {
 			return DLZ_ERROR;
 		}
-	}
-	if (s->database == NULL) {
-		dlz_log(ISC_LOG_ERROR, "argument database=<name> is required");
-		return DLZ_ERROR;
 	}
 	dlz_log(ISC_LOG_INFO, "client library %s", mysql_get_client_info());
 	return DLZ_OK;
@@ -535,17 +539,34 @@ my_timed_out(const struct my_conn *c, unsigned err) {
 		waited >= 1000L * c->settings->io_timeout_s - TIMEOUT_SLACK_MS);
 }
 
+/*
+ * Did the connection fail, rather than the server answer this statement with an error? The
+ * client library's own errors (CR_*: the server gone or lost, no connection, a packet out of
+ * order) and a server that is shutting down or killed the session.
+ */
+static bool
+my_connection_failed(unsigned err) {
+	return (err >= CR_MIN_ERROR && err <= CR_MAX_ERROR) || err == ER_SERVER_SHUTDOWN ||
+	       err == ER_CONNECTION_KILLED;
+}
+
 static int
 my_stmt_failed(const struct my_conn *c, const struct my_stmt *st, const char *what) {
-	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : mysql_errno(c->db);
+	unsigned err = st->handle != NULL ? mysql_stmt_errno(st->handle) : 0;
+	const char *text = err != 0 ? mysql_stmt_error(st->handle) : NULL;
 
+	/* An error packet that ends an unbuffered result is the connection's, not the
+	 * statement's (Connector/C sets it on the MYSQL handle only). */
+	if (err == 0) {
+		err = mysql_errno(c->db);
+		text = mysql_error(c->db);
+	}
 	if (my_timed_out(c, err)) {
 		dlz_timed_out();
+	} else if (my_connection_failed(err)) {
+		dlz_connection_failed();
 	}
-	dlz_log_error_limited("%s failed: %s (%u)", what,
-			      st->handle != NULL ? mysql_stmt_error(st->handle)
-						 : mysql_error(c->db),
-			      err);
+	dlz_log_error_limited("%s failed: %s (%u)", what, text, err);
 	return DLZ_ERROR;
 }
 
@@ -737,17 +758,25 @@ my_smallest_class(const unsigned *classes, unsigned n) {
 	return i;
 }
 
+static struct my_conn *my_update_writer(struct my_conn *c, const char *zone);
+
 static int
 my_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
-	/* In an update its own connection reads, which sees the update's uncommitted rows. */
-	struct my_conn *c = ((struct my_conn *)conn)->in_update ? ((struct my_conn *)conn)->writer
-								 : conn;
+	struct my_conn *c = conn;
 	unsigned cls, k, nowner_places;
 	struct my_stmt *st;
 
 	if (!my_thread_attach() || req->nnames == 0 || req->nnames > DLZ_MAX_LABELS ||
 	    req->nowners > MAX_OWNERS) {
 		return DLZ_ERROR;
+	}
+	/* In an update its own connection reads, which sees the update's uncommitted rows; an
+	 * update's reads come with its zone (update.c), locked before the first of them. */
+	if (c->in_update) {
+		c = req->zone_index >= 0 ? my_update_writer(c, req->names[req->zone_index]) : NULL;
+		if (c == NULL) {
+			return DLZ_ERROR;
+		}
 	}
 	cls = my_smallest_class(my_zone_classes, req->nnames) * NOWNER_CLASSES +
 	      my_smallest_class(my_owner_classes, req->nowners);
@@ -846,25 +875,42 @@ my_allowxfr(void *conn, const char *zone, const char *client) {
  * updates write as another, writer_user=<name>, whose password comes from the file
  * writer_password_file=<path> names (as the reader's from password_file=<path>), never from
  * named.conf or named's environment. The reader connection the core holds for updates opens
- * it at its first update and keeps it; between begin and commit every fetch on that
- * connection reads through the writer, so the update's own lookups (named's prerequisite
- * checks, the SOA serial) see its uncommitted rows. The zone's row is read LOCK IN SHARE
- * MODE: a loader replacing the zone (DELETE, cascading to its records) waits for the update
- * to end. A row's `seq` is one more than the highest of its owner in the zone
+ * it at its first update and keeps it; between begin and commit every fetch on that connection reads through the
+ * writer, so the update's own lookups (named's prerequisite checks, the SOA serial) see its
+ * uncommitted rows. A row's `seq` is one more than the highest of its owner in the zone
  * (schemas/mysql.sql: it only makes the key unique).
+ *
+ * The first statement of an update, before any read, locks the zone's row FOR UPDATE until
+ * the transaction ends. An update decides on what it reads which empty non-terminal markers to
+ * add or delete, and two nameds updating one zone at once would each decide on a snapshot
+ * without the other's changes (one deleting the last name below b.Z and with it b.Z's marker,
+ * the other adding c.b.Z because the marker was still there: b.Z lost, NXDOMAIN above a name
+ * that exists). With the lock the second waits for the first to commit, and its snapshot
+ * (REPEATABLE READ: taken at the first plain read, which comes after the locking one) holds
+ * what the first wrote. A loader replacing the zone (DELETE, cascading to its records) waits
+ * too. A wait counts against max_statement_time, like any statement's.
  */
-static const char ZONE_ID_SQL[] = "SELECT id FROM zones WHERE name = ? LOCK IN SHARE MODE";
+static const char ZONE_ID_SQL[] = "SELECT id FROM zones WHERE name = ? FOR UPDATE";
 static const char INSERT_SQL[] =
 	"INSERT INTO records (zone_id, name, seq, type, ttl, data)"
 	" SELECT ?, ?, COALESCE(MAX(seq) + 1, 0), ?, ?, ? FROM records"
 	" WHERE name = ? AND zone_id = ?";
 static const char DELETE_SQL[] =
 	"DELETE FROM records WHERE name = ? AND zone_id = ? AND type = ? AND data = ?";
-/* Candidates for below(): names of the zone ending in ".<owner>" (an escaped dot, "\\.",
- * ends no label: the driver checks each with dlz_key_in_zone). Reads records_zone. */
+/*
+ * Candidates for below(): names of the zone ending in ".<owner>", whose reversed keys (rname)
+ * start with reverse(owner) || '.': the range [that, reverse(owner) || '/') ('/' follows '.')
+ * of records_rname, the owner's subtree and nothing else of the zone. A key whose label ends
+ * in an escaped dot ("x\\.owner") falls in the range without being below the owner: the
+ * driver checks each name with dlz_key_in_zone, and takes a whole batch of such names for a
+ * name below (a marker too many, never a name lost).
+ */
+#define BELOW_LIMIT 64
+#define TEXT_OF(x) STRINGIFY(x)
+#define STRINGIFY(x) #x
 static const char BELOW_SQL[] =
-	"SELECT r.name, r.type, r.ttl, r.data FROM records r"
-	" WHERE r.zone_id = ? AND RIGHT(r.name, ?) = ? AND r.name <> ?";
+	"SELECT r.name, r.type, r.ttl, r.data FROM records r FORCE INDEX (records_rname)"
+	" WHERE r.zone_id = ? AND r.rname >= ? AND r.rname < ? LIMIT " TEXT_OF(BELOW_LIMIT);
 
 static void
 my_set_uint_param(struct my_conn *c, unsigned i, unsigned slot, uint32_t value) {
@@ -1000,34 +1046,53 @@ my_del(void *conn, const char *zone, const char *owner, const char *type, const 
 	return my_stmt_execute(w, &w->delete, "delete") ? DLZ_OK : DLZ_ERROR;
 }
 
+struct my_below_walk {
+	const char *owner;
+	unsigned rows;
+};
+
 /* my_row_fn for below(): stops the walk (1) at the first name truly below the owner. */
 static int
 my_below_row(struct my_conn *c, void *ctx) {
-	const char *owner = ctx;
+	struct my_below_walk *walk = ctx;
 
-	return !c->nulls[COL_OWNER] && dlz_key_in_zone(c->bufs[COL_OWNER], owner) ? 1 : DLZ_OK;
+	walk->rows++;
+	return !c->nulls[COL_OWNER] && dlz_key_in_zone(c->bufs[COL_OWNER], walk->owner) ? 1
+										      : DLZ_OK;
+}
+
+/* text reversed into out (len bytes, then suffix and a NUL). */
+static void
+my_reversed(const char *text, size_t len, char suffix, char *out) {
+	for (size_t i = 0; i < len; i++) {
+		out[i] = text[len - 1 - i];
+	}
+	out[len] = suffix;
+	out[len + 1] = '\0';
 }
 
 static int
 my_below(void *conn, const char *zone, const char *owner) {
 	struct my_conn *w = my_update_writer(conn, zone);
-	bool root = strcmp(owner, ".") == 0;
-	char suffix[DLZ_KEY_MAX + 2];
+	struct my_below_walk walk = { .owner = owner };
+	size_t len = strlen(owner); /* never the root: it takes no updates (update.c) */
+	char low[DLZ_KEY_MAX + 2], high[DLZ_KEY_MAX + 2];
+	int rc;
 
-	if (w == NULL || !my_stmt_ready(w, &w->below, BELOW_SQL, 4)) {
+	if (w == NULL || len >= DLZ_KEY_MAX || !my_stmt_ready(w, &w->below, BELOW_SQL, 3)) {
 		return DLZ_ERROR;
 	}
-	/* Below the root is every other name; below "x" every name ending in ".x". */
-	snprintf(suffix, sizeof(suffix), "%s%s", root ? "" : ".", root ? "" : owner);
+	my_reversed(owner, len, '.', low);
+	my_reversed(owner, len, '/', high);
 	my_set_uint_param(w, 0, 0, w->upd_zone_id);
-	my_set_uint_param(w, 1, 1, (uint32_t)strlen(suffix));
-	my_set_param(w, 2, suffix);
-	my_set_param(w, 3, owner);
+	my_set_param(w, 1, low);
+	my_set_param(w, 2, high);
 	if (!my_stmt_bind_result(w, &w->below, &w->cols[COL_OWNER]) ||
 	    !my_stmt_execute(w, &w->below, "below")) {
 		return DLZ_ERROR;
 	}
-	return my_fetch_all(w, &w->below, COL_OWNER, my_below_row, (void *)owner);
+	rc = my_fetch_all(w, &w->below, COL_OWNER, my_below_row, &walk);
+	return rc == DLZ_OK && walk.rows == BELOW_LIMIT ? 1 : rc;
 }
 
 /* Ends the update with sql (COMMIT or ROLLBACK). */
@@ -1061,10 +1126,174 @@ my_rollback(void *conn) {
 
 /* ---- the backend ------------------------------------------------------------------------- */
 
-static const char *const my_keys[] = {
-	"host", "port", "socket", "user", "password", "password_file", "database",
-	"connect_timeout_ms", "query_timeout_ms", "writer_user", "writer_password_file", "tls_ca",
-	NULL,
+/* ---- the change channel (the core's cache: drivers/common/cache.c) ------------------------- */
+
+/*
+ * MariaDB has no push channel: schemas/mysql_changes.sql's triggers log every change, each
+ * with the next number of a sequence that writing transactions take in commit order, and the
+ * driver polls that log every cache_poll_ms on a connection of its own. Each poll reads the
+ * last number committed, N, and then the changes after the last one it read up to N: every
+ * change committed before the poll began is among them, so the channel is caught up as of
+ * the poll's start (dlz_channel_synced). A poll that fails, or a connection lost, takes the
+ * channel down (flushed, bypassed); fewer changes than numbers read mean the log was pruned
+ * past the driver (it keeps the last 100,000): the cache is flushed and reading goes on from
+ * N. It reconnects every bound/2. Stated as what it is: polling, so a change reaches the cache
+ * within cache_poll_ms and a round trip, and the cache costs the server a statement or two
+ * per poll whatever the load.
+ */
+#define CHANGE_NUMBER_SQL "SELECT seq FROM dlz_change_seq WHERE id = 1"
+#define CHANGES_SQL                                                                       \
+	"SELECT seq, zone, owner FROM dlz_changes WHERE seq > %llu AND seq <= %llu ORDER BY seq"
+
+/* The last change number committed; false (the channel then down) on failure. */
+static bool
+my_change_number(struct my_conn *c, struct dlz_channel *ch, unsigned long long *number) {
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+	bool ok;
+
+	if (mysql_query(c->db, CHANGE_NUMBER_SQL) != 0 || (res = mysql_store_result(c->db)) == NULL) {
+		dlz_channel_down(ch, "reading MariaDB's change log failed: %s", mysql_error(c->db));
+		return false;
+	}
+	row = mysql_fetch_row(res);
+	ok = row != NULL && row[0] != NULL;
+	if (ok) {
+		*number = strtoull(row[0], NULL, 10);
+	} else {
+		dlz_channel_down(ch, "MariaDB's change log has no number row (schemas/mysql_changes.sql)");
+	}
+	mysql_free_result(res);
+	return ok;
+}
+
+/* One logged change's column (NULL or a key) into buf; false if it does not fit. */
+static bool
+my_change_key(const char *value, unsigned long len, char *buf, const char **out) {
+	if (value == NULL) {
+		*out = NULL;
+		return true;
+	}
+	if (len >= DLZ_KEY_MAX) {
+		return false;
+	}
+	memcpy(buf, value, len);
+	buf[len] = '\0';
+	*out = buf;
+	return true;
+}
+
+/* The changes numbered (from, to] reported in order; their count, or -1 (the channel then
+ * down) on failure. */
+static long long
+my_report_changes(struct my_conn *c, struct dlz_channel *ch, unsigned long long from,
+		  unsigned long long to) {
+	char sql[sizeof(CHANGES_SQL) + 40], zone[DLZ_KEY_MAX], owner[DLZ_KEY_MAX];
+	long long count = 0;
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+
+	snprintf(sql, sizeof(sql), CHANGES_SQL, from, to);
+	if (mysql_query(c->db, sql) != 0 || (res = mysql_store_result(c->db)) == NULL) {
+		dlz_channel_down(ch, "reading MariaDB's change log failed: %s", mysql_error(c->db));
+		return -1;
+	}
+	while ((row = mysql_fetch_row(res)) != NULL) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		const char *z, *o;
+
+		/* A zone of NULL (its row gone) or a key too long: everything, to be safe. */
+		if (!my_change_key(row[1], lens[1], zone, &z) ||
+		    !my_change_key(row[2], lens[2], owner, &o) || z == NULL) {
+			z = o = NULL;
+		}
+		dlz_channel_changed(ch, z, o);
+		count++;
+	}
+	mysql_free_result(res);
+	return count;
+}
+
+/* Poll the log on c until it fails (the channel then down) or the driver stops. */
+static void
+my_poll_changes(struct my_conn *c, struct dlz_channel *ch, long poll_ms) {
+	unsigned long long last, number;
+
+	if (!my_change_number(c, ch, &last)) {
+		return;
+	}
+	/* Every change after `last` will be read: the cache may take store results from now. */
+	dlz_channel_up(ch);
+	dlz_log(ISC_LOG_INFO, "cache: polling MariaDB's change log every %ld ms (connection %lu)",
+		poll_ms, mysql_thread_id(c->db));
+	do {
+		long since = dlz_now_ms();
+		long long count;
+
+		if (!my_change_number(c, ch, &number)) {
+			return;
+		}
+		if (number > last) {
+			count = my_report_changes(c, ch, last, number);
+			if (count < 0) {
+				return;
+			}
+			if ((unsigned long long)count != number - last) {
+				dlz_channel_down(ch, "MariaDB's change log was pruned past the %llu "
+						     "changes the driver had not read",
+						 number - last);
+				dlz_channel_up(ch);
+			}
+			last = number;
+		}
+		dlz_channel_synced(ch, since);
+	} while (dlz_channel_wait(ch, -1, 0, poll_ms) == 0);
+}
+
+static void
+my_watch(void *state, struct dlz_channel *ch) {
+	const struct my_settings *s = state;
+	long retry_ms = dlz_channel_bound_ms(ch) / 2;
+
+	do {
+		struct my_conn *c = my_connect_as(s, s->user, s->password);
+
+		if (c == NULL) {
+			dlz_channel_down(ch, "cannot connect to MariaDB to read its change log");
+			continue;
+		}
+		my_poll_changes(c, ch, s->poll_ms);
+		my_conn_free(c);
+	} while (dlz_channel_wait(ch, -1, 0, retry_ms) == 0);
+}
+
+static const struct dlz_arg_spec my_args[] = {
+	DLZ_TEXT("host", "the server's name or address (neither host nor socket: the client "
+			 "library's default)"),
+	DLZ_INT("port", 0, 0, 65535, "the server's TCP port (0: the client library's default)"),
+	DLZ_TEXT("socket", "the server's unix socket"),
+	DLZ_TEXT("user", "the account that reads"),
+	DLZ_TEXT("password", "its password (the suite gives password_file instead)"),
+	DLZ_TEXT("password_file",
+		 "a file whose first line is the reader's password, kept out of named.conf and "
+		 "named's environment; replaces password"),
+	DLZ_TEXT_REQUIRED("database", "the database holding the dlz tables"),
+	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a connection may take, rounded up to whole seconds by the client library"),
+	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a statement may take (the server's max_statement_time; the client waits "
+		"whole seconds)"),
+	DLZ_TEXT("writer_user",
+		 "the account that writes RFC 2136 updates, its password in writer_password_file; "
+		 "none: no updates"),
+	DLZ_TEXT("writer_password_file", "a file whose first line is writer_user's password"),
+	DLZ_TEXT("tls_ca",
+		 "a CA file: every connection demands TLS and verifies the server's certificate "
+		 "and name against it"),
+	DLZ_INT("cache_poll_ms", 100, 1, DLZ_MS_MAX,
+		"with cache=yes: ms between two reads of the change log (MariaDB has no push "
+		"channel), at most half of cache_bound_ms"),
+	DLZ_ARGS_END,
 };
 
 const struct dlz_backend dlz_backend = {
@@ -1072,7 +1301,7 @@ const struct dlz_backend dlz_backend = {
 	/* One MYSQL handle per pooled connection, used by one thread at a time: safe with a
 	 * thread-safe client library, which init checks (mysql_thread_safe). */
 	.thread_safe = true,
-	.arg_keys = my_keys,
+	.args = my_args,
 	.init = my_init,
 	.fini = my_fini,
 	.connect = my_connect,
@@ -1086,4 +1315,5 @@ const struct dlz_backend dlz_backend = {
 	.below = my_below,
 	.commit = my_commit,
 	.rollback = my_rollback,
+	.watch = my_watch,
 };

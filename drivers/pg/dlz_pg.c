@@ -144,6 +144,20 @@
 	" AND reverse(name) >= $2 COLLATE \"C\" AND reverse(name) < $3 COLLATE \"C\""         \
 	" LIMIT " TEXT_OF(BELOW_LIMIT)
 #define BELOW_LIMIT 64
+/*
+ * The first statement of every update: the update's zone locked until the transaction ends
+ * (an advisory lock, which needs no privilege; keyed by LOCK_SPACE and the zone's id). Updates
+ * run at READ COMMITTED and decide on what they read: which empty non-terminal markers to add
+ * or to delete. Two nameds updating one zone at once would each decide on what the other has
+ * not yet committed (one deleting the last name below b.Z and with it b.Z's marker, the other
+ * adding c.b.Z because b.Z's marker is still there: b.Z lost, NXDOMAIN above a name that
+ * exists). With the lock, the second update reads only after the first committed. A wait
+ * counts against statement_timeout, like any statement's.
+ */
+#define LOCK_ZONE_SQL                                                        \
+	"SELECT pg_advisory_xact_lock(" TEXT_OF(LOCK_SPACE) ", id) FROM zones" \
+	" WHERE name = $1"
+#define LOCK_SPACE 1685814132 /* "dlzt" */
 
 struct pg_statement {
 	const char *name;
@@ -164,6 +178,7 @@ enum {
 	ST_ADD,
 	ST_DEL,
 	ST_BELOW,
+	ST_LOCK_ZONE,
 	ST_COUNT
 };
 
@@ -179,21 +194,34 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 	[ST_ADD] = { "dlz_add", ADD_SQL, 5, { TEXTOID, TEXTOID, TEXTOID, INT4OID, TEXTOID } },
 	[ST_DEL] = { "dlz_del", DEL_SQL, 4, { TEXTOID, TEXTOID, TEXTOID, TEXTOID } },
 	[ST_BELOW] = { "dlz_below", BELOW_SQL, 3, { TEXTOID, TEXTOID, TEXTOID } },
+	[ST_LOCK_ZONE] = { "dlz_lock_zone", LOCK_ZONE_SQL, 1, { TEXTOID } },
 };
 
 /* ---- state and connections -------------------------------------------------------------- */
 
-/* The conninfo keys the store passes (loaders/pg.py: PgStore.dlz_args), handed to libpq. */
-static const char *const pg_conninfo_keys[] = { "host", "port", "dbname", "user", NULL };
-/* Every argument: the conninfo keys and the driver's own. */
-static const char *const pg_keys[] = { "host", "port", "dbname", "user", "connect_timeout_ms",
-				       "query_timeout_ms", NULL };
+/* Every text argument is a conninfo key the store passes (loaders/pg.py: PgStore.dlz_args),
+ * handed to libpq as it is; the two time-outs are the driver's own. */
+static const struct dlz_arg_spec pg_args[] = {
+	DLZ_TEXT("host", "libpq's host: a server name, an address or a socket directory"),
+	DLZ_TEXT("port", "libpq's port (or the socket file's number)"),
+	DLZ_TEXT("dbname", "libpq's dbname: the database holding the dlz tables"),
+	DLZ_TEXT("user", "libpq's user (its password from libpq's password file: PGPASSFILE)"),
+	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a connection may take, under the driver's own deadline"),
+	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
+		"ms a statement may take: the session's statement_timeout"),
+	DLZ_ARGS_END,
+};
 
 #define MAX_PARAMS 16
+/* application_name of the change channel's connection (and "dlz_pg" of the pool's). */
+#define LISTENER_APPLICATION "dlz_pg_cache"
 
 struct pg_state {
 	const char *keys[MAX_PARAMS];
 	const char *values[MAX_PARAMS];
+	/* The change channel's connection: the same values but for its application_name. */
+	const char *listener_values[MAX_PARAMS];
 	char options[256]; /* the options conninfo value: statement_timeout, SESSION_OPTIONS */
 	long connect_timeout_ms;
 	long query_timeout_ms;
@@ -204,6 +232,8 @@ struct pg_connection {
 	long query_timeout_ms;
 	char *buf; /* the fetch's binary array parameters, reused from query to query */
 	size_t cap;
+	bool in_update;   /* between begin and commit or rollback */
+	bool zone_locked; /* the update's zone is locked (LOCK_ZONE_SQL) */
 };
 
 static void
@@ -213,6 +243,10 @@ pg_log_error(const char *what, const PGconn *pg, const PGresult *res) {
 
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' ')) {
 		len--;
+	}
+	/* The connection is gone, not one statement refused by the server. */
+	if (PQstatus(pg) == CONNECTION_BAD) {
+		dlz_connection_failed();
 	}
 	dlz_log_error_limited("%s: %.*s", what, (int)len, len > 0 ? msg : "unknown error");
 }
@@ -347,6 +381,16 @@ pg_state_add(struct pg_state *s, unsigned *n, const char *key, const char *value
 	return true;
 }
 
+/* The listener's values: the pool's, with its own application_name (pg_stat_activity). */
+static void
+pg_listener_values(struct pg_state *s) {
+	for (unsigned i = 0; i < MAX_PARAMS; i++) {
+		bool app = s->keys[i] != NULL && strcmp(s->keys[i], "application_name") == 0;
+
+		s->listener_values[i] = app ? LISTENER_APPLICATION : s->values[i];
+	}
+}
+
 static int
 pg_init(const struct dlz_args *args, void **state) {
 	struct pg_state *s;
@@ -361,19 +405,16 @@ pg_init(const struct dlz_args *args, void **state) {
 	if (s == NULL) {
 		return DLZ_ERROR;
 	}
-	if (!dlz_arg_long(args, "connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, 600000,
-			  &s->connect_timeout_ms) ||
-	    !dlz_arg_long(args, "query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, 600000,
-			  &s->query_timeout_ms)) {
-		free(s);
-		return DLZ_ERROR;
-	}
+	s->connect_timeout_ms = dlz_arg_int(args, "connect_timeout_ms");
+	s->query_timeout_ms = dlz_arg_int(args, "query_timeout_ms");
 	snprintf(s->options, sizeof(s->options), "-c statement_timeout=%ld%s", s->query_timeout_ms,
 		 SESSION_OPTIONS);
 	/* Values go to libpq one by one (PQconnectStartParams): never pasted into a conninfo
 	 * string, so no value can smuggle in another setting. */
-	for (const char *const *key = pg_conninfo_keys; *key != NULL; key++) {
-		ok = ok && pg_state_add(s, &n, *key, dlz_arg_str(args, *key, NULL));
+	for (const struct dlz_arg_spec *arg = pg_args; arg->name != NULL; arg++) {
+		if (arg->type == DLZ_ARG_TEXT) {
+			ok = ok && pg_state_add(s, &n, arg->name, dlz_arg_text(args, arg->name));
+		}
 	}
 	ok = ok && pg_state_add(s, &n, "options", s->options) &&
 	     pg_state_add(s, &n, "client_encoding", "UTF8") &&
@@ -384,6 +425,7 @@ pg_init(const struct dlz_args *args, void **state) {
 	}
 	s->keys[n] = NULL;
 	s->values[n] = NULL;
+	pg_listener_values(s);
 	*state = s;
 	return DLZ_OK;
 }
@@ -560,6 +602,8 @@ pg_rows_to_rowset(const PGresult *res, struct dlz_rowset *out) {
 	return DLZ_OK;
 }
 
+static bool pg_lock_update_zone(struct pg_connection *c, const char *zone);
+
 static int
 pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	struct pg_connection *c = conn;
@@ -570,6 +614,11 @@ pg_fetch(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out) {
 	PGresult *res;
 	int rc;
 
+	/* An update's reads come with its zone (update.c): locked before the first of them. */
+	if (c->in_update && (req->zone_index < 0 ||
+			     !pg_lock_update_zone(c, req->names[req->zone_index]))) {
+		return DLZ_ERROR;
+	}
 	if (names_size + owners_size > (size_t)INT32_MAX ||
 	    !dlz_grow((void **)&c->buf, &c->cap, names_size + owners_size, 1)) {
 		return DLZ_ERROR;
@@ -698,17 +747,47 @@ pg_allowxfr(void *conn, const char *zone, const char *client) {
 
 static int
 pg_begin(void *conn) {
-	return pg_run_command(conn, ST_BEGIN, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+	struct pg_connection *c = conn;
+
+	if (!pg_run_command(c, ST_BEGIN, NULL, NULL)) {
+		return DLZ_ERROR;
+	}
+	c->in_update = true;
+	c->zone_locked = false;
+	return DLZ_OK;
+}
+
+/* The update's zone locked (LOCK_ZONE_SQL), once per update; false (logged) on failure. */
+static bool
+pg_lock_update_zone(struct pg_connection *c, const char *zone) {
+	const char *values[1] = { zone };
+	int lengths[1] = { (int)strlen(zone) };
+	PGresult *res;
+
+	if (c->zone_locked) {
+		return true;
+	}
+	res = pg_run_prepared(c, ST_LOCK_ZONE, values, lengths, PGRES_TUPLES_OK);
+	c->zone_locked = res != NULL;
+	PQclear(res);
+	return c->zone_locked;
+}
+
+/* Ends the update with statement st (ST_COMMIT or ST_ROLLBACK). */
+static int
+pg_end_update(struct pg_connection *c, int st) {
+	c->in_update = false;
+	return pg_run_command(c, st, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
 }
 
 static int
 pg_commit(void *conn) {
-	return pg_run_command(conn, ST_COMMIT, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+	return pg_end_update(conn, ST_COMMIT);
 }
 
 static int
 pg_rollback(void *conn) {
-	return pg_run_command(conn, ST_ROLLBACK, NULL, NULL) ? DLZ_OK : DLZ_ERROR;
+	return pg_end_update(conn, ST_ROLLBACK);
 }
 
 /* Parameters in binary: text is its bytes; an int4 its four bytes in network order. */
@@ -724,6 +803,9 @@ pg_add(void *conn, const char *zone, const char *owner, const char *type, uint32
 
 	if (ttl > INT32_MAX) {
 		return DLZ_ERROR; /* RFC 2181: a TTL is at most 2^31 - 1; named keeps to it */
+	}
+	if (!pg_lock_update_zone(conn, zone)) {
+		return DLZ_ERROR;
 	}
 	pg_put_u32(ttl_net, ttl);
 	res = pg_run_prepared(conn, ST_ADD, values, lengths, PGRES_COMMAND_OK);
@@ -744,7 +826,12 @@ pg_del(void *conn, const char *zone, const char *owner, const char *type, const 
 	const char *values[4] = { zone, owner, type, rdata };
 	int lengths[4] = { (int)strlen(zone), (int)strlen(owner), (int)strlen(type),
 			   (int)strlen(rdata) };
-	PGresult *res = pg_run_prepared(conn, ST_DEL, values, lengths, PGRES_COMMAND_OK);
+	PGresult *res;
+
+	if (!pg_lock_update_zone(conn, zone)) {
+		return DLZ_ERROR;
+	}
+	res = pg_run_prepared(conn, ST_DEL, values, lengths, PGRES_COMMAND_OK);
 
 	PQclear(res);
 	return res != NULL ? DLZ_OK : DLZ_ERROR;
@@ -769,7 +856,7 @@ pg_below(void *conn, const char *zone, const char *owner) {
 	PGresult *res;
 	int rc = 0;
 
-	if (len >= DLZ_KEY_MAX) {
+	if (len >= DLZ_KEY_MAX || !pg_lock_update_zone(conn, zone)) {
 		return DLZ_ERROR;
 	}
 	pg_reversed(owner, len, '.', low);
@@ -791,10 +878,206 @@ pg_below(void *conn, const char *zone, const char *owner) {
 	return rc;
 }
 
+/* ---- the change channel (the core's cache: drivers/common/cache.c) ------------------------- */
+
+/*
+ * The store's triggers (schemas/pg_notify.sql) send NOTIFY dlz_cache after every change,
+ * with the payload "ZONE<TAB>OWNER" for a records row, "ZONE" for a zones row (a zone added,
+ * removed or replaced whole: everything in it) and "" for a TRUNCATE (everything).
+ *
+ * The listener is a connection of the driver's own (application_name dlz_pg_cache) that
+ * LISTENs, and every bound/4 sends itself NOTIFY dlz_cache_sync with a counter.
+ * PostgreSQL delivers the notifications of every channel in the order their transactions
+ * committed, so when its own counter comes back, every change committed before it sent it
+ * has been reported: the channel is caught up as of that send (dlz_channel_synced). A
+ * heartbeat that is not back within bound/2 takes the channel down (a frozen server or a
+ * cut link shows no error), so a caught-up instant is never more than 3/4 of the bound old
+ * while the channel is up; a lost connection takes it down at once. It reconnects every
+ * bound/2 until it is up again.
+ */
+#define CHANGE_CHANNEL "dlz_cache"
+#define SYNC_CHANNEL "dlz_cache_sync"
+
+struct pg_listener {
+	PGconn *pg;
+	struct dlz_channel *ch;
+	long interval_ms; /* from one heartbeat's return to the next one's send */
+	long patience_ms; /* for a heartbeat to come back */
+	int pid;          /* the listener's backend: its own heartbeats come from it */
+	unsigned long sent; /* the counter of the last heartbeat sent */
+	long sent_ms;
+	long next_ms;   /* when the next heartbeat goes */
+	bool waiting;   /* a heartbeat is on its way */
+	bool busy;      /* the NOTIFY statement's result is not read yet */
+};
+
+/* libpq's last error on pg, one line, into buf. */
+static const char *
+pg_error_text(const PGconn *pg, char *buf, size_t size) {
+	size_t len;
+
+	snprintf(buf, size, "%s", pg != NULL ? PQerrorMessage(pg) : "out of memory");
+	len = strlen(buf);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) {
+		buf[--len] = '\0';
+	}
+	return len > 0 ? buf : "unknown error";
+}
+
+static bool
+pg_listen_to(PGconn *pg, const char *sql, long timeout_ms) {
+	PGresult *res;
+
+	if (!PQsendQuery(pg, sql)) {
+		return false;
+	}
+	res = pg_collect_result(pg, "listen", PGRES_COMMAND_OK, timeout_ms);
+	PQclear(res);
+	return res != NULL;
+}
+
+/* A new listener connection, listening; NULL (the channel then down, saying why) if not. */
+static PGconn *
+pg_listener_connect(struct pg_state *s, struct dlz_channel *ch) {
+	PGconn *pg = PQconnectStartParams(s->keys, s->listener_values, 0);
+	char why[256];
+
+	if (pg == NULL || !pg_connect_poll(pg, s->connect_timeout_ms) ||
+	    !pg_listen_to(pg, "LISTEN " CHANGE_CHANNEL, s->query_timeout_ms) ||
+	    !pg_listen_to(pg, "LISTEN " SYNC_CHANNEL, s->query_timeout_ms)) {
+		dlz_channel_down(ch, "cannot listen to PostgreSQL: %s",
+				 pg_error_text(pg, why, sizeof(why)));
+		PQfinish(pg);
+		return NULL;
+	}
+	return pg;
+}
+
+/* A change's payload to the cache: "ZONE<TAB>OWNER", "ZONE" or "". */
+static void
+pg_report_change(struct dlz_channel *ch, const char *payload) {
+	char buf[2 * DLZ_KEY_MAX + 2];
+	size_t len = strlen(payload);
+	char *tab;
+
+	if (len >= sizeof(buf)) {
+		dlz_channel_changed(ch, NULL, NULL); /* no trigger sends one: everything, to be safe */
+		return;
+	}
+	memcpy(buf, payload, len + 1);
+	tab = strchr(buf, '\t');
+	if (tab != NULL) {
+		*tab = '\0';
+	}
+	dlz_channel_changed(ch, buf, tab != NULL ? tab + 1 : NULL);
+}
+
+static void
+pg_notified(struct pg_listener *l, const PGnotify *n) {
+	if (strcmp(n->relname, CHANGE_CHANNEL) == 0) {
+		pg_report_change(l->ch, n->extra);
+	} else if (strcmp(n->relname, SYNC_CHANNEL) == 0 && n->be_pid == l->pid && l->waiting &&
+		   strtoul(n->extra, NULL, 10) == l->sent) {
+		dlz_channel_synced(l->ch, l->sent_ms);
+		l->waiting = false;
+		l->next_ms = l->sent_ms + l->interval_ms;
+	}
+}
+
+static bool
+pg_send_heartbeat(struct pg_listener *l, long now) {
+	char sql[64], why[256];
+
+	snprintf(sql, sizeof(sql), "NOTIFY " SYNC_CHANNEL ", '%lu'", l->sent + 1);
+	if (!PQsendQuery(l->pg, sql)) {
+		dlz_channel_down(l->ch, "PostgreSQL's connection failed: %s",
+				 pg_error_text(l->pg, why, sizeof(why)));
+		return false;
+	}
+	l->sent++;
+	l->sent_ms = now;
+	l->waiting = l->busy = true;
+	return true;
+}
+
+/* What arrived: the heartbeat statement's result, notifications. False: the channel went
+ * down. */
+static bool
+pg_listener_read(struct pg_listener *l) {
+	char why[256];
+	PGnotify *n;
+
+	if (!PQconsumeInput(l->pg)) {
+		dlz_channel_down(l->ch, "PostgreSQL's connection failed: %s",
+				 pg_error_text(l->pg, why, sizeof(why)));
+		return false;
+	}
+	while (l->busy && !PQisBusy(l->pg)) {
+		PGresult *res = PQgetResult(l->pg);
+		bool failed = res != NULL && PQresultStatus(res) != PGRES_COMMAND_OK;
+
+		l->busy = res != NULL;
+		PQclear(res);
+		if (failed) {
+			dlz_channel_down(l->ch, "PostgreSQL refused the heartbeat: %s",
+					 pg_error_text(l->pg, why, sizeof(why)));
+			return false;
+		}
+	}
+	while ((n = PQnotifies(l->pg)) != NULL) {
+		pg_notified(l, n);
+		PQfreemem(n);
+	}
+	return true;
+}
+
+/* Serve the channel on a listening connection until it fails (down) or the driver stops. */
+static void
+pg_listen(struct pg_listener *l) {
+	l->pid = PQbackendPID(l->pg);
+	l->waiting = l->busy = false;
+	l->next_ms = dlz_now_ms();
+	dlz_channel_up(l->ch);
+	dlz_log(ISC_LOG_INFO, "cache: listening to PostgreSQL's notifications (backend %d)",
+		l->pid);
+	for (;;) {
+		long now = dlz_now_ms(), wait;
+		int rc;
+
+		if (l->waiting && now - l->sent_ms > l->patience_ms) {
+			dlz_channel_down(l->ch, "no heartbeat back from PostgreSQL within %ld ms",
+					 l->patience_ms);
+			return;
+		}
+		if (!l->waiting && !l->busy && now >= l->next_ms && !pg_send_heartbeat(l, now)) {
+			return;
+		}
+		wait = l->waiting ? l->sent_ms + l->patience_ms - now : l->next_ms - now;
+		rc = dlz_channel_wait(l->ch, PQsocket(l->pg), POLLIN, wait > 1 ? wait : 1);
+		if (rc < 0 || (rc > 0 && !pg_listener_read(l))) {
+			return;
+		}
+	}
+}
+
+static void
+pg_watch(void *state, struct dlz_channel *ch) {
+	long bound = dlz_channel_bound_ms(ch);
+	struct pg_listener l = { .ch = ch, .interval_ms = bound / 4, .patience_ms = bound / 2 };
+
+	do {
+		l.pg = pg_listener_connect(state, ch);
+		if (l.pg != NULL) {
+			pg_listen(&l);
+			PQfinish(l.pg);
+		}
+	} while (dlz_channel_wait(ch, -1, 0, bound / 2) == 0);
+}
+
 const struct dlz_backend dlz_backend = {
 	.name = "pg",
 	.thread_safe = true,
-	.arg_keys = pg_keys,
+	.args = pg_args,
 	.init = pg_init,
 	.fini = pg_fini,
 	.connect = pg_connect,
@@ -808,4 +1091,5 @@ const struct dlz_backend dlz_backend = {
 	.below = pg_below,
 	.commit = pg_commit,
 	.rollback = pg_rollback,
+	.watch = pg_watch,
 };

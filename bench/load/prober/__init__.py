@@ -72,16 +72,6 @@ class LatencyStats:
                    max_us=ordered[-1] / 1000, min_us=ordered[0] / 1000,
                    samples_ns=list(samples_ns))
 
-    def to_dict(self) -> dict:
-        return {"count": self.count, "lost": self.lost, "source_ports": self.source_ports,
-                "mean_us": self.mean_us,
-                "p50_us": self.p50_us, "p90_us": self.p90_us, "p99_us": self.p99_us,
-                "max_us": self.max_us, "min_us": self.min_us, "samples_ns": self.samples_ns}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> LatencyStats:
-        return cls(**data)
-
 
 def nearest_rank(ordered: list[int], percent: float) -> int:
     """The nearest-rank percentile of already sorted, non-empty samples."""
