@@ -14,6 +14,7 @@ BIND ?= 9.18
 # Debian packages the suite needs; `make deps` installs only the missing ones. openssh-server:
 # the private sshd of tests/test_load_from.py's namespace load hosts (the system's never starts).
 # chromium: tests/test_advise.py renders advise's HTML page headless and checks its figure shows.
+# acl: setfacl, for service-user (below): CI and users clone anywhere, /root included.
 DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	postgresql libpq-dev \
 	mariadb-server default-libmysqlclient-dev \
@@ -23,7 +24,7 @@ DEB_PACKAGES := bind9 bind9-utils bind9-dnsutils bind9-dev dnsperf \
 	nsd knot knot-dnsutils \
 	build-essential pkg-config valgrind python3-venv python3-dev procps util-linux \
 	iproute2 openssh-client openssh-server \
-	chromium
+	chromium acl
 
 .PHONY: help setup deps apt-packages apparmor service-user venv toxiproxy build drivers test check \
 	lint docs docs-args bench clean distclean bind-root bind-drivers
@@ -83,11 +84,27 @@ apparmor:
 # root (base/process.py: SERVICE_USER): no home, no login shell, no password, a group of its own.
 SERVICE_USER := dlzbench
 
+# The servers read the drivers and write run/ inside the clone, so the user must be able to
+# traverse every directory down to it. CI and users clone anywhere (/root, 0700, included), so
+# each directory on the way that shuts the user out gets an ACL entry letting it traverse
+# (setfacl u:USER:x): that reveals no file name (no r) and changes nothing for anyone else.
+# Where that fails (no ACLs on the filesystem), the suite refuses the clone with one line
+# (base/process.py: require_service_user_reaches).
 service-user:
 	@getent passwd $(SERVICE_USER) >/dev/null || { \
 		useradd --system --user-group --no-create-home --home-dir /nonexistent \
 			--shell /usr/sbin/nologin $(SERVICE_USER) && \
 		echo "created the system user $(SERVICE_USER) (the servers run as it)"; }
+	@dir=; for part in $$(echo "$(CURDIR)" | tr / ' '); do \
+		dir="$$dir/$$part"; \
+		runuser -u $(SERVICE_USER) -- test -x "$$dir" && continue; \
+		if setfacl -m u:$(SERVICE_USER):x "$$dir" && runuser -u $(SERVICE_USER) -- test -x "$$dir"; then \
+			echo "let $(SERVICE_USER) traverse $$dir, above the clone (setfacl -m u:$(SERVICE_USER):x; no listing)"; \
+		else \
+			echo "$(SERVICE_USER) cannot traverse $$dir, above the clone, and setfacl could not let it: clone under a directory every user may search" >&2; \
+			exit 1; \
+		fi; \
+	done
 
 venv: $(VENV)/.installed
 
