@@ -98,10 +98,11 @@ service-user:
 	@dir=; for part in $$(echo "$(CURDIR)" | tr / ' '); do \
 		dir="$$dir/$$part"; \
 		runuser -u $(SERVICE_USER) -- test -x "$$dir" && continue; \
-		if setfacl -m u:$(SERVICE_USER):x "$$dir" && runuser -u $(SERVICE_USER) -- test -x "$$dir"; then \
+		if why=$$(setfacl -m u:$(SERVICE_USER):x "$$dir" 2>&1) && \
+			runuser -u $(SERVICE_USER) -- test -x "$$dir"; then \
 			echo "let $(SERVICE_USER) traverse $$dir, above the clone (setfacl -m u:$(SERVICE_USER):x; no listing)"; \
 		else \
-			echo "$(SERVICE_USER) cannot traverse $$dir, above the clone, and setfacl could not let it: clone under a directory every user may search" >&2; \
+			echo "$(SERVICE_USER) cannot traverse $$dir, above the clone, and setfacl could not let it ($${why:-still shut out}): clone under a directory every user may search" >&2; \
 			exit 1; \
 		fi; \
 	done
