@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from base.process import as_user, give_to_service_user, service_environment, service_user
 from bench.commands.cli import build_parser, main
 from bench.load.dnsperf import DnsperfRun
 from bench.measure import advice as adv
@@ -400,11 +401,16 @@ def test_the_page_renders_in_headless_chromium_with_its_figure(results: Path,
         "const img = document.getElementById('advice-figure');"
         "document.body.dataset.figureWidth = img.naturalWidth;"
         "document.body.dataset.figureComplete = img.complete;});</script></body>"))
+    # A browser parsing a page is run as the servers' user, like every process the suite starts.
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    give_to_service_user(profile)
     done = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         f"--user-data-dir={tmp_path / 'profile'}", "--proxy-server=127.0.0.1:9",
+         f"--user-data-dir={profile}", "--proxy-server=127.0.0.1:9",
          "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True)
+        env=service_environment(), cwd="/", capture_output=True, text=True, timeout=120,
+        check=True, **as_user(service_user()))
     body = re.search(r"<body[^>]*>", done.stdout)
     assert body is not None, done.stderr[-2000:]
     assert f'data-figure-width="{width}"' in body.group(0)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from base.process import as_user, give_to_service_user, service_environment, service_user
 
 DRIVERS = REPO_ROOT / "drivers"
 SOURCES = DRIVERS / "fuzz"
@@ -90,6 +91,9 @@ def run_harness(harness: str, seconds: int, work: Path,
     scratch, artifacts = own / "corpus", own / "artifacts"
     scratch.mkdir(parents=True, exist_ok=True)
     artifacts.mkdir(exist_ok=True)
+    # The harness parses hostile input with a driver's code: it runs as the servers' user
+    # (base/process.py), which writes its corpus and findings here.
+    give_to_service_user(own, tree=True)
     command = [str(binary), f"-max_total_time={seconds}", f"-timeout={UNIT_TIMEOUT_S}",
                "-print_final_stats=1", f"-artifact_prefix={artifacts}/", *flags]
     dictionary = SOURCES / f"{harness}.dict"
@@ -100,8 +104,8 @@ def run_harness(harness: str, seconds: int, work: Path,
     start = time.monotonic()
     with log.open("w") as out:
         done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, cwd=own,
-                              env={**os.environ, "UBSAN_OPTIONS": "print_stacktrace=1"},
-                              check=False)
+                              env=service_environment({"UBSAN_OPTIONS": "print_stacktrace=1"}),
+                              check=False, **as_user(service_user()))
     run = HarnessRun(harness, time.monotonic() - start, exit_code=done.returncode,
                      crashes=sorted(p.name for p in artifacts.iterdir() if _ARTIFACT.match(p.name)))
     _read_log(log.read_text(errors="replace"), run)
