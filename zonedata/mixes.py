@@ -35,7 +35,7 @@ import itertools
 import math
 import random
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +48,7 @@ from zonedata.queries import (
     UNKNOWN,
     QueryFacts,
     TopLabels,
+    ZoneWatcher,
     nxdomain_name,
     query_text,
     split_count,
@@ -155,7 +156,7 @@ def _popular_zones(order: list[int], count: int, exponent: float,
                        for _ in range(count)))
 
 
-class MixWriter:
+class MixWriter(ZoneWatcher):
     """Fills the lines of several plans over one data set in one pass over its zones."""
 
     def __init__(self, plans: Mapping[Path, MixPlan], seed: int = 1) -> None:
@@ -173,13 +174,8 @@ class MixWriter:
         self._position = 0
         self.tlds = TopLabels()
 
-    def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
-        """Pass every zone through, filling the lines that ask for it."""
-        for zone in zones:
-            self.observe(zone)
-            yield zone
-
     def observe(self, zone: Zone) -> None:
+        """Fill the lines of every plan that ask for a fact of this zone."""
         self.tlds.observe(zone.origin)
         facts: _Choices | None = None
         for path, plan in self.plans.items():

@@ -28,6 +28,7 @@ same to dnsperf and to dnspython.
 from __future__ import annotations
 
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +115,23 @@ class _Reservoir:
             self.items[slot] = item
 
 
-class QuerySampler:
+class ZoneWatcher(ABC):
+    """Sees every zone of a data set as it streams past to a store: watch() passes the zones
+    through, observing each on the way, so one pass both feeds a store and fills the
+    watcher."""
+
+    def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
+        """Pass every zone through, observing it on the way."""
+        for zone in zones:
+            self.observe(zone)
+            yield zone
+
+    @abstractmethod
+    def observe(self, zone: Zone) -> None:
+        """Take what this watcher keeps from one zone."""
+
+
+class QuerySampler(ZoneWatcher):
     """Samples hit / nxdomain / nodata queries from zones seen once each, in bounded memory."""
 
     def __init__(self, count: int, mix: Mapping[str, float] = DEFAULT_QUERY_MIX,
@@ -128,12 +145,6 @@ class QuerySampler:
         self.reservoirs = {kind: _Reservoir(self.targets[kind], self.rng)
                            for kind in QUERY_KINDS if kind != UNKNOWN}
         self.tlds = TopLabels()
-
-    def watch(self, zones: Iterable[Zone]) -> Iterator[Zone]:
-        """Pass every zone through, observing it on the way."""
-        for zone in zones:
-            self.observe(zone)
-            yield zone
 
     def observe(self, zone: Zone) -> None:
         facts = QueryFacts(zone)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from bench.measure.results import Results
 from bench.measure.stats import Interval, intervals_overlap
@@ -33,6 +33,19 @@ HEADER = ["| server | where | figure | A | B | change | change % |",
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+
+
+class ServerEntry(Protocol):
+    """A section's entry for one server: its name and whether it was measured ("ok")."""
+
+    @property
+    def server(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+E = TypeVar("E", bound=ServerEntry)
 # A figure: a number, a median with its interval, or None (not measured).
 Value = float | Interval | None
 
@@ -139,3 +152,22 @@ def one_sided(what: str, a: object | None, b: object | None) -> list[str]:
     if (a is None) == (b is None):
         return []
     return [f"- {what}: only in {'A' if a is not None else 'B'}"]
+
+
+def compare_servers(a: Results, b: Results, what: str, old: Iterable[E], new: Iterable[E],
+                    compare_ok: Callable[[str, E, E, bool], Comparison]) -> Comparison:
+    """A section's entries matched by server ("- <what> of <server>: only in A" for the
+    rest): a pair not "ok" on either side gives its status row (`what` its place), any other
+    pair compare_ok's rows and lines (its arguments: the server, both entries, whether the
+    runs share a boot)."""
+    matched, only = pairs(old, new, lambda s: s.server, lambda server: f"{what} of {server}")
+    boot = same_boot(a, b)
+    comparison = Comparison(only=only)
+    for server, entry_a, entry_b in matched:
+        if entry_a.status != "ok" or entry_b.status != "ok":
+            comparison.rows.append(status_row(server, what, entry_a.status, entry_b.status))
+            continue
+        part = compare_ok(server, entry_a, entry_b, boot)
+        comparison.rows += part.rows
+        comparison.only += part.only
+    return comparison

@@ -20,11 +20,10 @@ from bench.measure.results import Results
 from bench.report.comparing import (
     Comparison,
     Figure,
+    compare_servers,
     figure_rows,
     one_sided,
     pairs,
-    same_boot,
-    status_row,
 )
 from bench.report.format import (
     NONE,
@@ -201,21 +200,18 @@ def compare_faults(a: Results, b: Results) -> Comparison:
     never recovered from shows no time to recovery ("–")."""
     if a.faults is None or b.faults is None:
         return Comparison(only=one_sided("the faults section", a.faults, b.faults))
-    servers, only = pairs(a.faults.servers, b.faults.servers, lambda s: s.server,
-                          lambda server: f"faults of {server}")
-    boot = same_boot(a, b)
-    rows: list[str] = []
-    for server, old, new in servers:
-        if old.status != "ok" or new.status != "ok":
-            rows.append(status_row(server, "faults", old.status, new.status))
-            continue
-        rows += figure_rows(server, "faults: steady", STEADY, old, new, boot)
-        faults, only_faults = pairs(old.faults, new.faults,
-                                    lambda f: (f.at_s, f.kind, f.seconds),
-                                    lambda k, name=server: f"{name}: {_fault_place(*k)}")
-        rows += [line for key, fa, fb in faults
-                 for line in figure_rows(server, _fault_place(*key), FAULT, fa, fb, boot)]
-        only += only_faults
+    return compare_servers(a, b, "faults", a.faults.servers, b.faults.servers,
+                           _compare_server_faults)
+
+
+def _compare_server_faults(server: str, old: ServerFaults, new: ServerFaults,
+                           boot: bool) -> Comparison:
+    """One server's steady state, then each fault both runs made at the same place."""
+    faults, only = pairs(old.faults, new.faults, lambda f: (f.at_s, f.kind, f.seconds),
+                         lambda key: f"{server}: {_fault_place(*key)}")
+    rows = figure_rows(server, "faults: steady", STEADY, old, new, boot)
+    rows += [line for key, fa, fb in faults
+             for line in figure_rows(server, _fault_place(*key), FAULT, fa, fb, boot)]
     return Comparison(rows, only)
 
 

@@ -9,11 +9,9 @@ from bench.measure.results import Results
 from bench.report.comparing import (
     Comparison,
     Figure,
+    compare_servers,
     figure_rows,
     one_sided,
-    pairs,
-    same_boot,
-    status_row,
 )
 from bench.report.format import NONE, WARN, Notes, fmt_number, fmt_percent, markdown_table
 from servers import DLZ_CEILING, report_order
@@ -112,13 +110,7 @@ def compare_instructions(a: Results, b: Results) -> Comparison:
         return Comparison(only=["- instructions: counted over different query sets (sha256 "
                                 f"{a.instructions.queries_sha256[:16]} and "
                                 f"{b.instructions.queries_sha256[:16]}): not compared"])
-    matched, only = pairs(a.instructions.servers, b.instructions.servers, lambda s: s.server,
-                          lambda server: f"instructions of {server}")
-    boot = same_boot(a, b)
-    rows: list[str] = []
-    for server, old, new in matched:
-        if old.status != "ok" or new.status != "ok":
-            rows.append(status_row(server, "instructions", old.status, new.status))
-        else:
-            rows += figure_rows(server, "instructions", FIGURES, old, new, boot)
-    return Comparison(rows, only)
+    return compare_servers(
+        a, b, "instructions", a.instructions.servers, b.instructions.servers,
+        lambda server, old, new, boot: Comparison(
+            figure_rows(server, "instructions", FIGURES, old, new, boot)))

@@ -25,12 +25,11 @@ from bench.measure.writes import (
 from bench.report.comparing import (
     Comparison,
     Figure,
+    compare_servers,
     figure_rows,
     one_sided,
     pairs,
-    same_boot,
     scaled,
-    status_row,
 )
 from bench.report.format import NONE, Notes, fmt_number, legend_or_note, markdown_table, save_figure
 from bench.report.run import interval_text
@@ -236,22 +235,18 @@ def compare_writes(a: Results, b: Results) -> Comparison:
     if a.writes.via != b.writes.via:
         return Comparison(only=[f"- writes: A wrote via {a.writes.via}, B via {b.writes.via}: "
                                 "not compared"])
-    servers, only = pairs(a.writes.servers, b.writes.servers, lambda s: s.server,
-                          lambda server: f"writes of {server}")
-    boot = same_boot(a, b)
-    rows: list[str] = []
-    for server, old, new in servers:
-        if old.status != "ok" or new.status != "ok":
-            rows.append(status_row(server, "writes", old.status, new.status))
-        elif old.read_qps != new.read_qps:
-            only.append(f"- writes of {server}: reads offered at {old.read_qps:,.0f}/s in A, "
-                        f"{new.read_qps:,.0f}/s in B: not compared")
-        else:
-            steps, only_steps = pairs(old.steps(), new.steps(), lambda s: s.rate,
-                                      lambda rate, name=server: f"{name} writing "
-                                                                f"{rate_text(rate)}")
-            rows += [line for rate, sa, sb in steps
-                     for line in figure_rows(server, f"writes {rate_text(rate)}", STEP, sa, sb,
-                                             boot)]
-            only += only_steps
+    return compare_servers(a, b, "writes", a.writes.servers, b.writes.servers,
+                           _compare_server_writes)
+
+
+def _compare_server_writes(server: str, old: ServerWrites, new: ServerWrites,
+                           boot: bool) -> Comparison:
+    """One server's steps matched by write rate, when both read at the same rate."""
+    if old.read_qps != new.read_qps:
+        return Comparison(only=[f"- writes of {server}: reads offered at {old.read_qps:,.0f}/s "
+                                f"in A, {new.read_qps:,.0f}/s in B: not compared"])
+    steps, only = pairs(old.steps(), new.steps(), lambda s: s.rate,
+                        lambda rate: f"{server} writing {rate_text(rate)}")
+    rows = [line for rate, sa, sb in steps
+            for line in figure_rows(server, f"writes {rate_text(rate)}", STEP, sa, sb, boot)]
     return Comparison(rows, only)
