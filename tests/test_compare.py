@@ -335,6 +335,26 @@ def test_cost_per_query_changed_the_same_or_undecided() -> None:
 
 
 @pytest.mark.check
+def test_a_machine_that_slowed_changes_every_cost_but_not_the_shares_of_the_reference() -> None:
+    """Run b's machine 10% slower for every server: each cost per query changed, each cost
+    as a share of the reference measured beside it the same; both summary lines say so."""
+    steady = [20.0, 20.4, 19.6, 20.2, 19.8, 20.0]
+    other = [20.1, 19.7, 20.3, 19.9, 20.2, 19.8]
+    costs = {"native": _twice(steady), "memory": _twice([2 * v for v in other]),
+             "pg": _twice([6 * v for v in reversed(steady)])}
+    a = _handmade(costs)
+    b = _handmade({server: [1.1 * v for v in values] for server, values in costs.items()})
+    text = compare(a, b)
+    assert "\ncost per query: 0 of 3 servers the same within +-5%, 3 changed, 0 undecided\n" \
+        in text
+    assert "\ncost % of the adjacent reference: 2 of 2 servers the same within +-5%, " \
+        "0 changed, 0 undecided\n" in text
+    rows = _table(text)
+    assert rows["pg", "1", "cost % of memory"][2] == "the same"
+    assert rows["memory", "1", "cost % of native"][2] == "the same"
+
+
+@pytest.mark.check
 def test_runs_before_rounds_get_the_plain_change_and_no_verdict() -> None:
     before = load_results(RESULTS / "quick-2026-11-24")
     text = compare(before, copy.deepcopy(before))

@@ -173,16 +173,11 @@ def compare_cell(a: Results, b: Results, old: Cell, new: Cell, where: str,
                        None if old_cost is None else old_cost.interval.estimate,
                        None if new_cost is None else new_cost.interval.estimate,
                        cost_verdict(old, new), 1, apart)]
-    old_adjacent, new_adjacent = AdjacentCost(a.cells), AdjacentCost(b.cells)
-    mine, theirs = old_adjacent.ratio(old), new_adjacent.ratio(new)
-    if mine is not None and theirs is not None and mine[0] == theirs[0] \
-            and mine[1].low is not None:
-        ref_a, ref_b = old_adjacent.reference(old), new_adjacent.reference(new)
-        judged = judge(old_adjacent.per_run(old, ref_a) if ref_a else None, run_starts(old),
-                       new_adjacent.per_run(new, ref_b) if ref_b else None, run_starts(new))
-        rows.append(judged_row(server, where, f"cost % of {mine[0]}",
-                               100 * mine[1].estimate, 100 * theirs[1].estimate, judged, 1,
-                               apart))
+    ratio = cost_ratio_verdict(a, b, old, new)
+    if ratio is not None:
+        reference, mine, theirs, judged = ratio
+        rows.append(judged_row(server, where, f"cost % of {reference}", 100 * mine,
+                               100 * theirs, judged, 1, apart))
     qps_old, qps_new = old.qps_interval, new.qps_interval
     if qps_old is not None or qps_new is not None:
         judged = judge(_qps_runs(old), run_starts(old), _qps_runs(new), run_starts(new))
@@ -191,6 +186,21 @@ def compare_cell(a: Results, b: Results, old: Cell, new: Cell, where: str,
                                None if qps_new is None else qps_new.estimate, judged, None,
                                apart or (None if boot else DIFFERENT_BOOT)))
     return rows
+
+
+def cost_ratio_verdict(a: Results, b: Results, old: Cell, new: Cell
+                       ) -> tuple[str, float, float, stats.Verdict | None] | None:
+    """The cell's cost as a share of its adjacent reference's in each run (the same reference
+    in both), with the verdict on the two runs' per-run shares: (reference, share in a,
+    share in b, verdict); None where either run has no such share."""
+    old_adjacent, new_adjacent = AdjacentCost(a.cells), AdjacentCost(b.cells)
+    mine, theirs = old_adjacent.ratio(old), new_adjacent.ratio(new)
+    if mine is None or theirs is None or mine[0] != theirs[0] or mine[1].low is None:
+        return None
+    ref_a, ref_b = old_adjacent.reference(old), new_adjacent.reference(new)
+    judged = judge(old_adjacent.per_run(old, ref_a) if ref_a else None, run_starts(old),
+                   new_adjacent.per_run(new, ref_b) if ref_b else None, run_starts(new))
+    return mine[0], mine[1].estimate, theirs[1].estimate, judged
 
 
 def cost_summary(a: Results, b: Results) -> list[str]:
@@ -202,18 +212,27 @@ def cost_summary(a: Results, b: Results) -> list[str]:
         return [f"cost per query: not compared ({DIFFERENT_CPU.split(':')[0]}: "
                 f"{a.meta.get('cpu_model')} and {b.meta.get('cpu_model')})", ""]
     theirs = {c.key: c for c in b.cells}
-    outcomes = []
-    for old in a.cells:
-        new = theirs.get(old.key)
-        if new is not None and old.status == new.status == "ok":
-            judged = cost_verdict(old, new)
-            if judged is not None:
-                outcomes.append(judged.outcome)
+    pairs = [(old, theirs[old.key]) for old in a.cells
+             if old.key in theirs and old.status == theirs[old.key].status == "ok"]
+    outcomes = [judged.outcome for old, new in pairs
+                if (judged := cost_verdict(old, new)) is not None]
     if not outcomes:
         return ["cost per query: no server has a cost per run in both runs (files before "
                 "rounds): no verdict", ""]
     unit = "servers" if len({c.threads for c in a.cells}) == 1 else "cells (server, threads)"
+    lines = [f"cost per query: {_outcome_counts(outcomes, unit)}"]
+    ratios = [ratio[3].outcome for old, new in pairs
+              if (ratio := cost_ratio_verdict(a, b, old, new)) is not None
+              and ratio[3] is not None]
+    if ratios:
+        # The share of the reference measured beside it cancels what moved the whole
+        # machine between the runs (the VM's speed), which the cost itself carries.
+        lines.append(f"cost % of the adjacent reference: {_outcome_counts(ratios, unit)}")
+    return [*lines, ""]
+
+
+def _outcome_counts(outcomes: Sequence[str], unit: str) -> str:
     margin = f"+-{100 * stats.DEFAULT_MARGIN:g}%"
-    return [f"cost per query: {outcomes.count(stats.SAME)} of {len(outcomes)} {unit} the "
-            f"same within {margin}, {outcomes.count(stats.CHANGED)} changed, "
-            f"{outcomes.count(stats.UNDECIDED)} undecided", ""]
+    return (f"{outcomes.count(stats.SAME)} of {len(outcomes)} {unit} the same within "
+            f"{margin}, {outcomes.count(stats.CHANGED)} changed, "
+            f"{outcomes.count(stats.UNDECIDED)} undecided")
