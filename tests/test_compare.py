@@ -20,9 +20,12 @@ from base.paths import REPO_ROOT
 from bench.commands.compare import compare
 from bench.load.dnsperf import DnsperfRun
 from bench.measure.cells import Cell, QpsSummary, RoundRun
+from bench.measure.cost import machine_by_start
 from bench.measure.results import SECTIONS, Results, load_results
 from bench.measure.stats import Interval
 from bench.report.comparing import DIFFERENT_BOOT, UNDECIDED_OVERLAP
+from bench.report.cost import cost_notes
+from bench.report.format import Notes
 from bench.report.sections import REPORTS
 
 RESULTS = REPO_ROOT / "docs" / "results"
@@ -289,6 +292,30 @@ def test_two_make_bench_runs_of_one_boot_judged_from_their_fresh_starts() -> Non
     assert text == (RESULTS / RERUN / "compare.md").read_text()
 
 
+@pytest.mark.check
+def test_the_intel_pair_the_same_by_share_of_the_reference_more_than_by_cost() -> None:
+    """The second committed pair (Intel Xeon VM, one boot, 5 minutes apart): 5 of 11 costs
+    the same, none changed; 8 of 10 shares of the adjacent reference the same (memory's share
+    of native changed as native's cost fell); 7 QPS shares of native changed, none the
+    same; what its README says, and compare.md is what compare prints today."""
+    first, rerun = "quick-2026-11-27", "quick-2026-11-27-rerun"
+    a, b = load_results(RESULTS / first), load_results(RESULTS / rerun)
+    text = compare(a, b, f"docs/results/{first}", f"docs/results/{rerun}")
+    assert "\ncost per query: 5 of 11 servers the same within +-5%, 0 changed, 6 undecided\n" \
+        in text
+    assert "\ncost % of the adjacent reference: 8 of 10 servers the same within +-5%, " \
+        "1 changed, 1 undecided\n" in text
+    rows = _table(text)
+    same = {server for (server, _, figure), row in rows.items()
+            if figure == "cost us/query (server + db)" and row[2] == "the same"}
+    assert same == {"mysql", "bdb-btree", "bdb-hash", "bdbhpt-c", "bdbhpt-p"}
+    assert rows["memory", "1", "cost % of native"][2] == "changed"
+    qps = [row[2] for (_, _, figure), row in rows.items() if figure == "QPS % of native"
+           and row[2] != "–"]
+    assert (qps.count("changed"), qps.count("undecided"), qps.count("the same")) == (7, 3, 0)
+    assert text == (RESULTS / rerun / "compare.md").read_text()
+
+
 def _handmade(costs: dict[str, list[float]], runs_per_start: int = 2) -> Results:
     """Invented cells in rounds (no machine measured them): each server's cost per query in
     its runs (us: 1,000 answers a run, named's CPU to match), a fresh start every
@@ -352,6 +379,27 @@ def test_a_machine_that_slowed_changes_every_cost_but_not_the_shares_of_the_refe
     rows = _table(text)
     assert rows["pg", "1", "cost % of memory"][2] == "the same"
     assert rows["memory", "1", "cost % of native"][2] == "the same"
+
+
+@pytest.mark.check
+def test_the_report_says_when_every_server_moved_with_the_machine_between_starts() -> None:
+    """Three servers whose costs follow one machine factor per start: the note gives the
+    factors and a correlation of 1; servers that move apart get no such correlation."""
+    machine = [1.04, 1 / 1.04, 1.02, 1 / 1.02, 1.05, 1 / 1.05]  # geometric mean 1
+    a = _handmade({"native": _twice([20 * f for f in machine]),
+                   "memory": _twice([40 * f for f in machine]),
+                   "pg": _twice([120 * f for f in machine])})
+    notes = Notes()
+    cost_notes(a.cells, notes)
+    text = "\n".join(notes.lines)
+    assert "the 3 servers' per-start mean costs correlated at 1.00 (median of every pair)" \
+        in text
+    assert "was +4.0%, -3.8%, +2.0%, -2.0%, +5.0%, -4.8%." in text
+    apart = _handmade({"native": _twice([20 * f for f in machine]),
+                       "memory": _twice([40 * f for f in reversed(machine)]),
+                       "pg": _twice([120.0, 118.0, 121.0, 119.0, 122.0, 120.0])})
+    moved = machine_by_start(apart.cells)
+    assert moved is not None and moved.correlation < 0.5
 
 
 @pytest.mark.check

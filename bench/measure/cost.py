@@ -181,3 +181,45 @@ class AdjacentCost:
             return None
         interval = stats.start_interval(ratios, run_starts(cell))
         return None if interval is None else (ref.server, interval)
+
+
+@dataclass(frozen=True)
+class MachineByStart:
+    """How the whole machine moved from one fresh start to the next: each start's mean
+    deviation of log cost over the servers (a factor, 1.0 = the run's average), and how
+    closely the servers' per-start costs moved together (the median of their pairwise
+    correlations). Measured on an Intel Xeon VM (quick-2026-11-27): the servers' per-start
+    means correlated 0.86-0.88 while steal stayed under 0.5% and the clock at its one
+    frequency, so a start block of a few minutes is the machine's speed, which neither
+    shows; the cost's share of the adjacent reference cancels it."""
+
+    correlation: float
+    factors: list[float]
+    servers: int
+
+
+def machine_by_start(cells: Sequence[Cell]) -> MachineByStart | None:
+    """The machine's movement by fresh start over the cells' costs; None with fewer than
+    three cells that have a cost per run over the same three or more starts."""
+    by_server: list[list[float]] = []
+    starts: list[int] | None = None
+    for cell in cells:
+        costs = run_costs(cell)
+        if costs is None:
+            continue
+        cell_starts = sorted(set(run_starts(cell)))
+        if starts is None:
+            starts = cell_starts
+        if cell_starts != starts:
+            continue
+        by_server.append([math.log(m) for m in stats.start_means(costs, run_starts(cell))])
+    if starts is None or len(starts) < 3 or len(by_server) < 3:
+        return None
+    centred = [[v - statistics.fmean(logs) for v in logs] for logs in by_server]
+    if any(statistics.pstdev(logs) == 0 for logs in centred):
+        return None
+    correlations = [statistics.correlation(a, b)
+                    for i, a in enumerate(centred) for b in centred[i + 1:]]
+    factors = [math.exp(statistics.fmean(logs[i] for logs in centred))
+               for i in range(len(starts))]
+    return MachineByStart(statistics.median(correlations), factors, len(by_server))

@@ -23,7 +23,15 @@ from collections.abc import Sequence
 
 from bench.measure import accounting, stats
 from bench.measure.cells import Cell
-from bench.measure.cost import AdjacentCost, cost_per_query, per_core, run_costs, run_starts
+from bench.measure.cost import (
+    AdjacentCost,
+    MachineByStart,
+    cost_per_query,
+    machine_by_start,
+    per_core,
+    run_costs,
+    run_starts,
+)
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.report.comparing import DIFFERENT_BOOT, row
@@ -72,6 +80,9 @@ def cost_notes(cells: Sequence[Cell], notes: Notes) -> None:
         notes.add("Cost us/query without an interval: this file has one CPU figure over all of "
                   "a cell's runs, none per run (its runs were one block, not rounds), so no "
                   "interval and no cost ratio (no reference run next to each run)")
+    machine = machine_by_start([c for c in cells if c.status == "ok"])
+    if machine is not None:
+        notes.add(machine_text(machine))
     fastest = accounting.fastest_clocks(where.cpus for c in cells for where in c.qps_rounds)
     for cell in cells:
         moved = [f"round {where.round + 1} ({', '.join(moves)})" for where in cell.qps_rounds
@@ -80,6 +91,16 @@ def cost_notes(cells: Sequence[Cell], notes: Notes) -> None:
             notes.add(f"{column_label(cell)}, {cell.threads} thread(s): the machine, not the "
                       f"server, moved in {len(moved)} of {len(cell.qps_rounds)} runs: "
                       + "; ".join(moved))
+
+
+def machine_text(machine: MachineByStart) -> str:
+    """The note on how the servers' costs moved together from start to start."""
+    factors = ", ".join(f"{100 * (f - 1):+.1f}%" for f in machine.factors)
+    return (f"Between fresh starts the {machine.servers} servers' per-start mean costs "
+            f"correlated at {machine.correlation:.2f} (median of every pair): by start, "
+            f"the servers' mean cost against their own average (+: the machine slower) was "
+            f"{factors}. A cost's interval carries this; its share of the reference measured "
+            f"beside it does not")
 
 
 def cost_method(meta: dict) -> str:
