@@ -104,6 +104,9 @@ class Database(ABC, Generic[T]):
     has_server: ClassVar[bool] = False
     # Whether kill_clients can end the server's client connections (`bench faults`).
     kills_clients: ClassVar[bool] = False
+    # Why the server cannot end one client connection alone (end_connection; `bench faults`'
+    # channel-cut), in a line; None: it can.
+    no_connection_end: ClassVar[str | None] = "the store has no server holding connections"
     # The store's server program as `bench instructions` names its figure, when the suite
     # runs that server under callgrind (PrivateServer.run_under); None: it does not, and
     # not_profiled says why (measured on this VM: docs/method/instructions.md).
@@ -195,6 +198,48 @@ class Database(ABC, Generic[T]):
         raise UserError(f"the {self.store} store's server has no client connections the suite "
                         "can end")
 
+    def end_connection(self, target: T, connection: int) -> None:
+        """End, abruptly, the one client connection the suite's own server numbers
+        `connection` (PostgreSQL's backend pid, MariaDB's connection id); every other stays."""
+        raise UserError(f"the {self.store} store cannot end one connection: "
+                        f"{self.no_connection_end}")
+
+    def reader_connections(self, target: T) -> int:
+        """How many connections the reading account (the DNS server's) holds now."""
+        raise UserError(f"the {self.store} store counts no connections: "
+                        f"{self.no_connection_end}")
+
+    def cap_reader(self, target: T, limit: int | None) -> None:
+        """The reading account may hold at most limit connections (None: any number): it
+        opens no more past it; those it holds stay."""
+        raise UserError(f"the {self.store} store limits no account's connections: "
+                        f"{self.no_connection_end}")
+
+    @contextmanager
+    def connection_ended(self, target: T, connection: int, *, kept_out: bool
+                         ) -> Iterator[None]:
+        """The client connection the server numbers `connection` ended abruptly (one of the
+        reading account's); kept_out: that account may open no connection beyond those it
+        holds after it until the block ends, so the ended one cannot come back while every
+        other stays. A DNS server's store connections must all be open by then: one it opens
+        later is kept out too."""
+        if not kept_out:
+            self.end_connection(target, connection)
+            yield
+            return
+        held = self.reader_connections(target)
+        if held < 2:
+            raise UserError(f"the {self.store} store's reading account holds {held} "
+                            "connection(s): none besides the one to end, which nothing could "
+                            "then keep out")
+        # Capped first: the ended connection finds its place taken the moment it is gone.
+        self.cap_reader(target, held - 1)
+        try:
+            self.end_connection(target, connection)
+            yield
+        finally:
+            self.cap_reader(target, None)
+
     def cache_reading(self, target: T, options: Mapping[str, str]) -> CacheReading | None:
         """The store's own cache figures now, for the driver whose `options` are given (a
         store's drivers may use different caches); None: no cache of its own to read (the
@@ -225,6 +270,8 @@ class ServerDatabase(Database[S], Generic[S, C]):
     lent database; without one the store always runs its own server."""
 
     has_server = True
+    no_connection_end: ClassVar[str | None] = ("the suite cannot end one of its server's "
+                                               "connections alone")
     # The URL schemes of a lent server of this kind.
     lent_schemes: ClassVar[tuple[str, ...]] = ()
 

@@ -167,10 +167,15 @@ class MysqlServer(PrivateServer):
         conn = self._root_connection()
         try:
             cursor = conn.cursor()
-            for sql in self._user_statements(["localhost", "127.0.0.1"]):
+            for sql in self._user_statements(self.client_hosts):
                 cursor.execute(sql)
         finally:
             conn.close()
+
+    @property
+    def client_hosts(self) -> list[str]:
+        """The hosts each account is made for: where its clients connect from."""
+        return [self.db_host.peer_address] if self.db_host else ["localhost", "127.0.0.1"]
 
     def _user_statements(self, client_hosts: list[str]) -> list[str]:
         statements = [f"CREATE DATABASE IF NOT EXISTS `{self.database}`"]
@@ -387,6 +392,7 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
 
     lent_schemes = ("mysql", "mariadb")
     kills_clients = True
+    no_connection_end = None
     profiled_program = "mariadbd"
 
     def check_options(self, url: StoreUrl) -> None:
@@ -472,6 +478,42 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
         finally:
             conn.close()
         return len(ids)
+
+    def end_connection(self, target: MysqlTarget, connection: int) -> None:
+        """KILL CONNECTION of the client connection whose id is `connection`."""
+        try:
+            self._admin(target, f"KILL CONNECTION {int(connection)}")
+        except MySQLdb.OperationalError as exc:  # unknown thread id
+            raise UserError(f"MariaDB has no connection {connection} to end: "
+                            f"{_message(exc)}") from None
+
+    def reader_connections(self, target: MysqlTarget) -> int:
+        rows = self._admin(target, "SELECT COUNT(*) FROM information_schema.processlist "
+                                   f"WHERE user = '{target.driver_user}'")
+        return int(rows[0][0])
+
+    def cap_reader(self, target: MysqlTarget, limit: int | None) -> None:
+        # MAX_USER_CONNECTIONS, checked as a connection is made; 0 is MariaDB's "no limit".
+        if limit is not None and limit < 1:
+            raise UserError("MariaDB cannot hold an account at no connection "
+                            "(MAX_USER_CONNECTIONS 0 is no limit)")
+        assert isinstance(target, MysqlServer)  # _admin refused a lent server's first
+        for host in target.client_hosts:
+            self._admin(target, f"ALTER USER '{target.driver_user}'@'{host}' WITH "
+                                f"MAX_USER_CONNECTIONS {0 if limit is None else limit}")
+
+    def _admin(self, target: MysqlTarget, statement: str) -> list[tuple[Any, ...]]:
+        """One statement on a connection that sees and may end every client's; its rows."""
+        if not isinstance(target, MysqlServer):
+            raise UserError("the suite ends and holds back connections of its own MariaDB "
+                            "only, not of a lent server")
+        conn = target.admin_connection()
+        try:
+            cursor = conn.cursor()
+            cursor.execute(statement)
+            return list(cursor.fetchall() or ())
+        finally:
+            conn.close()
 
     def cache_reading(self, target: MysqlTarget, options: Mapping[str, str]
                       ) -> CacheReading | None:

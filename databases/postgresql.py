@@ -401,6 +401,7 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
 
     lent_schemes = ("postgresql", "postgres")
     kills_clients = True
+    no_connection_end = None
     # PostgreSQL forks a backend per connection: under callgrind the postmaster starts (5 s
     # here) and its forked processes run under it too, but callgrind_control could not dump
     # a forked process (it did not answer within 120 s), so no window can be bracketed.
@@ -501,6 +502,36 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
             except ProcessLookupError:  # ended meanwhile
                 pass
         return len(rows)
+
+    def end_connection(self, target: PgTarget, connection: int) -> None:
+        """pg_terminate_backend of the client backend whose pid is `connection`: that
+        backend alone ends (SIGTERM), the postmaster and every other backend go on."""
+        ended = self._admin(target, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                    "WHERE pid = %s AND backend_type = 'client backend'",
+                            (connection,))
+        if ended != [(True,)]:
+            raise UserError(f"PostgreSQL has no client backend {connection} to end")
+
+    def reader_connections(self, target: PgTarget) -> int:
+        rows = self._admin(target, "SELECT count(*) FROM pg_stat_activity WHERE usename = %s",
+                           (target.driver_user,))
+        return int(rows[0][0])
+
+    def cap_reader(self, target: PgTarget, limit: int | None) -> None:
+        # The role's CONNECTION LIMIT, checked as a session starts (-1: none).
+        self._admin(target, sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(
+            sql.Identifier(target.driver_user), sql.Literal(-1 if limit is None else limit)))
+
+    def _admin(self, target: PgTarget, statement: str | sql.Composed,
+               params: tuple[object, ...] = ()) -> list[tuple]:
+        """One statement as the suite's superuser on its own server; its rows."""
+        if not target.started_here:
+            raise UserError("the suite ends and holds back connections of its own PostgreSQL "
+                            "only, not of a lent server")
+        with target.connect() as conn:
+            conn.autocommit = True
+            cursor = conn.execute(statement, params or None)
+            return cursor.fetchall() if cursor.description else []
 
     def cache_reading(self, target: PgTarget, options: Mapping[str, str]) -> CacheReading | None:
         if not target.started_here:

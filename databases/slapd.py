@@ -439,6 +439,10 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
 
     lent_schemes = ("ldap", "ldapi")
     profiled_program = "slapd"
+    # OpenLDAP 2.5 has no operation that closes one client's connection: back-monitor's
+    # connection entries (cn=Connections,cn=Monitor) can be read, not modified or deleted.
+    no_connection_end = ("slapd has no operation that ends one client's connection "
+                         "(cn=Monitor's connection entries are read-only)")
 
     def __init__(self, store: str, *, suffix: str, schema_files: Sequence[Path],
                  indexes: Sequence[str], lent: LentSchema[LDAPObject] | None = None) -> None:

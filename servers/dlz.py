@@ -17,7 +17,7 @@ from base.errors import UserError
 from base.paths import DRIVERS_DIR
 from base.process import require_service_user_reaches
 from servers import bindversion
-from servers.kind import ServerKind
+from servers.kind import ChangeChannel, ServerKind
 from servers.named import Named
 from servers.update_policy import NamedUpdatePolicy
 
@@ -96,6 +96,17 @@ class DlzCache:
                 "cache_bound_ms": str(self.bound_ms)}
 
 
+# The core cache's change channel (drivers/common/cache.c) as named's log shows it. A DLZ
+# driver names the channel's connection on its database server as it starts following it:
+# drivers/pg "cache: listening to PostgreSQL's notifications (backend PID)", drivers/mysql
+# "cache: polling MariaDB's change log every N ms (connection ID)"; drivers/ldap names none.
+DLZ_CHANGE_CHANNEL = ChangeChannel(
+    connection_line=re.compile(r"cache: (?:listening|polling)[^\n]*\((?:backend|connection) "
+                               r"(\d+)\)"),
+    bypassed="cache: flushed, and bypassed",
+    answering="cache: answering from the cache")
+
+
 @dataclass(frozen=True)
 class DlzNamed(ServerKind):
     """named answering through a DLZ driver that reads the store's data on every query."""
@@ -135,6 +146,11 @@ class DlzNamed(ServerKind):
 
     def store_options(self) -> Mapping[str, str]:
         return self.options
+
+    def change_channel(self) -> ChangeChannel | None:
+        """The core's, with its cache on (named refuses cache=yes over a store without a
+        change channel)."""
+        return DLZ_CHANGE_CHANNEL if self.cache else None
 
     def takes_updates(self) -> bool:
         """The driver writes updates into its store when the store's loader says how it may

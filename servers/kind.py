@@ -12,8 +12,10 @@ another BIND) is a new subclass and a registry line in servers/__init__.py.
 from __future__ import annotations
 
 import dataclasses
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -27,6 +29,24 @@ from loaders.writes import Change
 from servers import bindversion
 from servers.dnsserver import DnsServer
 from servers.update_policy import NamedUpdatePolicy
+
+
+@dataclass(frozen=True)
+class ChangeChannel:
+    """The change channel of a cache a server answers from, which its store tells of every
+    change, as the server's log shows it: the line naming the channel's connection on the
+    store's server (its number there, the pattern's group 1), the words saying the cache was
+    flushed and is bypassed (the channel lost), and those saying it answers from the cache
+    again."""
+
+    connection_line: re.Pattern[str]
+    bypassed: str
+    answering: str
+
+    def connection(self, log: str) -> int | None:
+        """The channel's connection as the log last named it (None: never)."""
+        found = self.connection_line.findall(log)
+        return int(found[-1]) if found else None
 
 
 @dataclass(frozen=True)
@@ -127,6 +147,26 @@ class ServerKind(ABC):
         """The command of a writer process holding zone_key's write lock where this server
         reads (Loader.zone_lock_holder)."""
         return self.loader().zone_lock_holder(target, self.store_options(), zone_key)
+
+    def change_channel(self) -> ChangeChannel | None:
+        """The change channel of the cache the server answers from (None: it keeps no
+        cache its store tells of changes)."""
+        return None
+
+    @contextmanager
+    def channel_cut(self, target: Any, server: DnsServer, *, kept_out: bool) -> Iterator[int]:
+        """The change channel's connection of `server` (built by this kind over the store's
+        target, running) ended on the store's server alone; kept_out: kept from coming back
+        until the block ends (Database.connection_ended). Yields the connection's number."""
+        channel = self.change_channel()
+        if channel is None:
+            raise UserError(f"{self.name} has no change channel")
+        connection = channel.connection(server.log_path.read_text(errors="replace"))
+        if connection is None:
+            raise UserError(f"{server.program}'s log names no connection of its change "
+                            f"channel ({server.log_path})")
+        with self.loader().database.connection_ended(target, connection, kept_out=kept_out):
+            yield connection
 
     def tell_of_write(self, server: DnsServer, target: Any, change: Change) -> None:
         """Make `server` (built by this kind over the store's target, running) see a change

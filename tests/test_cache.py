@@ -12,7 +12,8 @@ hosts. Then, for each:
     answered by the cached row once the bound has passed, from the cache again after that, as
     the plain row answers them;
   - pg and mysql: the channel's connection ended (its id from named's log) and kept from
-    reconnecting (the reader account capped at the connections it holds): named's log says
+    reconnecting (the reader account capped at the connections it holds; ServerKind's
+    channel_cut, as `bench faults`' channel-cut does it): named's log says
     the cache is flushed and bypassed, every fetch goes to the store and a change is answered
     at once; let back, the log says the cache answers again, and it does. ldap (slapd ends no
     connection on request): slapd restarted under it, flushed, then answering again.
@@ -59,11 +60,11 @@ from bench.measure.serving import LoadedStore, loaded_store
 from bench.measure.writes import CONFIRM_ASKS, Sampler, WriteCycle
 from bench.verify.answers import Reply, ask, compare_answers, complete
 from bench.verify.compare import detail
-from databases.mariadb import READER_USER as MYSQL_READER
-from databases.postgresql import PG_BIN, READER_ROLE, WRITER_ROLE
+from databases.postgresql import PG_BIN, WRITER_ROLE
 from loaders.ldap import live_generation, node_dn, zone_dn
 from servers import get_server
 from servers.dlz import DlzCache, DlzNamed, stack_frames_of
+from servers.kind import ChangeChannel
 from servers.named import Named, valgrind_errors, valgrind_wrapper
 from servers.update_policy import NamedUpdatePolicy
 from tests.at_once import entered_at_once
@@ -112,11 +113,9 @@ def _in_zone(zone: dns.name.Name) -> str:
 
 class Side:
     """A cached row's store as a test changes it: statements through the database's own
-    client as the loading account, and the driver's channel connection (named's log names
-    it) ended and kept from coming back."""
+    client as the loading account."""
 
     store: str
-    channel_line: re.Pattern[str]
 
     @property
     def cached(self) -> str:
@@ -147,20 +146,9 @@ class Side:
         self.run(loaded, f"DELETE FROM records WHERE zone_id = {_in_zone(zone)} AND "
                          f"name = '{name_key(name)}'")
 
-    def reader_connections(self, loaded: LoadedStore) -> int:
-        raise NotImplementedError
-
-    def cap_reader(self, loaded: LoadedStore, limit: int | None) -> None:
-        """The reader account may hold at most limit connections (None: no limit)."""
-        raise NotImplementedError
-
-    def end_connection(self, loaded: LoadedStore, connection: int) -> None:
-        raise NotImplementedError
-
 
 class PgSide(Side):
     store = "pg"
-    channel_line = re.compile(r"listening to PostgreSQL's notifications \(backend (\d+)\)")
 
     def _client(self, target: Any, statement: str) -> list[str]:
         return [str(PG_BIN / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c", statement,
@@ -176,27 +164,9 @@ class PgSide(Side):
                          f"'{name_key(name)}', 'A', 300, '{address}' FROM zones "
                          f"WHERE name = '{name_key(zone)}'")
 
-    def _admin(self, loaded: LoadedStore, statement: str) -> list[tuple]:
-        with loaded.loader.database.connect(loaded.target) as conn:
-            conn.autocommit = True
-            cursor = conn.execute(statement)
-            return cursor.fetchall() if cursor.description else []
-
-    def reader_connections(self, loaded: LoadedStore) -> int:
-        return int(self._admin(loaded, "SELECT count(*) FROM pg_stat_activity WHERE "
-                                       f"usename = '{READER_ROLE}'")[0][0])
-
-    def cap_reader(self, loaded: LoadedStore, limit: int | None) -> None:
-        self._admin(loaded, f"ALTER ROLE {READER_ROLE} CONNECTION LIMIT "
-                            f"{-1 if limit is None else limit}")
-
-    def end_connection(self, loaded: LoadedStore, connection: int) -> None:
-        assert self._admin(loaded, f"SELECT pg_terminate_backend({connection})") == [(True,)]
-
 
 class MysqlSide(Side):
     store = "mysql"
-    channel_line = re.compile(r"polling MariaDB's change log every \d+ ms \(connection (\d+)\)")
 
     def _client(self, target: Any, statement: str) -> list[str]:
         return ["/usr/bin/mariadb", "--no-defaults", f"--socket={target.socket}",
@@ -211,34 +181,12 @@ class MysqlSide(Side):
                          f"'{name_key(name)}', 0, 'A', 300, '{address}' FROM zones "
                          f"WHERE name = '{name_key(zone)}'")
 
-    def _admin(self, loaded: LoadedStore, statement: str) -> list[tuple]:
-        conn = loaded.target.admin_connection()
-        try:
-            cursor = conn.cursor()
-            cursor.execute(statement)
-            return list(cursor.fetchall() or ())
-        finally:
-            conn.close()
-
-    def reader_connections(self, loaded: LoadedStore) -> int:
-        return int(self._admin(loaded, "SELECT COUNT(*) FROM information_schema.processlist "
-                                       f"WHERE user = '{MYSQL_READER}'")[0][0])
-
-    def cap_reader(self, loaded: LoadedStore, limit: int | None) -> None:
-        for where in ("localhost", "127.0.0.1"):
-            self._admin(loaded, f"ALTER USER '{MYSQL_READER}'@'{where}' WITH "
-                                f"MAX_USER_CONNECTIONS {0 if limit is None else limit}")
-
-    def end_connection(self, loaded: LoadedStore, connection: int) -> None:
-        self._admin(loaded, f"KILL {int(connection)}")
-
 
 class LdapSide(Side):
     """Entries written with ldapmodify, ldapadd and ldapdelete as the rootdn (its password in
     a file of the run directory, mode 0600), at the DNs the loader gives them."""
 
     store = "ldap"
-    channel_line = re.compile(r"following slapd's content synchronisation")
 
     def _client(self, target: Any, statement: str) -> list[str]:
         command, _, ldif = statement.partition("\n")
@@ -513,25 +461,28 @@ def test_a_change_is_answered_within_the_bound(fleets: dict[str, Fleet], store: 
 # --- the channel down --------------------------------------------------------------------------
 
 
+def change_channel(fleet: Fleet) -> ChangeChannel:
+    channel = get_server(fleet.side.cached).change_channel()
+    assert channel is not None
+    return channel
+
+
 def channel_connection(fleet: Fleet, named: Named, offset: int = 0) -> int:
     """The driver's channel connection, as named's log last named it after offset."""
-    found = fleet.side.channel_line.findall(log_since(named, offset))
-    assert found, "named's log names no channel connection"
-    return int(found[-1])
+    found = change_channel(fleet).connection(log_since(named, offset))
+    assert found is not None, "named's log names no channel connection"
+    return found
 
 
 @contextmanager
-def channel_cut(fleet: Fleet) -> Iterator[None]:
-    """The cached row's channel connection ended, and kept from coming back until the block
-    ends: the reader account may hold no more connections than it holds then (the pool's are
-    all open: one connection, and it has answered)."""
-    side, loaded = fleet.side, fleet.loaded
-    side.cap_reader(loaded, side.reader_connections(loaded) - 1)
-    try:
-        side.end_connection(loaded, channel_connection(fleet, fleet.cached))
+def channel_cut(fleet: Fleet, named: Named, *, kept_out: bool = True) -> Iterator[None]:
+    """named's channel connection (named's log names it) ended and, kept_out, kept from
+    coming back until the block ends: the reader account may hold no more connections than
+    it holds then (ServerKind.channel_cut, as `bench faults`' channel-cut does it; the pool's
+    are all open: one connection, and it has answered)."""
+    with get_server(fleet.side.cached).channel_cut(fleet.loaded.target, named,
+                                                   kept_out=kept_out):
         yield
-    finally:
-        side.cap_reader(loaded, None)
 
 
 @pytest.mark.parametrize("store", CUT_SIDES)
@@ -541,7 +492,7 @@ def test_a_killed_channel_flushes_bypasses_and_recovers(fleets: dict[str, Fleet]
     named, name = fleet.cached, host(11)
     asked_from_cache(named, name)
     offset = log_size(named)
-    with channel_cut(fleet):
+    with channel_cut(fleet, named):
         wait_for_log(named, "cache: flushed, and bypassed", offset)
         asked = log_size(named)
         assert a_of(named, name) == {host_address(11)}
@@ -688,7 +639,8 @@ def test_valgrind_finds_nothing_in_the_cache(fleet: Fleet) -> None:
         finally:
             fleet.side.set_a(fleet.loaded, name, MANY, host_address(13))
         offset = log_size(named)
-        fleet.side.end_connection(fleet.loaded, channel_connection(fleet, named))
+        with channel_cut(fleet, named, kept_out=False):
+            pass
         wait_for_log(named, "cache: answering from the cache", offset, seconds=120)
         assert a_of(named, name) == {host_address(13)}
     log = report.read_text(errors="replace")

@@ -2,11 +2,12 @@
 
 The command runs for real, one run a store: pg and mysql through every kind of fault a
 database server can have (a SIGSTOP among them) in one script, ldap through the kinds it can
-have, bdbhpt-t through the tiny profile's writer killed holding a lock; and the cold starts
-(profile cold-start-tiny) of native BIND (the server restarted; its zone files are read only
-as it starts, so no db-cold) and of pg (the server restarted, then PostgreSQL over a dropped
-page cache). The analysis (per second, per fault, settling) is checked on a recording made up
-here, and the report section rendered from it.
+have, bdbhpt-t through the tiny profile's writer killed holding a lock; pg+cache and
+mysql+cache through their change channel cut (kept out 2 s, then let reconnect at once); and
+the cold starts (profile cold-start-tiny) of native BIND (the server restarted; its zone files
+are read only as it starts, so no db-cold) and of pg (the server restarted, then PostgreSQL
+over a dropped page cache). The analysis (per second, per fault, settling) is checked on a
+recording made up here, and the report section rendered from it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.load.prober import LOST, Recording
 from bench.measure.faults import (
+    CHANNEL_CUT,
     DB_COLD,
     PROFILES,
     SERVER_RESTART,
@@ -33,6 +35,7 @@ from bench.measure.faults import (
     ServerFaults,
     judge,
     parse_script,
+    script_for,
 )
 from bench.measure.results import Results, load_results
 from bench.report.render import render_markdown
@@ -50,10 +53,16 @@ def _built(names: list[str]) -> list[str]:
 # kind started the database server and named again: 6 runs were 4): done without error, and
 # answered again after each (the fault's recovery, or answers in its window's last second).
 # bdbhpt-t runs the tiny profile's own script, its writer killed.
+# The cached rows (a change channel) have their channel cut: kept from reconnecting for 2 s,
+# then let reconnect at once.
 KINDS_SCRIPT = {"pg": "2:kill-backends,4:sigstop:1.5,8:restart,14:crash:0.5",
                 "mysql": "2:kill-backends,4:sigstop:1.5,8:restart,14:crash:0.5",
-                "ldap": "2:restart,8:crash:0.5"}
-KINDS_DURATION = {"pg": "19", "mysql": "19", "ldap": "16"}
+                "ldap": "2:restart,8:crash:0.5",
+                "pg+cache": "2:channel-cut:2,6:channel-cut",
+                "mysql+cache": "2:channel-cut:2,6:channel-cut"}
+KINDS_DURATION = {"pg": "19", "mysql": "19", "ldap": "16", "pg+cache": "10",
+                  "mysql+cache": "10"}
+CACHED = ["pg+cache", "mysql+cache"]
 # The cold-start runs: a name of their own (the run's directory), the server.
 COLD = {"native-cold": "native", "pg-cold": "pg"}
 COLD_TINY = PROFILES["cold-start-tiny"]
@@ -82,7 +91,7 @@ def faulted(run_root: Path) -> Iterator[dict[str, tuple[Results, Path]]]:
     of its own: a run mostly waits through its faults at 200 queries a second (the six runs
     of before, one after another, took 87 s of the module's 93; these four at once 25 s)."""
     procs = {run: _started(run_root / run, run)
-             for run in ["pg", "mysql", "ldap", "bdbhpt-t", *COLD]
+             for run in ["pg", "mysql", "ldap", "bdbhpt-t", *CACHED, *COLD]
              if get_server(COLD.get(run, run)).is_built()}
     try:
         runs = {}
@@ -109,7 +118,7 @@ def _entry(faulted: dict[str, tuple[Results, Path]], run: str) -> ServerFaults:
     return entry
 
 
-@pytest.mark.parametrize("server", ["pg", "mysql", "ldap", "bdbhpt-t"])
+@pytest.mark.parametrize("server", ["pg", "mysql", "ldap", "bdbhpt-t", *CACHED])
 def test_every_second_of_the_run_has_queries(faulted: dict, server: str) -> None:
     entry = _entry(faulted, server)
     duration = float(KINDS_DURATION.get(server, TINY.duration_s))
@@ -151,7 +160,7 @@ def test_a_killed_writer_leaves_readers_answered(faulted: dict) -> None:
     assert fault.recovered, entry.seconds
 
 
-@pytest.mark.parametrize("server", ["pg", "mysql", "ldap", "bdbhpt-t"])
+@pytest.mark.parametrize("server", ["pg", "mysql", "ldap", "bdbhpt-t", *CACHED])
 def test_results_md_has_the_section_and_the_plot(faulted: dict, server: str) -> None:
     entry = _entry(faulted, server)
     results, out = faulted[server]
@@ -176,6 +185,35 @@ def test_every_server_fault_is_done_and_answers_resume(faulted: dict, server: st
         after = [s for s in entry.seconds if math.floor(fault.ended_s) <= s.second
                  and s.second + 1 <= fault.window_end_s]
         assert fault.recovered or sum(s.answered for s in after) > 0, (fault, entry.seconds)
+
+
+@pytest.mark.parametrize("server", CACHED)
+def test_a_cut_channel_bypasses_the_cache_and_answers_go_on(faulted: dict, server: str
+                                                            ) -> None:
+    """The change channel's connection alone ended: named's log says the cache was flushed
+    and bypassed, and answering from the cache again, after the channel was let back (kept
+    out 2 s: not before); meanwhile the store answers: answers every second (no worker
+    hangs), and SERVFAIL and lost queries together within 1% of those sent."""
+    entry = _entry(faulted, server)
+    kept, free = entry.faults
+    assert (kept.kind, kept.seconds, free.kind, free.seconds) == (CHANNEL_CUT, 2, CHANNEL_CUT,
+                                                                  0)
+    assert kept.note.endswith("kept from reconnecting for 2 s"), kept
+    for fault in (kept, free):
+        assert fault.error is None and fault.note.startswith("connection "), fault
+        assert fault.bypassed_s is not None and fault.cache_back_s is not None, fault
+        assert fault.bypassed_s < fault.cache_back_s
+        assert fault.started_s is not None and fault.window_end_s is not None
+        window = [s for s in entry.seconds
+                  if math.floor(fault.started_s) <= s.second < fault.window_end_s]
+        assert all(s.answered > 0 for s in window), entry.seconds
+        sent = sum(s.sent for s in window)
+        assert sum(s.servfail + s.lost for s in window) <= sent // 100, entry.seconds
+        assert fault.recovered, (fault, entry.seconds)
+    # Kept out 2 s: back only once let back.
+    assert kept.cache_back_s is not None and kept.cache_back_s >= 2, kept
+    text = (faulted[server][1] / "results.md").read_text()
+    assert text.count("cache flushed and bypassed") == 2, text
 
 
 @pytest.mark.parametrize("run", list(COLD))
@@ -221,6 +259,9 @@ def test_the_cold_start_script_fits_the_store(faulted: dict) -> None:
     (["--server", "memory"], "has no database server"),
     (["--server", "memory", "--script", "3:restart"], "has no database server"),
     (["--server", "native", "--script", "3:db-cold"], "reads its data only as it starts"),
+    (["--server", "pg", "--script", "3:channel-cut"], "no cache its store tells of changes"),
+    (["--server", "ldap+cache", "--script", "3:channel-cut:1"],
+     "slapd has no operation that ends one client's connection"),
     (["--server", "pg", "--duration", "4", "--script", "3:sigstop:2"], "does not end within"),
     (["--server", "pg", "--qps", "0"], "--qps 0"),
 ])
@@ -237,11 +278,26 @@ def test_a_script_it_cannot_run_is_one_line(tmp_path: Path, args: list[str], say
 
 @pytest.mark.check
 def test_parse_script_reads_every_field() -> None:
-    script = parse_script("10:kill-backends, 20:sigstop:5,40:restart,55:crash:3")
+    script = parse_script("10:kill-backends, 20:sigstop:5,40:restart,55:crash:3,"
+                          "60:channel-cut,65:channel-cut:5")
     assert [f.text for f in script] == ["10:kill-backends", "20:sigstop:5", "40:restart",
-                                        "55:crash:3"]
+                                        "55:crash:3", "60:channel-cut", "65:channel-cut:5"]
     with pytest.raises(UserError):
         parse_script("10")
+
+
+@pytest.mark.check
+def test_the_default_script_cuts_the_channel_of_a_row_that_has_one() -> None:
+    """Asked of the row (ServerKind.change_channel) and its store's server (one connection
+    ended alone): pg+cache and mysql+cache have the plain row's script and the cut, ldap+cache
+    the plain row's alone (slapd ends no one connection)."""
+    default = PROFILES["default"]
+    for plain, cut in (("pg", True), ("mysql", True), ("ldap", False)):
+        kinds = [f.kind for f in script_for(get_server(plain), default)]
+        cached = [f.kind for f in script_for(get_server(f"{plain}+cache"), default)]
+        assert CHANNEL_CUT not in kinds
+        assert (CHANNEL_CUT in cached) == cut, (plain, cached)
+        assert [kind for kind in cached if kind != CHANNEL_CUT] == kinds
 
 
 # --- the analysis, on a recording made up here ------------------------------------------------

@@ -1,6 +1,7 @@
 """`python3 -m bench faults`: a steady offered load through a script of database faults
 (backends killed, the server stopped, restarted, crashed; a Berkeley DB writer stuck or killed
-holding a lock), what the DNS server answered second by second (docs/method/faults.md)."""
+holding a lock; a cache's change channel cut), what the DNS server answered second by second
+(docs/method/faults.md)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,15 @@ DEFAULT_THREADS = 2
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("faults", help="a steady load through database faults (killed backends, "
-                                      "stopped, restarted, crashed server, stuck writer) or "
-                                      "cold starts: answers, SERVFAIL and loss per second")
+                                      "stopped, restarted, crashed server, stuck writer, a "
+                                      "cache's change channel cut) or cold starts: answers, "
+                                      "SERVFAIL and loss per second")
     p.add_argument("--server", "--driver", dest="server", required=True, metavar="S",
                    help="the server: for the database faults a DLZ driver or PowerDNS row "
                         "with a database server (pg, mysql, ldap, pdns-gpgsql, pdns-gmysql, "
-                        "...) or bdbhpt-t; for the cold starts (--profile cold-start) any")
+                        "...) or bdbhpt-t, and a row with a change channel (pg+cache, "
+                        "mysql+cache) for channel-cut too; for the cold starts (--profile "
+                        "cold-start) any")
     p.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
                    help=f"the load, length and script (default {DEFAULT_PROFILE}: every "
                         "database fault; cold-start: the server restarted, then its database "
@@ -60,7 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=float, metavar="SECONDS",
                    help="the load's length (default: the profile's)")
     p.add_argument("--script", metavar="AT:KIND[:SECONDS],...",
-                   help=f"the faults instead of the profile's, KIND one of {', '.join(KINDS)}")
+                   help=f"the faults instead of the profile's, KIND one of {', '.join(KINDS)} "
+                        "(channel-cut:SECONDS keeps the channel from reconnecting that long; "
+                        "without, it reconnects at once)")
     p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
                    help=f"the server's threads and connections (default {DEFAULT_THREADS})")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",

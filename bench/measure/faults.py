@@ -22,6 +22,10 @@ the load's start:
     db-cold        the store's database server stopped, the machine's page cache dropped, the
                    server started again: the database meets its data on disk, as after a
                    reboot (a store without a server: the page cache dropped only)
+    channel-cut    (a server answering from a cache its store keeps coherent) the connection
+                   of the cache's change channel alone ended on the database server, kept
+                   from reconnecting for `seconds` when given; the server's log is watched
+                   for the cache's bypass and its return
 
 Every query is put in the second it was sent in (from the load's start). Per second: sent,
 answered (NOERROR or NXDOMAIN: the data set's own answers), SERVFAIL, other RCODEs, lost, and
@@ -34,7 +38,9 @@ from the one its action ended in whose queries were answered at SETTLED_SHARE or
 the steady p99 (the p99 of every answer before the first fault), issue 29's "time until 99% of
 queries are answered within the steady p99". About half of the steady seconds themselves meet
 that bar (the p99 is their own), so the run also reports that share for the steady state: a
-settling time is the first second as good as a typical steady one.
+settling time is the first second as good as a typical steady one. A channel cut also has
+the times from the cut until the server's log said its cache was flushed and bypassed, and
+until it said the cache answers again.
 """
 
 from __future__ import annotations
@@ -76,6 +82,7 @@ SETTLED_SHARE = 0.99
 SIGSTOP, RESTART, KILL_BACKENDS, CRASH = "sigstop", "restart", "kill-backends", "crash"
 WRITER_STALL, WRITER_KILL = "writer-stall", "writer-kill"
 SERVER_RESTART, DB_COLD = "server-restart", "db-cold"
+CHANNEL_CUT = "channel-cut"
 # Each kind of fault, and what it does (the report and docs/method/faults.md say it so).
 KINDS: dict[str, str] = {
     KILL_BACKENDS: "the database's client connections ended abruptly (PostgreSQL: client "
@@ -89,9 +96,14 @@ KINDS: dict[str, str] = {
     SERVER_RESTART: "the DNS server under test stopped and started again (a cold start)",
     DB_COLD: "the store's database server stopped, the machine's page cache dropped, the "
              "server started again (no server: the page cache dropped only)",
+    CHANNEL_CUT: "the connection of the server's cache's change channel alone ended "
+                 "(PostgreSQL: its listener's backend terminated; MariaDB: KILL of its "
+                 "poller's connection), kept from reconnecting for the seconds given",
 }
 # The kinds that take a length (`seconds`): how long the fault lasts.
 TIMED = (SIGSTOP, CRASH, WRITER_STALL, WRITER_KILL)
+# The kinds that may take one: a channel cut without it lets the channel reconnect at once.
+MAY_LAST = (CHANNEL_CUT,)
 WRITER_KINDS = (WRITER_STALL, WRITER_KILL)
 
 
@@ -106,7 +118,12 @@ class Fault:
 
     @property
     def text(self) -> str:
-        return f"{self.at_s:g}:{self.kind}" + (f":{self.seconds:g}" if self.kind in TIMED else "")
+        return f"{self.at_s:g}:{self.kind}" + (f":{self.seconds:g}" if lasts(self) else "")
+
+
+def lasts(fault: Fault | FaultResult) -> bool:
+    """Whether the fault has a length of its own (its text and description say it)."""
+    return fault.kind in TIMED or (fault.kind in MAY_LAST and fault.seconds > 0)
 
 
 @dataclass(frozen=True)
@@ -121,13 +138,14 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    # Each fault once, 15 s apart: the 10 s before the first are the steady state, and each
-    # fault has room to recover before the next (a restart of PostgreSQL or MariaDB takes 1-3 s
-    # here, a crash's recovery as long again).
+    # Each fault once, 10 s or more apart: the 10 s before the first are the steady state, and
+    # each fault has room to recover before the next (a restart of PostgreSQL or MariaDB takes
+    # 1-3 s here, a crash's recovery as long again). The channel cut is only for a server with
+    # a change channel (script_for leaves it out of the others').
     "default": Profile(
         qps=2000, duration_s=75,
-        server_script=(Fault(10, KILL_BACKENDS), Fault(20, SIGSTOP, 5), Fault(40, RESTART),
-                       Fault(55, CRASH, 3)),
+        server_script=(Fault(10, KILL_BACKENDS), Fault(20, SIGSTOP, 5),
+                       Fault(30, CHANNEL_CUT, 5), Fault(40, RESTART), Fault(55, CRASH, 3)),
         writer_script=(Fault(10, WRITER_STALL, 5), Fault(30, WRITER_KILL, 2))),
     # The tests': a few seconds, one fault.
     "tiny": Profile(
@@ -201,6 +219,10 @@ def not_applicable(server: ServerKind, kind: str) -> str | None:
     database = loader.database
     if kind == SERVER_RESTART:
         return None
+    if kind == CHANNEL_CUT:
+        if server.change_channel() is None:
+            return f"{server.name} answers from no cache its store tells of changes"
+        return database.no_connection_end
     if kind == DB_COLD:
         return f"{server.name} reads its data only as it starts" if loader.read_at_start \
             else None
@@ -260,6 +282,10 @@ class FaultResult:
     servfail: int = 0
     lost: int = 0
     worst_p99_us: float | None = None  # the highest p99 of a second until recovery
+    # A channel cut: from started_s until the server's log said its cache was flushed and
+    # bypassed, and until it said the cache answers again (None: not seen while watched).
+    bypassed_s: float | None = None
+    cache_back_s: float | None = None
 
     @property
     def recovered(self) -> bool:
@@ -427,18 +453,33 @@ def _counts(recording: Recording, origin_ns: int, start_s: float,
 
 
 class Moments:
-    """When a fault began, on the monotonic clock. An action marks its own beginning when it
-    differs from its call (a writer holds its lock only once it has started)."""
+    """When a fault began and ended, on the monotonic clock, and when the server's log said
+    what its cache did. An action marks its own beginning when it differs from its call (a
+    writer holds its lock only once it has started), and its end when it differs from its
+    return (a channel cut watches the server's log on after it let the channel back)."""
 
     def __init__(self) -> None:
         self.began_ns: int | None = None
+        self.ended_ns: int | None = None
+        self.bypassed_ns: int | None = None  # the log said the cache was flushed, bypassed
+        self.cache_back_ns: int | None = None  # the log said the cache answers again
 
     def begin(self) -> None:
         self.began_ns = time.monotonic_ns()
 
+    def end(self) -> None:
+        self.ended_ns = time.monotonic_ns()
 
-# An action: does the fault to the loaded store, lasting `seconds`, marking its beginning in
-# Moments if it is not its call; says what it found.
+    def since_began(self, moment_ns: int | None) -> float | None:
+        """Seconds from the fault's beginning to moment_ns (None: no such moment)."""
+        if moment_ns is None or self.began_ns is None:
+            return None
+        return (moment_ns - self.began_ns) / 1e9
+
+
+# An action: does the fault to the loaded store, lasting `seconds`, marking in Moments its
+# beginning if it is not its call, its end if it is not its return, and what the server's
+# cache did; says what it found.
 Action = Callable[[LoadedStore, float, Moments], str]
 
 
@@ -546,6 +587,59 @@ def _db_cold(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
     return "page cache dropped while the database server was down"
 
 
+# How long a channel cut watches the server's log, from the end of its hold, for the cache's
+# bypass and return: the channel reconnects within half the cache's bound (1 s by default)
+# and is caught up a heartbeat or a poll later.
+CHANNEL_WATCH_S = 10.0
+# How often the log is read meanwhile: the resolution of the times it gives.
+LOG_POLL_S = 0.02
+
+
+def _channel_cut(server: DnsServer) -> Action:
+    """The connection of the server's change channel alone ended on the database server
+    and, for `seconds`, kept from coming back; the server's log watched for its cache's
+    bypass and return (ServerKind.change_channel's words)."""
+    def act(loaded: LoadedStore, seconds: float, moments: Moments) -> str:
+        channel = loaded.server.change_channel()
+        if channel is None:
+            raise UserError(f"{loaded.server.name} has no change channel")
+        offset = server.log_path.stat().st_size
+        with loaded.server.channel_cut(loaded.target, server,
+                                       kept_out=seconds > 0) as connection:
+            moments.begin()
+            assert moments.began_ns is not None
+            held_until = moments.began_ns + round(seconds * 1e9)
+            moments.bypassed_ns, offset = _watch_log(server.log_path, channel.bypassed, offset,
+                                                     held_until)
+            _sleep_until(held_until)
+        moments.end()
+        watched_until = held_until + round(CHANNEL_WATCH_S * 1e9)
+        if moments.bypassed_ns is None:
+            moments.bypassed_ns, offset = _watch_log(server.log_path, channel.bypassed,
+                                                     offset, watched_until)
+        if moments.bypassed_ns is not None:
+            moments.cache_back_ns, _ = _watch_log(server.log_path, channel.answering, offset,
+                                                  watched_until)
+        return f"connection {connection} ended" + (
+            f", kept from reconnecting for {seconds:g} s" if seconds > 0 else "")
+    return act
+
+
+def _watch_log(path: Path, words: str, offset: int, until_ns: int) -> tuple[int | None, int]:
+    """Read the log past offset until it says words: when that was seen (monotonic ns) and
+    the offset just past them; (None, offset) if not by until_ns (read once at least)."""
+    wanted = words.encode()
+    while True:
+        with open(path, "rb") as log:
+            log.seek(offset)
+            at = log.read().find(wanted)
+        if at >= 0:
+            return time.monotonic_ns(), offset + at + len(wanted)
+        if time.monotonic_ns() >= until_ns:
+            return None, offset
+        time.sleep(LOG_POLL_S)
+
+
 def _server_restart(server: DnsServer) -> Action:
     """The DNS server under test stopped and started again on its port, until it says it
     runs with every zone loaded."""
@@ -564,7 +658,8 @@ def action_for(kind: str, locked_zone: str, server: DnsServer) -> Action:
         KILL_BACKENDS: _kill_backends, SIGSTOP: _sigstop, RESTART: _restart, CRASH: _crash,
         WRITER_STALL: _writer_fault(locked_zone, kill=False),
         WRITER_KILL: _writer_fault(locked_zone, kill=True),
-        SERVER_RESTART: _server_restart(server), DB_COLD: _db_cold}
+        SERVER_RESTART: _server_restart(server), DB_COLD: _db_cold,
+        CHANNEL_CUT: _channel_cut(server)}
     return actions[kind]
 
 
@@ -587,7 +682,9 @@ def run_script(loaded: LoadedStore, server: DnsServer, script: Sequence[Fault], 
             result.error = f"{type(exc).__name__}: {exc}"
         assert moments.began_ns is not None
         result.started_s = (moments.began_ns - origin_ns) / 1e9
-        result.ended_s = (time.monotonic_ns() - origin_ns) / 1e9
+        result.ended_s = ((moments.ended_ns or time.monotonic_ns()) - origin_ns) / 1e9
+        result.bypassed_s = moments.since_began(moments.bypassed_ns)
+        result.cache_back_s = moments.since_began(moments.cache_back_ns)
         progress(f"{loaded.server.name}: {fault.text} from {result.started_s:.2f} s to "
                  f"{result.ended_s:.2f} s" + (f" ({result.note})" if result.note else "")
                  + (f": failed: {result.error}" if result.error else ""))
@@ -645,4 +742,4 @@ def judge(result: ServerFaults, recording: Recording, origin_ns: int,
 
 def describe_fault(fault: FaultResult | Fault) -> str:
     """"sigstop 5 s", "restart": a fault in a few words."""
-    return fault.kind + (f" {fault.seconds:g} s" if fault.kind in TIMED else "")
+    return fault.kind + (f" {fault.seconds:g} s" if lasts(fault) else "")

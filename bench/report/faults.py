@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.measure.faults import (
+    CHANNEL_CUT,
     KINDS,
     RECOVERED_SHARE,
     SETTLED_SHARE,
@@ -93,8 +94,9 @@ def _server_lines(entry: ServerFaults) -> list[str]:
 
 def _fault_row(fault: FaultResult, notes: Notes) -> list[str]:
     label = describe_fault(fault)
-    if fault.note:
-        label += f" [{notes.add(f'{describe_fault(fault)}: {fault.note}')}]"
+    said = "; ".join(filter(None, [fault.note, _cache_said(fault)]))
+    if said:
+        label += f" [{notes.add(f'{describe_fault(fault)}: {said}')}]"
     if fault.error:
         mark = notes.add(f"{describe_fault(fault)}: the fault could not be done: {fault.error}")
         return [f"{label} FAILED [{mark}]", fmt_number(fault.at_s, 1), *[NONE] * 7]
@@ -107,6 +109,20 @@ def _fault_row(fault: FaultResult, notes: Notes) -> list[str]:
     return [label, fmt_number(fault.started_s, 2), fmt_number(fault.first_servfail_s, 2),
             recovered, settled, f"{fault.sent:,}", f"{fault.servfail:,}", f"{fault.lost:,}",
             _ms(fault.worst_p99_us)]
+
+
+def _cache_said(fault: FaultResult) -> str:
+    """What the server's log said its cache did after a channel cut ('' for another
+    fault, or one not done)."""
+    if fault.kind != CHANNEL_CUT or fault.error:
+        return ""
+    if fault.bypassed_s is None:
+        return "the server's log never said its cache was bypassed"
+    back = (f"answering from the cache again {fmt_number(fault.cache_back_s, 2)} s after it"
+            if fault.cache_back_s is not None else "not answering from the cache again while "
+            "watched")
+    return (f"the server's log: cache flushed and bypassed {fmt_number(fault.bypassed_s, 2)} "
+            f"s after the cut, {back}")
 
 
 def _ms(us: float | None) -> str:
