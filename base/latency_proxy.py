@@ -1,35 +1,37 @@
 """Added round-trip time between named and its database: a private toxiproxy with a latency toxic.
 
 This kernel has no netem qdisc, so the delay comes from Shopify's toxiproxy (built by `make deps`
-into .tools/bin), a TCP proxy on this host's loopback in front of the database's TCP port.
-Its latency toxic delays every chunk of data flowing one way by a whole number of milliseconds
-(its `latency` attribute is an integer), so an RTT of X ms is one toxic of ceil(X/2) ms on the
-upstream stream (client to database) and one of floor(X/2) ms on the downstream stream
-(database to client). A remote database at 0.2 or 0.5 ms is therefore out of its reach: only
-whole milliseconds are accepted, rather than rounding the request into something else.
+into .tools/bin), a TCP proxy in front of the database's TCP port. Its latency toxic delays every
+chunk of data flowing one way by a whole number of milliseconds (its `latency` attribute is an
+integer), so an RTT of X ms is one toxic of ceil(X/2) ms on the upstream stream (client to
+database) and one of floor(X/2) ms on the downstream stream (database to client). A remote
+database at 0.2 or 0.5 ms is therefore out of its reach: only whole milliseconds are accepted,
+rather than rounding the request into something else.
 
 What the proxy actually adds is measured from the client's side, ping-style, by
 bench/measure/latency.py.
 
 Its control API has no authentication, and toxiproxy 2.12 listens for it on a TCP port only
-(-host, -port: no unix socket, which file permissions could close): on 127.0.0.1 at a random
-port, any local user can reach it while the proxy runs, and could repoint the proxy's upstream
-(named's database connection) or add toxics. Nothing here restricts it: no packet filter is
-installed to match the connecting user, and a network namespace of its own would keep the
-proxy from the database on this namespace's loopback. docs/method/tune.md says so.
+(-host, -port: no unix socket, which file permissions could close): whoever reaches it can
+repoint the proxy's upstream (named's database connection) or add toxics. So the proxy runs on
+the database's host (base.netns: a network namespace only root enters), as the servers' user
+like the database server beside it: its control API on that namespace's loopback, which no
+process outside the namespace reaches and the suite reaches from inside (DatabaseHost.connect),
+and the proxy itself on the namespace's veth address, where named reaches it. A database on
+this host's loopback has no proxy: one in a namespace of its own could not reach it.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import re
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from base.errors import UserError
+from base.netns import DatabaseHost
 from base.process import REPO_ROOT, ManagedProcess, free_port
 
 TOXIPROXY = REPO_ROOT / ".tools" / "bin" / "toxiproxy-server"
@@ -62,32 +64,38 @@ def split_rtt(rtt_ms: int) -> tuple[int, int]:
 
 
 class LatencyProxy:
-    """One private toxiproxy forwarding listen_host:listen_port to upstream with rtt_ms added.
+    """One private toxiproxy on db_host forwarding to upstream there with rtt_ms added.
 
-    `with LatencyProxy(run_dir, host, port, rtt_ms) as proxy:` starts it and always stops it;
-    clients connect to proxy.listen_host:proxy.listen_port instead of host:port.
+    `with LatencyProxy(run_dir, db_host, host, port, rtt_ms) as proxy:` starts it and always
+    stops it; clients connect to proxy.listen_host:proxy.listen_port (db_host's address)
+    instead of host:port.
     """
 
-    listen_host = "127.0.0.1"
+    # Inside db_host: its loopback, where only what runs in the namespace reaches the API.
+    api_host = "127.0.0.1"
 
-    def __init__(self, run_dir: Path, upstream_host: str, upstream_port: int,
-                 rtt_ms: int) -> None:
+    def __init__(self, run_dir: Path, db_host: DatabaseHost, upstream_host: str,
+                 upstream_port: int, rtt_ms: int) -> None:
         if not TOXIPROXY.is_file():
             raise UserError(f"{TOXIPROXY} is missing; `make deps` builds it")
         if not 0 < rtt_ms <= RTT_MAX_MS:
             raise UserError(f"added round trip of {rtt_ms} ms is outside 1-{RTT_MAX_MS} ms")
         self.run_dir = Path(run_dir)
+        self.db_host = db_host
         self.upstream = f"{upstream_host}:{upstream_port}"
         self.rtt_ms = rtt_ms
-        self.api_port = free_port()
-        self.listen_port = free_port()
+        self.listen_host = db_host.address
+        self.api_port, self.listen_port = _two_ports_besides(upstream_port)
         self.log_path = self.run_dir / "toxiproxy.log"
         self._proc: ManagedProcess | None = None
 
     def start(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        argv = [str(TOXIPROXY), "-host", "127.0.0.1", "-port", str(self.api_port)]
-        self._proc = ManagedProcess("toxiproxy", argv, self.log_path, cwd=self.run_dir)
+        argv = [str(TOXIPROXY), "-host", self.api_host, "-port", str(self.api_port)]
+        # Started as root to enter the namespace, then the servers' user (setpriv).
+        self._proc = ManagedProcess("toxiproxy",
+                                    self.db_host.command(argv, as_service_user=True),
+                                    self.log_path, cwd=self.run_dir, as_root=True)
         try:
             self._proc.start()
             self._proc.wait_ready(self._answers, _START_TIMEOUT)
@@ -128,15 +136,22 @@ class LatencyProxy:
         return True
 
     def _api(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"http://127.0.0.1:{self.api_port}{path}", data=data,
-                                         method=method,
-                                         headers={"Content-Type": "application/json"})
+        """One request to the control API, over a connection made inside the namespace."""
+        conn = http.client.HTTPConnection(self.api_host, self.api_port, timeout=5)
         try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return json.loads(response.read() or b"null")
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            conn.sock = self.db_host.connect(self.api_host, self.api_port, timeout=5)
+            conn.request(method, path, json.dumps(body) if body is not None else None,
+                         {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            data = response.read()
+            if response.status >= 300:
+                raise UserError(f"toxiproxy API {method} {path} failed: HTTP {response.status} "
+                                f"{data.decode(errors='replace').strip()}")
+            return json.loads(data or b"null")
+        except (OSError, http.client.HTTPException, ValueError) as exc:
             raise UserError(f"toxiproxy API {method} {path} failed: {exc}") from exc
+        finally:
+            conn.close()
 
     def __enter__(self) -> LatencyProxy:
         self.start()
@@ -144,3 +159,13 @@ class LatencyProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _two_ports_besides(taken: int) -> tuple[int, int]:
+    """Two distinct free ports, neither `taken` (the database's, on the same address)."""
+    ports: list[int] = []
+    while len(ports) < 2:
+        port = free_port()
+        if port != taken and port not in ports:
+            ports.append(port)
+    return ports[0], ports[1]

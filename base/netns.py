@@ -4,7 +4,10 @@
 (the range RFC 2544 sets aside for benchmarking; nothing in it is routed off this machine, and the
 pair has no route anywhere but to itself), and brings loopback up inside. A server started with
 `host.command(argv)` runs inside it and is reached from here at `host.address`; this side of the
-pair is `host.peer_address`, the address its clients come from.
+pair is `host.peer_address`, the address its clients come from. A service listening on the
+namespace's own loopback is reached by no process outside it; `host.connect(...)` makes a
+connection from inside (entering a namespace needs root). The latency proxy's control API
+(base/latency_proxy.py) listens there so that only the suite reaches it.
 
 Names and addresses are unique per instance, so two runs at once never collide: the namespace
 name carries the owner's pid and a random tag, the /30 is picked at random among those no
@@ -18,6 +21,7 @@ in its name).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import fcntl
 import ipaddress
 import json
@@ -25,7 +29,9 @@ import os
 import random
 import secrets
 import signal
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +48,9 @@ _NETNS_DIR = Path("/run/netns")
 # a signal that arrives meanwhile is delivered (and unwinds as usual) right after.
 _HELD = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 _LIVE: dict[str, DatabaseHost] = {}
+# setns(2)'s flag for a network namespace (Python 3.11 has no os.setns).
+_CLONE_NEWNET = 0x40000000
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 class DatabaseHost:
@@ -72,6 +81,34 @@ class DatabaseHost:
         """
         drop = dropping_to_service_user if as_service_user else list
         return [*self.prefix(), *drop(argv)]
+
+    def connect(self, address: str, port: int, timeout: float) -> socket.socket:
+        """A TCP connection to address:port made from inside the namespace: to a service on
+        its loopback, which nothing outside reaches. A socket stays in the namespace it was
+        made in, wherever it is used; setns() moves only the thread calling it, so a thread
+        of its own enters the namespace, connects and ends (it needs CAP_SYS_ADMIN: root)."""
+        outcome: list[socket.socket | OSError] = []
+
+        def inside() -> None:
+            try:
+                self._enter()
+                outcome.append(socket.create_connection((address, port), timeout))
+            except OSError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=inside, name=f"connect in {self.name}")
+        thread.start()
+        thread.join()
+        if isinstance(outcome[0], OSError):
+            raise outcome[0]
+        return outcome[0]
+
+    def _enter(self) -> None:
+        """This thread into the namespace."""
+        with open(_NETNS_DIR / self.name, "rb") as namespace:
+            if _LIBC.setns(namespace.fileno(), _CLONE_NEWNET) != 0:
+                error = ctypes.get_errno()
+                raise OSError(error, f"setns into {self.name}: {os.strerror(error)}")
 
     def pids(self) -> list[int]:
         """Processes running inside the namespace."""

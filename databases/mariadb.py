@@ -146,8 +146,10 @@ class MysqlServer(PrivateServer):
         start."""
         assert self.db_host is not None
         init_file = self.run_dir / "init.sql"
-        write_private(init_file, ";\n".join(self._user_statements([self.db_host.peer_address]))
-                      + ";\n")
+        # Clients come from this host's end of the veth pair, and a latency proxy on the
+        # database's host (base/latency_proxy.py) from the namespace's own address.
+        clients = [self.db_host.peer_address, self.db_host.address]
+        write_private(init_file, ";\n".join(self._user_statements(clients)) + ";\n")
         argv = [arg for arg in argv if not arg.startswith("--bind-address=")]
         return self.db_host.command([*argv, f"--bind-address={self.db_host.address}",
                                      f"--init-file={init_file}"], as_service_user=True)

@@ -409,13 +409,12 @@ def started(run_dir: Path) -> Iterator[Started]:
             Named(run_dir / "started" / "valgrind", "",
                   wrapper=valgrind_wrapper(run_dir / "started" / "valgrind.log")))
         pids["named under valgrind"] = named.pids
-        database = stores["pg"].target
-        proxy = stack.enter_context(LatencyProxy(run_dir / "started" / "toxiproxy", "127.0.0.1",
-                                                 database.port, 1))
-        pids["toxiproxy"] = proxy.pids
         host = stack.enter_context(DatabaseHost())
         on_host = stack.enter_context(PgServer(run_dir / "started" / "pg-db-host", db_host=host))
         pids["PostgreSQL on a database host"] = on_host.pids
+        proxy = stack.enter_context(LatencyProxy(run_dir / "started" / "toxiproxy", host,
+                                                 on_host.host, on_host.port, 1))
+        pids["toxiproxy on a database host"] = proxy.pids
         load = stack.enter_context(start_background(named.host, named.port, queries,
                                                     duration=600, rate=20))
         pids["dnsperf"] = lambda: [load.pid]

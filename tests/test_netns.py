@@ -3,7 +3,9 @@
 Real servers in a real namespace: each is reachable only at the namespace's address (not on this
 host's loopback, not through a socket in its run directory), answers real queries, and the
 namespace and its veth are gone after the block, after an exception and after a signal to the
-process holding them. The latency proxy forwards real queries; bad --db-rtt values are refused.
+process holding them. The latency proxy runs on the database's host: it forwards real queries to
+each database server there, and no user but the suite (root) reaches its control API while it
+serves named; bad --db-rtt values are refused.
 No test asserts a time.
 """
 
@@ -27,15 +29,16 @@ import pytest
 from base.errors import UserError
 from base.latency_proxy import TOXIPROXY, LatencyProxy, parse_db_rtt, split_rtt
 from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
-from base.process import REPO_ROOT
+from base.process import REPO_ROOT, SERVICE_USER, as_user
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.serving import loaded_store
 from bench.verify.answers import ask, compare_answers
 from bench.verify.compare import detail
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
-from databases.slapd import LdapServer, ensure_suffix_entry
+from databases.slapd import LdapServer, ensure_reader_entry, ensure_suffix_entry
 from loaders.ldap import INDEXES, SCHEMA_FILE, SUFFIX
+from loaders.ldap import LOADER as LDAP_LOADER
 from loaders.mysql import LOADER as MYSQL_LOADER
 from loaders.pg import LOADER as PG_LOADER
 from servers import get_server
@@ -239,26 +242,71 @@ def test_pg_driver_answers_the_coverage_set_through_the_namespace(
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
 
 
-@needs_toxiproxy
-def test_pg_driver_answers_through_the_latency_proxy(
-        remote_pg: PgServer, memory_named: Named, run_dir: Path) -> None:
-    with LatencyProxy(run_dir / "toxiproxy", remote_pg.host, remote_pg.port, 1) as proxy:
+@pytest.fixture(scope="module")
+def proxied_named(remote_pg: PgServer, db_host: DatabaseHost,
+                  run_dir: Path) -> Iterator[tuple[LatencyProxy, Named]]:
+    """named over the pg driver reaching the database through a 1 ms latency proxy."""
+    with LatencyProxy(run_dir / "toxiproxy", db_host, remote_pg.host, remote_pg.port,
+                      1) as proxy:
         remote_pg.via = (proxy.listen_host, proxy.listen_port)
         body = PG.body(remote_pg, 2)
         remote_pg.via = None
         assert f"host={proxy.listen_host} port={proxy.listen_port} " in body
         with Named(run_dir / "named-pg-proxied", body, threads=2, env=remote_pg.env) as named:
-            wrong = differences(memory_named, named, step=10)
+            yield proxy, named
+
+
+@needs_toxiproxy
+def test_pg_driver_answers_through_the_latency_proxy(
+        proxied_named: tuple[LatencyProxy, Named], memory_named: Named) -> None:
+    wrong = differences(memory_named, proxied_named[1], step=10)
     assert not wrong, f"{len(wrong)} differ; first ones:\n" + "\n".join(wrong[:5])
+
+
+# Run as another user: "connected" when it reaches address:port over TCP, else the error's name.
+CONNECT = """
+import socket, sys
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close()
+except OSError as exc:
+    sys.exit(type(exc).__name__)
+print("connected")
+"""
+
+
+def connection_as(user: str, address: str, port: int) -> str:
+    done = subprocess.run(["/usr/bin/python3", "-I", "-c", CONNECT, address, str(port)],
+                          capture_output=True, text=True, timeout=30, cwd="/", **as_user(user))
+    return (done.stdout or done.stderr).strip()
+
+
+@needs_toxiproxy
+def test_no_other_user_reaches_the_proxys_control_api(
+        proxied_named: tuple[LatencyProxy, Named]) -> None:
+    """The control API has no authentication: whoever reaches it can point the proxy, and so
+    named's database connection, elsewhere. Neither the servers' user (the proxy's own) nor
+    any other reaches it, where it listened before (127.0.0.1) nor at the proxy's address."""
+    proxy, named = proxied_named
+    answer, _ = ask(named, (coverage_zones()[0].origin, "SOA"))
+    assert answer.rcode == "NOERROR"  # named is answering through the proxy
+    for user in (SERVICE_USER, "nobody"):
+        # The user reaches the proxy itself: what is refused below is the control API alone.
+        assert connection_as(user, proxy.listen_host, proxy.listen_port) == "connected", user
+        for address in ("127.0.0.1", proxy.listen_host):
+            assert connection_as(user, address, proxy.api_port) == "ConnectionRefusedError", \
+                (user, address)
+    assert proxy.version() == "toxiproxy 2.12.0"  # the suite does reach it
 
 
 # --- the latency proxy ------------------------------------------------------------------------
 
 
 @needs_toxiproxy
-def test_proxy_forwards_real_queries_with_the_requested_toxics(remote_pg: PgServer,
-                                                               run_dir: Path) -> None:
-    with LatencyProxy(run_dir / "toxiproxy-3", remote_pg.host, remote_pg.port, 3) as proxy:
+def test_proxy_forwards_real_queries_with_the_requested_toxics(
+        remote_pg: PgServer, db_host: DatabaseHost, run_dir: Path) -> None:
+    with LatencyProxy(run_dir / "toxiproxy-3", db_host, remote_pg.host, remote_pg.port,
+                      3) as proxy:
+        assert proxy.listen_host == db_host.address
         toxics = {t["stream"]: t["attributes"]["latency"] for t in proxy.toxics()}
         assert toxics == {"upstream": 2, "downstream": 1}
         via = (f"host={proxy.listen_host} port={proxy.listen_port} dbname=dlz user=dlz "
@@ -270,7 +318,7 @@ def test_proxy_forwards_real_queries_with_the_requested_toxics(remote_pg: PgServ
         assert added["requested_ms"] == 3 and added["samples"] == 5
         assert added["tool"] == "toxiproxy 2.12.0"
         pids = proxy.pids()
-        assert pids
+        assert pids and set(pids) <= set(db_host.pids())
     assert [p for p in pids if alive(p)] == []
 
 
@@ -317,6 +365,20 @@ def test_mariadb_only_on_the_veth_address(db_host: DatabaseHost, run_dir: Path) 
         mysql = get_server("mysql")
         assert isinstance(mysql, DlzNamed)
         assert f"host={db_host.address} port={db.port} " in mysql.body(db, 1)
+        with LatencyProxy(run_dir / "toxiproxy-mariadb", db_host,
+                          *MYSQL_LOADER.database.tcp_endpoint(db), 1) as proxy:
+            # The proxy reaches the server from the namespace's own address: the loader's
+            # account (tune's round trips) and the driver's are there too.
+            for user, password in ((db.user, db.password),
+                                   (db.driver_user, db.reader_password)):
+                proxied = db.connect(host=proxy.listen_host, port=proxy.listen_port,
+                                     user=user, password=password)
+                try:
+                    cursor = proxied.cursor()
+                    cursor.execute("SELECT count(*) FROM zones")
+                    assert cursor.fetchone() == (5,), user
+                finally:
+                    proxied.close()
         pids = db.pids()
         assert set(pids) <= set(db_host.pids())
     assert [p for p in pids if alive(p)] == []
@@ -338,6 +400,15 @@ def test_slapd_only_on_the_veth_address(db_host: DatabaseHost, run_dir: Path) ->
             loopback = ldap.initialize(f"ldap://127.0.0.1:{slapd.port}")
             loopback.set_option(ldap.OPT_NETWORK_TIMEOUT, 3.0)
             loopback.simple_bind_s(slapd.bind_dn, slapd.password)
+        ensure_reader_entry(slapd)  # the DLZ driver's account, which the round trips bind as
+        with LatencyProxy(run_dir / "toxiproxy-slapd", db_host,
+                          *LDAP_LOADER.database.tcp_endpoint(slapd), 1) as proxy:
+            proxied = ldap.initialize(f"ldap://{proxy.listen_host}:{proxy.listen_port}")
+            proxied.simple_bind_s(slapd.driver_dn, slapd.driver_password)
+            try:
+                assert proxied.whoami_s() == f"dn:{slapd.driver_dn}"
+            finally:
+                proxied.unbind_s()
         pids = slapd.pids()
         assert pids and set(pids) <= set(db_host.pids())
     assert [p for p in pids if alive(p)] == []

@@ -184,6 +184,7 @@ def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> Non
 @pytest.mark.parametrize(("argv", "message"), [
     (["--server", "pg", "--db-rtt=-1"], "--db-rtt -1: must be 0"),
     (["--server", "pg", "--db-rtt", "0.5"], "whole milliseconds"),
+    (["--server", "pg", "--db-rtt", "1"], "--db-rtt 1 needs --db-host netns"),
     (["--server", "pg", "--threads", "0"], "--threads needs counts of at least 1"),
     (["--server", "pg", "--threads", "two"], "--threads takes a comma list"),
     (["--server", "pg", "--connections", "2"], "--connections needs --threads"),

@@ -43,8 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="local: the database beside named; netns: in a network namespace of "
                         "its own, reached over a veth pair (needs root)")
     p.add_argument("--db-rtt", default="0", metavar="MS",
-                   help="round trip added between named and the database by a latency proxy: "
-                        "0 (none, the default) or whole milliseconds 1-5")
+                   help="round trip added between named and the database by a latency proxy "
+                        "on the database's host (needs --db-host netns): 0 (none, the "
+                        "default) or whole milliseconds 1-5")
     p.add_argument("--processes", default=None,
                    help="comma list of N for N one-thread processes on one port against one "
                         "N-thread process (default 1,2 and powers of two up to the server's "

@@ -7,7 +7,8 @@ beyond the CPU count are what hides it (issue 12). The Tuner measures, for one d
 1. the grid: every (threads, connections) pair, each a runner cell (startup, answers checked
    against native BIND's, warm-up, QPS runs with CPU per query, p99 under load: the runner's
    own phases), with the store's server on this host or in a network namespace of its own
-   (base.netns) and optionally a latency proxy (base.latency_proxy) between named and it;
+   (base.netns) and optionally, there, a latency proxy (base.latency_proxy) between named
+   and it;
 2. processes against threads (seed 004, ../shared/seeds/004_268b5ab59dee7869.txt): N
    single-thread named processes sharing one address and port (SO_REUSEPORT), each pinned to
    its own server CPU, against one N-thread process; QPS of one dnsperf load, summed;
@@ -65,6 +66,13 @@ class Plan:
     db_rtt_ms: int = 0
     processes: tuple[int, ...] = ()      # N of "N processes against N threads"; () skips
     cpu_scaling: bool = True
+
+    def __post_init__(self) -> None:
+        if self.db_rtt_ms and self.db_host != "netns":
+            # Its control API, which has no authentication, is closed to other local users
+            # only there (base/latency_proxy.py).
+            raise UserError(f"--db-rtt {self.db_rtt_ms} needs --db-host netns: the latency "
+                            "proxy runs on the database's own host")
 
 
 def grid_pairs(threads: Sequence[int], connections: Sequence[int] | None) -> list[tuple[int, int]]:
@@ -142,7 +150,7 @@ class Tuner(Runner):
         with self.database_host() as host, \
                 loaded_store(self.server, self.setup.stream, self.setup.run_dir,
                              db_host=host) as loaded, \
-                self.latency_proxy(loaded):
+                self.latency_proxy(loaded, host):
             for threads, connections in self.plan.pairs:
                 self.run_cell(loaded, threads, connections)
             recommendation = recommend(self.results.cells)
@@ -167,14 +175,16 @@ class Tuner(Runner):
             yield host
 
     @contextlib.contextmanager
-    def latency_proxy(self, loaded: LoadedStore) -> Iterator[None]:
-        """With --db-rtt, a proxy adding it between named and the database: its added round
-        trip measured first, then named pointed at it (target.via)."""
+    def latency_proxy(self, loaded: LoadedStore,
+                      db_host: DatabaseHost | None) -> Iterator[None]:
+        """With --db-rtt, a proxy on the database's host adding it between named and the
+        database: its added round trip measured first, then named pointed at it (target.via)."""
         if not self.plan.db_rtt_ms:
             yield
             return
+        assert db_host is not None  # the Plan has --db-host netns with --db-rtt
         host, port = loaded.loader.database.tcp_endpoint(loaded.target)
-        with LatencyProxy(self.setup.run_dir / "toxiproxy", host, port,
+        with LatencyProxy(self.setup.run_dir / "toxiproxy", db_host, host, port,
                           self.plan.db_rtt_ms) as proxy:
             added = measure_store_added_rtt(loaded.loader.database, loaded.target, proxy)
             self.tuning.added_rtt = added.as_json()
