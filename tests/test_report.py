@@ -38,6 +38,8 @@ from bench.measure.results import (
     save_results,
 )
 from bench.measure.rounds import update_ratios
+from bench.measure.serial import to_json
+from bench.measure.starts import StartDecision
 from bench.measure.startup import StartupPoint
 from bench.report.render import render_markdown, render_plots, write_report
 from bench.report.sections import REPORTS
@@ -445,6 +447,31 @@ def test_a_cell_the_load_generator_limits_is_not_ranked():
     # Its cost is its own, which the load generator does not limit: no bound, no mark.
     cost = dict(zip(columns, _row(table, "Cost % of native"), strict=True))
     assert cost["nsd"].startswith("76.9% [") and cost["nsd"].endswith("%]")
+
+
+@pytest.mark.check
+def test_the_rounds_line_says_where_the_servers_started_afresh_and_why():
+    results = in_rounds({"native": NATIVE_RUNS, "pg": PG_RUNS})
+    # A file from before the run chose its starts: the profile's spacing, as it was written.
+    assert "every server started afresh before every 5th round and warmed up until two" in \
+        render_markdown(results)
+    fixed = "the profile's spacing for the first 2 starts"
+    starts = [StartDecision(0, 5, 80.5, 27.5, why=fixed),
+              StartDecision(5, 5, 80.5, 27.5, why=fixed)]
+    results.meta["rounds"]["starts"] = to_json(starts)
+    assert ("every server started afresh before rounds 1 and 6 (the profile's spacing, 5 "
+            "rounds: the rounds ended before a start chose its own) and warmed up") in \
+        render_markdown(results)
+    starts += [StartDecision(10, 2, 80.5, 27.5, 0.0003, 0.0007, 110, 2.61),
+               StartDecision(12, 5, 80.5, 27.5, 0.0, 0.001, 132)]
+    results.meta["rounds"]["starts"] = to_json(starts)
+    assert ("every server started afresh before rounds 1, 6, 11 and 13 (the first 2 starts 5 "
+            "rounds apart; at each later start, the rounds to the next m = √((c_s / c_r) × "
+            "(σ_w² / σ_b²)) within 1–5: σ_b² and σ_w² the variance of the log cost per query "
+            "between starts and within one over the runs so far, c_s a fresh start's and c_r a "
+            "round's expected seconds (80.5 and 27.5 s); chosen: 2 (between-start share 0.30) "
+            "and 5 (no variance between starts)) and warmed up until two") in \
+        render_markdown(results)
 
 
 @pytest.mark.check

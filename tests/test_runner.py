@@ -101,6 +101,11 @@ def test_every_cell_has_every_figure(tiny_run: Path) -> None:
         assert (cell.cpu_us_per_query["db"] is not None) == has_db
     assert results.prober_floor is not None and results.prober_floor.count == 100
     assert results.meta["rounds"]["done"] == 2 and results.meta["boot_id"]
+    # tiny starts afresh before every round (restart_every 1): both starts at the profile's
+    # spacing, recorded with the seconds a start and a round were expected to take.
+    starts = results.meta["rounds"]["starts"]
+    assert [(d["round"], d["runs_per_start"]) for d in starts] == [(0, 1), (1, 1)]
+    assert all(d["why"] and d["start_s"] > d["round_s"] > 0 for d in starts)
     calibration = results.meta["calibration"]
     native = results.cell("native", 1).qps_by_round()
     assert (calibration["first_round_qps"], calibration["last_round_qps"]) == (native[0], native[1])

@@ -30,7 +30,7 @@ from bench.measure.runner import (
     for_target,
     phases_of,
 )
-from bench.measure.stats import Interval, WatchedRatio
+from bench.measure.stats import Interval, Watched
 from servers import SERVERS, group_of
 from tests.benchcli import run_bench
 
@@ -96,8 +96,16 @@ def test_rounds_stop_within_the_budget() -> None:
 def test_rounds_ahead_follow_the_pace_of_the_rounds_run() -> None:
     rounds = Rounds(min_rounds=6, max_rounds=30, budget_s=1200.0, run_s=2.0, restart_every=5,
                     steady_s=1.0)
-    # 10 rounds in 600 s: 10 more fit at 60 s each (not the 27 planned at the expected pace).
-    assert len(rounds_ahead(rounds, 10, 600.0, 11, 3)) == 10
+    # 10 rounds in 600 s against the 355.5 planned (9 x 27.5 s and one of 108 s after the
+    # fresh start before round 5): 1.69 times the plan. At that pace the 600 s left hold 7
+    # rounds, two of them after a fresh start (not the 27 planned at the expected pace, nor
+    # the 10 of 60 s each the mean of the rounds run would fit: a round after a fresh start
+    # takes longer).
+    assert rounds_ahead(rounds, 10, 600.0, 11, 3) == pytest.approx([108.0] + [27.5] * 4
+                                                                   + [108.0, 27.5])
+    # A schedule that starts afresh before every round from round 10 on: 3 of them fit.
+    assert rounds_ahead(rounds, 10, 600.0, 11, 3, lambda i: i == 5 or i >= 10) == \
+        pytest.approx([108.0] * 3)
     # Slower than planned before the minimum: the minimum still runs.
     assert len(rounds_ahead(rounds, 2, 1100.0, 11, 3)) == 4
     # Near the most rounds: only those left.
@@ -207,15 +215,15 @@ def test_progress_names_the_widest_ratio_and_those_without_an_interval() -> None
     """Early rounds have ratios without an interval (fewer than 6 values): the line says how
     many, and the widest of the others; with none yet it says so (it used to compare Nones);
     the ratios the stop rule does not wait for are counted, not dropped."""
-    early = WatchedRatio("a", Interval(1.0, None, None, 2))
+    early = Watched("a", Interval(1.0, None, None, 2))
     assert widest_text([early, early], 0.05) == \
         "no interval yet, 2 of 2 without one yet (target +-5%)"
-    later = [WatchedRatio("b", Interval(0.5, 0.49, 0.52, 6)),
-             WatchedRatio("c", Interval(1.0, 0.9, 1.05, 6)), early, WatchedRatio("d", None)]
+    later = [Watched("b", Interval(0.5, 0.49, 0.52, 6)),
+             Watched("c", Interval(1.0, 0.9, 1.05, 6)), early, Watched("d", None)]
     assert widest_text(later, 0.05) == \
         "widest ratio interval +-10.0%, 2 of 4 without one yet (target +-5%)"
     assert widest_text([], 0.05) == "no ratio to wait for"
-    limited = WatchedRatio("e", Interval(1.0, 0.5, 1.5, 6), "the load generator limits nsd")
+    limited = Watched("e", Interval(1.0, 0.5, 1.5, 6), "the load generator limits nsd")
     assert widest_text([*later[:2], limited], 0.05) == \
         "widest ratio interval +-10.0% (target +-5%), 1 of 3 not waited for (load generator)"
     assert widest_text([limited], 0.05) == \

@@ -12,11 +12,13 @@ import pytest
 
 from bench.measure.stats import (
     CHANGED,
+    COST,
     SAME,
     UNDECIDED,
     Interval,
     StopRule,
-    WatchedRatio,
+    VarianceComponents,
+    Watched,
     equivalence_p,
     intervals_overlap,
     median_interval,
@@ -24,9 +26,11 @@ from bench.measure.stats import (
     paired_ratios,
     ratio_interval,
     round_order,
+    runs_per_start,
     shift_interval,
     start_interval,
     start_means,
+    variance_components,
     verdict,
 )
 
@@ -115,11 +119,11 @@ def test_overlapping_intervals() -> None:
 
 
 RULE = StopRule(min_rounds=6, max_rounds=30, budget_s=600.0, target=0.05)
-TIGHT = WatchedRatio("pg/native", Interval(1.0, 0.97, 1.04, 6))
-WIDE = WatchedRatio("fs/native", Interval(1.0, 0.90, 1.04, 6))
-NOT_YET = WatchedRatio("ldap/native", None)
-LIMITED = WatchedRatio("nsd/native", Interval(1.0, 0.80, 1.30, 6),
-                       "the load generator limits nsd at 1 thread(s)")
+TIGHT = Watched("pg/native", Interval(1.0, 0.97, 1.04, 6))
+WIDE = Watched("fs/native", Interval(1.0, 0.90, 1.04, 6))
+NOT_YET = Watched("ldap/native", None)
+LIMITED = Watched("nsd/native", Interval(1.0, 0.80, 1.30, 6),
+                  "the load generator limits nsd at 1 thread(s)")
 
 
 def test_stop_rule_runs_the_minimum_first() -> None:
@@ -165,6 +169,45 @@ def test_stop_rule_stops_when_another_round_would_pass_the_budget() -> None:
 
 def test_stop_rule_stops_at_the_most_rounds() -> None:
     assert RULE.reason_to_stop(30, [[WIDE]] * 30, 100.0) == "30 rounds, the profile's most"
+
+
+COST_TIGHT = Watched("pg cost per query", Interval(100.0, 97.0, 104.0, 6), figure=COST)
+COST_WIDE = Watched("fs cost per query", Interval(100.0, 80.0, 125.0, 3), figure=COST)
+COST_NONE = Watched("ldap cost per query", None, "a run without a cost of its own", COST)
+
+
+def test_stop_rule_waits_for_the_costs_too() -> None:
+    """The ratios met the target, the cost per query (its interval over fresh starts) not:
+    the rounds go on; once both meet it twice in a row, they end and say both."""
+    assert RULE.reason_to_stop(7, [[TIGHT, COST_WIDE]] * 7, 140.0) is None
+    assert RULE.reason_to_stop(7, [[TIGHT, COST_WIDE]] * 6 + [[TIGHT, COST_TIGHT]],
+                               140.0) is None
+    assert RULE.reason_to_stop(8, [[TIGHT, COST_WIDE]] * 6 + [[TIGHT, COST_TIGHT]] * 2,
+                               160.0) == \
+        "every ratio and cost per query within +-5% in 2 checks in a row"
+    # One server, no ratio: its cost is waited for (it used to end at the minimum).
+    assert RULE.reason_to_stop(6, [[COST_WIDE]] * 6, 120.0) is None
+    assert RULE.reason_to_stop(7, [[COST_TIGHT]] * 7, 140.0) == \
+        "every cost per query within +-5% in 2 checks in a row"
+
+
+def test_stop_rule_names_a_cost_it_cannot_wait_for() -> None:
+    assert not RULE.target_met([COST_NONE])
+    assert RULE.reason_to_stop(6, [[COST_NONE]] * 6, 120.0) == (
+        "no figure to wait for; 1 of 1 figures not waited for (a run without a cost of its "
+        "own)")
+    assert RULE.reason_to_stop(7, [[TIGHT, COST_TIGHT, COST_NONE]] * 7, 140.0) == (
+        "every ratio and cost per query within +-5% in 2 checks in a row; 1 of 3 figures not "
+        "waited for (a run without a cost of its own)")
+
+
+def test_stop_rule_budgets_the_next_round_as_expected() -> None:
+    """A round after a fresh start takes longer than the mean of the rounds so far: given its
+    expected length, the rule stops before it rather than after it has passed the budget."""
+    assert RULE.reason_to_stop(10, [[WIDE]] * 10, 500.0) is None  # 50 s a round so far
+    assert RULE.reason_to_stop(10, [[WIDE]] * 10, 500.0, next_round_s=100.0) is None
+    assert RULE.reason_to_stop(10, [[WIDE]] * 10, 500.0, next_round_s=108.0) == \
+        "time budget (10 min of rounds)"
 
 
 # --- fresh starts as the independent unit ----------------------------------------------------
@@ -218,6 +261,93 @@ def test_the_interval_over_starts_covers_and_the_one_over_runs_does_not() -> Non
     # 95.7%); they are worth about 14 (design effect 1 + 4 x 0.3 = 2.2): with this seed it
     # covers the truth in 87.5% of the runs, the interval over starts in 95.2%.
     assert over_runs / SIMULATED_RUNS < 0.90, over_runs
+
+
+# --- fresh starts or more rounds ---------------------------------------------------------------
+
+def test_variance_components_on_a_known_sample() -> None:
+    # Cell a: starts [1, 3] and [5, 7]: means 2 and 6 around 4; squares within 1+1+1+1 = 4,
+    # between 2 x 4 + 2 x 4 = 16, sigma_b^2's coefficient 4 - (4 + 4) / 4 = 2.
+    # Cell b: starts [10] and [12, 14, 16]: means 10 and 14 around 13; within 0 + 4 + 0 + 4 =
+    # 8, between 1 x 9 + 3 x 1 = 12, coefficient 4 - (1 + 9) / 4 = 1.5.
+    # Pooled: sigma_w^2 = (4 + 8) / (8 runs - 4 starts) = 3; sigma_b^2 = (16 + 12 - 3 x 2
+    # starts past each cell's first) / (2 + 1.5) = 22 / 3.5.
+    a = [[1.0, 3.0], [5.0, 7.0]]
+    b = [[10.0], [12.0, 14.0, 16.0]]
+    found = variance_components([a, b])
+    assert found == VarianceComponents(pytest.approx(22 / 3.5), pytest.approx(3.0), 4, 8)
+    assert found.between_share == pytest.approx((22 / 3.5) / (22 / 3.5 + 3))
+    # Cell a alone, balanced: (MSB - MSW) / n = (16 - 2) / 2, the textbook's estimate.
+    assert variance_components([a]).between == pytest.approx(7.0)
+    # Each cell has its own level: a cell 100 higher changes nothing between starts.
+    higher = [[v + 100.0 for v in g] for g in b]
+    assert variance_components([a, higher]) == found
+
+
+def test_variance_components_need_two_runs_of_a_start_and_two_starts_of_a_cell() -> None:
+    assert variance_components([]) is None
+    assert variance_components([[]]) is None
+    assert variance_components([[[1.0, 2.0, 4.0]]]) is None       # one start: no sigma_b^2
+    assert variance_components([[[1.0], [2.0]], [[3.0]]]) is None  # one run a start
+    # Starts that differ less than chance would make them: no variance between them, not a
+    # negative one.
+    assert variance_components([[[1.0, 3.0], [1.0, 3.0]]]) == VarianceComponents(0.0, 2.0, 2, 4)
+
+
+def test_variance_components_find_the_simulated_share() -> None:
+    """200 cells at their own levels, 4 starts x 5 runs each, 30% of the variance between
+    starts: the pooled estimate finds it (seeded, so the same every time)."""
+    rng = np.random.default_rng(37)
+    cells = []
+    for level in rng.uniform(2.0, 6.0, 200):
+        starts = level + rng.normal(0.0, SPREAD * math.sqrt(ICC), 4)
+        cells.append([list(start + rng.normal(0.0, SPREAD * math.sqrt(1 - ICC), 5))
+                      for start in starts])
+    found = variance_components(cells)
+    assert found.starts == 800 and found.runs == 4000
+    assert found.between_share == pytest.approx(ICC, abs=0.05)
+    assert found.between + found.within == pytest.approx(SPREAD ** 2, rel=0.1)
+
+
+# A fresh start of quick's 11 cells against a round of them (rounds.py's plan: 11 x (2 + 3 x
+# 1.5) + 3 x 3 s against 11 x 2.5 s).
+START_S, ROUND_S = 80.5, 27.5
+
+
+def _share(between: float) -> VarianceComponents:
+    return VarianceComponents(between, 1.0 - between, 22, 110)
+
+
+def test_runs_per_start_follow_where_the_variance_is() -> None:
+    # m* = sqrt((80.5 / 27.5) x (0.7 / 0.3)) = 2.61 at 30% between starts (the committed
+    # bdbhpt rows: 23-44%): 3 rounds a start, 2 at 44%, 3 at 23%.
+    best, m = runs_per_start(START_S, ROUND_S, _share(0.3), 5)
+    assert best == pytest.approx(math.sqrt(80.5 / 27.5 * 0.7 / 0.3)) and m == 3
+    assert runs_per_start(START_S, ROUND_S, _share(0.44), 5)[1] == 2
+    assert runs_per_start(START_S, ROUND_S, _share(0.23), 5)[1] == 3
+    # Most of it between starts: a start before every round.
+    assert runs_per_start(START_S, ROUND_S, _share(0.9), 5) == (pytest.approx(0.570, abs=1e-3),
+                                                                1)
+    # Little between starts: the profile's most, 5 (m* = 12.0 at 2%).
+    assert runs_per_start(START_S, ROUND_S, _share(0.02), 5)[1] == 5
+    # None at all: no start is worth its cost.
+    assert runs_per_start(START_S, ROUND_S, _share(0.0), 5) == (None, 5)
+    assert runs_per_start(START_S, ROUND_S, VarianceComponents(0.5, 0.0, 22, 110), 5) == (0.0, 1)
+
+
+def test_runs_per_start_are_clamped_to_the_profile() -> None:
+    assert runs_per_start(START_S, ROUND_S, _share(0.02), 3)[1] == 3
+    assert runs_per_start(START_S, ROUND_S, _share(0.3), 2)[1] == 2
+    assert runs_per_start(START_S, ROUND_S, _share(0.3), 1)[1] == 1
+
+
+def test_the_whole_number_of_runs_is_the_cheaper_for_its_variance() -> None:
+    """(sigma_b^2 + sigma_w^2 / m)(c_s + m c_r) is the same at m = 2 and 3 where m* =
+    sqrt(2 x 3): just above, 3 is the cheaper for its variance though 2.47 rounds to 2."""
+    above = VarianceComponents(1.0, 2.47 ** 2, 2, 4)  # c_s = c_r: m* = 2.47
+    below = VarianceComponents(1.0, 2.44 ** 2, 2, 4)
+    assert runs_per_start(1.0, 1.0, above, 5) == (pytest.approx(2.47), 3)
+    assert runs_per_start(1.0, 1.0, below, 5) == (pytest.approx(2.44), 2)
 
 
 # --- two samples ------------------------------------------------------------------------------

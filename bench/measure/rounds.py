@@ -5,11 +5,13 @@ The phases of a cell (runner.PHASES) are split at the QPS phase: the ones before
 the answers check, the warm-up, unloaded latency) run for each cell in turn, which stays
 running; then the rounds; then the phases after it (loaded latency, the capacity sweep where
 the profile has one, update visibility), again cell by cell. A round runs the cells in the
-order stats.round_order gives (reversed every other round); before every `restart_every`-th
-round each store's server and every server over it start afresh, so each cell is measured over
-two starts at least. After every start, warm-up runs of `steady_s` continue until two in a
-row are within STEADY of each other (runs in later rounds need none: nothing evicts the small
-data set from memory between rounds). After each round the cells' QPS intervals and ratios are
+order stats.round_order gives (reversed every other round); before round `restart_every`
+each store's server and every server over it start afresh, so each cell is measured over two
+starts at least, and again after as many rounds as starts.StartSchedule chooses at each start
+from where the variance of the cost per query lies (between starts or within one). After every
+start, warm-up runs of `steady_s` continue until two in a row are within STEADY of each other
+(runs in later rounds need none: nothing evicts the small data set from memory between
+rounds). After each round the cells' QPS intervals and ratios and their costs per query are
 recomputed and saved, and stats.StopRule says whether another round runs.
 """
 
@@ -27,6 +29,7 @@ from bench.load import prober
 from bench.load.dnsperf import DnsperfRun
 from bench.measure import accounting, stats
 from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
+from bench.measure.cost import cost_per_query
 from bench.measure.loadgen import generator_limit
 from bench.measure.progress import StepProgress
 from bench.measure.results import Results, save_results
@@ -39,7 +42,9 @@ from bench.measure.runner import (
     Setup,
     pin_processes,
 )
+from bench.measure.serial import to_json
 from bench.measure.serving import LoadedStore, loaded_store
+from bench.measure.starts import StartSchedule
 from servers import DLZ_CEILING, REFERENCE, ServerKind, base_name
 
 # Two warm-up runs in a row within 10% of each other: the warm-up is over. In the committed
@@ -72,32 +77,81 @@ def is_steady(qps: Sequence[float]) -> bool:
     return len(qps) >= 2 and abs(qps[-1] - qps[-2]) <= STEADY * qps[-2]
 
 
-def round_seconds(rounds: Rounds, index: int, cells: int, db_stores: int) -> float:
+# Whether every server starts afresh before a round (its index): Rounds.restarts_before, the
+# profile's spacing, or StartSchedule.starts_before, the spacing a run chose.
+StartsBefore = Callable[[int], bool]
+
+
+def start_seconds(rounds: Rounds, cells: int, db_stores: int) -> float:
+    """Expected seconds of a fresh start of every server of `cells` cells, `db_stores` of
+    whose stores have a database server: each server started afresh and warmed up, each
+    database server restarted."""
+    return cells * (RESTART_S + steady_warmup_s(rounds)) + db_stores * DATABASE_RESTART_S
+
+
+def plain_round_seconds(rounds: Rounds, cells: int) -> float:
+    """Expected seconds of a round without a fresh start: a run per cell."""
+    return cells * (rounds.run_s + RUN_OVERHEAD_S)
+
+
+def round_seconds(rounds: Rounds, index: int, cells: int, db_stores: int,
+                  starts_before: StartsBefore | None = None) -> float:
     """Expected seconds of round `index` over `cells` cells, `db_stores` of whose stores have
-    a database server: a run per cell, and before a restart round every server started afresh
-    and warmed up."""
-    seconds = cells * (rounds.run_s + RUN_OVERHEAD_S)
-    if rounds.restarts_before(index):
-        seconds += cells * (RESTART_S + steady_warmup_s(rounds)) + db_stores * DATABASE_RESTART_S
+    a database server: a run per cell, after a fresh start where `starts_before` (the
+    profile's spacing unless given) has one."""
+    seconds = plain_round_seconds(rounds, cells)
+    if (starts_before or rounds.restarts_before)(index):
+        seconds += start_seconds(rounds, cells, db_stores)
     return seconds
 
 
-def rounds_ahead(rounds: Rounds, done: int, elapsed_s: float, cells: int,
-                 db_stores: int) -> list[float]:
+def round_pace(rounds: Rounds, done: int, elapsed_s: float, cells: int, db_stores: int,
+               starts_before: StartsBefore | None = None) -> float:
+    """How long the `done` rounds run took (`elapsed_s`) over their expected seconds: what the
+    expected seconds of a round ahead are scaled by (1 before any round)."""
+    if not done:
+        return 1.0
+    expected = sum(round_seconds(rounds, index, cells, db_stores, starts_before)
+                   for index in range(done))
+    return elapsed_s / expected
+
+
+def next_round_seconds(rounds: Rounds, done: int, elapsed_s: float, cells: int, db_stores: int,
+                       starts_before: StartsBefore) -> float:
+    """Expected seconds of the round after the `done` ones, which took `elapsed_s`: its plan,
+    a fresh start included where `starts_before` has one, at their pace (whether it fits in
+    the budget: stats.StopRule)."""
+    return (round_pace(rounds, done, elapsed_s, cells, db_stores, starts_before)
+            * round_seconds(rounds, done, cells, db_stores, starts_before))
+
+
+def rounds_ahead(rounds: Rounds, done: int, elapsed_s: float, cells: int, db_stores: int,
+                 starts_before: StartsBefore | None = None) -> list[float]:
     """Expected seconds of the rounds still to run after `done` rounds took `elapsed_s`, for a
-    run the stop rule let go on: as many as fit in the budget at the pace so far (one at
-    least, and up to the minimum), at most the profile's most."""
-    fit = int((rounds.budget_s - elapsed_s) / (elapsed_s / done)) if done else rounds.max_rounds
-    count = min(rounds.max_rounds - done, max(fit, rounds.min_rounds - done, 1))
-    return [round_seconds(rounds, index, cells, db_stores) for index in range(done, done + count)]
+    run the stop rule let go on: as many as fit in the budget, each round's expected seconds
+    at the pace of the rounds run (round_pace; a round after a fresh start takes longer), one
+    at least and up to the minimum, at most the profile's most."""
+    pace = round_pace(rounds, done, elapsed_s, cells, db_stores, starts_before)
+    ahead: list[float] = []
+    ends_s = elapsed_s
+    for index in range(done, rounds.max_rounds):
+        seconds = round_seconds(rounds, index, cells, db_stores, starts_before)
+        if len(ahead) >= max(rounds.min_rounds - done, 1) and \
+                ends_s + pace * seconds > rounds.budget_s:
+            break
+        ahead.append(seconds)
+        ends_s += pace * seconds
+    return ahead
 
 
-def planned_rounds(rounds: Rounds, cells: int, db_stores: int) -> list[float]:
-    """Expected seconds of each round the profile's budget allows: the minimum always, then
-    as many as fit."""
+def planned_rounds(rounds: Rounds, cells: int, db_stores: int,
+                   starts_before: StartsBefore | None = None) -> list[float]:
+    """Expected seconds of each round the profile's budget allows, with fresh starts where
+    `starts_before` has them (the profile's spacing unless given): the minimum always, then as
+    many as fit."""
     plan: list[float] = []
     for index in range(rounds.max_rounds):
-        seconds = round_seconds(rounds, index, cells, db_stores)
+        seconds = round_seconds(rounds, index, cells, db_stores, starts_before)
         if index >= rounds.min_rounds and sum(plan) + seconds > rounds.budget_s:
             break
         plan.append(seconds)
@@ -132,8 +186,11 @@ class Plan:
 
 
 def plan_of(profile: Profile, opening: Sequence[Phase], closing: Sequence[Phase],
-            servers: Sequence[ServerKind], threads: Sequence[int]) -> Plan:
-    """The plan of measuring `servers` at `threads` in rounds with these phases."""
+            servers: Sequence[ServerKind], threads: Sequence[int],
+            starts_before: StartsBefore | None = None) -> Plan:
+    """The plan of measuring `servers` at `threads` in rounds with these phases, with fresh
+    starts where `starts_before` has them (the profile's spacing unless given: the schedule
+    before the run chooses its own, which only the budget bounds)."""
     stores = distinct_stores(servers)
     db_stores = sum(1 for server in stores if server.loader().database.has_server)
     cells = len(servers) * len(threads)
@@ -141,7 +198,7 @@ def plan_of(profile: Profile, opening: Sequence[Phase], closing: Sequence[Phase]
         stores=[STORE_SETUP_S + (DATABASE_START_S if s.loader().database.has_server else 0.0)
                 for s in stores],
         opening=[phase.expected_s(profile) for phase in opening] * cells,
-        rounds=planned_rounds(profile.rounds, cells, db_stores),
+        rounds=planned_rounds(profile.rounds, cells, db_stores, starts_before),
         closing=[phase.expected_s(profile) for phase in closing] * cells,
         opening_kinds=[phase.label for phase in opening] * cells,
         closing_kinds=[phase.label for phase in closing] * cells)
@@ -175,7 +232,7 @@ class RoundsRunner(Runner):
             return super().run()
         rounds = self.profile.rounds
         print(f"expected duration: at most about {self.plan.seconds / 60:.0f} min (rounds: "
-              f"{rounds.min_rounds} at least, then until every ratio is within "
+              f"{rounds.min_rounds} at least, then until every ratio and cost is within "
               f"+-{100 * rounds.target:g}% or {rounds.budget_s / 60:g} min of rounds have "
               "passed)", file=sys.stderr, flush=True)
         self.results.meta["server_cpus"] = (None if self.server_cpus is None
@@ -262,51 +319,52 @@ class RoundsRunner(Runner):
         rule = rounds.stop_rule()
         db_stores = sum(1 for s in distinct_stores([m.loaded.server for m in running])
                         if s.loader().database.has_server)
+        schedule = StartSchedule(rounds.restart_every,
+                                 start_seconds(rounds, len(running), db_stores),
+                                 plain_round_seconds(rounds, len(running)))
         planned = len(self.plan.rounds)
         began = time.monotonic()
         done, reason = 0, "no cell to measure"
-        checks: list[list[stats.WatchedRatio]] = []
+        checks: list[list[stats.Watched]] = []
         while running:
             self.progress.step(f"round {done + 1} (at most {done + planned}): "
                                f"{len(running)} cells")
             planned -= 1
-            self.run_round(running, done)
+            fresh = schedule.starts_before(done)
+            if fresh:
+                schedule.start(done, [m.cell for m in running],
+                               start_seconds(rounds, len(running), db_stores),
+                               plain_round_seconds(rounds, len(running)))
+            self.run_round(running, done, fresh)
             done += 1
             checks.append(self.update_figures(running))
             save_results(self.results, self.setup.out_dir)
             elapsed = time.monotonic() - began
             print(f"round {done}: {widest_text(checks[-1], rounds.target)}", file=sys.stderr,
                   flush=True)
-            stop = rule.reason_to_stop(done, checks, elapsed)
+            stop = rule.reason_to_stop(done, checks, elapsed, next_round_seconds(
+                rounds, done, elapsed, len(running), db_stores, schedule.starts_before))
             if stop is not None:
                 reason = stop
                 break
             # The rounds still ahead at the pace of the ones run: the progress line's "left".
-            ahead = rounds_ahead(rounds, done, elapsed, len(running), db_stores)
+            ahead = rounds_ahead(rounds, done, elapsed, len(running), db_stores,
+                                 schedule.starts_before)
             self.progress.replace_next(planned, ahead)
             planned = len(ahead)
         self.progress.skip(planned)
-        self.results.meta["rounds"] = {
-            "done": done, "stopped": reason, "order": "ABBA (reversed every other round)",
-            "min_rounds": rounds.min_rounds, "max_rounds": rounds.max_rounds,
-            "budget_s": rounds.budget_s, "target": rounds.target,
-            "restart_every": rounds.restart_every, "run_s": rounds.run_s,
-            "steady_s": rounds.steady_s, "steady_within": STEADY,
-            "checks_in_a_row": stats.CHECKS_IN_A_ROW,
-            "not_waited_for": [f"{r.name}: {r.not_waited_because}"
-                               for r in (checks[-1] if checks else [])
-                               if r.not_waited_because is not None]}
+        self.results.meta["rounds"] = rounds_meta(rounds, done, reason, checks, schedule)
         self.results.meta["calibration"] = calibration(self.results.cells)
 
-    def run_round(self, running: list[Measuring], index: int) -> None:
+    def run_round(self, running: list[Measuring], index: int, fresh: bool) -> None:
         """Every running cell's QPS run of round `index`, after a fresh start of every store
-        in a restart round (each store at its first cell's turn)."""
+        when `fresh` (each store at its first cell's turn)."""
         restarted: set[str] = set()
         for m in stats.round_order(list(running), index):
             if not any(m is r for r in running):  # failed at its store's fresh start
                 continue
             store = m.loaded.loader.name
-            if self.profile.rounds.restarts_before(index) and store not in restarted:
+            if fresh and store not in restarted:
                 restarted.add(store)
                 group = [c for c in running if c.loaded.loader.name == store]
                 try:
@@ -361,13 +419,14 @@ class RoundsRunner(Runner):
         m.server.stop()
         running[:] = [r for r in running if r is not m]
 
-    def update_figures(self, running: list[Measuring]) -> list[stats.WatchedRatio]:
+    def update_figures(self, running: list[Measuring]) -> list[stats.Watched]:
         """Every cell's QPS interval, CPU per query and ratios from the rounds so far: the
-        ratios the stop rule watches."""
+        ratios and the costs per query the stop rule watches."""
         for m in running:
             set_qps_figures(m.cell)
-        return update_ratios([m.cell for m in running], self.profile.rounds.target,
-                             self.results.meta.get("server_cpus"))
+        cells = [m.cell for m in running]
+        return [*update_ratios(cells, self.profile.rounds.target,
+                               self.results.meta.get("server_cpus")), *watched_costs(cells)]
 
     # --- after the rounds ---------------------------------------------------------------------
 
@@ -392,13 +451,13 @@ def set_qps_figures(cell: Cell) -> None:
 
 
 def update_ratios(cells: list[Cell], target: float,
-                  cpus: int | None) -> list[stats.WatchedRatio]:
+                  cpus: int | None) -> list[stats.Watched]:
     """Each cell's ratio to native BIND's and to the memory driver's QPS at its thread count,
     and a row on another BIND's (NAME@VERSION) to its own row on the run's BIND, from the
     rounds both ran in, with whether it met `target`; every ratio for the stop rule, those
     between cells the load generator limited (`cpus`: the server's pinned CPUs) marked not
     waited for, with why: their figures cannot be ranked anyway."""
-    watched: list[stats.WatchedRatio] = []
+    watched: list[stats.Watched] = []
     for cell in cells:
         for reference in dict.fromkeys((REFERENCE, DLZ_CEILING, base_name(cell.server))):
             ref = next((c for c in cells if c.server == reference
@@ -411,11 +470,47 @@ def update_ratios(cells: list[Cell], target: float,
             cell.ratios[reference] = ratio
             cell.ratio_target_met[reference] = ratio.meets(target)
             limited = [c.server for c in (cell, ref) if generator_limit(c, cpus).bound]
-            watched.append(stats.WatchedRatio(
+            watched.append(stats.Watched(
                 f"{cell.server}/{reference} at {cell.threads} thread(s)", ratio,
                 f"the load generator limits {' and '.join(limited)} at {cell.threads} "
                 "thread(s)" if limited else None))
     return watched
+
+
+def watched_costs(cells: list[Cell]) -> list[stats.Watched]:
+    """Each cell's cost per query with its interval over fresh starts, for the stop rule: the
+    run's first figure, whose interval a QPS ratio's does not bound (a ratio can meet the
+    target after two starts, where the cost's t interval over two starts is still too wide to
+    place it). Its figure holds where the load generator limits the QPS: waited for there
+    too; not for a cell whose runs have no cost each (a run that answered nothing)."""
+    watched = []
+    for cell in cells:
+        name = f"{cell.server} cost per query at {cell.threads} thread(s)"
+        cost = cost_per_query(cell)
+        if cost is None or not cost.per_run:
+            watched.append(stats.Watched(name, None, "a run without a cost of its own",
+                                         stats.COST))
+        else:
+            watched.append(stats.Watched(name, cost.interval, figure=stats.COST))
+    return watched
+
+
+def rounds_meta(rounds: Rounds, done: int, reason: str, checks: list[list[stats.Watched]],
+                schedule: StartSchedule) -> dict:
+    """results.json's meta.rounds: how the rounds ran and why they ended, and every fresh
+    start with the rounds it chose to the next (starts.StartDecision; files before the
+    schedule have none, and started afresh every restart_every rounds)."""
+    return {
+        "done": done, "stopped": reason, "order": "ABBA (reversed every other round)",
+        "min_rounds": rounds.min_rounds, "max_rounds": rounds.max_rounds,
+        "budget_s": rounds.budget_s, "target": rounds.target,
+        "restart_every": rounds.restart_every, "run_s": rounds.run_s,
+        "steady_s": rounds.steady_s, "steady_within": STEADY,
+        "checks_in_a_row": stats.CHECKS_IN_A_ROW,
+        "not_waited_for": [f"{w.name}: {w.not_waited_because}"
+                           for w in (checks[-1] if checks else [])
+                           if w.not_waited_because is not None],
+        "starts": to_json(schedule.decisions)}
 
 
 def calibration(cells: list[Cell]) -> dict | None:
@@ -431,23 +526,37 @@ def calibration(cells: list[Cell]) -> dict | None:
             "drift": last / first - 1 if first else None}
 
 
-def widest_text(ratios: Sequence[stats.WatchedRatio], target: float) -> str:
-    """The progress line's word on the ratios the stop rule waits for: the widest interval's
-    half-width against the target, how many have no interval yet (too few rounds), and how
-    many it does not wait for."""
+def widest_text(watched: Sequence[stats.Watched], target: float) -> str:
+    """The progress line's word on the figures the stop rule waits for: for the ratios, the
+    widest interval's half-width against the target, how many have no interval yet (too few
+    rounds), and how many it does not wait for; then the same of the costs per query, where
+    the rule watches them."""
+    ratios = [w for w in watched if w.figure == stats.RATIO]
+    costs = [w for w in watched if w.figure == stats.COST]
     waited = [r.interval for r in ratios if r.not_waited_because is None]
-    widths = [width for r in waited if r is not None and (width := r.half_width) is not None]
-    missing = len(waited) - len(widths)
     skipped = len(ratios) - len(waited)
     if not waited:
         text = "no ratio to wait for"
     else:
-        text = f"widest ratio interval +-{100 * max(widths):.1f}%" if widths else "no interval yet"
-        if missing:
-            text += f", {missing} of {len(waited)} without one yet"
+        text = _widest(waited, "widest ratio interval", "no interval yet")
         text += f" (target +-{100 * target:g}%)"
     if skipped:
         text += f", {skipped} of {len(ratios)} not waited for (load generator)"
+    if costs:
+        text += "; cost per query: " + _widest(
+            [c.interval for c in costs if c.not_waited_because is None], "widest interval",
+            "no interval yet")
+    return text
+
+
+def _widest(intervals: Sequence[stats.Interval | None], widest: str, none_yet: str) -> str:
+    """'<widest> +-10.0%, 2 of 4 without one yet' of the intervals, `none_yet` in place of the
+    first part while none has one."""
+    widths = [width for i in intervals if i is not None and (width := i.half_width) is not None]
+    text = f"{widest} +-{100 * max(widths):.1f}%" if widths else none_yet
+    missing = len(intervals) - len(widths)
+    if missing:
+        text += f", {missing} of {len(intervals)} without one yet"
     return text
 
 

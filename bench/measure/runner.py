@@ -56,14 +56,15 @@ from zonedata.queries import read_query_file
 @dataclass(frozen=True)
 class Rounds:
     """How `run` measures QPS: in rounds, each running every cell once (stats.round_order),
-    the servers kept running between rounds and started afresh every `restart_every` rounds;
+    the servers kept running between rounds and started afresh after `restart_every` rounds,
+    then after as many (1 to `restart_every`) as starts.StartSchedule chooses from the runs;
     rounds continue until stats.StopRule says (docs/method/run.md, "Rounds")."""
 
     min_rounds: int
     max_rounds: int
     budget_s: float           # for the rounds (set-up and the once-per-cell phases apart)
     run_s: float              # each cell's QPS run in a round
-    restart_every: int        # a fresh start before rounds restart_every, 2 x restart_every...
+    restart_every: int        # rounds between the first two fresh starts, and the most after any
     steady_s: float           # each warm-up run after a fresh start
     steady_max_runs: int = 5  # warm-up runs at most, steady or not
     target: float = stats.DEFAULT_TARGET
@@ -72,6 +73,8 @@ class Rounds:
         return stats.StopRule(self.min_rounds, self.max_rounds, self.budget_s, self.target)
 
     def restarts_before(self, round_index: int) -> bool:
+        """A fresh start before this round at the profile's spacing, every restart_every
+        rounds: the plan's before the run chooses its own (starts.StartSchedule)."""
         return round_index > 0 and round_index % self.restart_every == 0
 
 

@@ -22,10 +22,13 @@ Runs are not independent, though: the rounds after one fresh start of a server s
 state (the between-start intraclass correlation of the committed bdbhpt rows is 0.23-0.44),
 so an interval over runs is too narrow. `start_interval` treats fresh starts as the
 independent unit: the geometric mean of a per-run figure from one mean per start, with a t
-interval over the starts. Two samples (two runs' figures, or their per-start means) are told
-apart by `verdict`: a shift estimate with its interval (Hodges-Lehmann on log values, the
-interval from inverting the Mann-Whitney test) says "changed", an equivalence test within
-+-margin (two one-sided Mann-Whitney tests) says "the same", and neither says "undecided".
+interval over the starts. How many runs a start is worth depends on where the variance
+lies: `variance_components` estimates it between starts and within one, `runs_per_start`
+turns that into the classic optimal cluster size (bench/measure/starts.py). Two samples (two
+runs' figures, or their per-start means) are told apart by `verdict`: a shift estimate with
+its interval (Hodges-Lehmann on log values, the interval from inverting the Mann-Whitney
+test) says "changed", an equivalence test within +-margin (two one-sided Mann-Whitney tests)
+says "the same", and neither says "undecided".
 The tests are scipy.stats's; scipy is imported where it is used, since importing it takes
 half a second and most of the suite never needs it.
 """
@@ -162,6 +165,93 @@ def start_interval(values: Sequence[float], starts: Sequence[int],
     return Interval(estimate, math.exp(bounds.low), math.exp(bounds.high), len(logs))
 
 
+# --- fresh starts or more rounds: where the variance is ---------------------------------------
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """The variance of a per-run (log) figure between fresh starts (sigma_b^2: how far one
+    start's true level stands from another's) and within one start (sigma_w^2: how far a run
+    stands from its start's level), estimated from `runs` runs after `starts` starts (counted
+    per cell: a start of every server of a run of 11 cells counts 11 times)."""
+
+    between: float
+    within: float
+    starts: int
+    runs: int
+
+    @property
+    def between_share(self) -> float | None:
+        """The intraclass correlation, sigma_b^2 / (sigma_b^2 + sigma_w^2); None when both
+        are 0."""
+        total = self.between + self.within
+        return self.between / total if total > 0 else None
+
+
+@dataclass(frozen=True)
+class _Squares:
+    """One-way ANOVA's sums of one cell's runs grouped by start: the squares around each
+    start's mean (within), and of the starts' means around the cell's mean with each run
+    counted (between); the cell's runs and starts; and the coefficient of sigma_b^2 in the
+    between-start sum's expectation, N - sum(n_s^2) / N (N runs, n_s after start s)."""
+
+    within: float
+    between: float
+    runs: int
+    starts: int
+    between_weight: float
+
+
+def _squares(groups: Sequence[Sequence[float]]) -> _Squares:
+    groups = [g for g in groups if g]
+    runs = sum(len(g) for g in groups)
+    mean = statistics.fmean(v for g in groups for v in g)
+    means = [statistics.fmean(g) for g in groups]
+    return _Squares(
+        within=sum((v - m) ** 2 for g, m in zip(groups, means, strict=True) for v in g),
+        between=sum(len(g) * (m - mean) ** 2 for g, m in zip(groups, means, strict=True)),
+        runs=runs, starts=len(groups),
+        between_weight=runs - sum(len(g) ** 2 for g in groups) / runs)
+
+
+def variance_components(cells: Sequence[Sequence[Sequence[float]]]) -> VarianceComponents | None:
+    """sigma_b^2 and sigma_w^2 by the method of moments of the one-way random-effects ANOVA,
+    pooled over cells that share them but not their levels: cells[c][s] holds the values of
+    cell c's runs after its start s (any number each). sigma_w^2 is the pooled within-start
+    mean square (N_c - k_c degrees of freedom a cell, k_c its starts); the between-start sum of
+    squares around each cell's own mean has expectation sum(k_c - 1) sigma_w^2 +
+    sum(N_c - sum_s n_cs^2 / N_c) sigma_b^2 (unequal starts included), which gives sigma_b^2,
+    0 where chance puts it below (a negative variance is none). None without two runs after
+    one start (no sigma_w^2) or two starts of one cell (no sigma_b^2)."""
+    sums = [_squares(groups) for groups in cells if any(groups)]
+    runs, starts = sum(s.runs for s in sums), sum(s.starts for s in sums)
+    weight = sum(s.between_weight for s in sums)
+    if runs == starts or weight <= 0:
+        return None
+    within = sum(s.within for s in sums) / (runs - starts)
+    between = (sum(s.between for s in sums) - within * (starts - len(sums))) / weight
+    return VarianceComponents(max(0.0, between), within, starts, runs)
+
+
+def runs_per_start(start_s: float, run_s: float, components: VarianceComponents,
+                   most: int) -> tuple[float | None, int]:
+    """How many runs to take after each fresh start, for a mean whose unit is the start: n
+    starts of m runs each leave it a variance of (sigma_b^2 + sigma_w^2 / m) / n at a cost of
+    n (start_s + m run_s), and for a given budget their product is least at the classic
+    optimal cluster size m* = sqrt((start_s / run_s) (sigma_w^2 / sigma_b^2)). Returns m*
+    (None without variance between starts: no start is worth its cost) and the whole number of
+    runs in [1, most] to take: of the whole numbers either side of m*, the one with the smaller
+    product (that product falls up to m* and rises after it)."""
+    if components.between <= 0:
+        return None, most
+    best = math.sqrt(start_s / run_s * components.within / components.between)
+
+    def product(m: int) -> float:
+        return (components.between + components.within / m) * (start_s + m * run_s)
+
+    whole = sorted({min(most, max(1, math.floor(best))), min(most, max(1, math.ceil(best)))})
+    return best, min(whole, key=product)
+
+
 # --- two samples: changed, the same, or undecided -------------------------------------------
 
 CHANGED, SAME, UNDECIDED = "changed", "the same", "undecided"
@@ -279,62 +369,80 @@ def _logs(values: Sequence[float]) -> list[float]:
 
 # --- when the rounds end ----------------------------------------------------------------------
 
+RATIO, COST = "ratio", "cost per query"  # the figures the stop rule watches
+
+
 @dataclass(frozen=True)
-class WatchedRatio:
-    """A ratio as the stop rule sees it: its name ("pg/native at 1 thread(s)"), its interval (None:
-    too few rounds yet), and why the rule does not wait for it (None: it does)."""
+class Watched:
+    """A figure as the stop rule sees it: its name ("pg/native at 1 thread(s)"), its interval
+    (None: too few rounds yet), why the rule does not wait for it (None: it does), and what it
+    is: a QPS ratio (RATIO) or a cell's cost per query (COST)."""
 
     name: str
     interval: Interval | None
     not_waited_because: str | None = None
+    figure: str = RATIO
 
 
 @dataclass(frozen=True)
 class StopRule:
-    """When rounds end: at least `min_rounds`; then as soon as every ratio waited for has met
+    """When rounds end: at least `min_rounds`; then as soon as every figure waited for (the QPS
+    ratios, and each cell's cost per query, whose interval is over its fresh starts) has met
     the `target` half-width in CHECKS_IN_A_ROW checks in a row (one check after every round),
-    or when one more round would not fit in `budget_s` (at the mean duration of the rounds so
-    far), or after `max_rounds`. With no ratio to wait for, at `min_rounds`, saying why. Every
-    reason names the ratios not waited for."""
+    or when one more round would not fit in `budget_s`, or after `max_rounds`. With no figure
+    to wait for, at `min_rounds`, saying why. Every reason names the figures not waited for."""
 
     min_rounds: int
     max_rounds: int
     budget_s: float
     target: float = DEFAULT_TARGET
 
-    def target_met(self, ratios: Sequence[WatchedRatio]) -> bool:
-        """Does every ratio waited for meet the target? Never for none: an empty set meets
+    def target_met(self, watched: Sequence[Watched]) -> bool:
+        """Does every figure waited for meet the target? Never for none: an empty set meets
         nothing."""
-        waited = [r.interval for r in ratios if r.not_waited_because is None]
+        waited = [w.interval for w in watched if w.not_waited_because is None]
         return bool(waited) and all(i is not None and i.meets(self.target) for i in waited)
 
-    def reason_to_stop(self, rounds_done: int, checks: Sequence[Sequence[WatchedRatio]],
-                       elapsed_s: float) -> str | None:
+    def reason_to_stop(self, rounds_done: int, checks: Sequence[Sequence[Watched]],
+                       elapsed_s: float, next_round_s: float | None = None) -> str | None:
         """Why the rounds end after `rounds_done` rounds taking `elapsed_s` in all, or None
-        to run another; `checks`: the ratios after each round so far, the last one now."""
+        to run another; `checks`: the figures after each round so far, the last one now;
+        `next_round_s`: how long the next round is expected to take (None: the mean of the
+        rounds so far; a round after a fresh start takes longer than one without)."""
         if rounds_done < self.min_rounds:
             return None
-        ratios = checks[-1] if checks else []
+        watched = checks[-1] if checks else []
         recent = checks[-CHECKS_IN_A_ROW:]
-        if not any(r.not_waited_because is None for r in ratios):
-            reason = "no ratio to wait for" + ("" if ratios else " (no two cells to pair)")
+        waited = [w for w in watched if w.not_waited_because is None]
+        if next_round_s is None:
+            next_round_s = elapsed_s / rounds_done
+        if not waited:
+            reason = (f"no {_noun(watched)} to wait for"
+                      + ("" if watched else " (no two cells to pair)"))
         elif len(recent) == CHECKS_IN_A_ROW and all(self.target_met(c) for c in recent):
-            reason = (f"every ratio within +-{100 * self.target:g}% in {CHECKS_IN_A_ROW} "
+            figures = " and ".join(dict.fromkeys(w.figure for w in waited))
+            reason = (f"every {figures} within +-{100 * self.target:g}% in {CHECKS_IN_A_ROW} "
                       "checks in a row")
         elif rounds_done >= self.max_rounds:
             reason = f"{self.max_rounds} rounds, the profile's most"
-        elif elapsed_s + elapsed_s / rounds_done > self.budget_s:
+        elif elapsed_s + next_round_s > self.budget_s:
             reason = f"time budget ({self.budget_s / 60:g} min of rounds)"
         else:
             return None
-        return reason + not_waited_text(ratios)
+        return reason + not_waited_text(watched)
 
 
-def not_waited_text(ratios: Sequence[WatchedRatio]) -> str:
+def _noun(watched: Sequence[Watched]) -> str:
+    """What the watched figures are called together: "ratio" while they are QPS ratios only
+    (as before the rule watched costs), else "figure"."""
+    return RATIO if all(w.figure == RATIO for w in watched) else "figure"
+
+
+def not_waited_text(watched: Sequence[Watched]) -> str:
     """'; 2 of 5 ratios not waited for (the load generator limits native)', or '' when the
-    rule waits for every ratio."""
-    skipped = [r for r in ratios if r.not_waited_because is not None]
+    rule waits for every figure."""
+    skipped = [w for w in watched if w.not_waited_because is not None]
     if not skipped:
         return ""
-    why = "; ".join(dict.fromkeys(r.not_waited_because or "" for r in skipped))
-    return f"; {len(skipped)} of {len(ratios)} ratios not waited for ({why})"
+    why = "; ".join(dict.fromkeys(w.not_waited_because or "" for w in skipped))
+    return f"; {len(skipped)} of {len(watched)} {_noun(watched)}s not waited for ({why})"

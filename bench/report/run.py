@@ -33,6 +33,7 @@ from bench.measure.loadgen import (
 )
 from bench.measure.metadata import METADATA_KEYS, NOT_INSTALLED, UNKNOWN
 from bench.measure.results import SECTIONS, Results
+from bench.measure.starts import FIXED_STARTS
 from bench.measure.startup import StartupPoint
 from bench.measure.stats import Interval, median_interval
 from bench.report.cost import (
@@ -207,7 +208,7 @@ def _qps_method(meta: dict) -> str:
                 "those runs in parentheses.")
     return (f"QPS was measured in {rounds['done']} rounds ({rounds['stopped']}): each round ran "
             f"every cell once for {rounds['run_s']:g} s, in an order reversed every other round, "
-            f"every server started afresh before every {rounds['restart_every']}th round and "
+            f"{_restarts_text(rounds)} and "
             f"warmed up until two {rounds['steady_s']:g}-s runs in a row were within "
             f"{100 * rounds['steady_within']:g}%. QPS is the median of a cell's runs with its 95% "
             "interval in brackets (distribution-free, from the runs' order statistics, taking "
@@ -220,6 +221,46 @@ def _qps_method(meta: dict) -> str:
             f"previous run's mark: it clears only under {GENERATOR_OFF:g} and at "
             f"{SERVER_BUSY_OFF:g} or more), so N is the client's limit, not the server's: not "
             "ranked; its cost per query still holds.")
+
+
+def _restarts_text(rounds: dict) -> str:
+    """Where every server started afresh: every restart_every rounds (files before the run
+    chose its starts), or where the run's schedule put them, with what chose each spacing
+    (meta.rounds.starts: bench/measure/starts.py)."""
+    starts = rounds.get("starts")
+    every = rounds["restart_every"]
+    if starts is None:
+        return f"every server started afresh before every {every}th round"
+    at = _and_list([str(d["round"] + 1) for d in starts])
+    chosen = starts[FIXED_STARTS:]
+    if not chosen:
+        return (f"every server started afresh before round{'s' if len(starts) > 1 else ''} "
+                f"{at} (the profile's spacing, {every} rounds: the rounds ended before a start "
+                "chose its own)")
+    last = chosen[-1]
+    return (f"every server started afresh before rounds {at} (the first {FIXED_STARTS} starts "
+            f"{every} rounds apart; at each later start, the rounds to the next m = "
+            f"√((c_s / c_r) × (σ_w² / σ_b²)) within 1–{every}: σ_b² and σ_w² the variance of "
+            "the log cost per query between starts and within one over the runs so far, c_s a "
+            f"fresh start's and c_r a round's expected seconds ({last['start_s']:g} and "
+            f"{last['round_s']:g} s); chosen: {_and_list([_choice_text(d) for d in chosen])})")
+
+
+def _choice_text(decision: dict) -> str:
+    """'2 (between-start share 0.31)': one start's choice of the rounds to the next, and what
+    set it."""
+    if decision.get("why"):
+        why = decision["why"]
+    elif not decision.get("between"):
+        why = "no variance between starts"
+    else:
+        why = f"between-start share {decision['between_share']:.2f}"
+    return f"{decision['runs_per_start']} ({why})"
+
+
+def _and_list(items: list[str]) -> str:
+    """'1, 6 and 11'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def render_method(results: Results) -> list[str]:
