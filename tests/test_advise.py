@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from base.errors import UserError
 from base.process import as_user, give_to_service_user, service_environment, service_user
 from bench.commands.cli import build_parser, main
 from bench.load.dnsperf import DnsperfRun
@@ -429,3 +430,19 @@ def test_the_committed_results_give_advice() -> None:
     assert pg.verdict == FAILS and pg.check("headroom").estimate.runs == ("capacity-2026-11-26",)
     assert (pg.figures["threads"].value, pg.figures["connections"].value) == (32, 64)
     assert adv.EARLY in pg.figures["threads"].flags  # tune ran before the rule
+
+
+@CHECK
+def test_the_committed_results_of_two_machines_are_never_mixed() -> None:
+    """The committed runs come from an AMD EPYC VM and an Intel Xeon VM: by default the
+    advice reads the machine with the most runs, --machine chooses the other, and a name
+    that is no machine's is one line naming those there are."""
+    catalogue = Catalogue.committed()
+    wanted = Requirement(400000, 20000, 5, 1, 50)
+    amd = advise(catalogue, wanted, bind="9.18")
+    intel = advise(catalogue, wanted, bind="9.18", machine="xeon")
+    assert amd.machine == "AMD EPYC, 2 CPUs" and "Intel" in (intel.machine or "")
+    assert "quick-2026-11-27" in intel.runs and "quick-2026-11-27" not in amd.runs
+    assert not set(amd.runs) & set(intel.runs)
+    with pytest.raises(UserError, match=r"^--machine 'sparc': names 0 of the machines"):
+        advise(catalogue, wanted, bind="9.18", machine="sparc")

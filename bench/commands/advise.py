@@ -35,6 +35,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", nargs="+", type=Path, metavar="DIR",
                    help="results directories to read instead of the committed ones "
                         "(docs/results); a directory holding several is read whole")
+    p.add_argument("--machine", metavar="TEXT",
+                   help="the committed results of the machine whose CPU model contains TEXT, "
+                        "e.g. Intel or EPYC (default: the machine with the most of them); "
+                        "figures of two machines are never mixed")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="also write advice.md, advice.png and a self-contained advice.html "
                         "there")
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out}: exists and is not a directory")
     advice = advise(catalogue_of(args.results), wanted,
                     bind=selected_bind(need_drivers=False).version,
-                    given=args.results is not None, servers=servers)
+                    given=args.results is not None, servers=servers, machine=args.machine)
     print(plain(page(advice, with_figure=False)), end="")
     if args.out is not None:
         for path in write_advice(advice, args.out):

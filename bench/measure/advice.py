@@ -252,10 +252,19 @@ class Advice:
 # ---------------------------------------------------------------- the runs read
 
 def advise(catalogue: Catalogue, requirement: Requirement, *, bind: str,
-           given: bool = False, servers: Sequence[str] | None = None) -> Advice:
+           given: bool = False, servers: Sequence[str] | None = None,
+           machine: str | None = None) -> Advice:
     """The advice over the catalogue's runs: every run of them (`given`: the user's own
-    directories, which must agree in BIND and machine), or the committed runs of `bind`."""
+    directories, which must agree in BIND and machine), or the committed runs of `bind` on
+    one machine (`machine`: the one whose description contains it; default: the machine with
+    the most of them). QPS and cost belong to the machine that measured them, so the figures
+    of two machines never meet in one piece of advice."""
     runs = _usable_runs(catalogue, bind, given)
+    if not given:
+        runs = _runs_of_one_machine(catalogue, runs, machine)
+    elif machine is not None:
+        raise UserError("--machine chooses among the committed results; --results gives "
+                        "runs of one machine already")
     evidence = Evidence(catalogue, runs)
     names = _servers(evidence, servers)
     return Advice(requirement, runs, _bind_of(catalogue, runs) or bind,
@@ -283,6 +292,29 @@ def _usable_runs(catalogue: Catalogue, bind: str, given: bool) -> list[str]:
     if given:
         _same_versions(catalogue, runs)
     return runs
+
+
+def _runs_of_one_machine(catalogue: Catalogue, runs: Sequence[str],
+                         wanted: str | None) -> list[str]:
+    """The runs of one machine: the one `wanted` names (a part of its description, any
+    case), else the one with the most runs; runs that recorded no machine are kept."""
+    by_machine: dict[str, list[str]] = {}
+    for run in runs:
+        machine = catalogue.provenance(run).machine
+        if machine is not None:
+            by_machine.setdefault(machine, []).append(run)
+    if not by_machine:
+        return list(runs)
+    if wanted is None:
+        chosen = max(by_machine, key=lambda m: (len(by_machine[m]), m))
+    else:
+        matching = [m for m in by_machine if wanted.lower() in m.lower()]
+        if len(matching) != 1:
+            raise UserError(f"--machine {wanted!r}: names {len(matching)} of the machines of "
+                            f"the committed results ({'; '.join(sorted(by_machine))}); name "
+                            f"one")
+        chosen = matching[0]
+    return [run for run in runs if catalogue.provenance(run).machine in (chosen, None)]
 
 
 def _bind_version(made: Provenance) -> str | None:
