@@ -11,7 +11,10 @@ MysqlServer; the reader's reaches the driver inside named in a 0600 file of the 
 that named.conf names (password_file=), never in named.conf or named's environment. When a
 DLZ driver is to take RFC 2136 updates, a fourth, `dlz_writer`, is made (writer_account): it
 may read the zones and read, add and delete records, and nothing else; its password reaches
-the driver the same way (writer_password_file=).
+the driver the same way (writer_password_file=), which connects as it for updates only. The
+records it may add and delete are those of the update zones of the drivers given it on this
+server, which triggers check row by row (loaders/mysql.py: limit_writes,
+MysqlServer.writable_zones).
 """
 
 from __future__ import annotations
@@ -100,6 +103,10 @@ class MysqlServer(PrivateServer):
         self.password_file = self.run_dir / "reader.password"
         self.writer_password_file = self.run_dir / "writer.password"
         self._writer_made = False
+        # The zones (keys) whose records the writer account may change (loaders/mysql.py:
+        # limit_writes): the update zones of every DLZ driver given the account on this server
+        # so far, since two nameds over one store may take updates for different zones.
+        self.writable_zones: set[str] = set()
         self.socket = str(self.run_dir / "mariadb.sock")
         # TCP address clients use when the server is on its own host (None: the unix socket).
         self.host: str | None = None

@@ -8,10 +8,14 @@ Every account needs a password (SCRAM), random per instance: the bootstrap super
 the loaders', and the DLZ driver (or PowerDNS) reads as `dlz_reader`, a role that may only
 SELECT from the loader's tables (PostgresDatabase asks the loader's schema to grant it), its
 password handed to named in a password file of the servers' user (mode 0600), which named's
-environment names (PGPASSFILE): never in named.conf or an environment. A driver that takes
-RFC 2136 updates (update_zones) connects as `dlz_writer` instead, made only then
-(PostgresDatabase.writer_password): the reader's rights, and INSERT and DELETE where the update
-path writes (PgSchema.grant_write), its password in the same file.
+environment names (PGPASSFILE): never in named.conf or an environment. A DLZ driver that
+takes RFC 2136 updates (update_zones) still reads as `dlz_reader`, and only its update
+connection logs in as `dlz_writer` (drivers/pg: writer_user), made only then
+(PostgresDatabase.writer_password), its password in the same file: the reader's rights, and
+INSERT and DELETE where the update path writes (PgSchema.grant_write), limited by row-level
+security to the rows of the update zones of the drivers given it on this server
+(loaders/pg.py: limit_writes, PgServer.writable_zones). PowerDNS, which takes updates on the
+connection it reads on, connects as `dlz_writer` throughout, without that row limit.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 # The role the DLZ driver (and PowerDNS's gpgsql) reads as on the suite's own server: LOGIN,
 # a random password per instance, SELECT on the loader's tables only (PgSchema.grant_read).
 READER_ROLE = "dlz_reader"
-# The role of a DLZ driver that takes updates: the reader's rights plus PgSchema.grant_write.
+# The role a DLZ driver's update connection (PowerDNS's every connection, when it takes
+# updates) logs in as: the reader's rights plus PgSchema.grant_write.
 WRITER_ROLE = "dlz_writer"
 
 # libpq's settings a --store-url may pass on (?sslmode=verify-full&sslrootcert=FILE), and the
@@ -141,6 +146,10 @@ class PgServer(PrivateServer):
         self.reader_password = secrets.token_hex(16)
         # The writer's, set whenever a driver that takes updates asks for the role.
         self.writer_password = secrets.token_hex(16)
+        # The zones (keys) whose rows the writer role may change (loaders/pg.py: limit_writes):
+        # the update zones of every DLZ driver given the role on this server so far, since two
+        # nameds over one store may take updates for different zones.
+        self.writable_zones: set[str] = set()
         # Both, as libpq reads them from a password file (PGPASSFILE) in named or PowerDNS.
         self.passfile = self.run_dir / "drivers.pgpass"
         # A TCP endpoint in front of the server (a latency proxy) that the DLZ driver is to

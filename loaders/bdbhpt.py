@@ -35,7 +35,7 @@ import secrets
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -482,10 +482,11 @@ class BdbhptLoader(Loader[Path]):
         give_to_service_user(home, tree=True)
         return {"mode": mode, "env": str(home)}
 
-    def dlz_write_access(self, target: Path, options: Mapping[str, str]
+    def dlz_write_access(self, target: Path, options: Mapping[str, str], zones: Sequence[str]
                          ) -> tuple[dict[str, str], dict[str, str]]:
         """The same home: the driver writes updates into its mode's environment as the loader
-        does (schemas/bdb.md); a private environment, which has no locking, takes none."""
+        does (schemas/bdb.md), with file permissions that cannot tell one zone from another;
+        a private environment, which has no locking, takes none."""
         if options["mode"] == "private":
             raise UserError("the bdbhpt store's private mode takes no updates while named "
                             "serves (no locking): use mode transactional or concurrent")

@@ -9,7 +9,7 @@ zones of the old file that the load does not name are carried over.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -141,10 +141,10 @@ class MemoryLoader(Loader[Path]):
         return {"file": str(data_file(target)),
                 **{key: options[key] for key in DRIVER_SWITCHES if key in options}}
 
-    def dlz_write_access(self, target: Path, options: Mapping[str, str]
+    def dlz_write_access(self, target: Path, options: Mapping[str, str], zones: Sequence[str]
                          ) -> tuple[dict[str, str], dict[str, str]]:
         """The driver keeps updates in named's memory (schemas/memory.md): it reads the file
-        as always and writes nothing to it."""
+        as always and writes nothing to it, so there is no account to limit to the zones."""
         return self.dlz_args(target, options), {}
 
 

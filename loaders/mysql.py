@@ -18,6 +18,7 @@ import MySQLdb
 from base.paths import SCHEMA_DIR
 from databases.mariadb import (
     MariadbDatabase,
+    MysqlServer,
     MysqlTarget,
     driver_endpoint,
     streamed_rows,
@@ -109,11 +110,21 @@ class MysqlLoader(Loader[MysqlTarget]):
                 "tls_ca": target.tls_ca}
         return {key: str(value) for key, value in args.items() if value is not None}
 
-    def dlz_write_access(self, target: MysqlTarget, options: Mapping[str, str]
-                         ) -> tuple[dict[str, str], dict[str, str]]:
+    def dlz_write_access(self, target: MysqlTarget, options: Mapping[str, str],
+                         zones: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
         """The driver reads as before and writes as the writer account (made now on the
-        suite's own server), whose password comes from a file beside the reader's."""
+        suite's own server), whose password comes from a file beside the reader's. There the
+        writer may change the records of the update zones only: of every driver's on this
+        server, since two nameds over one store may take updates for different zones
+        (limit_writes). A lent server's account is its owner's to limit."""
         user, password_file = target.writer_account()
+        if isinstance(target, MysqlServer):
+            target.writable_zones.update(zones)
+            conn = self.database.connect(target)
+            try:
+                limit_writes(conn, user, sorted(target.writable_zones))
+            finally:
+                conn.close()
         args = self.dlz_args(target, options)
         if user is not None:
             args["writer_user"] = user
@@ -191,6 +202,44 @@ def apply_schema(conn: MySQLdb.Connection) -> None:
     for statement in CHANGES_SCRIPT.read_text().split("\n$$\n"):
         cursor.execute(statement)
     conn.commit()  # the number row
+
+
+# The zones whose records the writer account may add and delete (limit_writes).
+WRITER_ZONES = "dlz_writer_zones"
+
+
+def limit_writes(conn: MySQLdb.Connection, user: str, zones: Sequence[str]) -> None:
+    """The account user, which may add and delete records rows (databases/mariadb.py:
+    _WRITER_GRANTS), may do so in zones (keys) only: MariaDB has no row-level security, so a
+    trigger before each insert and delete of a records row (ENT markers are rows too) refuses
+    one of another zone when user wrote it, the zones in table WRITER_ZONES (replaced by
+    zones). The driver's statements stay as they are, and reads are untouched; the loaders'
+    writes pay a comparison of the session's user per row."""
+    cursor = conn.cursor()
+    cursor.execute(f"CREATE TABLE IF NOT EXISTS {WRITER_ZONES} (zone VARBINARY(1100) NOT NULL "
+                   "PRIMARY KEY) ENGINE=InnoDB COMMENT='dlzbench store table'")
+    cursor.execute(f"DELETE FROM {WRITER_ZONES}")
+    cursor.executemany(f"INSERT INTO {WRITER_ZONES} (zone) VALUES (%s)",
+                       [(zone,) for zone in zones])
+    conn.commit()
+    # Made by the first driver given the account (IF NOT EXISTS): only the list above changes
+    # from one driver to the next.
+    for event, row in (("INSERT", "NEW"), ("DELETE", "OLD")):
+        cursor.execute(_writer_trigger(conn, user, event, row))
+
+
+def _writer_trigger(conn: MySQLdb.Connection, user: str, event: str, row: str) -> str:
+    """The trigger refusing user's `event` of a records row (`row`: NEW or OLD) of a zone not
+    in WRITER_ZONES. USER() is the session's account (CURRENT_USER() would be the trigger's
+    definer); the trigger reads the zones with its definer's rights, so user needs none."""
+    name = f"{user}_{event.lower()}"
+    refusal = f"{user} may write the records of its update zones only ({WRITER_ZONES})"
+    account = conn.string_literal(user.encode()).decode()
+    return (f"CREATE TRIGGER IF NOT EXISTS `{name}` BEFORE {event} ON records FOR EACH ROW "
+            f"IF SUBSTRING_INDEX(USER(), '@', 1) = {account} AND NOT EXISTS ("
+            f"SELECT 1 FROM zones z JOIN {WRITER_ZONES} w ON w.zone = z.name "
+            f"WHERE z.id = {row}.zone_id) THEN "
+            f"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{refusal}'; END IF")
 
 
 def _others_objects(conn: MySQLdb.Connection) -> tuple[list[str], list[str]]:

@@ -9,7 +9,13 @@ import psycopg
 from psycopg import sql as pg_sql
 
 from base.paths import SCHEMA_DIR
-from databases.postgresql import WRITER_ROLE, PgTarget, PostgresDatabase, client_keywords
+from databases.postgresql import (
+    WRITER_ROLE,
+    PgServer,
+    PgTarget,
+    PostgresDatabase,
+    client_keywords,
+)
 from databases.url import StoreUrl, check_lent_database
 from loaders import sql
 from loaders.loader import DEFAULT_XFR_CLIENTS, Loader
@@ -52,8 +58,8 @@ class DlzTables:
         grant_select(conn, TABLES, role)
 
     def grant_write(self, conn: psycopg.Connection, role: str) -> None:
-        # Updates add and delete records rows (drivers/pg: ADD_SQL, DEL_SQL); zones and
-        # xfr_clients stay the loader's.
+        # Updates add and delete records rows (drivers/pg: ADD_SQL, DEL_SQL), of the update
+        # zones only (limit_writes); zones and xfr_clients stay the loader's.
         grant_select(conn, TABLES, role)
         conn.execute(pg_sql.SQL("GRANT INSERT, DELETE ON records TO {}").format(
             pg_sql.Identifier(role)))
@@ -97,11 +103,19 @@ class PgLoader(Loader[PgTarget]):
         # The libpq connection keywords the driver passes on (drivers/pg: pg_args).
         return client_keywords(target)
 
-    def dlz_write_access(self, target: PgTarget, options: Mapping[str, str]
-                         ) -> tuple[dict[str, str], dict[str, str]]:
-        # The writer's password is in the same password file as the reader's.
+    def dlz_write_access(self, target: PgTarget, options: Mapping[str, str],
+                         zones: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """The driver reads as the reader role still, and only its update connection logs in
+        as the writer role (drivers/pg: writer_user), made now, whose password is in the same
+        password file as the reader's. The writer may change the rows of the update zones
+        only: of every driver's on this server, since two nameds over one store may take
+        updates for different zones (limit_writes)."""
         self.database.writer_password(target)
-        return {**client_keywords(target), "user": WRITER_ROLE}, target.env
+        assert isinstance(target, PgServer)  # writer_password refuses a lent server
+        target.writable_zones.update(zones)
+        with self.database.connect(target) as conn:
+            limit_writes(conn, WRITER_ROLE, sorted(target.writable_zones))
+        return {**client_keywords(target), "writer_user": WRITER_ROLE}, target.env
 
 
 class PgSession(sql.SqlSession):
@@ -153,6 +167,54 @@ def grant_select(conn: psycopg.Connection, tables: Iterable[str], role: str) -> 
     conn.execute(pg_sql.SQL("GRANT SELECT ON {} TO {}").format(
         pg_sql.SQL(", ").join(pg_sql.Identifier(table) for table in tables),
         pg_sql.Identifier(role)))
+
+
+# The zones whose rows the writer role may add and delete (limit_writes).
+WRITER_ZONES = "dlz_writer_zones"
+# A records row of one of those zones, as a policy on records sees it.
+_OF_WRITER_ZONES = pg_sql.SQL(
+    "records.zone_id IN (SELECT z.id FROM zones z JOIN {} w ON w.zone = z.name)").format(
+    pg_sql.Identifier(WRITER_ZONES))
+
+
+def limit_writes(conn: psycopg.Connection, role: str, zones: Sequence[str]) -> None:
+    """role, which may add and delete records rows (DlzTables.grant_write), may do so in
+    zones (keys) only, whatever it connects with: row-level security on records, the one
+    table the update path writes (ENT markers are records rows too), with the zones in table
+    WRITER_ZONES (replaced by zones). Every other role reads every row through a policy of
+    `true`, which the planner drops, so the readers' plans stay what they were; the loaders'
+    account (a superuser, the tables' owner) is not subject to row-level security at all. A
+    DELETE of another zone's rows finds none; an INSERT into one is an error."""
+    policies = {
+        "dlz_read": pg_sql.SQL("CREATE POLICY dlz_read ON records FOR SELECT USING (true)"),
+        f"{role}_insert": pg_sql.SQL(
+            "CREATE POLICY {} ON records FOR INSERT TO {} WITH CHECK ({})").format(
+            pg_sql.Identifier(f"{role}_insert"), pg_sql.Identifier(role), _OF_WRITER_ZONES),
+        f"{role}_delete": pg_sql.SQL(
+            "CREATE POLICY {} ON records FOR DELETE TO {} USING ({})").format(
+            pg_sql.Identifier(f"{role}_delete"), pg_sql.Identifier(role), _OF_WRITER_ZONES),
+    }
+    with conn.transaction():
+        conn.execute(f'CREATE TABLE IF NOT EXISTS {WRITER_ZONES} (zone text COLLATE "C" '
+                     "PRIMARY KEY)")
+        conn.execute(f"DELETE FROM {WRITER_ZONES}")
+        conn.execute(f"INSERT INTO {WRITER_ZONES} (zone) SELECT unnest(%s::text[])",
+                     (list(zones),))
+        # The policies run as the role that writes: it reads the list (and nothing else new).
+        conn.execute(pg_sql.SQL("GRANT SELECT ON {} TO {}").format(
+            pg_sql.Identifier(WRITER_ZONES), pg_sql.Identifier(role)))
+        # Made once: each of these statements waits for every open transaction on records
+        # (another named's), and the list above is all that changes from driver to driver.
+        made = {name for (name,) in conn.execute(
+            "SELECT policyname FROM pg_policies WHERE schemaname = current_schema() "
+            "AND tablename = 'records'")}
+        for name, statement in policies.items():
+            if name not in made:
+                conn.execute(statement)
+        enabled = conn.execute("SELECT relrowsecurity FROM pg_class "
+                               "WHERE oid = 'records'::regclass").fetchone()
+        if not (enabled and enabled[0]):
+            conn.execute("ALTER TABLE records ENABLE ROW LEVEL SECURITY")
 
 
 def apply_schema(conn: psycopg.Connection) -> None:

@@ -112,8 +112,9 @@ CREATE TABLE IF NOT EXISTS xfr_clients (
 --    Plan: zones const on zones_name, xfr_clients const on its primary key.
 --
 -- 4. RFC 2136 updates (drivers/mysql, "writing"), as the account dlz_writer (databases/
---    mariadb.py: SELECT on zones; SELECT, INSERT, DELETE on records), one InnoDB transaction
---    per update message; the driver's lookups during the update read through it:
+--    mariadb.py: SELECT on zones; SELECT, INSERT, DELETE on records, of the update zones only:
+--    loaders/mysql.py, limit_writes), one InnoDB transaction per update message; the
+--    driver's lookups during the update read through it:
 --
 --    SELECT id FROM zones WHERE name = ? FOR UPDATE;            -- first, once per update
 --    INSERT INTO records (zone_id, name, seq, type, ttl, data)

@@ -8,7 +8,7 @@ clause in the suite is built and validated by `dlz_clause` below.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -69,10 +69,11 @@ class DlzStore(Protocol):
 class DlzWritableStore(DlzStore, Protocol):
     """A store a DLZ driver also writes RFC 2136 updates into (drivers/common/update.c)."""
 
-    def dlz_write_access(self, target: Any, options: Mapping[str, str]
+    def dlz_write_access(self, target: Any, options: Mapping[str, str], zones: Sequence[str]
                          ) -> tuple[dict[str, str], dict[str, str]]:
-        """The DLZ driver's arguments and environment when it takes RFC 2136 updates: the
-        store reached as an account that may also write where the update path writes."""
+        """The DLZ driver's arguments and environment when it takes RFC 2136 updates of
+        `zones` (keys): the store reached as an account that may also write where the update
+        path writes, in those zones only where the store can say so."""
         ...
 
 
@@ -128,7 +129,8 @@ class DlzNamed(ServerKind):
     # driver from every worker at once instead of serializing it.
     thread_safe: bool = True
     # Zones that take RFC 2136 updates, and from whom (None: the store is only read). The
-    # driver then reaches the store as its writer (DlzWritableStore).
+    # driver then writes them as the store's writer, limited to them where the store can say
+    # so (DlzWritableStore).
     updates: NamedUpdatePolicy | None = None
     # The core's cache, on (None: off, every query reads the store). Not a store option:
     # the core's, the same words for every driver whose store has a change channel.
@@ -184,12 +186,14 @@ class DlzNamed(ServerKind):
         """The driver's environment besides named.conf (the writer's when the driver takes
         updates): where a password file is (PGPASSFILE), never a password."""
         if self.updates:
-            return self._writable_store().dlz_write_access(target, self.options)[1]
+            return self._writable_store().dlz_write_access(target, self.options,
+                                                           self.updates.zone_keys())[1]
         return self.loader().database.client_env(target)
 
     def _store_args(self, target: Any) -> dict[str, str]:
         if self.updates:
-            return self._writable_store().dlz_write_access(target, self.options)[0]
+            return self._writable_store().dlz_write_access(target, self.options,
+                                                           self.updates.zone_keys())[0]
         return self._store().dlz_args(target, self.options)
 
     def _store(self) -> DlzStore:

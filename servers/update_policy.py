@@ -42,9 +42,13 @@ class NamedUpdatePolicy:
     def takes(self, origin: dns.name.Name) -> bool:
         return origin in self.zones
 
+    def zone_keys(self) -> list[str]:
+        """The update zones as keys (the drivers' and the stores' spelling of names)."""
+        return [name_key(zone) for zone in self.zones]
+
     def dlz_args(self) -> dict[str, str]:
-        """The DLZ core's arguments: zones as keys (the driver's own spelling of names)."""
-        args = {"update_zones": ",".join(name_key(zone) for zone in self.zones)}
+        """The DLZ core's arguments."""
+        args = {"update_zones": ",".join(self.zone_keys())}
         if self.key is not None:
             args["update_key"] = self.key.bare_name  # as named names the signer
         if self.unsigned:

@@ -1,10 +1,11 @@
 """Least privilege for the suite's private servers and files (issue 27), for real.
 
 Another local user (`nobody`) cannot reach the private PostgreSQL or MariaDB without this run's
-password, and the DLZ driver's account, with it, can read but not write; the LDAP reader DN
-cannot write either; files holding a key or a password are 0600; PostgreSQL runs under a
-directory its user cannot search without any parent's mode changed; and a `python3 -m bench`
-killed with SIGKILL leaves no server of its run behind (base/watchdog.py).
+password, and the DLZ driver's account, with it, can read but not write; the account a driver
+taking updates writes as may change the records of its update zones only, and nothing else
+(issue 38); the LDAP reader DN cannot write either; files holding a key or a password are 0600;
+PostgreSQL runs under a directory its user cannot search without any parent's mode changed; and
+a `python3 -m bench` killed with SIGKILL leaves no server of its run behind (base/watchdog.py).
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import dns.name
 import ldap
+import psycopg
 import pytest
 
 from base.errors import UserError
@@ -37,7 +41,7 @@ from bench.load.dnsperf import start_background
 from bench.load.prober import Recorder
 from bench.measure.serving import LoadedStore, loaded_store
 from databases.mariadb import MysqlServer
-from databases.postgresql import PG_BIN, PgServer
+from databases.postgresql import PG_BIN, READER_ROLE, PgServer
 from databases.slapd import LdapServer
 from loaders import ldap as ldap_store
 from loaders import mysql, pg
@@ -48,8 +52,9 @@ from servers.nsd import Nsd
 from servers.pdns import Pdns
 from servers.update_policy import NamedUpdatePolicy
 from tests.benchcli import processes_under, start_bench
+from tests.test_sql_stores import PG_AXFR, PG_LOOKUP, PgProbe, driver_lists
 from zonedata.generator import coverage_zones
-from zonedata.model import Zone
+from zonedata.model import Zone, name_key
 
 MARIADB_CLIENT = "/usr/bin/mariadb"
 
@@ -115,10 +120,29 @@ def test_postgres_writer_role_only_when_asked(pg_store: PgServer) -> None:
     assert done.returncode == 0 and done.stdout.strip() == "0", done
 
 
+@dataclass(frozen=True)
+class Writer:
+    """A store's writer account as made for a named whose driver takes updates of one zone:
+    its password, that zone's key, and the key of another zone of the store."""
+
+    password: str
+    zone: str
+    other: str
+
+
+def make_writer(server: str, target: Any, password: str) -> Writer:
+    """The writer account (its password given) made as for a named of `server` taking updates
+    of the first of the zones loaded (DlzNamed.client_env makes it), not of the second."""
+    zones = [zone.origin for zone in coverage_zones()[:2]]
+    kind = dataclasses.replace(get_server(server), updates=NamedUpdatePolicy(
+        (zones[0],), None, unsigned=True))
+    kind.client_env(target)
+    return Writer(password, name_key(zones[0]), name_key(zones[1]))
+
+
 @pytest.fixture(scope="module")
-def pg_writer(pg_store: PgServer) -> str:
-    """The writer role made as for a driver taking updates; its password."""
-    return pg.LOADER.database.writer_password(pg_store)
+def pg_writer(pg_store: PgServer) -> Writer:
+    return make_writer("pg", pg_store, pg_store.writer_password)
 
 
 @pytest.mark.parametrize("sql", [
@@ -128,17 +152,84 @@ def pg_writer(pg_store: PgServer) -> str:
     "DELETE FROM xfr_clients",
     "CREATE TABLE mine (v text)",
 ])
-def test_postgres_writer_writes_records_only(pg_store: PgServer, pg_writer: str,
+def test_postgres_writer_writes_records_only(pg_store: PgServer, pg_writer: Writer,
                                              sql: str) -> None:
     """The updates' role adds and deletes records rows (drivers/pg: ADD_SQL, DEL_SQL) and
     may do nothing else the reader may not."""
-    done = psql(pg_store, "dlz_writer", sql, password=pg_writer)
+    done = psql(pg_store, "dlz_writer", sql, password=pg_writer.password)
     assert done.returncode != 0 and "permission denied" in done.stderr, done
-    # Inserting and deleting a records row, rolled back: allowed.
-    allowed = psql(pg_store, "dlz_writer", "BEGIN; INSERT INTO records SELECT id, 'w.' || name, "
-                   "'TXT', 1, '\"w\"' FROM zones LIMIT 1; DELETE FROM records WHERE "
-                   "name LIKE 'w.%'; ROLLBACK", password=pg_writer)
+    # Inserting and deleting a records row of its update zone, rolled back: allowed.
+    allowed = psql(pg_store, "dlz_writer", f"BEGIN; {_pg_insert_marked(pg_writer.zone)}; "
+                   f"DELETE FROM records WHERE name LIKE '{MARK}.%'; ROLLBACK",
+                   password=pg_writer.password)
     assert allowed.returncode == 0, allowed
+
+
+# The label of the rows the tests' writers add (no name of the coverage zones has it).
+MARK = "by-the-writer"
+
+
+def _pg_insert_marked(zone: str) -> str:
+    """A TXT row at MARK.<zone> into the zone."""
+    return ("INSERT INTO records (zone_id, name, type, ttl, data) "
+            f"SELECT id, '{MARK}.' || name, 'TXT', 1, '\"w\"' FROM zones WHERE name = '{zone}'")
+
+
+def _pg_deleted(condition: str) -> str:
+    """Delete the records rows of condition; prints how many went."""
+    return f"WITH d AS (DELETE FROM records WHERE {condition} RETURNING 1) SELECT count(*) FROM d"
+
+
+def _pg_soa_rows(pg_store: PgServer, zone: str) -> int:
+    with pg_store.connect() as conn:
+        row = conn.execute("SELECT count(*) FROM records r JOIN zones z ON z.id = r.zone_id "
+                           "WHERE z.name = %s AND r.type = 'SOA'", (zone,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_postgres_writer_writes_only_its_update_zones(pg_store: PgServer,
+                                                      pg_writer: Writer) -> None:
+    """The writer role, logged in with its password, may add and delete the records of the
+    zones its driver takes updates for (update_zones), and of no other zone: an insert there
+    is refused, a delete there finds nothing (row-level security: loaders/pg.py
+    limit_writes)."""
+    def write(sql: str) -> subprocess.CompletedProcess[str]:
+        return psql(pg_store, "dlz_writer", sql, password=pg_writer.password)
+
+    refused = write(_pg_insert_marked(pg_writer.other))
+    assert refused.returncode != 0 and "row-level security" in refused.stderr, refused
+    other_soa = f"zone_id = (SELECT id FROM zones WHERE name = '{pg_writer.other}') " \
+                "AND type = 'SOA'"
+    found_nothing = write(_pg_deleted(other_soa))
+    assert (found_nothing.returncode, found_nothing.stdout.strip()) == (0, "0"), found_nothing
+    assert _pg_soa_rows(pg_store, pg_writer.other) == 1
+    added = write(_pg_insert_marked(pg_writer.zone))
+    assert added.returncode == 0, added
+    deleted = write(_pg_deleted(f"name = '{MARK}.{pg_writer.zone}'"))
+    assert (deleted.returncode, deleted.stdout.strip()) == (0, "1"), deleted
+
+
+def test_postgres_row_limit_leaves_the_readers_plans(pg_store: PgServer,
+                                                     pg_writer: Writer) -> None:
+    """Row-level security on records (the writer's limit) changes none of the reader's plans:
+    the driver's fetch and zone transfer plan as they do for the superuser, whom row-level
+    security passes by."""
+    with pg_store.connect() as conn:
+        limited = conn.execute("SELECT relrowsecurity FROM pg_class "
+                               "WHERE oid = 'records'::regclass").fetchone()
+    assert limited == (True,)
+    reader = psycopg.connect(host="127.0.0.1", port=pg_store.port, dbname=pg_store.dbname,
+                             user=READER_ROLE, password=pg_store.reader_password)
+    probes = [PgProbe(pg_store), PgProbe(SimpleNamespace(connect=lambda: reader))]
+    suffixes, owners = driver_lists(dns.name.from_text(f"a.b.{pg_writer.zone}."))
+    try:
+        plans = [(probe.explain("lookup", PG_LOOKUP, [owners, suffixes]),
+                  probe.explain("axfr", PG_AXFR, [pg_writer.zone])) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
+    assert plans[1] == plans[0]
 
 
 def test_postgres_files_and_directories_are_private(pg_store: PgServer) -> None:
@@ -220,10 +311,8 @@ def test_mariadb_writer_account_only_when_asked(mysql_store: MysqlServer) -> Non
 
 
 @pytest.fixture(scope="module")
-def mysql_writer(mysql_store: MysqlServer) -> str:
-    """The writer account made as for a driver taking updates; its password."""
-    mysql.LOADER.dlz_write_access(mysql_store, {})
-    return mysql_store.writer_password
+def mysql_writer(mysql_store: MysqlServer) -> Writer:
+    return make_writer("mysql", mysql_store, mysql_store.writer_password)
 
 
 @pytest.mark.parametrize("sql", [
@@ -234,19 +323,47 @@ def mysql_writer(mysql_store: MysqlServer) -> str:
     "CREATE TABLE mine (v TEXT)",
     "SELECT COUNT(*) FROM mysql.user",
 ])
-def test_mariadb_writer_writes_records_only(mysql_store: MysqlServer, mysql_writer: str,
+def test_mariadb_writer_writes_records_only(mysql_store: MysqlServer, mysql_writer: Writer,
                                             sql: str) -> None:
     """The updates' account adds and deletes records rows (drivers/mysql: INSERT_SQL,
     DELETE_SQL) and may do nothing else the reader may not."""
-    done = mariadb(mysql_store, "dlz_writer", sql, password=mysql_writer)
+    done = mariadb(mysql_store, "dlz_writer", sql, password=mysql_writer.password)
     assert done.returncode != 0 and "denied" in done.stderr, done
-    # Inserting and deleting a records row, rolled back: allowed.
-    allowed = mariadb(mysql_store, "dlz_writer", "START TRANSACTION; INSERT INTO records "
-                      "(zone_id, name, seq, type, ttl, data) "
-                      "SELECT id, CONCAT('w.', name), 0, 'TXT', 1, '\"w\"' FROM zones LIMIT 1; "
-                      "DELETE FROM records WHERE name LIKE 'w.%'; ROLLBACK",
-                      password=mysql_writer)
+    # Inserting and deleting a records row of its update zone, rolled back: allowed.
+    allowed = mariadb(mysql_store, "dlz_writer", "START TRANSACTION; "
+                      + _mysql_insert_marked(mysql_writer.zone)
+                      + f"; DELETE FROM records WHERE name LIKE '{MARK}.%'; ROLLBACK",
+                      password=mysql_writer.password)
     assert allowed.returncode == 0, allowed
+
+
+def _mysql_insert_marked(zone: str) -> str:
+    """A TXT row at MARK.<zone> into the zone."""
+    return ("INSERT INTO records (zone_id, name, seq, type, ttl, data) SELECT id, "
+            f"CONCAT('{MARK}.', name), 0, 'TXT', 1, '\"w\"' FROM zones WHERE name = '{zone}'")
+
+
+def test_mariadb_writer_writes_only_its_update_zones(mysql_store: MysqlServer,
+                                                     mysql_writer: Writer) -> None:
+    """The writer account, logged in with its password, may add and delete the records of
+    the zones its driver takes updates for (update_zones), and of no other zone: an insert
+    or a delete there is refused (triggers: loaders/mysql.py limit_writes)."""
+    def write(sql: str) -> subprocess.CompletedProcess[str]:
+        return mariadb(mysql_store, "dlz_writer", sql, password=mysql_writer.password)
+
+    refused = write(_mysql_insert_marked(mysql_writer.other))
+    assert refused.returncode != 0 and "update zones only" in refused.stderr, refused
+    other_soa = (f"zone_id = (SELECT id FROM zones WHERE name = '{mysql_writer.other}') "
+                 "AND type = 'SOA'")
+    refused = write(f"DELETE FROM records WHERE {other_soa}")
+    assert refused.returncode != 0 and "update zones only" in refused.stderr, refused
+    left = mariadb(mysql_store, "dlz_reader", f"SELECT COUNT(*) FROM records WHERE {other_soa}",
+                   password=mysql_store.reader_password)
+    assert (left.returncode, left.stdout.strip()) == (0, "1"), left
+    assert write(_mysql_insert_marked(mysql_writer.zone)).returncode == 0
+    deleted = write(f"DELETE FROM records WHERE name = '{MARK}.{mysql_writer.zone}'; "
+                    "SELECT ROW_COUNT()")
+    assert (deleted.returncode, deleted.stdout.strip()) == (0, "1"), deleted
 
 
 # --- slapd ----------------------------------------------------------------------------------

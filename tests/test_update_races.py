@@ -11,7 +11,9 @@
   - every update answered, NOERROR or SERVFAIL, each having made all of its change or none;
   - two nameds on one store (the usual DLZ deployment), many times over: one deletes the last
     name below b.Z while the other adds c.b.Z. Whichever commits last, b.Z exists as long as
-    c.b.Z does (its empty non-terminal marker), never NXDOMAIN.
+    c.b.Z does (its empty non-terminal marker), never NXDOMAIN;
+  - two nameds on one store taking updates of different zones: both write as the store's one
+    writer account, limited to the update zones of both, and both updates are taken.
 
 Bounds are never timed: a query "not left hanging" is one answered at all within the client's
 time-out.
@@ -321,3 +323,29 @@ def test_two_nameds_on_one_store_keep_empty_non_terminals(run_dir: Path, driver:
             assert _send(deleter, _delete_name(C_B)) == "NOERROR"
             assert _send(adder, _add_name(A_B)) == "NOERROR"
     assert lost == [], f"{len(lost)} of {ROUNDS} rounds: {lost[:3]}"
+
+
+def _add_host(zone: dns.name.Name) -> dns.message.Message:
+    message = _update(zone)
+    message.add(dns.name.from_text("added", zone), 300, "A", "192.0.2.8")
+    return message
+
+
+@pytest.mark.parametrize("driver", SQL_DRIVERS)
+def test_two_nameds_on_one_store_take_updates_of_different_zones(run_dir: Path,
+                                                                 driver: str) -> None:
+    """The writer account may change the records of the update zones only (loaders/pg.py and
+    loaders/mysql.py: limit_writes), and both nameds' drivers write as it: the zones of the
+    second named must not take the place of the first's."""
+    zones = (dns.name.from_text("left.races.test."), dns.name.from_text("right.races.test."))
+    kinds = [_updating(driver, (zone,)) for zone in zones]
+    data = [_zone(zone, 3) for zone in zones]
+    with ExitStack() as stack:
+        loaded: LoadedStore = stack.enter_context(
+            loaded_store(kinds[0], lambda: iter(data), run_dir / f"apart-{driver}"))
+        nameds = [stack.enter_context(dataclasses.replace(loaded, server=kind).dns_server(
+            run_dir / f"apart-{driver}-{i}", threads=1)) for i, kind in enumerate(kinds)]
+        rcodes = [_send(named, _add_host(zone)) for named, zone in zip(nameds, zones, strict=True)]
+        added = [_rcode(named, dns.name.from_text("added", zone))
+                 for named, zone in zip(nameds, zones, strict=True)]
+    assert (rcodes, added) == (["NOERROR", "NOERROR"], ["NOERROR", "NOERROR"])

@@ -826,6 +826,48 @@ def test_an_update_while_the_store_is_down_is_servfail(servers: Servers, driver:
     same_rcodes(send_all(servers, lambda: _add_apex_txt('"after the outage"')), "NOERROR")
 
 
+# --- who reads and who writes (pg) ------------------------------------------------------------
+
+
+def _pg_sessions(loaded: LoadedStore) -> list[str]:
+    """The user of every session of the pg driver's pool (application_name dlz_pg), sorted."""
+    with loaded.loader.database.connect(loaded.target) as conn:
+        rows = conn.execute("SELECT usename FROM pg_stat_activity "
+                            "WHERE application_name = 'dlz_pg'").fetchall()
+    return sorted(user for (user,) in rows)
+
+
+def test_pg_reads_as_the_reader_and_only_its_update_connection_writes(servers: Servers) -> None:
+    """With update_zones, the pg driver's queries and transfers run on connections logged in
+    as dlz_reader, which may only read, and the update connection alone logs in as dlz_writer
+    (issue 38: every connection logged in as the writer)."""
+    same_rcodes(send_all(servers, lambda: _add_apex_txt('"written by the writer"')), "NOERROR")
+    named = servers.named["pg"]
+    for rdtype in ("SOA", "NS", "TXT"):
+        assert answer(named, ZONE, rdtype).rcode == "NOERROR"
+    sessions = _pg_sessions(servers.stores["pg"])
+    assert sessions.count("dlz_writer") == 1 and set(sessions) == {"dlz_reader", "dlz_writer"}, \
+        sessions
+
+
+def test_an_update_whose_writer_cannot_log_in_takes_no_query_down(servers: Servers,
+                                                                  run_dir: Path) -> None:
+    """The update connection logs in as a role of its own; when it cannot (here a role whose
+    password named was not given), the update is SERVFAIL, nothing is written, and queries
+    are answered as before: the store is not taken for down on an update's account
+    (drivers/common/pool.c: pool_checkout_update)."""
+    loaded = servers.stores["pg"]
+    kind = dataclasses.replace(get_server("pg"), updates=POLICY)
+    body = kind.body(loaded.target, THREADS, extra={"writer_user": "dlz_unknown"})
+    with Named(run_dir / "named-pg-no-writer", body, threads=THREADS,
+               env=kind.client_env(loaded.target)) as named:
+        assert send(named, with_sentinel(update())) == "SERVFAIL"
+        assert answer(named, ZONE, "SOA").rcode == "NOERROR"
+        assert answer(named, SENTINEL, "TXT").rcode == "NXDOMAIN"
+        log = named.log_path.read_text(errors="replace")
+    assert "cannot connect to the backend for an update" in log, log[-2000:]
+
+
 # --- a store that cannot take updates while named serves -------------------------------------
 
 

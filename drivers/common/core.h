@@ -148,8 +148,9 @@ void pool_destroy(struct pool *pool);
  * else waits for home. NULL at once while the pool is down (unless this thread is the probe),
  * and when no connection could be opened (logged; the pool is then down). */
 struct pool_slot *pool_checkout(struct pool *pool, unsigned home);
-/* A locked update slot with an open connection (see pool.c); NULL when none could be had,
- * also when another update held it for longer than a bounded wait. */
+/* A locked update slot with an open connection, the backend's writer's where it has one (see
+ * pool.c); NULL when none could be had, also when another update held it for longer than a
+ * bounded wait (the pool stays up). */
 struct pool_slot *pool_checkout_update(struct pool *pool, bool wait);
 /* Unlock an update slot; a broken connection is closed (the pool stays up). */
 void pool_checkin_update(struct pool *pool, struct pool_slot *slot, bool broken);

@@ -242,6 +242,9 @@ struct dlz_backend {
 	/* One connection (any pointer the other calls get as conn); DLZ_OK or DLZ_ERROR. */
 	int (*connect)(void *state, void **conn);
 	void (*disconnect)(void *state, void *conn);
+	/* The connection of the core's update slot (see "writing"), made as the account that
+	 * writes, where the one that reads may not; NULL: connect. */
+	int (*connect_writer)(void *state, void **conn);
 
 	/* DLZ_OK (even when nothing matched), DLZ_ERROR or DLZ_BAD_DATA. */
 	int (*fetch)(void *conn, const struct dlz_fetch_req *req, struct dlz_rowset *out);
@@ -300,14 +303,16 @@ struct dlz_backend {
  *
  * One update message is one transaction: dlz_newversion checks a connection out of the
  * core's pool (a slot kept for updates, so that queries never wait behind an update and an
- * update never waits behind queries) and calls begin; every add, delete and lookup of that
- * update runs on it; dlz_closeversion calls commit (or rollback) and checks the connection
- * in. A failure anywhere (DLZ_ERROR) makes the rest of the update fail, named answers
- * SERVFAIL and the core rolls back: a bad update changes nothing. Prerequisites (RFC 2136
- * section 3.2), duplicate records, TTL changes of an RRset, CNAME conflicts and the SOA
- * serial increment are named's own work (lib/ns/update.c): it reads the zone through
- * dlz_lookup during the update, and the core answers those lookups from the transaction
- * (fetch on its connection), never from a memo.
+ * update never waits behind queries; opened with connect_writer when the backend has one,
+ * so that no other connection may write) and calls begin; every add, delete and lookup of
+ * that update runs on it; dlz_closeversion calls commit (or rollback) and checks the
+ * connection in. A connection that cannot be had there fails the update alone: the store is
+ * not taken for down on an update's account (pool.c). A failure anywhere (DLZ_ERROR) makes
+ * the rest of the update fail, named answers SERVFAIL and the core rolls back: a bad update
+ * changes nothing. Prerequisites (RFC 2136 section 3.2), duplicate records, TTL changes of an
+ * RRset, CNAME conflicts and the SOA serial increment are named's own work
+ * (lib/ns/update.c): it reads the zone through dlz_lookup during the update, and the core
+ * answers those lookups from the transaction (fetch on its connection), never from a memo.
  *
  * Record text: the core turns named's rdata text into the form the loaders write
  * (zonedata.model.from_rdata: dnspython's presentation form, names absolute; named's

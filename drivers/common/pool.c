@@ -13,7 +13,8 @@
  * down_ms has passed, one thread at a time (the probe) takes a free slot, never waiting for
  * one, and tries the store: its success brings the pool up for every thread, its failure
  * starts another down_ms. So a frozen or unreachable store costs one bounded wait per down_ms
- * per named, not one per query on every worker, and recovery needs no restart.
+ * per named, not one per query on every worker, and recovery needs no restart. An update's
+ * failures, its connect's included, take nothing down (pool_checkout_update).
  */
 #define _GNU_SOURCE /* pthread_mutex_clocklock */
 #include <errno.h>
@@ -187,22 +188,34 @@ pool_take_slot(struct pool *pool, unsigned home) {
 	return slot;
 }
 
-/* The connection of a locked slot, opened if it has none; NULL (slot unlocked) if that failed. */
-static struct pool_slot *
-pool_connect_slot(struct pool *pool, struct pool_slot *slot) {
+/* The connection of a locked slot opened with connect, if it has none; false if that failed.
+ * Starts the checkout: what the backend reports from here on is this checkout's. */
+static bool
+pool_open_slot(struct pool *pool, struct pool_slot *slot, int (*connect)(void *, void **)) {
 	pool_timed_out = false;
 	pool_conn_failed = false;
 	slot->fresh = false;
-	if (slot->conn == NULL) {
-		if (pool->backend->connect(pool->state, &slot->conn) != DLZ_OK) {
-			slot->conn = NULL;
-			slot->probe = false;
-			pool_mark_down(pool);
-			pthread_mutex_unlock(&slot->lock);
-			dlz_log_error_limited("cannot connect to the backend; answering SERVFAIL");
-			return NULL;
-		}
-		slot->fresh = true;
+	if (slot->conn != NULL) {
+		return true;
+	}
+	if (connect(pool->state, &slot->conn) != DLZ_OK) {
+		slot->conn = NULL;
+		return false;
+	}
+	slot->fresh = true;
+	return true;
+}
+
+/* The connection of a locked read slot, opened if it has none; NULL (slot unlocked, the pool
+ * down) if that failed. */
+static struct pool_slot *
+pool_connect_slot(struct pool *pool, struct pool_slot *slot) {
+	if (!pool_open_slot(pool, slot, pool->backend->connect)) {
+		slot->probe = false;
+		pool_mark_down(pool);
+		pthread_mutex_unlock(&slot->lock);
+		dlz_log_error_limited("cannot connect to the backend; answering SERVFAIL");
+		return NULL;
 	}
 	return slot;
 }
@@ -244,10 +257,16 @@ pool_lock_update_slot(struct pool_slot *slot) {
  * each other. Without wait (a backend named calls under its own lock) a busy update slot
  * fails at once: waiting there while another update needs that lock for its next step would
  * never end. While the pool is down an update fails at once too; it is no probe (queries
- * bring the pool up).
+ * bring the pool up). Its connection is the writer's (connect_writer) where the backend has
+ * one; a connection that cannot be made fails this update only, and leaves the pool up (as
+ * pool_checkin_update does with a failed update): the writer's account may be refused where
+ * the reader's is not, and queries find an outage of the store themselves.
  */
 struct pool_slot *
 pool_checkout_update(struct pool *pool, bool wait) {
+	int (*connect)(void *, void **) = pool->backend->connect_writer != NULL
+						  ? pool->backend->connect_writer
+						  : pool->backend->connect;
 	struct pool_slot *slot = NULL;
 
 	if (pool->update_count == 0 || pool_is_down(pool)) {
@@ -264,7 +283,12 @@ pool_checkout_update(struct pool *pool, bool wait) {
 		}
 		slot = &pool->slots[pool->count];
 	}
-	return pool_connect_slot(pool, slot);
+	if (!pool_open_slot(pool, slot, connect)) {
+		pthread_mutex_unlock(&slot->lock);
+		dlz_log_error_limited("cannot connect to the backend for an update; SERVFAIL");
+		return NULL;
+	}
+	return slot;
 }
 
 void

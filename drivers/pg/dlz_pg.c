@@ -11,6 +11,12 @@
  * columns are then the same bytes as in text format, the TTL is four bytes instead of digits
  * to parse, and rows are handed to the core straight from the PGresult with their lengths.
  *
+ * Two accounts: the pool's connections (queries, transfers) and the change channel's log in
+ * as user, and the core's update connection (connect_writer) as writer_user, so that a store
+ * whose reading role may not write takes updates through one connection that may
+ * (databases/postgresql.py: dlz_reader and dlz_writer). libpq finds each one's password in
+ * its password file (PGPASSFILE), never in named.conf.
+ *
  * A zone transfer reads the zone through a cursor in batches (BEGIN, DECLARE, FETCH ...,
  * COMMIT): memory stays bounded whatever the zone's size, the transfer sees one snapshot,
  * and each statement stays short enough for the session's statement_timeout.
@@ -120,9 +126,10 @@
 
 /*
  * Updates (RFC 2136, through the core's update.c), inside one transaction per update message
- * (BEGIN ... COMMIT or ROLLBACK). Rows are found by zone name through zones_name_key and by
- * owner through records_name_zone, as the fetch does. Only the writer role may run them
- * (databases/postgresql.py: INSERT and DELETE on records, nothing else).
+ * (BEGIN ... COMMIT or ROLLBACK) on the update connection. Rows are found by zone name through
+ * zones_name_key and by owner through records_name_zone, as the fetch does. Only the writer
+ * role may run them (loaders/pg.py: INSERT and DELETE on records, nothing else, and only rows
+ * of the update zones: row-level security), and only the update connection logs in as it.
  */
 #define ADD_SQL                                                                \
 	"INSERT INTO records (zone_id, name, type, ttl, data)"                  \
@@ -199,13 +206,18 @@ static const struct pg_statement pg_statements[ST_COUNT] = {
 
 /* ---- state and connections -------------------------------------------------------------- */
 
-/* Every text argument is a conninfo key the store passes (loaders/pg.py: PgStore.dlz_args),
- * handed to libpq as it is; the two time-outs are the driver's own. */
+/* Every text argument but writer_user is a conninfo key the store passes (loaders/pg.py:
+ * PgLoader.dlz_args), handed to libpq as it is; writer_user replaces user on the update
+ * connection; the two time-outs are the driver's own. */
+#define WRITER_USER "writer_user"
 static const struct dlz_arg_spec pg_args[] = {
 	DLZ_TEXT("host", "libpq's host: a server name, an address or a socket directory"),
 	DLZ_TEXT("port", "libpq's port (or the socket file's number)"),
 	DLZ_TEXT("dbname", "libpq's dbname: the database holding the dlz tables"),
 	DLZ_TEXT("user", "libpq's user (its password from libpq's password file: PGPASSFILE)"),
+	DLZ_TEXT(WRITER_USER,
+		 "with update_zones: the role the update connection, and no other, logs in as (its "
+		 "password from PGPASSFILE too); none: user"),
 	DLZ_INT("connect_timeout_ms", DEFAULT_CONNECT_TIMEOUT_MS, 1, DLZ_MS_MAX,
 		"ms a connection may take, under the driver's own deadline"),
 	DLZ_INT("query_timeout_ms", DEFAULT_QUERY_TIMEOUT_MS, 1, DLZ_MS_MAX,
@@ -222,6 +234,8 @@ struct pg_state {
 	const char *values[MAX_PARAMS];
 	/* The change channel's connection: the same values but for its application_name. */
 	const char *listener_values[MAX_PARAMS];
+	/* The update connection's: the same values but for its user (writer_user). */
+	const char *writer_values[MAX_PARAMS];
 	char options[256]; /* the options conninfo value: statement_timeout, SESSION_OPTIONS */
 	long connect_timeout_ms;
 	long query_timeout_ms;
@@ -367,11 +381,11 @@ pg_prepare_all(PGconn *pg, long timeout_ms) {
 	return true;
 }
 
+/* One conninfo key. A value NULL (an argument not given) is libpq's default, as if the key
+ * were absent: every connection's values have the same keys, so the writer's user has its
+ * place whether user is given or not. */
 static bool
 pg_state_add(struct pg_state *s, unsigned *n, const char *key, const char *value) {
-	if (value == NULL) {
-		return true;
-	}
 	if (*n + 1 >= MAX_PARAMS) {
 		return false;
 	}
@@ -381,18 +395,19 @@ pg_state_add(struct pg_state *s, unsigned *n, const char *key, const char *value
 	return true;
 }
 
-/* The listener's values: the pool's, with its own application_name (pg_stat_activity). */
+/* Another connection's values into out: the pool's, with key's replaced by value. */
 static void
-pg_listener_values(struct pg_state *s) {
+pg_values_but(const struct pg_state *s, const char *key, const char *value, const char **out) {
 	for (unsigned i = 0; i < MAX_PARAMS; i++) {
-		bool app = s->keys[i] != NULL && strcmp(s->keys[i], "application_name") == 0;
+		bool hit = s->keys[i] != NULL && strcmp(s->keys[i], key) == 0;
 
-		s->listener_values[i] = app ? LISTENER_APPLICATION : s->values[i];
+		out[i] = hit ? value : s->values[i];
 	}
 }
 
 static int
 pg_init(const struct dlz_args *args, void **state) {
+	const char *writer = dlz_arg_text(args, WRITER_USER);
 	struct pg_state *s;
 	unsigned n = 0;
 	bool ok = true;
@@ -412,7 +427,7 @@ pg_init(const struct dlz_args *args, void **state) {
 	/* Values go to libpq one by one (PQconnectStartParams): never pasted into a conninfo
 	 * string, so no value can smuggle in another setting. */
 	for (const struct dlz_arg_spec *arg = pg_args; arg->name != NULL; arg++) {
-		if (arg->type == DLZ_ARG_TEXT) {
+		if (arg->type == DLZ_ARG_TEXT && strcmp(arg->name, WRITER_USER) != 0) {
 			ok = ok && pg_state_add(s, &n, arg->name, dlz_arg_text(args, arg->name));
 		}
 	}
@@ -425,7 +440,10 @@ pg_init(const struct dlz_args *args, void **state) {
 	}
 	s->keys[n] = NULL;
 	s->values[n] = NULL;
-	pg_listener_values(s);
+	/* pg_stat_activity tells the listener by its application_name, the writer by its user. */
+	pg_values_but(s, "application_name", LISTENER_APPLICATION, s->listener_values);
+	pg_values_but(s, "user", writer != NULL ? writer : dlz_arg_text(args, "user"),
+		      s->writer_values);
 	*state = s;
 	return DLZ_OK;
 }
@@ -468,9 +486,9 @@ pg_connect_poll(PGconn *pg, long timeout_ms) {
 	return true;
 }
 
+/* A connection with values (the pool's or the writer's), its statements prepared. */
 static int
-pg_connect(void *state, void **conn) {
-	struct pg_state *s = state;
+pg_connect_with(const struct pg_state *s, const char *const *values, void **conn) {
 	struct pg_connection *c = calloc(1, sizeof(*c));
 
 	if (c == NULL) {
@@ -479,7 +497,7 @@ pg_connect(void *state, void **conn) {
 	c->query_timeout_ms = s->query_timeout_ms;
 	/* A host given by name is resolved here, blocking: the suite passes addresses and
 	 * socket directories. */
-	c->pg = PQconnectStartParams(s->keys, s->values, 0);
+	c->pg = PQconnectStartParams(s->keys, values, 0);
 	if (c->pg == NULL || !pg_connect_poll(c->pg, s->connect_timeout_ms)) {
 		PQfinish(c->pg);
 		free(c);
@@ -492,6 +510,21 @@ pg_connect(void *state, void **conn) {
 	}
 	*conn = c;
 	return DLZ_OK;
+}
+
+static int
+pg_connect(void *state, void **conn) {
+	struct pg_state *s = state;
+
+	return pg_connect_with(s, s->values, conn);
+}
+
+/* The core's update connection: as writer_user, the one connection that may write. */
+static int
+pg_connect_writer(void *state, void **conn) {
+	struct pg_state *s = state;
+
+	return pg_connect_with(s, s->writer_values, conn);
 }
 
 static void
@@ -1082,6 +1115,7 @@ const struct dlz_backend dlz_backend = {
 	.fini = pg_fini,
 	.connect = pg_connect,
 	.disconnect = pg_disconnect,
+	.connect_writer = pg_connect_writer,
 	.fetch = pg_fetch,
 	.allnodes = pg_allnodes,
 	.allowxfr = pg_allowxfr,
