@@ -35,7 +35,7 @@ from pathlib import Path
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.permissions import READ, SEARCH, Ids, first_closed
-from base.watchdog import process_start_time, signal_leftovers
+from base.watchdog import process_start_time, signal_leftovers, stat_fields
 
 _LIVE: dict[int, ManagedProcess] = {}
 
@@ -329,12 +329,9 @@ def descendants(pid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        fields = stat_fields(int(entry.name))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))  # its ppid
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
