@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,8 @@ READER_USER = "dlz_reader"
 WRITER_USER = "dlz_writer"
 # What an update does (drivers/mysql/dlz_mysql.c, "writing"): read a zone's id (LOCK IN SHARE
 # MODE), insert and delete record rows, and read them within its transaction.
-_WRITER_GRANTS = (("SELECT", "zones"), ("SELECT, INSERT, DELETE", "records"))
+_WRITER_GRANTS = ("GRANT SELECT ON `{db}`.`zones` TO {account}",
+                  "GRANT SELECT, INSERT, DELETE ON `{db}`.`records` TO {account}")
 
 # The one ?setting a lent server's URL may give: the CA file that verifies its certificate
 # (TLS then demanded; drivers/mysql: tls_ca=).
@@ -186,22 +187,26 @@ class MysqlServer(PrivateServer):
             raise UserError("RFC 2136 updates into MariaDB on a host of its own are not "
                             "supported")
         if not self._writer_made:
-            conn = self._root_connection()
-            try:
-                cursor = conn.cursor()
-                for host in ("localhost", "127.0.0.1"):
-                    account = f"'{WRITER_USER}'@'{host}'"
-                    cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
-                    cursor.execute(f"ALTER USER {account} IDENTIFIED BY "
-                                   f"'{self.writer_password}'")
-                    for privileges, table in _WRITER_GRANTS:
-                        cursor.execute(f"GRANT {privileges} ON `{self.database}`.`{table}` "
-                                       f"TO {account}")
-                conn.commit()
-            finally:
-                conn.close()
+            self.make_account(WRITER_USER, self.writer_password, _WRITER_GRANTS)
             self._writer_made = True
         return WRITER_USER, self.writer_password_file
+
+    def make_account(self, user: str, password: str, grants: Sequence[str]) -> None:
+        """user made (or renewed) with password, over the socket and loopback TCP, and given
+        `grants` (GRANT statements naming {db} and {account}); by admin_connection's account
+        (the loaders' may not make accounts)."""
+        conn = self.admin_connection()
+        try:
+            cursor = conn.cursor()
+            for host in ("localhost", "127.0.0.1"):
+                account = f"'{user}'@'{host}'"
+                cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
+                cursor.execute(f"ALTER USER {account} IDENTIFIED BY %s", (password,))
+                for grant in grants:
+                    cursor.execute(grant.format(db=self.database, account=account))
+            conn.commit()
+        finally:
+            conn.close()
 
     def admin_connection(self) -> MySQLdb.Connection:
         """A connection that sees and may end every client's: root over the socket (on a host
