@@ -34,7 +34,8 @@ from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from base.watchdog import process_start_time, signal_leftovers
+from base.permissions import READ, SEARCH, Ids, first_closed
+from base.watchdog import process_start_time, signal_leftovers, stat_fields
 
 _LIVE: dict[int, ManagedProcess] = {}
 
@@ -111,31 +112,26 @@ def service_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
             **(extra or {})}
 
 
-@functools.cache
-def _service_user_may(test: str, path: str) -> bool:
-    """Whether `test TEST PATH` (-r: read it, -x: search it) holds for the service user."""
-    user = service_user()
-    if user is None:
-        return True
-    done = subprocess.run(["/usr/bin/test", test, path], env=service_environment(),
-                          check=False, **as_user(user))
-    return done.returncode == 0
-
-
 def require_service_user_reaches(path: Path, what: str) -> None:
     """Refuse (UserError) a file the service user cannot read, or a directory it cannot
     search, naming the directory above it that shuts it out: the servers reading and writing
-    there run as that user."""
+    there run as that user. Worked out from the files' modes and ACLs (base/permissions.py),
+    not asked of a process of that user."""
     user = service_user()
-    if user is None or _service_user_may("-x" if path.is_dir() else "-r", str(path)):
+    if user is None:
         return
-    closed = next((p for p in reversed(path.parents) if not _service_user_may("-x", str(p))),
-                  path)
+    uid, _, groups = _user_ids(user)
+    try:
+        closed = first_closed(path, Ids(uid, groups), SEARCH if path.is_dir() else READ)
+    except OSError as exc:
+        raise UserError(f"{what} {path}: {exc.strerror}") from None
+    if closed is None:
+        return
     raise UserError(
         f"{what} {path}: the suite's servers run as the system user {user}, which cannot reach "
         f"it ({closed} is closed to it, mode {stat.S_IMODE(closed.stat().st_mode):o}); work "
         f"under a directory every user may search, or let {user} through with "
-        f"`setfacl -m u:{user}:x {closed}`")
+        f"`setfacl -m u:{user}:{'x' if closed.is_dir() else 'r'} {closed}`")
 
 
 def new_run_dir(kind: str, base: Path | None = None) -> Path:
@@ -333,12 +329,9 @@ def descendants(pid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
+        fields = stat_fields(int(entry.name))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))  # its ppid
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):

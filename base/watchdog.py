@@ -38,8 +38,10 @@ STOP_WAIT_S = 2.0
 
 
 def stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields after the command name (state first, process group third,
-    start time 20th); None when there is no such process."""
+    """/proc/PID/stat's fields after the command name, which may hold spaces and
+    parentheses (state first, parent second, process group third, utime 12th, start time
+    20th); None when there is no such process. The suite's one reader of that file
+    (base/process.py, bench/measure/accounting.py)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:

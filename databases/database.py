@@ -20,7 +20,16 @@ from typing import ClassVar, Generic, Protocol, Self, TypeVar
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import drop_page_cache, new_run_dir
+from base.process import (
+    ManagedProcess,
+    drop_page_cache,
+    give_to_service_user,
+    new_run_dir,
+    require_service_user_reaches,
+    run_checked,
+    service_user,
+    write_private,
+)
 from databases.url import StoreUrl
 
 # How a database is reached: a server object (PgServer, ...) or a directory: the target.
@@ -143,6 +152,14 @@ class Database(ABC, Generic[T]):
         if url.options:
             raise url.error(f"the {self.store} store takes no ?options "
                             f"(?{url.options[0][0]}=...)")
+
+    @staticmethod
+    def check_file_option(url: StoreUrl, key: str, value: str) -> None:
+        """Refuse a ?key=FILE setting (a CA certificate, a CRL) that is not an absolute path
+        the servers' user may read: the DLZ driver inside named reads it, as that user."""
+        if not value.startswith("/"):
+            raise url.error(f"?{key}={value}: an absolute path (named reads it)")
+        require_service_user_reaches(Path(value), f"--store-url {url} ?{key}=")
 
     def external(self, url: StoreUrl, *, overwrite: bool) -> AbstractContextManager[T]:
         """The store in the database at url, on a server the suite did not start; yield its
@@ -370,10 +387,41 @@ class DirectoryDatabase(Database[Path]):
 
 
 class PrivateServer(ABC):
-    """A server process the suite starts: `with` starts it and always stops it."""
+    """A server process the suite starts: `with` starts it and always stops it. It runs as
+    the servers' user (base.process) in its run directory, inside db_host's network namespace
+    when it has one, logging to log_path."""
 
     # The command prefix the server process runs under (run_under).
     wrapper: tuple[str, ...] = ()
+    run_dir: Path
+    db_host: DatabaseHost | None
+    log_path: Path
+
+    def hand_over(self, secrets: Mapping[Path, str]) -> None:
+        """Before a start: the run directory and all in it the servers' user's (the server
+        writes there, and its clients, named or PowerDNS, run as the same user), and each
+        secret file written with its text (a password: 0600, that user's)."""
+        give_to_service_user(self.run_dir, tree=True)
+        for path, text in secrets.items():
+            write_private(path, text)
+
+    def run_set_up(self, argv: Sequence[str], what: str, *, timeout: float | None = 600,
+                   pass_fds: Sequence[int] = ()) -> str:
+        """A set-up command of the server's (initdb, mariadb-install-db, slapadd) run as the
+        servers' user in the run directory, whose files it writes: run_checked's."""
+        return run_checked(argv, what, user=service_user(), cwd=self.run_dir, timeout=timeout,
+                           pass_fds=pass_fds)
+
+    def server_process(self, name: str, argv: Sequence[str], *,
+                       pass_fds: Sequence[int] = ()) -> ManagedProcess:
+        """The server's process (not started) in the run directory, as the servers' user: on
+        a database host, started as root, which alone may enter its namespace, and dropping
+        to that user there."""
+        if self.db_host is None:
+            return ManagedProcess(name, argv, self.log_path, cwd=self.run_dir,
+                                  pass_fds=pass_fds)
+        return ManagedProcess(name, self.db_host.command(argv, as_service_user=True),
+                              self.log_path, cwd=self.run_dir, as_root=True, pass_fds=pass_fds)
 
     def run_under(self, wrapper: Sequence[str]) -> None:
         """From the next start, run under the command prefix `wrapper` (Valgrind, for

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -32,15 +32,7 @@ import MySQLdb.cursors
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import (
-    ManagedProcess,
-    free_port,
-    give_to_service_user,
-    require_service_user_reaches,
-    run_checked,
-    service_user,
-    write_private,
-)
+from base.process import ManagedProcess, free_port, write_private
 from databases.database import (
     CacheReading,
     PrivateServer,
@@ -63,7 +55,8 @@ READER_USER = "dlz_reader"
 WRITER_USER = "dlz_writer"
 # What an update does (drivers/mysql/dlz_mysql.c, "writing"): read a zone's id (LOCK IN SHARE
 # MODE), insert and delete record rows, and read them within its transaction.
-_WRITER_GRANTS = (("SELECT", "zones"), ("SELECT, INSERT, DELETE", "records"))
+_WRITER_GRANTS = ("GRANT SELECT ON `{db}`.`zones` TO {account}",
+                  "GRANT SELECT, INSERT, DELETE ON `{db}`.`records` TO {account}")
 
 # The one ?setting a lent server's URL may give: the CA file that verifies its certificate
 # (TLS then demanded; drivers/mysql: tls_ca=).
@@ -149,7 +142,7 @@ class MysqlServer(PrivateServer):
     # --- the database on its own host (base.netns) -------------------------------------------
 
     def _db_host_argv(self, argv: list[str]) -> list[str]:
-        """argv run in the namespace, listening on its address, creating its accounts at
+        """argv for the namespace: listening on its address, creating its accounts at
         start."""
         assert self.db_host is not None
         init_file = self.run_dir / "init.sql"
@@ -158,18 +151,16 @@ class MysqlServer(PrivateServer):
         clients = [self.db_host.peer_address, self.db_host.address]
         write_private(init_file, ";\n".join(self._user_statements(clients)) + ";\n")
         argv = [arg for arg in argv if not arg.startswith("--bind-address=")]
-        return self.db_host.command([*argv, f"--bind-address={self.db_host.address}",
-                                     f"--init-file={init_file}"], as_service_user=True)
+        return [*argv, f"--bind-address={self.db_host.address}", f"--init-file={init_file}"]
 
     def _install_db(self) -> None:
         # As the server's user, whose data directory it makes. root@localhost authenticates
         # by unix user (the suite's own process, root); the second such account install-db
         # makes (--auth-root-socket-user, by default the invoking user) is root too, so the
         # service user, whom named runs as, gets no account without a password.
-        run_checked([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}",
-                     "--skip-test-db", "--auth-root-authentication-method=socket",
-                     "--auth-root-socket-user=root"],
-                    "mariadb-install-db", cwd=self.run_dir, user=service_user())
+        self.run_set_up([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}",
+                         "--skip-test-db", "--auth-root-authentication-method=socket",
+                         "--auth-root-socket-user=root"], "mariadb-install-db")
 
     def _create_user(self) -> None:
         """Database dlz and its two accounts (idempotent, so it simply runs at every start)."""
@@ -210,22 +201,26 @@ class MysqlServer(PrivateServer):
             raise UserError("RFC 2136 updates into MariaDB on a host of its own are not "
                             "supported")
         if not self._writer_made:
-            conn = self._root_connection()
-            try:
-                cursor = conn.cursor()
-                for host in ("localhost", "127.0.0.1"):
-                    account = f"'{WRITER_USER}'@'{host}'"
-                    cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
-                    cursor.execute(f"ALTER USER {account} IDENTIFIED BY "
-                                   f"'{self.writer_password}'")
-                    for privileges, table in _WRITER_GRANTS:
-                        cursor.execute(f"GRANT {privileges} ON `{self.database}`.`{table}` "
-                                       f"TO {account}")
-                conn.commit()
-            finally:
-                conn.close()
+            self.make_account(WRITER_USER, self.writer_password, _WRITER_GRANTS)
             self._writer_made = True
         return WRITER_USER, self.writer_password_file
+
+    def make_account(self, user: str, password: str, grants: Sequence[str]) -> None:
+        """user made (or renewed) with password, over the socket and loopback TCP, and given
+        `grants` (GRANT statements naming {db} and {account}); by admin_connection's account
+        (the loaders' may not make accounts)."""
+        conn = self.admin_connection()
+        try:
+            cursor = conn.cursor()
+            for host in ("localhost", "127.0.0.1"):
+                account = f"'{user}'@'{host}'"
+                cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
+                cursor.execute(f"ALTER USER {account} IDENTIFIED BY %s", (password,))
+                for grant in grants:
+                    cursor.execute(grant.format(db=self.database, account=account))
+            conn.commit()
+        finally:
+            conn.close()
 
     def admin_connection(self) -> MySQLdb.Connection:
         """A connection that sees and may end every client's: root over the socket (on a host
@@ -243,17 +238,15 @@ class MysqlServer(PrivateServer):
             return
         # The run directory (data, pid file, socket, tmp) is the server's to write in.
         (self.run_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        give_to_service_user(self.run_dir, tree=True)
-        write_private(self.password_file, self.reader_password + "\n")
-        write_private(self.writer_password_file, self.writer_password + "\n")
+        self.hand_over({self.password_file: self.reader_password + "\n",
+                        self.writer_password_file: self.writer_password + "\n"})
         if not (self.data_dir / "mysql").is_dir():
             self._install_db()
         # No --log-error: mariadbd then logs to stderr, which goes to our log file.
         argv = [*self.wrapper, *self._server_argv(), *(_WRAPPED_OPTIONS if self.wrapper else ())]
         if self.db_host:
             argv = self._db_host_argv(argv)
-        proc = ManagedProcess("mariadbd", argv, self.log_path, cwd=self.run_dir,
-                              as_root=self.db_host is not None)
+        proc = self.server_process("mariadbd", argv)
         self._proc = proc
         try:
             proc.start()
@@ -412,9 +405,7 @@ class MariadbDatabase(SqlDatabase[MysqlTarget, MySQLdb.Connection]):
                 raise url.error(f"?{key}= is not passed on: the {self.store} store takes "
                                 f"?{TLS_CA}=FILE (TLS demanded, the server's certificate "
                                 "verified against that CA)")
-            if not value.startswith("/"):
-                raise url.error(f"?{key}={value}: an absolute path (named reads it)")
-            require_service_user_reaches(Path(value), f"--store-url {url} ?{key}=")
+            self.check_file_option(url, key, value)
 
     @contextmanager
     def server(self, run_dir: Path, *,

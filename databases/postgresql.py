@@ -33,15 +33,7 @@ from psycopg import sql
 
 from base.errors import UserError
 from base.netns import DatabaseHost
-from base.process import (
-    ManagedProcess,
-    free_port,
-    give_to_service_user,
-    require_service_user_reaches,
-    run_checked,
-    service_user,
-    write_private,
-)
+from base.process import ManagedProcess, free_port, write_private
 from databases.database import (
     CacheReading,
     LentSchema,
@@ -170,14 +162,13 @@ class PgServer(PrivateServer):
         own."""
         return [self.data_dir] if self.db_host else [self.data_dir, self.socket_dir]
 
-    def _prepare_dirs(self) -> None:
-        """The data and socket directories (mode 0700), and all else in the run directory,
-        the service user's: the server's, and its clients' (named, PowerDNS), who run as the
-        same user (a data directory kept from a run by another user becomes its too)."""
+    def _make_dirs(self) -> None:
+        """The data and socket directories (mode 0700), which hand_over gives the service
+        user with all else in the run directory (a data directory kept from a run by another
+        user becomes its too)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for path in self._own_dirs():
             path.mkdir(mode=0o700, exist_ok=True)
-        give_to_service_user(self.run_dir, tree=True)
 
     def _initdb(self) -> None:
         # The bootstrap superuser is dlz itself, with this instance's password; the reader
@@ -191,12 +182,11 @@ class PgServer(PrivateServer):
         write_private(pwfile, self.password + "\n")
         try:
             with _descriptors([self.data_dir, pwfile]) as (data_fd, pw_fd):
-                run_checked([str(PG_BIN / "initdb"), "-D", _fd_path(data_fd), "-U", self.user,
-                             f"--pwfile={_fd_path(pw_fd)}", "--auth-local=scram-sha-256",
-                             "--auth-host=scram-sha-256", "--encoding=UTF8", "--locale=C",
-                             "--no-instructions"],
-                            "initdb (PostgreSQL)", user=service_user(), cwd=self.run_dir,
-                            pass_fds=(data_fd, pw_fd))
+                self.run_set_up([str(PG_BIN / "initdb"), "-D", _fd_path(data_fd), "-U",
+                                 self.user, f"--pwfile={_fd_path(pw_fd)}",
+                                 "--auth-local=scram-sha-256", "--auth-host=scram-sha-256",
+                                 "--encoding=UTF8", "--locale=C", "--no-instructions"],
+                                "initdb (PostgreSQL)", pass_fds=(data_fd, pw_fd))
         finally:
             pwfile.unlink(missing_ok=True)
         with open(self.data_dir / "postgresql.conf", "a") as conf:
@@ -240,11 +230,11 @@ class PgServer(PrivateServer):
     def start(self) -> None:
         if self._proc is not None:
             return
-        self._prepare_dirs()
+        self._make_dirs()
+        self.hand_over({self.passfile: pgpass({READER_ROLE: self.reader_password,
+                                               WRITER_ROLE: self.writer_password})})
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
-        write_pgpass(self.passfile, {READER_ROLE: self.reader_password,
-                                     WRITER_ROLE: self.writer_password})
         try:
             with _descriptors(self._own_dirs()) as fds:
                 self._proc = self._process(fds)
@@ -265,10 +255,9 @@ class PgServer(PrivateServer):
             # this machine could reach through the file system, namespace or not.
             argv += ["-h", self.db_host.address, "-k", ""]
             (self.data_dir / "pg_hba.conf").write_text(_HBA_DB_HOST)
-            return ManagedProcess("postgres", self.db_host.command(argv, as_service_user=True),
-                                  self.log_path, cwd=self.run_dir, as_root=True, pass_fds=fds)
-        argv += ["-k", _fd_path(fds[1])]
-        return ManagedProcess("postgres", argv, self.log_path, cwd=self.run_dir, pass_fds=fds)
+        else:
+            argv += ["-k", _fd_path(fds[1])]
+        return self.server_process("postgres", argv, pass_fds=fds)
 
     def _answers(self) -> bool:
         try:
@@ -366,7 +355,7 @@ class ExternalPg:
         if self.driver_password is None:
             return
         passfile = directory / "driver.pgpass"
-        write_pgpass(passfile, {self.user or "*": self.driver_password})
+        write_private(passfile, pgpass({self.user or "*": self.driver_password}))
         self.env = {**self.env, "PGPASSFILE": str(passfile)}
 
     def restart(self, *, cold: bool = False) -> None:
@@ -442,9 +431,7 @@ class PostgresDatabase(SqlDatabase[PgTarget, psycopg.Connection]):
             if key == "sslmode" and value not in _SSLMODES:
                 raise url.error(f"?sslmode={value}: libpq takes {', '.join(_SSLMODES)}")
             if key in _TLS_FILES:
-                if not value.startswith("/"):
-                    raise url.error(f"?{key}={value}: an absolute path (named reads it)")
-                require_service_user_reaches(Path(value), f"--store-url {url} ?{key}=")
+                self.check_file_option(url, key, value)
 
     def writer_password(self, target: PgTarget) -> str:
         """The writer role ready on the suite's own server (WRITER_ROLE); its password, which
@@ -570,13 +557,14 @@ def client_keywords(target: PgTarget) -> dict[str, str]:
     return {key: value for key, value in args.items() if value is not None}
 
 
-def write_pgpass(path: Path, passwords: Mapping[str, str]) -> None:
-    """A libpq password file (0600, the servers' user's) giving each role (`*`: any) its
-    password on any host, port and database; `:` and `\\` escaped as libpq reads them."""
+def pgpass(passwords: Mapping[str, str]) -> str:
+    """A libpq password file's text (written 0600, the servers' user's) giving each role
+    (`*`: any) its password on any host, port and database; `:` and `\\` escaped as libpq
+    reads them."""
     def field(text: str) -> str:
         return text.replace("\\", "\\\\").replace(":", "\\:")
-    write_private(path, "".join(f"*:*:*:{field(role)}:{field(password)}\n"
-                                for role, password in passwords.items()))
+    return "".join(f"*:*:*:{field(role)}:{field(password)}\n"
+                   for role, password in passwords.items())
 
 
 def _version(conn: psycopg.Connection) -> str:

@@ -40,15 +40,7 @@ from ldap.ldapobject import LDAPObject
 from base.errors import UserError
 from base.netns import DatabaseHost
 from base.paths import REPO_ROOT
-from base.process import (
-    ManagedProcess,
-    free_port,
-    give_to_service_user,
-    require_service_user_reaches,
-    run_checked,
-    service_user,
-    write_private,
-)
+from base.process import ManagedProcess, free_port, give_to_service_user, write_private
 from databases.database import (
     CacheReading,
     LentSchema,
@@ -196,15 +188,12 @@ class LdapServer(PrivateServer):
     def start(self) -> None:
         if self._process is not None and self._process.running():
             return
-        give_to_service_user(self.run_dir, tree=True)  # its data, pid, args and socket
-        write_private(self.password_file, self.driver_password + "\n")
+        # Its data, pid, args and socket are in the run directory.
+        self.hand_over({self.password_file: self.driver_password + "\n"})
         listeners = " ".join(u for u in (f"{self.uri}/", self.ldapi_uri) if u)
         argv = [*self.wrapper, SLAPD, "-f", str(self.config_path), "-h", listeners, "-d",
                 self.log_level]
-        if self.db_host:
-            argv = self.db_host.command(argv, as_service_user=True)
-        self._process = ManagedProcess("slapd", argv, self.log_path, cwd=self.run_dir,
-                                       as_root=self.db_host is not None)
+        self._process = self.server_process("slapd", argv)
         self._process.start()
         self._process.wait_ready(self._answers_bind, START_TIMEOUT)
 
@@ -260,14 +249,12 @@ class LdapServer(PrivateServer):
         staging_config = self.run_dir / f"slapd-{staging.name}.conf"
         current = self.run_dir / f"{staging.name}-current.ldif"
         try:
-            run_checked([SLAPCAT, "-f", str(self.config_path), "-b", self.suffix,
-                         "-l", str(current)], f"slapcat of {self.data_dir}", timeout=None,
-                        user=service_user())
+            self.run_set_up([SLAPCAT, "-f", str(self.config_path), "-b", self.suffix,
+                             "-l", str(current)], f"slapcat of {self.data_dir}", timeout=None)
             self._write_config_file(staging_config, staging)
             for source in (current, ldif_path):
-                run_checked([SLAPADD, "-q", "-f", str(staging_config), "-b", self.suffix,
-                             "-l", str(source)], f"slapadd of {source}", timeout=None,
-                            user=service_user())
+                self.run_set_up([SLAPADD, "-q", "-f", str(staging_config), "-b", self.suffix,
+                                 "-l", str(source)], f"slapadd of {source}", timeout=None)
             self._switch_database(staging)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -493,9 +480,7 @@ class LdapDatabase(ServerDatabase[LdapTarget, LDAPObject]):
                             "network")
         cacert = options.get("tls_cacert")
         if cacert is not None:
-            if not cacert.startswith("/"):
-                raise url.error(f"?tls_cacert={cacert}: an absolute path (named reads it)")
-            require_service_user_reaches(Path(cacert), f"--store-url {url} ?tls_cacert=")
+            self.check_file_option(url, "tls_cacert", cacert)
 
     def check_external(self, url: StoreUrl, *, overwrite: bool) -> str:
         lent = self.claim(url)

@@ -110,22 +110,12 @@ _WRITER_GRANTS = ("GRANT SELECT ON `{db}`.* TO {account}",
 
 
 def _writer(target: MysqlServer) -> str:
-    """WRITER_USER made (or renewed), by root over the server's socket (the loaders' account
-    may not make accounts); its password, derived from the loaders' (random per server
-    instance) so that every PowerDNS over this server gets the same one."""
+    """WRITER_USER made (or renewed) by root over the server's socket; its password, derived
+    from the loaders' (random per server instance) so that every PowerDNS over this server
+    gets the same one."""
     password = hmac.new(target.password.encode(), WRITER_USER.encode(),
                         hashlib.sha256).hexdigest()[:32]
-    conn = target.admin_connection()
-    try:
-        cursor = conn.cursor()
-        for host in ("localhost", "127.0.0.1"):
-            account = f"'{WRITER_USER}'@'{host}'"
-            cursor.execute(f"CREATE USER IF NOT EXISTS {account}")
-            cursor.execute(f"ALTER USER {account} IDENTIFIED BY %s", (password,))
-            for grant in _WRITER_GRANTS:
-                cursor.execute(grant.format(db=target.database, account=account))
-    finally:
-        conn.close()
+    target.make_account(WRITER_USER, password, _WRITER_GRANTS)
     return password
 
 

@@ -321,8 +321,7 @@ def test_unrecognised_or_truncated_sources_are_one_error(tmp_path):
     assert not (tmp_path / "q.txt").exists()
 
 
-# Not `check`: `run` first asks whether the servers' user reaches the run directory, a
-# process (test -x as dlzbench).
+@pytest.mark.check
 def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     capture = write_capture(tmp_path / "web.pcap", [udp4(b"x" * 40, dport=443)])
@@ -333,8 +332,7 @@ def test_run_stops_on_a_capture_without_dns_before_any_server(tmp_path, capsys, 
     assert not (tmp_path / "out").exists()
 
 
-# Not `check`: `run` first asks whether the servers' user reaches the run directory, a
-# process (test -x as dlzbench).
+@pytest.mark.check
 def test_only_zones_needs_queries_from(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DLZBENCH_RUN_DIR", str(tmp_path / "run"))
     assert bench_main(["run", "--profile", "tiny", "--coverage", "--servers", "native",

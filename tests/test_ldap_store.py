@@ -107,8 +107,7 @@ def test_bad_config_raises_user_error_with_slapds_words(run_dir: Path) -> None:
     assert slapd.pids() == []
 
 
-# Not `check`: the run directory is first checked to be reachable by the servers' user, a
-# process (test -x as dlzbench).
+@pytest.mark.check
 def test_missing_schema_file_is_a_user_error(run_dir: Path) -> None:
     with pytest.raises(UserError, match="does not exist"):
         _slapd(run_dir, schema_files=[run_dir / "nope.schema"])

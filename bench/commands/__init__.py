@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from base.errors import UserError
 from bench.measure.datasets import add_zone_file_options
+from bench.measure.results import Results, save_results
+from bench.report.render import write_report
 from databases.store_urls import StoreUrls
 from loaders import get_database
 from servers import get_server, selected_servers, store_names
@@ -27,6 +30,19 @@ def positive_counts(text: str, option: str) -> list[int]:
 def progress(text: str) -> None:
     """A command's progress line: on stderr, at once (stdout holds the report)."""
     print(text, file=sys.stderr, flush=True)
+
+
+def measure_then_report(measure: Callable[[], None], results: Results, out: Path) -> int:
+    """measure() filling results, then results saved in out and their report printed: exit
+    status 0. Ctrl-C during measure() keeps nothing (the section is whole or not there): 130."""
+    try:
+        measure()
+    except KeyboardInterrupt:
+        print("interrupted: nothing measured to keep", file=sys.stderr)
+        return 130
+    save_results(results, out)
+    print(write_report(results, out))
+    return 0
 
 
 def add_pin_option(parser: argparse.ArgumentParser) -> None:

@@ -6,14 +6,18 @@ holding a lock; a cache's change channel cut), what the DNS server answered seco
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_data_set_options, add_out_option, progress
+from bench.commands import (
+    add_data_set_options,
+    add_out_option,
+    measure_then_report,
+    progress,
+)
 from bench.measure import metadata
 from bench.measure.datasets import Stream, describe, zone_source
 from bench.measure.faults import (
@@ -26,9 +30,8 @@ from bench.measure.faults import (
     parse_script,
     script_for,
 )
-from bench.measure.results import Results, save_results
+from bench.measure.results import Results
 from bench.measure.serving import loaded_store
-from bench.report.render import write_report
 from servers import get_server
 from zonedata import queries
 
@@ -67,15 +70,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"the faults instead of the profile's, KIND one of {', '.join(KINDS)} "
                         "(channel-cut:SECONDS keeps the channel from reconnecting that long; "
                         "without, it reconnects at once)")
-    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
-                   help=f"the server's threads and connections (default {DEFAULT_THREADS})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help=f"a query unanswered this long is lost (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
-                   help=f"the query set's size, cycled (default {DEFAULT_QUERIES})")
+    add_open_loop_options(p)
     add_data_set_options(p, str(DEFAULT_ZONES))
     add_out_option(p, "faults-<server>-<timestamp>")
     p.set_defaults(func=run)
+
+
+def add_open_loop_options(p: argparse.ArgumentParser, *, reads: bool = False) -> None:
+    """--threads, --timeout and --queries of the open-loop load (faults', and the reads of
+    `writes`, which say "read" where a query is one)."""
+    sent = "read" if reads else "query"
+    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                   help=f"the server's threads and connections (default {DEFAULT_THREADS})")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"a {sent} unanswered this long is lost (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
+                   help=f"the {'read ' if reads else ''}query set's size, cycled (default "
+                        f"{DEFAULT_QUERIES})")
 
 
 def _check_numbers(args: argparse.Namespace, qps: float, duration: float) -> None:
@@ -119,18 +130,14 @@ def run(args: argparse.Namespace) -> int:
                       faults=section)
     progress(f"dlzbench faults: {server.name}, {qps:,.0f} QPS for {duration:g} s through "
               f"{', '.join(section.script) or 'no fault'}; results in {out}")
-    try:
+
+    def measure() -> None:
         with loaded_store(server.name, stream, run_dir / server.name) as loaded:
             section.servers.append(measure_server(
                 loaded, query_file, run_dir / server.name, qps=qps, duration_s=duration,
                 timeout_s=args.timeout, threads=args.threads, script=script,
                 progress=progress))
-    except KeyboardInterrupt:
-        print("interrupted: nothing measured to keep", file=sys.stderr)
-        return 130
-    save_results(results, out)
-    print(write_report(results, out))
-    return 0
+    return measure_then_report(measure, results, out)
 
 
 def _query_file(stream: Stream, path: Path, count: int, seed: int) -> Path:

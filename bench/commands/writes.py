@@ -5,23 +5,22 @@ fast each change shows (docs/method/writes.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import new_run_dir
-from bench.commands import add_data_set_options, add_out_option, progress
-from bench.commands.faults import (
-    DEFAULT_QUERIES,
-    DEFAULT_THREADS,
-    DEFAULT_TIMEOUT_S,
-    _query_file,
+from bench.commands import (
+    add_data_set_options,
+    add_out_option,
+    measure_then_report,
+    progress,
 )
+from bench.commands.faults import _query_file, add_open_loop_options
 from bench.measure import metadata
 from bench.measure.datasets import describe, zone_source
-from bench.measure.results import Results, load_results, save_results
+from bench.measure.results import Results, load_results
 from bench.measure.writes import (
     CEILING,
     METHOD,
@@ -34,12 +33,11 @@ from bench.measure.writes import (
     measure_server,
     rate_text,
 )
-from bench.report.render import write_report
 from servers import ServerKind, get_server
 
 DEFAULT_PROFILE = "default"
-# The reads are faults' open-loop load: DEFAULT_QUERIES, DEFAULT_TIMEOUT_S and DEFAULT_THREADS
-# are faults' own (bench/commands/faults.py says why each).
+# The reads are faults' open-loop load, with its --threads, --timeout and --queries and their
+# defaults (bench/commands/faults.py says why each).
 DEFAULT_SERVERS = "pg,mysql,ldap,fs,bdbhpt-t,native,pdns-gpgsql"
 DEFAULT_ZONES = 1000
 
@@ -77,12 +75,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "the +cache rows' stated bound)")
     p.add_argument("--step", type=float, metavar="SECONDS", help="a step's length")
     p.add_argument("--repeats", type=int, metavar="N", help="repeats of every step")
-    p.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
-                   help=f"the server's threads and connections (default {DEFAULT_THREADS})")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
-                   help=f"a read unanswered this long is lost (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--queries", type=int, default=DEFAULT_QUERIES, metavar="N",
-                   help=f"the read query set's size, cycled (default {DEFAULT_QUERIES})")
+    add_open_loop_options(p, reads=True)
     add_data_set_options(p, str(DEFAULT_ZONES))
     add_out_option(p, "writes-<timestamp>")
     p.set_defaults(func=run)
@@ -178,16 +171,12 @@ def run(args: argparse.Namespace) -> int:
               f"({'RFC 2136 updates' if args.via == VIA_UPDATE else 'into the store'}), "
               f"{step_s:g} s a step, "
               f"{repeats} repeat(s); results in {out}")
-    try:
+
+    def measure() -> None:
         for server in servers:
             section.servers.append(measure_server(
                 server, stream, query_file, run_dir, rates=rates, step_s=step_s,
                 repeats=repeats, read_qps=reads[server.name], threads=args.threads,
                 timeout_s=args.timeout, via=args.via, stale_bound_ms=stale_bound_ms,
                 progress=progress))
-    except KeyboardInterrupt:
-        print("interrupted: nothing measured to keep", file=sys.stderr)
-        return 130
-    save_results(results, out)
-    print(write_report(results, out))
-    return 0
+    return measure_then_report(measure, results, out)

@@ -35,18 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.process import descendants
+from base.watchdog import stat_fields
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields of /proc/<pid>/stat after the command name, or None if the process is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The name may contain spaces and parentheses: split after its last ')'.
-    return text.rsplit(")", 1)[1].split()
 
 
 def cpu_seconds(pids: Iterable[int]) -> float:
@@ -59,7 +50,7 @@ def user_system_seconds(pids: Iterable[int]) -> tuple[float, float]:
     """(utime + cutime, stime + cstime) of every live pid, in seconds."""
     user = system = 0
     for pid in pids:
-        fields = _stat_fields(pid)
+        fields = stat_fields(pid)
         if fields is not None:
             # After the name: state is fields[0], so utime (stat field 14) is fields[11],
             # then stime, cutime, cstime.

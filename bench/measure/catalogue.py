@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from base.errors import UserError
@@ -112,9 +112,9 @@ class Provenance:
 @dataclass(frozen=True)
 class Figure:
     """One figure: its value (a number, or a word such as what ended a capacity walk), its 95%
-    interval where it has one, and where it sits."""
+    interval where it has one, and where it sits: which run ("" while figures_of reads a
+    results file, whose name it does not know), and where in it."""
 
-    run: str
     metric: str
     value: float | str | None
     low: float | None = None
@@ -123,6 +123,7 @@ class Figure:
     threads: int | None = None
     where: Where = ()
     flags: frozenset[str] = frozenset()
+    run: str = ""
 
     def coordinate(self, key: str) -> str | None:
         """The figure's coordinate `key` as text ("server", "threads", or a `where` key)."""
@@ -205,9 +206,7 @@ class Catalogue:
         provenance = Provenance.of(run, self.paths[run], results.meta)
         self._provenance[run] = provenance
         flags = frozenset({SUPERSEDED}) if provenance.superseded_by else frozenset()
-        self._figures[run] = [Figure(run=run, metric=f.metric, value=f.value, low=f.low,
-                                     high=f.high, server=f.server, threads=f.threads,
-                                     where=f.where, flags=f.flags | flags)
+        self._figures[run] = [replace(f, run=run, flags=f.flags | flags)
                               for f in figures_of(results)]
 
 
@@ -230,49 +229,35 @@ def results_directories(root: Path) -> list[Path]:
 
 # ---------------------------------------------------------------- figures of a results file
 
-@dataclass
-class _Draft:
-    """A figure before its run's name and flags are known."""
-
-    metric: str
-    value: float | str | None
-    low: float | None = None
-    high: float | None = None
-    server: str | None = None
-    threads: int | None = None
-    where: Where = ()
-    flags: frozenset[str] = field(default_factory=frozenset)
-
-
-def figures_of(results: Results) -> list[_Draft]:
+def figures_of(results: Results) -> list[Figure]:
     """Every figure of a results file, section by section."""
-    drafts: list[_Draft] = []
-    drafts += _meta_figures(results.meta)
-    drafts += _cell_figures(results)
-    drafts += _capacity_figures(results)
-    drafts += _startup_figures(results)
-    drafts += _scale_figures(results)
-    drafts += _signed_figures(results)
-    drafts += _tuning_figures(results)
-    drafts += _instruction_figures(results)
-    drafts += _fault_figures(results)
-    drafts += _write_figures(results)
-    drafts += _update_figures(results)
-    return drafts
+    figures: list[Figure] = []
+    figures += _meta_figures(results.meta)
+    figures += _cell_figures(results)
+    figures += _capacity_figures(results)
+    figures += _startup_figures(results)
+    figures += _scale_figures(results)
+    figures += _signed_figures(results)
+    figures += _tuning_figures(results)
+    figures += _instruction_figures(results)
+    figures += _fault_figures(results)
+    figures += _write_figures(results)
+    figures += _update_figures(results)
+    return figures
 
 
-def _value(metric: str, value: float | str | None, **at: object) -> _Draft:
-    return _Draft(metric, value, **_placed(at))
+def _value(metric: str, value: float | str | None, **at: object) -> Figure:
+    return Figure(metric, value, **_placed(at))
 
 
 def _interval(metric: str, interval: Interval | None, scale: float = 1.0,
-              **at: object) -> list[_Draft]:
+              **at: object) -> list[Figure]:
     """A median with its interval (none: no figure)."""
     if interval is None:
         return []
     low = None if interval.low is None else scale * interval.low
     high = None if interval.high is None else scale * interval.high
-    return [_Draft(metric, scale * interval.estimate, low, high, **_placed(at))]
+    return [Figure(metric, scale * interval.estimate, low, high, **_placed(at))]
 
 
 def _placed(at: Mapping[str, object]) -> dict:
@@ -293,7 +278,7 @@ def _text(value: object) -> str:
     return str(value)
 
 
-def _meta_figures(meta: Mapping) -> Iterator[_Draft]:
+def _meta_figures(meta: Mapping) -> Iterator[Figure]:
     """The run's parameters that docs quote: rounds done, rates offered."""
     rounds = meta.get("rounds") or {}
     if "done" in rounds:
@@ -306,19 +291,18 @@ def _meta_figures(meta: Mapping) -> Iterator[_Draft]:
 
 # ---------------------------------------------------------------- run: cells
 
-def _cell_figures(results: Results) -> Iterator[_Draft]:
+def _cell_figures(results: Results) -> Iterator[Figure]:
     """Every cell's figures; a `tune` run's cells also say the round trip added."""
     cpus = loadgen.server_cpus(results.meta)
     added: Where = () if results.tuning is None else (("rtt", str(results.tuning.db_rtt_ms)),)
     adjacent = cost.AdjacentCost(results.cells)
     for cell in results.cells:
-        for draft in _one_cell(results, cell, cpus, adjacent):
-            draft.where += added
-            yield draft
+        for figure in _one_cell(results, cell, cpus, adjacent):
+            yield replace(figure, where=figure.where + added)
 
 
 def _one_cell(results: Results, cell: Cell, cpus: int | None,
-              adjacent: cost.AdjacentCost) -> Iterator[_Draft]:
+              adjacent: cost.AdjacentCost) -> Iterator[Figure]:
     if cell.status != "ok":
         yield _value("status", cell.status, server=cell.server, threads=cell.threads,
                      connections=cell.connections)
@@ -343,7 +327,7 @@ def _cell_flags(cell: Cell, cpus: int | None) -> set[str]:
     return flags
 
 
-def _cell_qps(results: Results, cell: Cell, cpus: int | None) -> Iterator[_Draft]:
+def _cell_qps(results: Results, cell: Cell, cpus: int | None) -> Iterator[Figure]:
     flags = _cell_flags(cell, cpus)
     at = _cell_at(cell, flags)
     q = cell.qps
@@ -358,7 +342,7 @@ def _cell_qps(results: Results, cell: Cell, cpus: int | None) -> Iterator[_Draft
 
 
 def _ratio(results: Results, cell: Cell, reference: str, cpus: int | None,
-           at: dict) -> Iterator[_Draft]:
+           at: dict) -> Iterator[Figure]:
     """% of the reference's QPS in the same run: the round-paired ratio with its interval, or
     (before rounds) the ratio of the medians. Flagged when either side is the load
     generator's."""
@@ -386,7 +370,7 @@ def _in_rounds(cell: Cell) -> bool:
     return bool(cell.qps_rounds) and len(cell.qps_rounds) == len(cell.qps_runs)
 
 
-def _cell_costs(cell: Cell, cpus: int | None, adjacent: cost.AdjacentCost) -> Iterator[_Draft]:
+def _cell_costs(cell: Cell, cpus: int | None, adjacent: cost.AdjacentCost) -> Iterator[Figure]:
     """server_us: the median of the runs' cost with an order-statistic interval (the figure
     the table showed before the cost per query led it, which the docs cite); cost_us: the
     table's cost per query now, the geometric mean with the start-clustered interval, its
@@ -425,20 +409,20 @@ def _cell_costs(cell: Cell, cpus: int | None, adjacent: cost.AdjacentCost) -> It
     yield _value("mismatches", cell.mismatches, **at)
 
 
-def _cell_latency(cell: Cell) -> Iterator[_Draft]:
+def _cell_latency(cell: Cell) -> Iterator[Figure]:
     at = _cell_at(cell, set() if cell.qps_rounds else {BEFORE_ROUNDS})
     yield from _latency("unloaded", cell.latency_unloaded, at)
     yield from _latency("loaded", cell.latency_loaded, at)
 
 
-def _latency(kind: str, stats: LatencyStats | None, at: dict) -> Iterator[_Draft]:
+def _latency(kind: str, stats: LatencyStats | None, at: dict) -> Iterator[Figure]:
     if stats is None:
         return
     for key in ("mean", "p50", "p90", "p99", "max"):
         yield _value(f"{kind}.{key}_us", getattr(stats, f"{key}_us"), **at)
 
 
-def _flood_figures(cell: Cell) -> Iterator[_Draft]:
+def _flood_figures(cell: Cell) -> Iterator[Figure]:
     """The flood phase: the normal traffic's loss and p99 without and with the flood."""
     flood = cell.flood
     if not flood:
@@ -457,7 +441,7 @@ def _flood_figures(cell: Cell) -> Iterator[_Draft]:
 
 # ---------------------------------------------------------------- capacity
 
-def _capacity_figures(results: Results) -> Iterator[_Draft]:
+def _capacity_figures(results: Results) -> Iterator[Figure]:
     for curve in results.capacity:
         at = {"server": curve.server, "threads": curve.threads}
         yield _value("closed_loop_qps", curve.closed_loop_qps, **at)
@@ -472,7 +456,7 @@ def _capacity_figures(results: Results) -> Iterator[_Draft]:
         yield from _latency_points(curve, at)
 
 
-def _breaking(curve: Curve, name: str, point: BreakingPoint, at: dict) -> Iterator[_Draft]:
+def _breaking(curve: Curve, name: str, point: BreakingPoint, at: dict) -> Iterator[Figure]:
     """The bracket: the offered rate of the last load that held and of the first that failed,
     what ended the walk, and the held load's share of the closed loop."""
     flags = {NOT_OFFERED} if point.ended_by == NOT_OFFERED else set()
@@ -484,7 +468,7 @@ def _breaking(curve: Curve, name: str, point: BreakingPoint, at: dict) -> Iterat
         yield _value(f"{name}.of_closed_loop", 100 * point.qps / curve.closed_loop_qps, **at)
 
 
-def _walk_end(levels: list[Level], at: dict) -> Iterator[_Draft]:
+def _walk_end(levels: list[Level], at: dict) -> Iterator[Figure]:
     """The load that ended the walk up the steps (5% loss): its % of the closed loop and its
     answered share, whether the server lost it or the load generator did not offer it."""
     for level in levels:
@@ -496,7 +480,7 @@ def _walk_end(levels: list[Level], at: dict) -> Iterator[_Draft]:
             return
 
 
-def _level_figures(level: Level, at: dict) -> Iterator[_Draft]:
+def _level_figures(level: Level, at: dict) -> Iterator[Figure]:
     """One offered load (its % of the closed loop), over its repeats."""
     flags = set() if level.offered else {NOT_OFFERED}
     here = {**at, "percent": level.percent, "flags": flags}
@@ -516,7 +500,7 @@ def _level_figures(level: Level, at: dict) -> Iterator[_Draft]:
             yield _value("step.generator_drops", drops.load_generator, **again)
 
 
-def _latency_points(curve: Curve, at: dict) -> Iterator[_Draft]:
+def _latency_points(curve: Curve, at: dict) -> Iterator[Figure]:
     points = [(f"{100 * p.share:g}", p.step) for p in curve.latency_points]
     if curve.common_rate_step is not None:
         points.append(("common", curve.common_rate_step))
@@ -528,7 +512,7 @@ def _latency_points(curve: Curve, at: dict) -> Iterator[_Draft]:
 
 # ---------------------------------------------------------------- startup, scale, signed, tune
 
-def _startup_figures(results: Results) -> Iterator[_Draft]:
+def _startup_figures(results: Results) -> Iterator[Figure]:
     for p in results.startup_scaling:
         at = {"server": p.server, "zones": p.zones}
         if p.status != "ok":
@@ -544,7 +528,7 @@ def _startup_figures(results: Results) -> Iterator[_Draft]:
                      None if p.loader_rss_kb is None else p.loader_rss_kb / 1024, **at)
 
 
-def _scale_figures(results: Results) -> Iterator[_Draft]:
+def _scale_figures(results: Results) -> Iterator[Figure]:
     cpus = loadgen.server_cpus(results.meta)
     for size in results.scale:
         at = {"server": size.server, "threads": size.cell.threads, "zones": size.zones,
@@ -575,7 +559,7 @@ def _mib(kb: float | None) -> float | None:
     return None if kb is None else kb / 1024
 
 
-def _signed_figures(results: Results) -> Iterator[_Draft]:
+def _signed_figures(results: Results) -> Iterator[Figure]:
     cpus = loadgen.server_cpus(results.meta)
     for signed in results.signed:
         cell = signed.cell
@@ -602,7 +586,7 @@ def _signed_figures(results: Results) -> Iterator[_Draft]:
         yield _value("truncated", signed.truncated, **at)
 
 
-def _tuning_figures(results: Results) -> Iterator[_Draft]:
+def _tuning_figures(results: Results) -> Iterator[Figure]:
     tuning = results.tuning
     if tuning is None:
         return
@@ -621,7 +605,7 @@ def _tuning_figures(results: Results) -> Iterator[_Draft]:
 
 # ---------------------------------------------------------------- instructions, faults
 
-def _instruction_figures(results: Results) -> Iterator[_Draft]:
+def _instruction_figures(results: Results) -> Iterator[Figure]:
     section = results.instructions
     if section is None:
         return
@@ -638,7 +622,7 @@ def _instruction_figures(results: Results) -> Iterator[_Draft]:
                          None if spread is None else 100 * spread, **at)
 
 
-def _fault_figures(results: Results) -> Iterator[_Draft]:
+def _fault_figures(results: Results) -> Iterator[Figure]:
     section = results.faults
     if section is None:
         return
@@ -647,7 +631,7 @@ def _fault_figures(results: Results) -> Iterator[_Draft]:
         yield from _server_fault_figures(server, section.qps)
 
 
-def _server_fault_figures(server: ServerFaults, qps: float) -> Iterator[_Draft]:
+def _server_fault_figures(server: ServerFaults, qps: float) -> Iterator[Figure]:
     at = {"server": server.server, "threads": server.threads, "qps": qps}
     if server.baseline_share is not None:
         yield _value("faults.baseline_answered", 100 * server.baseline_share, **at)
@@ -668,7 +652,7 @@ def _server_fault_figures(server: ServerFaults, qps: float) -> Iterator[_Draft]:
 
 # ---------------------------------------------------------------- writes, updates
 
-def _write_figures(results: Results) -> Iterator[_Draft]:
+def _write_figures(results: Results) -> Iterator[Figure]:
     section = results.writes
     if section is None:
         return
@@ -676,7 +660,7 @@ def _write_figures(results: Results) -> Iterator[_Draft]:
         yield from _server_write_figures(entry, section.via)
 
 
-def _server_write_figures(entry: ServerWrites, via: str) -> Iterator[_Draft]:
+def _server_write_figures(entry: ServerWrites, via: str) -> Iterator[Figure]:
     at = {"server": entry.server, "via": via}
     if entry.status != "ok":
         yield _value("status", entry.status, **at)
@@ -702,7 +686,7 @@ def _server_write_figures(entry: ServerWrites, via: str) -> Iterator[_Draft]:
         yield _value("not_seen", step.not_seen, **here)
 
 
-def _update_figures(results: Results) -> Iterator[_Draft]:
+def _update_figures(results: Results) -> Iterator[Figure]:
     section = results.updates
     if section is None:
         return

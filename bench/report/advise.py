@@ -14,7 +14,7 @@ import base64
 import html
 import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -245,23 +245,29 @@ def expectations(s: ServerAdvice, req: Requirement) -> Iterator[str]:
             text += f", named {figure_text(memory, ' MiB')}"
         yield with_source(text, f["startup_s"])
     if "scale_qps" in f:
-        text = f"closed loop at {zones} zones {figure_text(f['scale_qps'])} QPS"
-        share = f.get("scale_share")
-        if share is not None:
-            text += f", {_number(share.value)}% of its QPS at {conditions_text(share)}"
-        yield with_source(text, f["scale_qps"])
+        yield _with_share(f"closed loop at {zones} zones {figure_text(f['scale_qps'])} QPS",
+                          f["scale_qps"], f.get("scale_share"), "its QPS", where=True)
     if "visible_p99_ms" in f:
         yield with_source(f"each write visible within {figure_text(f['visible_p99_ms'], ' ms')}"
                           f" at p99 at {req.writes_per_s:g} writes/s", f["visible_p99_ms"])
     if "cpu_per_read_us" in f:
-        text = f"CPU per read {figure_text(f['cpu_per_read_us'], ' us')}"
-        share = f.get("read_cost_share")
-        if share is not None:
-            text += f", {_number(share.value)}% of its cost without writes"
-        yield with_source(text, f["cpu_per_read_us"])
+        yield _with_share(f"CPU per read {figure_text(f['cpu_per_read_us'], ' us')}",
+                          f["cpu_per_read_us"], f.get("read_cost_share"),
+                          "its cost without writes")
     if "signed_share" in f:
         yield with_source(f"signed zones answered at {_number(f['signed_share'].value)}% of "
                           "its unsigned QPS", f["signed_share"])
+
+
+def _with_share(text: str, figure: Estimate, share: Estimate | None, of: str, *,
+                where: bool = False) -> str:
+    """A figure's clause with its source, and the share another figure sets it at (", N% of"
+    what `of` names, and with where the share's own conditions) where there is one."""
+    if share is not None:
+        text += f", {_number(share.value)}% of {of}"
+        if where:
+            text += f" at {conditions_text(share)}"
+    return with_source(text, figure)
 
 
 def reasons(s: ServerAdvice, req: Requirement, verdict: str) -> str:
@@ -385,11 +391,7 @@ def markdown(blocks: list[Block]) -> str:
         elif block.kind == "img":
             lines += [f"![{block.text}]({FIGURE})", ""]
         else:
-            for number, item in enumerate(block.items, 1):
-                mark = f"{number}." if block.kind == "ol" else "-"
-                lines.append(f"{mark} {item.text}")
-                lines += [f"{' ' * (len(mark) + 1)}- {sub}" for sub in item.sub]
-            lines.append("")
+            lines += [*_list_lines(block), ""]
     return "\n".join(lines)
 
 
@@ -400,12 +402,21 @@ def plain(blocks: list[Block]) -> str:
         if block.kind in ("h1", "h2", "p"):
             lines.append(_unmarked(block.text) + (":" if block.kind == "h2" else ""))
         elif block.kind in ("ol", "ul"):
-            for number, item in enumerate(block.items, 1):
-                mark = f"{number}." if block.kind == "ol" else "-"
-                lines.append(f"{mark} {_unmarked(item.text)}")
-                if block.kind == "ol":
-                    lines += [f"{' ' * (len(mark) + 1)}- {_unmarked(sub)}" for sub in item.sub]
+            lines += _list_lines(block, _unmarked, subs=block.kind == "ol")
     return "\n".join(lines) + "\n"
+
+
+def _list_lines(block: Block, shown: Callable[[str], str] = str, *,
+                subs: bool = True) -> list[str]:
+    """A numbered ("ol") or bulleted list, an item a line (its text as shown() gives it) and,
+    with subs, its sub-items below it, indented past its mark."""
+    lines = []
+    for number, item in enumerate(block.items, 1):
+        mark = f"{number}." if block.kind == "ol" else "-"
+        lines.append(f"{mark} {shown(item.text)}")
+        if subs:
+            lines += [f"{' ' * (len(mark) + 1)}- {shown(sub)}" for sub in item.sub]
+    return lines
 
 
 def _unmarked(text: str) -> str:
