@@ -642,6 +642,9 @@ def _server_fault_figures(server: ServerFaults, qps: float) -> Iterator[Figure]:
         yield _value("fault.settled_s", fault.settled_s, **here)
         for key in ("sent", "servfail", "lost"):
             yield _value(f"fault.{key}", getattr(fault, key), **here)
+        if fault.bypassed_s is not None:  # a change channel cut (channel-cut)
+            yield _value("fault.bypassed_s", fault.bypassed_s, **here)
+            yield _value("fault.cache_back_s", fault.cache_back_s, **here)
         yield _value("fault.recovered", "yes" if fault.recovered else "no", **here)
         if fault.recovered_s is not None and fault.started_s is not None \
                 and fault.ended_s is not None:
@@ -684,6 +687,8 @@ def _server_write_figures(entry: ServerWrites, via: str) -> Iterator[Figure]:
         yield _value("visible_max_ms", step.visible_max_ms, **here)
         yield _value("sampled", step.sampled, **here)
         yield _value("not_seen", step.not_seen, **here)
+        yield _value("stale_writes", step.stale_writes, **here)
+        yield _value("stale_answers", step.stale_answers, **here)
 
 
 def _update_figures(results: Results) -> Iterator[Figure]:
