@@ -303,11 +303,6 @@ step(struct run *r, char *line) {
 	for (char *p = rest; *p != '\0'; p++) {
 		*p = *p == '|' ? '\n' : *p;
 	}
-	/* named hands over an RRset of at least one RR: an rdatastr without a line never comes
-	 * (and update.c marks the owner's ancestors before it reads the lines). */
-	if ((op == '+' || op == '-') && rest[strspn(rest, "\n")] == '\0') {
-		return true;
-	}
 	switch (op) {
 	case '+':
 		return dlz_addrdataset(name, rest, r->db, r->version) == ISC_R_SUCCESS;
