@@ -38,7 +38,15 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.measure.serving import LoadedStore, loaded_store
-from bench.verify.answers import UDP_PAYLOAD, Reply, ask, compare_answers, complete, transfer
+from bench.verify.answers import (
+    UDP_PAYLOAD,
+    Reply,
+    ask,
+    compare_answers,
+    complete,
+    rr_owner,
+    transfer,
+)
 from bench.verify.compare import REFERENCE_SERVERS, Comparison, compare_servers, detail
 from loaders.fs import XFR_HEADER, ZONE_FILE, FsLoader, zone_file_path
 from loaders.loader import DEFAULT_XFR_CLIENTS
@@ -164,6 +172,94 @@ def test_concurrent_clients_get_the_memory_drivers_answers(
              if (diff := compare_answers(q, memory_replies[q], reply)) is not None]
     assert not wrong, f"{len(wrong)} of {len(replies)} differ; first ones:\n" + \
         "\n".join(wrong[:5])
+
+
+# --- a wildcard owner that is a redirection or a zone cut --------------------------------------
+
+# Names below a wildcard owner: BIND walks down "x.*.w" through "*.w" (lib/dns/sdlz.c findext)
+# and must see the DNAME or NS there, while the core tells that lookup of "*.w" from sdlz's
+# wildcard probe of "w" by the order of the calls (drivers/common/core.c).
+WILD_DNAME = dns.name.from_text("wild-dname.test.")
+WILD_NS = dns.name.from_text("wild-ns.test.")
+
+
+def _below_a_wildcard(origin: dns.name.Name, rdtype: str, rdata: str) -> Zone:
+    def rec(rel: str, rtype: str, text: str) -> Record:
+        return make_record(dns.name.from_text(rel, origin), 300, rtype, text)
+    # Names in the rdata absolute, as the loaders' data sets have them (a relative one would
+    # be completed with the zone's name as the query spelled it, in the DLZ path).
+    return Zone(origin, [
+        rec("@", "SOA", f"ns.{origin} hostmaster.{origin} 1 3600 900 604800 300"),
+        rec("@", "NS", f"ns.{origin}"),
+        rec("ns", "A", "192.0.2.53"),
+        rec("*.w", rdtype, rdata),
+        rec("x.*.w", "A", "192.0.2.1"),
+        rec("y.b.*.w", "TXT", '"below an empty non-terminal"'),
+        rec("*.*.w", "A", "192.0.2.2"),
+        rec("v", "A", "192.0.2.3"),
+    ])
+
+
+@dataclass
+class BelowWildcard:
+    dname: Zone
+    ns: Zone
+    named: dict[str, Named]
+
+
+@pytest.fixture(scope="module")
+def below_wildcard(run_dir: Path) -> Iterator[BelowWildcard]:
+    """Native BIND and the memory driver serving a zone with a DNAME at "*.w" and names below
+    it; the memory driver also one with an NS there, which native BIND refuses to load
+    ("NS record owners cannot legally be wild cards", lib/dns/rbtdb.c)."""
+    dname = _below_a_wildcard(WILD_DNAME, "DNAME", "target.example.")
+    ns = _below_a_wildcard(WILD_NS, "NS", "ns.example.")
+    zones = {"native": [dname], "memory": [dname, ns]}
+    with ExitStack() as stack:
+        stores = entered_at_once(stack, {
+            d: loaded_store(d, lambda z=zones[d]: iter(z), run_dir / "below-wildcard" / d)
+            for d in zones})
+        named = entered_at_once(stack, {
+            d: s.dns_server(run_dir / "below-wildcard" / d, threads=2)
+            for d, s in stores.items()})
+        yield BelowWildcard(dname, ns, named)
+
+
+def _not_matched_below_a_match(query: Query, w: dns.name.Name) -> bool:
+    """Not a name two labels or more below w outside "*.w": the walk down to it passes a name
+    that "*.w" matches, and sdlz's wildcard probe there hands that name the DNAME, which
+    native BIND applies to the names below "*.w" only (BIND's DLZ path, whatever the driver)."""
+    name = query[0]
+    return not (name.is_subdomain(w) and not name.is_subdomain(dns.name.Name([b"*", *w.labels]))
+                and len(name) > len(w) + 1)
+
+
+def test_a_wildcard_dname_with_names_below_answers_as_native(
+        below_wildcard: BelowWildcard) -> None:
+    """Every query of the zone (names at, below and matching "*.w", but for those the DLZ
+    path answers otherwise whatever the driver) and its transfer: the memory driver answers
+    as native BIND, which redirects every name below "*.w"."""
+    zones = [below_wildcard.dname]
+    w = dns.name.from_text("w", WILD_DNAME)
+    queries = [q for q in derive_queries(zones) if _not_matched_below_a_match(q, w)]
+    result = compare_servers(below_wildcard.named, queries, zones)["memory"]
+    assert not result.differences, (f"{result.summary()}; first ones:\n"
+                                    + "\n".join(result.differences[:5]))
+    redirected = complete(ask(below_wildcard.named["native"],
+                              (dns.name.from_text("x.*.w", WILD_DNAME), "A")))
+    assert any(rr[2] == "DNAME" for rr in redirected.answer), redirected.describe()
+
+
+@pytest.mark.parametrize("below", ["x.*.w", "y.b.*.w", "q.*.w", "*.*.w"])
+def test_a_wildcard_ns_delegates_the_names_below_it(below_wildcard: BelowWildcard,
+                                                    below: str) -> None:
+    """Native BIND refuses the zone, so the DLZ path is the only one to judge: BIND's walk meets
+    the NS at "*.w" on its way down, and every name below it is referred there."""
+    owner = rr_owner(dns.name.from_text("*.w", WILD_NS))
+    reply = complete(ask(below_wildcard.named["memory"],
+                         (dns.name.from_text(below, WILD_NS), "A")))
+    assert reply.rcode == "NOERROR" and not reply.aa and not reply.answer, reply.describe()
+    assert {(rr[0], rr[2]) for rr in reply.authority} == {(owner, "NS")}, reply.describe()
 
 
 # --- update visibility -------------------------------------------------------------------------

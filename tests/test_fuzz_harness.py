@@ -19,7 +19,8 @@ import dns.rdatatype
 import pytest
 
 from base.paths import REPO_ROOT
-from bench.verify.harnesses import BUILT, harnesses, run_harness
+from base.process import as_user, give_to_service_user, service_environment, service_user
+from bench.verify.harnesses import BUILT, SOURCES, harnesses, run_harness
 from zonedata.generator import coverage_zones
 
 # Enough to mutate well past the seeds, few enough for `make test` (a second's run takes two:
@@ -48,6 +49,28 @@ def test_each_harness_runs_clean_on_its_corpus(harness: str, fuzz_built: None,
     assert run.clean, log[-4000:]
     # It ran: past its seeds, with coverage that libFuzzer counted.
     assert run.executions >= HARNESS_RUNS and run.coverage > 0 and run.features > 0, log[-2000:]
+
+
+# The inputs behind docs/method/fuzz.md's "What the harnesses found", kept in each harness's
+# corpus as finding-<name>: the harness holds the rule it once stepped around.
+FINDINGS = [("rdtext", "loc-17-digits"), ("rdtext", "generic-after-a-tab"),
+            ("rdtext", "svcb-key0-is-mandatory"), ("update", "add-without-a-line"),
+            ("update", "wildcard-owner-after-a-name-below")]
+
+
+@pytest.mark.parametrize(("harness", "finding"), FINDINGS, ids=[f for _, f in FINDINGS])
+def test_a_reported_finding_passes_its_harness(harness: str, finding: str, fuzz_built: None,
+                                               tmp_path: Path) -> None:
+    """The finding's input alone through its harness (libFuzzer runs a file once), as the
+    servers' user as every harness run: no sanitizer report, no failed check."""
+    give_to_service_user(tmp_path)
+    done = subprocess.run([str(BUILT / f"fuzz_{harness}"), f"-artifact_prefix={tmp_path}/",
+                           str(SOURCES / "corpus" / harness / f"finding-{finding}")],
+                          capture_output=True, text=True, cwd=tmp_path, check=False,
+                          timeout=HARNESS_CAP_S, env=service_environment(),
+                          **as_user(service_user()))
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert f"Executed {SOURCES}" in done.stderr, done.stderr[-2000:]
 
 
 def test_a_failing_input_is_a_crash_with_its_input_kept(fuzz_built: None,

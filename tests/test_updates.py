@@ -1180,12 +1180,17 @@ def test_the_match_form_tells_which_row_named_means(
     assert (of_row == of_named) == same, (of_row, of_named)
 
 
-def _named_text(rdtype: str, text: str) -> str:
-    """named's text of the record (named-rrchecker -p of the BIND the suite runs)."""
+def _named_rrchecker(rdtype: str, text: str) -> subprocess.CompletedProcess[str]:
+    """named-rrchecker -p of the BIND the suite runs, given the record."""
     argv = selected(need_drivers=False).command(["/usr/bin/named-rrchecker", "-p"],
                                                 with_drivers=False)
-    done = subprocess.run(argv, input=f"IN {rdtype} {text}\n", capture_output=True, text=True,
+    return subprocess.run(argv, input=f"IN {rdtype} {text}\n", capture_output=True, text=True,
                           check=False, timeout=60)
+
+
+def _named_text(rdtype: str, text: str) -> str:
+    """named's text of the record."""
+    done = _named_rrchecker(rdtype, text)
     assert done.returncode == 0, (rdtype, text, done.stderr)
     return done.stdout.rstrip("\n").split("\t", 2)[2]
 
@@ -1242,10 +1247,33 @@ def test_the_stored_form_of_dnspython_and_named_text_is_one(
     "0 N 0 E 99999999999999999999m",  # beyond a long: strtol saturates, then * 100
     "0 N 0 E 1m 92233720368547758m",
     "0 N 0 E 1m 1m 1m 9223372036854775807.99m",
+    "0 N 0 E 42849672.96m",  # named's bounds, each passed by the least step
+    "0 N 0 E 42849673m",
+    "0 N 0 E -100000.01m",
+    "0 N 0 E 0m 90000001m",
+    "0 N 0 E 0m 1m 90000001m",
+    "0 N 0 E 0m 1m 1m 90000001.00m",
+    "0 N 0 E 0m -1m",  # a negative size
 ])
 def test_the_stored_form_keeps_loc_text_beyond_loc_s_range(
         stored_form: Callable[[list[tuple[str, str]]], list[str]], text: str) -> None:
-    """LOC lengths beyond what RFC 1876 can hold (altitude up to 42849672.95 m, sizes up to
-    90000000 m) are no LOC named reads: the text stays as it is, and nothing overflows (the
-    tool aborts on any undefined behaviour)."""
+    """LOC lengths beyond what RFC 1876 can hold (altitude -100000.00 m to 42849672.95 m,
+    sizes and precisions up to 90000000 m) are no LOC named reads (named-rrchecker refuses
+    each): the text stays as it is, and nothing overflows (the tool aborts on any undefined
+    behaviour)."""
+    assert _named_rrchecker("LOC", text).returncode != 0
     assert stored_form([("LOC", text)]) == [text]
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "\t ", " \t\t", "  "])
+def test_the_generic_form_is_read_after_any_blank(
+        stored_form: Callable[[list[tuple[str, str]]], list[str]], blank: str) -> None:
+    """RFC 3597's "\\#" followed by a tab or several blanks is the generic form to named as
+    after one space: the stored form of the text is that of named's text of it, and a fixed
+    point (docs/method/fuzz.md, "What the harnesses found")."""
+    text = f"\\#{blank}3{blank}ABCDEF"
+    named = _named_text("TYPE65280", text)
+    assert named == "\\# 3 ABCDEF"
+    ours, of_named = stored_form([("TYPE65280", text), ("TYPE65280", named)])
+    assert ours == of_named == "\\# 3 abcdef"
+    assert stored_form([("TYPE65280", ours)]) == [ours]

@@ -54,7 +54,12 @@
  *
  * A wildcard probe belongs to the name whose lookup just failed (sdlz probes right after it,
  * in the same call): it is matched first against the memo and chain that answered the last
- * lookup that was no probe, so a probe is judged against that name's closest encloser.
+ * lookup that was no probe, so a probe is judged against that name's closest encloser. What
+ * is a probe is told by the order of the calls, not by the name: sdlz's getnodedata probes
+ * only after a lookup of N answered ISC_R_NOTFOUND, and then exactly "*.<parent of N>",
+ * "*.<grandparent>", ..., "*" at the apex, one after another until one succeeds, on the same
+ * thread. A lookup of "*.w" at any other time is a lookup of that name (the walk down to
+ * "x.*.w" passes it, and a wildcard NS or DNAME there is a zone cut or a redirection).
  *
  * A backend failure (a call returns DLZ_ERROR) closes that connection; the call is retried
  * once on a new connection unless the failed one was new itself or the store timed out, and a
@@ -199,6 +204,9 @@ struct thread_state {
 	 * wildcards of a name right after the lookup of that name failed. */
 	struct memo *last_memo;
 	unsigned last_chain;
+	/* The key of the wildcard sdlz probes next if the last lookup on this thread failed
+	 * (see the top); "": no probe is due. */
+	char probe_next[DLZ_KEY_MAX];
 	struct hint_table *hints;
 	/* Fetches answered from the cache, from the store after a miss, and from the store with
 	 * the cache bypassed: counted per thread, summed at dlz_destroy. */
@@ -763,22 +771,24 @@ chain_name_index(const struct chain *c, const char *key, size_t len) {
 enum match { MATCH_NONE, MATCH_NAME, MATCH_WILD, MATCH_ABSENT };
 
 /*
- * How key relates to chain c inside m's zone: its leaf or an ancestor (MATCH_NAME), or the
- * wildcard child "*." of a strict ancestor, *index set to that ancestor (MATCH_WILD). A key
- * equal to the leaf is always MATCH_NAME, even if it starts with "*": that is a direct query.
- * A name below the leaf when the leaf does not exist cannot exist either, since every store
- * marks empty non-terminals (MATCH_ABSENT): BIND's additional-section lookups of
- * "_tcp.<target>" and then "_<port>._tcp.<target>" (TLSA) cost one fetch instead of two.
+ * How key relates to chain c inside m's zone: its leaf or an ancestor (MATCH_NAME), or, when
+ * the lookup is sdlz's wildcard probe (probe), the wildcard child "*." of a strict ancestor,
+ * *index set to that ancestor (MATCH_WILD). A key equal to the leaf is always MATCH_NAME: a
+ * memo fetched for the probe itself (none was fresh) has it as its leaf. A name below the
+ * leaf when the leaf does not exist cannot exist either, since every store marks empty
+ * non-terminals (MATCH_ABSENT): BIND's additional-section lookups of "_tcp.<target>" and then
+ * "_<port>._tcp.<target>" (TLSA) cost one fetch instead of two.
  */
 static enum match
-chain_match(const struct memo *m, struct chain *c, const char *key, size_t len, int *index) {
+chain_match(const struct memo *m, struct chain *c, const char *key, size_t len, bool probe,
+	    int *index) {
 	int i;
 
 	if (len == c->len && memcmp(key, c->leaf, len) == 0) {
 		*index = 0;
 		return MATCH_NAME;
 	}
-	if (len > 2 && key[0] == '*' && key[1] == '.') {
+	if (probe && len > 2 && key[0] == '*' && key[1] == '.') {
 		i = chain_name_index(c, key + 2, len - 2);
 		if (i >= 1) {
 			*index = i;
@@ -798,8 +808,8 @@ chain_match(const struct memo *m, struct chain *c, const char *key, size_t len, 
 
 /* How m can answer key in zone: *chain the chain that can (prefer's first, if >= 0). */
 static enum match
-memo_match(struct memo *m, const char *zone, const char *key, int prefer, unsigned *chain,
-	   int *index) {
+memo_match(struct memo *m, const char *zone, const char *key, bool probe, int prefer,
+	   unsigned *chain, int *index) {
 	size_t len = strlen(key);
 	enum match match;
 
@@ -807,7 +817,7 @@ memo_match(struct memo *m, const char *zone, const char *key, int prefer, unsign
 		return MATCH_NONE;
 	}
 	if (prefer >= 0 && (unsigned)prefer < m->nchains) {
-		match = chain_match(m, &m->chains[prefer], key, len, index);
+		match = chain_match(m, &m->chains[prefer], key, len, probe, index);
 		if (match != MATCH_NONE) {
 			*chain = (unsigned)prefer;
 			return match;
@@ -817,7 +827,7 @@ memo_match(struct memo *m, const char *zone, const char *key, int prefer, unsign
 		if ((int)c == prefer) {
 			continue;
 		}
-		match = chain_match(m, &m->chains[c], key, len, index);
+		match = chain_match(m, &m->chains[c], key, len, probe, index);
 		if (match != MATCH_NONE) {
 			*chain = c;
 			return match;
@@ -1070,6 +1080,7 @@ dlz_findzonedb(void *dbdata, const char *name, dns_clientinfomethods_t *methods,
 	if (ts == NULL) {
 		return ISC_R_NOMEMORY;
 	}
+	ts->probe_next[0] = '\0'; /* no probe comes before a lookup */
 	if (!key_from_bind(key, name)) {
 		return ISC_R_NOTFOUND;
 	}
@@ -1119,17 +1130,17 @@ memo_current(struct instance *inst, const struct thread_state *ts, const struct 
 }
 
 /*
- * A fresh memo of the current DNS query that can answer (zone, key), newest first; a
- * wildcard probe goes first to the memo and chain of the name whose lookup it follows.
+ * A fresh memo of the current DNS query that can answer (zone, key), newest first; sdlz's
+ * wildcard probe (probe) goes first to the memo and chain of the name whose lookup it follows.
  */
 static struct memo *
 find_memo(struct instance *inst, struct thread_state *ts, const char *zone, const char *key,
-	  enum match *match, unsigned *chain, int *index) {
+	  bool probe, enum match *match, unsigned *chain, int *index) {
 	long now = dlz_now_ms();
 	struct memo *m = ts->last_memo;
 
-	if (key[0] == '*' && key[1] == '.' && m != NULL && memo_current(inst, ts, m, now)) {
-		*match = memo_match(m, zone, key, (int)ts->last_chain, chain, index);
+	if (probe && m != NULL && memo_current(inst, ts, m, now)) {
+		*match = memo_match(m, zone, key, true, (int)ts->last_chain, chain, index);
 		if (*match != MATCH_NONE) {
 			return m;
 		}
@@ -1137,7 +1148,7 @@ find_memo(struct instance *inst, struct thread_state *ts, const char *zone, cons
 	for (unsigned k = 0; k < MEMO_RING; k++) {
 		m = &ts->memos[(ts->newest + MEMO_RING - k) % MEMO_RING];
 		if (memo_current(inst, ts, m, now)) {
-			*match = memo_match(m, zone, key, -1, chain, index);
+			*match = memo_match(m, zone, key, probe, -1, chain, index);
 			if (*match != MATCH_NONE) {
 				return m;
 			}
@@ -1177,12 +1188,39 @@ fetch_for_lookup(struct instance *inst, struct thread_state *ts, const char *zon
 	return m;
 }
 
-isc_result_t
-dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *lookup,
-	   dns_clientinfomethods_t *methods, dns_clientinfo_t *clientinfo) {
-	struct instance *inst = dbdata;
-	struct thread_state *ts = thread_state(inst);
-	char key[DLZ_KEY_MAX], zone_key[DLZ_KEY_MAX];
+/*
+ * After a lookup of key in zone (sdlz's wildcard probe when probe) answered result: the
+ * wildcard sdlz probes next, into ts->probe_next (see the top). After a lookup of N that was
+ * not found, "*.<parent of N>"; after a probe of "*.S" that found nothing (sdlz goes on after
+ * any result but success), "*.<parent of S>"; none after the apex's ("*" at the root's).
+ */
+static void
+expect_probe(struct thread_state *ts, const char *zone, const char *key, bool probe,
+	     isc_result_t result) {
+	const char *base = !probe ? key : key[1] == '.' ? key + 2 : ".";
+	unsigned offs[DLZ_MAX_LABELS];
+	unsigned n;
+
+	ts->probe_next[0] = '\0';
+	if (result == ISC_R_SUCCESS || (!probe && result != ISC_R_NOTFOUND) ||
+	    strcmp(base, zone) == 0 || !dlz_key_in_zone(base, zone)) {
+		return;
+	}
+	n = key_ancestors(base, strlen(base), offs);
+	if (n > 1) {
+		/* A strict suffix of base, itself shorter than a key: "*." fits. */
+		size_t len = strlen(base + offs[1]);
+		memcpy(ts->probe_next, "*.", 2);
+		memcpy(ts->probe_next + 2, base + offs[1], len + 1);
+	} else if (n == 1) {
+		memcpy(ts->probe_next, "*", 2); /* a name of one label: in the root zone */
+	}
+}
+
+/* dlz_lookup of key (BIND's name) in zone (keys), a probe or not, from the memos. */
+static isc_result_t
+lookup_key(struct instance *inst, struct thread_state *ts, const char *zone, const char *key,
+	   const char *name, bool probe, dns_sdlzlookup_t *lookup) {
 	enum match match = MATCH_NAME;
 	isc_result_t result;
 	struct memo *m;
@@ -1191,28 +1229,17 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 	int index = 0;
 	bool from_memo = true;
 
-	(void)methods;
-	(void)clientinfo;
-	if (ts == NULL) {
-		return ISC_R_NOMEMORY;
-	}
-	if (!key_from_bind(zone_key, zone) || !key_absolute(key, zone_key, name)) {
-		return ISC_R_NOTFOUND;
-	}
-	if (inst->updates != NULL && updates_active(inst->updates)) {
-		return updates_lookup(inst->updates, zone_key, key, lookup);
-	}
-	m = find_memo(inst, ts, zone_key, key, &match, &chain, &index);
+	m = find_memo(inst, ts, zone, key, probe, &match, &chain, &index);
 	if (m != NULL && m->failed) {
 		return ISC_R_FAILURE;
 	}
 	if (m == NULL) {
 		from_memo = false;
-		m = fetch_for_lookup(inst, ts, zone_key, key, &result);
+		m = fetch_for_lookup(inst, ts, zone, key, &result);
 		if (m == NULL) {
 			return result;
 		}
-		match = memo_match(m, zone_key, key, -1, &chain, &index);
+		match = memo_match(m, zone, key, probe, -1, &chain, &index);
 	}
 	c = &m->chains[chain];
 	if (match == MATCH_ABSENT) {
@@ -1223,7 +1250,7 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 	} else {
 		result = memo_answer(inst, m, key, lookup);
 	}
-	if (match != MATCH_WILD) {
+	if (!probe) {
 		ts->last_memo = m;
 		ts->last_chain = chain;
 	}
@@ -1231,13 +1258,41 @@ dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *l
 		hints_used(ts->hints, (unsigned)c->hint, c->leaf, c->len, ts->query);
 	}
 	if (inst->trace) {
-		dlz_log(ISC_LOG_INFO, "lookup %s in %s -> %s (%s%s%s)", name, zone_key,
+		dlz_log(ISC_LOG_INFO, "lookup %s in %s -> %s (%s%s%s)", name, zone,
 			result_text(result), from_memo ? "memo" : "fetched",
 			c->hint >= 0 ? ", hint" : "",
-			match == MATCH_WILD     ? ", wildcard probe"
-			: match == MATCH_ABSENT ? ", below a missing name"
-						: "");
+			match == MATCH_ABSENT ? ", below a missing name"
+			: probe		      ? ", wildcard probe"
+					      : "");
 	}
+	return result;
+}
+
+isc_result_t
+dlz_lookup(const char *zone, const char *name, void *dbdata, dns_sdlzlookup_t *lookup,
+	   dns_clientinfomethods_t *methods, dns_clientinfo_t *clientinfo) {
+	struct instance *inst = dbdata;
+	struct thread_state *ts = thread_state(inst);
+	char key[DLZ_KEY_MAX], zone_key[DLZ_KEY_MAX];
+	isc_result_t result;
+	bool probe;
+
+	(void)methods;
+	(void)clientinfo;
+	if (ts == NULL) {
+		return ISC_R_NOMEMORY;
+	}
+	if (!key_from_bind(zone_key, zone) || !key_absolute(key, zone_key, name)) {
+		ts->probe_next[0] = '\0';
+		return ISC_R_NOTFOUND;
+	}
+	probe = strcmp(key, ts->probe_next) == 0;
+	if (inst->updates != NULL && updates_active(inst->updates)) {
+		result = updates_lookup(inst->updates, zone_key, key, lookup);
+	} else {
+		result = lookup_key(inst, ts, zone_key, key, name, probe, lookup);
+	}
+	expect_probe(ts, zone_key, key, probe, result);
 	return result;
 }
 

@@ -754,35 +754,35 @@ static const char *const svc_keys[] = { "mandatory", "alpn",	 "no-default-alpn",
 					"port",	     "ipv4hint", "ech",
 					"ipv6hint",  "dohpath",	 "ohttp" };
 
-/* A key as dnspython writes it: its name for keys 0-8, "keyNNNNN" for the others. */
-static bool
-out_svc_key(struct out *o, const char *p, size_t len) {
+/* The number of SvcParamKey p (len): its name's, or N of "keyN"; -1 if it is no key. */
+static long
+svc_key_number(const char *p, size_t len) {
 	char buf[16];
 	unsigned long v;
-	char *end;
 
 	if (len > 3 && len < sizeof(buf) && strncasecmp(p, "key", 3) == 0 &&
 	    all_of(p + 3, len - 3, isdigit)) {
 		memcpy(buf, p + 3, len - 3);
 		buf[len - 3] = '\0';
-		v = strtoul(buf, &end, 10);
-		if (v > 65535) {
-			return false;
-		}
-		if (v < COUNT(svc_keys)) {
-			out_str(o, svc_keys[v]);
-		} else {
-			out_fmt(o, "key%lu", v);
-		}
-		return true;
+		v = strtoul(buf, NULL, 10);
+		return v > 65535 ? -1 : (long)v;
 	}
 	for (size_t i = 0; i < COUNT(svc_keys); i++) {
 		if (strlen(svc_keys[i]) == len && strncasecmp(svc_keys[i], p, len) == 0) {
-			out_str(o, svc_keys[i]);
-			return true;
+			return (long)i;
 		}
 	}
-	return false;
+	return -1;
+}
+
+/* Key number key as dnspython writes it: its name for keys 0-8, "keyNNNNN" for the others. */
+static void
+out_svc_key(struct out *o, long key) {
+	if ((size_t)key < COUNT(svc_keys)) {
+		out_str(o, svc_keys[key]);
+	} else {
+		out_fmt(o, "key%ld", key);
+	}
 }
 
 /* mandatory's value: a comma-separated list of keys. */
@@ -793,12 +793,15 @@ out_svc_key_list(struct out *o, const char *p, size_t len) {
 	while (at <= len) {
 		const char *comma = memchr(p + at, ',', len - at);
 		size_t n = comma != NULL ? (size_t)(comma - (p + at)) : len - at;
+		long key = svc_key_number(p + at, n);
+
+		if (key < 0) {
+			return false;
+		}
 		if (at > 0) {
 			out_char(o, ',');
 		}
-		if (!out_svc_key(o, p + at, n)) {
-			return false;
-		}
+		out_svc_key(o, key);
 		at += n + 1;
 	}
 	return true;
@@ -827,12 +830,15 @@ rest_svc_params(struct canon *c) {
 		size_t key_len = eq != NULL ? (size_t)(eq - t->p) : t->len;
 		const char *value = eq != NULL ? eq + 1 : NULL;
 		size_t value_len = eq != NULL ? t->len - key_len - 1 : 0;
-		bool mandatory = key_len == 9 && strncasecmp(t->p, "mandatory", 9) == 0;
+		/* By number: "key0" is mandatory too, and written so. */
+		long key = svc_key_number(t->p, key_len);
+		bool mandatory = key == 0;
 
 		out_sep(c->o);
-		if (!out_svc_key(c->o, t->p, key_len)) {
+		if (key < 0) {
 			return false;
 		}
+		out_svc_key(c->o, key);
 		if (value == NULL) {
 			continue;
 		}
@@ -858,12 +864,20 @@ rest_svc_params(struct canon *c) {
 
 /* ---- LOC ---- */
 
-/* LOC's largest lengths: altitude 42849672.95m, sizes and precisions 90000000.00m. */
-#define LOC_MAX_METRES 100000000L
+/*
+ * LOC's lengths as named reads them (lib/dns/rdata/generic/loc_29.c): the altitude from
+ * -100000.00m to 42849672.95m, sizes and precisions from 0 to 90000000m and a fraction (named
+ * keeps one significant digit of them). Beyond, named refuses the record, and its text is kept
+ * as it is.
+ */
+#define LOC_ALTITUDE_MIN_CM (-10000000L)
+#define LOC_ALTITUDE_MAX_CM 4284967295L
+#define LOC_SIZE_MAX_METRES 90000000L
 
-/* A LOC length "[-]N[.D[D]][m]" in centimetres; false if it is none. */
+/* A LOC length "[-]N[.D[D]][m]" in centimetres, the altitude (altitude) or a size or
+ * precision; false if it is none named reads. */
 static bool
-loc_cm(const struct token *t, long *cm) {
+loc_cm(const struct token *t, bool altitude, long *cm) {
 	char buf[32];
 	char *end;
 	bool negative;
@@ -883,7 +897,8 @@ loc_cm(const struct token *t, long *cm) {
 		return false;
 	}
 	metres = strtol(negative ? buf + 1 : buf, &end, 10);
-	if (metres < 0 || metres > LOC_MAX_METRES) {
+	/* Checked before any arithmetic: strtol saturates a longer number at LONG_MAX. */
+	if (metres < 0 || metres > LOC_SIZE_MAX_METRES || (negative && !altitude)) {
 		return false;
 	}
 	if (*end == '.') {
@@ -897,7 +912,7 @@ loc_cm(const struct token *t, long *cm) {
 		return false;
 	}
 	*cm = (metres * 100 + frac) * (negative ? -1 : 1);
-	return true;
+	return !altitude || (*cm >= LOC_ALTITUDE_MIN_CM && *cm <= LOC_ALTITUDE_MAX_CM);
 }
 
 static void
@@ -975,7 +990,7 @@ rest_loc(struct canon *c) {
 		return false;
 	}
 	while ((t = take(c)) != NULL) {
-		if (n == 4 || !loc_cm(t, &cm[n])) {
+		if (n == 4 || !loc_cm(t, n == 0, &cm[n])) {
 			return false;
 		}
 		n++;

@@ -83,6 +83,9 @@ mem_table_free(struct mem_table *t) {
 	if (t == NULL) {
 		return;
 	}
+	for (size_t i = 0; t->zones != NULL && i < t->nzones; i++) {
+		mem_zone_free_indexes(&t->zones[i]);
+	}
 	mem_overlay_free(&t->overlay);
 	mem_hash_free(&t->zone_index);
 	mem_hash_free(&t->owner_index);
@@ -617,7 +620,7 @@ mem_has_below(void *conn, const char *zone_key, const char *owner) {
 	if (c->txn == NULL || zone == NULL || mem_in_outage(c->t)) {
 		return DLZ_ERROR;
 	}
-	return mem_txn_has_descendant(c->txn, zone, owner) ? 1 : 0;
+	return mem_txn_has_descendant(c->txn, zone, owner);
 }
 
 static int

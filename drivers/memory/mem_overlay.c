@@ -129,7 +129,8 @@ mem_overlay_init(struct mem_overlay *o) {
 	atomic_init(&o->count, 0);
 	o->buckets = calloc(OVERLAY_INITIAL_BUCKETS, sizeof(*o->buckets));
 	o->mask = OVERLAY_INITIAL_BUCKETS - 1;
-	return o->buckets != NULL && pthread_rwlock_init(&o->lock, NULL) == 0;
+	return o->buckets != NULL && pthread_rwlock_init(&o->lock, NULL) == 0 &&
+	       pthread_mutex_init(&o->index_lock, NULL) == 0;
 }
 
 void
@@ -146,6 +147,7 @@ mem_overlay_free(struct mem_overlay *o) {
 	}
 	free(o->buckets);
 	pthread_rwlock_destroy(&o->lock);
+	pthread_mutex_destroy(&o->index_lock);
 }
 
 bool
@@ -319,43 +321,208 @@ mem_txn_node(struct mem_txn *txn, const struct mem_zone *zone, const char *owner
 	return n;
 }
 
+/* ---- the names below an owner ------------------------------------------------------------ */
+
 /* Is key strictly below owner? */
 static bool
 mem_below(const char *key, const char *owner) {
 	return strcmp(key, owner) != 0 && dlz_key_in_zone(key, owner);
 }
 
-bool
-mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone, const char *owner) {
-	const struct mem_table *t = txn->t;
-	const struct mem_overlay *o = &t->overlay;
-	bool found = false;
+/* Keys compared from their last byte back: the names below an owner all end in "." and the
+ * owner, so they sort together, right after that suffix itself. */
+static int
+mem_cmp_from_end(const char *a, const char *b) {
+	size_t i = strlen(a), j = strlen(b);
 
-	for (const struct mem_node *n = txn->pending; n != NULL; n = n->next) {
-		if (n->zone == zone && n->nrecs > 0 && mem_below(n->owner, owner)) {
+	while (i > 0 && j > 0) {
+		unsigned char x = (unsigned char)a[--i], y = (unsigned char)b[--j];
+		if (x != y) {
+			return x < y ? -1 : 1;
+		}
+	}
+	return i == j ? 0 : i < j ? -1 : 1;
+}
+
+static int
+mem_cmp_keys(const void *a, const void *b) {
+	return mem_cmp_from_end(*(const char *const *)a, *(const char *const *)b);
+}
+
+typedef const char *mem_key_at(const void *items, size_t i);
+
+static const char *
+mem_table_owner_at(const void *items, size_t i) {
+	return ((const char *const *)items)[i];
+}
+
+static const char *
+mem_node_owner_at(const void *items, size_t i) {
+	return ((struct mem_node *const *)items)[i]->owner;
+}
+
+/* The first of n items sorted from the end whose key (key_at) is not before key. */
+static size_t
+mem_first_from(const void *items, size_t n, mem_key_at *key_at, const char *key) {
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (mem_cmp_from_end(key_at(items, mid), key) < 0) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+static bool
+mem_ends_with(const char *key, const char *suffix, size_t suffix_len) {
+	size_t len = strlen(key);
+
+	return len >= suffix_len && memcmp(key + len - suffix_len, suffix, suffix_len) == 0;
+}
+
+/* The zone's owners in the table, sorted from the end, each once. False when out of memory. */
+static bool
+mem_zone_index_table(struct mem_zone *zone) {
+	size_t n = 0, kept = 0;
+	const char **owners;
+
+	for (const struct mem_rec *rec = zone->first; rec != NULL; rec = rec->next_in_zone) {
+		n++;
+	}
+	owners = malloc((n + 1) * sizeof(*owners));
+	if (owners == NULL) {
+		return false;
+	}
+	n = 0;
+	for (const struct mem_rec *rec = zone->first; rec != NULL; rec = rec->next_in_zone) {
+		owners[n++] = rec->owner;
+	}
+	qsort(owners, n, sizeof(*owners), mem_cmp_keys);
+	for (size_t i = 0; i < n; i++) {
+		if (kept == 0 || strcmp(owners[kept - 1], owners[i]) != 0) {
+			owners[kept++] = owners[i];
+		}
+	}
+	zone->table_owners = owners;
+	zone->ntable_owners = kept;
+	zone->table_owners_made = true;
+	return true;
+}
+
+void
+mem_zone_free_indexes(struct mem_zone *zone) {
+	free(zone->table_owners);
+	free(zone->nodes);
+}
+
+/* Room for more nodes in the node indexes of the pending nodes' zones (the write lock held);
+ * false when out of memory. */
+static bool
+mem_reserve_node_indexes(const struct mem_node *pending, size_t more) {
+	for (const struct mem_node *p = pending; p != NULL; p = p->next) {
+		struct mem_zone *zone = (struct mem_zone *)p->zone;
+		if (!dlz_grow((void **)&zone->nodes, &zone->nodes_cap, zone->nnodes + more,
+			      sizeof(*zone->nodes))) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A node new in the overlay into its zone's node index (room reserved, the write lock held). */
+static void
+mem_index_node(struct mem_node *n) {
+	struct mem_zone *zone = (struct mem_zone *)n->zone;
+	size_t at = mem_first_from(zone->nodes, zone->nnodes, mem_node_owner_at, n->owner);
+
+	memmove(&zone->nodes[at + 1], &zone->nodes[at], (zone->nnodes - at) * sizeof(*zone->nodes));
+	zone->nodes[at] = n;
+	zone->nnodes++;
+}
+
+/* A committed node below owner (its run: names ending in suffix) with records, which the
+ * update has not changed. The overlay's lock held. */
+static bool
+mem_overlay_has_below(const struct mem_txn *txn, const struct mem_zone *zone, const char *owner,
+		      const char *suffix, size_t suffix_len) {
+	for (size_t i = mem_first_from(zone->nodes, zone->nnodes, mem_node_owner_at, suffix);
+	     i < zone->nnodes && mem_ends_with(zone->nodes[i]->owner, suffix, suffix_len); i++) {
+		const struct mem_node *n = zone->nodes[i];
+		if (n->nrecs > 0 && mem_below(n->owner, owner) &&
+		    mem_txn_find(txn, zone, n->owner, n->hash) == NULL) {
 			return true;
 		}
 	}
-	pthread_rwlock_rdlock(&txn->t->overlay.lock);
-	for (size_t i = 0; !found && i <= o->mask; i++) {
-		for (const struct mem_node *n = o->buckets[i]; !found && n != NULL; n = n->next) {
-			found = n->zone == zone && n->nrecs > 0 && mem_below(n->owner, owner) &&
-				mem_txn_find(txn, zone, n->owner, n->hash) == NULL;
-		}
-	}
-	for (const struct mem_rec *rec = zone->first; !found && rec != NULL;
-	     rec = rec->next_in_zone) {
+	return false;
+}
+
+/* An owner below owner in the table (its run) that neither the update nor the overlay
+ * changed (a changed one counts as its node says). The overlay's lock held. */
+static bool
+mem_table_has_below(const struct mem_table *t, const struct mem_txn *txn,
+		    const struct mem_zone *zone, const char *owner, const char *suffix,
+		    size_t suffix_len) {
+	for (size_t i = mem_first_from(zone->table_owners, zone->ntable_owners, mem_table_owner_at,
+				       suffix);
+	     i < zone->ntable_owners && mem_ends_with(zone->table_owners[i], suffix, suffix_len);
+	     i++) {
+		const char *key = zone->table_owners[i];
 		uint64_t hash;
-		if (!mem_below(rec->owner, owner)) {
+		if (!mem_below(key, owner)) {
 			continue;
 		}
-		hash = mem_hash_key(rec->owner);
-		/* A changed owner counts as its node says (above). */
-		found = mem_txn_find(txn, zone, rec->owner, hash) == NULL &&
-			mem_overlay_find(o, zone, rec->owner, hash) == NULL;
+		hash = mem_hash_key(key);
+		if (mem_txn_find(txn, zone, key, hash) == NULL &&
+		    mem_overlay_find(&t->overlay, zone, key, hash) == NULL) {
+			return true;
+		}
 	}
-	pthread_rwlock_unlock(&txn->t->overlay.lock);
-	return found;
+	return false;
+}
+
+/*
+ * Only the names ending in "." and owner are read, in the indexes. (The whole zone and the
+ * whole overlay were, once per name whose last record an update deleted: n such names in a
+ * zone of N names, n * N keys read while named's worker waited, as mysql's below() did
+ * before its index.) The update's own nodes are a list, as long as the update.
+ */
+int
+mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone, const char *owner) {
+	struct mem_table *t = txn->t;
+	struct mem_overlay *o = &t->overlay;
+	struct mem_zone *indexed = (struct mem_zone *)zone; /* its indexes only */
+	char suffix[DLZ_KEY_MAX + 1];
+	size_t owner_len = strlen(owner), suffix_len;
+	bool made, found;
+
+	for (const struct mem_node *n = txn->pending; n != NULL; n = n->next) {
+		if (n->zone == zone && n->nrecs > 0 && mem_below(n->owner, owner)) {
+			return 1;
+		}
+	}
+	if (owner_len >= DLZ_KEY_MAX) {
+		return 0; /* no key is longer: nothing is below it */
+	}
+	/* Below the root (".") is every name: the empty suffix. */
+	suffix_len = strcmp(owner, ".") == 0 ? 0 : owner_len + 1;
+	suffix[0] = '.';
+	memcpy(suffix + 1, owner, owner_len + 1);
+	suffix[suffix_len] = '\0';
+	pthread_mutex_lock(&o->index_lock);
+	made = indexed->table_owners_made || mem_zone_index_table(indexed);
+	pthread_mutex_unlock(&o->index_lock);
+	if (!made) {
+		return DLZ_ERROR;
+	}
+	pthread_rwlock_rdlock(&o->lock);
+	found = mem_overlay_has_below(txn, zone, owner, suffix, suffix_len) ||
+		mem_table_has_below(t, txn, zone, owner, suffix, suffix_len);
+	pthread_rwlock_unlock(&o->lock);
+	return found ? 1 : 0;
 }
 
 static void
@@ -376,7 +543,8 @@ mem_txn_commit(struct mem_txn *txn) {
 		added++;
 	}
 	pthread_rwlock_wrlock(&o->lock);
-	if (!mem_overlay_grow(o, atomic_load(&o->count) + added)) {
+	if (!mem_overlay_grow(o, atomic_load(&o->count) + added) ||
+	    !mem_reserve_node_indexes(txn->pending, added)) {
 		pthread_rwlock_unlock(&o->lock);
 		mem_txn_rollback(txn);
 		return false;
@@ -399,6 +567,7 @@ mem_txn_commit(struct mem_txn *txn) {
 		}
 		n->next = o->buckets[n->hash & o->mask];
 		o->buckets[n->hash & o->mask] = n;
+		mem_index_node(n);
 		((struct mem_zone *)n->zone)->changed++;
 		atomic_fetch_add_explicit(&o->count, 1, memory_order_release);
 	}

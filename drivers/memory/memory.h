@@ -34,6 +34,16 @@ struct mem_zone {
 	struct mem_rec *last;
 	struct mem_acl *acl;
 	size_t changed; /* nodes of this zone in the overlay (under the overlay's lock) */
+	/* The names below an owner, for updates (mem_txn_has_descendant), are one run of each
+	 * list sorted by their keys read from the end: the zone's owners in the table, made at
+	 * the first need (under the overlay's index_lock; the table never changes), and its
+	 * nodes in the overlay, kept by every commit (under the overlay's lock). */
+	const char **table_owners;
+	size_t ntable_owners;
+	bool table_owners_made;
+	struct mem_node **nodes;
+	size_t nnodes;
+	size_t nodes_cap;
 };
 
 struct mem_owner {
@@ -78,6 +88,7 @@ struct mem_overlay {
 	atomic_size_t count;
 	struct mem_node **buckets;
 	size_t mask;
+	pthread_mutex_t index_lock; /* the making of a zone's table_owners */
 };
 
 struct mem_table {
@@ -142,9 +153,11 @@ bool mem_node_add(struct mem_node *n, const char *type, uint32_t ttl, const char
 /* Removes the records of type (all when rdata is NULL, else the one whose rdata is equal);
  * how many went. */
 size_t mem_node_remove(struct mem_node *n, const char *type, const char *rdata);
-/* Does a name strictly below owner have a record in zone (as txn sees it)? */
-bool mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone,
-			    const char *owner);
+/* Does a name strictly below owner have a record in zone (as txn sees it)? 1 or 0;
+ * DLZ_ERROR when out of memory. */
+int mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone, const char *owner);
+/* The zone's indexes of the names below an owner freed (the overlay's nodes stay). */
+void mem_zone_free_indexes(struct mem_zone *zone);
 /* Publishes the pending nodes (the overlay's write lock, briefly) and frees txn. False when
  * out of memory: then nothing is published (rolled back). */
 bool mem_txn_commit(struct mem_txn *txn);
