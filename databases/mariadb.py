@@ -158,9 +158,12 @@ class MysqlServer(PrivateServer):
         # by unix user (the suite's own process, root); the second such account install-db
         # makes (--auth-root-socket-user, by default the invoking user) is root too, so the
         # service user, whom named runs as, gets no account without a password.
+        # Its own --tmpdir (passed on to the bootstrap server): in the shared /tmp, a CI run
+        # lost the bootstrap's temporary table (ERROR 1051 Unknown table 'mysql.tmp_user_sys').
         self.run_set_up([INSTALL_DB, "--no-defaults", f"--datadir={self.data_dir}",
                          "--skip-test-db", "--auth-root-authentication-method=socket",
-                         "--auth-root-socket-user=root"], "mariadb-install-db")
+                         "--auth-root-socket-user=root", f"--tmpdir={self.run_dir / 'tmp'}"],
+                        "mariadb-install-db")
 
     def _create_user(self) -> None:
         """Database dlz and its two accounts (idempotent, so it simply runs at every start)."""
