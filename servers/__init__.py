@@ -41,6 +41,7 @@ __all__ = [
     # the registry
     "REFERENCE", "DLZ_CEILING", "BIND_MARK", "server_names", "base_name",
     "get_server", "store_names", "parse_store_list", "selected_servers", "group_of",
+    "registered_kind",
     "report_order", "registered", "registered_servers", "software_keys", "software_versions",
     # the capability types: a server kind, a server process, a server the suite did not start
     "ServerKind", "DnsServer", "ExternalServer", "Target", "parse_target",
@@ -197,6 +198,12 @@ def selected_servers(text: str) -> list[str]:
         if not get_server(name).is_built():
             raise UserError(f"server {name} is not built (run `make build`)")
     return names
+
+
+def registered_kind(name: str) -> ServerKind | None:
+    """The registered row of a server's name (NAME@VERSION: NAME's); None for a name no
+    longer registered (old results)."""
+    return _BY_NAME.get(base_name(name))
 
 
 def group_of(name: str) -> str:

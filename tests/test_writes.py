@@ -38,6 +38,7 @@ from bench.measure.writes import (
     CEILING,
     STALE_BOUND_MS,
     ServerFollow,
+    ServerWrites,
     StepRun,
     WriteCycle,
     changed_questions,
@@ -47,7 +48,7 @@ from bench.measure.writes import (
     shows,
     summarize,
 )
-from bench.report.writes import COLUMNS, STALE_COLUMN
+from bench.report.writes import COLUMNS, STALE_COLUMN, render_server
 from loaders import bdbhpt, fs, get_loader
 from loaders.berkeley import decode_lines
 from loaders.ldap import ENT_VALUE, bound, filter_value
@@ -307,6 +308,27 @@ def test_cpu_per_read_counts_only_the_steps_window() -> None:
         pytest.approx(125.0)
     assert step.server_cpu_share is not None and step.server_cpu_share.estimate == \
         pytest.approx((0.2 + 0.3 / 3.1) / 2)
+
+
+@pytest.mark.check
+def test_a_prober_that_fell_short_of_the_reads_asked_says_so() -> None:
+    """Reads asked at a breaking point the prober could not send (writes-at-max-2026-11-28:
+    it sent 5.6-15k reads/s where 14-61k were asked): the server's section says what it
+    sent, as the load generator's limit; a prober that kept up gets no such line."""
+    def entry(sent_per_run: list[int]) -> ServerWrites:
+        runs = [StepRun(rate=0, repeat=i, seconds=3.0, sent=sent, answered=sent)
+                for i, sent in enumerate(sent_per_run)]
+        return ServerWrites("pg", read_qps=20_000.0, runs=runs)
+
+    short = entry([24_000, 23_000, 25_000])  # 8,000 a second of the 20,000 asked
+    assert short.reads_sent() == pytest.approx(8_000.0)
+    assert short.prober_short()
+    text = "\n".join(render_server(short, staleness=False))
+    assert "**The prober sent 8,000 per second** (40% of it" in text
+    kept_up = entry([59_700, 60_000, 60_300])
+    assert not kept_up.prober_short()
+    assert "prober sent" not in "\n".join(render_server(kept_up, staleness=False))
+    assert entry([]).reads_sent() is None and not entry([]).prober_short()
 
 
 def _shown(server: DnsServer, change: Change, attempts: int = 200) -> bool:

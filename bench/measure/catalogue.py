@@ -670,6 +670,7 @@ def _server_write_figures(entry: ServerWrites, via: str) -> Iterator[Figure]:
         yield _value("status.reason", entry.error, **at)
         return
     yield _value("reads_offered", entry.read_qps, **at)
+    yield _value("reads_sent", entry.reads_sent(), **at)
     yield _value("checked", entry.checked, **at)
     yield _value("differing", len(entry.differing), **at)
     for step in entry.steps():

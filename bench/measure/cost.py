@@ -41,7 +41,7 @@ from bench.measure import stats
 from bench.measure.cells import Cell
 from bench.measure.loadgen import server_us_per_query
 from bench.measure.stats import Interval
-from servers import DLZ_CEILING, REFERENCE, group_of
+from servers import REFERENCE, registered_kind
 
 Key = tuple[str, int, int]
 
@@ -112,12 +112,12 @@ def split_per_query(cell: Cell) -> dict[str, float | None]:
 
 
 def reference_of(server: str) -> str:
-    """The row a server's cost is divided by: the memory driver for a DLZ driver's row (its
-    column group), native BIND for the rest and for the memory driver itself."""
-    group = group_of(server)
-    if server != DLZ_CEILING and group and group == group_of(DLZ_CEILING):
-        return DLZ_CEILING
-    return REFERENCE
+    """The row a server's cost is divided by: the row whose answers it must equal (the memory
+    driver for a DLZ driver's row, the cached ones included), native BIND for the rest and for
+    the memory driver itself."""
+    kind = registered_kind(server)
+    ceiling = kind.same_answers_as if kind is not None else None
+    return ceiling if ceiling and server != ceiling else REFERENCE
 
 
 def run_positions(cells: Sequence[Cell]) -> dict[Key, list[float]]:

@@ -76,17 +76,19 @@ def render_writes(results: Results) -> list[str]:
             f"column {STALE_COLUMN!r} counts them, over the repeats.")
     lines.append("")
     for entry in sorted(section.servers, key=lambda s: report_order(s.server)):
-        lines += _server_lines(entry, staleness=section.stale_bound_ms is not None)
+        lines += render_server(entry, staleness=section.stale_bound_ms is not None)
     return lines
 
 
-def _server_lines(entry: ServerWrites, *, staleness: bool) -> list[str]:
+def render_server(entry: ServerWrites, *, staleness: bool) -> list[str]:
+    """One server's part of the section: its reads asked (and sent, where the prober fell
+    short), its table of steps and its notes."""
     lines = [f"### {entry.server}", ""]
     if entry.status == "n/a":
         return [*lines, f"n/a: {entry.error}", ""]
     if entry.status != "ok":
         return [*lines, f"FAILED: {entry.error}", ""]
-    lines.append(f"Reads offered: {entry.read_qps:,.0f} per second.")
+    lines.append(f"Reads offered: {entry.read_qps:,.0f} per second.{_prober_short(entry)}")
     lines.append("")
     notes = Notes()
     steps = entry.steps()
@@ -109,6 +111,17 @@ def _server_lines(entry: ServerWrites, *, staleness: bool) -> list[str]:
     if notes.lines:
         lines.append("")
     return lines
+
+
+def _prober_short(entry: ServerWrites) -> str:
+    """What the prober sent when it fell short of the reads asked (a load generator's row says
+    so); "" when it kept up."""
+    sent = entry.reads_sent()
+    if sent is None or not entry.prober_short():
+        return ""
+    return (f" **The prober sent {sent:,.0f} per second** ({100 * sent / entry.read_qps:.0f}% "
+            "of it, median over the steps' runs): the load generator's limit, not the "
+            "server's; the reads answered below are its pace.")
 
 
 def _row(step: Step, notes: Notes) -> list[str]:
