@@ -298,14 +298,11 @@ def test_the_intel_pair_the_same_by_share_of_the_reference_more_than_by_cost() -
     the same, none changed; 8 of 10 shares of the adjacent reference the same (memory's share
     of native changed as native's cost fell); 7 QPS shares of native changed, none the
     same; what its README says, and compare.md is what compare prints today."""
-    first, rerun = "quick-2026-11-27", "quick-2026-11-27-rerun"
-    a, b = load_results(RESULTS / first), load_results(RESULTS / rerun)
-    text = compare(a, b, f"docs/results/{first}", f"docs/results/{rerun}")
+    text, rows = _committed_pair("quick-2026-11-27", "quick-2026-11-27-rerun")
     assert "\ncost per query: 5 of 11 servers the same within +-5%, 0 changed, 6 undecided\n" \
         in text
     assert "\ncost % of the adjacent reference: 8 of 10 servers the same within +-5%, " \
         "1 changed, 1 undecided\n" in text
-    rows = _table(text)
     same = {server for (server, _, figure), row in rows.items()
             if figure == "cost us/query (server + db)" and row[2] == "the same"}
     assert same == {"mysql", "bdb-btree", "bdb-hash", "bdbhpt-c", "bdbhpt-p"}
@@ -313,7 +310,6 @@ def test_the_intel_pair_the_same_by_share_of_the_reference_more_than_by_cost() -
     qps = [row[2] for (_, _, figure), row in rows.items() if figure == "QPS % of native"
            and row[2] != "–"]
     assert (qps.count("changed"), qps.count("undecided"), qps.count("the same")) == (7, 3, 0)
-    assert text == (RESULTS / rerun / "compare.md").read_text()
 
 
 @pytest.mark.check
@@ -324,20 +320,25 @@ def test_the_adaptive_starts_pair_changed_where_the_machine_did() -> None:
     changed (their database servers moved more than the memory driver's named) while the
     memory driver's share of native and three Berkeley DB rows' shares stayed the same; what
     its README says, and compare.md is what compare prints today."""
-    first, rerun = "quick-2026-11-28", "quick-2026-11-28-rerun"
-    a, b = load_results(RESULTS / first), load_results(RESULTS / rerun)
-    text = compare(a, b, f"docs/results/{first}", f"docs/results/{rerun}")
+    text, rows = _committed_pair("quick-2026-11-28", "quick-2026-11-28-rerun")
     assert "\ncost per query: 0 of 11 servers the same within +-5%, 11 changed, 0 undecided\n" \
         in text
     assert "\ncost % of the adjacent reference: 4 of 10 servers the same within +-5%, " \
         "3 changed, 3 undecided\n" in text
-    rows = _table(text)
     shares = {server: row[2] for (server, _, figure), row in rows.items()
               if figure.startswith("cost % of")}
     assert {s for s, verdict in shares.items() if verdict == "changed"} == {"pg", "mysql", "ldap"}
     assert {s for s, verdict in shares.items() if verdict == "the same"} == \
         {"memory", "fs", "bdb-btree", "bdb-hash"}
+
+
+def _committed_pair(first: str, rerun: str) -> tuple[str, dict[tuple[str, str, str], Row]]:
+    """compare's text for two committed runs, held to the rerun's committed compare.md, and
+    its table by (server, where, figure)."""
+    a, b = load_results(RESULTS / first), load_results(RESULTS / rerun)
+    text = compare(a, b, f"docs/results/{first}", f"docs/results/{rerun}")
     assert text == (RESULTS / rerun / "compare.md").read_text()
+    return text, _table(text)
 
 
 def _handmade(costs: dict[str, list[float]], runs_per_start: int = 2) -> Results:
