@@ -139,8 +139,25 @@ struct bdbhpt_state {
 };
 
 /*
+ * A generation's owner list as an update holds it in memory (see "the owner list of an
+ * update" below): the keys of the list as read, and those put in since, as a sorted set.
+ */
+struct bdbhpt_owners {
+	char *text;         /* the list as read, each line NUL-terminated in place */
+	const char **keys;  /* the set, sorted bytewise, each key once */
+	size_t n, cap;
+	const char **by_end; /* the same keys sorted from their last byte back; NULL until below() */
+	size_t by_end_cap;
+	char **added; /* the keys put in, which the set owns */
+	size_t nadded, added_cap;
+	bool changed; /* a key was put in or taken out since the list was read */
+};
+
+/*
  * An RFC 2136 update in progress on a connection (see "writing" below): the zone it writes
- * and the generation its writes go to, once the first write or below() named the zone.
+ * and the generation its writes go to, once the first write or below() named the zone; and
+ * that generation's owner list, once the first node that appears or goes (or below()) needed
+ * it.
  */
 struct bdbhpt_update {
 	bool active;
@@ -148,6 +165,8 @@ struct bdbhpt_update {
 	char zone[DLZ_KEY_MAX];      /* "" until the first write */
 	char live_gen[GEN_MAX + 1];  /* the zone's generation when the update began writing */
 	char gen[GEN_MAX + 1];       /* where it writes: live_gen (transactional) or a copy */
+	bool owners_read;            /* owners holds gen's owner list */
+	struct bdbhpt_owners owners;
 };
 
 struct bdbhpt_conn {
@@ -165,6 +184,265 @@ struct bdbhpt_conn {
 	DB *retired_w;
 	struct bdbhpt_update upd;
 };
+
+/* ---- the owner list of an update, in memory -----------------------------------------------
+ *
+ * An update message reads its generation's owner list once, at the first node that appears or
+ * goes (or its first below()), keeps it as a sorted set, puts owners into it and takes them
+ * out by binary search, answers below() from it, and writes it back once, at commit, if it
+ * changed: in the loader's layout (one key per line, sorted bytewise, every line ending in
+ * LF). Each edit used to read the whole list, rewrite it and put it back, and each below() to
+ * read it and scan it line by line: an update of N names in a zone of M owners copied N x M
+ * bytes and, in transactional mode, logged N puts of the whole list, with every lock it took
+ * held until the commit. Kept apart from the database calls so that
+ * drivers/fuzz/fuzz_ownerlist.c can hold it to a model of a sorted set.
+ */
+
+/* An order of keys: strcmp's is bytewise (bytes compared as unsigned char), the loader's. */
+typedef int bdbhpt_key_cmp(const char *a, const char *b);
+
+/* Keys compared from their last byte back: the names below an owner all end in "." and the
+ * owner, so they sort together, right after that suffix itself (as the memory driver's
+ * mem_cmp_from_end, drivers/memory/mem_overlay.c). */
+static int
+bdbhpt_cmp_from_end(const char *a, const char *b) {
+	size_t i = strlen(a), j = strlen(b);
+
+	while (i > 0 && j > 0) {
+		unsigned char x = (unsigned char)a[--i], y = (unsigned char)b[--j];
+		if (x != y) {
+			return x < y ? -1 : 1;
+		}
+	}
+	return i == j ? 0 : i < j ? -1 : 1;
+}
+
+static int
+bdbhpt_qsort_bytes(const void *a, const void *b) {
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int
+bdbhpt_qsort_from_end(const void *a, const void *b) {
+	return bdbhpt_cmp_from_end(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The first of n keys (sorted by cmp) that is not before key. */
+static size_t
+bdbhpt_keys_find(const char *const *keys, size_t n, const char *key, bdbhpt_key_cmp *cmp) {
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp(keys[mid], key) < 0) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/* key into n keys sorted by cmp, where it is not yet (room for it reserved). */
+static void
+bdbhpt_keys_insert(const char **keys, size_t n, const char *key, bdbhpt_key_cmp *cmp) {
+	size_t at = bdbhpt_keys_find(keys, n, key, cmp);
+
+	memmove(&keys[at + 1], &keys[at], (n - at) * sizeof(*keys));
+	keys[at] = key;
+}
+
+/* key out of n keys sorted by cmp, where it is. */
+static void
+bdbhpt_keys_remove(const char **keys, size_t n, const char *key, bdbhpt_key_cmp *cmp) {
+	size_t at = bdbhpt_keys_find(keys, n, key, cmp);
+
+	memmove(&keys[at], &keys[at + 1], (n - at - 1) * sizeof(*keys));
+}
+
+static void
+bdbhpt_owners_free(struct bdbhpt_owners *o) {
+	for (size_t i = 0; i < o->nadded; i++) {
+		free(o->added[i]);
+	}
+	free(o->added);
+	free(o->by_end);
+	free(o->keys);
+	free(o->text);
+	memset(o, 0, sizeof(*o));
+}
+
+static bool
+bdbhpt_keys_sorted_once(const char *const *keys, size_t n) {
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(keys[i - 1], keys[i]) >= 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Sorted bytewise, each key once: how the loader writes a list, checked, and made so when
+ * another writer did not. */
+static void
+bdbhpt_owners_sort(struct bdbhpt_owners *o) {
+	size_t kept = 0;
+
+	if (bdbhpt_keys_sorted_once(o->keys, o->n)) {
+		return;
+	}
+	qsort(o->keys, o->n, sizeof(*o->keys), bdbhpt_qsort_bytes);
+	for (size_t i = 0; i < o->n; i++) {
+		if (kept == 0 || strcmp(o->keys[kept - 1], o->keys[i]) != 0) {
+			o->keys[kept++] = o->keys[i];
+		}
+	}
+	o->n = kept;
+}
+
+/* o (freed or zeroed) made the set of the list's lines (len bytes, one key per line; an empty
+ * line holds no key). False when out of memory (then free o). */
+static bool
+bdbhpt_owners_parse(struct bdbhpt_owners *o, const char *list, size_t len) {
+	char *pos, *end, *line;
+
+	o->text = malloc(len + 1);
+	if (o->text == NULL) {
+		return false;
+	}
+	memcpy(o->text, list, len);
+	o->text[len] = '\0';
+	pos = o->text;
+	end = pos + len;
+	while ((line = dlz_next_line(&pos, end)) != NULL) {
+		if (line[0] == '\0') {
+			continue;
+		}
+		if (!dlz_grow((void **)&o->keys, &o->cap, o->n + 1, sizeof(*o->keys))) {
+			return false;
+		}
+		o->keys[o->n++] = line;
+	}
+	bdbhpt_owners_sort(o);
+	return true;
+}
+
+/* The keys sorted from the end, for below(), made at its first call. */
+static bool
+bdbhpt_owners_index(struct bdbhpt_owners *o) {
+	if (!dlz_grow((void **)&o->by_end, &o->by_end_cap, o->n + 1, sizeof(*o->by_end))) {
+		return false;
+	}
+	if (o->n > 0) { /* keys is NULL in a set that never held one */
+		memcpy(o->by_end, o->keys, o->n * sizeof(*o->keys));
+		qsort(o->by_end, o->n, sizeof(*o->by_end), bdbhpt_qsort_from_end);
+	}
+	return true;
+}
+
+static bool
+bdbhpt_owners_has(const struct bdbhpt_owners *o, const char *owner) {
+	size_t at = bdbhpt_keys_find(o->keys, o->n, owner, strcmp);
+
+	return at < o->n && strcmp(o->keys[at], owner) == 0;
+}
+
+/* A copy of owner put into the set (not in it yet). False when out of memory. */
+static bool
+bdbhpt_owners_put(struct bdbhpt_owners *o, const char *owner) {
+	char *copy;
+
+	if (!dlz_grow((void **)&o->keys, &o->cap, o->n + 1, sizeof(*o->keys)) ||
+	    (o->by_end != NULL &&
+	     !dlz_grow((void **)&o->by_end, &o->by_end_cap, o->n + 1, sizeof(*o->by_end))) ||
+	    !dlz_grow((void **)&o->added, &o->added_cap, o->nadded + 1, sizeof(*o->added)) ||
+	    (copy = strdup(owner)) == NULL) {
+		return false;
+	}
+	o->added[o->nadded++] = copy;
+	bdbhpt_keys_insert(o->keys, o->n, copy, strcmp);
+	if (o->by_end != NULL) {
+		bdbhpt_keys_insert(o->by_end, o->n, copy, bdbhpt_cmp_from_end);
+	}
+	o->n++;
+	return true;
+}
+
+/* owner put into the set (present) or taken out of it. False when out of memory. */
+static bool
+bdbhpt_owners_edit(struct bdbhpt_owners *o, const char *owner, bool present) {
+	if (bdbhpt_owners_has(o, owner) == present) {
+		return true;
+	}
+	o->changed = true;
+	if (present) {
+		return bdbhpt_owners_put(o, owner);
+	}
+	bdbhpt_keys_remove(o->keys, o->n, owner, strcmp);
+	if (o->by_end != NULL) {
+		bdbhpt_keys_remove(o->by_end, o->n, owner, bdbhpt_cmp_from_end);
+	}
+	o->n--; /* its copy, if it was put in, stays in added until the set is freed */
+	return true;
+}
+
+static bool
+bdbhpt_ends_with(const char *key, const char *suffix, size_t suffix_len) {
+	size_t len = strlen(key);
+
+	return len >= suffix_len && memcmp(key + len - suffix_len, suffix, suffix_len) == 0;
+}
+
+/* Does the set hold a key strictly below owner? Only the run of keys ending in "." and owner
+ * is read. 1, 0, or DLZ_ERROR when out of memory. */
+static int
+bdbhpt_owners_below(struct bdbhpt_owners *o, const char *owner) {
+	char suffix[DLZ_KEY_MAX + 1];
+	size_t owner_len = strlen(owner), suffix_len;
+
+	if (o->by_end == NULL && !bdbhpt_owners_index(o)) {
+		return DLZ_ERROR;
+	}
+	if (owner_len >= DLZ_KEY_MAX) {
+		return 0; /* no key is longer: nothing is below it */
+	}
+	/* Below the root (".") is every name: the empty suffix. */
+	suffix_len = strcmp(owner, ".") == 0 ? 0 : owner_len + 1;
+	suffix[0] = '.';
+	memcpy(suffix + 1, owner, owner_len + 1);
+	suffix[suffix_len] = '\0';
+	for (size_t i = bdbhpt_keys_find(o->by_end, o->n, suffix, bdbhpt_cmp_from_end);
+	     i < o->n && bdbhpt_ends_with(o->by_end[i], suffix, suffix_len); i++) {
+		if (strcmp(o->by_end[i], owner) != 0 && dlz_key_in_zone(o->by_end[i], owner)) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The set as the loader writes a list: one key per line, sorted bytewise, each line ending in
+ * LF. A new buffer, its length in *len; NULL when out of memory. */
+static char *
+bdbhpt_owners_text(const struct bdbhpt_owners *o, size_t *len) {
+	size_t size = 0, at = 0;
+	char *out;
+
+	for (size_t i = 0; i < o->n; i++) {
+		size += strlen(o->keys[i]) + 1;
+	}
+	out = malloc(size + 1);
+	if (out == NULL) {
+		return NULL;
+	}
+	for (size_t i = 0; i < o->n; i++) {
+		size_t key_len = strlen(o->keys[i]);
+		memcpy(out + at, o->keys[i], key_len);
+		at += key_len;
+		out[at++] = '\n';
+	}
+	*len = at;
+	return out;
+}
 
 /* ---- keys and gets ---------------------------------------------------------------------- */
 
@@ -537,6 +815,7 @@ bdbhpt_conn_free(struct bdbhpt_conn *c) {
 	if (c->upd.txn != NULL) {
 		c->upd.txn->abort(c->upd.txn);
 	}
+	bdbhpt_owners_free(&c->upd.owners);
 	bdbhpt_close_db(&c->zone_w);
 	bdbhpt_close_db(&c->data_w);
 	bdbhpt_close_db(&c->xfr_w);
@@ -645,7 +924,9 @@ bdbhpt_probe_zone(void *ctx, unsigned i) {
  * in the loader's layout (schemas/bdb.md), so loaders/bdbhpt.py reads it back as it wrote it:
  * an add appends a record line to the node "<gen> <owner>" (an ENT marker is an empty node), a
  * delete removes its line (the node goes when its last line does), and a node that appears
- * or goes is added to or removed from the generation's sorted owner list in dns_xfr.
+ * or goes is added to or removed from the generation's sorted owner list in dns_xfr: in
+ * memory, the list read once per update message and written back once, at commit (see "the
+ * owner list of an update").
  *
  *  - transactional: in place, in the zone's live generation, inside one DB_TXN begun at
  *    begin(): every read of the update (the core's lookups, below()) is made in it too, so
@@ -753,6 +1034,8 @@ bdbhpt_open_writer(struct bdbhpt_conn *c, const char *name, DB **db) {
 
 static void
 bdbhpt_upd_end(struct bdbhpt_conn *c) {
+	bdbhpt_owners_free(&c->upd.owners);
+	c->upd.owners_read = false;
 	c->upd.active = false;
 	c->upd.txn = NULL;
 	c->upd.zone[0] = c->upd.gen[0] = c->upd.live_gen[0] = '\0';
@@ -811,6 +1094,74 @@ bdbhpt_new_gen(char gen[GEN_MAX + 1]) {
 	return true;
 }
 
+/* The update's owner list (see "the owner list of an update") made of the list in c->bdb.list
+ * (len bytes). */
+static int
+bdbhpt_upd_take_owners(struct bdbhpt_conn *c, size_t len) {
+	if (!bdbhpt_owners_parse(&c->upd.owners, c->bdb.list.data, len)) {
+		bdbhpt_owners_free(&c->upd.owners);
+		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
+	}
+	c->upd.owners_read = true;
+	return DLZ_OK;
+}
+
+/* The update's owner list, read at its first need (DB_RMW: the commit may write it). In
+ * concurrent mode the copy of the generation took it already. */
+static int
+bdbhpt_upd_owners(struct bdbhpt_conn *c) {
+	size_t len;
+	int rc;
+
+	if (c->upd.owners_read) {
+		return DLZ_OK;
+	}
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
+	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
+		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	return bdbhpt_upd_take_owners(c, len);
+}
+
+/* owner put into (present) or taken out of the update's owner list, in memory. */
+static int
+bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
+	int rc = bdbhpt_upd_owners(c);
+
+	if (rc != DLZ_OK) {
+		return rc;
+	}
+	if (!bdbhpt_owners_edit(&c->upd.owners, owner, present)) {
+		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
+	}
+	return DLZ_OK;
+}
+
+/* The update's owner list written back (once, at the end of the update), if it changed: into
+ * the transaction, or into the copy. 0, ENOMEM or Berkeley DB's error (logged). */
+static int
+bdbhpt_upd_write_owners(struct bdbhpt_conn *c) {
+	size_t len;
+	char *text;
+	int rc;
+
+	if (!c->upd.owners.changed) {
+		return 0;
+	}
+	text = bdbhpt_owners_text(&c->upd.owners, &len);
+	if (text == NULL) {
+		bdbhpt_upd_failed(c, "the owner list", ENOMEM);
+		return ENOMEM;
+	}
+	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
+	rc = bdbhpt_upd_put(c, c->xfr_w, text, len);
+	free(text);
+	if (rc != 0) {
+		bdbhpt_upd_failed(c, "writing the owner list", rc);
+	}
+	return rc;
+}
+
 /* Concurrent mode: the live generation's owner list and nodes copied under c->upd.gen. */
 static int
 bdbhpt_copy_generation(struct bdbhpt_conn *c) {
@@ -825,6 +1176,9 @@ bdbhpt_copy_generation(struct bdbhpt_conn *c) {
 	bdbhpt_make_key(c, live, strlen(live), NULL, 0);
 	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &list_len, 0)) != 0) {
 		return bdbhpt_upd_failed(c, "reading the owner list", rc);
+	}
+	if ((rc = bdbhpt_upd_take_owners(c, list_len)) != DLZ_OK) {
+		return rc; /* the update's owner list: this one, read once */
 	}
 	/* The list first: a copy that fails half-way can be found and purged, as the loader's. */
 	bdbhpt_make_key(c, gen, strlen(gen), NULL, 0);
@@ -908,67 +1262,8 @@ bdbhpt_line_len(const char *pos, const char *end) {
 	return lf != NULL ? (size_t)(lf - pos) : (size_t)(end - pos);
 }
 
-/*
- * The owner list (len bytes, one owner per line, sorted bytewise) with owner put into it
- * (present) or taken out, into out (room for len + strlen(owner) + 2 bytes): every line ends in
- * LF, the last one too. The new list's length. Kept apart from the database calls so that
- * drivers/fuzz/fuzz_ownerlist.c can hold it to a model of a sorted set.
- */
-static size_t
-bdbhpt_list_edit(const char *list, size_t len, const char *owner, bool present, char *out) {
-	size_t owner_len = strlen(owner), out_len = 0;
-	const char *pos, *end;
-	bool placed = false;
-
-	for (pos = list, end = pos + len; pos < end;) {
-		size_t line_len = bdbhpt_line_len(pos, end);
-		int cmp = strncmp(pos, owner, line_len);
-
-		cmp = cmp != 0 ? cmp : line_len == owner_len ? 0 : line_len < owner_len ? -1 : 1;
-		if (present && !placed && cmp >= 0) {
-			memcpy(out + out_len, owner, owner_len);
-			out_len += owner_len;
-			out[out_len++] = '\n';
-			placed = true;
-		}
-		if (cmp != 0) {
-			memcpy(out + out_len, pos, line_len);
-			out_len += line_len;
-			out[out_len++] = '\n';
-		}
-		pos += line_len + 1;
-	}
-	if (present && !placed) {
-		memcpy(out + out_len, owner, owner_len);
-		out_len += owner_len;
-		out[out_len++] = '\n';
-	}
-	return out_len;
-}
-
-/* owner put into (present) or taken out of the generation's sorted owner list. */
-static int
-bdbhpt_upd_list(struct bdbhpt_conn *c, const char *owner, bool present) {
-	size_t len, out_len;
-	char *out;
-	int rc;
-
-	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
-	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, DB_RMW)) != 0) {
-		return bdbhpt_upd_failed(c, "reading the owner list", rc);
-	}
-	out = malloc(len + strlen(owner) + 2);
-	if (out == NULL) {
-		return bdbhpt_upd_failed(c, "the owner list", ENOMEM);
-	}
-	out_len = bdbhpt_list_edit(c->bdb.list.data, len, owner, present, out);
-	rc = bdbhpt_upd_put(c, c->xfr_w, out, out_len);
-	free(out);
-	return rc == 0 ? DLZ_OK : bdbhpt_upd_failed(c, "writing the owner list", rc);
-}
-
-/* The node of owner written anew (value, len bytes) or, when gone, deleted; the owner list
- * follows a node that appears or goes. */
+/* The node of owner written anew (value, len bytes) or, when gone, deleted; the owner list (in
+ * memory) follows a node that appears or goes. */
 static int
 bdbhpt_upd_write_node(struct bdbhpt_conn *c, const char *owner, bool existed, bool gone,
 		      const char *value, size_t len) {
@@ -1060,25 +1355,13 @@ bdbhpt_del(void *conn, const char *zone, const char *owner, const char *type,
 static int
 bdbhpt_below(void *conn, const char *zone, const char *owner) {
 	struct bdbhpt_conn *c = conn;
-	size_t len;
-	char *pos, *end, *line;
 	int rc;
 
-	if ((rc = bdbhpt_upd_zone(c, zone)) != DLZ_OK) {
+	if ((rc = bdbhpt_upd_zone(c, zone)) != DLZ_OK || (rc = bdbhpt_upd_owners(c)) != DLZ_OK) {
 		return rc;
 	}
-	bdbhpt_make_key(c, c->upd.gen, strlen(c->upd.gen), NULL, 0);
-	if ((rc = bdbhpt_upd_get(c, c->xfr_w, &c->bdb.list, &len, 0)) != 0) {
-		return bdbhpt_upd_failed(c, "reading the owner list", rc);
-	}
-	pos = c->bdb.list.data;
-	end = pos + len;
-	while ((line = dlz_next_line(&pos, end)) != NULL) {
-		if (strcmp(line, owner) != 0 && dlz_key_in_zone(line, owner)) {
-			return 1;
-		}
-	}
-	return 0;
+	rc = bdbhpt_owners_below(&c->upd.owners, owner);
+	return rc != DLZ_ERROR ? rc : bdbhpt_upd_failed(c, "the owner list's index", ENOMEM);
 }
 
 /* dns_retired[gen] = when (the loader's bookkeeping: its purge deletes gen's rows). */
@@ -1217,11 +1500,17 @@ bdbhpt_commit(void *conn) {
 	if (!c->upd.active) {
 		return DLZ_ERROR;
 	}
+	/* Into the transaction, or into the copy before the switch. */
+	rc = bdbhpt_upd_write_owners(c);
 	if (c->upd.txn != NULL) {
-		rc = c->upd.txn->commit(c->upd.txn, 0);
+		if (rc == 0) {
+			rc = c->upd.txn->commit(c->upd.txn, 0);
+		} else {
+			c->upd.txn->abort(c->upd.txn);
+		}
 		c->upd.txn = NULL; /* a failed commit aborted it: the handle is gone either way */
 	} else if (c->upd.gen[0] != '\0') {
-		rc = bdbhpt_switch_generation(c);
+		rc = rc != 0 ? rc : bdbhpt_switch_generation(c);
 		if (rc == 0) {
 			rc = bdbhpt_retire(c, c->upd.live_gen, true);
 		} else {
@@ -1244,7 +1533,10 @@ bdbhpt_rollback(void *conn) {
 	if (c->upd.txn != NULL) {
 		rc = c->upd.txn->abort(c->upd.txn);
 	} else if (c->upd.active && c->upd.gen[0] != '\0') {
-		rc = bdbhpt_retire(c, c->upd.gen, false); /* the copy: purged by the next load */
+		/* The copy, purged by the next load, which deletes the nodes its list names: the
+		 * list names those the update added too. */
+		bdbhpt_upd_write_owners(c);
+		rc = bdbhpt_retire(c, c->upd.gen, false);
 	}
 	bdbhpt_upd_end(c);
 	return rc == 0 ? DLZ_OK : DLZ_ERROR;

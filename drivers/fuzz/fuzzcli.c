@@ -5,7 +5,8 @@
  *
  *   fuzzcli rdtext       "TYPE TEXT"             -> rdata_store_form(TYPE, TEXT)
  *   fuzzcli ownerlist    "+OWNER LIST" or "-..." -> bdbhpt's owner list with OWNER put in or
- *                                                   taken out (bdbhpt_list_edit)
+ *                                                   taken out (read into an update's set,
+ *                                                   edited, written back: bdbhpt_owners_*)
  */
 #include "../bdbhpt/dlz_bdbhpt.c"
 #include "../common/core.h"
@@ -64,14 +65,18 @@ rdtext(char *a, char *b) {
 
 static bool
 ownerlist(char *a, char *b) {
-	size_t owner_len, list_len;
+	size_t owner_len, list_len, out_len;
 	char *owner = a[0] == '+' || a[0] == '-' ? unhex(a + 1, &owner_len) : NULL;
 	char *list = unhex(b, &list_len), *out;
+	struct bdbhpt_owners set = { 0 };
 
-	if (owner == NULL || list == NULL || (out = malloc(list_len + owner_len + 2)) == NULL) {
+	if (owner == NULL || list == NULL || !bdbhpt_owners_parse(&set, list, list_len) ||
+	    !bdbhpt_owners_edit(&set, owner, a[0] == '+') ||
+	    (out = bdbhpt_owners_text(&set, &out_len)) == NULL) {
 		return false;
 	}
-	put_hex(out, bdbhpt_list_edit(list, list_len, owner, a[0] == '+', out));
+	put_hex(out, out_len);
+	bdbhpt_owners_free(&set);
 	free(out);
 	free(owner);
 	free(list);
