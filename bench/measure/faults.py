@@ -490,6 +490,7 @@ def stopped(pids: Sequence[int]) -> Iterator[None]:
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     try:
+        _wait_stopped(pids)
         yield
     finally:
         for pid in pids:
@@ -497,6 +498,31 @@ def stopped(pids: Sequence[int]) -> Iterator[None]:
                 os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+
+
+def _wait_stopped(pids: Sequence[int], timeout_s: float = 2.0) -> None:
+    """Until every thread of pids is in state T: SIGSTOP is delivered asynchronously, and in
+    a CI run a slapd thread still running on the other CPU answered the first query sent
+    after kill() returned (tests/test_db_failures.py, 2026-11-28)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and not all(_all_threads_stopped(p) for p in pids):
+        time.sleep(0.001)
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    """Every thread of pid stopped (or the process gone: nothing left to answer)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] not in "Tt":
+            return False
+    return True
 
 
 def _processes(count: int) -> str:
