@@ -201,30 +201,9 @@ struct bdbhpt_conn {
 /* An order of keys: strcmp's is bytewise (bytes compared as unsigned char), the loader's. */
 typedef int bdbhpt_key_cmp(const char *a, const char *b);
 
-/* Keys compared from their last byte back: the names below an owner all end in "." and the
- * owner, so they sort together, right after that suffix itself (as the memory driver's
- * mem_cmp_from_end, drivers/memory/mem_overlay.c). */
-static int
-bdbhpt_cmp_from_end(const char *a, const char *b) {
-	size_t i = strlen(a), j = strlen(b);
-
-	while (i > 0 && j > 0) {
-		unsigned char x = (unsigned char)a[--i], y = (unsigned char)b[--j];
-		if (x != y) {
-			return x < y ? -1 : 1;
-		}
-	}
-	return i == j ? 0 : i < j ? -1 : 1;
-}
-
 static int
 bdbhpt_qsort_bytes(const void *a, const void *b) {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static int
-bdbhpt_qsort_from_end(const void *a, const void *b) {
-	return bdbhpt_cmp_from_end(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* The first of n keys (sorted by cmp) that is not before key. */
@@ -335,7 +314,7 @@ bdbhpt_owners_index(struct bdbhpt_owners *o) {
 	}
 	if (o->n > 0) { /* keys is NULL in a set that never held one */
 		memcpy(o->by_end, o->keys, o->n * sizeof(*o->keys));
-		qsort(o->by_end, o->n, sizeof(*o->by_end), bdbhpt_qsort_from_end);
+		qsort(o->by_end, o->n, sizeof(*o->by_end), dlz_key_qsort_from_end);
 	}
 	return true;
 }
@@ -362,7 +341,7 @@ bdbhpt_owners_put(struct bdbhpt_owners *o, const char *owner) {
 	o->added[o->nadded++] = copy;
 	bdbhpt_keys_insert(o->keys, o->n, copy, strcmp);
 	if (o->by_end != NULL) {
-		bdbhpt_keys_insert(o->by_end, o->n, copy, bdbhpt_cmp_from_end);
+		bdbhpt_keys_insert(o->by_end, o->n, copy, dlz_key_cmp_from_end);
 	}
 	o->n++;
 	return true;
@@ -380,7 +359,7 @@ bdbhpt_owners_edit(struct bdbhpt_owners *o, const char *owner, bool present) {
 	}
 	bdbhpt_keys_remove(o->keys, o->n, owner, strcmp);
 	if (o->by_end != NULL) {
-		bdbhpt_keys_remove(o->by_end, o->n, owner, bdbhpt_cmp_from_end);
+		bdbhpt_keys_remove(o->by_end, o->n, owner, dlz_key_cmp_from_end);
 	}
 	o->n--; /* its copy, if it was put in, stays in added until the set is freed */
 	return true;
@@ -411,9 +390,9 @@ bdbhpt_owners_below(struct bdbhpt_owners *o, const char *owner) {
 	suffix[0] = '.';
 	memcpy(suffix + 1, owner, owner_len + 1);
 	suffix[suffix_len] = '\0';
-	for (size_t i = bdbhpt_keys_find(o->by_end, o->n, suffix, bdbhpt_cmp_from_end);
+	for (size_t i = bdbhpt_keys_find(o->by_end, o->n, suffix, dlz_key_cmp_from_end);
 	     i < o->n && bdbhpt_ends_with(o->by_end[i], suffix, suffix_len); i++) {
-		if (strcmp(o->by_end[i], owner) != 0 && dlz_key_in_zone(o->by_end[i], owner)) {
+		if (dlz_key_below(o->by_end[i], owner)) {
 			return 1;
 		}
 	}

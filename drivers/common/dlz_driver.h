@@ -375,6 +375,17 @@ int dlz_fetch_zone_owners(const struct dlz_fetch_req *req, struct dlz_rowset *ou
 /* Does key lie in zone (equal or below)? Both keys; the root "." contains everything. */
 bool dlz_key_in_zone(const char *key, const char *zone);
 
+/* Does key lie strictly below owner (in it, not it)? Both keys. */
+bool dlz_key_below(const char *key, const char *owner);
+
+/* Keys compared from their last byte back (bytes as unsigned char): the keys below an owner
+ * all end in "." and the owner, so in this order they sort together, right after that suffix
+ * itself; a binary search then finds them (the memory and bdbhpt drivers' below()). */
+int dlz_key_cmp_from_end(const char *a, const char *b);
+
+/* dlz_key_cmp_from_end over two `const char *` array elements, for qsort. */
+int dlz_key_qsort_from_end(const void *a, const void *b);
+
 /*
  * The record lines of the file-like stores (filesystem, Berkeley DB): "TYPE SP TTL SP rdata"
  * per line, lines separated by LF, an empty node value marks an empty non-terminal.

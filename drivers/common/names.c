@@ -85,3 +85,26 @@ dlz_key_in_zone(const char *key, const char *zone) {
 	}
 	return key[key_len - zone_len - 1] == '.' && dot_separates(key, key_len - zone_len - 1);
 }
+
+bool
+dlz_key_below(const char *key, const char *owner) {
+	return strcmp(key, owner) != 0 && dlz_key_in_zone(key, owner);
+}
+
+int
+dlz_key_cmp_from_end(const char *a, const char *b) {
+	size_t i = strlen(a), j = strlen(b);
+
+	while (i > 0 && j > 0) {
+		unsigned char x = (unsigned char)a[--i], y = (unsigned char)b[--j];
+		if (x != y) {
+			return x < y ? -1 : 1;
+		}
+	}
+	return i == j ? 0 : i < j ? -1 : 1;
+}
+
+int
+dlz_key_qsort_from_end(const void *a, const void *b) {
+	return dlz_key_cmp_from_end(*(const char *const *)a, *(const char *const *)b);
+}

@@ -70,7 +70,7 @@ model_make(struct model *m, const char *list, size_t len, const char *owner, boo
 static int
 model_below(const struct model *m, const char *owner) {
 	for (size_t i = 0; i < m->n; i++) {
-		if (strcmp(m->lines[i], owner) != 0 && dlz_key_in_zone(m->lines[i], owner)) {
+		if (dlz_key_below(m->lines[i], owner)) {
 			return 1;
 		}
 	}

@@ -146,7 +146,7 @@ has_owner_below(const struct dns_sdlzallnodes *all, const char *key) {
 
 	for (size_t i = 0; i < all->count; i++) {
 		line_owner(all->lines[i], owner);
-		if (strcmp(owner, key) != 0 && dlz_key_in_zone(owner, key)) {
+		if (dlz_key_below(owner, key)) {
 			return true;
 		}
 	}

@@ -323,32 +323,6 @@ mem_txn_node(struct mem_txn *txn, const struct mem_zone *zone, const char *owner
 
 /* ---- the names below an owner ------------------------------------------------------------ */
 
-/* Is key strictly below owner? */
-static bool
-mem_below(const char *key, const char *owner) {
-	return strcmp(key, owner) != 0 && dlz_key_in_zone(key, owner);
-}
-
-/* Keys compared from their last byte back: the names below an owner all end in "." and the
- * owner, so they sort together, right after that suffix itself. */
-static int
-mem_cmp_from_end(const char *a, const char *b) {
-	size_t i = strlen(a), j = strlen(b);
-
-	while (i > 0 && j > 0) {
-		unsigned char x = (unsigned char)a[--i], y = (unsigned char)b[--j];
-		if (x != y) {
-			return x < y ? -1 : 1;
-		}
-	}
-	return i == j ? 0 : i < j ? -1 : 1;
-}
-
-static int
-mem_cmp_keys(const void *a, const void *b) {
-	return mem_cmp_from_end(*(const char *const *)a, *(const char *const *)b);
-}
-
 typedef const char *mem_key_at(const void *items, size_t i);
 
 static const char *
@@ -368,7 +342,7 @@ mem_first_from(const void *items, size_t n, mem_key_at *key_at, const char *key)
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (mem_cmp_from_end(key_at(items, mid), key) < 0) {
+		if (dlz_key_cmp_from_end(key_at(items, mid), key) < 0) {
 			lo = mid + 1;
 		} else {
 			hi = mid;
@@ -401,7 +375,7 @@ mem_zone_index_table(struct mem_zone *zone) {
 	for (const struct mem_rec *rec = zone->first; rec != NULL; rec = rec->next_in_zone) {
 		owners[n++] = rec->owner;
 	}
-	qsort(owners, n, sizeof(*owners), mem_cmp_keys);
+	qsort(owners, n, sizeof(*owners), dlz_key_qsort_from_end);
 	for (size_t i = 0; i < n; i++) {
 		if (kept == 0 || strcmp(owners[kept - 1], owners[i]) != 0) {
 			owners[kept++] = owners[i];
@@ -452,7 +426,7 @@ mem_overlay_has_below(const struct mem_txn *txn, const struct mem_zone *zone, co
 	for (size_t i = mem_first_from(zone->nodes, zone->nnodes, mem_node_owner_at, suffix);
 	     i < zone->nnodes && mem_ends_with(zone->nodes[i]->owner, suffix, suffix_len); i++) {
 		const struct mem_node *n = zone->nodes[i];
-		if (n->nrecs > 0 && mem_below(n->owner, owner) &&
+		if (n->nrecs > 0 && dlz_key_below(n->owner, owner) &&
 		    mem_txn_find(txn, zone, n->owner, n->hash) == NULL) {
 			return true;
 		}
@@ -472,7 +446,7 @@ mem_table_has_below(const struct mem_table *t, const struct mem_txn *txn,
 	     i++) {
 		const char *key = zone->table_owners[i];
 		uint64_t hash;
-		if (!mem_below(key, owner)) {
+		if (!dlz_key_below(key, owner)) {
 			continue;
 		}
 		hash = mem_hash_key(key);
@@ -500,7 +474,7 @@ mem_txn_has_descendant(struct mem_txn *txn, const struct mem_zone *zone, const c
 	bool made, found;
 
 	for (const struct mem_node *n = txn->pending; n != NULL; n = n->next) {
-		if (n->zone == zone && n->nrecs > 0 && mem_below(n->owner, owner)) {
+		if (n->zone == zone && n->nrecs > 0 && dlz_key_below(n->owner, owner)) {
 			return 1;
 		}
 	}

@@ -900,7 +900,7 @@ pg_below(void *conn, const char *zone, const char *owner) {
 	}
 	for (int i = 0; i < PQntuples(res) && rc == 0; i++) {
 		const char *name = PQgetvalue(res, i, 0);
-		rc = strcmp(name, owner) != 0 && dlz_key_in_zone(name, owner) ? 1 : 0;
+		rc = dlz_key_below(name, owner) ? 1 : 0;
 	}
 	/* A full batch of false hits (labels ending in escaped dots) is taken for a name below:
 	 * a marker too many, never a name lost. */
