@@ -37,13 +37,15 @@ from pathlib import Path
 STOP_WAIT_S = 2.0
 
 
-def stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields after the command name, which may hold spaces and
-    parentheses (state first, parent second, process group third, utime 12th, start time
-    20th); None when there is no such process. The suite's one reader of that file
-    (base/process.py, bench/measure/accounting.py)."""
+def stat_fields(pid: int, task: int | None = None) -> list[str] | None:
+    """/proc/PID/stat's fields (one thread's, /proc/PID/task/TASK/stat, with `task`) after
+    the command name, which may hold spaces and parentheses (state first, parent second,
+    process group third, utime 12th, start time 20th); None when there is no such process.
+    The suite's one reader of that file (base/process.py, bench/measure/accounting.py,
+    bench/measure/faults.py)."""
+    path = f"/proc/{pid}/stat" if task is None else f"/proc/{pid}/task/{task}/stat"
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(path).read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
 

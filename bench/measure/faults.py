@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 from base.errors import UserError
 from base.paths import REPO_ROOT
 from base.process import drop_page_cache
+from base.watchdog import stat_fields
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
 from bench.measure.serial import Section
 from bench.measure.serving import LoadedStore
@@ -515,14 +516,8 @@ def _all_threads_stopped(pid: int) -> bool:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return True
-    for task in tasks:
-        try:
-            stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
-        except OSError:
-            continue
-        if stat[stat.rindex(")") + 2] not in "Tt":
-            return False
-    return True
+    states = (stat_fields(pid, int(task)) for task in tasks)
+    return all(fields is None or fields[0] in ("T", "t") for fields in states)
 
 
 def _processes(count: int) -> str:
