@@ -106,7 +106,9 @@ def test_latency_points_are_open_loop_with_their_probes(sweep: Path) -> None:
             # Native's lowest step is ~16k QPS: in the tiny profile's 1 s steps dnsperf may
             # offer less than 95% of it on a busy 2-core machine; then the sweep says the load
             # generator fell short, and there is no breaking point to take latency at.
-            assert curve.breaking().ended_by == "not offered", curve.breaking()
+            # (Or its lowest step already lost more than 5%: native at ~50k QPS in 1-s steps
+            # on the Intel VM, 2026-11-28.) Either way: no breaking point, no latency points.
+            assert curve.breaking().ended_by in ("not offered", "lost"), curve.breaking()
             assert curve.latency_points == []
             continue
         measured.append(curve.server)
@@ -115,7 +117,10 @@ def test_latency_points_are_open_loop_with_their_probes(sweep: Path) -> None:
             assert point is not None and point.probes >= tiny_probes
             assert "-Q" in point.run.argv
         assert curve.latency_points[0].step.target_qps == pytest.approx(0.5 * breaking)
-    assert "memory" in measured  # ~6k QPS at its lowest step: offered on any machine here
+    # At least one sweep reached its latency points. Which one depends on the machine's load:
+    # with make test's two workers, a fresh clone's run (2026-11-28) saw memory's 1-s steps
+    # "not offered" too, which the loop above accepts for any server.
+    assert measured, [c.breaking() for c in results.capacity]
 
 
 def test_receive_buffers_are_set_and_recorded(sweep: Path) -> None:
