@@ -16,11 +16,13 @@ import pytest
 
 from base.paths import REPO_ROOT
 from bench.measure.results import load_results
+from bench.measure.startup import StartupPoint, combined
 from servers import SERVERS, get_server
 from tests.at_once import results_at_once
 from tests.benchcli import bench_env
 
 TINY, SMALL, LARGE = 100, 200, 2000
+STARTS = 2
 
 
 def _startup(run_root: Path, *args: str) -> None:
@@ -62,7 +64,8 @@ def startup_runs(tmp_path_factory: pytest.TempPathFactory,
     halves = _halves_by_store(_built_drivers())
     outs = {half: tmp_path_factory.mktemp("startup") for half in halves}
     results_at_once({half: partial(_startup, run_root, "--zones-counts", f"{SMALL},{LARGE}",
-                                   "--servers", ",".join(half), "--out", str(out))
+                                   "--servers", ",".join(half), "--starts", str(STARTS),
+                                   "--out", str(out))
                      for half, out in outs.items()})
     return outs
 
@@ -84,6 +87,19 @@ def test_last_zone_answers_with_every_driver(
             assert p.status == "ok", (p.server, p.zones, p.error)
             assert p.startup_ms and p.server_rss_kb and p.store_bytes
             assert p.load_seconds and p.records_per_second and p.loader_rss_kb
+
+
+def test_each_point_is_its_starts_with_an_interval(
+        startup_runs: dict[tuple[str, ...], Path]) -> None:
+    for out in startup_runs.values():
+        for p in load_results(out).startup_scaling:
+            assert len(p.starts_ms) == STARTS, (p.server, p.zones, p.starts_ms)
+            interval = p.interval()
+            assert interval is not None and interval.n == STARTS
+            assert interval.low is not None and interval.high is not None
+            assert interval.low <= p.startup_ms <= interval.high
+            assert min(p.starts_ms) <= p.startup_ms <= max(p.starts_ms)
+        assert f"A point is {STARTS} fresh starts" in (out / "results.md").read_text()
 
 
 def test_loader_memory_is_flat_for_ten_times_the_zones(
@@ -121,8 +137,19 @@ def test_a_later_run_adds_its_points(startup_run: Path, run_root: Path) -> None:
 def test_a_named_still_loading_at_the_timeout_is_a_result(tmp_path: Path,
                                                           run_root: Path) -> None:
     _startup(run_root, "--zones-counts", str(TINY), "--servers", "native", "--timeout", "0.001",
-             "--out", str(tmp_path))
+             "--starts", "3", "--out", str(tmp_path))
     [point] = load_results(tmp_path).startup_scaling
     assert point.status == "timeout", point
+    assert not point.starts_ms and point.interval() is None
     assert point.startup_ms is None and point.server_rss_kb, point
     assert "TIMEOUT" in (tmp_path / "results.md").read_text()
+
+
+def test_a_failed_start_is_the_point_and_times_combine_geometrically() -> None:
+    ok = [StartupPoint("pg", 10, startup_ms=ms, server_rss_kb=kb)
+          for ms, kb in ((100.0, 5), (400.0, 7))]
+    point = combined(ok)
+    assert point.startup_ms == pytest.approx(200.0) and point.server_rss_kb == 7
+    assert point.starts_ms == [100.0, 400.0]
+    late = StartupPoint("pg", 10, status="timeout", error="no answer", server_rss_kb=9)
+    assert combined([*ok, late]) is late

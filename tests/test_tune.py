@@ -22,8 +22,10 @@ from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
 from bench.commands.cli import main
 from bench.commands.compare import compare
+from bench.measure.cells import Cell, FreshStart
+from bench.measure.cost import cost_per_query
 from bench.measure.results import Results, load_results
-from bench.measure.tune import grid_pairs, recommend
+from bench.measure.tune import add_start, grid_pairs, recommend
 from loaders.memory import LOADER as MEMORY_LOADER
 from servers import get_server
 from tests.at_once import results_at_once
@@ -45,9 +47,10 @@ def tune(run_root: Path, out: Path, *options: str) -> Results:
 # sharing a port, in a run of their own.
 RUNS = {
     "pg": ("--server", "pg", "--threads", "1,2", "--connections", "1,3", "--db-host", "netns",
-           "--db-rtt", "1", "--processes", "none", "--no-cpu-scaling", "--probes", "20"),
+           "--db-rtt", "1", "--processes", "none", "--no-cpu-scaling", "--probes", "20",
+           "--starts", "1"),
     "memory": ("--server", "memory", "--threads", "2", "--connections", "1,4", "--processes",
-               "2", "--no-cpu-scaling", "--probes", "50"),
+               "2", "--no-cpu-scaling", "--probes", "50", "--starts", "2"),
 }
 
 
@@ -143,6 +146,40 @@ def test_memory_grid_and_processes_sharing_one_port_all_answer(memory_local: Res
     assert processes_under(run_root) == []
 
 
+def test_every_memory_setting_is_two_fresh_starts_with_intervals(
+        memory_local: Results, run_root: Path) -> None:
+    assert memory_local.meta["starts"] == 2
+    runs = memory_local.meta["parameters"]["runs"]
+    for cell in memory_local.cells:
+        assert [s.round for s in cell.starts] == [0, 1], cell.key
+        assert all(s.startup_ms for s in cell.starts), cell.key
+        assert [r.start for r in cell.qps_rounds] == [0] * runs + [1] * runs, cell.key
+        assert len(cell.qps_runs) == 2 * runs
+        assert all(r.server_cpu_s for r in cell.qps_rounds), cell.key
+        cost = cost_per_query(cell)
+        assert cost is not None and cost.per_run and cost.interval.n == 2
+        assert cost.interval.low is not None
+    markdown = (run_root / "out-memory" / "results.md").read_text()
+    assert "### memory: QPS over 2 fresh starts" in markdown
+    assert "### memory: cost per query, server + database" in markdown
+
+
+def test_one_start_keeps_the_runs_median(pg_remote: Results, run_root: Path) -> None:
+    for cell in pg_remote.cells:
+        assert len(cell.starts) == 1 and {r.start for r in cell.qps_rounds} == {0}
+    markdown = (run_root / "out-pg" / "results.md").read_text()
+    assert "### pg: QPS (median of the runs)" in markdown
+
+
+def test_a_later_start_that_fails_fails_its_setting() -> None:
+    cell = Cell("pg", 2, 2, qps_runs=[], starts=[FreshStart(0, 5.0)])
+    add_start(cell, Cell("pg", 2, 2, status="wrong", error="3 answers differ",
+                         mismatches=3, startup_ms=4.0), 1)
+    assert (cell.status, cell.mismatches) == ("wrong", 3)
+    assert cell.error == "start 2: 3 answers differ"
+    assert [s.round for s in cell.starts] == [0, 1]
+
+
 def test_report_and_compare_render_a_tune_file(memory_local: Results, run_root: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     out = run_root / "out-memory"
@@ -191,6 +228,7 @@ def test_a_store_without_a_server_refuses_a_database_host(run_root: Path) -> Non
     (["--server", "pg", "--threads", "2", "--connections", "0"], "--connections needs counts"),
     (["--server", "pg", "--processes", "0"], "--processes needs counts"),
     (["--server", "pg", "--probes", "0"], "--probes 0: needs at least 1"),
+    (["--server", "pg", "--starts", "0"], "--starts 0: at least one start"),
     (["--server", "memory", "--db-host", "netns"], "has no server"),
     (["--server", "native"], "native BIND has no threads/connections"),
     (["--server", "pg,mysql"], "one server at a time"),

@@ -27,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'all' (native and every built server) or a comma list, e.g. native,pg")
     p.add_argument("--records", type=int, default=10, help="records per generated zone")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--starts", type=int, default=5,
+                   help="fresh starts of each server at each count (default 5): the time is "
+                        "their geometric mean with a 95%% interval over them")
     p.add_argument("--timeout", type=float, default=3600.0,
                    help="seconds to wait for a server to answer for the last zone")
     add_out_option(p, "startup-<timestamp>")
@@ -38,12 +41,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     counts = positive_counts(args.zones_counts, "--zones-counts")
+    if args.starts < 1:
+        raise UserError(f"--starts {args.starts}: at least one start")
     names = selected_servers(args.servers)
     if args.add_to is not None and args.out is not None:
         raise UserError("--out and --add-to are exclusive: --add-to writes into its directory")
     out = args.add_to or args.out or REPO_ROOT / "results" / time.strftime("startup-%Y%m%d-%H%M%S")
     params = {"command": "startup", "servers": names, "zone_counts": counts,
-              "records_per_zone": args.records, "seed": args.seed, "timeout_s": args.timeout}
+              "records_per_zone": args.records, "seed": args.seed, "timeout_s": args.timeout,
+              "starts": args.starts}
     if args.add_to is not None:
         results = earlier_results(args.add_to, params, names, counts)
     else:
@@ -57,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for count in counts:
             measure_count(names, count, args.records, args.seed, run_dir, args.timeout,
-                          progress, record)
+                          args.starts, progress, record)
     except KeyboardInterrupt:
         print("interrupted: keeping the results gathered so far", file=sys.stderr)
         save_results(results, out)
@@ -83,5 +89,6 @@ def earlier_results(directory: Path, params: dict, names: list[str],
     added = metadata.added_run(results.meta, metadata.collect())
     results.meta.setdefault("added_runs", []).append(
         {**added, "servers": names, "zone_counts": counts,
-         "records_per_zone": params["records_per_zone"], "seed": params["seed"]})
+         "records_per_zone": params["records_per_zone"], "seed": params["seed"],
+         "starts": params["starts"]})
     return results

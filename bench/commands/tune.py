@@ -58,6 +58,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="prober queries per p99 under load (default: the profile's); each waits "
                         "behind dnsperf's queue, so at a long round trip and few threads this "
                         "phase dominates a cell's time")
+    p.add_argument("--starts", type=int, default=3,
+                   help="fresh starts of every setting (default 3): the grid is measured that "
+                        "many times, in reversed order every other time, and each setting's QPS "
+                        "and cost per query get a 95%% interval over its starts")
     add_pin_option(p)
     p.add_argument("--seed", type=int, default=1)
     add_out_option(p, "tune-<server>-<timestamp>")
@@ -80,7 +84,7 @@ def plan_from(args: argparse.Namespace, server_cpus: int) -> Plan:
         processes = default_processes(server_cpus)
     return Plan(pairs=tuple(grid_pairs(threads, connections)), db_host=args.db_host,
                 db_rtt_ms=parse_db_rtt(args.db_rtt), processes=processes,
-                cpu_scaling=args.cpu_scaling)
+                cpu_scaling=args.cpu_scaling, starts=args.starts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -118,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
                             "pairs": [list(p) for p in plan.pairs],
                             "processes": list(plan.processes),
                             "cpu_scaling": plan.cpu_scaling, "db_host": plan.db_host,
-                            "db_rtt_ms": plan.db_rtt_ms, "tolerance": TOLERANCE,
+                            "db_rtt_ms": plan.db_rtt_ms, "starts": plan.starts,
+                            "tolerance": TOLERANCE,
                             "run_dir": str(run_dir)})
     print(f"dlzbench tune {profile.name}: {name}, {len(plan.pairs)} threads/connections "
           f"pairs, database {plan.db_host}, added round trip {plan.db_rtt_ms} ms; results in "

@@ -34,6 +34,7 @@ from bench.measure.capacity import STRICT, UP_TO_THE_TASK, BreakingPoint, Curve,
 from bench.measure.faults import ServerFaults
 from bench.measure.results import Cell, Results, load_results
 from bench.measure.stats import Interval, paired_ratios
+from bench.measure.tune import qps_over_starts
 from bench.measure.writes import CEILING, ServerWrites
 
 COMMITTED = REPO_ROOT / "docs" / "results"
@@ -518,7 +519,12 @@ def _startup_figures(results: Results) -> Iterator[Figure]:
         if p.status != "ok":
             yield _value("status", p.status, **at)
             continue
-        yield _value("startup_s", None if p.startup_ms is None else p.startup_ms / 1000, **at)
+        interval = p.interval()
+        if interval is not None and interval.low is not None:
+            yield from _interval("startup_s", interval, scale=1 / 1000, **at)
+        else:
+            yield _value("startup_s", None if p.startup_ms is None else p.startup_ms / 1000,
+                         **at)
         yield _value("rss_mib", None if p.server_rss_kb is None else p.server_rss_kb / 1024,
                      **at)
         yield _value("store_mb", None if p.store_bytes is None else p.store_bytes / 1e6, **at)
@@ -597,6 +603,9 @@ def _tuning_figures(results: Results) -> Iterator[Figure]:
         at = {"server": r.server, "rtt": rtt}
         yield _value("recommended.threads", r.threads, **at)
         yield _value("recommended.connections", r.connections, **at)
+    for cell in results.cells:
+        yield from _interval("qps.starts", qps_over_starts(cell), server=cell.server,
+                             threads=cell.threads, connections=cell.connections, rtt=rtt)
     for point in tuning.scaling:
         if point.status == "ok":
             yield _value("scaling.qps", point.qps, server=point.server, threads=point.threads,

@@ -5,6 +5,12 @@ store by `python3 -m bench load` in a child process, whose peak RSS shows whethe
 flat as the count grows. Then, for each server of that store, the server is started over the
 loaded store and timed from its exec until it answers for the last zone. One that does not answer
 within the timeout, or dies (e.g. out of memory), is a result too: recorded with how far it got.
+
+Each server is started `starts` times over the same store, the servers of a store taking turns
+(in reversed order every other pass, as the rounds of `run` do), so that a drift of the machine
+lands on no server's side. A start is the independent unit (each is a fresh exec), so a point's
+time is the geometric mean of its starts with a t interval over them (stats.start_interval), as
+the cost per query of `run` is over its fresh starts (docs/method/run.md).
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from base.errors import UserError
 from base.paths import REPO_ROOT
+from bench.measure import stats
 from bench.measure.accounting import peak_rss_kb
 from bench.measure.serial import RENAMED_SERVER, Section
 from loaders.loader import Loader
@@ -36,7 +43,10 @@ POLL_SECONDS = 0.002
 
 @dataclass
 class StartupPoint:
-    """Startup of one server over a store holding `zones` zones."""
+    """Startup of one server over a store holding `zones` zones: startup_ms is the geometric
+    mean of its fresh starts (starts_ms, in the order they were made; empty in files before
+    repeated starts, whose startup_ms is one start's), server_rss_kb the largest of their peak
+    resident memories."""
 
     server: str
     zones: int
@@ -49,9 +59,18 @@ class StartupPoint:
     load_seconds: float | None = None
     records_per_second: float | None = None
     loader_rss_kb: int | None = None
+    starts_ms: list[float] = field(default_factory=list)
 
     # Files up to 2026-11-27 name the server's memory after named, for every server.
     json_renamed: ClassVar[dict[str, str]] = {**RENAMED_SERVER, "named_rss_kb": "server_rss_kb"}
+
+
+    def interval(self) -> stats.Interval | None:
+        """The startup time (ms) with its 95% interval over the starts; None for fewer than
+        two starts (one start, or a file before repeated starts)."""
+        if len(self.starts_ms) < 2:
+            return None
+        return stats.start_interval(self.starts_ms, range(len(self.starts_ms)))
 
 
 # results.json's "startup_scaling": one point per (server, zone count).
@@ -132,9 +151,11 @@ def time_startup(kind: ServerKind, target: object, zones: int, run_dir: Path,
 
 
 def measure_count(names: list[str], zones: int, records: int, seed: int, run_dir: Path,
-                  timeout: float, report: Report, record: Callable[[StartupPoint], None]) -> None:
-    """Every server at one zone count, each point handed to record as soon as it is measured
-    (an interrupted run keeps them); each store is loaded once for all the servers it feeds."""
+                  timeout: float, starts: int, report: Report,
+                  record: Callable[[StartupPoint], None]) -> None:
+    """Every server at one zone count, each point handed to record once its starts are made
+    (an interrupted run keeps the points before); each store is loaded once for all the
+    servers it feeds."""
     for store, servers in by_store(names):
         data = run_dir / f"{zones}"
         data.mkdir(parents=True, exist_ok=True)
@@ -148,15 +169,43 @@ def measure_count(names: list[str], zones: int, records: int, seed: int, run_dir
             continue
         with store.database.server(data / store.name) as target:
             size = disk_usage(data / store.name)
-            for server in servers:
-                report(f"{zones:,} zones: starting {server.name}")
-                point = time_startup(server, target, zones, run_dir, timeout)
+            for point in start_in_turns(servers, target, zones, run_dir, timeout, starts, report):
                 point.store_bytes = size
                 point.load_seconds = figures["seconds"]
                 point.records_per_second = figures["records_per_second"]
                 point.loader_rss_kb = figures["peak_rss_kb"]
                 record(point)
         shutil.rmtree(data / store.name, ignore_errors=True)  # a million zones take room
+
+
+def start_in_turns(servers: list[ServerKind], target: object, zones: int, run_dir: Path,
+                   timeout: float, starts: int, report: Report) -> list[StartupPoint]:
+    """Each server started `starts` times over one store, the servers taking turns (reversed
+    every other pass); a server whose start failed or timed out is not started again (a
+    million zones that time out would cost the timeout again): its point is that start."""
+    made: dict[str, list[StartupPoint]] = {s.name: [] for s in servers}
+    for turn in range(starts):
+        for server in stats.round_order(servers, turn):
+            earlier = made[server.name]
+            if earlier and earlier[-1].status != "ok":
+                continue
+            report(f"{zones:,} zones: starting {server.name} ({turn + 1} of {starts})")
+            earlier.append(time_startup(server, target, zones, run_dir, timeout))
+    return [combined(made[s.name]) for s in servers]
+
+
+def combined(points: list[StartupPoint]) -> StartupPoint:
+    """One server's starts as one point: the failed start where one failed, else the
+    geometric mean of the times, every start's time kept, the largest resident memory."""
+    failed = [p for p in points if p.status != "ok"]
+    if failed:
+        return failed[0]
+    times = [p.startup_ms for p in points if p.startup_ms is not None]
+    rss = [p.server_rss_kb for p in points if p.server_rss_kb is not None]
+    mean = stats.start_interval(times, range(len(times)))
+    return StartupPoint(points[0].server, points[0].zones,
+                        startup_ms=None if mean is None else mean.estimate,
+                        server_rss_kb=max(rss) if rss else None, starts_ms=times)
 
 
 def by_store(names: list[str]) -> list[tuple[Loader[Any], list[ServerKind]]]:

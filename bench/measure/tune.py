@@ -14,6 +14,13 @@ beyond the CPU count are what hides it (issue 12). The Tuner measures, for one d
    its own server CPU, against one N-thread process; QPS of one dnsperf load, summed;
 3. CPUs: QPS against the number of CPUs given to the server side, the load on the rest;
 4. the recommendation: the smallest setting within 5% of the best QPS, with its p99.
+
+The grid is measured `starts` times (Plan.starts), each pass a fresh start of every setting, in
+reversed order every other pass (stats.round_order), so that a drift of the machine lands on no
+setting's side. A setting's runs keep the start they followed (Cell.qps_rounds, with each run's
+CPU metered on its own), so its QPS and its cost per query have intervals with the fresh start
+as the independent unit, as `run`'s do (stats.start_interval, bench/measure/cost.py). The p99
+under load is measured after the first start only: it restates the QPS (runner.loaded_latency).
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from base.latency_proxy import LatencyProxy
 from base.netns import DatabaseHost
 from base.process import free_port
 from bench.load import dnsperf, prober
-from bench.measure.cells import Cell
+from bench.measure import accounting, stats
+from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
 from bench.measure.results import Results, save_results
@@ -38,6 +46,7 @@ from bench.measure.runner import (
     MEASURE_QPS,
     STARTUP,
     WARM_UP,
+    Measuring,
     Profile,
     Runner,
     Setup,
@@ -55,6 +64,8 @@ DB_HOSTS = ("local", "netns")
 # The runner's phases a grid cell runs: update visibility and unloaded latency say nothing
 # about the thread and connection counts.
 GRID_PHASES = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS, LOADED_LATENCY)
+# A later fresh start of a setting: its answers checked again, its QPS and cost measured.
+LATER_PHASES = (STARTUP, CHECK_ANSWERS, WARM_UP, MEASURE_QPS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,8 +77,11 @@ class Plan:
     db_rtt_ms: int = 0
     processes: tuple[int, ...] = ()      # N of "N processes against N threads"; () skips
     cpu_scaling: bool = True
+    starts: int = 1                      # fresh starts of every setting (passes of the grid)
 
     def __post_init__(self) -> None:
+        if self.starts < 1:
+            raise UserError(f"--starts {self.starts}: at least one start")
         if self.db_rtt_ms and self.db_host != "netns":
             # Its control API, which has no authentication, is closed to other local users
             # only there (base/latency_proxy.py).
@@ -108,6 +122,43 @@ def recommend(cells: Sequence[Cell], tolerance: float = TOLERANCE) -> Recommenda
                           best_connections=best.connections, tolerance=tolerance)
 
 
+def add_start(cell: Cell, later: Cell, start: int) -> None:
+    """A later fresh start's figures added to its setting's cell: its runs (each keeping its
+    start), its startup, and the CPU per query and peak memory over every run; a start that
+    failed or answered wrongly makes the setting so."""
+    cell.starts.append(FreshStart(start, later.startup_ms))
+    cell.mismatches += later.mismatches
+    if later.status != "ok":
+        cell.status, cell.error = later.status, f"start {start + 1}: {later.error}"
+        return
+    cell.qps_runs += later.qps_runs
+    cell.qps_rounds += later.qps_rounds
+    cell.qps = QpsSummary.from_runs(cell.qps_runs)
+    answered = sum(r.queries_completed for r in cell.qps_runs)
+    db = [r.db_cpu_s for r in cell.qps_rounds]
+    cell.cpu_us_per_query = {
+        "server": accounting.us_per_query(sum(r.server_cpu_s or 0.0 for r in cell.qps_rounds),
+                                          answered),
+        "db": None if None in db else accounting.us_per_query(sum(d or 0.0 for d in db),
+                                                               answered),
+        "dnsperf": Runner.dnsperf_cpu(cell)}
+    cell.peak_rss_kb = {key: _larger(cell.peak_rss_kb.get(key), later.peak_rss_kb.get(key))
+                        for key in cell.peak_rss_kb.keys() | later.peak_rss_kb.keys()}
+
+
+def qps_over_starts(cell: Cell) -> stats.Interval | None:
+    """The geometric mean of a setting's runs' QPS with its 95% interval over its fresh
+    starts; None for one start (or a file before starts) or a run that answered nothing."""
+    values = [r.qps for r in cell.qps_runs]
+    if len(cell.starts) < 2 or len(cell.qps_rounds) != len(values) or min(values) <= 0:
+        return None
+    return stats.start_interval(values, [r.start for r in cell.qps_rounds])
+
+
+def _larger(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
 def all_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
@@ -126,8 +177,11 @@ class Tuner(Runner):
         self.server = setup.servers[0]
         self.plan = plan
         self.tuning = results.tuning = Tuning(db_host=plan.db_host, db_rtt_ms=plan.db_rtt_ms)
+        self.start_index = 0
         per_cell = [phase.expected_s(profile) for phase in self.phases]
+        per_later = [phase.expected_s(profile) for phase in LATER_PHASES]
         self.progress = StepProgress([2.0] + per_cell * len(plan.pairs)
+                                     + per_later * len(plan.pairs) * (plan.starts - 1)
                                      + [self._point_s()] * self._point_count())
 
     def _point_s(self) -> float:
@@ -151,8 +205,10 @@ class Tuner(Runner):
                 loaded_store(self.server, self.setup.stream, self.setup.run_dir,
                              db_host=host) as loaded, \
                 self.latency_proxy(loaded, host):
-            for threads, connections in self.plan.pairs:
-                self.run_cell(loaded, threads, connections)
+            for start in range(self.plan.starts):
+                self.start_index = start
+                for threads, connections in stats.round_order(self.plan.pairs, start):
+                    self.measure_setting(loaded, threads, connections)
             recommendation = recommend(self.results.cells)
             self.tuning.recommendations = [recommendation] if recommendation else []
             save_results(self.results, self.setup.out_dir)
@@ -161,6 +217,52 @@ class Tuner(Runner):
             if self.plan.cpu_scaling:
                 self.cpu_scaling(loaded, recommendation)
         return self.results
+
+    # --- the grid, start by start ----------------------------------------------------------
+
+    def measure_setting(self, loaded: LoadedStore, threads: int, connections: int) -> None:
+        """One fresh start of a setting: its cell at the first start, later starts' figures
+        added to that cell (a setting that failed or answered wrongly is not started again)."""
+        if self.start_index == 0:
+            self.run_cell(loaded, threads, connections)
+            cell = self.results.cells[-1]
+            cell.starts = [FreshStart(0, cell.startup_ms)]
+            return
+        cell = next(c for c in self.results.cells if c.key == (loaded.server.name, threads,
+                                                                 connections))
+        if cell.status != "ok":
+            self.progress.skip(len(LATER_PHASES))
+            return
+        later = Cell(cell.server, threads, connections)
+        m = Measuring(loaded, self.build(loaded, threads, connections), later)
+        label = f"{cell.server} threads={threads} connections={connections} " \
+                f"(start {self.start_index + 1} of {self.plan.starts})"
+        try:
+            self.run_phases(m, LATER_PHASES, label)
+        finally:
+            m.server.stop()
+        add_start(cell, later, self.start_index)
+        save_results(self.results, self.setup.out_dir)
+
+    def qps_runs(self, m: Measuring) -> None:
+        """The measured dnsperf runs, each with the CPU the server and its database used
+        during it and the start it followed: the cost per query of each run, whose interval
+        treats the starts as the independent unit."""
+        has_db = m.loaded.accounts_database
+        for _ in range(self.profile.runs):
+            server_cpu = accounting.CpuMeter(m.server.pids())
+            db_cpu = accounting.CpuMeter(m.loaded.database_pids())
+            machine = accounting.MachineMeter()
+            with machine, server_cpu, db_cpu:
+                run = self.dnsperf(m.server, self.profile.duration_s)
+            m.cell.qps_runs.append(run)
+            m.cell.qps_rounds.append(RoundRun(
+                self.start_index, self.start_index, server_cpu.seconds,
+                db_cpu.seconds if has_db else None, began_s=machine.began_s,
+                ended_s=machine.ended_s, server_user_s=server_cpu.user,
+                server_system_s=server_cpu.system, db_user_s=db_cpu.user if has_db else None,
+                db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
+        m.cell.qps = QpsSummary.from_runs(m.cell.qps_runs)
 
     # --- set-up -----------------------------------------------------------------------------
 

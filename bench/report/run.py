@@ -553,12 +553,33 @@ def with_split(results: Results, header: list[str],
     return [*header, *SPLIT], extended
 
 
+def _startup_seconds(p: StartupPoint) -> str:
+    """The startup in seconds with its interval over the starts where it has one."""
+    interval = p.interval()
+    if interval is not None and interval.low is not None and interval.high is not None:
+        return (f"{fmt_number(interval.estimate / 1000)} "
+                f"[{fmt_number(interval.low / 1000)}–{fmt_number(interval.high / 1000)}]")
+    return fmt_number(p.startup_ms / 1000 if p.startup_ms is not None else None)
+
+
 def _startup_cell(p: StartupPoint) -> str:
     if p.status != "ok":
         return p.status.upper()
-    seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
     rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
-    return f"{fmt_number(seconds)} s, {fmt_number(rss, 0)} MiB"
+    return f"{_startup_seconds(p)} s, {fmt_number(rss, 0)} MiB"
+
+
+def _starts_text(results: Results) -> str:
+    """How many fresh starts the points are, and what their figures are over them."""
+    counts = sorted({len(p.starts_ms) for p in results.startup_scaling if p.status == "ok"})
+    repeated = [n for n in counts if n > 1]
+    if not repeated:
+        return "Each point is one start."
+    many = str(repeated[0]) if len(repeated) == 1 else f"{repeated[0]} to {repeated[-1]}"
+    single = " (points of one start have no interval)" if len(repeated) < len(counts) else ""
+    return (f"A point is {many} fresh starts{single}: the geometric mean of their times with "
+            "its 95% interval over the starts (each start is a fresh exec, the independent "
+            "unit), and the largest of their peak resident memories.")
 
 
 def render_startup_summary(results: Results) -> list[str]:
@@ -570,7 +591,8 @@ def render_startup_summary(results: Results) -> list[str]:
             for s in servers]
     return ["## Startup time and server memory", "",
             "Time from the server's exec until it answers for the last zone, and its resident "
-            "memory then. Details, failures and loader figures in the next table.", ""] + \
+            "memory then. " + _starts_text(results) + " Details, failures and loader "
+            "figures in the next table.", ""] + \
         markdown_table(["server", *(f"{n:,} zones" for n in counts)], rows) + [""]
 
 
@@ -589,9 +611,8 @@ def render_startup_scaling(results: Results) -> list[str]:
                          NONE, *load])
             continue
         size = p.store_bytes / 1e6 if p.store_bytes is not None else None
-        seconds = p.startup_ms / 1000 if p.startup_ms is not None else None
         rss = p.server_rss_kb / 1024 if p.server_rss_kb is not None else None
-        rows.append([p.server, f"{p.zones:,}", fmt_number(seconds), fmt_number(rss, 0),
+        rows.append([p.server, f"{p.zones:,}", _startup_seconds(p), fmt_number(rss, 0),
                      fmt_number(size), *load])
     return render_startup_summary(results) + ["## Startup against zone count", "",
             "Startup: from the server's exec until it answers authoritatively for the last "

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.measure.cells import Cell
+from bench.measure.cost import cost_per_query
 from bench.measure.results import Results
+from bench.measure.tune import qps_over_starts
 from bench.measure.tuning import Recommendation, ScalePoint, Tuning
 from bench.report.comparing import (
     Comparison,
@@ -26,6 +28,7 @@ from bench.report.format import (
     NONE,
     Notes,
     fmt_number,
+    interval_text,
     markdown_table,
     save_figure,
     status_text,
@@ -64,6 +67,30 @@ def render_grid(results: Results, server: str, title: str,
 
 def _p99(cell: Cell) -> str:
     return fmt_number(cell.latency_loaded.p99_us if cell.latency_loaded else None)
+
+
+def _qps_over_starts(cell: Cell) -> str:
+    """The QPS over the fresh starts with its interval; the runs' median for a setting of one
+    start."""
+    interval = qps_over_starts(cell)
+    if interval is None:
+        return fmt_number(cell.qps.median)
+    return interval_text(interval, of="starts")
+
+
+def _cost(cell: Cell) -> str:
+    """CPU us per answered query of the server and its database, with its interval over the
+    fresh starts where each run was metered."""
+    cost = cost_per_query(cell)
+    if cost is None:
+        return NONE
+    if not cost.per_run:
+        return fmt_number(cost.interval.estimate, 1)
+    return interval_text(cost.interval, decimals=1, of="starts")
+
+
+def _most_starts(results: Results, server: str) -> int:
+    return max((len(c.starts) for c in results.cells if c.server == server), default=0)
 
 
 def _cpu(cell: Cell) -> str:
@@ -148,9 +175,17 @@ def render_tuning(results: Results) -> list[str]:
     lines = ["## Tuning threads and connections", "", *render_database(tuning), ""]
     lines += render_recommendations(tuning)
     for server in results.servers():
-        lines += render_grid(results, server, "QPS (median of the runs)",
-                             lambda c: fmt_number(c.qps.median))
-        lines += render_grid(results, server, "p99 latency under load (us)", _p99)
+        starts = _most_starts(results, server)
+        if starts > 1:
+            lines += render_grid(results, server, f"QPS over {starts} fresh starts (geometric "
+                                 "mean, 95% interval over the starts)", _qps_over_starts)
+            lines += render_grid(results, server, "cost per query, server + database (CPU "
+                                 "us, 95% interval over the starts)", _cost)
+        else:
+            lines += render_grid(results, server, "QPS (median of the runs)",
+                                 lambda c: fmt_number(c.qps.median))
+        lines += render_grid(results, server, "p99 latency under load (us, after the first "
+                             "start)", _p99)
         lines += render_grid(results, server, "CPU us per query, named / database", _cpu)
     lines += render_processes(tuning) + render_cpus(tuning)
     lines += [f"Plots: {HEATMAP} (QPS over the grid), {CURVES} (QPS against threads, one "
