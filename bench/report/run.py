@@ -573,13 +573,13 @@ def _starts_text(results: Results) -> str:
     """How many fresh starts the points are, and what their figures are over them."""
     counts = sorted({len(p.starts_ms) for p in results.startup_scaling if p.status == "ok"})
     repeated = [n for n in counts if n > 1]
-    if not repeated:
-        return "Each point is one start."
+    if not repeated:  # files before repeated starts: their text as it was
+        return ""
     many = str(repeated[0]) if len(repeated) == 1 else f"{repeated[0]} to {repeated[-1]}"
     single = " (points of one start have no interval)" if len(repeated) < len(counts) else ""
     return (f"A point is {many} fresh starts{single}: the geometric mean of their times with "
             "its 95% interval over the starts (each start is a fresh exec, the independent "
-            "unit), and the largest of their peak resident memories.")
+            "unit), and the largest of their peak resident memories. ")
 
 
 def render_startup_summary(results: Results) -> list[str]:
@@ -591,7 +591,7 @@ def render_startup_summary(results: Results) -> list[str]:
             for s in servers]
     return ["## Startup time and server memory", "",
             "Time from the server's exec until it answers for the last zone, and its resident "
-            "memory then. " + _starts_text(results) + " Details, failures and loader "
+            "memory then. " + _starts_text(results) + "Details, failures and loader "
             "figures in the next table.", ""] + \
         markdown_table(["server", *(f"{n:,} zones" for n in counts)], rows) + [""]
 

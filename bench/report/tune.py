@@ -184,8 +184,8 @@ def render_tuning(results: Results) -> list[str]:
         else:
             lines += render_grid(results, server, "QPS (median of the runs)",
                                  lambda c: fmt_number(c.qps.median))
-        lines += render_grid(results, server, "p99 latency under load (us, after the first "
-                             "start)", _p99)
+        lines += render_grid(results, server, "p99 latency under load (us"
+                             + (", after the first start)" if starts > 1 else ")"), _p99)
         lines += render_grid(results, server, "CPU us per query, named / database", _cpu)
     lines += render_processes(tuning) + render_cpus(tuning)
     lines += [f"Plots: {HEATMAP} (QPS over the grid), {CURVES} (QPS against threads, one "
