@@ -463,7 +463,8 @@ def _start(run: str, server: str, zones: int) -> str:
     if seconds is None:
         status = fig(run, "status", server=server, zones=zones)
         return NONE if status is None else str(status.value)
-    return f"{num(seconds)} s, {num(value(run, 'rss_mib', server=server, zones=zones), 0)} MiB"
+    started = with_interval(fig(run, "startup_s", server=server, zones=zones))
+    return f"{started} s, {num(value(run, 'rss_mib', server=server, zones=zones), 0)} MiB"
 
 
 def _store_load(run: str, server: str, zones: int) -> str:
@@ -510,6 +511,27 @@ def tune_table(runs: Sequence[str]) -> list[str]:
                            "1 thread, 1 connection: QPS", "recommended threads / connections",
                            "its QPS (3 runs)", "p99 under load", "CPU us/query named + db there"],
                           rows)
+
+
+def tune_starts_table(runs: Sequence[str]) -> list[str]:
+    """Per tune run measured in fresh starts: 1 thread and 1 connection, the recommended
+    setting, their QPS over the starts and the recommended setting's cost per query, each with
+    its interval over the starts."""
+    rows = []
+    for run in runs:
+        server = next(f.server for f in catalogue().find(run, "recommended.threads"))
+        t = _int(value(run, "recommended.threads", server=server))
+        c = _int(value(run, "recommended.connections", server=server))
+        added = value(run, "added_rtt_ms")
+        rtt = "none" if not added else f"1 ms ({added:.2f} ms)"
+        single = {"server": server, "threads": "1", "connections": "1"}
+        pick = {"server": server, "threads": t, "connections": c}
+        rows.append([server, rtt, with_interval(fig(run, "qps.starts", **single), 0),
+                     f"{t} / {c}", with_interval(fig(run, "qps.starts", **pick), 0),
+                     with_interval(fig(run, "cost_us", **pick), 1)])
+    return markdown_table(["server", "added round trip (measured)",
+                           "1 thread, 1 connection: QPS", "recommended threads / connections",
+                           "its QPS", "its cost per query (us, server + database)"], rows)
 
 
 def _int(x: float | None) -> str:
