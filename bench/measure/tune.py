@@ -40,6 +40,7 @@ from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
 from bench.measure.results import Results, save_results
+from bench.measure.rounds import set_qps_figures
 from bench.measure.runner import (
     CHECK_ANSWERS,
     LOADED_LATENCY,
@@ -133,15 +134,7 @@ def add_start(cell: Cell, later: Cell, start: int) -> None:
         return
     cell.qps_runs += later.qps_runs
     cell.qps_rounds += later.qps_rounds
-    cell.qps = QpsSummary.from_runs(cell.qps_runs)
-    answered = sum(r.queries_completed for r in cell.qps_runs)
-    db = [r.db_cpu_s for r in cell.qps_rounds]
-    cell.cpu_us_per_query = {
-        "server": accounting.us_per_query(sum(r.server_cpu_s or 0.0 for r in cell.qps_rounds),
-                                          answered),
-        "db": None if None in db else accounting.us_per_query(sum(d or 0.0 for d in db),
-                                                               answered),
-        "dnsperf": Runner.dnsperf_cpu(cell)}
+    set_qps_figures(cell)
     cell.peak_rss_kb = {key: _larger(cell.peak_rss_kb.get(key), later.peak_rss_kb.get(key))
                         for key in cell.peak_rss_kb.keys() | later.peak_rss_kb.keys()}
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.measure.cells import Cell
-from bench.measure.cost import cost_per_query
 from bench.measure.results import Results
 from bench.measure.tune import qps_over_starts
 from bench.measure.tuning import Recommendation, ScalePoint, Tuning
@@ -24,6 +23,7 @@ from bench.report.comparing import (
     same_boot,
     status_row,
 )
+from bench.report.cost import cost_text
 from bench.report.format import (
     NONE,
     Notes,
@@ -76,17 +76,6 @@ def _qps_over_starts(cell: Cell) -> str:
     if interval is None:
         return fmt_number(cell.qps.median)
     return interval_text(interval, of="starts")
-
-
-def _cost(cell: Cell) -> str:
-    """CPU us per answered query of the server and its database, with its interval over the
-    fresh starts where each run was metered."""
-    cost = cost_per_query(cell)
-    if cost is None:
-        return NONE
-    if not cost.per_run:
-        return fmt_number(cost.interval.estimate, 1)
-    return interval_text(cost.interval, decimals=1, of="starts")
 
 
 def _most_starts(results: Results, server: str) -> int:
@@ -180,7 +169,7 @@ def render_tuning(results: Results) -> list[str]:
             lines += render_grid(results, server, f"QPS over {starts} fresh starts (geometric "
                                  "mean, 95% interval over the starts)", _qps_over_starts)
             lines += render_grid(results, server, "cost per query, server + database (CPU "
-                                 "us, 95% interval over the starts)", _cost)
+                                 "us, 95% interval over the starts)", cost_text)
         else:
             lines += render_grid(results, server, "QPS (median of the runs)",
                                  lambda c: fmt_number(c.qps.median))
