@@ -8,6 +8,7 @@ every process and keeps what it gathered.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from base.errors import UserError
+from bench.measure.catalogue import figures_of
 from bench.measure.results import load_results
 from servers import get_server
 from tests.benchcli import interrupt_when, processes_under, start_bench
@@ -200,6 +202,15 @@ def test_a_row_on_another_bind_runs_it_and_pairs_with_its_own_row(tiny_run: Path
     paired = by_column["native@9.20"]
     assert "% (2 runs: no 95% interval)" in paired or paired.startswith("n/a (load generator"), \
         by_column
+    # Its cost against its own row's runs next to it: a load generator's limit leaves the
+    # cost per query standing.
+    [line] = [ln for ln in markdown.splitlines()
+              if ln.startswith("| Cost % of its row on BIND 9.18")]
+    costs = dict(zip(columns, [c.strip() for c in line.strip("|").split("|")][1:], strict=True))
+    assert costs["native"] == "100.0%" and costs["memory"] == "–", costs
+    assert re.match(r"[\d.]+%", costs["native@9.20"]), costs
+    [figure] = [f for f in figures_of(results) if f.metric == "cost.bind"]
+    assert figure.server == "native@9.20" and figure.number and figure.number > 0
 
 
 def test_report_and_plots_written(tiny_run: Path) -> None:

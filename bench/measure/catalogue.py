@@ -36,6 +36,7 @@ from bench.measure.results import Cell, Results, load_results
 from bench.measure.stats import Interval, paired_ratios
 from bench.measure.tune import qps_over_starts
 from bench.measure.writes import CEILING, ServerWrites
+from servers import base_name
 
 COMMITTED = REPO_ROOT / "docs" / "results"
 # The names a results file may have on disk (results.py may store it compressed).
@@ -310,6 +311,7 @@ def _one_cell(results: Results, cell: Cell, cpus: int | None,
         return
     yield from _cell_qps(results, cell, cpus)
     yield from _cell_costs(cell, cpus, adjacent)
+    yield from _cost_of_own_row(results, cell, adjacent)
     yield from _cell_latency(cell)
     yield from _flood_figures(cell)
 
@@ -369,6 +371,19 @@ def _ratio(results: Results, cell: Cell, reference: str, cpus: int | None,
 
 def _in_rounds(cell: Cell) -> bool:
     return bool(cell.qps_rounds) and len(cell.qps_rounds) == len(cell.qps_runs)
+
+
+def _cost_of_own_row(results: Results, cell: Cell,
+                     adjacent: cost.AdjacentCost) -> Iterator[Figure]:
+    """cost.bind: a row on another BIND (NAME@VERSION), its cost in % of NAME's measured
+    next to it in the same run."""
+    base = base_name(cell.server)
+    own = next((c for c in results.cells if c.server == base and c.threads == cell.threads
+                and c.status == "ok"), None)
+    if base == cell.server or own is None:
+        return
+    yield from _interval("cost.bind", adjacent.ratio_to(cell, own), 100.0,
+                         **_cell_at(cell, set()))
 
 
 def _cell_costs(cell: Cell, cpus: int | None, adjacent: cost.AdjacentCost) -> Iterator[Figure]:

@@ -176,11 +176,17 @@ class AdjacentCost:
             return None
         if ref is cell:
             return ref.server, Interval(1.0, None, None, 0)
+        interval = self.ratio_to(cell, ref)
+        return None if interval is None else (ref.server, interval)
+
+    def ratio_to(self, cell: Cell, ref: Cell) -> Interval | None:
+        """The cell's cost over `ref`'s measured next to it, each run's ratio, with the
+        start-clustered interval (a row on another BIND over its own row on the run's: the
+        same server, the same store); None where either side has no cost per run."""
         ratios = self.per_run(cell, ref)
         if not ratios:
             return None
-        interval = stats.start_interval(ratios, run_starts(cell))
-        return None if interval is None else (ref.server, interval)
+        return stats.start_interval(ratios, run_starts(cell))
 
 
 @dataclass(frozen=True)

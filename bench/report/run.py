@@ -388,6 +388,17 @@ def _own_row(results: Results, cell: Cell) -> Cell | None:
     return cell if paired else None
 
 
+def _cost_of_own_row(adjacent: AdjacentCost, cell: Cell, own: Cell | None) -> str:
+    """A row on another BIND: its cost as a % of its own row's on the run's BIND, run by run
+    against that row's adjacent runs ("100.0%" for the row itself)."""
+    if own is None:
+        return NONE
+    if own is cell:
+        return "100.0%"
+    interval = adjacent.ratio_to(cell, own)
+    return NONE if interval is None else interval_text(interval, 100, 1, "%", of="starts")
+
+
 def render_thread_table(results: Results, threads: int) -> list[str]:
     cells = results.cells_for(threads)
     threshold = results.loss_threshold
@@ -412,7 +423,9 @@ def render_thread_table(results: Results, threads: int) -> list[str]:
         row(f"QPS % of {REFERENCE}", lambda c: ratio_text(c, reference, notes, cpus, target)),
         row(f"QPS % of {DLZ_CEILING}", lambda c: ratio_text(c, ceiling, notes, cpus, target)),
         *([row(f"QPS % of its row on {_run_bind(results)}",
-               lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target))]
+               lambda c: ratio_text(c, _own_row(results, c), notes, cpus, target)),
+           row(f"Cost % of its row on {_run_bind(results)}",
+               lambda c: _cost_of_own_row(adjacent, c, _own_row(results, c)))]
           if any(BIND_MARK in c.server for c in cells) else []),
         row("QPS per server core", lambda c: unavailable.text(c, "cpu_us_per_query.server")
             or _figure(per_core_of(c), capacity_per_core(c), 0, of="starts")),
