@@ -378,9 +378,8 @@ def _cost_of_own_row(results: Results, cell: Cell,
     """cost.bind: a row on another BIND (NAME@VERSION), its cost in % of NAME's measured
     next to it in the same run."""
     base = base_name(cell.server)
-    own = next((c for c in results.cells if c.server == base and c.threads == cell.threads
-                and c.status == "ok"), None)
-    if base == cell.server or own is None:
+    own = results.cell(base, cell.threads)
+    if base == cell.server or own is None or own.status != "ok":
         return
     yield from _interval("cost.bind", adjacent.ratio_to(cell, own), 100.0,
                          **_cell_at(cell, set()))
@@ -535,7 +534,7 @@ def _startup_figures(results: Results) -> Iterator[Figure]:
             yield _value("status", p.status, **at)
             continue
         interval = p.interval()
-        if interval is not None and interval.low is not None:
+        if interval is not None:
             yield from _interval("startup_s", interval, scale=1 / 1000, **at)
         else:
             yield _value("startup_s", None if p.startup_ms is None else p.startup_ms / 1000,

@@ -396,18 +396,9 @@ class RoundsRunner(Runner):
         """One QPS run of the cell, with the CPU its server used during it (user and system
         apart), its span and every CPU's time over it, and dnsperf's responses per second."""
         has_db = m.loaded.accounts_database
-        server_cpu = accounting.CpuMeter(m.server.pids())
-        db_cpu = accounting.CpuMeter(m.loaded.database_pids())
-        machine = accounting.MachineMeter()
-        with accounting.MemorySampler(m.loaded.database_pids()) as db_mem, machine, server_cpu, \
-                db_cpu:
-            run = self.dnsperf(m.server, self.profile.rounds.run_s, extra=PER_SECOND)
-        m.cell.qps_runs.append(run)
-        m.cell.qps_rounds.append(RoundRun(
-            index, len(m.cell.starts) - 1, server_cpu.seconds, db_cpu.seconds if has_db else None,
-            began_s=machine.began_s, ended_s=machine.ended_s, server_user_s=server_cpu.user,
-            server_system_s=server_cpu.system, db_user_s=db_cpu.user if has_db else None,
-            db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
+        with accounting.MemorySampler(m.loaded.database_pids()) as db_mem:
+            metered_run(self, m, self.profile.rounds.run_s, index, len(m.cell.starts) - 1,
+                        extra=PER_SECOND)
         m.cell.peak_rss_kb = {
             "server": max(accounting.peak_rss_kb(m.server.pids()),
                           m.cell.peak_rss_kb.get("server") or 0),
@@ -436,6 +427,25 @@ class RoundsRunner(Runner):
         finally:
             m.server.stop()
             save_results(self.results, self.setup.out_dir)
+
+
+def metered_run(runner: Runner, m: Measuring, seconds: float, round_index: int, start: int,
+                extra: Sequence[str] = ()) -> None:
+    """One QPS run of the cell appended with where it stood (its round, the fresh start it
+    followed) and the CPU its server and database used during it (user and system apart),
+    its span and every CPU's time over it: the run's cost per query."""
+    has_db = m.loaded.accounts_database
+    server_cpu = accounting.CpuMeter(m.server.pids())
+    db_cpu = accounting.CpuMeter(m.loaded.database_pids())
+    machine = accounting.MachineMeter()
+    with machine, server_cpu, db_cpu:
+        run = runner.dnsperf(m.server, seconds, extra=extra)
+    m.cell.qps_runs.append(run)
+    m.cell.qps_rounds.append(RoundRun(
+        round_index, start, server_cpu.seconds, db_cpu.seconds if has_db else None,
+        began_s=machine.began_s, ended_s=machine.ended_s, server_user_s=server_cpu.user,
+        server_system_s=server_cpu.system, db_user_s=db_cpu.user if has_db else None,
+        db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
 
 
 def set_qps_figures(cell: Cell) -> None:

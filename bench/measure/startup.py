@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -202,9 +203,8 @@ def combined(points: list[StartupPoint]) -> StartupPoint:
         return failed[0]
     times = [p.startup_ms for p in points if p.startup_ms is not None]
     rss = [p.server_rss_kb for p in points if p.server_rss_kb is not None]
-    mean = stats.start_interval(times, range(len(times)))
     return StartupPoint(points[0].server, points[0].zones,
-                        startup_ms=None if mean is None else mean.estimate,
+                        startup_ms=statistics.geometric_mean(times) if times else None,
                         server_rss_kb=max(rss) if rss else None, starts_ms=times)
 
 

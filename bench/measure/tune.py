@@ -35,12 +35,12 @@ from base.latency_proxy import LatencyProxy
 from base.netns import DatabaseHost
 from base.process import free_port
 from bench.load import dnsperf, prober
-from bench.measure import accounting, stats
-from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
+from bench.measure import stats
+from bench.measure.cells import Cell, FreshStart, QpsSummary
 from bench.measure.latency import measure_store_added_rtt
 from bench.measure.progress import StepProgress
 from bench.measure.results import Results, save_results
-from bench.measure.rounds import set_qps_figures
+from bench.measure.rounds import metered_run, set_qps_figures
 from bench.measure.runner import (
     CHECK_ANSWERS,
     LOADED_LATENCY,
@@ -241,20 +241,8 @@ class Tuner(Runner):
         """The measured dnsperf runs, each with the CPU the server and its database used
         during it and the start it followed: the cost per query of each run, whose interval
         treats the starts as the independent unit."""
-        has_db = m.loaded.accounts_database
         for _ in range(self.profile.runs):
-            server_cpu = accounting.CpuMeter(m.server.pids())
-            db_cpu = accounting.CpuMeter(m.loaded.database_pids())
-            machine = accounting.MachineMeter()
-            with machine, server_cpu, db_cpu:
-                run = self.dnsperf(m.server, self.profile.duration_s)
-            m.cell.qps_runs.append(run)
-            m.cell.qps_rounds.append(RoundRun(
-                self.start_index, self.start_index, server_cpu.seconds,
-                db_cpu.seconds if has_db else None, began_s=machine.began_s,
-                ended_s=machine.ended_s, server_user_s=server_cpu.user,
-                server_system_s=server_cpu.system, db_user_s=db_cpu.user if has_db else None,
-                db_system_s=db_cpu.system if has_db else None, cpus=machine.cpus))
+            metered_run(self, m, self.profile.duration_s, self.start_index, self.start_index)
         m.cell.qps = QpsSummary.from_runs(m.cell.qps_runs)
 
     # --- set-up -----------------------------------------------------------------------------

@@ -28,7 +28,7 @@ def fmt_number(value: float | None, decimals: int | None = None) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def interval_text(interval: Interval, scale: float = 1.0, decimals: int = 0,
+def interval_text(interval: Interval, scale: float = 1.0, decimals: int | None = 0,
                   unit: str = "", of: str = "runs") -> str:
     """"median [low–high]", or "median (n runs: no 95% interval)" (`of`: what was counted)."""
     text = fmt_number(scale * interval.estimate, decimals) + unit

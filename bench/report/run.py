@@ -569,9 +569,8 @@ def with_split(results: Results, header: list[str],
 def _startup_seconds(p: StartupPoint) -> str:
     """The startup in seconds with its interval over the starts where it has one."""
     interval = p.interval()
-    if interval is not None and interval.low is not None and interval.high is not None:
-        return (f"{fmt_number(interval.estimate / 1000)} "
-                f"[{fmt_number(interval.low / 1000)}–{fmt_number(interval.high / 1000)}]")
+    if interval is not None:
+        return interval_text(interval, 1 / 1000, None)
     return fmt_number(p.startup_ms / 1000 if p.startup_ms is not None else None)
 
 
