@@ -9,6 +9,7 @@ asserted: only that figures exist and answers are right.
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import subprocess
 import sys
@@ -22,10 +23,13 @@ from base.netns import BENCHMARK_NET, DatabaseHost, exists, interface_exists
 from base.process import REPO_ROOT
 from bench.commands.cli import main
 from bench.commands.compare import compare
-from bench.measure.cells import Cell, FreshStart
+from bench.load.dnsperf import DnsperfRun
+from bench.measure.cells import Cell, FreshStart, QpsSummary, RoundRun
 from bench.measure.cost import cost_per_query
 from bench.measure.results import Results, load_results
 from bench.measure.tune import add_start, grid_pairs, recommend
+from bench.measure.tuning import Tuning
+from bench.report.tune import render_recommendations
 from loaders.memory import LOADER as MEMORY_LOADER
 from servers import get_server
 from tests.at_once import results_at_once
@@ -208,6 +212,41 @@ def test_grid_pairs_and_recommendation_rules(memory_local: Results) -> None:
     cells = memory_local.cells
     pick = recommend(cells, tolerance=1.0)  # everything is "as good": the smallest wins
     assert pick is not None and (pick.threads, pick.connections) == (2, 1)
+
+
+def _setting(threads: int, connections: int, start_qps: list[float]) -> Cell:
+    """A setting measured after len(start_qps) fresh starts, two runs a start around each
+    start's QPS."""
+    runs = [DnsperfRun(argv=[], qps=q * f) for q in start_qps for f in (0.99, 1.01)]
+    rounds = [RoundRun(round=i, start=i // 2) for i in range(len(runs))]
+    cell = Cell("mysql", threads, connections, qps_runs=runs, qps_rounds=rounds,
+                starts=[FreshStart(i, 50.0) for i in range(len(start_qps))])
+    cell.qps = QpsSummary.from_runs(runs)
+    return cell
+
+
+@pytest.mark.check
+def test_the_recommendation_passes_over_a_setting_only_when_the_starts_show_it_worse() -> None:
+    """Over fresh starts, the smallest setting the data do not show more than 5% below the
+    best is recommended (a one-sided Welch t test), not the smallest within 5% of a noisy
+    median; one clearly below is passed over; with one start the median rule stands."""
+    best = _setting(1, 16, [9_500.0, 9_700.0, 9_600.0])
+    # 6% below by its mean, but so noisy that the starts do not show it more than 5% below
+    close = _setting(1, 1, [8_700.0, 9_900.0, 8_600.0])
+    pick = recommend([best, close])
+    assert pick is not None and (pick.threads, pick.connections) == (1, 1)
+    assert pick.p_below is not None and pick.p_below >= 0.05
+    assert pick.qps == pytest.approx(math.prod([8_700.0, 9_900.0, 8_600.0]) ** (1 / 3), rel=1e-3)
+    assert (pick.best_threads, pick.best_connections) == (1, 16)
+    below = _setting(1, 1, [8_800.0, 8_850.0, 8_750.0])  # 8% below, steady: shown worse
+    pick = recommend([best, below])
+    assert pick is not None and (pick.threads, pick.connections) == (1, 16)
+    single = [_setting(1, 16, [9_600.0]), _setting(1, 1, [9_200.0])]
+    pick = recommend(single)
+    assert pick is not None and (pick.threads, pick.connections) == (1, 1)
+    assert pick.p_below is None
+    text = "\n".join(render_recommendations(Tuning(recommendations=[recommend([best, close])])))
+    assert "one-sided Welch t test on the per-start means, p = " in text
 
 
 @pytest.mark.check

@@ -30,12 +30,14 @@ from base.errors import UserError
 from base.paths import REPO_ROOT
 from bench.commands.cli import build_parser
 from bench.commands.writes import read_rates
+from bench.load.dnsperf import DnsperfRun
 from bench.load.update_sender import Signer, change_message
 from bench.measure.loading import timed_load
 from bench.measure.results import Results, has_results, load_results
 from bench.measure.serving import serving
 from bench.measure.writes import (
     CEILING,
+    PROBER_MAX_QPS,
     STALE_BOUND_MS,
     ServerFollow,
     ServerWrites,
@@ -45,6 +47,7 @@ from bench.measure.writes import (
     checked_changes,
     final_zones,
     probe,
+    read_split,
     shows,
     summarize,
 )
@@ -397,6 +400,8 @@ def writes_runs(run_root: Path) -> dict[str, Results]:
             for i, half in enumerate(halves)}
     made["update"] = partial(_bench_writes, run_root, UPDATED, run_root / "writes-out-update",
                              "--via", "update")
+    made["bulk"] = partial(_bench_writes, run_root, ["fs"], run_root / "writes-out-bulk",
+                           "--read-qps", f"{PROBER_MAX_QPS + 200:g}", "--rates", "0,10")
     runs = results_at_once(made)
     assert processes_under(run_root) == []
     return runs
@@ -424,6 +429,50 @@ def test_reads_while_rfc_2136_updates_run(writes_runs: dict[str, Results]) -> No
                 run.first_error
         assert any(run.visibility_ms for run in entry.runs if run.rate == CEILING), name
         assert entry.checked > 0 and entry.differing == [], entry.differing
+
+
+def test_reads_above_the_probers_share_are_offered_by_dnsperf(
+        writes_runs: dict[str, Results]) -> None:
+    """Reads asked above PROBER_MAX_QPS: the prober sends its share, every read recorded (the
+    latency figures), and dnsperf -Q the rest beside it; both count in the reads sent,
+    answered and lost, and the report says who sent what."""
+    results = writes_runs["bulk"]
+    assert results.writes is not None
+    [entry] = results.writes.servers
+    assert entry.status == "ok", entry.error
+    assert entry.bulk_reads()
+    for run in entry.runs:
+        assert run.bulk is not None and run.bulk.queries_sent > 0, run.rate
+        assert 0 < run.sent <= PROBER_MAX_QPS * run.seconds + 1
+        assert run.reads_sent == run.sent + run.bulk.queries_sent
+        assert run.answered < run.reads_answered <= run.reads_sent
+        assert run.qps == run.reads_answered / run.seconds
+    assert "dnsperf -Q the rest" in results.meta["markdown"]
+
+
+@pytest.mark.check
+def test_a_steps_reads_are_the_probers_and_dnsperfs() -> None:
+    """A step's read figures add dnsperf's run to the prober's recording: answered are
+    NOERROR and NXDOMAIN of both, the loss over both sent, the cost per read over both
+    answered; a step without dnsperf is the prober's alone, as before it ran beside."""
+    assert read_split(100.0) == (100.0, 0.0)
+    assert read_split(PROBER_MAX_QPS + 4_000) == (PROBER_MAX_QPS, 4_000.0)
+    bulk = DnsperfRun(argv=[], queries_sent=12_000, queries_completed=11_900,
+                      queries_lost=100, rcodes={"NOERROR": 11_000, "NXDOMAIN": 800,
+                                                "SERVFAIL": 100})
+    run = StepRun(rate=0, repeat=0, seconds=3.0, sent=3_000, answered=2_990, lost=10,
+                  server_cpu_s=0.6, db_cpu_s=0.3, cpu_window_s=3.0, bulk=bulk)
+    assert run.reads_sent == 15_000 and run.reads_answered == 14_790
+    assert run.reads_lost == 110 and run.qps == pytest.approx(4_930.0)
+    assert run.cpu_us_per_read == pytest.approx(0.9e6 / 14_790)
+    step = summarize(0, [run])
+    assert step.loss is not None and step.loss.estimate == pytest.approx(110 / 15_000)
+    alone = StepRun(rate=0, repeat=0, seconds=3.0, sent=3_000, answered=2_990, lost=10)
+    assert (alone.reads_sent, alone.reads_answered, alone.reads_lost) == (3_000, 2_990, 10)
+    entry = ServerWrites("pg", read_qps=5_000.0, runs=[run])
+    assert entry.bulk_reads() and not ServerWrites("pg", runs=[alone]).bulk_reads()
+    assert entry.reads_sent() == pytest.approx(5_000.0)
+    assert "dnsperf -Q the rest" in "\n".join(render_server(entry, staleness=False))
 
 
 def test_bench_writes_reports_every_column(bench_writes: list[Results]) -> None:

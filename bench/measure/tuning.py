@@ -36,7 +36,9 @@ class ScalePoint:
 
 @dataclass
 class Recommendation:
-    """The smallest threads/connections setting whose QPS is within `tolerance` of the best."""
+    """The smallest threads/connections setting as good as the best QPS (bench/measure/tune.py:
+    as_good_as); qps and best_qps are over the fresh starts (their runs' median in files with
+    one start)."""
 
     server: str
     threads: int
@@ -47,6 +49,10 @@ class Recommendation:
     best_threads: int
     best_connections: int
     tolerance: float
+    # The one-sided Welch t test's p-value of "more than `tolerance` below the best" over the
+    # fresh starts (None: one start a setting, or files before the test, where the pick is
+    # the smallest within `tolerance` of the best's median).
+    p_below: float | None = None
 
     json_renamed: ClassVar[dict[str, str]] = RENAMED_SERVER
 

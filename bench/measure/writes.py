@@ -6,8 +6,10 @@ Per server, the store is loaded and the server started once; then each step of w
 repeat, the steps in ABBA order across repeats (bench/measure/stats.py: round_order). In a
 step:
 
-- the open-loop prober (bench/load/prober, -O -R) offers the read rate and records every
-  query (RCODE, latency, or lost);
+- the open-loop prober (bench/load/prober, -O -R) offers the read rate, up to
+  PROBER_MAX_QPS, and records every query (RCODE, latency, or lost); dnsperf (-Q) offers the
+  rest of a higher rate beside it, as beside capacity's steps, its answers and losses counted
+  with the prober's (the latency figures are the prober's);
 - a writer thread with its own connection (Loader.writer: loaders/writes.py) applies changes
   paced to the step's rate, one transaction each, cycling through the five kinds; for a
   server of zone files each change is followed by what tells it (ServerFollow: rndc, knotc,
@@ -37,6 +39,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -53,8 +56,10 @@ import dns.rdatatype
 
 from base.errors import UserError
 from base.update_access import TsigKey, UpdateAccess
+from bench.load import dnsperf
 from bench.load.prober import LOST, Recorder, Recording, nearest_rank
 from bench.load.update_sender import UpdateWriter
+from bench.measure import capacity
 from bench.measure.accounting import CpuMeter, us_per_query
 from bench.measure.capacity import OFFERED_SHARE
 from bench.measure.serial import Section
@@ -69,7 +74,8 @@ from loaders.writes import ADD, ADD_ZONE, CHANGE, DELETE, DELETE_ZONE, Change, S
 from servers import REFERENCE, DnsServer, ServerKind, non_recursive_query
 from zonedata.model import Record, Zone, make_record
 
-METHOD = ("open-loop prober at a fixed read rate, every query recorded; a writer thread "
+METHOD = ("open-loop prober at a fixed read rate, every query recorded (dnsperf -Q beside it "
+          "for the reads above the prober's share); a writer thread "
           "with its own connection paced to the step's write rate, one transaction a "
           "change; every k-th write polled by a sampler until an answer shows it")
 
@@ -79,6 +85,10 @@ CEILING = -1  # a step's rate: as fast as the writer goes
 VIA_STORE, VIA_UPDATE = "store", "update"
 VIAS = (VIA_STORE, VIA_UPDATE)
 NOERROR, NXDOMAIN = 0, 3
+# The most reads a second the prober sends; dnsperf offers the rest. Asked for each database
+# row's breaking point alone, the prober sent only 5.6-15k reads/s beside the server on the
+# 2-vCPU Intel VM (writes-at-max-2026-11-28); capacity's steps pace it to at most this too.
+PROBER_MAX_QPS = capacity.MAX_PROBE_QPS
 # How often the sampler asks while a write is not yet visible: 1 ms puts about 1,000
 # queries a second on top of the read load while it waits, small next to it.
 POLL_S = 0.001
@@ -321,10 +331,30 @@ class StepRun:
     answers_checked: int = 0
     stale_answers: int = 0
     stale_writes: int = 0
+    # dnsperf's run beside the prober when the read rate was above PROBER_MAX_QPS (None: the
+    # prober alone offered the reads, as in every run before dnsperf did).
+    bulk: dnsperf.DnsperfRun | None = None
+
+    @property
+    def reads_sent(self) -> int:
+        """Reads sent in the step: the prober's and dnsperf's."""
+        return self.sent + (self.bulk.queries_sent if self.bulk else 0)
+
+    @property
+    def reads_answered(self) -> int:
+        """Reads answered NOERROR or NXDOMAIN: the prober's and dnsperf's."""
+        if self.bulk is None:
+            return self.answered
+        return self.answered + sum(self.bulk.rcodes.get(code, 0)
+                                   for code in ("NOERROR", "NXDOMAIN"))
+
+    @property
+    def reads_lost(self) -> int:
+        return self.lost + (self.bulk.queries_lost if self.bulk else 0)
 
     @property
     def qps(self) -> float:
-        return self.answered / self.seconds
+        return self.reads_answered / self.seconds
 
     @property
     def metered_s(self) -> float:
@@ -336,7 +366,7 @@ class StepRun:
         CPU window was the step's, or no read answered)."""
         if self.cpu_window_s is None or self.server_cpu_s is None:
             return None
-        return us_per_query(self.server_cpu_s + (self.db_cpu_s or 0.0), self.answered)
+        return us_per_query(self.server_cpu_s + (self.db_cpu_s or 0.0), self.reads_answered)
 
     @property
     def write_rate(self) -> float:
@@ -389,13 +419,17 @@ class ServerWrites:
         return [summarize(rate, [r for r in self.runs if r.rate == rate]) for rate in rates]
 
     def reads_sent(self) -> float | None:
-        """Reads the prober sent per second, the median over every step run (None: no run
-        kept its count)."""
-        rates = [r.sent / r.seconds for r in self.runs if r.sent and r.seconds > 0]
+        """Reads sent per second (the prober's and dnsperf's), the median over every step run
+        (None: no run kept its count)."""
+        rates = [r.reads_sent / r.seconds for r in self.runs if r.reads_sent and r.seconds > 0]
         return statistics.median(rates) if rates else None
 
+    def bulk_reads(self) -> bool:
+        """dnsperf offered part of the reads beside the prober."""
+        return any(r.bulk is not None for r in self.runs)
+
     def prober_short(self) -> bool:
-        """The prober sent under capacity's OFFERED_SHARE of the reads asked of it: the reads
+        """The load generators sent under capacity's OFFERED_SHARE of the reads asked: the reads
         answered are its pace, not the server's (asked for each server's capacity breaking
         point, it sent 5.6-15k reads/s beside the server on the 2-vCPU Intel VM:
         writes-at-max-2026-11-28)."""
@@ -433,7 +467,7 @@ def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
     pooled = sorted(ms for run in runs for ms in run.visibility_ms)
     return Step(
         rate=rate, qps=over(lambda r: r.qps),
-        loss=over(lambda r: r.lost / r.sent if r.sent else None),
+        loss=over(lambda r: r.reads_lost / r.reads_sent if r.reads_sent else None),
         p50_us=over(lambda r: r.p50_us), p99_us=over(lambda r: r.p99_us),
         p999_us=over(lambda r: r.p999_us), write_rate=over(lambda r: r.write_rate),
         db_cpu_share=over(lambda r: None if r.db_cpu_s is None else r.db_cpu_s / r.metered_s),
@@ -609,11 +643,12 @@ def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
     writer = Writer(store, follow, cycle, rate, every, sampler, stop)
     db_meter = CpuMeter(loaded.database_pids()) if loaded.accounts_database else None
     server_meter = CpuMeter(server.pids())
+    probing, bulk_qps = read_split(read_qps)
     recorder = Recorder(server.host, server.port, query_file,
                         run_dir / f"recording-{rate_text(rate).replace('/', '')}-{repeat}.txt",
-                        qps=read_qps, seconds=step_s, timeout=timeout_s)
+                        qps=probing, seconds=step_s, timeout=timeout_s)
     meters = [m for m in (db_meter, server_meter) if m is not None]
-    with recorder:
+    with bulk_reads(server, query_file, bulk_qps, step_s, timeout_s) as bulk, recorder:
         started = time.monotonic()
         for meter in meters:
             meter.start()
@@ -635,6 +670,7 @@ def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
                 writer.join()
             sampler.join()
         recording = recorder.wait()
+        bulk_run = None if bulk is None else bulk.wait(step_s + timeout_s + 30)
     run = StepRun(rate, repeat, step_s, writes=writer.writes, write_errors=writer.errors,
                   first_error=writer.first_error, writer_cpu_s=writer.cpu_s,
                   visibility_ms=sampler.delays_ms, not_seen=sampler.not_seen,
@@ -642,9 +678,31 @@ def run_step(loaded: LoadedStore, server: DnsServer, store: StoreWriter,
                   answers_checked=sampler.answers, stale_answers=sampler.stale_answers,
                   stale_writes=sampler.stale_writes,
                   server_cpu_s=server_meter.seconds,
-                  db_cpu_s=None if db_meter is None else db_meter.seconds)
+                  db_cpu_s=None if db_meter is None else db_meter.seconds, bulk=bulk_run)
     _read_figures(run, recording)
     return run
+
+
+def read_split(read_qps: float) -> tuple[float, float]:
+    """(the prober's, dnsperf's) reads per second of a step offering read_qps."""
+    probing = min(read_qps, PROBER_MAX_QPS)
+    return probing, read_qps - probing
+
+
+@contextmanager
+def bulk_reads(server: DnsServer, query_file: Path, qps: float, step_s: float,
+               timeout_s: float) -> Iterator[dnsperf.MergedLoad | None]:
+    """dnsperf offering `qps` reads a second for the step (sending when this returns), as
+    capacity's steps offer theirs; None when the prober offers every read."""
+    if qps <= 0:
+        yield None
+        return
+    buffer_kb = capacity.load_generator_buffer() // 1024
+    with dnsperf.start_background(
+            server.host, server.port, query_file, duration=step_s,
+            queue_depth=capacity.outstanding_for(qps), timeout=timeout_s, rate=qps,
+            extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else [])]) as load:
+        yield load
 
 
 def _read_figures(run: StepRun, recording: Recording) -> None:

@@ -109,11 +109,16 @@ def render_recommendations(tuning: Tuning) -> list[str]:
         return ["No recommendation: no setting answered correctly with a QPS figure.", ""]
     lines = []
     for r in tuning.recommendations:
+        best = (f"{fmt_number(r.best_qps)} at {r.best_threads} threads, {r.best_connections} "
+                "connections")
+        rule = (f"The smallest setting within {r.tolerance:.0%} of the best QPS ({best})."
+                if r.p_below is None else
+                f"The smallest setting the fresh starts do not show more than "
+                f"{r.tolerance:.0%} below the best QPS ({best}; one-sided Welch t test on the "
+                f"per-start means, p = {r.p_below:.2f}).")
         lines.append(f"**Recommended for {r.server}: {r.threads} threads, {r.connections} "
                      f"connections**: {fmt_number(r.qps)} QPS, p99 under load "
-                     f"{fmt_number(r.p99_us)} us. The smallest setting within "
-                     f"{r.tolerance:.0%} of the best QPS ({fmt_number(r.best_qps)} at "
-                     f"{r.best_threads} threads, {r.best_connections} connections).")
+                     f"{fmt_number(r.p99_us)} us. {rule}")
     return lines + [""]
 
 

@@ -21,6 +21,7 @@ from bench.measure.writes import (
     Step,
     Writes,
     rate_text,
+    read_split,
 )
 from bench.report.comparing import (
     Comparison,
@@ -88,7 +89,8 @@ def render_server(entry: ServerWrites, *, staleness: bool) -> list[str]:
         return [*lines, f"n/a: {entry.error}", ""]
     if entry.status != "ok":
         return [*lines, f"FAILED: {entry.error}", ""]
-    lines.append(f"Reads offered: {entry.read_qps:,.0f} per second.{_prober_short(entry)}")
+    lines.append(f"Reads offered: {entry.read_qps:,.0f} per second{_read_split(entry)}."
+                 f"{_prober_short(entry)}")
     lines.append("")
     notes = Notes()
     steps = entry.steps()
@@ -113,13 +115,23 @@ def render_server(entry: ServerWrites, *, staleness: bool) -> list[str]:
     return lines
 
 
+def _read_split(entry: ServerWrites) -> str:
+    """Who sent the reads, when dnsperf offered some beside the prober."""
+    if not entry.bulk_reads():
+        return ""
+    probing, _ = read_split(entry.read_qps)
+    return (f" (the prober {probing:,.0f} of them, every one recorded: the latency columns are "
+            "its; dnsperf -Q the rest, its answers and losses counted with the prober's)")
+
+
 def _prober_short(entry: ServerWrites) -> str:
-    """What the prober sent when it fell short of the reads asked (a load generator's row says
-    so); "" when it kept up."""
+    """What the load generators sent when they fell short of the reads asked (a load
+    generator's row says so); "" when they kept up."""
     sent = entry.reads_sent()
     if sent is None or not entry.prober_short():
         return ""
-    return (f" **The prober sent {sent:,.0f} per second** ({100 * sent / entry.read_qps:.0f}% "
+    who = "The prober and dnsperf" if entry.bulk_reads() else "The prober"
+    return (f" **{who} sent {sent:,.0f} per second** ({100 * sent / entry.read_qps:.0f}% "
             "of it, median over the steps' runs): the load generator's limit, not the "
             "server's; the reads answered below are its pace.")
 
