@@ -58,6 +58,18 @@ def test_flags_a_reader_must_not_miss(catalogue: Catalogue) -> None:
         "writes-every-server-2026-11-26"
 
 
+def test_a_startup_point_gives_its_interval_and_its_fastest_and_slowest_start(
+        catalogue: Catalogue) -> None:
+    at = {"server": "native", "zones": "1000000"}
+    mean = catalogue.one("startup-2026-11-28", "startup_s", **at)
+    fastest = catalogue.one("startup-2026-11-28", "startup_fastest_s", **at)
+    slowest = catalogue.one("startup-2026-11-28", "startup_slowest_s", **at)
+    assert mean.low is not None and mean.high is not None
+    assert mean.low < fastest.number < mean.number < slowest.number < mean.high
+    # one start a point (before repeated starts): the time alone
+    assert not catalogue.find("startup-2026-11-21", "startup_fastest_s")
+
+
 def test_several_figures_and_none_are_told_apart(catalogue: Catalogue) -> None:
     assert len(catalogue.find("quick-2026-11-26", "ratio.native",
                               server=["pg", "mysql", "ldap"])) == 3

@@ -536,6 +536,10 @@ def _startup_figures(results: Results) -> Iterator[Figure]:
         interval = p.interval()
         if interval is not None:
             yield from _interval("startup_s", interval, scale=1 / 1000, **at)
+            # The spread of the starts themselves (a wide interval says how wide; these say
+            # which start).
+            yield _value("startup_fastest_s", min(p.starts_ms) / 1000, **at)
+            yield _value("startup_slowest_s", max(p.starts_ms) / 1000, **at)
         else:
             yield _value("startup_s", None if p.startup_ms is None else p.startup_ms / 1000,
                          **at)
