@@ -473,6 +473,14 @@ def test_a_steps_reads_are_the_probers_and_dnsperfs() -> None:
     assert entry.bulk_reads() and not ServerWrites("pg", runs=[alone]).bulk_reads()
     assert entry.reads_sent() == pytest.approx(5_000.0)
     assert "dnsperf -Q the rest" in "\n".join(render_server(entry, staleness=False))
+    # Sent short of what was asked while the server lost more than 5% of it: the server set
+    # the pace too, and the report does not blame the load generators alone.
+    overloaded = StepRun(rate=0, repeat=0, seconds=3.0, sent=3_000, answered=2_000, lost=1_000,
+                         bulk=bulk)
+    entry = ServerWrites("pg", read_qps=8_000.0, runs=[overloaded])
+    assert entry.prober_short() and entry.read_loss() == pytest.approx(1_100 / 15_000)
+    text = "\n".join(render_server(entry, staleness=False))
+    assert "and the server lost 7% of them" in text and "not the server's" not in text
 
 
 def test_bench_writes_reports_every_column(bench_writes: list[Results]) -> None:

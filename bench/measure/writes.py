@@ -424,6 +424,12 @@ class ServerWrites:
         rates = [r.reads_sent / r.seconds for r in self.runs if r.reads_sent and r.seconds > 0]
         return statistics.median(rates) if rates else None
 
+    def read_loss(self) -> float | None:
+        """The share of the reads sent that were lost, the median over every step run (None:
+        no run kept its count)."""
+        shares = [r.reads_lost / r.reads_sent for r in self.runs if r.reads_sent]
+        return statistics.median(shares) if shares else None
+
     def bulk_reads(self) -> bool:
         """dnsperf offered part of the reads beside the prober."""
         return any(r.bulk is not None for r in self.runs)

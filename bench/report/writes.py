@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.measure.capacity import UP_TO_THE_TASK
 from bench.measure.results import Results
 from bench.measure.stats import Interval
 from bench.measure.writes import (
@@ -131,9 +132,15 @@ def _prober_short(entry: ServerWrites) -> str:
     if sent is None or not entry.prober_short():
         return ""
     who = "The prober and dnsperf" if entry.bulk_reads() else "The prober"
-    return (f" **{who} sent {sent:,.0f} per second** ({100 * sent / entry.read_qps:.0f}% "
-            "of it, median over the steps' runs): the load generator's limit, not the "
-            "server's; the reads answered below are its pace.")
+    short = (f" **{who} sent {sent:,.0f} per second** ({100 * sent / entry.read_qps:.0f}% of "
+             "it, median over the steps' runs)")
+    lost = entry.read_loss()
+    if lost is not None and lost > 1 - UP_TO_THE_TASK:
+        return (f"{short}, and the server lost {100 * lost:.0f}% of them (median): past its "
+                "breaking point beside the writer and the sampler, it set the pace too, not "
+                "the load generators alone.")
+    return (f"{short}: the load generator's limit, not the server's; the reads answered "
+            "below are its pace.")
 
 
 def _row(step: Step, notes: Notes) -> list[str]:
