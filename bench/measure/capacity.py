@@ -124,6 +124,13 @@ def load_generator_buffer() -> int:
     return kernel_rmem_max() or 0
 
 
+def offered_load_options() -> list[str]:
+    """dnsperf's options for a load offered at a fixed rate: its responses every second
+    (-S 1, to see a burst or a stall) and socket buffers as large as the server's (-b, KiB)."""
+    buffer_kb = load_generator_buffer() // 1024
+    return ["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else [])]
+
+
 def parse_steps(text: str) -> tuple[float, ...]:
     """'10,25,50' -> (10.0, 25.0, 50.0): positive percentages, in increasing order."""
     words = [w.strip() for w in text.split(",")]

@@ -529,13 +529,12 @@ class Runner:
         server_sockets = capacity.process_socket_inodes(server.pids())
         sockets_before = capacity.read_udp_socket_drops()
         drops_before = accounting.udp_receive_buffer_errors()
-        buffer_kb = capacity.load_generator_buffer() // 1024
         with dnsperf.start_background(
                 server.host, self.port(server), self.setup.query_file, duration=seconds,
                 clients=clients_for(self.profile, server.threads),
                 queue_depth=capacity.outstanding_for(target), timeout=capacity.STEP_TIMEOUT_S,
                 cpu_list=self.load_cpus, rate=target - probing, hosts=self.setup.load_hosts,
-                extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else []),
+                extra=[*capacity.offered_load_options(),
                        *dnsperf.transport_args(self.setup.transport)]) as load, \
                 capacity.SocketWatch(load.pid) as watch:
             probes = prober.probe(server.host, server.port, self.setup.query_file,

@@ -167,10 +167,17 @@ def below_best_p(cell: Cell, best: Cell, tolerance: float) -> float | None:
 def start_qps(cell: Cell) -> list[float] | None:
     """A setting's QPS per fresh start (the geometric mean of that start's runs); None for one
     start (or a file before starts) or a run that answered nothing."""
+    runs = _runs_by_start(cell)
+    return None if runs is None else stats.start_means(*runs)
+
+
+def _runs_by_start(cell: Cell) -> tuple[list[float], list[int]] | None:
+    """Each run's QPS and the fresh start it followed; None for one start (or a file before
+    starts) or a run that answered nothing."""
     values = [r.qps for r in cell.qps_runs]
     if len(cell.starts) < 2 or len(cell.qps_rounds) != len(values) or min(values) <= 0:
         return None
-    return stats.start_means(values, [r.start for r in cell.qps_rounds])
+    return values, [r.start for r in cell.qps_rounds]
 
 
 def add_start(cell: Cell, later: Cell, start: int) -> None:
@@ -192,10 +199,8 @@ def add_start(cell: Cell, later: Cell, start: int) -> None:
 def qps_over_starts(cell: Cell) -> stats.Interval | None:
     """The geometric mean of a setting's runs' QPS with its 95% interval over its fresh
     starts; None for one start (or a file before starts) or a run that answered nothing."""
-    values = [r.qps for r in cell.qps_runs]
-    if start_qps(cell) is None:
-        return None
-    return stats.start_interval(values, [r.start for r in cell.qps_rounds])
+    runs = _runs_by_start(cell)
+    return None if runs is None else stats.start_interval(*runs)
 
 
 def _larger(a: int | None, b: int | None) -> int | None:

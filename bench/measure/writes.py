@@ -353,6 +353,11 @@ class StepRun:
         return self.lost + (self.bulk.queries_lost if self.bulk else 0)
 
     @property
+    def read_loss(self) -> float | None:
+        """The share of the reads sent that were lost (None: none sent)."""
+        return self.reads_lost / self.reads_sent if self.reads_sent else None
+
+    @property
     def qps(self) -> float:
         return self.reads_answered / self.seconds
 
@@ -427,7 +432,7 @@ class ServerWrites:
     def read_loss(self) -> float | None:
         """The share of the reads sent that were lost, the median over every step run (None:
         no run kept its count)."""
-        shares = [r.reads_lost / r.reads_sent for r in self.runs if r.reads_sent]
+        shares = [r.read_loss for r in self.runs if r.read_loss is not None]
         return statistics.median(shares) if shares else None
 
     def bulk_reads(self) -> bool:
@@ -435,10 +440,10 @@ class ServerWrites:
         return any(r.bulk is not None for r in self.runs)
 
     def prober_short(self) -> bool:
-        """The load generators sent under capacity's OFFERED_SHARE of the reads asked: the reads
-        answered are its pace, not the server's (asked for each server's capacity breaking
-        point, it sent 5.6-15k reads/s beside the server on the 2-vCPU Intel VM:
-        writes-at-max-2026-11-28)."""
+        """The load generators sent under capacity's OFFERED_SHARE of the reads asked (the
+        prober alone, asked for each server's capacity breaking point, sent 5.6-15k reads/s
+        beside the server on the 2-vCPU Intel VM: writes-at-max-2026-11-28); whether they or
+        the server set the pace, the read loss says (bench/report/writes.py)."""
         sent = self.reads_sent()
         return sent is not None and sent < OFFERED_SHARE * self.read_qps
 
@@ -473,7 +478,7 @@ def summarize(rate: int, runs: Sequence[StepRun]) -> Step:
     pooled = sorted(ms for run in runs for ms in run.visibility_ms)
     return Step(
         rate=rate, qps=over(lambda r: r.qps),
-        loss=over(lambda r: r.reads_lost / r.reads_sent if r.reads_sent else None),
+        loss=over(lambda r: r.read_loss),
         p50_us=over(lambda r: r.p50_us), p99_us=over(lambda r: r.p99_us),
         p999_us=over(lambda r: r.p999_us), write_rate=over(lambda r: r.write_rate),
         db_cpu_share=over(lambda r: None if r.db_cpu_s is None else r.db_cpu_s / r.metered_s),
@@ -703,11 +708,10 @@ def bulk_reads(server: DnsServer, query_file: Path, qps: float, step_s: float,
     if qps <= 0:
         yield None
         return
-    buffer_kb = capacity.load_generator_buffer() // 1024
     with dnsperf.start_background(
             server.host, server.port, query_file, duration=step_s,
             queue_depth=capacity.outstanding_for(qps), timeout=timeout_s, rate=qps,
-            extra=["-S", "1", *(["-b", str(buffer_kb)] if buffer_kb else [])]) as load:
+            extra=capacity.offered_load_options()) as load:
         yield load
 
 
