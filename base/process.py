@@ -16,7 +16,10 @@ process by process (pidfd), never by the id.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import functools
+import json
 import os
 import pwd
 import random
@@ -27,9 +30,10 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from base.errors import UserError
@@ -203,18 +207,57 @@ def _ephemeral_floor() -> int:
 
 
 def free_port() -> int:
-    """A loopback port free for both TCP and UDP, picked at random to keep parallel runs apart.
+    """A loopback port free for both TCP and UDP and reserved for a while against every other
+    picker on the machine (see _reserved_ports), picked at random to keep parallel runs apart.
 
     Never from the ephemeral range: a port free when checked could be taken as the source port
     of some client's socket (named's own queries, dnsperf, a database client) before our
     server binds it, and named then exits with "unable to listen on any configured interfaces".
     """
     top = max(_ephemeral_floor() - 1, _PORT_FLOOR + 1000)
-    for _ in range(200):
-        port = random.randint(_PORT_FLOOR, top)
-        if port_is_free(port):
-            return port
+    with _reserved_ports() as reserved:
+        for _ in range(200):
+            port = random.randint(_PORT_FLOOR, top)
+            if port not in reserved and port_is_free(port):
+                reserved[port] = time.time()
+                return port
     raise UserError("no free loopback port found")
+
+
+# Where free_port records the ports it handed out, for every process of this user on the
+# machine: a port is free until its server binds it, which takes up to a database's start-up
+# (mariadbd binds after InnoDB's recovery), so two pickers that check at once (two test
+# workers, two threads starting a pg and a mysql fleet together) could both be handed it;
+# one of them then fails with "Address already in use" (CI, 2026-11-28: mariadbd on 23198).
+PORT_RESERVATIONS = Path(tempfile.gettempdir()) / f"dlzbench-ports-{os.getuid()}.json"
+# How long a handed-out port stays reserved: longer than any server's start-up timeout
+# (120 s), after which the port is bound or its server gave up.
+_RESERVATION_S = 600.0
+
+
+@contextlib.contextmanager
+def _reserved_ports() -> Iterator[dict[int, float]]:
+    """The ports handed out in the last _RESERVATION_S seconds (port -> when), under an
+    exclusive lock on the record; what the caller adds is written back."""
+    with open(PORT_RESERVATIONS, "a+", encoding="ascii") as record:
+        fcntl.flock(record, fcntl.LOCK_EX)  # released when the file is closed
+        record.seek(0)
+        now = time.time()
+        reserved = {port: when for port, when in _handed_out(record.read()).items()
+                    if now - _RESERVATION_S < when <= now}
+        yield reserved
+        record.seek(0)
+        record.truncate()
+        record.write(json.dumps(reserved))
+
+
+def _handed_out(text: str) -> dict[int, float]:
+    """The record's ports and when each was handed out; none from a record that is empty (new)
+    or not one we wrote whole (a writer killed mid-write)."""
+    try:
+        return {int(port): float(when) for port, when in json.loads(text).items()}
+    except (ValueError, TypeError, AttributeError):
+        return {}
 
 
 class ManagedProcess:

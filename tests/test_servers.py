@@ -24,9 +24,10 @@ import MySQLdb
 import psycopg
 import pytest
 
+from base import process
 from base.errors import UserError
 from base.paths import REPO_ROOT
-from base.process import SERVICE_USER, free_port
+from base.process import SERVICE_USER, free_port, port_is_free
 from databases.mariadb import MysqlServer
 from databases.postgresql import PgServer
 from servers.named import Named
@@ -260,6 +261,37 @@ def test_server_ports_are_never_ephemeral() -> None:
     """A client's source port can take an ephemeral port between our check and the bind."""
     floor = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     assert all(20000 <= free_port() < floor for _ in range(200))
+
+
+def _free_ports(count: int) -> list[int]:
+    return [port for port in range(24000, 25000) if port_is_free(port)][:count]
+
+
+@pytest.mark.check
+def test_a_port_handed_out_is_not_handed_out_again_before_its_server_binds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pickers at once (two test workers, two fleets started together) once got the same
+    port, and mariadbd then exited with "Address already in use"."""
+    first, second = _free_ports(2)
+    monkeypatch.setattr(process, "PORT_RESERVATIONS", tmp_path / "ports.json")
+    draws = iter([first, first, second])
+    monkeypatch.setattr(process.random, "randint", lambda low, high: next(draws))
+    assert (free_port(), free_port()) == (first, second)
+
+
+@pytest.mark.check
+def test_a_reservation_lapses_and_a_damaged_record_reserves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (port,) = _free_ports(1)
+    record = tmp_path / "ports.json"
+    monkeypatch.setattr(process, "PORT_RESERVATIONS", record)
+    monkeypatch.setattr(process.random, "randint", lambda low, high: port)
+    record.write_text(json.dumps({str(port): time.time() - 601}))
+    assert free_port() == port
+    record.write_text(f'{{"{port}": 1')  # a writer killed mid-write
+    assert free_port() == port
+    with pytest.raises(UserError, match="no free loopback port"):
+        free_port()  # the one port it may draw is now reserved
 
 
 def test_named_answers_udp_and_tcp(ns: Named):
