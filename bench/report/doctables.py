@@ -218,6 +218,26 @@ def run_every_row(run: str, rows: Sequence[str]) -> list[str]:
                            "CPU us/query"], lines)
 
 
+def run_every_row_costs(run: str, rows: Sequence[str]) -> list[str]:
+    """Every kind of server in one run in rounds, at 1 thread: the cost per query with its
+    interval and the database's share of it, the cost as a % of the reference measured next
+    to it, and QPS with its interval (a lower bound where the load generator set the pace)."""
+    from servers import group_of
+
+    def reference_share(server: str) -> str:
+        for reference in ("memory", "native"):
+            if fig(run, f"cost.{reference}", server=server, threads=1) is not None:
+                return _percent(run, f"cost.{reference}", server, 1) + f" of {reference}"
+        return "100.0% of native" if server == "native" else NONE
+
+    return markdown_table(
+        ["group", "row", "cost us/query (server + db)", "of it the database",
+         "cost % of reference", "QPS"],
+        [[group_of(s), s, with_interval(fig(run, "cost_us", server=s, threads=1), 1),
+          num(value(run, "db_us", server=s, threads=1), 1), reference_share(s),
+          _bounded(run, "qps", s, 1, 0)] for s in rows])
+
+
 # ---------------------------------------------------------------- capacity.md
 
 def capacity_brackets(runs: Sequence[str]) -> list[str]:
