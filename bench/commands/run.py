@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import ipaddress
+import json
 import math
 import socket
 import sys
@@ -144,6 +145,12 @@ def add_load_from_options(p: argparse.ArgumentParser) -> None:
                         "(default 127.0.0.1); with --load-from, one the load hosts reach")
 
 
+def _as_read_back(parameters: dict) -> dict:
+    """The parameters as results.json gives them back (a profile's tuples as lists), so the
+    results.md written now is the one `bench report` renders from the file later."""
+    return json.loads(json.dumps(parameters))
+
+
 def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
@@ -185,7 +192,7 @@ def prepare(args: argparse.Namespace, command: str,
                   pin=args.pin and not hosts, target=target, store_urls=urls,
                   load_hosts=hosts, transport=args.transport)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
-                            "parameters": {**dataclasses.asdict(profile),
+                            "parameters": {**_as_read_back(dataclasses.asdict(profile)),
                                            "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
                                                 for t in setup.threads},
