@@ -146,20 +146,22 @@ def run_costs(first: str, second: str, servers: Sequence[str] | None = None) -> 
     side by side, each with its interval."""
     names = servers or _servers(first)
 
-    def ratio(run: str, server: str) -> str:
-        for reference in ("memory", "native"):
-            f = fig(run, f"cost.{reference}", server=server, threads=1)
-            if f is not None:
-                return _percent(run, f"cost.{reference}", server, 1) + f" of {reference}"
-        return NONE
-
     def cost(run: str, server: str) -> str:
         return with_interval(fig(run, "cost_us", server=server, threads=1), 1)
 
     return markdown_table(
         ["server", "cost us/query, run 1", "run 2", "cost % of reference, run 1", "run 2"],
-        [[s, cost(first, s), cost(second, s), ratio(first, s), ratio(second, s)]
+        [[s, cost(first, s), cost(second, s), _cost_share(first, s), _cost_share(second, s)]
          for s in names])
+
+
+def _cost_share(run: str, server: str) -> str:
+    """A 1-thread cost as a % of the reference measured next to it (memory for a DLZ driver,
+    native BIND otherwise), naming the reference."""
+    for reference in ("memory", "native"):
+        if fig(run, f"cost.{reference}", server=server, threads=1) is not None:
+            return _percent(run, f"cost.{reference}", server, 1) + f" of {reference}"
+    return "100.0% of native" if server == "native" else NONE
 
 
 def _servers(run: str) -> list[str]:
@@ -224,17 +226,11 @@ def run_every_row_costs(run: str, rows: Sequence[str]) -> list[str]:
     to it, and QPS with its interval (a lower bound where the load generator set the pace)."""
     from servers import group_of
 
-    def reference_share(server: str) -> str:
-        for reference in ("memory", "native"):
-            if fig(run, f"cost.{reference}", server=server, threads=1) is not None:
-                return _percent(run, f"cost.{reference}", server, 1) + f" of {reference}"
-        return "100.0% of native" if server == "native" else NONE
-
     return markdown_table(
         ["group", "row", "cost us/query (server + db)", "of it the database",
          "cost % of reference", "QPS"],
         [[group_of(s), s, with_interval(fig(run, "cost_us", server=s, threads=1), 1),
-          num(value(run, "db_us", server=s, threads=1), 1), reference_share(s),
+          num(value(run, "db_us", server=s, threads=1), 1), _cost_share(run, s),
           _bounded(run, "qps", s, 1, 0)] for s in rows])
 
 
