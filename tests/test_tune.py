@@ -29,6 +29,7 @@ from bench.measure.cost import cost_per_query
 from bench.measure.results import Results, load_results
 from bench.measure.tune import add_start, grid_pairs, recommend
 from bench.measure.tuning import Tuning
+from bench.report.render import render_markdown
 from bench.report.tune import render_recommendations
 from loaders.memory import LOADER as MEMORY_LOADER
 from servers import get_server
@@ -166,6 +167,8 @@ def test_every_memory_setting_is_two_fresh_starts_with_intervals(
     markdown = (run_root / "out-memory" / "results.md").read_text()
     assert "### memory: QPS over 2 fresh starts" in markdown
     assert "### memory: cost per query, server + database" in markdown
+    # as `bench report` renders it from the file later (it once wrote the profile's tuples)
+    assert render_markdown(memory_local) == markdown
 
 
 def test_one_start_keeps_the_runs_median(pg_remote: Results, run_root: Path) -> None:

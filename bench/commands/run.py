@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import ipaddress
-import json
 import math
 import socket
 import sys
@@ -39,7 +38,7 @@ from bench.measure.datasets import (
     traffic_queries,
     zone_source,
 )
-from bench.measure.results import Results, save_results
+from bench.measure.results import Results, as_read_back, save_results
 from bench.measure.rounds import RoundsRunner
 from bench.measure.runner import FLOOD_NORMAL_SHARE, PROFILES, Profile, Runner, Setup, clients_for
 from bench.measure.signed import DNSPERF_EDNS_PAYLOAD, SignedRunner
@@ -145,12 +144,6 @@ def add_load_from_options(p: argparse.ArgumentParser) -> None:
                         "(default 127.0.0.1); with --load-from, one the load hosts reach")
 
 
-def _as_read_back(parameters: dict) -> dict:
-    """The parameters as results.json gives them back (a profile's tuples as lists), so the
-    results.md written now is the one `bench report` renders from the file later."""
-    return json.loads(json.dumps(parameters))
-
-
 def prepare(args: argparse.Namespace, command: str,
             threads: tuple[int, ...] | None = None) -> tuple[Profile, Setup, Results]:
     """The profile, the set-up and the (empty) results of a run from `run`'s options."""
@@ -192,7 +185,7 @@ def prepare(args: argparse.Namespace, command: str,
                   pin=args.pin and not hosts, target=target, store_urls=urls,
                   load_hosts=hosts, transport=args.transport)
     results = Results(meta={**metadata.collect(), "command": command, "profile": profile.name,
-                            "parameters": {**_as_read_back(dataclasses.asdict(profile)),
+                            "parameters": {**as_read_back(dataclasses.asdict(profile)),
                                            "threads": list(setup.threads)},
                             "dnsperf_clients": {str(t): clients_for(profile, t)
                                                 for t in setup.threads},
@@ -371,7 +364,7 @@ def run(args: argparse.Namespace) -> int:
     profile, setup, results = prepare(args, "run")
     if args.rounds_budget is not None:
         profile = with_rounds_budget(profile, args.rounds_budget)
-        results.meta["parameters"]["rounds"] = dataclasses.asdict(profile.rounds)
+        results.meta["parameters"]["rounds"] = as_read_back(dataclasses.asdict(profile.rounds))
     if args.update_repeats is not None:
         profile = dataclasses.replace(profile, update_repeats=args.update_repeats)
         results.meta["parameters"]["update_repeats"] = args.update_repeats

@@ -19,7 +19,7 @@ from bench.commands import add_out_option, add_pin_option, positive_counts
 from bench.commands.run import _derive_query_file
 from bench.measure import metadata
 from bench.measure.datasets import zone_source
-from bench.measure.results import Results, save_results
+from bench.measure.results import Results, as_read_back, save_results
 from bench.measure.runner import PROFILES, Setup, cpu_split
 from bench.measure.tune import DB_HOSTS, TOLERANCE, Plan, Tuner, default_processes, grid_pairs
 from bench.report.render import write_report
@@ -117,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
                   query_file=query_file, run_dir=run_dir, out_dir=out,
                   threads=tuple(sorted({t for t, _ in plan.pairs})), pin=args.pin)
     results = Results(meta={**metadata.collect(), "command": "tune", "profile": profile.name,
-                            "parameters": dataclasses.asdict(profile), "dataset": setup.dataset,
+                            "parameters": as_read_back(dataclasses.asdict(profile)),
+                            "dataset": setup.dataset,
                             "servers": [name], "pin": args.pin,
                             "pairs": [list(p) for p in plan.pairs],
                             "processes": list(plan.processes),

@@ -193,6 +193,12 @@ def write_results_file(data: dict, directory: Path) -> Path:
     return file
 
 
+def as_read_back(parameters: dict) -> dict:
+    """Parameters as results.json gives them back (a profile's tuples as lists): recorded so,
+    the results.md a command writes is the one `bench report` renders from the file later."""
+    return json.loads(json.dumps(parameters))
+
+
 def load_results(path: Path) -> Results:
     """Read a results directory's file (or the file at path)."""
     data = read_results_file(path)
