@@ -162,10 +162,12 @@ class LatencyProxy:
 
 
 def _two_ports_besides(taken: int) -> tuple[int, int]:
-    """Two distinct free ports, neither `taken` (the database's, on the same address)."""
+    """Two free ports, neither `taken` (the database's, on the same address; it may be a
+    server's the suite did not start). free_port reserves each port it hands out, so the two
+    are distinct."""
     ports: list[int] = []
     while len(ports) < 2:
         port = free_port()
-        if port != taken and port not in ports:
+        if port != taken:
             ports.append(port)
     return ports[0], ports[1]

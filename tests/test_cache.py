@@ -39,7 +39,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,12 +97,20 @@ def host_address(i: int) -> str:
     return f"10.{i // 250}.{i % 250}.1"
 
 
-def many_zone() -> Zone:
+def zone_of_addresses(origin: dns.name.Name, ns_address: str,
+                      addresses: Iterable[tuple[str, str]]) -> Zone:
+    """A zone at origin: its SOA, NS ns, ns's address, and an A record per (relative name,
+    address)."""
     def rec(relative: str, rdtype: str, rdata: str) -> Record:
-        return make_record(dns.name.from_text(relative, MANY), 300, rdtype, rdata, MANY)
-    return Zone(MANY, [rec("@", "SOA", "ns hostmaster 1 3600 900 604800 60"),
-                       rec("@", "NS", "ns"), rec("ns", "A", "192.0.2.53"),
-                       *(rec(f"host{i}", "A", host_address(i)) for i in range(HOSTS))])
+        return make_record(dns.name.from_text(relative, origin), 300, rdtype, rdata, origin)
+    return Zone(origin, [rec("@", "SOA", "ns hostmaster 1 3600 900 604800 60"),
+                         rec("@", "NS", "ns"), rec("ns", "A", ns_address),
+                         *(rec(name, "A", address) for name, address in addresses)])
+
+
+def many_zone() -> Zone:
+    return zone_of_addresses(MANY, "192.0.2.53",
+                             ((f"host{i}", host_address(i)) for i in range(HOSTS)))
 
 
 # --- each store, through its own client ----------------------------------------------------------
@@ -463,11 +471,7 @@ GONE = dns.name.from_text("gone.test.")
 
 
 def gone_zone() -> Zone:
-    def rec(relative: str, rdtype: str, rdata: str) -> Record:
-        return make_record(dns.name.from_text(relative, GONE), 300, rdtype, rdata, GONE)
-    return Zone(GONE, [rec("@", "SOA", "ns hostmaster 1 3600 900 604800 60"),
-                       rec("@", "NS", "ns"), rec("ns", "A", "192.0.2.54"),
-                       rec("www", "A", "192.0.2.80")])
+    return zone_of_addresses(GONE, "192.0.2.54", [("www", "192.0.2.80")])
 
 
 @pytest.mark.parametrize("store", SIDES)
